@@ -1,0 +1,96 @@
+"""Located diagnostics: `FILE:LINE:COL: error: MESSAGE`, the source line and a caret.
+
+Every user error in dlc, from the parser, the verifier, a pass, the code generator or
+the runtime, is a `DiagnosticError`. Ops remember where they came from through
+`set_loc` / `get_loc` (a side table, so IR printing stays clean); passes that create
+ops copy the location of the op they replace with `copy_loc`.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+
+from xdsl.ir import Operation
+
+
+@dataclass(frozen=True)
+class Location:
+    """A point in a source file; `line` and `column` are 1-based."""
+
+    filename: str
+    line: int
+    column: int
+    source_line: str = ""
+
+
+class DiagnosticError(Exception):
+    """A user error with a location; `str()` gives the full three-line diagnostic."""
+
+    def __init__(self, message: str, location: Location | None = None):
+        super().__init__(message)
+        self.message = message
+        self.location = location
+
+    @property
+    def filename(self) -> str:
+        return self.location.filename if self.location else "<unknown>"
+
+    @property
+    def line(self) -> int:
+        return self.location.line if self.location else 0
+
+    @property
+    def column(self) -> int:
+        return self.location.column if self.location else 0
+
+    def format(self) -> str:
+        loc = self.location
+        if loc is None:
+            return f"error: {self.message}"
+        text = f"{loc.filename}:{loc.line}:{loc.column}: error: {self.message}"
+        if loc.source_line:
+            # Tabs keep their width so the caret lines up under the column.
+            prefix = "".join("\t" if c == "\t" else " " for c in loc.source_line[: loc.column - 1])
+            text += f"\n{loc.source_line}\n{prefix}^"
+        return text
+
+    def __str__(self) -> str:
+        return self.format()
+
+
+_LOCATIONS: weakref.WeakKeyDictionary[Operation, Location] = weakref.WeakKeyDictionary()
+
+
+def set_loc(op: Operation, loc: Location | None) -> None:
+    if loc is not None:
+        _LOCATIONS[op] = loc
+
+
+def get_loc(op: Operation | None) -> Location | None:
+    """The location of `op`, or of its closest located ancestor."""
+    while op is not None:
+        loc = _LOCATIONS.get(op)
+        if loc is not None:
+            return loc
+        op = op.parent_op()
+    return None
+
+
+def copy_loc(source: Operation, *targets: Operation) -> None:
+    loc = _LOCATIONS.get(source)
+    if loc is not None:
+        for target in targets:
+            _LOCATIONS[target] = loc
+
+
+def error_at(op: Operation | None, message: str) -> DiagnosticError:
+    """A diagnostic located at `op` (or its closest located ancestor)."""
+    return DiagnosticError(message, get_loc(op))
+
+
+def location_in(text: str, filename: str, line: int, column: int) -> Location:
+    """A location with its source line taken from `text`."""
+    lines = text.splitlines()
+    source = lines[line - 1] if 0 < line <= len(lines) else ""
+    return Location(filename, line, column, source)

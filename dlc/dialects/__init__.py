@@ -1,0 +1,69 @@
+"""dlc's dialects, one module per level.
+
+| level  | dialect  | module        |
+|--------|----------|---------------|
+| graph  | `graph`  | `graph.py` (+ `graph_*.py` op families and types) |
+| tensor | `tensor` | `tensor.py`   |
+| loop   | `loop`   | `loop.py`     |
+| llvm   | xDSL's `llvm` |           |
+
+Name clash: xDSL also has dialects named `tensor` and `llvm`. dlc's contexts load only
+the dialects returned by `get_all_dialects()`, which never include xDSL's `tensor`, so
+dlc's tensor-level dialect keeps the mnemonic `tensor` (ops `tensor.compute`, ...).
+xDSL's `llvm` dialect is used as is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from xdsl.ir import Dialect
+
+
+def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
+    """Names -> factories of every dialect a dlc context may load."""
+
+    def graph() -> Dialect:
+        from dlc.dialects.graph import make_graph_dialect
+
+        return make_graph_dialect()
+
+    def tensor() -> Dialect:
+        from dlc.dialects.tensor import Tensor
+
+        return Tensor
+
+    def loop() -> Dialect:
+        from dlc.dialects.loop import Loop
+
+        return Loop
+
+    def builtin() -> Dialect:
+        from xdsl.dialects.builtin import Builtin
+
+        return Builtin
+
+    def arith() -> Dialect:
+        from xdsl.dialects.arith import Arith
+
+        return Arith
+
+    def math() -> Dialect:
+        from xdsl.dialects.math import Math
+
+        return Math
+
+    def llvm() -> Dialect:
+        from xdsl.dialects.llvm import LLVM
+
+        return LLVM
+
+    return {
+        "builtin": builtin,
+        "graph": graph,
+        "tensor": tensor,
+        "loop": loop,
+        "arith": arith,
+        "math": math,
+        "llvm": llvm,
+    }

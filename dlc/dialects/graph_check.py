@@ -1,0 +1,132 @@
+"""Literal checking (shared/DLVM.md §5.4), with dlc's fixes.
+
+Differences from DLVM: `null` is valid for pointers and boxes; integer literals must
+fit their data type (signed or unsigned range of the width); enum literals must give
+exactly the case's number of values. The walk is iterative: literals may nest deeply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.ir import Attribute
+
+from dlc.dialects.graph_literal import LitTree
+from dlc.dialects.graph_types import (
+    ArrayType,
+    BoxType,
+    NominalType,
+    PointerType,
+    TensorType,
+    TupleType,
+    dtype_bits,
+    dtype_is_bool,
+    dtype_is_float,
+    dtype_is_int,
+    format_type,
+)
+
+
+def check_literal(
+    tree: LitTree,
+    t: Attribute,
+    operand_types: Sequence[Attribute],
+    symbols: object | None = None,
+) -> str | None:
+    """Why literal `tree` is not a valid value of type `t`, or None when it is."""
+    work: list[tuple[LitTree, Attribute]] = [(tree, t)]
+    while work:
+        node, ty = work.pop()
+        message = _check_node(node, ty, operand_types, symbols, work)
+        if message is not None:
+            return message
+    return None
+
+
+def _check_node(
+    node: LitTree,
+    ty: Attribute,
+    operand_types: Sequence[Attribute],
+    symbols: object | None,
+    work: list[tuple[LitTree, Attribute]],
+) -> str | None:
+    kind = node[0]
+    bad = f"literal is not a valid value of type {format_type(ty)}"
+    if kind == "undefined":
+        return None
+    if kind == "zero":
+        return None if isinstance(ty, TensorType) else bad
+    if kind == "null":
+        return None if isinstance(ty, PointerType | BoxType) else bad
+    if kind == "operand":
+        got = operand_types[node[1]]
+        if got != ty:
+            return f"literal element of type {format_type(got)} where {format_type(ty)} is expected"
+        return None
+    if kind in ("int", "float", "bool"):
+        return _check_scalar(kind, node[1], ty)
+    if kind == "tensor":
+        elems = node[1]
+        if not isinstance(ty, TensorType) or ty.rank == 0 or ty.dims[0] != len(elems):
+            return bad
+        work.extend((e, ty.with_shape(ty.dims[1:])) for e in elems)
+        return None
+    if kind == "tuple":
+        if not isinstance(ty, TupleType) or len(ty.types) != len(node[1]):
+            return bad
+        work.extend(zip(node[1], ty.types))
+        return None
+    if kind == "array":
+        if not isinstance(ty, ArrayType) or ty.count.data != len(node[1]):
+            return bad
+        work.extend((e, ty.element) for e in node[1])
+        return None
+    if kind == "struct":
+        return _check_struct(node, ty, symbols, work)
+    if kind == "enum":
+        return _check_enum(node, ty, symbols, work)
+    return f"unknown literal kind {kind}"
+
+
+def _check_scalar(kind: str, value: object, ty: Attribute) -> str | None:
+    if not isinstance(ty, TensorType):
+        return f"scalar literal is not a valid value of type {format_type(ty)}"
+    if dtype_is_bool(ty.dt):
+        return None if kind == "bool" else f"{kind} literal is not a valid {ty.dt} value"
+    if dtype_is_float(ty.dt):
+        return None if kind in ("int", "float") else f"{kind} literal is not a valid {ty.dt} value"
+    if kind != "int":
+        return f"{kind} literal is not a valid {ty.dt} value"
+    assert isinstance(value, int) and dtype_is_int(ty.dt)
+    bits = dtype_bits(ty.dt)
+    if not -(2 ** (bits - 1)) <= value < 2**bits:
+        return f"integer literal {value} does not fit in {ty.dt}"
+    return None
+
+
+def _check_struct(node: LitTree, ty: Attribute, symbols: object | None, work: list[tuple[LitTree, Attribute]]) -> str | None:
+    if not (isinstance(ty, NominalType) and ty.kind.data == "struct"):
+        return f"struct literal is not a valid value of type {format_type(ty)}"
+    if symbols is None:
+        return None
+    fields = symbols.structs.get(ty.ident)  # type: ignore[attr-defined]
+    names = [name for name, _ in node[1]]
+    if fields is None or names != [name for name, _ in fields]:
+        return f"struct literal fields {', '.join('#' + n for n in names)} do not match ${ty.ident}"
+    work.extend((value, ft) for (_, value), (_, ft) in zip(node[1], fields))
+    return None
+
+
+def _check_enum(node: LitTree, ty: Attribute, symbols: object | None, work: list[tuple[LitTree, Attribute]]) -> str | None:
+    if not (isinstance(ty, NominalType) and ty.kind.data == "enum"):
+        return f"enum literal is not a valid value of type {format_type(ty)}"
+    if symbols is None:
+        return None
+    cases = dict(symbols.enums.get(ty.ident, []))  # type: ignore[attr-defined]
+    case, values = node[1], node[2]
+    if case not in cases:
+        return f"enum ${ty.ident} has no case ?{case}"
+    if len(cases[case]) != len(values):
+        return f"enum case ?{case} takes {len(cases[case])} values, got {len(values)}"
+    work.extend(zip(values, cases[case]))
+    return None

@@ -1,0 +1,82 @@
+"""Literal values of the `graph` dialect.
+
+A DLVM literal is a tree. dlc stores it in one immutable attribute, `#graph.lit`, whose
+payload is a plain Python tuple tree (hashable, compared and hashed in C, so deep trees
+need no Python recursion):
+
+| DLVM                      | payload                                   |
+|---------------------------|-------------------------------------------|
+| `3`                       | `("int", 3)`                              |
+| `1.5`, `inf`, `nan`       | `("float", 1.5)`                          |
+| `true`                    | `("bool", True)`                          |
+| `%v` inside an aggregate  | `("operand", k)`: the literal op's k-th operand |
+| `<e0, e1>`                | `("tensor", (e0, e1))`                    |
+| `(e0, e1)`                | `("tuple", (e0, e1))`                     |
+| `[e0, e1]`                | `("array", (e0, e1))`                     |
+| `{#a = e0, #b = e1}`      | `("struct", (("a", e0), ("b", e1)))`      |
+| `?c(e0, e1)`              | `("enum", "c", (e0, e1))`                 |
+| `zero` `undefined` `null` | `("zero",)` `("undefined",)` `("null",)`  |
+
+In MLIR syntax the payload prints as JSON: `#graph.lit<"[\"int\", 3]">`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from xdsl.ir import Data
+from xdsl.irdl import irdl_attr_definition
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
+
+LitTree = tuple[Any, ...]
+
+
+@irdl_attr_definition
+class LiteralAttr(Data[LitTree]):
+    """A literal value tree (see the module docstring for its shape)."""
+
+    name = "graph.lit"
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> LitTree:
+        with parser.in_angle_brackets():
+            text = parser.parse_str_literal()
+        try:
+            return _freeze(json.loads(text))
+        except (ValueError, RecursionError):
+            parser.raise_error("malformed #graph.lit payload")
+
+    def print_parameter(self, printer: Printer) -> None:
+        printer.print_string("<")
+        printer.print_string_literal(json.dumps(self.data))
+        printer.print_string(">")
+
+
+def _freeze(obj: Any) -> Any:
+    """JSON lists -> tuples, iteratively (post-order with an explicit stack)."""
+    if not isinstance(obj, list):
+        return obj
+    stack: list[tuple[Any, list[Any]]] = [(iter(obj), [])]
+    while True:
+        items, acc = stack[-1]
+        for x in items:
+            if isinstance(x, list):
+                stack.append((iter(x), []))
+                break
+            acc.append(x)
+        else:
+            stack.pop()
+            done = tuple(acc)
+            if not stack:
+                return done
+            stack[-1][1].append(done)
+
+
+def is_scalar_lit(tree: LitTree) -> bool:
+    return tree[0] in ("int", "float", "bool")
+
+
+def scalar_value(tree: LitTree) -> int | float | bool:
+    return tree[1]

@@ -1,0 +1,358 @@
+"""Types of the `graph` dialect: DLVM's type system (shared/DLVM.md §1.3).
+
+| DLVM            | dlc type                                   | MLIR syntax                    |
+|-----------------|--------------------------------------------|--------------------------------|
+| `f32`           | `TensorType((), "f32")` (rank 0 = scalar)  | `!graph.tensor<f32>`           |
+| `<2 x 3 x f32>` | `TensorType((2, 3), "f32")`                | `!graph.tensor<2x3xf32>`       |
+| `[4 x T]`       | `ArrayType(4, T)`                          | `!graph.array<4, T>`           |
+| `(T, U)`/`void` | `TupleType([T, U])` / `TupleType([])`      | `!graph.tuple<T, U>`           |
+| `(T) -> R`      | `FunctionType([T], R)`                     | `!graph.fn<(T) -> R>`          |
+| `*T`            | `PointerType(T)`                           | `!graph.ptr<T>`                |
+| `box{T}`        | `BoxType(T)`                               | `!graph.box<T>`                |
+| `stack`         | `StackType()`                              | `!graph.stack`                 |
+| `$S` (nominal)  | `NominalType("S", kind)`, kind ∈ struct/enum/opaque | `!graph.nominal<"S", "struct">` |
+
+Transparent aliases (`type $A = T`) are resolved by the parser, so types compare
+structurally after canonicalisation, as in DLVM. Nominal types compare by name.
+
+Data types: `f16 f32 f64 bool` and `iN` for any width N ≥ 1.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
+from xdsl.ir import Attribute, ParametrizedAttribute, TypeAttribute
+from xdsl.irdl import irdl_attr_definition
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
+
+# Limits that keep types printable, hashable and allocatable (documented in README).
+MAX_RANK = 64
+MAX_ELEMENTS = 2**40
+MAX_BYTES = 2**42
+
+_DTYPE_RE = re.compile(r"f16|f32|f64|bool|i[1-9][0-9]*")
+
+
+def is_dtype(name: str) -> bool:
+    return _DTYPE_RE.fullmatch(name) is not None
+
+
+def dtype_is_float(dtype: str) -> bool:
+    return dtype in ("f16", "f32", "f64")
+
+
+def dtype_is_int(dtype: str) -> bool:
+    return dtype.startswith("i")
+
+
+def dtype_is_bool(dtype: str) -> bool:
+    return dtype == "bool"
+
+
+def dtype_is_numeric(dtype: str) -> bool:
+    return not dtype_is_bool(dtype)
+
+
+def dtype_bits(dtype: str) -> int:
+    """Bit width of a data type (bool is 1 bit wide but stored in one byte)."""
+    if dtype == "bool":
+        return 1
+    return int(dtype[1:])
+
+
+def dtype_bytes(dtype: str) -> int:
+    """Storage size in bytes: bool takes 1, iN takes the next power of two ≥ N bits."""
+    bits = max(8, dtype_bits(dtype))
+    size = 1
+    while size * 8 < bits:
+        size *= 2
+    return size
+
+
+def dtype_base(dtype: str) -> str:
+    """'float', 'int' or 'bool': casts stay within one base (DLVM canCast)."""
+    if dtype_is_float(dtype):
+        return "float"
+    if dtype_is_bool(dtype):
+        return "bool"
+    return "int"
+
+
+@irdl_attr_definition
+class TensorType(ParametrizedAttribute, TypeAttribute):
+    """A tensor of fixed shape; rank 0 is a scalar."""
+
+    name = "graph.tensor"
+
+    shape: ArrayAttr[IntAttr]
+    dtype: StringAttr
+
+    def __init__(self, shape: Sequence[int], dtype: str):
+        super().__init__(ArrayAttr([IntAttr(d) for d in shape]), StringAttr(dtype))
+
+    @property
+    def dims(self) -> tuple[int, ...]:
+        return tuple(d.data for d in self.shape.data)
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape.data)
+
+    @property
+    def dt(self) -> str:
+        return self.dtype.data
+
+    @property
+    def is_scalar(self) -> bool:
+        return not self.shape.data
+
+    @property
+    def num_elements(self) -> int:
+        n = 1
+        for d in self.dims:
+            n *= d
+        return n
+
+    def with_shape(self, shape: Sequence[int]) -> TensorType:
+        return TensorType(shape, self.dt)
+
+    def with_dtype(self, dtype: str) -> TensorType:
+        return TensorType(self.dims, dtype)
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string("<" + "".join(f"{d}x" for d in self.dims) + self.dt + ">")
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> tuple[ArrayAttr[IntAttr], StringAttr]:
+        parser.parse_punctuation("<")
+        dims: list[int] = []
+        while True:
+            num = parser.parse_optional_integer(allow_boolean=False, allow_negative=False)
+            if num is None:
+                break
+            dims.append(num)
+            parser.parse_shape_delimiter()
+        word = parser.parse_identifier()
+        # The lexer may glue the dtype to a following 'x' (e.g. "f32"); the dtype is last.
+        parser.parse_punctuation(">")
+        return ArrayAttr([IntAttr(d) for d in dims]), StringAttr(word)
+
+
+def scalar(dtype: str) -> TensorType:
+    return TensorType((), dtype)
+
+
+@irdl_attr_definition
+class TupleType(ParametrizedAttribute, TypeAttribute):
+    """A tuple `(T, U)`; the empty tuple is DLVM's `void`."""
+
+    name = "graph.tuple"
+
+    elements: ArrayAttr[Attribute]
+
+    def __init__(self, elements: Sequence[Attribute]):
+        super().__init__(ArrayAttr(elements))
+
+    @property
+    def types(self) -> tuple[Attribute, ...]:
+        return self.elements.data
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_list(self.types, printer.print_attribute)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> tuple[ArrayAttr[Attribute]]:
+        types = parser.parse_comma_separated_list(
+            parser.Delimiter.ANGLE, parser.parse_type
+        )
+        return (ArrayAttr(types),)
+
+
+def void() -> TupleType:
+    return TupleType([])
+
+
+@irdl_attr_definition
+class ArrayType(ParametrizedAttribute, TypeAttribute):
+    """A fixed-size array `[n x T]`."""
+
+    name = "graph.array"
+
+    count: IntAttr
+    element: Attribute
+
+    def __init__(self, count: int, element: Attribute):
+        super().__init__(IntAttr(count), element)
+
+
+@irdl_attr_definition
+class FunctionType(ParametrizedAttribute, TypeAttribute):
+    """A function type `(T, U) -> R`."""
+
+    name = "graph.fn"
+
+    inputs: ArrayAttr[Attribute]
+    output: Attribute
+
+    def __init__(self, inputs: Sequence[Attribute], output: Attribute):
+        super().__init__(ArrayAttr(inputs), output)
+
+    @property
+    def args(self) -> tuple[Attribute, ...]:
+        return self.inputs.data
+
+
+@irdl_attr_definition
+class PointerType(ParametrizedAttribute, TypeAttribute):
+    """A pointer `*T`."""
+
+    name = "graph.ptr"
+
+    pointee: Attribute
+
+    def __init__(self, pointee: Attribute):
+        super().__init__(pointee)
+
+
+@irdl_attr_definition
+class BoxType(ParametrizedAttribute, TypeAttribute):
+    """A reference-counted box `box{T}` (no source syntax; made by `allocateBox`)."""
+
+    name = "graph.box"
+
+    element: Attribute
+
+    def __init__(self, element: Attribute):
+        super().__init__(element)
+
+
+@irdl_attr_definition
+class StackType(ParametrizedAttribute, TypeAttribute):
+    """The AD stack type `stack`."""
+
+    name = "graph.stack"
+
+
+NOMINAL_KINDS = ("struct", "enum", "opaque")
+
+
+@irdl_attr_definition
+class NominalType(ParametrizedAttribute, TypeAttribute):
+    """A nominal type `$Name`: a struct, an enum or an opaque alias, equal by name."""
+
+    name = "graph.nominal"
+
+    type_name: StringAttr
+    kind: StringAttr
+
+    def __init__(self, type_name: str, kind: str):
+        super().__init__(StringAttr(type_name), StringAttr(kind))
+
+    @property
+    def ident(self) -> str:
+        return self.type_name.data
+
+
+GRAPH_TYPES = [
+    TensorType,
+    TupleType,
+    ArrayType,
+    FunctionType,
+    PointerType,
+    BoxType,
+    StackType,
+    NominalType,
+]
+
+
+def is_tensor(t: Attribute) -> bool:
+    return isinstance(t, TensorType)
+
+
+def is_differentiable(t: Attribute) -> bool:
+    """DLVM: a non-aliased numeric tensor (integers count, bool does not)."""
+    return isinstance(t, TensorType) and dtype_is_numeric(t.dt)
+
+
+def broadcast_shapes(lhs: Sequence[int], rhs: Sequence[int]) -> tuple[int, ...] | None:
+    """DLVM broadcasting: a scalar broadcasts to anything; otherwise equal ranks, 1 stretches."""
+    if not lhs:
+        return tuple(rhs)
+    if not rhs:
+        return tuple(lhs)
+    if len(lhs) != len(rhs):
+        return None
+    out: list[int] = []
+    for left, right in zip(lhs, rhs):
+        if left == right or left == 1:
+            out.append(right)
+        elif right == 1:
+            out.append(left)
+        else:
+            return None
+    return tuple(out)
+
+
+def size_error(t: TensorType) -> str | None:
+    """Why a tensor type exceeds dlc's limits, or None (see MAX_RANK, MAX_ELEMENTS, MAX_BYTES)."""
+    if t.rank > MAX_RANK:
+        return f"tensor rank {t.rank} exceeds the limit of {MAX_RANK}"
+    count = 1
+    for d in t.dims:
+        count *= d
+        if count > MAX_ELEMENTS:
+            return f"tensor type {format_type(t)} has more than 2^40 elements"
+    if count * dtype_bytes(t.dt) > MAX_BYTES:
+        return f"tensor type {format_type(t)} is larger than 2^42 bytes"
+    return None
+
+
+def format_type(t: Attribute) -> str:
+    """Print a type in DLVM syntax (iteratively: types may nest deeply)."""
+    out: list[str] = []
+    stack: list[Attribute | str] = [t]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            out.append(item)
+            continue
+        stack.extend(reversed(_type_parts(item)))
+    return "".join(out)
+
+
+def _type_parts(t: Attribute) -> list[Attribute | str]:
+    """One level of a type's DLVM spelling: literal text pieces and nested types."""
+    if isinstance(t, TensorType):
+        if t.is_scalar:
+            return [t.dt]
+        return ["<" + " x ".join(str(d) for d in t.dims) + " x " + t.dt + ">"]
+    if isinstance(t, TupleType):
+        parts: list[Attribute | str] = ["("]
+        for i, e in enumerate(t.types):
+            if i:
+                parts.append(", ")
+            parts.append(e)
+        return parts + [")"]
+    if isinstance(t, ArrayType):
+        return [f"[{t.count.data} x ", t.element, "]"]
+    if isinstance(t, FunctionType):
+        parts = ["("]
+        for i, e in enumerate(t.args):
+            if i:
+                parts.append(", ")
+            parts.append(e)
+        return parts + [") -> ", t.output]
+    if isinstance(t, PointerType):
+        return ["*", t.pointee]
+    if isinstance(t, BoxType):
+        return ["box{", t.element, "}"]
+    if isinstance(t, StackType):
+        return ["stack"]
+    if isinstance(t, NominalType):
+        return ["$" + t.ident]
+    return [str(t)]
