@@ -48,6 +48,9 @@ class DiagnosticError(Exception):
         loc = self.location
         if loc is None:
             return f"error: {self.message}"
+        if loc.line <= 0:
+            # A whole-file error (e.g. the file cannot be read) has no line to show.
+            return f"{loc.filename}: error: {self.message}"
         text = f"{loc.filename}:{loc.line}:{loc.column}: error: {self.message}"
         if loc.source_line:
             # Tabs keep their width so the caret lines up under the column.

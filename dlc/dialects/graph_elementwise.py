@@ -60,10 +60,16 @@ class UnaryOp(GraphInstruction):
     def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
         (t,) = operand_types
         x = tensor_operand(cls.OPCODE, t)
-        if not dtype_is_numeric(x.dt):
-            raise InferenceError(f"{cls.OPCODE}: operand must be numeric, got {format_type(x)}")
+        if cls.OPCODE in INTEGER_UNARY:
+            if not dtype_is_numeric(x.dt):
+                raise InferenceError(f"{cls.OPCODE}: operand must be numeric, got {format_type(x)}")
+        elif not dtype_is_float(x.dt):
+            raise InferenceError(f"{cls.OPCODE}: operand must be a float tensor, got {format_type(x)}")
         return [x]
 
+
+# Unary ops defined on integers too; every other unary op needs a float tensor.
+INTEGER_UNARY = ("negate", "sign", "square")
 
 _UNARY = (
     "sinh cosh tanh log exp negate sign square sqrt round rsqrt ceil floor tan cos sin "

@@ -1,0 +1,22 @@
+PYTHON ?= python3
+
+.PHONY: test lit lint format bench
+
+# Everything: the unit tests and, through test/unit/test_lit.py, the lit suite.
+test:
+	$(PYTHON) -m pytest
+
+# Only the lit (FileCheck) suite.
+lit:
+	$(PYTHON) -m lit -v test/lit
+
+lint:
+	$(PYTHON) -m ruff check dlc tools test
+	$(PYTHON) -m ruff format --check dlc tools test
+
+format:
+	$(PYTHON) -m ruff format dlc tools test
+
+# dlc against NumPy on the BENCHMARKS.md workloads (a few minutes).
+bench:
+	$(PYTHON) tools/bench.py

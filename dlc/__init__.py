@@ -1,0 +1,103 @@
+"""dlc: a multi-level deep-learning compiler for a DLVM-like IR, on xDSL and LLVM.
+
+The public Python API is small:
+
+>>> import dlc, numpy as np
+>>> mod = dlc.compile('''
+... module "m"
+... stage raw
+...
+... func @axpy: (f32, <4 x f32>, <4 x f32>) -> <4 x f32> {
+... 'entry(%a: f32, %x: <4 x f32>, %y: <4 x f32>):
+...     %0.0 = multiply %a: f32, %x: <4 x f32>
+...     %0.1 = add %0.0: <4 x f32>, %y: <4 x f32>
+...     return %0.1: <4 x f32>
+... }
+... ''')
+>>> mod.axpy(np.float32(2), np.ones(4, np.float32), np.arange(4, dtype=np.float32))
+array([2., 3., 4., 5.], dtype=float32)
+
+- `parse(text)` gives the verified graph-level module (an xDSL `ModuleOp`);
+- `compile(text)` / `compile_file(path)` give a `CompiledModule` whose functions are
+  called with NumPy arrays and whose `.ir(level)` shows the program at each level;
+- `print_module(module)` prints a graph-level module in DLVM syntax.
+
+Every user error (bad syntax, a type error, an unsupported feature, a missing file)
+raises `DiagnosticError`, which carries `.filename`, `.line`, `.column` and `.message`
+and prints as `FILE:LINE:COL: error: MESSAGE` with the source line and a caret.
+Calling a compiled function wrongly raises `TypeError` / `ValueError`.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from dlc.diagnostics import DiagnosticError, Location
+
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
+
+    from dlc.runtime.compiled import CompiledModule
+
+__all__ = ["DiagnosticError", "compile", "compile_file", "parse", "print_module"]
+__version__ = "0.1.0"
+
+
+def _check_text(text: object, what: str) -> str | bytes:
+    if not isinstance(text, str | bytes):
+        raise TypeError(
+            f"{what}: expected the program text as str or bytes, got {type(text).__name__}"
+        )
+    return text
+
+
+def _check_opt_level(opt_level: object) -> int:
+    if isinstance(opt_level, bool) or not isinstance(opt_level, int):
+        raise TypeError(f"opt_level must be an int in 0..3, got {type(opt_level).__name__}")
+    if not 0 <= opt_level <= 3:
+        raise ValueError(f"opt_level must be in 0..3, got {opt_level}")
+    return opt_level
+
+
+def parse(text: str | bytes, filename: str = "<string>") -> ModuleOp:
+    """Parse DLVM text into a verified graph-level module; raise `DiagnosticError`."""
+    from dlc.parser import parse_module
+
+    return parse_module(_check_text(text, "parse"), filename)
+
+
+def print_module(module: ModuleOp) -> str:
+    """The DLVM text of a graph-level module (re-parses to an equal module)."""
+    from xdsl.dialects.builtin import ModuleOp
+
+    from dlc.parser import print_module as _print_module
+
+    if not isinstance(module, ModuleOp):
+        raise TypeError(f"print_module: expected a ModuleOp, got {type(module).__name__}")
+    return _print_module(module)
+
+
+def compile(text: str | bytes, *, opt_level: int = 2, filename: str = "<string>") -> CompiledModule:
+    """Parse, verify, lower and JIT-compile DLVM text; functions are called with NumPy arrays."""
+    from dlc.runtime.compiled import compile_graph_module
+
+    level = _check_opt_level(opt_level)
+    module = parse(text, filename)
+    return compile_graph_module(module, opt_level=level)
+
+
+def compile_file(path: str | os.PathLike[str], *, opt_level: int = 2) -> CompiledModule:
+    """`compile` the contents of a `.dl` file; an unreadable file is a `DiagnosticError`."""
+    if not isinstance(path, str | os.PathLike):
+        raise TypeError(f"compile_file: expected a path, got {type(path).__name__}")
+    filename = os.fspath(path)
+    try:
+        with open(filename, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        reason = e.strerror or str(e)
+        raise DiagnosticError(
+            f"cannot read '{filename}': {reason}", Location(filename, 0, 0)
+        ) from None
+    return compile(data, opt_level=opt_level, filename=filename)

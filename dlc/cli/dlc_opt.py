@@ -1,0 +1,414 @@
+"""`dlc-opt`: parse a dlc program, run passes, print it (DLVM, MLIR, LLVM IR or assembly).
+
+A thin subclass of xDSL's `xDSLOptMain` that loads only dlc's dialects and passes,
+reads `.dl` (DLVM syntax, also the default for stdin) and `.mlir` files, and reports
+every user error as one diagnostic with exit code 1, never a traceback:
+
+    dlc-opt model.dl -p lower-graph-to-tensor,lower-tensor-to-loop
+    dlc-opt model.dl -t llvm -O 3 -o model.ll
+    dlc-opt invalid.dl --split-input-file --verify-diagnostics
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Sequence
+from io import BytesIO, StringIO
+from typing import IO, NoReturn
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.parser import Parser
+from xdsl.passes import ModulePass, PassPipeline
+from xdsl.printer import Printer
+from xdsl.tools.command_line_tool import CommandLineTool
+from xdsl.utils.arg_spec import parse_pipeline
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
+from xdsl.xdsl_opt_main import VersionAction, xDSLOptMain
+
+from dlc import __version__
+from dlc.diagnostics import DiagnosticError, Location
+from dlc.levels import LEVELS, level_of
+
+TARGETS = ("dl", "mlir", "llvm", "asm")
+
+
+class UsageError(Exception):
+    """A command-line error (bad option, unreadable file, unknown pass): one line, exit 1."""
+
+
+class IRVerifyError(Exception):
+    """The IR failed xDSL's structural verifier: a one-line diagnostic."""
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    """argparse that raises instead of printing the usage and exiting with code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+class DlcOptMain(xDSLOptMain):
+    """xDSL's optimizer driver with dlc's dialects, passes, frontends and targets."""
+
+    version_format = f"dlc-opt {__version__} (xdsl {{xdsl_version}})"
+
+    def __init__(self, args: Sequence[str] | None = None):
+        self.available_frontends = {}
+        self.available_passes = {}
+        self.available_targets = {}
+        self.ctx = Context()
+        self.register_all_dialects()
+        self.register_all_frontends()
+        self.register_all_passes()
+        self.register_all_targets()
+        arg_parser = _ArgumentParser(prog="dlc-opt", description=__doc__.splitlines()[0])
+        self.register_all_arguments(arg_parser)
+        self.args = arg_parser.parse_args(args=args)
+        self.ctx.allow_unregistered = self.args.allow_unregistered_dialect
+        self.input_is_verified = False
+        self.setup_pipeline()
+
+    # -- registries -------------------------------------------------------------------
+
+    def register_all_dialects(self) -> None:
+        from dlc.dialects import get_all_dialects
+
+        for name, factory in get_all_dialects().items():
+            self.ctx.register_dialect(name, factory)
+
+    def register_all_passes(self) -> None:
+        from dlc.passes import get_all_passes
+
+        for name, factory in get_all_passes().items():
+            self.register_pass(name, factory)
+
+    def register_all_frontends(self) -> None:
+        def parse_dl(io: IO[bytes]) -> ModuleOp:
+            from dlc.parser import parse_module
+
+            return parse_module(io.read(), self.get_input_name())
+
+        def parse_mlir(io: IO[bytes]) -> ModuleOp:
+            try:
+                text = io.read().decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise UsageError(f"{self.get_input_name()}: not UTF-8 text: {e.reason}") from None
+            parser = Parser(self.ctx, text, self.get_input_name())
+            return parser.parse_module(not self.args.no_implicit_module)
+
+        self.available_frontends["dl"] = parse_dl
+        self.available_frontends["mlir"] = parse_mlir
+
+    def register_all_targets(self) -> None:
+        emitters: dict[str, Callable[[ModuleOp, IO[str]], None]] = {
+            "dl": self.emit_dl,
+            "mlir": self.emit_mlir,
+            "llvm": self.emit_llvm,
+            "asm": self.emit_asm,
+        }
+        self.available_targets.update(emitters)
+
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
+        CommandLineTool.register_all_arguments(self, arg_parser)
+        add = arg_parser.add_argument
+        add(
+            "-p",
+            "--passes",
+            default="",
+            help=f"comma-separated passes: {', '.join(self.available_passes)}",
+        )
+        add(
+            "-t",
+            "--target",
+            choices=TARGETS,
+            help="output: dl (default at graph level), mlir (default below), llvm, asm",
+        )
+        add("-o", "--output-file", help="write the output here instead of stdout")
+        add(
+            "-O",
+            "--opt-level",
+            type=int,
+            choices=range(4),
+            default=2,
+            help="LLVM optimization level for -t llvm/asm (default 2)",
+        )
+        add(
+            "--split-input-file",
+            action="store_true",
+            help="process each `// -----` chunk on its own",
+        )
+        add(
+            "--verify-diagnostics",
+            action="store_true",
+            help="print diagnostics to stdout and exit 0",
+        )
+        add(
+            "--print-between-passes",
+            action="store_true",
+            help="print the IR after every pass but the last",
+        )
+        add(
+            "--timing",
+            "--time-passes",
+            dest="timing",
+            action="store_true",
+            help="print per-pass wall time to stderr",
+        )
+        add("--print-op-generic", action="store_true", help="MLIR output in the generic format")
+        add("-v", "--version", action=VersionAction, version_format=self.version_format)
+
+    # -- input ------------------------------------------------------------------------
+
+    def get_input_stream(self) -> tuple[IO[bytes], str]:
+        if self.args.input_file is None:
+            return sys.stdin.buffer, "dl"
+        path: str = self.args.input_file
+        try:
+            f = open(path, "rb")  # noqa: SIM115 -- closed by the chunk loop
+        except OSError as e:
+            raise UsageError(f"cannot read '{path}': {e.strerror or e}") from None
+        extension = path.rsplit(".", 1)[-1] if "." in path.rsplit("/", 1)[-1] else ""
+        return f, extension
+
+    def get_input_name(self) -> str:
+        return self.args.input_file or "<stdin>"
+
+    def prepare_input(self) -> tuple[list[tuple[IO[bytes], int]], str]:
+        """The input as (chunk, line offset of the chunk) pairs, and its syntax."""
+        f, extension = self.get_input_stream()
+        extension = self.args.frontend or extension
+        if extension not in self.available_frontends:
+            f.close()
+            raise UsageError(
+                f"cannot tell the input syntax from extension '{extension}'; use -f dl or -f mlir"
+            )
+        if not self.args.split_input_file:
+            return [(f, 0)], extension
+        pieces = f.read().split(b"// -----")
+        f.close()
+        chunks: list[tuple[IO[bytes], int]] = []
+        offset = 0
+        for piece in pieces:
+            chunks.append((BytesIO(piece), offset))
+            offset += piece.count(b"\n")
+        return chunks, extension
+
+    def prepare_output(self) -> IO[str]:
+        if self.args.output_file is None:
+            return sys.stdout
+        try:
+            return open(self.args.output_file, "w")  # noqa: SIM115 -- closed by run()
+        except OSError as e:
+            raise UsageError(f"cannot write '{self.args.output_file}': {e.strerror or e}") from None
+
+    # -- passes -----------------------------------------------------------------------
+
+    def setup_pipeline(self) -> None:
+        spec: str = self.args.passes
+        try:
+            names = [p.name for p in parse_pipeline(spec)]
+        except ArgSpecParseError as e:
+            raise UsageError(
+                f"invalid pass pipeline '{spec}': {str(e).splitlines()[-1].strip()}"
+            ) from None
+        for name in names:
+            if name not in self.available_passes:
+                raise UsageError(
+                    f"unknown pass '{name}' (available: {', '.join(self.available_passes)})"
+                )
+        try:
+            self.pipeline = PassPipeline.parse_spec(self.available_passes, spec, self.after_pass)
+        except (ValueError, TypeError) as e:
+            raise UsageError(f"invalid pass options in '{spec}': {e}") from None
+        self.pass_start = time.perf_counter()
+
+    def after_pass(
+        self, done: ModulePass | None, module: ModuleOp, upcoming: ModulePass | None
+    ) -> None:
+        """Pipeline callback: time, verify and optionally print after each pass."""
+        if done is not None and self.args.timing:
+            self.report_time(done.name, self.pass_start)
+        if done is not None or not self.input_is_verified:
+            self.verify(module, done)
+        if done is not None and upcoming is not None and self.args.print_between_passes:
+            sys.stdout.write(
+                f"// -----// IR after {done.name} //----- //\n{self.default_text(module)}\n"
+            )
+        self.pass_start = time.perf_counter()
+
+    def verify(self, module: ModuleOp, done: ModulePass | None) -> None:
+        """dlc's located verifier at the graph level, then xDSL's structural verifier."""
+        if self.args.disable_verify:
+            return
+        if level_of(module) == "graph":
+            from dlc.dialects.graph_verify import verify_module
+
+            verify_module(module)
+        try:
+            module.verify()
+        except DiagnosticException as e:
+            where = f"after pass '{done.name}'" if done is not None else "in the input"
+            raise IRVerifyError(f"IR does not verify {where}: {_first_line(e)}") from None
+
+    def report_time(self, what: str, start: float) -> None:
+        print(
+            f"dlc-opt: timing: {what}: {(time.perf_counter() - start) * 1e3:.3f} ms",
+            file=sys.stderr,
+        )
+
+    # -- output -----------------------------------------------------------------------
+
+    def default_text(self, module: ModuleOp) -> str:
+        out = StringIO()
+        (self.emit_dl if level_of(module) == "graph" else self.emit_mlir)(module, out)
+        return out.getvalue()
+
+    def output_resulting_program(self, prog: ModuleOp) -> str:
+        target = self.args.target or ("dl" if level_of(prog) == "graph" else "mlir")
+        out = StringIO()
+        self.available_targets[target](prog, out)
+        return out.getvalue()
+
+    def emit_dl(self, module: ModuleOp, out: IO[str]) -> None:
+        from dlc.parser import print_module
+
+        level = level_of(module)
+        if level != "graph":
+            raise UsageError(
+                f"-t dl prints graph-level modules only; this one is at the {level} level (use -t mlir)"
+            )
+        out.write(print_module(module))
+
+    def emit_mlir(self, module: ModuleOp, out: IO[str]) -> None:
+        Printer(stream=out, print_generic_format=self.args.print_op_generic).print_op(module)
+        out.write("\n")
+
+    def emit_llvm(self, module: ModuleOp, out: IO[str]) -> None:
+        from dlc.runtime.jit import llvm_ir
+
+        out.write(llvm_ir(self.lower_to_llvm(module), self.args.opt_level))
+
+    def emit_asm(self, module: ModuleOp, out: IO[str]) -> None:
+        from dlc.runtime.jit import assembly
+
+        out.write(assembly(self.lower_to_llvm(module), self.args.opt_level))
+
+    def lower_to_llvm(self, module: ModuleOp) -> ModuleOp:
+        """Run the lowerings still needed to bring `module` down to the llvm level."""
+        from dlc.passes import LOWERING_PIPELINE
+
+        start = LEVELS.index(level_of(module))
+        for name in LOWERING_PIPELINE[start:]:
+            self.available_passes[name]()().apply(self.ctx, module)
+        return module
+
+    # -- driver -----------------------------------------------------------------------
+
+    def run(self) -> None:
+        chunks, extension = self.prepare_input()
+        output = self.prepare_output()
+        self.input_is_verified = extension == "dl"
+        try:
+            for i, (chunk, offset) in enumerate(chunks):
+                if i > 0:
+                    output.write("// -----\n")
+                try:
+                    self.run_chunk(chunk, extension, offset, output)
+                finally:
+                    chunk.close()
+        finally:
+            if output is not sys.stdout:
+                output.close()
+
+    def run_chunk(self, chunk: IO[bytes], extension: str, offset: int, output: IO[str]) -> None:
+        """Parse, transform and print one chunk; diagnostics go to stdout with --verify-diagnostics."""
+        try:
+            start = time.perf_counter()
+            module = self.parse_chunk(chunk, extension, offset)
+            if self.args.timing:
+                self.report_time("parse", start)
+            assert module is not None
+            self.apply_passes(module)
+            start = time.perf_counter()
+            output.write(self.output_resulting_program(module))
+            if self.args.timing:
+                self.report_time(f"emit {self.args.target or 'default'}", start)
+        except DiagnosticError as e:
+            self.report_diagnostic(_shifted(e, offset).format(), output)
+        except ParseError as e:
+            self.report_diagnostic(_from_parse_error(e, offset).format(), output)
+        except IRVerifyError as e:
+            self.report_diagnostic(f"dlc-opt: error: {e}", output)
+        output.flush()
+
+    def report_diagnostic(self, text: str, output: IO[str]) -> None:
+        if not self.args.verify_diagnostics:
+            raise _Reported(text)
+        output.flush()
+        sys.stdout.write(text.rstrip("\n") + "\n")
+        sys.stdout.flush()
+
+
+class _Reported(Exception):
+    """A diagnostic already formatted for stderr; exit 1."""
+
+
+def _first_line(e: BaseException) -> str:
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    return lines[0] if lines else type(e).__name__
+
+
+def _from_parse_error(e: ParseError, line_offset: int) -> DiagnosticError:
+    """xDSL's MLIR parse error as a dlc diagnostic, its line counted in the whole file."""
+    span = e.span
+    where = span.get_location()
+    start = span.input.get_start_of_line(span.start)
+    source = span.input.content[start : span.input.get_end_of_line(span.start)]
+    if isinstance(source, bytes):
+        source = source.decode("utf-8", "replace")
+    message = " ".join(e.msg.split())
+    return DiagnosticError(
+        message, Location(where.file, where.line + line_offset, where.col, source)
+    )
+
+
+def _shifted(e: DiagnosticError, line_offset: int) -> DiagnosticError:
+    """`e` with its line counted from the start of the whole file, not of its chunk."""
+    loc = e.location
+    if loc is None or line_offset == 0 or loc.line <= 0:
+        return e
+    moved = Location(loc.filename, loc.line + line_offset, loc.column, loc.source_line)
+    return DiagnosticError(e.message, moved)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run dlc-opt; return the exit code (0 ok, 1 user error, 2 internal error)."""
+    try:
+        DlcOptMain(args=argv).run()
+    except _Reported as e:
+        print(str(e), file=sys.stderr)
+        return 1
+    except DiagnosticError as e:
+        print(e.format(), file=sys.stderr)
+        return 1
+    except UsageError as e:
+        print(f"dlc-opt: error: {e}", file=sys.stderr)
+        return 1
+    except DiagnosticException as e:
+        print(f"dlc-opt: error: {_first_line(e)}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 1
+    except (Exception, ArgSpecParseError, RecursionError) as e:
+        print(f"dlc-opt: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

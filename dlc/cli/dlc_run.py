@@ -1,0 +1,270 @@
+"""`dlc-run`: compile a `.dl` file, run one function on given or random inputs, print the outputs.
+
+    dlc-run examples/mlp.dl --entry mlp --random-inputs --seed 0 --time
+    dlc-run model.dl --entry f --input x=x.npy --input w=w.npy
+
+Inputs are named by their entry-block parameter (`x` or `%x`) or their position (`0`).
+Random inputs: floats are standard normal, integers uniform in [-10, 10], bools fair
+coins. Every user error is one diagnostic on stderr and exit code 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+import numpy as np
+
+from dlc.diagnostics import DiagnosticError
+
+_NUMPY_DTYPES = {
+    "f16": np.float16,
+    "f32": np.float32,
+    "f64": np.float64,
+    "bool": np.bool_,
+    "i8": np.int8,
+    "i16": np.int16,
+    "i32": np.int32,
+    "i64": np.int64,
+}
+
+_MIN_CALLS = 7
+_MAX_CALLS = 10_000
+_TIME_BUDGET_S = 0.25
+
+
+class RunError(Exception):
+    """A user error of dlc-run: printed as `dlc-run: error: ...`, exit 1."""
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise RunError(message)
+
+
+def _argument_parser() -> argparse.ArgumentParser:
+    parser = _ArgumentParser(prog="dlc-run", description=__doc__.splitlines()[0])
+    parser.add_argument("file", help="a .dl file")
+    parser.add_argument("--entry", "-e", help="function to run (default: the only defined one)")
+    parser.add_argument(
+        "--input",
+        "-i",
+        action="append",
+        default=[],
+        metavar="NAME=PATH.npy",
+        help="an input from a .npy file",
+    )
+    parser.add_argument(
+        "--random-inputs", action="store_true", help="random values for inputs not given"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of --random-inputs (default 0)")
+    parser.add_argument("--time", action="store_true", help="print the median time per call")
+    parser.add_argument(
+        "--opt-level", "-O", type=int, choices=range(4), default=2, help="LLVM opt level"
+    )
+    return parser
+
+
+def _defined_functions(module: Any) -> list[Any]:
+    from dlc.dialects.graph import FuncOp
+
+    return [op for op in module.ops if isinstance(op, FuncOp) and not op.is_declaration]
+
+
+def choose_function(module: Any, entry: str | None) -> Any:
+    """The function named `entry` (`f` or `@f`), or the only defined function."""
+    functions = _defined_functions(module)
+    names = [f.sym_name.data for f in functions]
+    if entry is None:
+        if len(functions) == 1:
+            return functions[0]
+        listed = ", ".join(f"@{n}" for n in names) or "none"
+        raise RunError(f"choose a function with --entry (defined functions: {listed})")
+    wanted = entry.removeprefix("@")
+    for func in functions:
+        if func.sym_name.data == wanted:
+            return func
+    raise RunError(
+        f"no function @{wanted} is defined (defined functions: {', '.join('@' + n for n in names) or 'none'})"
+    )
+
+
+def _param_names(func: Any) -> list[str]:
+    entry = func.entry
+    if entry is None:
+        return []
+    return [arg._name or str(i) for i, arg in enumerate(entry.args)]  # noqa: SLF001 -- DLVM names
+
+
+def _parse_input_specs(specs: Sequence[str], names: list[str]) -> dict[int, str]:
+    """`NAME=PATH` options -> parameter index -> path."""
+    chosen: dict[int, str] = {}
+    for spec in specs:
+        name, sep, path = spec.partition("=")
+        if not sep or not path:
+            raise RunError(f"--input expects NAME=PATH.npy, got '{spec}'")
+        name = name.removeprefix("%")
+        if name in names:
+            index = names.index(name)
+        elif name.isdigit() and int(name) < len(names):
+            index = int(name)
+        else:
+            raise RunError(
+                f"--input {name}: no such parameter (parameters: {', '.join('%' + n for n in names)})"
+            )
+        chosen[index] = path
+    return chosen
+
+
+def _tensor_param(t: Any, name: str) -> tuple[tuple[int, ...], Any]:
+    from dlc.dialects.graph_types import TensorType, format_type
+
+    if not isinstance(t, TensorType):
+        raise RunError(f"parameter %{name} has type {format_type(t)}; dlc-run passes tensors only")
+    if t.dt not in _NUMPY_DTYPES:
+        raise RunError(f"parameter %{name}: {t.dt} tensors are not supported by dlc-run")
+    return t.dims, _NUMPY_DTYPES[t.dt]
+
+
+def _load_npy(path: str, name: str) -> np.ndarray:
+    try:
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as e:
+        raise RunError(f"--input {name}: cannot load '{path}': {e}") from None
+
+
+def random_array(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """Standard normal floats, integers in [-10, 10], fair-coin bools."""
+    kind = np.dtype(dtype).kind
+    if kind == "f":
+        return rng.standard_normal(shape).astype(dtype)
+    if kind == "b":
+        return rng.random(shape) < 0.5
+    return rng.integers(-10, 11, size=shape).astype(dtype)
+
+
+def build_inputs(
+    func: Any, specs: Sequence[str], random_inputs: bool, seed: int
+) -> list[np.ndarray]:
+    """One array per parameter, from --input files or, with --random-inputs, random."""
+    names = _param_names(func)
+    from_files = _parse_input_specs(specs, names)
+    rng = np.random.default_rng(seed)
+    inputs: list[np.ndarray] = []
+    for index, (name, t) in enumerate(zip(names, func.function_type.args, strict=True)):
+        shape, dtype = _tensor_param(t, name)
+        if index in from_files:
+            inputs.append(_load_npy(from_files[index], name))
+        elif random_inputs:
+            inputs.append(random_array(rng, shape, dtype))
+        else:
+            raise RunError(
+                f"no value for parameter %{name}: give --input {name}=PATH.npy or --random-inputs"
+            )
+    return inputs
+
+
+def _outputs(result: Any) -> list[Any]:
+    if result is None:
+        return []
+    if isinstance(result, tuple | list):
+        return list(result)
+    return [result]
+
+
+def _output_types(func: Any) -> list[str]:
+    from dlc.dialects.graph_types import TupleType, format_type
+
+    out = func.function_type.output
+    types = out.types if isinstance(out, TupleType) else (out,)
+    return [format_type(t) for t in types]
+
+
+def print_outputs(result: Any, func: Any) -> None:
+    outputs = _outputs(result)
+    types = _output_types(func)
+    if not outputs:
+        print("(no outputs)")
+    for i, value in enumerate(outputs):
+        header = f"output {i}" + (
+            f": {types[i]}" if i < len(types) and len(types) == len(outputs) else ""
+        )
+        print(header)
+        print(repr(value))
+
+
+def median_call_time(fn: Callable[..., Any], args: Sequence[Any]) -> tuple[float, int]:
+    """Median wall time per call in seconds, over ≥ 7 calls (about 0.25 s of calls)."""
+    fn(*args)  # warm-up
+    times: list[float] = []
+    budget_end = time.perf_counter() + _TIME_BUDGET_S
+    while len(times) < _MIN_CALLS or (time.perf_counter() < budget_end and len(times) < _MAX_CALLS):
+        start = time.perf_counter()
+        fn(*args)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), len(times)
+
+
+def _call(fn: Callable[..., Any], inputs: Sequence[Any]) -> Any:
+    try:
+        return fn(*inputs)
+    except (TypeError, ValueError) as e:
+        raise RunError(f"bad input: {e}") from None
+
+
+def run(argv: Sequence[str] | None) -> None:
+    """Compile, build inputs, run, print (raises RunError / DiagnosticError)."""
+    args = _argument_parser().parse_args(argv)
+    module = _parse_file(args.file)
+    func = choose_function(module, args.entry)
+    inputs = build_inputs(func, args.input, args.random_inputs, args.seed)
+    from dlc.runtime.compiled import compile_graph_module
+
+    start = time.perf_counter()
+    compiled = compile_graph_module(module, opt_level=args.opt_level)
+    compile_s = time.perf_counter() - start
+    fn = compiled[func.sym_name.data]
+    print_outputs(_call(fn, inputs), func)
+    if args.time:
+        per_call, calls = median_call_time(fn, inputs)
+        print(f"compile time: {compile_s * 1e3:.1f} ms")
+        print(f"time per call: {per_call * 1e6:.2f} µs (median of {calls} calls)")
+
+
+def _parse_file(path: str) -> Any:
+    import dlc
+
+    try:
+        with open(path, "rb") as f:
+            text = f.read()
+    except OSError as e:
+        raise RunError(f"cannot read '{path}': {e.strerror or e}") from None
+    return dlc.parse(text, path)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run dlc-run; return the exit code (0 ok, 1 user error, 2 internal error)."""
+    try:
+        run(argv)
+    except RunError as e:
+        print(f"dlc-run: error: {e}", file=sys.stderr)
+        return 1
+    except DiagnosticError as e:
+        print(e.format(), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 1
+    except Exception as e:  # noqa: BLE001 -- the last line of defence against tracebacks
+        print(f"dlc-run: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,28 @@
+"""Which level a module is at: graph, tensor, loop or llvm.
+
+A module is at the highest level any of its ops belongs to (a module in the middle of
+a lowering can mix levels). dlc-opt uses this to choose the default output syntax and
+which lowerings `-t llvm` / `-t asm` still have to run.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import ModuleOp
+
+LEVELS = ("graph", "tensor", "loop", "llvm")
+"""From highest to lowest; `dlc.passes.LOWERING_PIPELINE[i]` lowers LEVELS[i] to LEVELS[i + 1]."""
+
+
+def level_of(module: ModuleOp) -> str:
+    """The highest level of any op in `module`; an empty dlc module is at the graph level."""
+    dialects = {op.name.split(".", 1)[0] for op in module.walk() if op is not module}
+    for level in LEVELS[:-1]:
+        if level in dialects:
+            return level
+    if not dialects and "dlc.name" in module.attributes:
+        return "graph"
+    return "llvm"
+
+
+def is_graph_level(module: ModuleOp) -> bool:
+    return level_of(module) == "graph"

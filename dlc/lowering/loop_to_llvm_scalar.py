@@ -1,0 +1,379 @@
+"""Scalar part of `lower-loop-to-llvm`: xDSL `arith` / `math` ops -> `llvm` ops.
+
+`lower_scalar_op(op, operands, out)` emits the llvm ops for one scalar op through the
+`ScalarEmitter` and returns the values that replace its results. Semantics follow
+/work/notes/conventions.md: integer division and remainder by zero give 0 and
+`INT_MIN / -1` wraps instead of trapping; float->int casts saturate (NaN -> 0);
+`maximumf`/`minimumf` propagate NaN. Math functions without an LLVM intrinsic call libm
+(`tanhf`, `erf`, ...); f16 goes through f32 for those calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from xdsl.dialects import arith, llvm, math
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    f32,
+    i1,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from dlc.diagnostics import error_at
+from dlc.dialects import loop
+
+
+class ScalarEmitter(Protocol):
+    """What the scalar lowering needs from the function emitter."""
+
+    def emit(self, op: Operation) -> SSAValue:
+        """Append `op` at the insertion point; return its first result (if any)."""
+        ...
+
+    def declare(self, name: str, inputs: Sequence[Attribute], output: Attribute) -> None:
+        """Declare an external function (libm) in the module."""
+        ...
+
+
+def type_suffix(t: Attribute) -> str:
+    """LLVM intrinsic name suffix: f16/f32/f64/iN."""
+    if isinstance(t, Float16Type):
+        return "f16"
+    if isinstance(t, Float32Type):
+        return "f32"
+    if isinstance(t, Float64Type):
+        return "f64"
+    assert isinstance(t, IntegerType)
+    return f"i{t.width.data}"
+
+
+def const(out: ScalarEmitter, value: int | float, t: Attribute) -> SSAValue:
+    if isinstance(t, IntegerType):
+        return out.emit(llvm.ConstantOp(IntegerAttr(int(value), t), t))
+    assert isinstance(t, AnyFloat)
+    return out.emit(llvm.ConstantOp(FloatAttr(float(value), t), t))
+
+
+def intrinsic(out: ScalarEmitter, name: str, args: Sequence[SSAValue], t: Attribute) -> SSAValue:
+    """Call `llvm.<name>.<suffix of t>` returning a `t`."""
+    return out.emit(llvm.CallIntrinsicOp(f"llvm.{name}.{type_suffix(t)}", list(args), [t]))
+
+
+def icmp(out: ScalarEmitter, pred: str, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
+    index = llvm.ICmpPredicateFlag(pred).to_int()
+    return out.emit(llvm.ICmpOp(lhs, rhs, IntegerAttr(index, 64)))
+
+
+def select(out: ScalarEmitter, cond: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
+    return out.emit(llvm.SelectOp(cond, a, b))
+
+
+# --- integer division: x / 0 -> 0, INT_MIN / -1 wraps ------------------------------
+
+
+def _safe_divisor(out: ScalarEmitter, a: SSAValue, b: SSAValue, signed: bool):
+    """(divisor that cannot trap, b == 0)."""
+    t = b.type
+    assert isinstance(t, IntegerType)
+    zero, one = const(out, 0, t), const(out, 1, t)
+    is_zero = icmp(out, "eq", b, zero)
+    bad = is_zero
+    if signed:
+        int_min = const(out, -(1 << (t.width.data - 1)), t)
+        overflow = out.emit(
+            llvm.AndOp(icmp(out, "eq", a, int_min), icmp(out, "eq", b, const(out, -1, t)))
+        )
+        bad = out.emit(llvm.OrOp(is_zero, overflow))
+    return select(out, bad, one, b), is_zero
+
+
+def _guarded(
+    kind: type[Operation], signed: bool
+) -> Callable[[ScalarEmitter, list[SSAValue]], SSAValue]:
+    """a op b with b == 0 -> 0; with INT_MIN / -1 computed as INT_MIN / 1 (wraps)."""
+
+    def lower(out: ScalarEmitter, xs: list[SSAValue]) -> SSAValue:
+        a, b = xs
+        safe_b, is_zero = _safe_divisor(out, a, b, signed)
+        value = out.emit(kind(a, safe_b))
+        return select(out, is_zero, const(out, 0, a.type), value)
+
+    return lower
+
+
+def _rounded_div(out: ScalarEmitter, xs: list[SSAValue], floor: bool) -> SSAValue:
+    """floor (or ceil) of a / b for signed ints; b == 0 -> 0."""
+    a, b = xs
+    t = a.type
+    safe_b, is_zero = _safe_divisor(out, a, b, True)
+    q = out.emit(llvm.SDivOp(a, safe_b))
+    r = out.emit(llvm.SRemOp(a, safe_b))
+    zero = const(out, 0, t)
+    inexact = icmp(out, "ne", r, zero)
+    signs_differ = icmp(out, "slt", out.emit(llvm.XOrOp(r, safe_b)), zero)
+    if floor:  # q - 1 when the remainder's sign differs from the divisor's
+        adjust = out.emit(llvm.AndOp(inexact, signs_differ))
+        q = select(out, adjust, out.emit(llvm.SubOp(q, const(out, 1, t))), q)
+    else:  # q + 1 when the signs agree
+        agree = out.emit(llvm.XOrOp(signs_differ, const(out, 1, i1)))
+        adjust = out.emit(llvm.AndOp(inexact, agree))
+        q = select(out, adjust, out.emit(llvm.AddOp(q, const(out, 1, t))), q)
+    return select(out, is_zero, zero, q)
+
+
+def _shift(kind: type[Operation], arithmetic: bool):
+    """Shift amounts >= width give 0 (or the sign fill for arithmetic shifts), not poison."""
+
+    def lower(out: ScalarEmitter, xs: list[SSAValue]) -> SSAValue:
+        a, b = xs
+        t = a.type
+        assert isinstance(t, IntegerType)
+        width = const(out, t.width.data, t)
+        too_far = icmp(out, "uge", b, width)
+        if arithmetic:  # a >> min(b, width - 1) is the sign fill for large b
+            clamped = select(out, too_far, const(out, t.width.data - 1, t), b)
+            return out.emit(llvm.AShrOp(a, clamped))
+        shifted = out.emit(kind(a, b))
+        return select(out, too_far, const(out, 0, t), shifted)
+
+    return lower
+
+
+def _ipowi(out: ScalarEmitter, xs: list[SSAValue]) -> SSAValue:
+    """x ** n by square-and-multiply over the bits of n (wraps); n < 0: 1, ±1 or 0."""
+    x, n = xs
+    t = x.type
+    assert isinstance(t, IntegerType)
+    zero, one = const(out, 0, t), const(out, 1, t)
+    result, base = one, x
+    for bit in range(t.width.data - 1):
+        mask = const(out, 1 << bit, t)
+        has_bit = icmp(out, "ne", out.emit(llvm.AndOp(n, mask)), zero)
+        result = select(out, has_bit, out.emit(llvm.MulOp(result, base)), result)
+        base = out.emit(llvm.MulOp(base, base))
+    is_one = icmp(out, "eq", x, one)
+    is_minus_one = icmp(out, "eq", x, const(out, -1, t))
+    odd = icmp(out, "ne", out.emit(llvm.AndOp(n, one)), zero)
+    minus_one_power = select(out, odd, const(out, -1, t), one)
+    negative = select(out, is_one, one, select(out, is_minus_one, minus_one_power, zero))
+    return select(out, icmp(out, "slt", n, zero), negative, result)
+
+
+# --- float helpers ------------------------------------------------------------------
+
+
+def libm_call(name: str):
+    """Call libm `name` (double) / `namef` (float); f16 is computed in f32."""
+
+    def lower(out: ScalarEmitter, xs: list[SSAValue]) -> SSAValue:
+        t = xs[0].type
+        work = f32 if isinstance(t, Float16Type) else t
+        args = [x if work == t else out.emit(llvm.FPExtOp(x, work)) for x in xs]
+        symbol = name if isinstance(work, Float64Type) else f"{name}f"
+        out.declare(symbol, [work] * len(args), work)
+        value = out.emit(llvm.CallOp(symbol, *args, return_type=work))
+        return value if work == t else out.emit(llvm.FPTruncOp(value, t))
+
+    return lower
+
+
+def _intr(name: str, *extra_false: bool):
+    """Intrinsic `llvm.<name>.<type>` on the operands (plus trailing i1 flags)."""
+
+    def lower(out: ScalarEmitter, xs: list[SSAValue]) -> SSAValue:
+        flags = [const(out, int(flag), i1) for flag in extra_false]
+        return intrinsic(out, name, [*xs, *flags], xs[0].type)
+
+    return lower
+
+
+def _rsqrt(out: ScalarEmitter, xs: list[SSAValue]) -> SSAValue:
+    root = intrinsic(out, "sqrt", xs, xs[0].type)
+    return out.emit(llvm.FDivOp(const(out, 1.0, xs[0].type), root))
+
+
+def _fpowi(out: ScalarEmitter, xs: list[SSAValue]) -> SSAValue:
+    exponent = out.emit(llvm.SIToFPOp(xs[1], xs[0].type))
+    return intrinsic(out, "pow", [xs[0], exponent], xs[0].type)
+
+
+def _binary(kind: type[Operation]):
+    return lambda out, xs: out.emit(kind(xs[0], xs[1]))
+
+
+def _fbinary(kind: type[Operation]):
+    return lambda out, xs: out.emit(kind(xs[0], xs[1]))
+
+
+Lowering = Callable[[ScalarEmitter, list[SSAValue]], SSAValue]
+
+# Ops whose lowering depends only on the operands (result type = operand type).
+SIMPLE: dict[type[Operation], Lowering] = {
+    arith.AddiOp: _binary(llvm.AddOp),  # wraps
+    arith.SubiOp: _binary(llvm.SubOp),
+    arith.MuliOp: _binary(llvm.MulOp),
+    arith.AndIOp: _binary(llvm.AndOp),
+    arith.OrIOp: _binary(llvm.OrOp),
+    arith.XOrIOp: _binary(llvm.XOrOp),
+    arith.ShLIOp: _shift(llvm.ShlOp, False),
+    arith.ShRUIOp: _shift(llvm.LShrOp, False),
+    arith.ShRSIOp: _shift(llvm.AShrOp, True),
+    arith.DivSIOp: _guarded(llvm.SDivOp, True),  # x / 0 -> 0
+    arith.DivUIOp: _guarded(llvm.UDivOp, False),
+    arith.RemSIOp: _guarded(llvm.SRemOp, True),  # x % 0 -> 0
+    arith.RemUIOp: _guarded(llvm.URemOp, False),
+    arith.FloorDivSIOp: lambda out, xs: _rounded_div(out, xs, True),
+    arith.CeilDivSIOp: lambda out, xs: _rounded_div(out, xs, False),
+    arith.MaxSIOp: _intr("smax"),
+    arith.MinSIOp: _intr("smin"),
+    arith.MaxUIOp: _intr("umax"),
+    arith.MinUIOp: _intr("umin"),
+    arith.AddfOp: _fbinary(llvm.FAddOp),
+    arith.SubfOp: _fbinary(llvm.FSubOp),
+    arith.MulfOp: _fbinary(llvm.FMulOp),
+    arith.DivfOp: _fbinary(llvm.FDivOp),
+    loop.RemFOp: _fbinary(llvm.FRemOp),  # sign of the dividend, like C fmod
+    arith.NegfOp: lambda out, xs: out.emit(llvm.FNegOp(xs[0])),
+    arith.MaximumfOp: _intr("maximum"),  # NaN-propagating
+    arith.MinimumfOp: _intr("minimum"),
+    arith.MaxnumfOp: _intr("maxnum"),
+    arith.MinnumfOp: _intr("minnum"),
+    math.AbsFOp: _intr("fabs"),
+    math.AbsIOp: _intr("abs", False),
+    math.CeilOp: _intr("ceil"),
+    math.FloorOp: _intr("floor"),
+    math.RoundOp: _intr("round"),  # half away from zero
+    math.RoundEvenOp: _intr("roundeven"),
+    math.TruncOp: _intr("trunc"),
+    math.SqrtOp: _intr("sqrt"),
+    math.RsqrtOp: _rsqrt,
+    math.ExpOp: _intr("exp"),
+    math.Exp2Op: _intr("exp2"),
+    math.LogOp: _intr("log"),
+    math.Log2Op: _intr("log2"),
+    math.Log10Op: _intr("log10"),
+    math.SinOp: _intr("sin"),
+    math.CosOp: _intr("cos"),
+    math.TanOp: _intr("tan"),
+    math.PowFOp: _intr("pow"),
+    math.CopySignOp: _intr("copysign"),
+    math.FmaOp: _intr("fma"),
+    math.FPowIOp: _fpowi,
+    math.IPowIOp: _ipowi,
+    math.CountLeadingZerosOp: _intr("ctlz", False),
+    math.CountTrailingZerosOp: _intr("cttz", False),
+    math.CtPopOp: _intr("ctpop"),
+    math.TanhOp: libm_call("tanh"),
+    math.SinhOp: libm_call("sinh"),
+    math.CoshOp: libm_call("cosh"),
+    math.AsinOp: libm_call("asin"),
+    math.AcosOp: libm_call("acos"),
+    math.AtanOp: libm_call("atan"),
+    math.AsinhOp: libm_call("asinh"),
+    math.AcoshOp: libm_call("acosh"),
+    math.AtanhOp: libm_call("atanh"),
+    math.Atan2Op: libm_call("atan2"),
+    math.ErfOp: libm_call("erf"),
+    loop.ErfcOp: libm_call("erfc"),
+    math.ExpM1Op: libm_call("expm1"),
+    math.Log1pOp: libm_call("log1p"),
+    math.CbrtOp: libm_call("cbrt"),
+    arith.SelectOp: lambda out, xs: select(out, xs[0], xs[1], xs[2]),
+}
+
+
+def _width(t: Attribute) -> int:
+    if isinstance(t, IntegerType):
+        return t.width.data
+    return {Float16Type: 16, Float32Type: 32, Float64Type: 64}[type(t)]
+
+
+def _uitofp(out: ScalarEmitter, x: SSAValue, t: Attribute) -> SSAValue:
+    """Unsigned int -> float through a wider signed int (i64: halve, convert, double)."""
+    width = _width(x.type)
+    if width < 64:
+        wide = out.emit(llvm.ZExtOp(x, IntegerType(64)))
+        return out.emit(llvm.SIToFPOp(wide, t))
+    i64t = x.type
+    one = const(out, 1, i64t)
+    halved = out.emit(llvm.OrOp(out.emit(llvm.LShrOp(x, one)), out.emit(llvm.AndOp(x, one))))
+    big = out.emit(llvm.SIToFPOp(halved, t))
+    doubled = out.emit(llvm.FAddOp(big, big))
+    small = out.emit(llvm.SIToFPOp(x, t))
+    return select(out, icmp(out, "slt", x, const(out, 0, i64t)), doubled, small)
+
+
+def _cast(op: Operation, x: SSAValue, out: ScalarEmitter) -> SSAValue | None:
+    t = op.results[0].type
+    if isinstance(op, arith.ExtFOp):
+        return out.emit(llvm.FPExtOp(x, t))
+    if isinstance(op, arith.TruncFOp):
+        return out.emit(llvm.FPTruncOp(x, t))
+    if isinstance(op, arith.ExtSIOp):
+        return out.emit(llvm.SExtOp(x, t))
+    if isinstance(op, arith.ExtUIOp):
+        return out.emit(llvm.ZExtOp(x, t))
+    if isinstance(op, arith.TruncIOp):
+        return out.emit(llvm.TruncOp(x, t))
+    if isinstance(op, arith.SIToFPOp):
+        return out.emit(llvm.SIToFPOp(x, t))
+    if isinstance(op, arith.UIToFPOp):
+        return _uitofp(out, x, t)
+    if isinstance(op, arith.FPToSIOp | arith.FPToUIOp):
+        kind = "fptosi" if isinstance(op, arith.FPToSIOp) else "fptoui"
+        name = f"llvm.{kind}.sat.{type_suffix(t)}.{type_suffix(x.type)}"  # NaN -> 0
+        return out.emit(llvm.CallIntrinsicOp(name, [x], [t]))
+    if isinstance(op, arith.BitcastOp):
+        return out.emit(llvm.BitcastOp(x, t))
+    return None
+
+
+def _compare(op: Operation, xs: list[SSAValue], out: ScalarEmitter) -> SSAValue | None:
+    if isinstance(op, arith.CmpiOp):
+        # arith and llvm number the integer predicates the same way
+        return out.emit(llvm.ICmpOp(xs[0], xs[1], IntegerAttr(op.predicate.value.data, 64)))
+    if not isinstance(op, arith.CmpfOp):
+        return None
+    predicate = op.predicate.value.data
+    if predicate in (0, 15):  # false / true
+        return const(out, int(predicate == 15), i1)
+    return out.emit(llvm.FCmpOp(xs[0], xs[1], IntegerAttr(predicate, 64)))
+
+
+def _constant(op: arith.ConstantOp, out: ScalarEmitter) -> SSAValue:
+    value = op.value
+    t = op.result.type
+    if isinstance(value, IntegerAttr) and isinstance(t, IntegerType):
+        raw = value.value.data
+        if t.width.data == 1:
+            raw = int(raw != 0)
+        return out.emit(llvm.ConstantOp(IntegerAttr(raw, t), t))
+    if isinstance(value, FloatAttr):
+        return out.emit(llvm.ConstantOp(FloatAttr(value.value.data, t), t))
+    raise error_at(op, f"not supported by the code generator yet: {op.name} of {t}")
+
+
+def lower_scalar_op(op: Operation, operands: list[SSAValue], out: ScalarEmitter) -> list[SSAValue]:
+    """The llvm values replacing `op`'s results; raises for unsupported ops."""
+    for value in (*operands, *op.results):
+        if not isinstance(value.type, IntegerType | Float16Type | Float32Type | Float64Type):
+            raise error_at(
+                op, f"not supported by the code generator yet: {op.name} on {value.type}"
+            )
+    if isinstance(op, arith.ConstantOp):
+        return [_constant(op, out)]
+    lowering = SIMPLE.get(type(op))
+    if lowering is not None:
+        return [lowering(out, operands)]
+    result = _cast(op, operands[0], out) if len(operands) == 1 else _compare(op, operands, out)
+    if result is None:
+        raise error_at(op, f"not supported by the code generator yet: {op.name}")
+    return [result]

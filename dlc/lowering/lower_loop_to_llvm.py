@@ -1,0 +1,260 @@
+"""lower-loop-to-llvm: the `loop` level (+ arith/math) -> xDSL's `llvm` dialect."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    MemRefType,
+    ModuleOp,
+    UnitAttr,
+    i1,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+
+from dlc.diagnostics import error_at
+from dlc.dialects import loop
+from dlc.lowering.loop_to_llvm_scalar import const, icmp, lower_scalar_op
+
+PTR = llvm.LLVMPointerType()
+_ELEMENT_BYTES = {"f16": 2, "f32": 4, "f64": 8, "i8": 1, "i16": 2, "i32": 4, "i64": 8}
+
+
+def element_bytes(mtype: MemRefType, op: Operation) -> int:
+    """Byte size of a memref element; other element types are rejected."""
+    size = _ELEMENT_BYTES.get(str(mtype.element_type))
+    if size is None:
+        raise error_at(
+            op, f"not supported by the code generator yet: {mtype.element_type} data type"
+        )
+    return size
+
+
+def element_count(mtype: MemRefType) -> int:
+    count = 1
+    for dim in mtype.get_shape():
+        count *= dim
+    return count
+
+
+@dataclass
+class _Frame:
+    """Ops of one region still to lower; `on_yield` handles its `loop.yield`."""
+
+    ops: Iterator[Operation]
+    on_yield: Callable[[loop.YieldOp], None] | None = None
+
+
+@dataclass
+class _FuncEmitter:
+    """Lowers one `loop.func` into the blocks of an `llvm.func`, without recursion.
+
+    Structured ops become blocks: `loop.for` -> header(iv, iters) / body / exit(results),
+    `loop.if` -> then / else / merge(results). A block joins the region when emission
+    starts in it, so every value is defined in an earlier block than its uses.
+    """
+
+    externals: dict[str, llvm.LLVMFunctionType]
+    region: Region = field(default_factory=Region)
+    values: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    block: Block | None = None
+    frames: list[_Frame] = field(default_factory=list)
+
+    def emit(self, op: Operation) -> SSAValue:
+        assert self.block is not None
+        self.block.add_op(op)
+        return op.results[0] if op.results else None  # type: ignore[return-value]
+
+    def declare(self, name: str, inputs: Sequence[Attribute], output: Attribute) -> None:
+        self.externals[name] = llvm.LLVMFunctionType(list(inputs), output)
+
+    def start(self, block: Block) -> None:
+        self.region.add_block(block)
+        self.block = block
+
+    def get(self, value: SSAValue) -> SSAValue:
+        return self.values[value]
+
+    def lower(self, func: loop.FuncOp) -> Region:
+        entry = Block(arg_types=[PTR] * len(func.args))
+        self.start(entry)
+        self.values.update(zip(func.args, entry.args, strict=True))
+        self.frames.append(_Frame(iter(func.body.block.ops)))
+        while self.frames:
+            op = next(self.frames[-1].ops, None)
+            if op is None:
+                self.frames.pop()
+                continue
+            self.lower_op(op)
+        return self.region
+
+    def lower_op(self, op: Operation) -> None:
+        match op:
+            case loop.ForOp():
+                self.lower_for(op)
+            case loop.IfOp():
+                self.lower_if(op)
+            case loop.YieldOp():
+                handler = self.frames.pop().on_yield
+                assert handler is not None
+                handler(op)
+            case loop.ReturnOp():
+                self.emit(llvm.ReturnOp())
+            case loop.LoadOp():
+                ptr, align = self.address(op, op.buffer, op.indices)
+                self.values[op.res] = self.emit(llvm.LoadOp(ptr, op.res.type, alignment=align))
+            case loop.StoreOp():
+                ptr, align = self.address(op, op.buffer, op.indices)
+                self.emit(llvm.StoreOp(self.get(op.value), ptr, alignment=align))
+            case loop.AllocOp() | loop.DeallocOp() | loop.CopyOp() | loop.CallOp():
+                self.lower_memory(op)
+            case _:
+                operands = [self.get(v) for v in op.operands]
+                results = lower_scalar_op(op, operands, self)
+                self.values.update(zip(op.results, results, strict=True))
+
+    def lower_for(self, op: loop.ForOp) -> None:
+        """br header(lb, inits); header: iv < ub ? body : exit(iters); body ... br header."""
+        iter_types = [v.type for v in op.iter_inits]
+        header = Block(arg_types=[i64, *iter_types])
+        body, exit_block = Block(), Block(arg_types=iter_types)
+        inits = [self.get(v) for v in op.iter_inits]
+        step = self.get(op.step)
+        self.emit(llvm.BrOp(header, self.get(op.lb), *inits))
+        self.start(header)
+        iv, *iters = header.args
+        in_range = icmp(self, "slt", iv, self.get(op.ub))
+        self.emit(llvm.CondBrOp(in_range, body, [], exit_block, iters))
+        self.start(body)
+        self.values.update(zip(op.body.block.args, header.args, strict=True))
+
+        def on_yield(yield_op: loop.YieldOp) -> None:
+            next_iv = self.emit(llvm.AddOp(iv, step))
+            self.emit(llvm.BrOp(header, next_iv, *[self.get(v) for v in yield_op.values]))
+            self.start(exit_block)
+            self.values.update(zip(op.res, exit_block.args, strict=True))
+
+        self.frames.append(_Frame(iter(op.body.block.ops), on_yield))
+
+    def lower_if(self, op: loop.IfOp) -> None:
+        """cond_br cond, then, else; both branch to merge(results)."""
+        merge = Block(arg_types=[r.type for r in op.res])
+        then_block = Block()
+        has_else = bool(op.else_region.blocks)
+        else_block = Block() if has_else else merge
+        self.emit(llvm.CondBrOp(self.get(op.cond), then_block, [], else_block, []))
+
+        def finish(yield_op: loop.YieldOp) -> None:
+            self.emit(llvm.BrOp(merge, *[self.get(v) for v in yield_op.values]))
+            self.start(merge)
+            self.values.update(zip(op.res, merge.args, strict=True))
+
+        def then_done(yield_op: loop.YieldOp) -> None:
+            if not has_else:
+                finish(yield_op)
+                return
+            self.emit(llvm.BrOp(merge, *[self.get(v) for v in yield_op.values]))
+            self.start(else_block)
+            self.frames.append(_Frame(iter(op.else_region.block.ops), finish))
+
+        self.start(then_block)
+        self.frames.append(_Frame(iter(op.then_region.block.ops), then_done))
+
+    def address(
+        self, op: Operation, buffer: SSAValue, indices: Sequence[SSAValue]
+    ) -> tuple[SSAValue, int]:
+        """Element pointer `&buffer[indices]` (row-major GEP) and its alignment."""
+        mtype = buffer.type
+        assert isinstance(mtype, MemRefType)
+        align = element_bytes(mtype, op)
+        base = self.get(buffer)
+        if not indices:
+            return base, align
+        shape = mtype.get_shape()
+        linear = self.get(indices[0])
+        for dim, index in zip(shape[1:], indices[1:], strict=True):
+            scaled = self.emit(llvm.MulOp(linear, const(self, dim, i64)))
+            linear = self.emit(llvm.AddOp(scaled, self.get(index)))
+        gep = llvm.GEPOp(
+            base, [llvm.GEP_USE_SSA_VAL], mtype.element_type, ssa_indices=[linear], inbounds=True
+        )
+        return self.emit(gep), align
+
+    def lower_memory(self, op: Operation) -> None:
+        match op:
+            case loop.AllocOp():
+                mtype = op.res.type
+                align = op.align.data
+                nbytes = element_count(mtype) * element_bytes(mtype, op)
+                size = max(align, (nbytes + align - 1) // align * align)  # a multiple of align
+                self.declare("aligned_alloc", [i64, i64], PTR)
+                args = [const(self, align, i64), const(self, size, i64)]
+                call = llvm.CallOp("aligned_alloc", *args, return_type=PTR)
+                self.values[op.res] = self.emit(call)
+            case loop.DeallocOp():
+                self.declare("free", [PTR], llvm.LLVMVoidType())
+                self.emit(llvm.CallOp("free", self.get(op.buffer)))
+            case loop.CopyOp():
+                mtype = op.source.type
+                nbytes = element_count(mtype) * element_bytes(mtype, op)
+                args = [self.get(op.dest), self.get(op.source), const(self, nbytes, i64)]
+                args.append(const(self, 0, i1))
+                self.emit(llvm.CallIntrinsicOp("llvm.memcpy.p0.p0.i64", args, []))
+            case loop.CallOp():
+                buffers = [self.get(v) for v in op.buffers]
+                self.emit(llvm.CallOp(op.callee.data, *buffers))
+
+
+def lower_func(func: loop.FuncOp, externals: dict[str, llvm.LLVMFunctionType]) -> llvm.FuncOp:
+    """`loop.func @f(memrefs)` -> `llvm.func @f(ptr noalias, ...) -> void`."""
+    body = _FuncEmitter(externals).lower(func)
+    n_args = len(func.args)
+    noalias = DictionaryAttr({"llvm.noalias": UnitAttr()})
+    return llvm.FuncOp(
+        func.sym_name.data,
+        llvm.LLVMFunctionType([PTR] * n_args),
+        linkage=llvm.LinkageAttr("external"),
+        body=body,
+        other_props={"arg_attrs": ArrayAttr([noalias] * n_args)},
+    )
+
+
+def _declaration(name: str, ftype: llvm.LLVMFunctionType) -> llvm.FuncOp:
+    return llvm.FuncOp(name, ftype, linkage=llvm.LinkageAttr("external"))
+
+
+class LowerLoopToLLVMPass(ModulePass):
+    """Lower every `loop.func` (with its arith/math scalar ops) to an `llvm.func`.
+
+    Input: a module of `loop.func` ops (verified loop level). Output: only `llvm.func`
+    ops: one per loop function (same name, `ptr noalias` args, void result) and the
+    external declarations it calls (`aligned_alloc`, `free`, libm). Loops become blocks
+    with block-argument phis; memref accesses become row-major GEPs with explicit
+    alignment. An op the code generator cannot lower raises a located DiagnosticError
+    "not supported by the code generator yet: <op name>".
+    """
+
+    name = "lower-loop-to-llvm"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        externals: dict[str, llvm.LLVMFunctionType] = {}
+        lowered: list[Operation] = []
+        for child in list(op.body.block.ops):
+            if not isinstance(child, loop.FuncOp):
+                raise error_at(child, f"not supported by the code generator yet: {child.name}")
+            lowered.append(lower_func(child, externals))
+        defined = {f.sym_name.data for f in lowered if isinstance(f, llvm.FuncOp)}
+        for name, ftype in externals.items():
+            if name not in defined:
+                lowered.append(_declaration(name, ftype))
+        for child in list(op.body.block.ops):
+            child.detach()
+            child.erase()
+        op.body.block.add_ops(lowered)

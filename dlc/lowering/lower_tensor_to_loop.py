@@ -1,0 +1,203 @@
+"""lower-tensor-to-loop: `tensor.func` of computes -> `loop.func` of loop nests over buffers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.builder import Builder, InsertPoint
+from xdsl.context import Context
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, i1, i8, i64
+from xdsl.ir import Attribute, SSAValue
+from xdsl.passes import ModulePass
+
+from dlc.diagnostics import copy_loc, error_at
+from dlc.dialects import loop, tensor
+from dlc.dialects.graph_types import TensorType
+from dlc.lowering.scalar_ops import ScalarBuilder, Unsupported
+
+
+def memref_type(t: Attribute) -> MemRefType:
+    """The buffer of a tensor: same shape, bool stored as i8."""
+    assert isinstance(t, TensorType)
+    element = i8 if t.dt == "bool" else tensor.scalar_type(t.dt)
+    return MemRefType(element, t.dims)
+
+
+def load(b: Builder, buffer: SSAValue, indices: Sequence[SSAValue], dtype: str) -> SSAValue:
+    """loop.load, with bool i8 -> i1."""
+    value = b.insert(loop.LoadOp(buffer, list(indices))).res
+    if dtype == "bool":
+        value = b.insert(arith.TruncIOp(value, i1)).result
+    return value
+
+
+def store(
+    b: Builder, value: SSAValue, buffer: SSAValue, indices: Sequence[SSAValue], dtype: str
+) -> None:
+    """loop.store, with bool i1 -> i8."""
+    if dtype == "bool":
+        value = b.insert(arith.ExtUIOp(value, i8)).result
+    b.insert(loop.StoreOp(value, buffer, list(indices)))
+
+
+def index(b: Builder, value: int) -> SSAValue:
+    return b.insert(arith.ConstantOp(IntegerAttr(value, i64))).result
+
+
+class FunctionLowering:
+    """Lowers one `tensor.func`: assigns buffers, then emits one loop nest per compute."""
+
+    def __init__(self, func: tensor.FuncOp):
+        self.func = func
+        ftype = func.function_type
+        types = [memref_type(t) for t in (*ftype.inputs.data, *ftype.outputs.data)]
+        self.result = loop.FuncOp(func.sym_name.data, types)
+        copy_loc(func, self.result)
+        n_in = len(ftype.inputs.data)
+        self.outputs = self.result.args[n_in:]
+        self.buffers: dict[SSAValue, SSAValue] = dict(
+            zip(func.args, self.result.args[:n_in], strict=True)
+        )
+        self.allocs: list[SSAValue] = []
+        self.b = Builder(InsertPoint.at_end(self.result.body.block))
+
+    def run(self) -> loop.FuncOp:
+        ret = self.func.body.block.last_op
+        assert isinstance(ret, tensor.ReturnOp)
+        dests, copies = self._assign_outputs(ret)
+        for op in self.func.body.block.ops:
+            if isinstance(op, tensor.ConstantOp):
+                self._constant(op, self._buffer(op.result, dests))
+            elif isinstance(op, tensor.ComputeOp):
+                self._compute(op, self._buffer(op.result, dests))
+            elif not isinstance(op, tensor.ReturnOp):
+                raise error_at(op, f"not supported by the code generator yet: {op.name}")
+        for value, out in copies:
+            self.b.insert(loop.CopyOp(self.buffers[value], out))
+        for buffer in reversed(self.allocs):
+            self.b.insert(loop.DeallocOp(buffer))
+        self.b.insert(loop.ReturnOp())
+        return self.result
+
+    def _assign_outputs(
+        self, ret: tensor.ReturnOp
+    ) -> tuple[dict[SSAValue, SSAValue], list[tuple[SSAValue, SSAValue]]]:
+        """Results computed here write straight into their (first) output buffer;
+        arguments and values returned twice are copied."""
+        dests: dict[SSAValue, SSAValue] = {}
+        copies: list[tuple[SSAValue, SSAValue]] = []
+        for value, out in zip(ret.values, self.outputs, strict=True):
+            if value in self.buffers or value in dests:
+                copies.append((value, out))
+            else:
+                dests[value] = out
+        return dests, copies
+
+    def _buffer(self, value: SSAValue, dests: dict[SSAValue, SSAValue]) -> SSAValue:
+        buffer = dests.get(value)
+        if buffer is None:
+            buffer = self.b.insert(loop.AllocOp(memref_type(value.type))).res
+            self.allocs.append(buffer)
+        self.buffers[value] = buffer
+        return buffer
+
+    def _constant(self, op: tensor.ConstantOp, buffer: SSAValue) -> None:
+        t = op.result.type
+        assert isinstance(t, TensorType)
+        scalars = ScalarBuilder(self.b)
+        for flat, value in enumerate(op.values):
+            indices, rest = [], flat
+            for n in reversed(t.dims):
+                indices.append(index(self.b, rest % n))
+                rest //= n
+            store(self.b, scalars.const(value, t.dt), buffer, indices[::-1], t.dt)
+
+    def _compute(self, op: tensor.ComputeOp, buffer: SSAValue) -> None:
+        t = op.result.type
+        assert isinstance(t, TensorType)
+        b, ivs, blocks = self.b, [], []
+        zero, one = index(b, 0), index(b, 1)
+        for n in op.domain:
+            nest = b.insert(loop.ForOp(zero, index(b, n), one, parallel=True))
+            copy_loc(op, nest)
+            ivs.append(nest.iv)
+            blocks.append(nest.body.block)
+            b = Builder(InsertPoint.at_end(nest.body.block))
+        if op.combinator is None:
+            value = self._body(b, op, ivs)
+        else:
+            value = self._reduction(b, op, ivs, zero, one)
+        store(b, value, buffer, ivs, t.dt)
+        for block in blocks:
+            block.add_op(loop.YieldOp())
+
+    def _reduction(
+        self, b: Builder, op: tensor.ComputeOp, ivs: list[SSAValue], zero: SSAValue, one: SSAValue
+    ) -> SSAValue:
+        """Inner loops with an accumulator: acc = combine(acc, body(ivs, rivs))."""
+        t = op.result.type
+        assert isinstance(t, TensorType) and op.combinator is not None
+        if op.init is not None:
+            acc = load(b, self.buffers[op.init], [], t.dt)
+        else:
+            acc = b.insert(arith.ConstantOp(op.init_value)).result  # type: ignore[arg-type]
+        nests: list[loop.ForOp] = []
+        rivs: list[SSAValue] = []
+        for n in op.reduction_extents:
+            nest = b.insert(loop.ForOp(zero, index(b, n), one, [acc]))
+            nests.append(nest)
+            rivs.append(nest.iv)
+            acc = nest.iter_args[0]
+            b = Builder(InsertPoint.at_end(nest.body.block))
+        element = self._body(b, op, [*ivs, *rivs])
+        try:
+            value = ScalarBuilder(b).binary(op.combinator.data, t.dt, acc, element)
+        except Unsupported as err:
+            raise error_at(
+                op, f"not supported by the code generator yet: reduce by {err}"
+            ) from None
+        for nest in reversed(nests):
+            nest.body.block.add_op(loop.YieldOp(value))
+            value = nest.res[0]
+        return value
+
+    def _body(self, b: Builder, op: tensor.ComputeOp, indices: Sequence[SSAValue]) -> SSAValue:
+        """Inline the compute body at `indices`; reads become loads. Returns the yield."""
+        block = op.body.block
+        mapping: dict[SSAValue, SSAValue] = dict(zip(block.args, indices, strict=True))
+        for inner in block.ops:
+            if isinstance(inner, tensor.YieldOp):
+                return mapping.get(inner.value, inner.value)
+            if isinstance(inner, tensor.ReadOp):
+                dtype = inner.tensor.type.dt  # type: ignore[attr-defined]
+                where = [mapping.get(i, i) for i in inner.indices]
+                mapping[inner.result] = load(b, self.buffers[inner.tensor], where, dtype)
+                continue
+            b.insert(inner.clone(mapping))
+        raise AssertionError("compute body without tensor.yield")
+
+
+class LowerTensorToLoopPass(ModulePass):
+    """Tensor level -> loop level.
+
+    Input: a module of `tensor.func`s (and leftover graph declarations, which are
+    dropped). Each function becomes a `loop.func` taking input buffers then output
+    buffers (tuple results already flattened). Each `tensor.compute` becomes a loop
+    nest (output loops marked `parallel`, reductions as inner loops carrying an
+    accumulator) storing into a fresh `loop.alloc` buffer, or straight into the output
+    buffer when the value is returned; returned arguments and values returned twice
+    are `loop.copy`d. Intermediate buffers are freed before `loop.return`.
+    Bool tensors are i8 buffers: loads truncate to i1, stores zero-extend.
+    """
+
+    name = "lower-tensor-to-loop"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for child in list(op.body.block.ops):
+            if isinstance(child, tensor.FuncOp):
+                op.body.block.insert_op_before(FunctionLowering(child).run(), child)
+            elif not child.name.startswith("graph."):
+                continue
+            child.detach()
+            child.erase(safe_erase=False)

@@ -1,0 +1,254 @@
+"""Scalar semantics of DLVM's element-wise opcodes as xDSL `arith`/`math` code.
+
+Shared by the graph -> tensor lowering (compute bodies) and the tensor -> loop lowering
+(reduction combinators), so both levels agree with shared conventions:
+
+- integer `divide`/`truncateDivide` round toward zero, `floorDivide` toward -inf,
+  `modulo` takes the dividend's sign; a zero divisor yields 0 (guarded with
+  `arith.select`, so no trap); `MIN / -1` wraps to `MIN`;
+- float `floorDivide` follows NumPy's `npy_divmod`, float `modulo` is C `fmod`;
+- `min`/`max` on floats propagate NaN; `sign` gives -1, 0, 1 and NaN for NaN;
+- integer `power` with a negative exponent gives 1 for x == 1, ±1 for x == -1 by
+  parity and 0 otherwise; otherwise wrapping square-and-multiply;
+- bool values are `i1`.
+"""
+
+from __future__ import annotations
+
+from xdsl.builder import Builder
+from xdsl.dialects import arith, math
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType, i1, i64
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from dlc.dialects import loop
+from dlc.dialects.graph_types import dtype_bits, dtype_is_bool, dtype_is_float
+from dlc.dialects.tensor import scalar_type
+
+FLOAT_UNARY: dict[str, type[Operation]] = {
+    "sinh": math.SinhOp,
+    "cosh": math.CoshOp,
+    "tanh": math.TanhOp,
+    "log": math.LogOp,
+    "exp": math.ExpOp,
+    "sqrt": math.SqrtOp,
+    "round": math.RoundOp,
+    "rint": math.RoundEvenOp,
+    "rsqrt": math.RsqrtOp,
+    "ceil": math.CeilOp,
+    "floor": math.FloorOp,
+    "tan": math.TanOp,
+    "cos": math.CosOp,
+    "sin": math.SinOp,
+    "acos": math.AcosOp,
+    "asin": math.AsinOp,
+    "atan": math.AtanOp,
+    "erf": math.ErfOp,
+    "erfc": loop.ErfcOp,
+    "negate": arith.NegfOp,
+}
+
+FLOAT_BINARY: dict[str, type[Operation]] = {
+    "add": arith.AddfOp,
+    "subtract": arith.SubfOp,
+    "multiply": arith.MulfOp,
+    "divide": arith.DivfOp,
+    "min": arith.MinimumfOp,
+    "max": arith.MaximumfOp,
+    "modulo": loop.RemFOp,  # C fmod: sign of the dividend
+    "power": math.PowFOp,
+}
+
+INT_BINARY: dict[str, type[Operation]] = {
+    "add": arith.AddiOp,
+    "subtract": arith.SubiOp,
+    "multiply": arith.MuliOp,
+    "min": arith.MinSIOp,
+    "max": arith.MaxSIOp,
+    "and": arith.AndIOp,
+    "or": arith.OrIOp,
+}
+
+FLOAT_PREDICATES = {
+    "lessThan": "olt",
+    "lessThanOrEqual": "ole",
+    "greaterThan": "ogt",
+    "greaterThanOrEqual": "oge",
+    "equal": "oeq",
+    "notEqual": "une",
+}
+INT_PREDICATES = {
+    "lessThan": "slt",
+    "lessThanOrEqual": "sle",
+    "greaterThan": "sgt",
+    "greaterThanOrEqual": "sge",
+    "equal": "eq",
+    "notEqual": "ne",
+}
+
+
+class Unsupported(Exception):
+    """An opcode/type combination the code generator cannot emit; message = opcode."""
+
+
+class ScalarBuilder:
+    """Appends scalar `arith`/`math` ops through an xDSL `Builder`."""
+
+    def __init__(self, builder: Builder):
+        self.builder = builder
+
+    def emit(self, op: Operation) -> SSAValue:
+        self.builder.insert(op)
+        return op.results[0]
+
+    def const(self, value: int | float | bool, dtype: str) -> SSAValue:
+        """A constant of a DLVM data type (bool -> i1)."""
+        t = scalar_type(dtype)
+        attr: Attribute
+        if dtype_is_float(dtype):
+            attr = FloatAttr(float(value), t)  # type: ignore[arg-type]
+        else:
+            attr = IntegerAttr(_wrap(int(value), dtype_bits(dtype)), t)  # type: ignore[arg-type]
+        return self.emit(arith.ConstantOp(attr))
+
+    def index(self, value: int) -> SSAValue:
+        return self.emit(arith.ConstantOp(IntegerAttr(value, i64)))
+
+    def typed_const(self, value: int | float, like: SSAValue) -> SSAValue:
+        t = like.type
+        if isinstance(t, IntegerType):
+            return self.emit(arith.ConstantOp(IntegerAttr(_wrap(int(value), t.width.data), t)))
+        return self.emit(arith.ConstantOp(FloatAttr(float(value), t)))  # type: ignore[arg-type]
+
+    def select(self, cond: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.emit(arith.SelectOp(cond, a, b))
+
+    def cmpi(self, pred: str, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.emit(arith.CmpiOp(a, b, pred))
+
+    def cmpf(self, pred: str, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.emit(arith.CmpfOp(a, b, pred))
+
+    # -- element-wise opcodes ------------------------------------------------
+
+    def unary(self, opcode: str, dtype: str, x: SSAValue) -> SSAValue:
+        if opcode == "square":
+            return self.binary("multiply", dtype, x, x)
+        if opcode == "sign":
+            return self._sign(dtype, x)
+        if not dtype_is_float(dtype):
+            if opcode != "negate":
+                raise Unsupported(opcode)
+            return self.emit(arith.SubiOp(self.typed_const(0, x), x))
+        if opcode not in FLOAT_UNARY:
+            raise Unsupported(opcode)
+        return self.emit(FLOAT_UNARY[opcode](x))
+
+    def _sign(self, dtype: str, x: SSAValue) -> SSAValue:
+        one, minus_one, zero = (self.typed_const(v, x) for v in (1, -1, 0))
+        if dtype_is_float(dtype):
+            # x == 0 maps -0.0 to 0.0; NaN fails every compare and passes through.
+            rest = self.select(self.cmpf("oeq", x, zero), zero, x)
+            rest = self.select(self.cmpf("olt", x, zero), minus_one, rest)
+            return self.select(self.cmpf("ogt", x, zero), one, rest)
+        rest = self.select(self.cmpi("slt", x, zero), minus_one, zero)
+        return self.select(self.cmpi("sgt", x, zero), one, rest)
+
+    def binary(self, opcode: str, dtype: str, x: SSAValue, y: SSAValue) -> SSAValue:
+        """A numeric or boolean binary opcode, or a compare (giving i1)."""
+        if opcode in FLOAT_PREDICATES:
+            if dtype_is_float(dtype):
+                return self.cmpf(FLOAT_PREDICATES[opcode], x, y)
+            return self.cmpi(INT_PREDICATES[opcode], x, y)
+        if dtype_is_float(dtype):
+            return self._float_binary(opcode, x, y)
+        if dtype_is_bool(dtype) and opcode not in ("and", "or"):
+            raise Unsupported(opcode)
+        if opcode in INT_BINARY:
+            return self.emit(INT_BINARY[opcode](x, y))
+        if opcode in ("divide", "truncateDivide", "floorDivide", "modulo"):
+            return self._int_division(opcode, x, y)
+        if opcode == "power":
+            return self._int_power(dtype, x, y)
+        raise Unsupported(opcode)
+
+    def _float_binary(self, opcode: str, x: SSAValue, y: SSAValue) -> SSAValue:
+        if opcode in FLOAT_BINARY:
+            return self.emit(FLOAT_BINARY[opcode](x, y))
+        if opcode == "truncateDivide":
+            return self.emit(math.TruncOp(self.emit(arith.DivfOp(x, y))))
+        if opcode == "floorDivide":
+            return self._float_floor_divide(x, y)
+        raise Unsupported(opcode)
+
+    def _float_floor_divide(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        """NumPy's npy_divmod quotient (exact where floor(a / b) is not)."""
+        zero = self.typed_const(0.0, a)
+        one = self.typed_const(1.0, a)
+        mod = self.emit(loop.RemFOp(a, b))
+        div = self.emit(arith.DivfOp(self.emit(arith.SubfOp(a, mod)), b))
+        signs_differ = self.cmpi("ne", self.cmpf("olt", b, zero), self.cmpf("olt", mod, zero))
+        adjust = self.emit(arith.AndIOp(self.cmpf("une", mod, zero), signs_differ))
+        div = self.select(adjust, self.emit(arith.SubfOp(div, one)), div)
+        floor = self.emit(math.FloorOp(div))
+        round_up = self.cmpf("ogt", self.emit(arith.SubfOp(div, floor)), self.typed_const(0.5, a))
+        floor = self.select(round_up, self.emit(arith.AddfOp(floor, one)), floor)
+        plain = self.emit(arith.DivfOp(a, b))
+        signed_zero = self.emit(math.CopySignOp(zero, plain))
+        result = self.select(self.cmpf("une", div, zero), floor, signed_zero)
+        return self.select(self.cmpf("oeq", b, zero), plain, result)
+
+    def _int_division(self, opcode: str, x: SSAValue, y: SSAValue) -> SSAValue:
+        """Guarded signed division: y == 0 gives 0, y == -1 avoids the MIN / -1 trap."""
+        zero, one, minus_one = (self.typed_const(v, x) for v in (0, 1, -1))
+        y_is_zero = self.cmpi("eq", y, zero)
+        y_is_minus_one = self.cmpi("eq", y, minus_one)
+        unsafe = self.emit(arith.OrIOp(y_is_zero, y_is_minus_one))
+        safe_y = self.select(unsafe, one, y)
+        if opcode == "modulo":
+            # remsi(x, 1) = 0 covers both y == 0 and y == -1.
+            return self.emit(arith.RemSIOp(x, safe_y))
+        q = self.emit(arith.DivSIOp(x, safe_y))
+        if opcode == "floorDivide":
+            r = self.emit(arith.RemSIOp(x, safe_y))
+            r_nonzero = self.cmpi("ne", r, zero)
+            signs_differ = self.cmpi(
+                "ne", self.cmpi("slt", r, zero), self.cmpi("slt", safe_y, zero)
+            )
+            adjust = self.emit(arith.AndIOp(r_nonzero, signs_differ))
+            q = self.select(adjust, self.emit(arith.SubiOp(q, one)), q)
+        q = self.select(y_is_minus_one, self.emit(arith.SubiOp(zero, x)), q)
+        return self.select(y_is_zero, zero, q)
+
+    def _int_power(self, dtype: str, x: SSAValue, e: SSAValue) -> SSAValue:
+        """Square-and-multiply over the exponent's bits, unrolled (wrapping)."""
+        zero, one, minus_one = (self.typed_const(v, x) for v in (0, 1, -1))
+        result, base = one, x
+        for bit in range(dtype_bits(dtype) - 1):
+            shifted = self.emit(arith.ShRSIOp(e, self.typed_const(bit, e)))
+            is_set = self.cmpi("ne", self.emit(arith.AndIOp(shifted, one)), zero)
+            result = self.select(is_set, self.emit(arith.MuliOp(result, base)), result)
+            base = self.emit(arith.MuliOp(base, base))
+        odd = self.cmpi("ne", self.emit(arith.AndIOp(e, one)), zero)
+        minus_one_pow = self.select(odd, minus_one, one)
+        negative = self.select(self.cmpi("eq", x, minus_one), minus_one_pow, zero)
+        negative = self.select(self.cmpi("eq", x, one), one, negative)
+        return self.select(self.cmpi("slt", e, zero), negative, result)
+
+    def not_(self, x: SSAValue) -> SSAValue:
+        return self.emit(arith.XOrIOp(x, self.emit(arith.ConstantOp(IntegerAttr(1, i1)))))
+
+    def cast(self, x: SSAValue, source: str, target: str) -> SSAValue:
+        """Widening `dataTypeCast` within one base (same type: no op)."""
+        if source == target or dtype_bits(source) == dtype_bits(target):
+            return x
+        if dtype_is_float(source):
+            return self.emit(arith.ExtFOp(x, scalar_type(target)))
+        return self.emit(arith.ExtSIOp(x, scalar_type(target)))
+
+
+def _wrap(value: int, bits: int) -> int:
+    """Two's-complement wrap into the signed range of `bits` (bool stays 0/1)."""
+    if bits == 1:
+        return -1 if value & 1 else 0
+    value &= (1 << bits) - 1
+    return value - (1 << bits) if value >= 1 << (bits - 1) else value

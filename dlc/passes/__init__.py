@@ -1,0 +1,48 @@
+"""dlc's pass registry: pass name -> factory of the pass class.
+
+Passes within one level live in this package, one pass per file (file name = pass
+name in snake_case); lowerings between levels live in `dlc.lowering`. Adding a pass is
+one file plus one line in `get_all_passes`. Factories import lazily so that `dlc-opt`
+starts fast and a broken pass cannot break the others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from xdsl.passes import ModulePass
+
+
+def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    """Names -> factories of every pass `dlc-opt -p` accepts."""
+
+    def lower_graph_to_tensor() -> type[ModulePass]:
+        from dlc.lowering.lower_graph_to_tensor import LowerGraphToTensorPass
+
+        return LowerGraphToTensorPass
+
+    def lower_tensor_to_loop() -> type[ModulePass]:
+        from dlc.lowering.lower_tensor_to_loop import LowerTensorToLoopPass
+
+        return LowerTensorToLoopPass
+
+    def lower_loop_to_llvm() -> type[ModulePass]:
+        from dlc.lowering.lower_loop_to_llvm import LowerLoopToLLVMPass
+
+        return LowerLoopToLLVMPass
+
+    def verify() -> type[ModulePass]:
+        from dlc.passes.verify import VerifyPass
+
+        return VerifyPass
+
+    return {
+        "verify": verify,
+        "lower-graph-to-tensor": lower_graph_to_tensor,
+        "lower-tensor-to-loop": lower_tensor_to_loop,
+        "lower-loop-to-llvm": lower_loop_to_llvm,
+    }
+
+
+LOWERING_PIPELINE = ("lower-graph-to-tensor", "lower-tensor-to-loop", "lower-loop-to-llvm")
+"""The lowerings from the graph level down to the llvm level, in order."""

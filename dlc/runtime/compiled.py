@@ -1,0 +1,346 @@
+"""Compile a graph module to native code and call its functions with NumPy arrays.
+
+`compile_graph_module(module)` runs graph -> tensor -> loop -> llvm on a clone, JITs the
+result and returns a `CompiledModule`; `mod.f(x, w)` (or `mod["f"]`) checks the
+arguments (count, dtype, shape), allocates the outputs and calls the native code.
+
+Calling convention (/work/notes/conventions.md): `f(ptr in0, ..., ptr out0, ...)` on
+C-contiguous data, tuple results flattened, void result. For a small per-call cost each
+function also gets an entry `_dlc_py_<f>` that takes the `PyArrayObject*`s themselves
+(`id(array)`) and loads their data pointers natively (`array.ctypes.data` alone costs
+about a microsecond). The caller keeps every array alive during the call.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import numbers
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i8, i64
+from xdsl.ir import Attribute, Block, Region
+
+from dlc.dialects.graph_types import TensorType, TupleType, format_type
+from dlc.runtime.jit import JITModule
+
+LEVELS = ("graph", "tensor", "loop", "llvm")
+NUMPY_DTYPES = {
+    "f16": np.dtype(np.float16),
+    "f32": np.dtype(np.float32),
+    "f64": np.dtype(np.float64),
+    "bool": np.dtype(np.bool_),
+    "i8": np.dtype(np.int8),
+    "i16": np.dtype(np.int16),
+    "i32": np.dtype(np.int32),
+    "i64": np.dtype(np.int64),
+}
+
+
+def _array_data_offset() -> int | None:
+    """Byte offset of the data pointer in a `PyArrayObject`, checked in this process."""
+    probe = np.arange(3, dtype=np.int64)
+    offset = 2 * ctypes.sizeof(ctypes.c_void_p)  # right after PyObject_HEAD
+    if ctypes.c_void_p.from_address(id(probe) + offset).value != probe.ctypes.data:
+        return None
+    return offset
+
+
+DATA_OFFSET = _array_data_offset()
+SMALL_CALL_ELEMENTS = 1 << 14
+
+
+def python_entry(name: str, n_args: int, offset: int) -> llvm.FuncOp:
+    """`_dlc_py_<name>(PyArrayObject*...)`: load each array's data pointer, call `name`."""
+    ptr = llvm.LLVMPointerType()
+    entry = Block(arg_types=[ptr] * n_args)
+    offset_value = llvm.ConstantOp(IntegerAttr(offset, i64), i64)
+    entry.add_op(offset_value)
+    data = []
+    for obj in entry.args:
+        field = llvm.GEPOp(obj, [llvm.GEP_USE_SSA_VAL], i8, ssa_indices=[offset_value])
+        load = llvm.LoadOp(field, ptr, alignment=8)
+        entry.add_ops([field, load])
+        data.append(load.dereferenced_value)
+    entry.add_ops([llvm.CallOp(name, *data), llvm.ReturnOp()])
+    ftype = llvm.LLVMFunctionType([ptr] * n_args)
+    return llvm.FuncOp(
+        f"_dlc_py_{name}", ftype, linkage=llvm.LinkageAttr("external"), body=Region(entry)
+    )
+
+
+def tensor_leaves(t: Attribute) -> list[TensorType] | None:
+    """Tensor leaves of a tensor / nested-tuple type in order; None for anything else."""
+    leaves: list[TensorType] = []
+    stack = [t]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, TupleType):
+            stack.extend(reversed(item.types))
+        elif isinstance(item, TensorType) and item.dt in NUMPY_DTYPES:
+            leaves.append(item)
+        else:
+            return None
+    return leaves
+
+
+def rebuild(t: Attribute, leaves: Iterator[np.ndarray]) -> Any:
+    """The value of (nested) tuple type `t` made of `leaves` in order."""
+    if not isinstance(t, TupleType):
+        return next(leaves)
+    root: list[Any] = []
+    stack: list[tuple[Iterator[Attribute], list[Any]]] = [(iter(t.types), root)]
+    while stack:
+        types, items = stack[-1]
+        element = next(types, None)
+        if element is None:
+            stack.pop()
+            if stack:
+                stack[-1][1].append(tuple(items))
+        elif isinstance(element, TupleType):
+            stack.append((iter(element.types), []))
+        else:
+            items.append(next(leaves))
+    return tuple(root)
+
+
+class Param:
+    """One parameter of a compiled function: position, DLVM name, type, NumPy dtype."""
+
+    __slots__ = ("dtype", "func", "index", "name", "shape", "ttype")
+
+    def __init__(self, func: str, index: int, name: str, ttype: TensorType) -> None:
+        self.func, self.index, self.name, self.ttype = func, index, name, ttype
+        self.shape = ttype.dims
+        self.dtype = NUMPY_DTYPES[ttype.dt]
+
+    def expected(self) -> str:
+        return f"argument {self.index} (%{self.name}) of @{self.func}: expected {format_type(self.ttype)}"
+
+    def convert(self, value: object) -> np.ndarray:
+        """The C-contiguous array to pass for `value` (the slow path of a call)."""
+        if isinstance(value, np.ndarray):
+            got = f"{value.dtype} array of shape {value.shape}"
+            if value.dtype != self.dtype:
+                raise TypeError(f"{self.expected()}, got {got}")
+            if value.shape != self.shape:
+                raise ValueError(f"{self.expected()}, got {got}")
+            return np.ascontiguousarray(value)
+        if self.shape == () and isinstance(value, numbers.Number | np.generic):
+            return self.scalar(value)
+        raise TypeError(f"{self.expected()}, got {type(value).__name__}")
+
+    def scalar(self, value: Any) -> np.ndarray:
+        """A Python / NumPy scalar converted exactly (no lossy conversion) to the dtype."""
+        kind = self.dtype.kind
+        ok = False
+        if kind == "b":
+            ok = isinstance(value, bool | np.bool_) or (
+                isinstance(value, numbers.Integral) and int(value) in (0, 1)
+            )
+        elif kind == "i" and isinstance(value, numbers.Real | np.bool_):
+            info = np.iinfo(self.dtype)
+            whole = isinstance(value, numbers.Integral | np.bool_) or float(value).is_integer()
+            ok = whole and info.min <= int(value) <= info.max
+        elif kind == "f":
+            ok = isinstance(value, numbers.Real | np.bool_)
+        if not ok:
+            raise TypeError(f"{self.expected()}, got {type(value).__name__} {value!r}")
+        return np.array(value, dtype=self.dtype)
+
+
+class CompiledFunction:
+    """A native function called with NumPy arrays / scalars; returns NumPy arrays.
+
+    A tensor result is an array (0-d for scalars), a tuple result a (nested) tuple of
+    arrays, a void result None.
+    """
+
+    def __init__(self, name: str, graph_func: Any, jit: JITModule, native: bool = True) -> None:
+        self.name = name
+        self._jit = jit  # keeps the native code alive
+        ftype = graph_func.function_type
+        entry = graph_func.body.blocks.first
+        args = entry.args if entry is not None else ()
+        self.param_names = [getattr(a, "_name", None) or str(i) for i, a in enumerate(args)]
+        self._output_type = ftype.output
+        self._error = ""
+        self._checks: list[tuple[np.dtype, tuple[int, ...], Param]] | None = None
+        outputs = tensor_leaves(ftype.output)
+        if outputs is None or any(
+            not isinstance(t, TensorType) or tensor_leaves(t) is None for t in ftype.args
+        ):
+            signature = (
+                f"({', '.join(format_type(t) for t in ftype.args)}) -> {format_type(ftype.output)}"
+            )
+            self._error = (
+                f"@{name} is not callable from Python: its type {signature} is not made of tensors"
+            )
+            return
+        if not native:
+            self._error = f"@{name} was not compiled to native code"
+            return
+        self._params = [
+            Param(name, i, n, t)
+            for i, (n, t) in enumerate(zip(self.param_names, ftype.args, strict=True))
+        ]
+        self._outputs = [(t.dims, NUMPY_DTYPES[t.dt]) for t in outputs]
+        self._single = not isinstance(ftype.output, TupleType)
+        self._checks = [(p.dtype, p.shape, p) for p in self._params]
+        self._native = self._entry_point(jit, [*ftype.args, *outputs])
+
+    def _entry_point(self, jit: JITModule, buffers: list[TensorType]) -> Callable[..., None]:
+        """A cached ctypes callable of the native code (and how to pass an array to it)."""
+        by_object = DATA_OFFSET is not None
+        self._pointer: Callable[[np.ndarray], int] = id if by_object else _data_pointer
+        # Small calls keep the GIL (releasing and re-taking it costs more than the work).
+        small = sum(t.num_elements for t in buffers) <= SMALL_CALL_ELEMENTS
+        factory = ctypes.PYFUNCTYPE if small else ctypes.CFUNCTYPE
+        prototype = factory(None, *([ctypes.c_void_p] * len(buffers)))
+        symbol = f"_dlc_py_{self.name}" if by_object else self.name
+        return prototype(jit.address(symbol))
+
+    def __repr__(self) -> str:
+        return f"<CompiledFunction @{self.name}({', '.join(self.param_names)})>"
+
+    def __call__(self, *args: object) -> Any:
+        checks = self._checks
+        if checks is None:
+            raise TypeError(self._error)
+        if len(args) != len(checks):
+            names = ", ".join(self.param_names)
+            raise TypeError(
+                f"{self.name}() takes {len(checks)} arguments ({names}), got {len(args)}"
+            )
+        pointer = self._pointer
+        converted = []  # keeps converted arguments alive during the call
+        pointers = []
+        i = 0
+        for value in args:
+            dtype, shape, param = checks[i]
+            i += 1
+            # fast path: an ndarray of the exact dtype and shape, C-contiguous
+            if (
+                type(value) is not np.ndarray
+                or value.dtype is not dtype
+                or value.shape != shape
+                or not value.flags.c_contiguous
+            ):
+                value = param.convert(value)
+                converted.append(value)
+            pointers.append(pointer(value))
+        outputs = [np.empty(shape, dtype) for shape, dtype in self._outputs]
+        self._native(*pointers, *map(pointer, outputs))
+        if self._single:
+            return outputs[0]
+        if not outputs and not self._output_type.types:
+            return None
+        return rebuild(self._output_type, iter(outputs))
+
+
+def _data_pointer(array: np.ndarray) -> int:
+    return array.ctypes.data
+
+
+class CompiledModule:
+    """Native code for a graph module: `mod.f(...)`, `mod["f"]`, `mod.ir(level)`."""
+
+    def __init__(
+        self,
+        graph: ModuleOp,
+        stages: dict[str, ModuleOp],
+        jit: JITModule,
+        funcs: dict[str, Any],
+        native: set[str],
+    ) -> None:
+        self._graph = graph
+        self._stages = stages
+        self._jit = jit
+        self._functions = {
+            name: CompiledFunction(name, f, jit, name in native) for name, f in funcs.items()
+        }
+
+    @property
+    def functions(self) -> tuple[str, ...]:
+        return tuple(self._functions)
+
+    def __getitem__(self, name: str) -> CompiledFunction:
+        try:
+            return self._functions[name]
+        except KeyError:
+            raise KeyError(f"no function @{name} in the compiled module") from None
+
+    def __getattr__(self, name: str) -> CompiledFunction:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self._functions[name]
+        except KeyError:
+            raise AttributeError(f"no function @{name} in the compiled module") from None
+
+    def ir(self, level: str = "llvm") -> str:
+        """The program at `level` (graph|tensor|loop|llvm; llvm = optimized LLVM IR)."""
+        if level == "llvm":
+            return self._jit.optimized_ir
+        if level == "graph":
+            from dlc.parser import print_module
+
+            return print_module(self._graph)
+        if level not in self._stages:
+            raise ValueError(f"unknown IR level {level!r}; expected one of {', '.join(LEVELS)}")
+        return str(self._stages[level])
+
+
+def _context() -> Context:
+    from dlc.dialects import get_all_dialects
+
+    ctx = Context()
+    for name, factory in get_all_dialects().items():
+        ctx.register_dialect(name, factory)
+    return ctx
+
+
+def lower_to_llvm(module: ModuleOp) -> tuple[ModuleOp, dict[str, ModuleOp]]:
+    """Lower a clone of graph `module` to the llvm level; also return tensor/loop snapshots."""
+    from dlc.lowering.lower_graph_to_tensor import LowerGraphToTensorPass
+    from dlc.lowering.lower_loop_to_llvm import LowerLoopToLLVMPass
+    from dlc.lowering.lower_tensor_to_loop import LowerTensorToLoopPass
+
+    ctx = _context()
+    work = module.clone()
+    stages: dict[str, ModuleOp] = {}
+    for level, lowering in (
+        ("tensor", LowerGraphToTensorPass()),
+        ("loop", LowerTensorToLoopPass()),
+    ):
+        lowering.apply(ctx, work)
+        work.verify()
+        stages[level] = work.clone()
+    LowerLoopToLLVMPass().apply(ctx, work)
+    return work, stages
+
+
+def compile_graph_module(module: ModuleOp, *, opt_level: int = 2) -> CompiledModule:
+    """Compile every defined function of a verified graph module to native code."""
+    from dlc.dialects.graph import FuncOp as GraphFuncOp
+
+    funcs = {
+        f.sym_name.data: f
+        for f in module.body.block.ops
+        if isinstance(f, GraphFuncOp) and not f.is_declaration and f.body.blocks
+    }
+    llvm_level, stages = lower_to_llvm(module)
+    defined = {
+        f.sym_name.data: f
+        for f in llvm_level.body.block.ops
+        if isinstance(f, llvm.FuncOp) and f.body.blocks
+    }
+    native = {name for name in funcs if name in defined}
+    for name in native if DATA_OFFSET is not None else ():
+        n_args = len(defined[name].function_type.inputs.data)
+        llvm_level.body.block.add_op(python_entry(name, n_args, DATA_OFFSET))
+    jit = JITModule(llvm_level, opt_level)
+    return CompiledModule(module.clone(), stages, jit, funcs, native)

@@ -1,0 +1,115 @@
+"""llvm-level module -> optimized LLVM IR -> host machine code (llvmlite MCJIT).
+
+The target is the host CPU with all its features (AVX-512 here), so the O2+ pipeline
+(with loop and SLP vectorization) emits full-width vector code. Each `JITModule` owns
+its target machine and MCJIT engine; keep it alive while its function pointers are used.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import llvmlite.binding as llvm_binding
+from xdsl.backend.llvm.convert import convert_module
+from xdsl.dialects.builtin import ModuleOp
+
+_INIT_LOCK = threading.Lock()
+_initialized = False
+
+
+def _initialize() -> None:
+    """Native target + asm printer, once per process (llvmlite 0.50 initializes the core)."""
+    global _initialized
+    with _INIT_LOCK:
+        if _initialized:
+            return
+        llvm_binding.initialize_native_target()
+        llvm_binding.initialize_native_asmprinter()
+        _initialized = True
+
+
+def _target_machine(opt_level: int) -> llvm_binding.TargetMachine:
+    """A fresh target machine for the host CPU (one per engine: MCJIT takes ownership)."""
+    _initialize()
+    target = llvm_binding.Target.from_default_triple()
+    features = llvm_binding.get_host_cpu_features().flatten()
+    return target.create_target_machine(
+        cpu=llvm_binding.get_host_cpu_name(),
+        features=features,
+        opt=opt_level,
+        reloc="default",
+        codemodel="jitdefault",
+    )
+
+
+def _check_level(opt_level: int) -> None:
+    if opt_level not in (0, 1, 2, 3):
+        raise ValueError(f"opt_level must be 0, 1, 2 or 3, got {opt_level}")
+
+
+def _optimize(module: llvm_binding.ModuleRef, tm: llvm_binding.TargetMachine, opt_level: int):
+    """Run the standard O-level pipeline; vectorizers on for O2 and O3."""
+    if opt_level == 0:
+        return
+    pto = llvm_binding.create_pipeline_tuning_options(speed_level=opt_level)
+    vectorize = opt_level >= 2
+    pto.loop_vectorization = vectorize
+    pto.slp_vectorization = vectorize
+    pto.loop_unrolling = vectorize
+    pass_builder = llvm_binding.create_pass_builder(tm, pto)
+    pass_manager = pass_builder.getModulePassManager()
+    pass_manager.run(module, pass_builder)
+
+
+def _parsed(llvm_level: ModuleOp, tm: llvm_binding.TargetMachine) -> llvm_binding.ModuleRef:
+    """Convert an llvm-level xDSL module and parse it into an LLVM module for `tm`."""
+    ir_module = convert_module(llvm_level, fallback_target_triple=llvm_binding.get_process_triple())
+    ir_module.data_layout = str(tm.target_data)
+    module = llvm_binding.parse_assembly(str(ir_module))
+    module.verify()
+    return module
+
+
+def _compiled(llvm_level: ModuleOp, opt_level: int):
+    _check_level(opt_level)
+    tm = _target_machine(opt_level)
+    module = _parsed(llvm_level, tm)
+    _optimize(module, tm, opt_level)
+    return module, tm
+
+
+def llvm_ir(llvm_level: ModuleOp, opt_level: int = 2) -> str:
+    """The optimized LLVM IR text of an llvm-level module."""
+    module, _ = _compiled(llvm_level, opt_level)
+    return str(module)
+
+
+def assembly(llvm_level: ModuleOp, opt_level: int = 2) -> str:
+    """Host assembly of an llvm-level module."""
+    module, tm = _compiled(llvm_level, opt_level)
+    return tm.emit_assembly(module)
+
+
+class JITModule:
+    """An llvm-level module compiled into this process by MCJIT.
+
+    Holds the engine, the module and the target machine: function addresses stay valid
+    for the lifetime of this object.
+    """
+
+    def __init__(self, llvm_level: ModuleOp, opt_level: int = 2) -> None:
+        module, tm = _compiled(llvm_level, opt_level)
+        self.opt_level = opt_level
+        self.optimized_ir = str(module)
+        self._target_machine = tm
+        self._module = module
+        self._engine = llvm_binding.create_mcjit_compiler(module, tm)
+        self._engine.finalize_object()
+        self._engine.run_static_constructors()
+
+    def address(self, name: str) -> int:
+        """Native address of function `name` (KeyError when it is not defined)."""
+        address = self._engine.get_function_address(name)
+        if not address:
+            raise KeyError(name)
+        return address

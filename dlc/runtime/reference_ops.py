@@ -1,0 +1,211 @@
+"""Element-wise kernels of the reference interpreter (numpy, in the operands' own dtype).
+
+Semantics (shared with the code generator, /work/notes/conventions.md):
+
+* Integer arithmetic wraps (two's complement at the numpy width); callers run under
+  `np.errstate(all="ignore")`.
+* Integer `divide`/`truncateDivide` round toward zero, `floorDivide` toward -inf,
+  `modulo` has the sign of the dividend; a zero divisor gives 0. INT_MIN / -1 wraps to
+  INT_MIN and INT_MIN modulo -1 is 0.
+* Float `divide` is IEEE; `truncateDivide` is trunc(a / b), `floorDivide` is
+  floor(a / b) (not numpy's floor_divide, which differs in the last place), `modulo`
+  is C fmod.
+* Integer `power` with a negative exponent: 1 for base 1, ±1 for base -1 by parity,
+  else 0; otherwise repeated multiplication with wrap-around.
+* `min`/`max` propagate NaN. `sign` gives -1, 0, 1 (+0 for ±0, NaN for NaN).
+  `round` rounds half away from zero, `rint` half to even.
+* `lgamma`, `erf`, `erfc` use Python's `math` per element in float64, rounded to the
+  operand's dtype; `lgamma` at its poles is +inf. `digamma` is computed in float64 by
+  reflection (x < 0.5), upward recurrence to x ≥ 10 and the asymptotic series; its
+  poles (0, -1, -2, ...) and -inf give NaN, +inf gives +inf.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+Kernel1 = Callable[[np.ndarray], np.ndarray]
+Kernel2 = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+def _per_element(fn: Callable[[float], float]) -> Kernel1:
+    ufunc = np.frompyfunc(fn, 1, 1)
+
+    def kernel(x: np.ndarray) -> np.ndarray:
+        return np.asarray(ufunc(x.astype(np.float64)), dtype=x.dtype)
+
+    return kernel
+
+
+def _lgamma(x: float) -> float:
+    try:
+        return math.lgamma(x)
+    except (ValueError, OverflowError):
+        return math.inf
+
+
+def digamma(x: float) -> float:
+    """ψ(x) in float64 (see the module docstring)."""
+    if math.isnan(x) or x == -math.inf:
+        return math.nan
+    if x == math.inf:
+        return math.inf
+    if x <= 0 and x == math.floor(x):
+        return math.nan
+    result = 0.0
+    if x < 0.5:
+        # Reflection: ψ(x) = ψ(1 − x) − π / tan(πx).
+        result -= math.pi / math.tan(math.pi * x)
+        x = 1.0 - x
+    while x < 10.0:
+        result -= 1.0 / x
+        x += 1.0
+    f = 1.0 / (x * x)
+    # ψ(x) ~ ln x − 1/(2x) − Σ B_2k / (2k x^2k)
+    series = f * (
+        1 / 12 - f * (1 / 120 - f * (1 / 252 - f * (1 / 240 - f * (1 / 132 - f * (691 / 32760)))))
+    )
+    return result + math.log(x) - 0.5 / x - series
+
+
+def _round_half_away(x: np.ndarray) -> np.ndarray:
+    whole = np.trunc(x)
+    away = np.abs(x - whole) >= 0.5
+    return np.where(away, whole + np.copysign(np.ones_like(x), x), whole)
+
+
+def _sign(x: np.ndarray) -> np.ndarray:
+    return np.where(x == 0, np.zeros_like(x), np.sign(x))
+
+
+def _rsqrt(x: np.ndarray) -> np.ndarray:
+    return np.reciprocal(np.sqrt(x))
+
+
+UNARY_KERNELS: dict[str, Kernel1] = {
+    "sinh": np.sinh,
+    "cosh": np.cosh,
+    "tanh": np.tanh,
+    "log": np.log,
+    "exp": np.exp,
+    "negate": np.negative,
+    "sign": _sign,
+    "square": np.square,
+    "sqrt": np.sqrt,
+    "round": _round_half_away,
+    "rsqrt": _rsqrt,
+    "ceil": np.ceil,
+    "floor": np.floor,
+    "tan": np.tan,
+    "cos": np.cos,
+    "sin": np.sin,
+    "acos": np.arccos,
+    "asin": np.arcsin,
+    "atan": np.arctan,
+    "lgamma": _per_element(_lgamma),
+    "digamma": _per_element(digamma),
+    "erf": _per_element(math.erf),
+    "erfc": _per_element(math.erfc),
+    "rint": np.rint,
+}
+
+
+def unary(opcode: str, x: np.ndarray) -> np.ndarray:
+    return np.asarray(UNARY_KERNELS[opcode](x), dtype=x.dtype)
+
+
+# ---------------------------------------------------------------------------
+# Binary
+# ---------------------------------------------------------------------------
+
+
+def _nonzero_divisor(b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    zero = b == 0
+    return zero, np.where(zero, np.ones_like(b), b)
+
+
+def _int_floor_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    zero, safe = _nonzero_divisor(b)
+    return np.where(zero, 0, np.floor_divide(a, safe))
+
+
+def _int_trunc_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    zero, safe = _nonzero_divisor(b)
+    floor = np.floor_divide(a, safe)
+    inexact = np.fmod(a, safe) != 0
+    fix = inexact & ((a < 0) != (safe < 0))
+    return np.where(zero, 0, floor + fix.astype(floor.dtype))
+
+
+def _int_modulo(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    zero, safe = _nonzero_divisor(b)
+    return np.where(zero, 0, np.fmod(a, safe))
+
+
+def _int_power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    negative = b < 0
+    power = np.power(a, np.where(negative, np.zeros_like(b), b))
+    odd = np.remainder(b, 2) == 1
+    minus_one = np.where(odd, -1, 1)
+    tiny = np.where(a == 1, 1, np.where(a == -1, minus_one, 0))
+    return np.where(negative, tiny, power)
+
+
+def _float_trunc_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.trunc(np.divide(a, b))
+
+
+def _float_floor_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.floor(np.divide(a, b))
+
+
+_COMMON: dict[str, Kernel2] = {
+    "add": np.add,
+    "subtract": np.subtract,
+    "multiply": np.multiply,
+    "min": np.minimum,
+    "max": np.maximum,
+    "and": np.logical_and,
+    "or": np.logical_or,
+    "lessThan": np.less,
+    "lessThanOrEqual": np.less_equal,
+    "greaterThan": np.greater,
+    "greaterThanOrEqual": np.greater_equal,
+    "equal": np.equal,
+    "notEqual": np.not_equal,
+}
+
+_INT_ONLY: dict[str, Kernel2] = {
+    "divide": _int_trunc_divide,
+    "truncateDivide": _int_trunc_divide,
+    "floorDivide": _int_floor_divide,
+    "modulo": _int_modulo,
+    "power": _int_power,
+}
+
+_FLOAT_ONLY: dict[str, Kernel2] = {
+    "divide": np.divide,
+    "truncateDivide": _float_trunc_divide,
+    "floorDivide": _float_floor_divide,
+    "modulo": np.fmod,
+    "power": np.power,
+}
+
+COMPARES = {"lessThan", "lessThanOrEqual", "greaterThan", "greaterThanOrEqual", "equal", "notEqual"}
+
+
+def binary(opcode: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """`opcode a, b` with DLVM broadcasting (a subset of numpy's)."""
+    kernel = _COMMON.get(opcode)
+    if kernel is None:
+        table = _INT_ONLY if a.dtype.kind == "i" else _FLOAT_ONLY
+        kernel = table[opcode]
+    out_dtype = np.bool_ if opcode in COMPARES else a.dtype
+    return np.asarray(kernel(a, b), dtype=out_dtype)
+
+
+def select(a: np.ndarray, b: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    return np.asarray(np.where(mask, a, b), dtype=a.dtype)

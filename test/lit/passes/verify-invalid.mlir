@@ -1,0 +1,26 @@
+// RUN: dlc-opt %s -p verify --split-input-file --verify-diagnostics | filecheck %s
+
+// Graph-level IR written in MLIR syntax goes through the same verifier as `.dl` input.
+
+// CHECK: error: add: shapes <2 x 3 x f32> and <3 x 2 x f32> are not broadcastable
+builtin.module attributes {dlc.name = "m", dlc.stage = "raw"} {
+  "graph.func"() <{sym_name = "f", function_type = !graph.fn<[!graph.tensor<2x3xf32>, !graph.tensor<3x2xf32>], !graph.tensor<2x3xf32>>}> ({
+  ^entry(%x: !graph.tensor<2x3xf32>, %z: !graph.tensor<3x2xf32>):
+    %y = "graph.add"(%x, %z) : (!graph.tensor<2x3xf32>, !graph.tensor<3x2xf32>) -> !graph.tensor<2x3xf32>
+    "graph.return"(%y) : (!graph.tensor<2x3xf32>) -> ()
+  }) : () -> ()
+}
+
+// -----
+
+// CHECK: {{^}}// {{-----}}
+// CHECK-NEXT: module "m"
+// CHECK-NEXT: stage raw
+// CHECK-EMPTY:
+// CHECK-NEXT: func @g: (f32) -> f32 {
+builtin.module attributes {dlc.name = "m", dlc.stage = "raw"} {
+  "graph.func"() <{sym_name = "g", function_type = !graph.fn<[!graph.tensor<f32>], !graph.tensor<f32>>}> ({
+  ^entry(%x: !graph.tensor<f32>):
+    "graph.return"(%x) : (!graph.tensor<f32>) -> ()
+  }) : () -> ()
+}

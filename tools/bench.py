@@ -1,0 +1,297 @@
+"""Time dlc against NumPy on the BENCHMARKS.md workloads, in one process.
+
+    python tools/bench.py              # every workload
+    python tools/bench.py --only W0,W3 # a subset
+
+Per workload: dlc's median µs per call, NumPy's, their ratio (dlc / NumPy, lower is
+better for dlc), GFLOP/s where FLOPs are defined, dlc's compile time (first and a
+second compile of the same text, which a cache makes nearly free), the number of
+loop nests dlc generated, and whether dlc's result matches NumPy's. Workloads that
+dlc cannot compile yet are skipped with the reason. Medians are over at least 7 timed
+samples after a warm-up; compare ratios within one run, never absolute times across
+runs (the machine is shared and noisy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+MIN_SAMPLES = 7
+SAMPLE_SECONDS = 2e-3
+BUDGET_SECONDS = 0.5
+
+Arrays = list[np.ndarray]
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One BENCHMARKS.md row: a DLVM source, its inputs and a NumPy twin."""
+
+    id: str
+    title: str
+    source: str  # relative to the repository root
+    entry: str
+    inputs: Callable[[np.random.Generator], Arrays]
+    numpy: Callable[..., Any]
+    flops: float | None = None
+
+
+# -- NumPy twins ----------------------------------------------------------------------
+
+
+def np_sigmoid(v: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-v))
+
+
+def np_lstm_tail(
+    c: np.ndarray, f: np.ndarray, i: np.ndarray, j: np.ndarray, o: np.ndarray
+) -> tuple:
+    new_c = c * np_sigmoid(f + 1) + np_sigmoid(i) * np.tanh(j)
+    return new_c, np.tanh(new_c) * np_sigmoid(o)
+
+
+def np_softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def np_softmax_chain(n: int) -> Callable[[np.ndarray], np.ndarray]:
+    def chain(x: np.ndarray) -> np.ndarray:
+        for _ in range(n):
+            x = np_softmax(x)
+        return x
+
+    return chain
+
+
+def np_mlp(
+    x: np.ndarray, w1: np.ndarray, b1: np.ndarray, w2: np.ndarray, b2: np.ndarray
+) -> np.ndarray:
+    h = np.maximum(x @ w1 + b1, 0)
+    return np_softmax(h @ w2 + b2, axis=1)
+
+
+def np_conv2d(x: np.ndarray, k: np.ndarray) -> np.ndarray:
+    padded = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    windows = np.lib.stride_tricks.sliding_window_view(padded, k.shape[2:], axis=(2, 3))
+    out = np.tensordot(windows, k, axes=([1, 4, 5], [1, 2, 3]))  # (n, h, w, o)
+    return np.ascontiguousarray(out.transpose(0, 3, 1, 2))
+
+
+def np_train_step(
+    x: np.ndarray, t: np.ndarray, w1: np.ndarray, b1: np.ndarray, w2: np.ndarray, b2: np.ndarray
+) -> tuple:
+    z1 = x @ w1 + b1
+    h = np.maximum(z1, 0)
+    probs = np_softmax(h @ w2 + b2, axis=1)
+    dlogits = (probs - t) / x.shape[0]
+    dw2, db2 = h.T @ dlogits, dlogits.sum(axis=0, keepdims=True)
+    dz1 = (dlogits @ w2.T) * (z1 > 0)
+    dw1, db1 = x.T @ dz1, dz1.sum(axis=0, keepdims=True)
+    rate = np.float32(0.01)
+    return w1 - rate * dw1, b1 - rate * db1, w2 - rate * dw2, b2 - rate * db2
+
+
+def np_layernorm_gelu(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray) -> np.ndarray:
+    mean = x.mean(axis=1, keepdims=True)
+    xc = x - mean
+    var = (xc * xc).mean(axis=1, keepdims=True)
+    y = xc / np.sqrt(var + np.float32(1e-5)) * gamma + beta
+    return (
+        0.5 * y * (1 + np.tanh(np.float32(0.7978845608028654) * (y + np.float32(0.044715) * y**3)))
+    )
+
+
+# -- inputs ---------------------------------------------------------------------------
+
+
+def normal(*shapes: tuple[int, ...], scale: float = 1.0) -> Callable[[np.random.Generator], Arrays]:
+    def make(rng: np.random.Generator) -> Arrays:
+        return [(rng.standard_normal(s) * scale).astype(np.float32) for s in shapes]
+
+    return make
+
+
+def mlp_inputs(batch: int) -> Callable[[np.random.Generator], Arrays]:
+    def make(rng: np.random.Generator) -> Arrays:
+        x = rng.standard_normal((batch, 784)).astype(np.float32)
+        w1 = (rng.standard_normal((784, 256)) / 28).astype(np.float32)
+        b1 = (rng.standard_normal((1, 256)) * 0.1).astype(np.float32)
+        w2 = (rng.standard_normal((256, 10)) / 16).astype(np.float32)
+        b2 = (rng.standard_normal((1, 10)) * 0.1).astype(np.float32)
+        return [x, w1, b1, w2, b2]
+
+    return make
+
+
+def train_inputs(rng: np.random.Generator) -> Arrays:
+    x, w1, b1, w2, b2 = mlp_inputs(64)(rng)
+    labels = np.eye(10, dtype=np.float32)[rng.integers(0, 10, size=64)]
+    return [x, labels, w1, b1, w2, b2]
+
+
+def layernorm_inputs(rng: np.random.Generator) -> Arrays:
+    x = rng.standard_normal((128, 768)).astype(np.float32)
+    gamma = (1 + 0.1 * rng.standard_normal((1, 768))).astype(np.float32)
+    beta = (0.1 * rng.standard_normal((1, 768))).astype(np.float32)
+    return [x, gamma, beta]
+
+
+def mlp_flops(batch: int) -> float:
+    return 2.0 * batch * (784 * 256 + 256 * 10)
+
+
+WORKLOADS = [
+    Workload("W0", "call overhead x+1", "benchmarks/call_overhead.dl", "add_one", normal((1,)), lambda x: x + 1),
+    Workload("W1", "LSTM cell tail", "benchmarks/lstm_tail.dl", "lstm_tail", normal(*[(64, 1024)] * 5), np_lstm_tail),
+    Workload("W2", "softmax chain x20", "benchmarks/softmax_chain20.dl", "softmax_chain", normal((1000,)), np_softmax_chain(20)),
+    Workload("W2", "softmax chain x200", "benchmarks/softmax_chain200.dl", "softmax_chain", normal((1000,)), np_softmax_chain(200)),
+    Workload("W3", "MLP B=1", "examples/mlp.dl", "mlp", mlp_inputs(1), np_mlp, mlp_flops(1)),
+    Workload("W3", "MLP B=64", "benchmarks/mlp_b64.dl", "mlp", mlp_inputs(64), np_mlp, mlp_flops(64)),
+    Workload("W4", "matmul 1024^3", "benchmarks/matmul.dl", "matmul", normal((1024, 1024), (1024, 1024)), np.matmul, 2.0 * 1024**3),
+    Workload("W5", "conv2d 64x56x56 k3", "benchmarks/conv2d.dl", "conv2d", normal((1, 64, 56, 56), (64, 64, 3, 3), scale=0.1), np_conv2d, 2.0 * 64 * 64 * 9 * 56 * 56),
+    Workload("W6", "MLP training step B=64", "benchmarks/mlp_train.dl", "train_step", train_inputs, np_train_step, 3 * mlp_flops(64)),
+    Workload("W7", "LayerNorm + GELU", "benchmarks/layernorm_gelu.dl", "layernorm_gelu", layernorm_inputs, np_layernorm_gelu),
+]  # fmt: skip
+
+
+# -- timing ---------------------------------------------------------------------------
+
+
+def median_seconds(fn: Callable[..., Any], args: Sequence[Any]) -> float:
+    """Median seconds per call: ≥ 7 samples of enough calls to last ≥ 2 ms, after a warm-up."""
+    start = time.perf_counter()
+    fn(*args)
+    once = max(time.perf_counter() - start, 1e-7)
+    inner = max(1, int(SAMPLE_SECONDS / once))
+    samples: list[float] = []
+    deadline = time.perf_counter() + BUDGET_SECONDS
+    while len(samples) < MIN_SAMPLES or time.perf_counter() < deadline:
+        start = time.perf_counter()
+        for _ in range(inner):
+            fn(*args)
+        samples.append((time.perf_counter() - start) / inner)
+        if len(samples) >= 200:
+            break
+    return statistics.median(samples)
+
+
+def leaves(result: Any) -> Arrays:
+    if isinstance(result, tuple | list):
+        return [np.asarray(r) for r in result]
+    return [np.asarray(result)]
+
+
+def max_error(got: Any, want: Any) -> float:
+    """Largest |got - want| / (1 + |want|) over all outputs (inf on a shape mismatch)."""
+    worst = 0.0
+    got_leaves, want_leaves = leaves(got), leaves(want)
+    if len(got_leaves) != len(want_leaves):
+        return float("inf")
+    for g, w in zip(got_leaves, want_leaves, strict=True):
+        if g.shape != w.shape:
+            return float("inf")
+        diff = np.abs(g.astype(np.float64) - w.astype(np.float64)) / (
+            1 + np.abs(w.astype(np.float64))
+        )
+        worst = max(worst, float(np.nanmax(diff)) if diff.size else 0.0)
+    return worst
+
+
+def count_loop_nests(compiled: Any) -> int | None:
+    """Outermost loops in the loop-level IR, or None if the IR is not available."""
+    try:
+        ir = compiled.ir("loop")
+    except Exception:  # noqa: BLE001 -- a missing view must not stop the benchmark
+        return None
+    if not hasattr(ir, "walk"):
+        return None
+    loops = {op for op in ir.walk() if op.name == "loop.for"}
+    return sum(1 for op in loops if not _inside_any(op, loops))
+
+
+def _inside_any(op: Any, ops: set[Any]) -> bool:
+    parent = op.parent_op()
+    while parent is not None:
+        if parent in ops:
+            return True
+        parent = parent.parent_op()
+    return False
+
+
+# -- driver ---------------------------------------------------------------------------
+
+
+def compile_source(text: str, filename: str) -> tuple[Any, float, float]:
+    """Compile twice; return the module, the first and the second compile time."""
+    import dlc
+
+    start = time.perf_counter()
+    compiled = dlc.compile(text, filename=filename)
+    first = time.perf_counter() - start
+    start = time.perf_counter()
+    dlc.compile(text, filename=filename)
+    return compiled, first, time.perf_counter() - start
+
+
+def run_workload(w: Workload) -> str:
+    """One report line: timings, or the reason the workload was skipped."""
+    from dlc.diagnostics import DiagnosticError
+
+    label = f"{w.id:3} {w.title:24}"
+    text = (ROOT / w.source).read_text()
+    try:
+        compiled, first, second = compile_source(text, w.source)
+        fn = compiled[w.entry]
+        inputs = w.inputs(np.random.default_rng(0))
+        error = max_error(fn(*inputs), w.numpy(*inputs))
+    except DiagnosticError as e:
+        return f"{label} skipped: dlc cannot compile it yet: {e.message}"
+    except (NotImplementedError, TypeError, ValueError) as e:
+        return f"{label} skipped: {type(e).__name__}: {e}"
+    dlc_s = median_seconds(fn, inputs)
+    numpy_s = median_seconds(w.numpy, inputs)
+    gflops = f"{w.flops / dlc_s / 1e9:7.1f}" if w.flops else "      -"
+    nests = count_loop_nests(compiled)
+    check = "ok" if error < 1e-3 else f"MISMATCH max rel err {error:.2g}"
+    return (
+        f"{label} {dlc_s * 1e6:10.1f} {numpy_s * 1e6:10.1f} {dlc_s / numpy_s:7.2f} {gflops}"
+        f" {first * 1e3:8.0f} {second * 1e3:8.0f} {nests if nests is not None else '-':>5}  {check}"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", help="comma-separated workload ids, e.g. W0,W3")
+    args = parser.parse_args(argv)
+    wanted = set(args.only.split(",")) if args.only else None
+    print(f"numpy {np.__version__}; onnxruntime: {onnxruntime_status()}")
+    print(
+        f"{'id':3} {'workload':24} {'dlc µs':>10} {'numpy µs':>10} {'ratio':>7} {'GFLOP/s':>7} {'compile ms':>8} {'cached':>8} {'nests':>5}  check"
+    )
+    for w in WORKLOADS:
+        if wanted is None or w.id in wanted:
+            print(run_workload(w), flush=True)
+    return 0
+
+
+def onnxruntime_status() -> str:
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        return "not installed, not compared"
+    return "installed, but dlc's bench does not build ONNX graphs yet, not compared"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
