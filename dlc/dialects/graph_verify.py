@@ -75,11 +75,29 @@ def verify_module(module: ModuleOp) -> None:
             _check_declaration(op, sizes)
 
 
-def _verify_op(op: Operation) -> None:
+def _verify_op(op: Operation, seen: set[tuple[object, ...]] | None = None) -> None:
+    """Run the op's own verifier; `seen` memoises signatures that already verified.
+
+    An op's verifier depends only on its class, operand and result types, properties and
+    successor count (the module's symbols are fixed during one `verify_module`).
+    """
+    key: tuple[object, ...] | None = None
+    if seen is not None and not op.regions:
+        key = (
+            type(op),
+            tuple(o.type for o in op.operands),
+            tuple(r.type for r in op.results),
+            tuple(op.properties.items()),
+            len(op.successors),
+        )
+        if key in seen:
+            return
     try:
         op.verify_()
     except VerifyException as err:
         raise error_at(op, str(err)) from None
+    if key is not None and seen is not None:
+        seen.add(key)
 
 
 def _check_module_names(module: ModuleOp) -> None:
@@ -189,6 +207,7 @@ class FunctionVerifier:
         self.symbols = symbols
         self.sizes = sizes
         self.name = f"@{func.sym_name.data}"
+        self.verified: set[tuple[object, ...]] = set()
 
     def run(self) -> None:
         func = self.func
@@ -252,7 +271,7 @@ class FunctionVerifier:
                 seen.add(name)
 
     def _check_op(self, op: Operation) -> None:
-        _verify_op(op)
+        _verify_op(op, self.verified)
         for result in op.results:
             self.sizes.check(op, result.type)
         if isinstance(op, ReturnOp):

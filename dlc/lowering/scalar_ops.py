@@ -139,6 +139,10 @@ class ScalarBuilder:
             if opcode != "negate":
                 raise Unsupported(opcode)
             return self.emit(arith.SubiOp(self.typed_const(0, x), x))
+        if opcode in ("lgamma", "digamma"):
+            from dlc.lowering.special_functions import SpecialFunctions
+
+            return SpecialFunctions(self).in_f64(x, dtype, opcode)
         if opcode not in FLOAT_UNARY:
             raise Unsupported(opcode)
         return self.emit(FLOAT_UNARY[opcode](x))

@@ -134,6 +134,8 @@ class ModuleBuilder:
         self.current_index = 0
         self.scope: FunctionScope | None = None
         self.type_cache: dict[tuple[str, ...], Attribute] = {}
+        # Inference is a pure function of (op class, operand types, properties) within a module.
+        self.infer_cache: dict[tuple[object, ...], list[Attribute]] = {}
         self.inst_builders: dict[str, Callable[[Tree], Operation]] = self._instruction_table()
 
     # ---- diagnostics ---------------------------------------------------------------
@@ -297,6 +299,9 @@ class ModuleBuilder:
         """A type tree -> type attribute, post-order with an explicit stack."""
         if node.data == "scalar_type":
             return self._cached_tensor((), node.children[0], node)
+        if node.data == "tensor_type":
+            *dims, dtype = node.children
+            return self._cached_tensor(tuple(str(d) for d in dims), dtype, node)
         values: list[tuple[Attribute, int]] = []
         stack: list[tuple[Tree, bool]] = [(node, False)]
         while stack:
@@ -506,7 +511,8 @@ class ModuleBuilder:
                 raise self.error(f"{tok} is used before its declaration", tok)
             t = PointerType(t)
         self._check_use_type(tok, t, annotated)
-        return self._helper_op(GlobalRefOp(name, t), tok).results[0]
+        op = GlobalRefOp.create(result_types=[t], properties={"symbol": StringAttr(name)})
+        return self._helper_op(op, tok).results[0]
 
     def _helper_op(self, op: Operation, at: Tree | Token) -> Operation:
         scope = self.scope
@@ -524,7 +530,8 @@ class ModuleBuilder:
         message = check_literal(tree, annotated, [], self.symbols)
         if message is not None:
             raise self.error(message, node)
-        op = LiteralOp(LiteralAttr(tree), annotated, inline=True)
+        props = {"value": LiteralAttr(tree), "inline": UnitAttr()}
+        op = LiteralOp.create(result_types=[annotated], properties=props)
         return self._helper_op(op, node).results[0]
 
     def _scalar_tree(self, node: Tree) -> LitTree:
@@ -705,13 +712,18 @@ class ModuleBuilder:
 
     def emit(self, cls: type[Operation], node: Tree, operands: Sequence[SSAValue], **props: Attribute) -> Operation:
         """Infer the result types of `cls` and create the op (a located error on failure)."""
-        try:
-            results = cls.infer([o.type for o in operands], props, self.symbols)  # type: ignore[attr-defined]
-        except InferenceError as err:
-            raise self.error(str(err), node) from None
-        for t in results:
-            if isinstance(t, TensorType) and (message := size_error(t)) is not None:
-                raise self.error(message, node)
+        types = [o.type for o in operands]
+        key = (cls, tuple(types), tuple(props.items()))
+        results = self.infer_cache.get(key)
+        if results is None:
+            try:
+                results = cls.infer(types, props, self.symbols)  # type: ignore[attr-defined]
+            except InferenceError as err:
+                raise self.error(str(err), node) from None
+            for t in results:
+                if isinstance(t, TensorType) and (message := size_error(t)) is not None:
+                    raise self.error(message, node)
+            self.infer_cache[key] = results
         return cls.create(operands=list(operands), result_types=list(results), properties=dict(props))
 
     def _unary(self, node: Tree) -> Operation:

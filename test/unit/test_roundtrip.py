@@ -76,11 +76,12 @@ def test_names_stay_unique_and_positions_renumber_after_a_rewrite() -> None:
     module = parse_module(REWRITE_SOURCE)
     block = next(op for op in module.walk() if op.name == "graph.exp").parent_block()
     assert block is not None
-    exp, add = (op for op in block.ops if op.name in ("graph.exp", "graph.add"))
+    exp = block.first_op
+    assert exp is not None
     negate = NegateOp(block.args[0])
     negate.results[0]._name = "y"  # a pass reusing a name that is already taken
     block.insert_op_before(negate, exp)
-    add.operands[0] = negate.results[0]
+    exp.results[0].replace_all_uses_with(negate.results[0])
     exp.erase()
     printed = print_module(module)
     assert printed.splitlines()[4:8] == [
