@@ -213,7 +213,7 @@ def _call(fn: Callable[..., Any], inputs: Sequence[Any]) -> Any:
     try:
         return fn(*inputs)
     except (TypeError, ValueError) as e:
-        raise RunError(f"bad input: {e}") from None
+        raise RunError(str(e)) from None
 
 
 def run(argv: Sequence[str] | None) -> None:

@@ -271,6 +271,8 @@ def lower_shape_query(b: Builder, op: Operation, args: list[Lowered]) -> Lowered
         return Splat(t.rank, TensorType((), "i64"))
     if isinstance(op, gt.UnitCountOp):
         return Splat(t.num_elements, TensorType((), "i64"))
+    if not t.dims:
+        return Splat(0, _result_type(op))  # <0 x i64>
     return b.insert(ConstantOp(_result_type(op), list(t.dims))).result
 
 

@@ -84,8 +84,8 @@ def tensor_literal(
     segments = _segments(tree, t)
     values = [s for s in segments if s.tree[0] == "operand"]
     data = _dense(segments, t)
-    if len(set(data)) == 1 and not values:
-        return Splat(data[0], t)
+    if len(set(data)) <= 1 and not values:  # empty or uniform
+        return Splat(data[0] if data else 0, t)
     if not values:
         return b.insert(tensor.ConstantOp(t, data)).result
     base: Lowered = b.insert(tensor.ConstantOp(t, data)).result if data else Splat(0, t)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math as pymath
 
 from xdsl.dialects import arith, math
-from xdsl.dialects.builtin import Float64Type
+from xdsl.dialects.builtin import Float64Type, FloatAttr
 from xdsl.ir import SSAValue
 
 from dlc.lowering.scalar_ops import ScalarBuilder
@@ -43,7 +43,7 @@ class SpecialFunctions:
         self.s = s
 
     def c(self, value: float) -> SSAValue:
-        return self.s.emit(arith.ConstantOp.from_float_and_width(value, Float64Type()))
+        return self.s.emit(arith.ConstantOp(FloatAttr(value, Float64Type())))
 
     def add(self, a: SSAValue, b: SSAValue) -> SSAValue:
         return self.s.emit(arith.AddfOp(a, b))
@@ -71,7 +71,9 @@ class SpecialFunctions:
             series = self.add(series, self.div(self.c(coefficient), self.add(z, self.c(float(k)))))
         t = self.add(z, self.c(_LANCZOS_G + 0.5))
         log_t = self.s.emit(math.LogOp(t))
-        result = self.add(self.c(0.5 * pymath.log(2 * pymath.pi)), self.mul(self.add(z, self.c(0.5)), log_t))
+        result = self.add(
+            self.c(0.5 * pymath.log(2 * pymath.pi)), self.mul(self.add(z, self.c(0.5)), log_t)
+        )
         return self.add(self.sub(result, t), self.s.emit(math.LogOp(series)))
 
     def lgamma(self, x: SSAValue) -> SSAValue:
@@ -83,14 +85,22 @@ class SpecialFunctions:
         log_ratio = self.s.emit(math.LogOp(self.div(self.c(pymath.pi), abs_sine)))
         value = self.s.select(small, self.sub(log_ratio, direct), direct)
         infinite = self.s.cmpf("oeq", self.s.emit(math.AbsFOp(x)), self.c(pymath.inf))
+        infinite = self.s.emit(arith.OrIOp(infinite, self._pole(x)))
         return self.s.select(infinite, self.c(pymath.inf), value)
+
+    def _pole(self, x: SSAValue) -> SSAValue:
+        """x ∈ {0, -1, -2, ...} (i1)."""
+        integral = self.s.cmpf("oeq", self.s.emit(math.FloorOp(x)), x)
+        return self.s.emit(arith.AndIOp(integral, self.s.cmpf("ole", x, self.c(0.0))))
 
     def digamma(self, x: SSAValue) -> SSAValue:
         s = self.s
         original = x
         small = s.cmpf("olt", x, self.c(0.5))
         tangent = s.emit(math.TanOp(self.mul(self.c(pymath.pi), x)))
-        result = s.select(small, self.sub(self.c(0.0), self.div(self.c(pymath.pi), tangent)), self.c(0.0))
+        result = s.select(
+            small, self.sub(self.c(0.0), self.div(self.c(pymath.pi), tangent)), self.c(0.0)
+        )
         x = s.select(small, self.sub(self.c(1.0), x), x)
         for _ in range(10):
             below = s.cmpf("olt", x, self.c(10.0))
@@ -108,7 +118,6 @@ class SpecialFunctions:
     def _digamma_special(self, x: SSAValue, value: SSAValue) -> SSAValue:
         """Poles 0, -1, -2, ... and -inf give NaN; +inf gives +inf."""
         s = self.s
-        integral = s.cmpf("oeq", s.emit(math.FloorOp(x)), x)
-        pole = s.emit(arith.AndIOp(integral, s.cmpf("ole", x, self.c(0.0))))
+        pole = self._pole(x)
         value = s.select(s.cmpf("oeq", x, self.c(pymath.inf)), self.c(pymath.inf), value)
         return s.select(pole, self.c(pymath.nan), value)

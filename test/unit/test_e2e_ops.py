@@ -145,13 +145,25 @@ def test_float_unary_ops(dtype: str) -> None:
 
 def test_float_unary_special_values() -> None:
     fb_values = np.array(
-        [0.0, -0.0, 0.5, -0.5, 1.5, -2.5, 2.5, np.inf, -np.inf, np.nan], np.float64
+        [0.0, -0.0, 0.5, -0.5, 1.5, -2.5, 2.5, -1.0, -2.0, 3.0, 12.5, 1e-3, -3.7, 100.0]
+        + [np.inf, -np.inf, np.nan],
+        np.float64,
     )
     t = T((fb_values.size,), "f64")
     cases = [
         (unary_case(f"s_{op}", op, t)[0], lambda rng: [fb_values.copy()])
         for op in (
-            "sign", "round", "rint", "floor", "ceil", "negate", "square", "exp", "tanh", "lgamma", "digamma"
+            "sign",
+            "round",
+            "rint",
+            "floor",
+            "ceil",
+            "negate",
+            "square",
+            "exp",
+            "tanh",
+            "lgamma",
+            "digamma",
         )
     ]
     run_cases(cases, trials=1)

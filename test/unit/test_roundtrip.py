@@ -82,7 +82,7 @@ def test_names_stay_unique_and_positions_renumber_after_a_rewrite() -> None:
     negate.results[0]._name = "y"  # a pass reusing a name that is already taken
     block.insert_op_before(negate, exp)
     exp.results[0].replace_all_uses_with(negate.results[0])
-    exp.erase()
+    block.erase_op(exp)
     printed = print_module(module)
     assert printed.splitlines()[4:8] == [
         "'entry(%x: f32):",
@@ -91,3 +91,21 @@ def test_names_stay_unique_and_positions_renumber_after_a_rewrite() -> None:
         "    return %0.1: f32",
     ]
     assert print_module(parse_module(printed)) == printed
+
+
+def test_nested_literal_prints_back_to_its_source() -> None:
+    parse_module = _parse_module()
+    lit, ty = "7: i64", "i64"
+    for _ in range(100):
+        ty = f"({ty})"
+        lit = f"({lit}): {ty}"
+    source = f"""module "deep"
+stage raw
+
+func @f: () -> {ty} {{
+'entry():
+    %x = literal {lit}
+    return %x: {ty}
+}}
+"""
+    assert print_module(parse_module(source)) == source
