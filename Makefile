@@ -8,7 +8,7 @@ test:
 
 # Only the lit (FileCheck) suite.
 lit:
-	$(PYTHON) -m lit -v test/lit
+	$(PYTHON) -c "import lit.main; lit.main.main()" -v test/lit
 
 lint:
 	$(PYTHON) -m ruff check dlc tools test

@@ -17,6 +17,8 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def, traits_def
 from xdsl.traits import Pure
 
+from dlc.dialects.graph_canonicalization import GraphCanonicalization
+
 from dlc.dialects.graph import GraphInstruction, InferenceError, Props, Symbols
 from dlc.dialects.graph_types import (
     TensorType,
@@ -51,7 +53,7 @@ class UnaryOp(GraphInstruction):
 
     operand = operand_def()
     result = result_def()
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), GraphCanonicalization())
 
     def __init__(self, operand: SSAValue, result_type: Attribute | None = None):
         super().__init__(operands=[operand], result_types=[result_type or operand.type])
@@ -96,7 +98,7 @@ class BinaryOp(GraphInstruction):
     lhs = operand_def()
     rhs = operand_def()
     result = result_def()
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), GraphCanonicalization())
     # "numeric", "boolean" or "compare"
     FAMILY: ClassVar[str] = "numeric"
 
@@ -181,7 +183,7 @@ class SelectOp(GraphInstruction):
     rhs = operand_def()
     mask = operand_def()
     result = result_def()
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), GraphCanonicalization())
 
     def __init__(self, lhs: SSAValue, rhs: SSAValue, mask: SSAValue):
         result = self.infer([lhs.type, rhs.type, mask.type], {})[0]
@@ -212,7 +214,7 @@ class DataTypeCastOp(GraphInstruction):
     operand = operand_def()
     dtype = prop_def(StringAttr)
     result = result_def()
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), GraphCanonicalization())
 
     def __init__(self, operand: SSAValue, dtype: str):
         props: Props = {"dtype": StringAttr(dtype)}

@@ -25,6 +25,8 @@ from xdsl.irdl import (
 )
 from xdsl.traits import Pure
 
+from dlc.dialects.graph_canonicalization import GraphCanonicalization
+
 from dlc.dialects.graph import GraphInstruction, InferenceError, Props, Symbols
 from dlc.dialects.graph_elementwise import tensor_operand
 from dlc.dialects.graph_types import (
@@ -279,7 +281,7 @@ class TransposeOp(GraphInstruction):
     OPCODE: ClassVar[str] = "transpose"
     operand = operand_def()
     result = result_def()
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), GraphCanonicalization())
 
     @classmethod
     def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
@@ -296,7 +298,7 @@ class ReverseOp(GraphInstruction):
     operand = operand_def()
     dims = prop_def(ArrayAttr[IntAttr])
     result = result_def()
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), GraphCanonicalization())
 
     @classmethod
     def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
@@ -448,7 +450,7 @@ class PadShapeOp(GraphInstruction):
     operand = operand_def()
     index = prop_def(IntAttr)
     result = result_def()
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), GraphCanonicalization())
 
     @classmethod
     def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
@@ -468,7 +470,7 @@ class SqueezeShapeOp(GraphInstruction):
     operand = operand_def()
     index = prop_def(IntAttr)
     result = result_def()
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), GraphCanonicalization())
 
     @classmethod
     def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
@@ -488,7 +490,7 @@ class ShapeCastOp(GraphInstruction):
     operand = operand_def()
     shape = prop_def(ArrayAttr[IntAttr])
     result = result_def()
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), GraphCanonicalization())
 
     @classmethod
     def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:

@@ -267,7 +267,11 @@ class FunctionVerifier:
                 if name in seen:
                     where = value.op if isinstance(value, OpResult) else None
                     message = f"redefinition of %{name}"
-                    raise error_at(where, message) if where is not None else block_error(block, message)
+                    raise (
+                        error_at(where, message)
+                        if where is not None
+                        else block_error(block, message)
+                    )
                 seen.add(name)
 
     def _check_op(self, op: Operation) -> None:
@@ -281,7 +285,9 @@ class FunctionVerifier:
         elif isinstance(op, ConditionalOp):
             cond = op.cond.type
             if not (isinstance(cond, TensorType) and cond.is_scalar and cond.dt == "bool"):
-                raise error_at(op, f"conditional: condition must be a bool scalar, got {format_type(cond)}")
+                raise error_at(
+                    op, f"conditional: condition must be a bool scalar, got {format_type(cond)}"
+                )
             self._check_args(op, op.then_block, op.then_args, "conditional")
             self._check_args(op, op.else_block, op.else_args, "conditional")
         elif isinstance(op, BranchEnumOp):
@@ -291,7 +297,9 @@ class FunctionVerifier:
         expected = self.func.function_type.output
         if op.value is None:
             if not is_void(expected):
-                raise error_at(op, f"return: {self.name} must return a value of type {format_type(expected)}")
+                raise error_at(
+                    op, f"return: {self.name} must return a value of type {format_type(expected)}"
+                )
             return
         if op.value.type != expected:
             raise error_at(
@@ -300,12 +308,14 @@ class FunctionVerifier:
                 f"{format_type(expected)} of {self.name}",
             )
 
-    def _check_args(self, op: Operation, dest: Block, args: Sequence[SSAValue], opcode: str) -> None:
+    def _check_args(
+        self, op: Operation, dest: Block, args: Sequence[SSAValue], opcode: str
+    ) -> None:
         label = f"'{getattr(dest, '_name', '')}"
         params = [a.type for a in dest.args]
         if len(args) != len(params):
             raise error_at(op, f"{opcode}: {label} takes {len(params)} arguments, got {len(args)}")
-        for i, (arg, want) in enumerate(zip(args, params)):
+        for i, (arg, want) in enumerate(zip(args, params, strict=False)):
             if arg.type != want:
                 raise error_at(
                     op,
@@ -316,12 +326,12 @@ class FunctionVerifier:
     def _check_branch_enum(self, op: BranchEnumOp) -> None:
         t = op.value.type
         ident = getattr(t, "ident", None)
-        if ident is None or ident not in self.symbols.enums or getattr(t, "kind").data != "enum":
+        if ident is None or ident not in self.symbols.enums or t.kind.data != "enum":
             raise error_at(op, f"branchEnum: operand of type {format_type(t)} is not an enum")
         cases = dict(self.symbols.enums[ident])
         if len(op.cases.data) != len(op.dests):
             raise error_at(op, "branchEnum: case and block counts differ")
-        for case, dest in zip(op.cases.data, op.dests):
+        for case, dest in zip(op.cases.data, op.dests, strict=False):
             if case.data not in cases:
                 raise error_at(op, f"branchEnum: enum ${ident} has no case ?{case.data}")
             params = [a.type for a in dest.args]
@@ -468,7 +478,12 @@ def adjoint_type(func: FuncOp, symbols: Symbols) -> FunctionType:
     for i in wrt:
         if not is_differentiable(args[i]):
             raise fail(f"argument {i} of type {format_type(args[i])} is not differentiable")
-    keeping = _indices(func.keeping, len(outputs), "keeping", f"@{primal} has {len(outputs)} outputs", fail) or []
+    keeping = (
+        _indices(
+            func.keeping, len(outputs), "keeping", f"@{primal} has {len(outputs)} outputs", fail
+        )
+        or []
+    )
     inputs = args + ([source] if func.seedable is not None else [])
     results = [args[i] for i in wrt] + [outputs[k] for k in keeping]
     return FunctionType(inputs, TupleType(results))

@@ -48,6 +48,7 @@ from xdsl.irdl import (
     prop_def,
     region_def,
     result_def,
+    successor_def,
     traits_def,
     var_operand_def,
     var_result_def,
@@ -113,7 +114,7 @@ class FuncOp(IRDLOperation):
     name = "loop.func"
     sym_name = prop_def(StringAttr)
     function_type = prop_def(FunctionType)
-    body = region_def("single_block")
+    body = region_def()
     traits = traits_def(IsolatedFromAbove(), SymbolOpInterface())
 
     def __init__(
@@ -131,20 +132,28 @@ class FuncOp(IRDLOperation):
 
     @property
     def args(self) -> tuple[SSAValue, ...]:
-        return tuple(self.body.block.args)
+        return tuple(self.body.blocks[0].args)
 
     def verify_(self) -> None:
         if self.function_type.outputs.data:
             raise VerifyException("loop.func: function_type must have no results")
         inputs = tuple(self.function_type.inputs.data)
-        arg_types = tuple(arg.type for arg in self.body.block.args)
+        arg_types = tuple(arg.type for arg in self.body.blocks[0].args)
         if inputs != arg_types:
             raise VerifyException("loop.func: block argument types differ from function_type")
         for t in inputs:
             if not isinstance(t, MemRefType):
                 raise VerifyException(f"loop.func: arguments must be memrefs, got {t}")
-        if not isinstance(self.body.block.last_op, ReturnOp):
+        if len(self.body.blocks) == 1 and not isinstance(self.body.block.last_op, ReturnOp):
             raise VerifyException("loop.func: body must end with loop.return")
+        for block in self.body.blocks:
+            if not isinstance(block.last_op, ReturnOp | BrOp | CondBrOp):
+                raise VerifyException(
+                    "loop.func: every block must end with loop.return, loop.br or loop.cond_br"
+                )
+        for block in list(self.body.blocks)[1:]:
+            if block.args:
+                raise VerifyException("loop.func: only the entry block has arguments")
 
 
 @irdl_op_definition
@@ -361,6 +370,59 @@ class CallOp(IRDLOperation):
 
 
 @irdl_op_definition
+class BrOp(IRDLOperation):
+    """`loop.br ^dest`: unconditional jump between blocks of a multi-block `loop.func`.
+
+    Blocks other than the entry have no arguments: values that cross blocks live in
+    buffers allocated in the entry block (the branch copies into them beforehand)."""
+
+    name = "loop.br"
+    dest = successor_def()
+    traits = traits_def(IsTerminator())
+
+    def __init__(self, dest: Block) -> None:
+        super().__init__(successors=[dest])
+
+
+@irdl_op_definition
+class CondBrOp(IRDLOperation):
+    """`loop.cond_br %c, ^then, ^else` (`%c: i1`), see `loop.br`."""
+
+    name = "loop.cond_br"
+    cond = operand_def(IntegerType(1))
+    then_block = successor_def()
+    else_block = successor_def()
+    traits = traits_def(IsTerminator())
+
+    def __init__(self, cond: SSAValue | Operation, then_block: Block, else_block: Block) -> None:
+        super().__init__(operands=[cond], successors=[then_block, else_block])
+
+
+@irdl_op_definition
+class ExternCallOp(IRDLOperation):
+    """`loop.extern_call @f(%a, ...)`: a C call of an external symbol, scalars by value
+    (`[extern]` graph functions; the result, if any, is a scalar returned by value)."""
+
+    name = "loop.extern_call"
+    callee = prop_def(StringAttr)
+    args = var_operand_def()
+    res = var_result_def()
+
+    def __init__(
+        self, callee: str, args: Sequence[SSAValue | Operation], result_types: Sequence[Attribute]
+    ) -> None:
+        super().__init__(
+            operands=[list(args)],
+            result_types=[list(result_types)],
+            properties={"callee": StringAttr(callee)},
+        )
+
+    def verify_(self) -> None:
+        if len(self.res) > 1:
+            raise VerifyException("loop.extern_call: at most one result")
+
+
+@irdl_op_definition
 class RemFOp(IRDLOperation):
     """Float remainder with the sign of the dividend (C `fmod`); xDSL's arith has no remf."""
 
@@ -407,6 +469,9 @@ Loop = Dialect(
         DeallocOp,
         CopyOp,
         CallOp,
+        BrOp,
+        CondBrOp,
+        ExternCallOp,
         RemFOp,
         ErfcOp,
     ],

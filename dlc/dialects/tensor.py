@@ -42,6 +42,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     StringAttr,
+    UnitAttr,
     i1,
     i64,
 )
@@ -56,8 +57,10 @@ from xdsl.irdl import (
     prop_def,
     region_def,
     result_def,
+    successor_def,
     traits_def,
     var_operand_def,
+    var_result_def,
 )
 from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, Pure, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
@@ -91,12 +94,15 @@ def _tensor(value: SSAValue, what: str) -> TensorType:
 class FuncOp(IRDLOperation):
     """`tensor.func`: a function of tensors; results are returned by `tensor.return`.
 
-    Tuple results of the graph level are flattened into several results."""
+    Tuple results of the graph level are flattened into several results. The body is a
+    CFG: the entry block takes the arguments; other blocks (graph blocks, with tuple
+    block arguments flattened) end with `tensor.br`, `tensor.cond_br` or `tensor.return`.
+    """
 
     name = "tensor.func"
     sym_name = prop_def(StringAttr)
     function_type = prop_def(FunctionType)
-    body = region_def("single_block")
+    body = region_def()
     traits = traits_def(IsolatedFromAbove(), SymbolOpInterface())
 
     def __init__(self, name: str, inputs: Sequence[Attribute], outputs: Sequence[Attribute]):
@@ -111,17 +117,23 @@ class FuncOp(IRDLOperation):
 
     @property
     def args(self) -> tuple[SSAValue, ...]:
-        return self.body.block.args
+        return self.body.blocks[0].args
 
     def verify_(self) -> None:
         ftype = self.function_type
         if tuple(a.type for a in self.args) != tuple(ftype.inputs.data):
             raise VerifyException("tensor.func: block arguments differ from the signature")
-        last = self.body.block.last_op
-        if not isinstance(last, ReturnOp):
-            raise VerifyException("tensor.func: body must end with tensor.return")
-        if tuple(v.type for v in last.values) != tuple(ftype.outputs.data):
-            raise VerifyException("tensor.func: returned types differ from the signature")
+        for block in self.body.blocks:
+            last = block.last_op
+            if not isinstance(last, ReturnOp | BrOp | CondBrOp):
+                raise VerifyException(
+                    "tensor.func: every block must end with tensor.return, tensor.br or "
+                    "tensor.cond_br"
+                )
+            if isinstance(last, ReturnOp) and tuple(v.type for v in last.values) != tuple(
+                ftype.outputs.data
+            ):
+                raise VerifyException("tensor.func: returned types differ from the signature")
 
 
 @irdl_op_definition
@@ -134,6 +146,86 @@ class ReturnOp(IRDLOperation):
 
     def __init__(self, *values: SSAValue | Operation):
         super().__init__(operands=[list(values)])
+
+
+def _check_edge(what: str, dest: Block, args: Sequence[SSAValue]) -> None:
+    if tuple(a.type for a in args) != tuple(a.type for a in dest.args):
+        raise VerifyException(f"{what}: arguments differ from the destination block arguments")
+
+
+@irdl_op_definition
+class BrOp(IRDLOperation):
+    """`tensor.br ^dest(%a, ...)`: jump to another block of the function."""
+
+    name = "tensor.br"
+    args = var_operand_def(TensorType)
+    dest = successor_def()
+    traits = traits_def(IsTerminator())
+
+    def __init__(self, dest: Block, args: Sequence[SSAValue]):
+        super().__init__(operands=[list(args)], successors=[dest])
+
+    def verify_(self) -> None:
+        _check_edge("tensor.br", self.dest, self.args)
+
+
+@irdl_op_definition
+class CondBrOp(IRDLOperation):
+    """`tensor.cond_br %c, ^then(...), ^else(...)`; `%c` is a bool scalar tensor."""
+
+    name = "tensor.cond_br"
+    cond = operand_def(TensorType)
+    then_args = var_operand_def(TensorType)
+    else_args = var_operand_def(TensorType)
+    then_block = successor_def()
+    else_block = successor_def()
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    traits = traits_def(IsTerminator())
+
+    def __init__(
+        self,
+        cond: SSAValue,
+        then_block: Block,
+        then_args: Sequence[SSAValue],
+        else_block: Block,
+        else_args: Sequence[SSAValue],
+    ):
+        super().__init__(
+            operands=[cond, list(then_args), list(else_args)],
+            successors=[then_block, else_block],
+        )
+
+    def verify_(self) -> None:
+        if self.cond.type != TensorType((), "bool"):
+            raise VerifyException("tensor.cond_br: the condition must be a bool scalar")
+        _check_edge("tensor.cond_br", self.then_block, self.then_args)
+        _check_edge("tensor.cond_br", self.else_block, self.else_args)
+
+
+@irdl_op_definition
+class CallOp(IRDLOperation):
+    """`tensor.call @f(%a, ...)`: call a function of the module (tuple results and
+    arguments flattened). With `extern`, `@f` is a C symbol of the process taking and
+    returning scalars by value."""
+
+    name = "tensor.call"
+    callee = prop_def(StringAttr)
+    args = var_operand_def(TensorType)
+    res = var_result_def(TensorType)
+    extern = opt_prop_def(UnitAttr)
+
+    def __init__(
+        self,
+        callee: str,
+        args: Sequence[SSAValue],
+        result_types: Sequence[Attribute],
+        *,
+        extern: bool = False,
+    ):
+        props: dict[str, Attribute] = {"callee": StringAttr(callee)}
+        if extern:
+            props["extern"] = UnitAttr()
+        super().__init__(operands=[list(args)], result_types=[list(result_types)], properties=props)
 
 
 @irdl_op_definition
@@ -291,9 +383,16 @@ class YieldOp(IRDLOperation):
         super().__init__(operands=[value])
 
 
-Tensor = Dialect("tensor", [FuncOp, ReturnOp, ConstantOp, ComputeOp, ReadOp, YieldOp], [])
+Tensor = Dialect(
+    "tensor",
+    [FuncOp, ReturnOp, BrOp, CondBrOp, CallOp, ConstantOp, ComputeOp, ReadOp, YieldOp],
+    [],
+)
 
 __all__ = [
+    "BrOp",
+    "CallOp",
+    "CondBrOp",
     "ComputeOp",
     "ConstantOp",
     "FuncOp",

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from xdsl.builder import Builder, InsertPoint
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from dlc.diagnostics import copy_loc, error_at
 from dlc.dialects import graph, tensor
+from dlc.dialects import graph_memory as gm
 from dlc.dialects.graph_literal import LitTree
 from dlc.dialects.graph_types import TensorType, TupleType, format_type
 from dlc.lowering.compute_builder import BodyBuilder, Lowered, Splat, build_compute
@@ -156,55 +157,156 @@ def lower_literal(b: Builder, op: graph.LiteralOp, args: list[Lowered]) -> Lower
     return root[0]
 
 
-class FunctionLowering:
-    """Lowers one graph function definition to a `tensor.func`."""
+def unflatten(t: Attribute, leaves: Iterator[SSAValue]) -> Lowered:
+    """The `Lowered` value of (nested tuple) type `t` made of `leaves` in order."""
+    if not isinstance(t, TupleType):
+        return next(leaves)
+    root: list[Lowered] = []
+    stack: list[tuple[Iterator[Attribute], list[Lowered]]] = [(iter(t.types), root)]
+    while stack:
+        types, items = stack[-1]
+        element = next(types, None)
+        if element is None:
+            stack.pop()
+            if stack:
+                stack[-1][1].append(items)
+        elif isinstance(element, TupleType):
+            stack.append((iter(element.types), []))
+        else:
+            items.append(next(leaves))
+    return root
 
-    def __init__(self, func: graph.FuncOp):
+
+def reverse_post_order(entry: Block) -> list[Block]:
+    """Blocks reachable from `entry`, each after its dominators (iterative DFS)."""
+    seen = {entry}
+    order: list[Block] = []
+    stack: list[tuple[Block, Iterator[Block]]] = [(entry, iter(_successors(entry)))]
+    while stack:
+        block, succs = stack[-1]
+        nxt = next(succs, None)
+        if nxt is None:
+            stack.pop()
+            order.append(block)
+        elif nxt not in seen:
+            seen.add(nxt)
+            stack.append((nxt, iter(_successors(nxt))))
+    return order[::-1]
+
+
+def _successors(block: Block) -> list[Block]:
+    last = block.last_op
+    return list(last.successors) if last is not None else []
+
+
+class FunctionLowering:
+    """Lowers one graph function definition to a `tensor.func` (a CFG of blocks)."""
+
+    def __init__(self, func: graph.FuncOp, symbols: dict[str, graph.FuncOp] | None = None):
         self.func = func
+        self.symbols = symbols or {}
         self.values: dict[SSAValue, Lowered] = {}
+        self.blocks: dict[Block, Block] = {}
 
     def run(self) -> tensor.FuncOp:
         ftype = self.func.function_type
         for t in ftype.args:
-            if not isinstance(t, TensorType):
-                raise error_at(self.func, UNSUPPORTED + f"argument of type {format_type(t)}")
             check_type(self.func, t)
         entry = self.func.entry
         assert entry is not None
-        for op in entry.ops:
-            self.precheck(op)
+        order = reverse_post_order(entry)
+        for block in order:
+            self.precheck_block(block)
         check_type(self.func, ftype.output)
         outputs = flatten_type(ftype.output)
-        result = tensor.FuncOp(self.func.sym_name.data, list(ftype.args), outputs)
+        inputs = [leaf for t in ftype.args for leaf in flatten_type(t)]
+        result = tensor.FuncOp(self.func.sym_name.data, inputs, outputs)
         copy_loc(self.func, result)
-        self.values.update(zip(entry.args, result.args, strict=True))
-        builder = Builder(InsertPoint.at_end(result.body.block))
-        for op in entry.ops:
-            self.lower_op(builder, op)
+        self.blocks[entry] = result.body.blocks[0]
+        for block in order[1:]:
+            types = [leaf for a in block.args for leaf in flatten_type(a.type)]
+            self.blocks[block] = Block(arg_types=types)
+            result.body.add_block(self.blocks[block])
+        for block in order:
+            self.bind_args(block)
+            builder = Builder(InsertPoint.at_end(self.blocks[block]))
+            for op in block.ops:
+                self.lower_op(builder, op)
         return result
 
+    def bind_args(self, block: Block) -> None:
+        leaves = iter(self.blocks[block].args)
+        for arg in block.args:
+            self.values[arg] = unflatten(arg.type, leaves)
+
+    def precheck_block(self, block: Block) -> None:
+        for arg in block.args:
+            check_type(self.func, arg.type)
+        for op in block.ops:
+            self.precheck(op)
+
     def lower_op(self, b: Builder, op: Operation) -> None:
-        if isinstance(op, graph.ReturnOp):
-            leaves = flatten(self.values[op.value]) if op.value is not None else []
-            ret = b.insert(tensor.ReturnOp(*(materialize(b, v) for v in leaves)))
-            copy_loc(op, ret)
-            return
-        args = [self.values[o] for o in op.operands]
         before = len(b.insertion_point.block.ops)  # type: ignore[union-attr]
         try:
-            self.values[op.results[0]] = self.dispatch(b, op, args)
+            self._lower_op(b, op)
         except (UnsupportedOp, Unsupported) as err:
             raise error_at(op, UNSUPPORTED + str(err)) from None
         block = b.insertion_point.block
         for new in list(block.ops)[before:]:
             copy_loc(op, new)
 
+    def _lower_op(self, b: Builder, op: Operation) -> None:
+        if isinstance(op, graph.ReturnOp):
+            leaves = flatten(self.values[op.value]) if op.value is not None else []
+            b.insert(tensor.ReturnOp(*(materialize(b, v) for v in leaves)))
+        elif isinstance(op, graph.BranchOp):
+            b.insert(tensor.BrOp(self.blocks[op.dest], self.edge(b, op.args)))
+        elif isinstance(op, graph.ConditionalOp):
+            cond = materialize(b, self.values[op.cond])  # type: ignore[arg-type]
+            then_args = self.edge(b, op.then_args)
+            else_args = self.edge(b, op.else_args)
+            b.insert(
+                tensor.CondBrOp(
+                    cond, self.blocks[op.then_block], then_args, self.blocks[op.else_block], else_args
+                )
+            )
+        elif isinstance(op, gm.ApplyOp):
+            self.lower_apply(b, op)
+        else:
+            args = [self.values[o] for o in op.operands]
+            self.values[op.results[0]] = self.dispatch(b, op, args)
+
+    def edge(self, b: Builder, args: Sequence[SSAValue]) -> list[SSAValue]:
+        """Block arguments of a branch: tuple leaves, splats materialized."""
+        return [materialize(b, v) for a in args for v in flatten(self.values[a])]
+
+    def lower_apply(self, b: Builder, op: gm.ApplyOp) -> None:
+        callee = self.symbols.get(op.callee.data)
+        if callee is None:
+            raise UnsupportedOp(f"apply of @{op.callee.data}, which has no definition")
+        extern = callee.decl is not None and callee.decl.data == "extern"
+        if callee.is_declaration and not extern:
+            raise UnsupportedOp(f"apply of the {callee.decl.data} declaration @{op.callee.data}")  # type: ignore[union-attr]
+        ftype = op.callee_type
+        args = self.edge(b, op.args)
+        out_types: list[TensorType] = [] if graph.is_void(ftype.output) else flatten_type(ftype.output)
+        if extern and any(t.rank != 0 for t in (*(a.type for a in args), *out_types)):  # type: ignore[attr-defined]
+            raise UnsupportedOp(
+                f"apply of the extern function @{op.callee.data}: extern functions take and "
+                "return scalars only"
+            )
+        if extern and len(out_types) > 1:
+            raise UnsupportedOp(f"apply of the extern function @{op.callee.data} with a tuple result")
+        call = b.insert(tensor.CallOp(op.callee.data, args, out_types, extern=extern))
+        if op.results:
+            self.values[op.results[0]] = unflatten(ftype.output, iter(call.res))
+
     def precheck(self, op: Operation) -> None:
         """Unsupported opcodes and data types, reported at the op before any lowering."""
-        if isinstance(op, graph.ReturnOp):
-            return
-        if not isinstance(op, graph.LiteralOp) and (rule_for(op) is None or not op.results):
-            raise error_at(op, UNSUPPORTED + getattr(op, "OPCODE", op.name))
+        if isinstance(op, graph.ReturnOp | graph.BranchOp | graph.ConditionalOp | gm.ApplyOp):
+            pass
+        elif not isinstance(op, graph.LiteralOp) and (rule_for(op) is None or not op.results):
+            raise error_at(op, UNSUPPORTED + _terminator_opcode(getattr(op, "OPCODE", op.name)))
         for r in op.results:
             check_type(op, r.type)
 
@@ -230,23 +332,18 @@ class LowerGraphToTensorPass(ModulePass):
     name = "lower-graph-to-tensor"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for func in list(op.body.block.ops):
-            if isinstance(func, graph.FuncOp) and not func.is_declaration:
-                _check_single_block(func)
-                op.body.block.insert_op_before(FunctionLowering(func).run(), func)
-            func.detach()
-            func.erase(safe_erase=False)
-
-
-def _check_single_block(func: graph.FuncOp) -> None:
-    entry = func.entry
-    assert entry is not None
-    terminator = entry.last_op
-    if not isinstance(terminator, graph.ReturnOp):
-        opcode = getattr(terminator, "OPCODE", None) or (
-            terminator.name if terminator else "branch"
-        )
-        raise error_at(terminator or func, UNSUPPORTED + _terminator_opcode(opcode))
+        symbols = {f.sym_name.data: f for f in op.body.block.ops if isinstance(f, graph.FuncOp)}
+        lowered = [
+            (FunctionLowering(func, symbols).run(), func)
+            for func in op.body.block.ops
+            if isinstance(func, graph.FuncOp) and not func.is_declaration
+        ]
+        for func, before in lowered:
+            op.body.block.insert_op_before(func, before)
+        for child in list(op.body.block.ops):
+            if not isinstance(child, tensor.FuncOp):
+                child.detach()
+                child.erase(safe_erase=False)
 
 
 def _terminator_opcode(name: str) -> str:
@@ -254,4 +351,5 @@ def _terminator_opcode(name: str) -> str:
         "graph.branch": "branch",
         "graph.conditional": "conditional",
         "graph.branch_enum": "branchEnum",
+        "graph.branchEnum": "branchEnum",
     }.get(name, name)

@@ -66,6 +66,7 @@ class _FuncEmitter:
     values: dict[SSAValue, SSAValue] = field(default_factory=dict)
     block: Block | None = None
     frames: list[_Frame] = field(default_factory=list)
+    successors: dict[Block, Block] = field(default_factory=dict)
 
     def emit(self, op: Operation) -> SSAValue:
         assert self.block is not None
@@ -83,16 +84,20 @@ class _FuncEmitter:
         return self.values[value]
 
     def lower(self, func: loop.FuncOp) -> Region:
+        blocks = list(func.body.blocks)
         entry = Block(arg_types=[PTR] * len(func.args))
-        self.start(entry)
+        self.successors = {blocks[0]: entry}
+        self.successors.update((b, Block()) for b in blocks[1:])
         self.values.update(zip(func.args, entry.args, strict=True))
-        self.frames.append(_Frame(iter(func.body.block.ops)))
-        while self.frames:
-            op = next(self.frames[-1].ops, None)
-            if op is None:
-                self.frames.pop()
-                continue
-            self.lower_op(op)
+        for block in blocks:  # the entry block (defining the buffers) comes first
+            self.start(self.successors[block])
+            self.frames.append(_Frame(iter(block.ops)))
+            while self.frames:
+                op = next(self.frames[-1].ops, None)
+                if op is None:
+                    self.frames.pop()
+                    continue
+                self.lower_op(op)
         return self.region
 
     def lower_op(self, op: Operation) -> None:
@@ -107,6 +112,13 @@ class _FuncEmitter:
                 handler(op)
             case loop.ReturnOp():
                 self.emit(llvm.ReturnOp())
+            case loop.BrOp():
+                self.emit(llvm.BrOp(self.successors[op.dest]))
+            case loop.CondBrOp():
+                then_block, else_block = (self.successors[op.then_block], self.successors[op.else_block])
+                self.emit(llvm.CondBrOp(self.get(op.cond), then_block, [], else_block, []))
+            case loop.ExternCallOp():
+                self.lower_extern_call(op)
             case loop.LoadOp():
                 ptr, align = self.address(op, op.buffer, op.indices)
                 self.values[op.res] = self.emit(llvm.LoadOp(ptr, op.res.type, alignment=align))
@@ -119,6 +131,21 @@ class _FuncEmitter:
                 operands = [self.get(v) for v in op.operands]
                 results = lower_scalar_op(op, operands, self)
                 self.values.update(zip(op.results, results, strict=True))
+
+    def lower_extern_call(self, op: loop.ExternCallOp) -> None:
+        """A C call of an external symbol, scalars by value."""
+        name = op.callee.data
+        result = op.res[0].type if op.res else llvm.LLVMVoidType()
+        inputs = [a.type for a in op.args]
+        known = self.externals.get(name)
+        if known is not None and known != llvm.LLVMFunctionType(inputs, result):
+            raise error_at(op, f"extern function @{name} called with two different signatures")
+        self.declare(name, inputs, result)
+        args = [self.get(a) for a in op.args]
+        call = llvm.CallOp(name, *args, return_type=None if not op.res else result)
+        value = self.emit(call)
+        if op.res:
+            self.values[op.res[0]] = value
 
     def lower_for(self, op: loop.ForOp) -> None:
         """br header(lb, inits); header: iv < ub ? body : exit(iters); body ... br header."""

@@ -8,7 +8,7 @@ from xdsl.builder import Builder, InsertPoint
 from xdsl.context import Context
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, i1, i8, i64
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from dlc.diagnostics import copy_loc, error_at
@@ -69,8 +69,14 @@ class FunctionLowering:
         for op in self.func.body.block.ops:
             if isinstance(op, tensor.ConstantOp):
                 self._constant(op, self._buffer(op.result, dests))
+            elif isinstance(op, tensor.ComputeOp) and "fuse.group" in op.attributes:
+                from dlc.lowering.fused_nest import emit_group  # fused groups: one nest
+
+                emit_group(self, op, dests)
             elif isinstance(op, tensor.ComputeOp):
                 self._compute(op, self._buffer(op.result, dests))
+            elif isinstance(op, tensor.CallOp):
+                self._call(op, [self._buffer(r, dests) for r in op.res])
             elif not isinstance(op, tensor.ReturnOp):
                 raise error_at(op, f"not supported by the code generator yet: {op.name}")
         for value, out in copies:
@@ -101,6 +107,20 @@ class FunctionLowering:
             self.allocs.append(buffer)
         self.buffers[value] = buffer
         return buffer
+
+    def _call(self, op: tensor.CallOp, outputs: Sequence[SSAValue]) -> None:
+        """`loop.call` with caller-allocated outputs; extern calls pass scalars by value."""
+        inputs = [self.buffers[a] for a in op.args]
+        if op.extern is None:
+            call = self.b.insert(loop.CallOp(op.callee.data, [*inputs, *outputs]))
+            copy_loc(op, call)
+            return
+        loaded = [load(self.b, buf, [], a.type.dt) for buf, a in zip(inputs, op.args)]  # type: ignore[attr-defined]
+        types = [tensor.scalar_type(r.type.dt) for r in op.res]  # type: ignore[attr-defined]
+        call = self.b.insert(loop.ExternCallOp(op.callee.data, loaded, types))
+        copy_loc(op, call)
+        for value, buf, r in zip(call.res, outputs, op.res, strict=True):
+            store(self.b, value, buf, [], r.type.dt)  # type: ignore[attr-defined]
 
     def _constant(self, op: tensor.ConstantOp, buffer: SSAValue) -> None:
         t = op.result.type
@@ -178,6 +198,96 @@ class FunctionLowering:
         raise AssertionError("compute body without tensor.yield")
 
 
+class CFGLowering(FunctionLowering):
+    """Lowers a multi-block `tensor.func` to a multi-block `loop.func`.
+
+    Every tensor value (op results and block arguments) gets its own buffer, allocated
+    in the entry block and freed before each `loop.return`: a block executed again (a
+    loop) overwrites its buffers. A branch copies its arguments into the destination's
+    block-argument buffers (through temporaries when one argument buffer is the source
+    of another: a parallel copy) and jumps; a return copies into the output buffers.
+    """
+
+    def run(self) -> loop.FuncOp:
+        entry = self.result.body.blocks[0]
+        self.returns: list[loop.ReturnOp] = []
+        blocks = list(self.func.body.blocks)
+        self.blocks = {}
+        for block in blocks:
+            self.blocks[block] = Block()
+            self.result.body.add_block(self.blocks[block])
+        jump = loop.BrOp(self.blocks[blocks[0]])
+        entry.add_op(jump)
+        self.prologue = Builder(InsertPoint.before(jump))  # entry: allocations only
+        for block in blocks[1:]:
+            for arg in block.args:
+                self.buffers[arg] = self._buffer(arg, {})
+        for block in blocks:
+            self.b = Builder(InsertPoint.at_end(self.blocks[block]))
+            for op in block.ops:
+                self._op(op)
+        for ret in self.returns:
+            for buffer in reversed(self.allocs):
+                ret.parent_block().insert_op_before(loop.DeallocOp(buffer), ret)  # type: ignore[union-attr]
+        return self.result
+
+    def _buffer(self, value: SSAValue, dests: dict[SSAValue, SSAValue]) -> SSAValue:
+        buffer = self.prologue.insert(loop.AllocOp(memref_type(value.type))).res
+        self.allocs.append(buffer)
+        self.buffers[value] = buffer
+        return buffer
+
+    def _op(self, op: Operation) -> None:
+        if isinstance(op, tensor.ConstantOp):
+            self._constant(op, self._buffer(op.result, {}))
+        elif isinstance(op, tensor.ComputeOp):
+            self._compute(op, self._buffer(op.result, {}))
+        elif isinstance(op, tensor.CallOp):
+            self._call(op, [self._buffer(r, {}) for r in op.res])
+        elif isinstance(op, tensor.ReturnOp):
+            for value, out in zip(op.values, self.outputs, strict=True):
+                self.b.insert(loop.CopyOp(self.buffers[value], out))
+            self.returns.append(self.b.insert(loop.ReturnOp()))
+        elif isinstance(op, tensor.BrOp):
+            self._edge(self.b, op.args, op.dest)
+            self.b.insert(loop.BrOp(self.blocks[op.dest]))
+        elif isinstance(op, tensor.CondBrOp):
+            cond = load(self.b, self.buffers[op.cond], [], "bool")
+            then_block = self._edge_block(op.then_args, op.then_block)
+            else_block = self._edge_block(op.else_args, op.else_block)
+            self.b.insert(loop.CondBrOp(cond, then_block, else_block))
+        else:
+            raise error_at(op, f"not supported by the code generator yet: {op.name}")
+
+    def _edge_block(self, args: Sequence[SSAValue], dest: Block) -> Block:
+        """`dest` itself, or a new block doing the argument copies then jumping there."""
+        if all(self.buffers[a] is self.buffers[d] for a, d in zip(args, dest.args, strict=True)):
+            return self.blocks[dest]
+        block = Block()
+        self.result.body.add_block(block)
+        b = Builder(InsertPoint.at_end(block))
+        self._edge(b, args, dest)
+        b.insert(loop.BrOp(self.blocks[dest]))
+        return block
+
+    def _edge(self, b: Builder, args: Sequence[SSAValue], dest: Block) -> None:
+        """Parallel copy of the branch arguments into the block-argument buffers."""
+        targets = [self.buffers[d] for d in dest.args]
+        sources = [self.buffers[a] for a in args]
+        overwritten = set(targets)
+        staged: list[SSAValue] = []
+        for src, dst in zip(sources, targets, strict=True):
+            if src is not dst and src in overwritten:
+                temp = self.prologue.insert(loop.AllocOp(src.type)).res  # type: ignore[arg-type]
+                self.allocs.append(temp)
+                b.insert(loop.CopyOp(src, temp))
+                src = temp
+            staged.append(src)
+        for src, dst in zip(staged, targets, strict=True):
+            if src is not dst:
+                b.insert(loop.CopyOp(src, dst))
+
+
 class LowerTensorToLoopPass(ModulePass):
     """Tensor level -> loop level.
 
@@ -196,7 +306,8 @@ class LowerTensorToLoopPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for child in list(op.body.block.ops):
             if isinstance(child, tensor.FuncOp):
-                op.body.block.insert_op_before(FunctionLowering(child).run(), child)
+                lowering = CFGLowering if len(child.body.blocks) > 1 else FunctionLowering
+                op.body.block.insert_op_before(lowering(child).run(), child)
             elif not child.name.startswith("graph."):
                 continue
             child.detach()

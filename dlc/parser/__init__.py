@@ -24,7 +24,7 @@ def _parser() -> lark.Lark:
     global _PARSER
     if _PARSER is None:
         with open(_GRAMMAR, encoding="utf-8") as grammar:
-            _PARSER = lark.Lark(grammar, parser="lalr", lexer=DLVMLexer)
+            _PARSER = lark.Lark(grammar, parser="lalr", lexer=DLVMLexer, propagate_positions=True)
     return _PARSER
 
 
@@ -37,7 +37,9 @@ def parse_module(text: str | bytes, filename: str = "<string>") -> ModuleOp:
     except RecursionError:
         raise DiagnosticError("input nests too deeply", Location(filename, 1, 1)) from None
     except Exception as err:  # last resort: never leak an internal exception
-        raise DiagnosticError(f"internal error: {type(err).__name__}: {err}", Location(filename, 1, 1)) from err
+        raise DiagnosticError(
+            f"internal error: {type(err).__name__}: {err}", Location(filename, 1, 1)
+        ) from err
 
 
 def _parse(text: str | bytes, filename: str) -> ModuleOp:
@@ -57,7 +59,9 @@ def _parse(text: str | bytes, filename: str) -> ModuleOp:
     return module
 
 
-def _syntax_error(source: SourceText, err: UnexpectedInput, tokens: list[lark.Token]) -> DiagnosticError:
+def _syntax_error(
+    source: SourceText, err: UnexpectedInput, tokens: list[lark.Token]
+) -> DiagnosticError:
     names = _accepted(err)
     expected = sorted({DISPLAY.get(name, name) for name in names})
     want = _join(expected) if expected else "something else"

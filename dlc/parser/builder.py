@@ -9,6 +9,8 @@ through the op class's `infer`, as DLVM's parser does.
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -95,12 +97,23 @@ UNARY_CLASSES: dict[str, type[Operation]] = {**UNARY_OPS, "not": NotOp, "transpo
 BINARY_CLASSES: dict[str, type[Operation]] = {**BINARY_OPS, "dot": DotOp, "matrixMultiply": DotOp}
 SCALAR_LITS = ("int_lit", "float_lit", "bool_lit")
 AGGREGATE_LITS = ("tensor_lit", "tuple_lit", "array_lit", "struct_lit", "enum_lit")
-TOP_ONLY_LITS = {"zero_lit": "'zero'", "undefined_lit": "'undefined'", "null_lit": "'null'", "enum_lit": "an enum case"}
+TOP_ONLY_LITS = {
+    "zero_lit": "'zero'",
+    "undefined_lit": "'undefined'",
+    "null_lit": "'null'",
+    "enum_lit": "an enum case",
+}
 
 
 def first_token(node: Tree | Token) -> Token:
-    """The leftmost token of a subtree (iterative)."""
+    """The leftmost token of a subtree (iterative); for a subtree whose tokens were all
+    filtered out (e.g. an empty `{}` literal) a token at the subtree's own position."""
     while isinstance(node, Tree):
+        if not node.children:
+            meta = node.meta
+            line = getattr(meta, "line", 1) if not meta.empty else 1
+            column = getattr(meta, "column", 1) if not meta.empty else 1
+            return Token("EMPTY", "", line=line, column=column)
         node = node.children[0]
     return node
 
@@ -130,7 +143,9 @@ class ModuleBuilder:
         self.source = source
         self.symbols = Symbols()
         self.types: dict[str, tuple[Attribute, int]] = {}
-        self.values: dict[str, tuple[Attribute, int, str]] = {}  # name -> (type, index, "var"|"func")
+        self.values: dict[
+            str, tuple[Attribute, int, str]
+        ] = {}  # name -> (type, index, "var"|"func")
         self.current_index = 0
         self.scope: FunctionScope | None = None
         self.type_cache: dict[tuple[str, ...], Attribute] = {}
@@ -178,7 +193,11 @@ class ModuleBuilder:
             if c == "\\":
                 nxt = body[i + 1] if i + 1 < len(body) else ""
                 if nxt not in escapes:
-                    raise self.source.error(f"invalid escape '\\{nxt}' in string", tok.line or 1, (tok.column or 1) + i + 1)
+                    raise self.source.error(
+                        f"invalid escape '\\{nxt}' in string",
+                        tok.line or 1,
+                        (tok.column or 1) + i + 1,
+                    )
                 out.append(escapes[nxt])
                 i += 2
                 continue
@@ -240,7 +259,9 @@ class ModuleBuilder:
         tok, *cases = decl.children
         name = str(tok)[1:]
         self._declare_type(tok, NominalType(name, "enum"))  # before the cases: recursion is fine
-        built = [(str(c.children[0])[1:], [self.build_type(t) for t in c.children[1:]]) for c in cases]
+        built = [
+            (str(c.children[0])[1:], [self.build_type(t) for t in c.children[1:]]) for c in cases
+        ]
         self.symbols.enums[name] = [(c, tuple(ts)) for c, ts in built]
         op = EnumOp(name, built)
         self.locate(op, tok)
@@ -263,7 +284,10 @@ class ModuleBuilder:
         tok, type_node, *body = rest
         t = self.build_type(type_node)
         if not isinstance(t, FunctionType):
-            raise self.error(f"type signature {format_type(t)} of @{str(tok)[1:]} is not a function type", type_node)
+            raise self.error(
+                f"type signature {format_type(t)} of @{str(tok)[1:]} is not a function type",
+                type_node,
+            )
         name = self._declare_value(tok, t, "func")
         props: dict[str, Attribute | None] = {}
         for attr in attrs.children:
@@ -281,7 +305,10 @@ class ModuleBuilder:
         if kind.data == "extern_kind":
             return {"decl": StringAttr("extern")}
         word, primal, *clauses = kind.children
-        props: dict[str, Attribute | None] = {"decl": StringAttr(str(word)), "primal": StringAttr(str(primal)[1:])}
+        props: dict[str, Attribute | None] = {
+            "decl": StringAttr(str(word)),
+            "primal": StringAttr(str(primal)[1:]),
+        }
         for clause in clauses:
             if isinstance(clause, Token):
                 props["seedable"] = UnitAttr()
@@ -352,7 +379,7 @@ class ModuleBuilder:
         if t is not None:
             return t
         shape = [int(d) for d in dims]
-        for d, tok in zip(shape, node.children):
+        for d, tok in zip(shape, node.children, strict=False):
             if d < 0:
                 raise self.error(f"tensor dimension must be non-negative, got {d}", tok)
         tensor = TensorType(shape, str(dtype))
@@ -381,9 +408,13 @@ class ModuleBuilder:
         blocks: list[tuple[Block, Tree]] = []
         for block_tree in body.children:
             blocks.append((self._declare_block(block_tree, scope), block_tree))
-        for block, block_tree in blocks:
+        for _, block_tree in blocks:
             for inst in block_tree.children[1:]:
-                if inst.data == "inst" and isinstance(inst.children[0], Token) and inst.children[0].type == "LOCAL":
+                if (
+                    inst.data == "inst"
+                    and isinstance(inst.children[0], Token)
+                    and inst.children[0].type == "LOCAL"
+                ):
                     scope.all_names.add(str(inst.children[0])[1:])
         for block, _ in blocks:
             func.body.add_block(block)
@@ -406,7 +437,7 @@ class ModuleBuilder:
         block = Block(arg_types=[self.build_type(p.children[1]) for p in params])
         block._name = name  # type: ignore[attr-defined]
         seen: set[str] = set()
-        for arg, param in zip(block.args, params):
+        for arg, param in zip(block.args, params, strict=False):
             pname = str(param.children[0])[1:]
             if pname in seen:
                 raise self.error(f"redefinition of %{pname}", param)
@@ -476,12 +507,21 @@ class ModuleBuilder:
         if kind in SCALAR_LITS:
             return self._inline_literal(value_node, annotated)
         if kind in TOP_ONLY_LITS:
-            raise self.error(f"{TOP_ONLY_LITS[kind]} is only allowed as the literal of a 'literal' instruction", value_node)
-        raise self.error("only scalar literals can be operands; use a 'literal' instruction for aggregates", value_node)
+            raise self.error(
+                f"{TOP_ONLY_LITS[kind]} is only allowed as the literal of a 'literal' instruction",
+                value_node,
+            )
+        raise self.error(
+            "only scalar literals can be operands; use a 'literal' instruction for aggregates",
+            value_node,
+        )
 
     def _check_use_type(self, tok: Token, actual: Attribute, annotated: Attribute) -> None:
         if actual != annotated:
-            raise self.error(f"type mismatch: {tok} has type {format_type(actual)} but is used as {format_type(annotated)}", tok)
+            raise self.error(
+                f"type mismatch: {tok} has type {format_type(actual)} but is used as {format_type(annotated)}",
+                tok,
+            )
 
     def _local_value(self, tok: Token) -> SSAValue:
         scope = self.scope
@@ -524,7 +564,8 @@ class ModuleBuilder:
     def _inline_literal(self, node: Tree, annotated: Attribute) -> SSAValue:
         if not (isinstance(annotated, TensorType) and annotated.is_scalar):
             raise self.error(
-                f"only scalar literals can be operands; use a 'literal' instruction for {format_type(annotated)}", node
+                f"only scalar literals can be operands; use a 'literal' instruction for {format_type(annotated)}",
+                node,
             )
         tree = self._scalar_tree(node)
         message = check_literal(tree, annotated, [], self.symbols)
@@ -539,7 +580,9 @@ class ModuleBuilder:
         if node.data == "int_lit":
             return ("int", int(tok))
         if node.data == "float_lit":
-            return ("float", float(tok))
+            value = float(tok)
+            # One shared NaN object, so equal literals compare equal (nan != nan otherwise).
+            return ("float", math.nan if math.isnan(value) else value)
         return ("bool", tok == "true")
 
     # ---- the literal instruction ------------------------------------------------------
@@ -580,18 +623,24 @@ class ModuleBuilder:
             (stack[-1].built if stack else result).append(done)
         return result[0]
 
-    def _literal_element(self, use: Tree, expected: Attribute, operands: list[SSAValue]) -> LitTree | _LitFrame:
+    def _literal_element(
+        self, use: Tree, expected: Attribute, operands: list[SSAValue]
+    ) -> LitTree | _LitFrame:
         value_node, type_node = use.children
         annotated = self.build_type(type_node)
         if annotated != expected:
             raise self.error(
-                f"literal element has type {format_type(annotated)} but {format_type(expected)} is expected", type_node
+                f"literal element has type {format_type(annotated)} but {format_type(expected)} is expected",
+                type_node,
             )
         kind = value_node.data
         if kind in SCALAR_LITS:
             return self._scalar_tree(value_node)
         if kind in TOP_ONLY_LITS:
-            raise self.error(f"{TOP_ONLY_LITS[kind]} is only allowed as the literal of a 'literal' instruction", value_node)
+            raise self.error(
+                f"{TOP_ONLY_LITS[kind]} is only allowed as the literal of a 'literal' instruction",
+                value_node,
+            )
         if kind in AGGREGATE_LITS:
             return self._lit_frame(value_node, annotated)
         operands.append(self.use(use))
@@ -609,7 +658,9 @@ class ModuleBuilder:
         expected = self._element_types(lit, t, keys, len(elements))
         return _LitFrame(kind, keys, elements, expected)
 
-    def _element_types(self, lit: Tree, t: Attribute, keys: list[str], count: int) -> list[Attribute]:
+    def _element_types(
+        self, lit: Tree, t: Attribute, keys: list[str], count: int
+    ) -> list[Attribute]:
         kind = lit.data
         bad = self.error(f"literal is not a valid value of type {format_type(t)}", lit)
         if kind == "tensor_lit":
@@ -638,7 +689,9 @@ class ModuleBuilder:
         if keys[0] not in cases:
             raise self.error(f"enum ${t.ident} has no case ?{keys[0]}", lit)
         if len(cases[keys[0]]) != count:
-            raise self.error(f"enum case ?{keys[0]} takes {len(cases[keys[0]])} values, got {count}", lit)
+            raise self.error(
+                f"enum case ?{keys[0]} takes {len(cases[keys[0]])} values, got {count}", lit
+            )
         return list(cases[keys[0]])
 
     # ---- instructions ---------------------------------------------------------------
@@ -649,37 +702,66 @@ class ModuleBuilder:
             "unary": self._unary,
             "binary": self._binary,
             "select": lambda n: self.emit(SelectOp, n, self._uses(n)),
-            "data_type_cast": lambda n: self.emit(DataTypeCastOp, n, self._uses(n), dtype=StringAttr(str(n.children[2]))),
+            "data_type_cast": lambda n: self.emit(
+                DataTypeCastOp, n, self._uses(n), dtype=StringAttr(str(n.children[2]))
+            ),
             "scan": self._scan,
             "reduce": self._reduce,
             "reduce_window": self._reduce_window,
             "concatenate": lambda n: self.emit(
-                ConcatenateOp, n, [self.use(u) for u in n.children[1].children], axis=IntAttr(int(n.children[2]))
+                ConcatenateOp,
+                n,
+                [self.use(u) for u in n.children[1].children],
+                axis=IntAttr(int(n.children[2])),
             ),
-            "reverse": lambda n: self.emit(ReverseOp, n, self._uses(n), dims=self._int_array(n.children[2])),
+            "reverse": lambda n: self.emit(
+                ReverseOp, n, self._uses(n), dims=self._int_array(n.children[2])
+            ),
             "slice": lambda n: self.emit(
-                SliceOp, n, self._uses(n), lower=IntAttr(int(n.children[2])), upper=IntAttr(int(n.children[3]))
+                SliceOp,
+                n,
+                self._uses(n),
+                lower=IntAttr(int(n.children[2])),
+                upper=IntAttr(int(n.children[3])),
             ),
             "convolve": self._convolve,
             "rank": lambda n: self.emit(RankOp, n, self._uses(n)),
             "shape": lambda n: self.emit(ShapeOp, n, self._uses(n)),
             "unit_count": lambda n: self.emit(UnitCountOp, n, self._uses(n)),
-            "pad_shape": lambda n: self.emit(PadShapeOp, n, self._uses(n), index=IntAttr(int(n.children[2]))),
-            "squeeze_shape": lambda n: self.emit(SqueezeShapeOp, n, self._uses(n), index=IntAttr(int(n.children[2]))),
-            "shape_cast": lambda n: self.emit(ShapeCastOp, n, self._uses(n), shape=self._shape_spec(n.children[2])),
-            "bit_cast": lambda n: self.emit(BitCastOp, n, self._uses(n), target=self.build_type(n.children[2])),
+            "pad_shape": lambda n: self.emit(
+                PadShapeOp, n, self._uses(n), index=IntAttr(int(n.children[2]))
+            ),
+            "squeeze_shape": lambda n: self.emit(
+                SqueezeShapeOp, n, self._uses(n), index=IntAttr(int(n.children[2]))
+            ),
+            "shape_cast": lambda n: self.emit(
+                ShapeCastOp, n, self._uses(n), shape=self._shape_spec(n.children[2])
+            ),
+            "bit_cast": lambda n: self.emit(
+                BitCastOp, n, self._uses(n), target=self.build_type(n.children[2])
+            ),
             "extract": self._extract,
             "insert": self._insert,
             "apply": self._apply,
             "create_stack": lambda n: self.emit(CreateStackOp, n, []),
             "destroy_stack": lambda n: self.emit(DestroyStackOp, n, self._uses(n)),
             "push": lambda n: self.emit(PushOp, n, self._uses(n)),
-            "pop": lambda n: self.emit(PopOp, n, self._uses(n), elem_type=self.build_type(n.children[1])),
-            "allocate_stack": lambda n: self.emit(
-                AllocateStackOp, n, [], elem_type=self.build_type(n.children[1]), count=IntAttr(int(n.children[2]))
+            "pop": lambda n: self.emit(
+                PopOp, n, self._uses(n), elem_type=self.build_type(n.children[1])
             ),
-            "allocate_heap": lambda n: self.emit(AllocateHeapOp, n, self._uses(n), elem_type=self.build_type(n.children[1])),
-            "allocate_box": lambda n: self.emit(AllocateBoxOp, n, [], elem_type=self.build_type(n.children[1])),
+            "allocate_stack": lambda n: self.emit(
+                AllocateStackOp,
+                n,
+                [],
+                elem_type=self.build_type(n.children[1]),
+                count=IntAttr(int(n.children[2])),
+            ),
+            "allocate_heap": lambda n: self.emit(
+                AllocateHeapOp, n, self._uses(n), elem_type=self.build_type(n.children[1])
+            ),
+            "allocate_box": lambda n: self.emit(
+                AllocateBoxOp, n, [], elem_type=self.build_type(n.children[1])
+            ),
             "project_box": lambda n: self.emit(ProjectBoxOp, n, self._uses(n)),
             "retain": lambda n: self.emit(RetainOp, n, self._uses(n)),
             "release": lambda n: self.emit(ReleaseOp, n, self._uses(n)),
@@ -689,7 +771,9 @@ class ModuleBuilder:
             "element_pointer": self._element_pointer,
             "copy": lambda n: self.emit(CopyOp, n, self._uses(n)),
             "trap": lambda n: self.emit(TrapOp, n, []),
-            "random": lambda n: self.emit(RandomOp, n, self._uses(n), shape=self._shape_spec(n.children[1])),
+            "random": lambda n: self.emit(
+                RandomOp, n, self._uses(n), shape=self._shape_spec(n.children[1])
+            ),
             "branch": self._branch,
             "conditional": self._conditional,
             "branch_enum": self._branch_enum,
@@ -705,12 +789,14 @@ class ModuleBuilder:
 
     def _shape_spec(self, node: Tree) -> ArrayAttr[IntAttr]:
         dims = [int(t) for t in node.children if t.type == "INT"]
-        for d, tok in zip(dims, node.children):
+        for d, tok in zip(dims, node.children, strict=False):
             if d < 0:
                 raise self.error(f"dimension must be non-negative, got {d}", tok)
         return ArrayAttr([IntAttr(d) for d in dims])
 
-    def emit(self, cls: type[Operation], node: Tree, operands: Sequence[SSAValue], **props: Attribute) -> Operation:
+    def emit(
+        self, cls: type[Operation], node: Tree, operands: Sequence[SSAValue], **props: Attribute
+    ) -> Operation:
         """Infer the result types of `cls` and create the op (a located error on failure)."""
         types = [o.type for o in operands]
         key = (cls, tuple(types), tuple(props.items()))
@@ -724,7 +810,9 @@ class ModuleBuilder:
                 if isinstance(t, TensorType) and (message := size_error(t)) is not None:
                     raise self.error(message, node)
             self.infer_cache[key] = results
-        return cls.create(operands=list(operands), result_types=list(results), properties=dict(props))
+        return cls.create(
+            operands=list(operands), result_types=list(results), properties=dict(props)
+        )
 
     def _unary(self, node: Tree) -> Operation:
         return self.emit(UNARY_CLASSES[str(node.children[0])], node, self._uses(node))
@@ -732,7 +820,9 @@ class ModuleBuilder:
     def _binary(self, node: Tree) -> Operation:
         return self.emit(BINARY_CLASSES[str(node.children[0])], node, self._uses(node))
 
-    def _combinator(self, comb: Tree, operands: list[SSAValue], props: dict[str, Attribute]) -> None:
+    def _combinator(
+        self, comb: Tree, operands: list[SSAValue], props: dict[str, Attribute]
+    ) -> None:
         child = comb.children[0]
         if isinstance(child, Token):
             word = "dot" if child == "matrixMultiply" else str(child)
@@ -773,7 +863,11 @@ class ModuleBuilder:
         _, x, kernel, *clauses = node.children
         operands = [self.use(x), self.use(kernel)]
         props: dict[str, Attribute] = {}
-        names = {"conv_strides": "strides", "conv_left": "left_dilation", "conv_right": "right_dilation"}
+        names = {
+            "conv_strides": "strides",
+            "conv_left": "left_dilation",
+            "conv_right": "right_dilation",
+        }
         for clause in clauses:
             if clause.data in names:
                 props[names[clause.data]] = self._int_array(clause.children[0])
@@ -826,7 +920,9 @@ class ModuleBuilder:
             if entry is None or entry[2] != "func":
                 raise self.error(f"unknown function {callee}", callee)
             if not isinstance(t, FunctionType):
-                raise self.error(f"apply: callee type {format_type(t)} is not a function type", type_node)
+                raise self.error(
+                    f"apply: callee type {format_type(t)} is not a function type", type_node
+                )
             args = self._args(args_node)
             return self.emit(ApplyOp, node, args, callee=StringAttr(name), callee_type=t)
         fn = self._local_value(callee)
@@ -855,7 +951,9 @@ class ModuleBuilder:
         c = self.use(cond)
         then_values = self._args(then_args)
         else_values = self._args(else_args)
-        return ConditionalOp(c, self._block(then_label), then_values, self._block(else_label), else_values)
+        return ConditionalOp(
+            c, self._block(then_label), then_values, self._block(else_label), else_values
+        )
 
     def _branch_enum(self, node: Tree) -> Operation:
         _, value, *rest = node.children
@@ -882,7 +980,7 @@ class _LitFrame:
 
     def assemble(self) -> LitTree:
         if self.kind == "struct_lit":
-            return ("struct", tuple(zip(self.keys, self.built)))
+            return ("struct", tuple(zip(self.keys, self.built, strict=False)))
         if self.kind == "enum_lit":
             return ("enum", self.keys[0], tuple(self.built))
         return (self.kind[: -len("_lit")], tuple(self.built))

@@ -22,7 +22,7 @@ from lark.lexer import Lexer
 from dlc.diagnostics import DiagnosticError, Location
 from dlc.dialects.graph_types import is_dtype
 
-MAX_NESTING = 256
+MAX_NESTING = 100  # xDSL compares nested types recursively; stay well inside its limit
 
 UNARY_WORDS = (
     "sinh cosh tanh log exp negate sign square sqrt round rsqrt ceil floor tan cos sin "
@@ -121,7 +121,15 @@ CLOSERS = ("_RPAR", "_RSQB", "_GT", "_RBRACE")
 NL_AFTER_DROPPED = frozenset({"_COMMA", "_EQ", "_X", "_ARROW", "_COLON", *OPENERS})
 NL_BEFORE_DROPPED = frozenset({"_COMMA", "_EQ", "_X", "_ARROW", *CLOSERS, "_LBRACE", "BBID"})
 
-SIGILS = {"%": "LOCAL", "@": "GLOBAL", "$": "TYPEID", "'": "BBID", "#": "KEYID", "?": "CASEID", "!": "ATTR"}
+SIGILS = {
+    "%": "LOCAL",
+    "@": "GLOBAL",
+    "$": "TYPEID",
+    "'": "BBID",
+    "#": "KEYID",
+    "?": "CASEID",
+    "!": "ATTR",
+}
 
 _TOKEN_RE = re.compile(
     r"""
@@ -255,7 +263,9 @@ def _raw_tokens(source: SourceText) -> list[Token]:
     return tokens
 
 
-def _literal_type(source: SourceText, m: re.Match[str], kind: str | None, value: str, line: int, column: int) -> str:
+def _literal_type(
+    source: SourceText, m: re.Match[str], kind: str | None, value: str, line: int, column: int
+) -> str:
     """Token type of a string, positional id or number (numbers must end at a delimiter)."""
     if kind == "string":
         return "STRING"

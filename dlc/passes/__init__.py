@@ -9,6 +9,7 @@ starts fast and a broken pass cannot break the others.
 from __future__ import annotations
 
 from collections.abc import Callable
+from importlib import import_module
 
 from xdsl.passes import ModulePass
 
@@ -41,6 +42,15 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "lower-graph-to-tensor": lower_graph_to_tensor,
         "lower-tensor-to-loop": lower_tensor_to_loop,
         "lower-loop-to-llvm": lower_loop_to_llvm,
+        "canonicalize": lambda: import_module("dlc.passes.canonicalize").CanonicalizePass,
+        "fold-constants": lambda: import_module("dlc.passes.fold_constants").FoldConstantsPass,
+        "cse": lambda: import_module("dlc.passes.cse").CSEPass,
+        "dce": lambda: import_module("dlc.passes.dce").DCEPass,
+        "inline": lambda: import_module("dlc.passes.inline").InlinePass,
+        "cfg-simplify": lambda: import_module("dlc.passes.cfg_simplify").CFGSimplifyPass,
+        "cfg-canonicalize": lambda: import_module("dlc.passes.cfg_canonicalize").CFGCanonicalizePass,
+        "literal-broadcasting-promotion": lambda: import_module("dlc.passes.literal_broadcasting_promotion").LiteralBroadcastingPromotionPass,
+        "matrix-chain-reorder": lambda: import_module("dlc.passes.matrix_chain_reorder").MatrixChainReorderPass,
     }
 
 

@@ -303,6 +303,55 @@ def _context() -> Context:
     return ctx
 
 
+def clone_located(module: ModuleOp) -> ModuleOp:
+    """A clone of `module` whose ops keep the source locations of the originals."""
+    from dlc.diagnostics import copy_loc
+
+    work = module.clone()
+    for original, copy in zip(module.walk(), work.walk(), strict=True):
+        copy_loc(original, copy)
+    return work
+
+
+def _process_symbol(name: str) -> int | None:
+    """Address of C symbol `name` in the process or libm (dlsym), or None."""
+    import ctypes.util
+
+    libraries = [None, ctypes.util.find_library("m")]
+    for library in libraries:
+        try:
+            return ctypes.cast(getattr(ctypes.CDLL(library), name), ctypes.c_void_p).value
+        except (AttributeError, OSError):
+            continue
+    return None
+
+
+def check_symbols(llvm_level: ModuleOp, graph: ModuleOp) -> None:
+    """Every external function the code calls must exist in this process (MCJIT would
+    crash on an unresolved symbol): a located error at the `[extern]` declaration."""
+    import llvmlite.binding as llvm_binding
+
+    from dlc.diagnostics import error_at
+    from dlc.dialects.graph import FuncOp as GraphFuncOp
+
+    decls = {f.sym_name.data: f for f in graph.body.block.ops if isinstance(f, GraphFuncOp)}
+    for f in llvm_level.body.block.ops:
+        if not isinstance(f, llvm.FuncOp) or f.body.blocks:
+            continue
+        name = f.sym_name.data
+        if llvm_binding.address_of_symbol(name):
+            continue
+        address = _process_symbol(name)
+        if address:
+            llvm_binding.add_symbol(name, address)
+            continue
+        raise error_at(
+            decls.get(name),
+            f"extern function @{name}: no symbol {name!r} in this process "
+            "(load its library first, e.g. llvmlite.binding.load_library_permanently)",
+        )
+
+
 def lower_to_llvm(module: ModuleOp) -> tuple[ModuleOp, dict[str, ModuleOp]]:
     """Lower a clone of graph `module` to the llvm level; also return tensor/loop snapshots."""
     from dlc.lowering.lower_graph_to_tensor import LowerGraphToTensorPass
@@ -310,7 +359,7 @@ def lower_to_llvm(module: ModuleOp) -> tuple[ModuleOp, dict[str, ModuleOp]]:
     from dlc.lowering.lower_tensor_to_loop import LowerTensorToLoopPass
 
     ctx = _context()
-    work = module.clone()
+    work = clone_located(module)
     stages: dict[str, ModuleOp] = {}
     for level, lowering in (
         ("tensor", LowerGraphToTensorPass()),
@@ -333,6 +382,7 @@ def compile_graph_module(module: ModuleOp, *, opt_level: int = 2) -> CompiledMod
         if isinstance(f, GraphFuncOp) and not f.is_declaration and f.body.blocks
     }
     llvm_level, stages = lower_to_llvm(module)
+    check_symbols(llvm_level, module)
     defined = {
         f.sym_name.data: f
         for f in llvm_level.body.block.ops

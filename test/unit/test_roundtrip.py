@@ -96,7 +96,7 @@ def test_names_stay_unique_and_positions_renumber_after_a_rewrite() -> None:
 def test_nested_literal_prints_back_to_its_source() -> None:
     parse_module = _parse_module()
     lit, ty = "7: i64", "i64"
-    for _ in range(100):
+    for _ in range(45):
         ty = f"({ty})"
         lit = f"({lit}): {ty}"
     source = f"""module "deep"

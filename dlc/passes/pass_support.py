@@ -1,0 +1,223 @@
+"""Helpers shared by the graph-level optimization passes.
+
+- literal matching: `splat_value(v)` is the scalar of an inline literal (`1: f32`), of a
+  splat literal (`literal 0.0: <2 x 3 x f32>`) or of `zero`, whatever the shape;
+- literal building: `splat(c, T)` makes `c: dt` inline for scalars, `literal c: T` else;
+- purity: `pure_functions(module)` and `is_pure(op, pure)` follow shared/DLVM.md §2.3's
+  sound table (random, memory, allocation, stack and refcount ops are impure; `apply` is
+  pure only when its callee is, recursion counting as impure);
+- statistics: passes count what they did with `bump(pass, key)`; dlc-opt prints them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.traits import IsTerminator, Pure
+
+from dlc.dialects.graph import BranchOp, ConditionalOp, FuncOp, LiteralOp
+from dlc.dialects.graph_literal import LiteralAttr
+from dlc.dialects.graph_memory import ApplyOp
+from dlc.dialects.graph_types import TensorType, dtype_is_bool, dtype_is_float
+
+Scalar = int | float | bool
+
+STATISTICS: defaultdict[str, defaultdict[str, int]] = defaultdict(lambda: defaultdict(int))
+"""pass name -> statistic -> count, filled while passes run (read by dlc-opt)."""
+
+
+def bump(pass_name: str, key: str, n: int = 1) -> None:
+    """Count `n` more `key` events of pass `pass_name`."""
+    STATISTICS[pass_name][key] += n
+
+
+def take_statistics(pass_name: str) -> dict[str, int]:
+    """The statistics of `pass_name` since the last call, then reset them."""
+    return dict(STATISTICS.pop(pass_name, {}))
+
+
+# -- literals ---------------------------------------------------------------------
+
+
+def splat_value(value: SSAValue) -> Scalar | None:
+    """c when `value` is a literal whose every element is c (inline, splat or zero)."""
+    op = value.owner
+    if not isinstance(op, LiteralOp) or not isinstance(value.type, TensorType):
+        return None
+    tree = op.value.data
+    if tree[0] == "zero":
+        return False if dtype_is_bool(value.type.dt) else 0
+    if tree[0] in ("int", "float", "bool"):
+        return tree[1]
+    return None
+
+
+def is_splat(value: SSAValue, c: Scalar) -> bool:
+    """`value` is a splat literal equal to c (either sign of zero when c is 0)."""
+    v = splat_value(value)
+    return v is not None and not isinstance(v, bool) and v == c
+
+
+def is_minus_zero(value: SSAValue) -> bool:
+    """`value` is -0.0 in a float tensor, or 0 in an integer one (where 0 has no sign)."""
+    v = splat_value(value)
+    if v is None or isinstance(v, bool) or v != 0 or not isinstance(value.type, TensorType):
+        return False
+    return not dtype_is_float(value.type.dt) or math.copysign(1.0, v) < 0
+
+
+def is_plus_zero(value: SSAValue) -> bool:
+    """`value` is +0.0 in a float tensor, or 0 in an integer one."""
+    v = splat_value(value)
+    if v is None or isinstance(v, bool) or v != 0 or not isinstance(value.type, TensorType):
+        return False
+    return not dtype_is_float(value.type.dt) or math.copysign(1.0, v) > 0
+
+
+def is_float(value: SSAValue) -> bool:
+    return isinstance(value.type, TensorType) and dtype_is_float(value.type.dt)
+
+
+def splat(c: Scalar, t: TensorType) -> LiteralOp:
+    """`c: dt` (inline) for a scalar type, `literal c: T` for any other shape."""
+    if dtype_is_bool(t.dt):
+        tree = ("bool", bool(c))
+    elif dtype_is_float(t.dt):
+        tree = ("float", float(c))
+    else:
+        tree = ("int", int(c))
+    return LiteralOp(LiteralAttr(tree), t, inline=t.rank == 0)
+
+
+# -- purity -----------------------------------------------------------------------
+
+
+def pure_functions(module: ModuleOp) -> set[str]:
+    """Names of the defined functions whose bodies are pure (least fixpoint, so a
+    recursive function, which may not terminate, is impure)."""
+    funcs = [f for f in module.ops if isinstance(f, FuncOp) and not f.is_declaration]
+    pure: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for func in funcs:
+            name = func.sym_name.data
+            if name in pure or not func.body.blocks:
+                continue
+            if all(is_pure(op, pure) or op.has_trait(IsTerminator) for op in func.body.walk()):
+                pure.add(name)
+                changed = True
+    return pure
+
+
+def is_pure(op: Operation, pure: set[str]) -> bool:
+    """`op` has no effect beyond its results (so it may be merged, moved or removed)."""
+    if isinstance(op, ApplyOp):
+        return op.callee.data in pure
+    return op.has_trait(Pure)
+
+
+def is_dead(op: Operation, pure: set[str]) -> bool:
+    return not op.has_trait(IsTerminator) and is_pure(op, pure) and all(not r.uses for r in op.results)
+
+
+def erase_dead_ops(module: ModuleOp, pure: set[str]) -> int:
+    """Erase unused pure ops (and the ops that only they used); return how many."""
+    work = [op for op in module.walk() if is_dead(op, pure)]
+    erased = 0
+    while work:
+        op = work.pop()
+        if op.parent is None or not is_dead(op, pure):
+            continue
+        operands = [v.owner for v in op.operands if isinstance(v.owner, Operation)]
+        op.detach()
+        op.erase()
+        erased += 1
+        work.extend(operands)
+    return erased
+
+
+def count_ops(module: ModuleOp) -> int:
+    """Instructions in function bodies (declarations and the module op excluded)."""
+    return sum(1 for f in module.ops if isinstance(f, FuncOp) for _ in f.body.walk())
+
+
+def functions(module: ModuleOp) -> list[FuncOp]:
+    return [f for f in module.ops if isinstance(f, FuncOp) and f.body.blocks]
+
+
+def successors(block: Block) -> list[Block]:
+    last = block.last_op
+    return list(last.successors) if last is not None else []
+
+
+# -- control flow -----------------------------------------------------------------
+
+Edge = tuple[Block, list[SSAValue]]
+
+
+def edges(term: Operation) -> list[Edge] | None:
+    """(successor, arguments) of a branch or conditional; None for other terminators
+    (return, branchEnum, whose block arguments come from the enum value)."""
+    if isinstance(term, BranchOp):
+        return [(term.dest, list(term.args))]
+    if isinstance(term, ConditionalOp):
+        return [(term.then_block, list(term.then_args)), (term.else_block, list(term.else_args))]
+    return None
+
+
+def rebuild_terminator(term: Operation, new_edges: list[Edge]) -> Operation:
+    """Replace branch/conditional `term` by the same kind of op with `new_edges`."""
+    if isinstance(term, BranchOp):
+        (dest, args), = new_edges
+        new: Operation = BranchOp(dest, args)
+    else:
+        assert isinstance(term, ConditionalOp)
+        (then_block, then_args), (else_block, else_args) = new_edges
+        new = ConditionalOp(term.cond, then_block, then_args, else_block, else_args)
+    block = term.parent_block()
+    assert block is not None
+    block.insert_op_before(new, term)
+    term.detach()
+    term.erase()
+    return new
+
+
+def predecessors(blocks: list[Block]) -> dict[Block, list[Block]]:
+    """Each block's predecessors (with repetition for multiple edges)."""
+    preds: dict[Block, list[Block]] = {b: [] for b in blocks}
+    for b in blocks:
+        for s in successors(b):
+            preds.setdefault(s, []).append(b)
+    return preds
+
+
+def reachable(entry: Block) -> list[Block]:
+    """Blocks reachable from `entry`, in depth-first preorder."""
+    seen: set[Block] = {entry}
+    order: list[Block] = []
+    stack = [entry]
+    while stack:
+        b = stack.pop()
+        order.append(b)
+        for s in reversed(successors(b)):
+            if s not in seen:
+                seen.add(s)
+                stack.append(s)
+    return order
+
+
+def erase_blocks(blocks: list[Block]) -> None:
+    """Erase `blocks` (their values must be unused outside them)."""
+    for b in blocks:
+        for op in b.ops:
+            op.drop_all_references()
+    for b in blocks:
+        for op in list(b.ops):
+            b.erase_op(op, safe_erase=False)
+        if b.parent is not None:
+            b.parent.detach_block(b)
+        b.erase(safe_erase=False)
