@@ -158,6 +158,8 @@ class DlcOptMain(xDSLOptMain):
             help="print per-pass wall time to stderr",
         )
         add("--print-op-generic", action="store_true", help="MLIR output in the generic format")
+        add("--report-changes", action="store_true", help="print `<pass>: changed|unchanged` per pass")
+        add("--pass-statistics", action="store_true", help="print per-pass statistics to stderr")
         add("-v", "--version", action=VersionAction, version_format=self.version_format)
 
     # -- input ------------------------------------------------------------------------
@@ -231,6 +233,8 @@ class DlcOptMain(xDSLOptMain):
         """Pipeline callback: time, verify and optionally print after each pass."""
         if done is not None and self.args.timing:
             self.report_time(done.name, self.pass_start)
+        if self.args.report_changes or self.args.pass_statistics:
+            self.report_pass(done, module)
         if done is not None or not self.input_is_verified:
             self.verify(module, done)
         if done is not None and upcoming is not None and self.args.print_between_passes:
@@ -238,6 +242,20 @@ class DlcOptMain(xDSLOptMain):
                 f"// -----// IR after {done.name} //----- //\n{self.default_text(module)}\n"
             )
         self.pass_start = time.perf_counter()
+
+    def report_pass(self, done: ModulePass | None, module: ModuleOp) -> None:
+        """DLVM's `AS: changed` lines (stdout) and statistics (stderr) of the pass `done`."""
+        from dlc.passes.pass_support import take_statistics
+
+        text, ops = self.default_text(module), sum(1 for _ in module.walk()) - 1
+        if done is not None and self.args.report_changes:
+            print(f"{done.name}: {'changed' if text != self.last_text else 'unchanged'}")
+        if done is not None and self.args.pass_statistics:
+            stats = take_statistics(done.name)
+            stats.update({"ops before": self.last_ops, "ops after": ops})
+            for key, value in stats.items():
+                print(f"dlc-opt: statistics: {done.name}: {key}: {value}", file=sys.stderr)
+        self.last_text, self.last_ops = text, ops
 
     def verify(self, module: ModuleOp, done: ModulePass | None) -> None:
         """dlc's located verifier at the graph level, then xDSL's structural verifier."""

@@ -64,6 +64,9 @@ def _argument_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=0, help="seed of --random-inputs (default 0)")
     parser.add_argument("--time", action="store_true", help="print the median time per call")
     parser.add_argument(
+        "--stats", action="store_true", help="print the compile report (loop nests, buffers, arena)"
+    )
+    parser.add_argument(
         "--opt-level", "-O", type=int, choices=range(4), default=2, help="LLVM opt level"
     )
     return parser
@@ -229,6 +232,9 @@ def run(argv: Sequence[str] | None) -> None:
     compile_s = time.perf_counter() - start
     fn = compiled[func.sym_name.data]
     print_outputs(_call(fn, inputs), func)
+    if args.stats:
+        for key, value in compiled.stats(func.sym_name.data).items():
+            print(f"{key}: {value}")
     if args.time:
         per_call, calls = median_call_time(fn, inputs)
         print(f"compile time: {compile_s * 1e3:.1f} ms")

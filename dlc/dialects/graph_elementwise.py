@@ -207,7 +207,9 @@ class SelectOp(GraphInstruction):
 
 @irdl_op_definition
 class DataTypeCastOp(GraphInstruction):
-    """`dataTypeCast %x: <… x f32> to f64`: widening within one base (DLVM canCast)."""
+    """`dataTypeCast %x: <… x f32> to f64`: widening within one base (DLVM canCast);
+    float casts may also narrow (round to nearest), which the adjoint of a widening
+    float cast needs (DLVM's AD emits it too but its verifier rejects it)."""
 
     name = "graph.data_type_cast"
     OPCODE: ClassVar[str] = "dataTypeCast"
@@ -230,7 +232,7 @@ class DataTypeCastOp(GraphInstruction):
         if not is_dtype(to):
             raise InferenceError(f"dataTypeCast: unknown data type {to}")
         widening = dtype_base(x.dt) == dtype_base(to) and dtype_bits(x.dt) <= dtype_bits(to)
-        if not widening:
+        if not widening and not (dtype_is_float(x.dt) and dtype_is_float(to)):
             raise InferenceError(f"dataTypeCast: cannot cast {format_type(x)} to {to}")
         return [x.with_dtype(to)]
 

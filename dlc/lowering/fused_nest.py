@@ -99,9 +99,7 @@ def emit_group(
     if not members:
         return
     buffers = {
-        m.result: lowering._buffer(m.result, dests)
-        for m in members
-        if INTERNAL not in m.attributes
+        m.result: lowering._buffer(m.result, dests) for m in members if INTERNAL not in m.attributes
     }
     b = lowering.b
     ivs: list[SSAValue] = []

@@ -298,6 +298,10 @@ RULES: dict[type[Operation], Rule] = {
 
 
 def rule_for(op: Operation) -> Rule | None:
+    from dlc.lowering.graph_to_tensor_windows import RULES as WINDOW_RULES
+
+    if type(op) in WINDOW_RULES:
+        return WINDOW_RULES[type(op)]
     if isinstance(op, ge.UnaryOp):
         return lower_unary
     if isinstance(op, ge.BinaryOp):

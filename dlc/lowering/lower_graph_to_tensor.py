@@ -272,6 +272,8 @@ class FunctionLowering:
             )
         elif isinstance(op, gm.ApplyOp):
             self.lower_apply(b, op)
+        elif isinstance(op, graph.GlobalRefOp):
+            self.values[op.result] = []  # a function: no tensor value
         else:
             args = [self.values[o] for o in op.operands]
             self.values[op.results[0]] = self.dispatch(b, op, args)
@@ -303,6 +305,8 @@ class FunctionLowering:
 
     def precheck(self, op: Operation) -> None:
         """Unsupported opcodes and data types, reported at the op before any lowering."""
+        if isinstance(op, graph.GlobalRefOp) and op.symbol.data in self.symbols:
+            return  # a function use (combinator); its users decide
         if isinstance(op, graph.ReturnOp | graph.BranchOp | graph.ConditionalOp | gm.ApplyOp):
             pass
         elif not isinstance(op, graph.LiteralOp) and (rule_for(op) is None or not op.results):

@@ -21,9 +21,11 @@ from xdsl.passes import ModulePass
 
 from dlc.diagnostics import error_at
 from dlc.dialects import loop
+from dlc.lowering.arena_llvm import arena_alloc, arena_support
 from dlc.lowering.loop_to_llvm_scalar import const, icmp, lower_scalar_op
 
 PTR = llvm.LLVMPointerType()
+OFFSET = "arena_offset"  # set by plan-memory on arena-placed allocs
 _ELEMENT_BYTES = {"f16": 2, "f32": 4, "f64": 8, "i8": 1, "i16": 2, "i32": 4, "i64": 8}
 
 
@@ -216,6 +218,8 @@ class _FuncEmitter:
 
     def lower_memory(self, op: Operation) -> None:
         match op:
+            case loop.AllocOp() if OFFSET in op.attributes:  # planned by plan-memory
+                self.values[op.res] = arena_alloc(self, op)
             case loop.AllocOp():
                 mtype = op.res.type
                 align = op.align.data
@@ -277,6 +281,10 @@ class LowerLoopToLLVMPass(ModulePass):
             if not isinstance(child, loop.FuncOp):
                 raise error_at(child, f"not supported by the code generator yet: {child.name}")
             lowered.append(lower_func(child, externals))
+            support = arena_support(child)  # plan-memory's arena, if any
+            lowered.extend(support)
+            if support:
+                externals["aligned_alloc"] = llvm.LLVMFunctionType([i64, i64], PTR)
         defined = {f.sym_name.data for f in lowered if isinstance(f, llvm.FuncOp)}
         for name, ftype in externals.items():
             if name not in defined:

@@ -242,9 +242,11 @@ class ScalarBuilder:
         return self.emit(arith.XOrIOp(x, self.emit(arith.ConstantOp(IntegerAttr(1, i1)))))
 
     def cast(self, x: SSAValue, source: str, target: str) -> SSAValue:
-        """Widening `dataTypeCast` within one base (same type: no op)."""
+        """`dataTypeCast` within one base: widening, or float narrowing (same type: no op)."""
         if source == target or dtype_bits(source) == dtype_bits(target):
             return x
+        if dtype_is_float(source) and dtype_bits(target) < dtype_bits(source):
+            return self.emit(arith.TruncFOp(x, scalar_type(target)))
         if dtype_is_float(source):
             return self.emit(arith.ExtFOp(x, scalar_type(target)))
         return self.emit(arith.ExtSIOp(x, scalar_type(target)))

@@ -42,15 +42,27 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "lower-graph-to-tensor": lower_graph_to_tensor,
         "lower-tensor-to-loop": lower_tensor_to_loop,
         "lower-loop-to-llvm": lower_loop_to_llvm,
+        "fuse": lambda: import_module("dlc.passes.fuse").FusePass,
+        "plan-memory": lambda: import_module("dlc.passes.plan_memory").PlanMemoryPass,
+        "math-approx": lambda: import_module("dlc.lowering.math_approx").MathApproxPass,
         "canonicalize": lambda: import_module("dlc.passes.canonicalize").CanonicalizePass,
         "fold-constants": lambda: import_module("dlc.passes.fold_constants").FoldConstantsPass,
         "cse": lambda: import_module("dlc.passes.cse").CSEPass,
         "dce": lambda: import_module("dlc.passes.dce").DCEPass,
         "inline": lambda: import_module("dlc.passes.inline").InlinePass,
         "cfg-simplify": lambda: import_module("dlc.passes.cfg_simplify").CFGSimplifyPass,
-        "cfg-canonicalize": lambda: import_module("dlc.passes.cfg_canonicalize").CFGCanonicalizePass,
-        "literal-broadcasting-promotion": lambda: import_module("dlc.passes.literal_broadcasting_promotion").LiteralBroadcastingPromotionPass,
-        "matrix-chain-reorder": lambda: import_module("dlc.passes.matrix_chain_reorder").MatrixChainReorderPass,
+        "cfg-canonicalize": lambda: (
+            import_module("dlc.passes.cfg_canonicalize").CFGCanonicalizePass
+        ),
+        "literal-broadcasting-promotion": lambda: (
+            import_module(
+                "dlc.passes.literal_broadcasting_promotion"
+            ).LiteralBroadcastingPromotionPass
+        ),
+        "matrix-chain-reorder": lambda: (
+            import_module("dlc.passes.matrix_chain_reorder").MatrixChainReorderPass
+        ),
+        "differentiate": lambda: import_module("dlc.passes.differentiate").DifferentiatePass,
     }
 
 

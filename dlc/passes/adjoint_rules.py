@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, Union
+from typing import Any
 
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
 from xdsl.ir import Attribute, Block, Operation, SSAValue
@@ -29,7 +29,7 @@ from dlc.dialects.graph_literal import LiteralAttr
 from dlc.dialects.graph_tensor import int_array
 from dlc.dialects.graph_types import TensorType, TupleType, dtype_is_float, scalar
 
-Adj = Union[SSAValue, dict[int, "Adj"], None]
+Adj = SSAValue | dict[int, "Adj"] | None
 
 
 class Emitter:
@@ -43,7 +43,9 @@ class Emitter:
         copy_loc(self.where, op)
         return op
 
-    def emit(self, cls: type[GraphInstruction], operands: Sequence[SSAValue], **props: Attribute) -> SSAValue:
+    def emit(
+        self, cls: type[GraphInstruction], operands: Sequence[SSAValue], **props: Attribute
+    ) -> SSAValue:
         types = cls.infer([o.type for o in operands], dict(props), self.symbols)
         op = cls.create(operands=list(operands), result_types=types, properties=dict(props))
         return self.insert(op).results[0]
@@ -96,7 +98,9 @@ class Emitter:
         if not dims:
             return x
         init = self.c(0, x)
-        return self.emit(gt.ReduceOp, [x, init], combinator=StringAttr("add"), dims=int_array(sorted(dims)))
+        return self.emit(
+            gt.ReduceOp, [x, init], combinator=StringAttr("add"), dims=int_array(sorted(dims))
+        )
 
     def pad(self, x: SSAValue, index: int) -> SSAValue:
         return self.emit(gt.PadShapeOp, [x], index=IntAttr(index))
@@ -161,7 +165,9 @@ class Emitter:
         if t.rank == 0:
             axes = list(range(len(dims)))
         else:
-            axes = [i for i, (a, b) in enumerate(zip(dims, t.dims)) if b == 1 and a != 1]
+            axes = [
+                i for i, (a, b) in enumerate(zip(dims, t.dims, strict=False)) if b == 1 and a != 1
+            ]
         return self.reshape(self.reduce_add(g, axes), t.dims)
 
     def extract(self, x: SSAValue, keys: Sequence[int]) -> SSAValue:
@@ -197,8 +203,12 @@ UNARY_RULES: dict[str, UnaryRule] = {
     "asin": lambda e, d, x, f: e.div(d, e.unary("sqrt", e.sub(e.c(1, x), e.mul(x, x)))),
     "acos": lambda e, d, x, f: e.neg(e.div(d, e.unary("sqrt", e.sub(e.c(1, x), e.mul(x, x))))),
     "atan": lambda e, d, x, f: e.div(d, e.add(e.mul(x, x), e.c(1, x))),  # D/(1+x²)
-    "erf": lambda e, d, x, f: e.mul(d, e.mul(e.unary("exp", e.neg(e.mul(x, x))), e.c(TWO_OVER_SQRT_PI, x))),
-    "erfc": lambda e, d, x, f: e.mul(d, e.mul(e.unary("exp", e.neg(e.mul(x, x))), e.c(-TWO_OVER_SQRT_PI, x))),
+    "erf": lambda e, d, x, f: e.mul(
+        d, e.mul(e.unary("exp", e.neg(e.mul(x, x))), e.c(TWO_OVER_SQRT_PI, x))
+    ),
+    "erfc": lambda e, d, x, f: e.mul(
+        d, e.mul(e.unary("exp", e.neg(e.mul(x, x))), e.c(-TWO_OVER_SQRT_PI, x))
+    ),
     "lgamma": lambda e, d, x, f: e.mul(d, e.unary("digamma", x)),  # D·ψ(x)
     # piecewise constant: the derivative is 0 wherever it exists
     "sign": lambda e, d, x, f: None,
@@ -313,7 +323,9 @@ def reduce_rule(e: Emitter, op: gt.ReduceOp, d: SSAValue, want: set[int]) -> dic
     return out
 
 
-def concatenate_rule(e: Emitter, op: gt.ConcatenateOp, d: SSAValue, want: set[int]) -> dict[int, Adj]:
+def concatenate_rule(
+    e: Emitter, op: gt.ConcatenateOp, d: SSAValue, want: set[int]
+) -> dict[int, Adj]:
     axis = op.axis.data
     out: dict[int, Adj] = {}
     offset = 0
@@ -375,7 +387,7 @@ def extract_rule(e: Emitter, op: gm.ExtractOp, d: Adj, want: set[int]) -> dict[i
     for k in keys[:-1]:
         t = containers[-1]
         containers.append(t.types[k] if isinstance(t, TupleType) else _element(t))
-    for key, t in zip(reversed(keys), reversed(containers)):
+    for key, t in zip(reversed(keys), reversed(containers), strict=False):
         if isinstance(t, TupleType):
             d = {key: d}
         else:

@@ -39,10 +39,20 @@ from dlc.dialects.graph_tensor import (
     ints,
 )
 from dlc.dialects.graph_types import TensorType
-from dlc.passes.pass_support import bump, is_float, is_minus_zero, is_plus_zero, is_splat, splat, splat_value
+from dlc.passes.pass_support import (
+    bump,
+    is_float,
+    is_minus_zero,
+    is_plus_zero,
+    is_splat,
+    splat,
+    splat_value,
+)
 from dlc.runtime.reference import numpy_dtype
 
-Add, Sub, Mul, Div, Pow, Mod = (BINARY_OPS[k] for k in "add subtract multiply divide power modulo".split())
+Add, Sub, Mul, Div, Pow, Mod = (
+    BINARY_OPS[k] for k in "add subtract multiply divide power modulo".split()
+)
 Neg, Exp, Log = UNARY_OPS["negate"], UNARY_OPS["exp"], UNARY_OPS["log"]
 Rewrite = SSAValue | list[Operation] | None
 Rule = Callable[[Any], Rewrite]
@@ -69,6 +79,9 @@ class RulePattern(RewritePattern):
         if new.type != op.results[0].type:
             return
         rewriter.replace(op, [] if isinstance(out, SSAValue) else out, [new])
+        for helper in [] if isinstance(out, SSAValue) else out[:-1]:
+            for r in helper.results:
+                r._name = None  # type: ignore[attr-defined]  # DLVM names are unique per function
         bump("canonicalize", "rewrites applied")
 
 
@@ -116,7 +129,9 @@ def mul_one(op: Any) -> Rewrite:  # x * 1 -> x ; 1 * x -> x
 
 
 def mul_minus_one(op: Any) -> Rewrite:  # x * -1 -> -x ; -1 * x -> -x
-    return [Neg(op.lhs)] if is_splat(op.rhs, -1) else [Neg(op.rhs)] if is_splat(op.lhs, -1) else None
+    return (
+        [Neg(op.lhs)] if is_splat(op.rhs, -1) else [Neg(op.rhs)] if is_splat(op.lhs, -1) else None
+    )
 
 
 def mul_negated_pair(op: Any) -> Rewrite:  # (-x) * (-y) -> x * y
@@ -215,7 +230,9 @@ def reshape_reshape(op: Any) -> Rewrite:  # reshape(reshape x) -> shapeCast x (o
     if x.type == op.result.type:
         return x
     shape = int_array(op.result.type.dims)
-    return [ShapeCastOp.create(operands=[x], result_types=[op.result.type], properties={"shape": shape})]
+    return [
+        ShapeCastOp.create(operands=[x], result_types=[op.result.type], properties={"shape": shape})
+    ]
 
 
 def reverse_reverse(op: Any) -> Rewrite:  # reverse(reverse x along D) along D -> x
@@ -270,7 +287,11 @@ def fm_div_exp(op: Any) -> Rewrite:  # x / e^y -> x * e^(-y)
 
 def fm_div_pow(op: Any) -> Rewrite:  # x / y^z -> x * y^(-z)
     b = of(op.rhs, Pow)
-    return [n := Neg(b.rhs), p := Pow(b.lhs, n.result), Mul(op.lhs, p.result)] if b and is_float(op.lhs) else None
+    return (
+        [n := Neg(b.rhs), p := Pow(b.lhs, n.result), Mul(op.lhs, p.result)]
+        if b and is_float(op.lhs)
+        else None
+    )
 
 
 def fm_div_quotients(op: Any) -> Rewrite:  # (x/y) / (z/a) -> (x*a) / (y*z)
@@ -303,7 +324,9 @@ def fm_exp_log(op: Any) -> Rewrite:  # e^(log x) -> x (fast-math assumes no NaN:
     return g.operand if (g := of(op.operand, Log)) else None
 
 
-def _table(rules: dict[type[Operation], list[Rule]]) -> dict[type[Operation], tuple[RewritePattern, ...]]:
+def _table(
+    rules: dict[type[Operation], list[Rule]],
+) -> dict[type[Operation], tuple[RewritePattern, ...]]:
     return {cls: tuple(RulePattern(cls, r) for r in rs) for cls, rs in rules.items()}
 
 
@@ -334,8 +357,15 @@ FAST_MATH_PATTERNS = _table(
         Add: [fm_add_zero],
         Sub: [fm_sub_self, fm_sub_from_zero],
         Mul: [fm_mul_zero],
-        Div: [fm_div_self, fm_div_exp_exp, fm_div_exp, fm_div_pow, fm_div_quotients,
-              fm_div_quotient_lhs, fm_div_quotient_rhs],
+        Div: [
+            fm_div_self,
+            fm_div_exp_exp,
+            fm_div_exp,
+            fm_div_pow,
+            fm_div_quotients,
+            fm_div_quotient_lhs,
+            fm_div_quotient_rhs,
+        ],
         Pow: [fm_pow_exp],
         Mod: [fm_mod_self],
         Log: [fm_log_exp],

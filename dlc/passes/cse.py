@@ -11,9 +11,26 @@ from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 
 from dlc.dialects.graph import FuncOp, LiteralOp
-from dlc.passes.pass_support import bump, functions, is_pure, predecessors, pure_functions, reachable, successors
+from dlc.passes.pass_support import (
+    bump,
+    functions,
+    is_pure,
+    predecessors,
+    pure_functions,
+    reachable,
+    successors,
+)
 
-COMMUTATIVE = {"graph.add", "graph.multiply", "graph.min", "graph.max", "graph.and", "graph.or", "graph.equal", "graph.notEqual"}
+COMMUTATIVE = {
+    "graph.add",
+    "graph.multiply",
+    "graph.min",
+    "graph.max",
+    "graph.and",
+    "graph.or",
+    "graph.equal",
+    "graph.notEqual",
+}
 
 
 def dominator_tree(func: FuncOp) -> dict[Block, list[Block]]:

@@ -52,7 +52,10 @@ def remove_unused_args(func: FuncOp) -> int:
             assert pred.last_op is not None
             old = edges(pred.last_op)
             assert old is not None
-            new = [(b, [v for i, v in enumerate(args) if b is not block or i not in drop]) for b, args in old]
+            new = [
+                (b, [v for i, v in enumerate(args) if b is not block or i not in drop])
+                for b, args in old
+            ]
             rebuild_terminator(pred.last_op, new)
         for i in reversed(drop):
             block.erase_arg(block.args[i])

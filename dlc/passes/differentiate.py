@@ -47,7 +47,7 @@ from dlc.dialects.graph import (
     Symbols,
 )
 from dlc.dialects.graph_literal import LiteralAttr
-from dlc.dialects.graph_memory import ApplyOp, ExtractOp
+from dlc.dialects.graph_memory import ApplyOp
 from dlc.dialects.graph_types import FunctionType, TensorType, TupleType, dtype_is_float
 from dlc.dialects.graph_verify import adjoint_type, is_differentiable, value_name
 from dlc.passes.adjoint_rules import Adj, Emitter, differentiable_operands, rule_for
@@ -55,7 +55,7 @@ from dlc.passes.adjoint_rules import Adj, Emitter, differentiable_operands, rule
 MAX_BLOCK_COPIES = 4096
 ADJOINT_DECLS = ("adjoint", "gradient")
 DECL_PROPS = ("decl", "primal", "from_index", "wrt", "keeping", "seedable")
-MEMORY_WRITES = ("store", "copy", "push", "insert")
+MEMORY_WRITES = ("store", "copy", "push")
 
 
 def has_float(t: object) -> bool:
@@ -71,6 +71,15 @@ def is_adjoint_decl(op: Operation) -> bool:
 
 def has_adjoint_declarations(module: ModuleOp) -> bool:
     return any(is_adjoint_decl(op) for op in module.body.block.ops)
+
+
+def differentiated(module: ModuleOp) -> ModuleOp:
+    """`module` itself without adjoint declarations, else a differentiated clone."""
+    if not has_adjoint_declarations(module):
+        return module
+    work = module.clone()
+    Differentiator(work).run()
+    return work
 
 
 @dataclass(frozen=True)
@@ -116,7 +125,10 @@ class Differentiator:
             if primal is None or not is_adjoint_decl(primal):
                 break
             if primal in chain:
-                raise error_at(top, f"adjoint @{top.sym_name.data} depends on itself through @{primal.sym_name.data}")
+                raise error_at(
+                    top,
+                    f"adjoint @{top.sym_name.data} depends on itself through @{primal.sym_name.data}",
+                )
             chain.append(primal)
         for func in reversed(chain):
             FunctionDifferentiator(self, func).run()
@@ -188,7 +200,9 @@ class FunctionDifferentiator:
 
     def run(self) -> None:
         if not self.primal.body.blocks:
-            raise error_at(self.adjoint, f"cannot differentiate @{self.primal.sym_name.data}: it has no body")
+            raise error_at(
+                self.adjoint, f"cannot differentiate @{self.primal.sym_name.data}: it has no body"
+            )
         reject_loops(self.primal)
         leaves = self.unfold()
         for key in DECL_PROPS:
@@ -218,20 +232,25 @@ class FunctionDifferentiator:
         self.names.add("entry")
         self.adjoint.body.add_block(entry)
         mapping: dict[SSAValue, SSAValue] = {}
-        for old, new in zip(old_entry.args, entry.args):
+        for old, new in zip(old_entry.args, entry.args, strict=False):
             new._name = self.fresh(old._name)  # type: ignore[attr-defined]
             mapping[old] = new
             self.origin[new] = old
         if self.seedable:
             entry.args[-1]._name = self.fresh("seed")  # type: ignore[attr-defined]
         leaves: list[tuple[Block, list[Operation]]] = []
-        work: list[tuple[Block, Block, dict[SSAValue, SSAValue], list[Operation]]] = [(old_entry, entry, mapping, [])]
+        work: list[tuple[Block, Block, dict[SSAValue, SSAValue], list[Operation]]] = [
+            (old_entry, entry, mapping, [])
+        ]
         copies = 0
         while work:
             old, new, vm, path = work.pop()
             copies += 1
             if copies > MAX_BLOCK_COPIES:
-                raise error_at(self.adjoint, f"cannot differentiate @{self.primal.sym_name.data}: too many control-flow paths")
+                raise error_at(
+                    self.adjoint,
+                    f"cannot differentiate @{self.primal.sym_name.data}: too many control-flow paths",
+                )
             path = path + self.copy_ops(old, new, vm)
             term = old.last_op
             if isinstance(term, ReturnOp):
@@ -247,7 +266,7 @@ class FunctionDifferentiator:
                 break
             copy = op.clone(value_mapper=vm)
             copy_loc(op, copy)
-            for r_old, r_new in zip(op.results, copy.results):
+            for r_old, r_new in zip(op.results, copy.results, strict=False):
                 r_new._name = self.fresh(r_old._name)  # type: ignore[attr-defined]
                 self.origin[r_new] = self.origin.get(r_old, r_old)
             new.add_op(copy)
@@ -255,7 +274,11 @@ class FunctionDifferentiator:
         return ops
 
     def copy_successors(
-        self, term: Operation | None, new: Block, vm: dict[SSAValue, SSAValue], path: list[Operation]
+        self,
+        term: Operation | None,
+        new: Block,
+        vm: dict[SSAValue, SSAValue],
+        path: list[Operation],
     ) -> list[tuple[Block, Block, dict[SSAValue, SSAValue], list[Operation]]]:
         out = []
         if isinstance(term, BranchOp):
@@ -265,17 +288,20 @@ class FunctionDifferentiator:
         elif isinstance(term, ConditionalOp):
             then = self.alias_block(term.then_block, term.then_args, vm)
             other = self.alias_block(term.else_block, term.else_args, vm)
-            out += [(term.then_block, then[0], then[1], path), (term.else_block, other[0], other[1], path)]
+            out += [
+                (term.then_block, then[0], then[1], path),
+                (term.else_block, other[0], other[1], path),
+            ]
             branch = ConditionalOp(vm.get(term.cond, term.cond), then[0], [], other[0], [])
         else:
             assert isinstance(term, BranchEnumOp)
             dests = []
-            for case, block in zip(term.cases.data, term.dests):
+            for case, block in zip(term.cases.data, term.dests, strict=False):
                 copy = Block(arg_types=[a.type for a in block.args])
                 copy._name = self.fresh(block._name)  # type: ignore[attr-defined]
                 self.adjoint.body.add_block(copy)
                 vm2 = dict(vm)
-                for a_old, a_new in zip(block.args, copy.args):
+                for a_old, a_new in zip(block.args, copy.args, strict=False):
                     a_new._name = self.fresh(a_old._name)  # type: ignore[attr-defined]
                     vm2[a_old] = a_new
                 dests.append((case.data, copy))
@@ -285,13 +311,18 @@ class FunctionDifferentiator:
         new.add_op(branch)
         return out
 
-    def alias_block(self, block: Block, args: tuple[SSAValue, ...] | list[SSAValue], vm: dict[SSAValue, SSAValue]) -> tuple[Block, dict[SSAValue, SSAValue]]:
+    def alias_block(
+        self,
+        block: Block,
+        args: tuple[SSAValue, ...] | list[SSAValue],
+        vm: dict[SSAValue, SSAValue],
+    ) -> tuple[Block, dict[SSAValue, SSAValue]]:
         """A parameterless copy of `block` whose parameters alias the branch operands."""
         copy = Block()
         copy._name = self.fresh(block._name)  # type: ignore[attr-defined]
         self.adjoint.body.add_block(copy)
         vm2 = dict(vm)
-        for param, arg in zip(block.args, args):
+        for param, arg in zip(block.args, args, strict=False):
             vm2[param] = vm.get(arg, arg)
         return copy, vm2
 
@@ -317,7 +348,11 @@ class FunctionDifferentiator:
 
     def ones(self, e: Emitter) -> SSAValue:
         out = self.primal.function_type.output
-        source = out.types[self.source] if isinstance(out, TupleType) and self.source is not None else out
+        source = (
+            out.types[self.source]
+            if isinstance(out, TupleType) and self.source is not None
+            else out
+        )
         assert isinstance(source, TensorType)
         return e.splat(1, source)
 
@@ -371,7 +406,13 @@ def successors(block: Block) -> list[Block]:
 class PathSweep:
     """Activity analysis and the reverse sweep over the ops of one path."""
 
-    def __init__(self, fd: FunctionDifferentiator, ops: list[Operation], wrt: list[SSAValue], output: SSAValue):
+    def __init__(
+        self,
+        fd: FunctionDifferentiator,
+        ops: list[Operation],
+        wrt: list[SSAValue],
+        output: SSAValue,
+    ):
         self.fd, self.ops, self.output = fd, ops, output
         self.varied: set[SSAValue] = set(wrt)
         self.came_from: dict[SSAValue, SSAValue] = {}
@@ -382,9 +423,8 @@ class PathSweep:
             inputs = [v for v in op.operands if v in self.varied]
             if not inputs:
                 continue
-            if op.name.split(".")[-1] in MEMORY_WRITES and not isinstance(op, ExtractOp):
-                if op.name != "graph.insert":
-                    raise self.error(op, inputs[0])
+            if getattr(op, "OPCODE", "") in MEMORY_WRITES:
+                raise self.error(op, inputs[0])  # gradients are not tracked through memory
             for r in op.results:
                 if has_float(r.type):
                     self.varied.add(r)
@@ -446,8 +486,11 @@ class PathSweep:
             if seed is None:
                 continue
             if not isinstance(seed, SSAValue):
-                raise error_at(op, f"cannot differentiate the call to @{op.callee.data}: nested tuple results")
+                raise error_at(
+                    op, f"cannot differentiate the call to @{op.callee.data}: nested tuple results"
+                )
             grad = self.fd.owner.callee_adjoint(self.fd.adjoint, op, source)
+            e.symbols = self.fd.owner.symbols
             ftype = grad.function_type
             result = e.emit(ApplyOp, [*op.args, seed], callee=grad.sym_name, callee_type=ftype)
             args_type = op.callee_type.args

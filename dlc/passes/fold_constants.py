@@ -32,7 +32,11 @@ def literal_of(value: np.ndarray, t: TensorType) -> LiteralOp:
         return LiteralOp(LiteralAttr(scalar_tree(flat[0], t.dt)), t, inline=t.rank == 0)
     tree: Any = [scalar_tree(x, t.dt) for x in flat.tolist()]
     for n in reversed(t.dims):  # group innermost dimension first
-        tree = [("tensor", tuple(tree[i : i + n])) for i in range(0, len(tree), n)] if n else [("tensor", ())]
+        tree = (
+            [("tensor", tuple(tree[i : i + n])) for i in range(0, len(tree), n)]
+            if n
+            else [("tensor", ())]
+        )
     return LiteralOp(LiteralAttr(tree[0]), t)
 
 

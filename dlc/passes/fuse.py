@@ -16,8 +16,10 @@ Two rewrites, applied to every `tensor.func`:
 
    - `dup <= 1`: every element is still computed at most once (element-wise chains,
      permutations, a reduction reading each element once); or
-   - `cost == 0` and no consumer has reduction axes: pure data movement / broadcasting
-     (padShape, reshape, transpose, splat) folded into element-wise index expressions; or
+   - `cost == 0` and no consumer reads it at an index depending on a reduction index
+     variable: pure data movement / broadcasting (padShape, reshape, transpose, splat)
+     folded into index expressions, without turning a `dot` operand into strided
+     re-reads; or
    - `dup <= 8` and `cost * (dup - 1) <= 32`: a little recomputation of cheap work is
      cheaper than a store and reloads (e.g. softmax's `exp(x - max)` read by the sum
      and by the division).
@@ -119,6 +121,26 @@ def _uses(value: SSAValue) -> _Uses:
     return uses
 
 
+def _reads_at_reduction_index(consumer: tensor.ComputeOp, producer: SSAValue) -> bool:
+    """Some read of `producer` in `consumer` depends on a reduction index variable
+    (a `dot` reading its operand): the producer is read many times per element."""
+    block = consumer.body.block
+    reduction_args = set(block.args[len(consumer.domain) :])
+    if not reduction_args:
+        return False
+    for op in block.ops:
+        if not isinstance(op, tensor.ReadOp) or op.tensor != producer:
+            continue
+        stack: list[SSAValue] = list(op.indices)
+        while stack:
+            value = stack.pop()
+            if value in reduction_args:
+                return True
+            if isinstance(value.owner, Operation):
+                stack.extend(value.owner.operands)
+    return False
+
+
 def should_inline(producer: tensor.ComputeOp) -> bool:
     """The rule of the module docstring."""
     if producer.combinator is not None:
@@ -131,7 +153,7 @@ def should_inline(producer: tensor.ComputeOp) -> bool:
     if reads <= size:
         return True
     cost = body_cost(producer)
-    if cost == 0 and all(c.combinator is None for c in uses.reads):
+    if cost == 0 and not any(_reads_at_reduction_index(c, producer.result) for c in uses.reads):
         return True
     dup = reads / size
     return dup <= MAX_DUP and cost * (dup - 1) <= MAX_EXTRA_COST
@@ -156,7 +178,8 @@ def _replace_compute(old: tensor.ComputeOp, inputs: list[SSAValue]) -> tensor.Co
     parent = old.parent_block()
     assert parent is not None
     parent.insert_op_before(new, old)
-    old.result.replace_by(new.result)
+    old.result.replace_all_uses_with(new.result)
+    old.detach()
     old.erase()
     return new
 
@@ -170,12 +193,13 @@ def _inline_read(read: tensor.ReadOp, producer: tensor.ComputeOp) -> list[SSAVal
     read_tensors: list[SSAValue] = []
     for op in source.ops:
         if isinstance(op, tensor.YieldOp):
-            read.result.replace_by(mapping.get(op.value, op.value))
+            read.result.replace_all_uses_with(mapping.get(op.value, op.value))
             break
         copy = op.clone(mapping)
         block.insert_op_before(copy, read)
         if isinstance(copy, tensor.ReadOp):
             read_tensors.append(copy.tensor)
+    read.detach()
     read.erase()
     return read_tensors
 
@@ -195,6 +219,7 @@ def inline_into_consumers(producer: tensor.ComputeOp) -> None:
                 if t not in inputs:
                     inputs.append(t)
         _replace_compute(consumer, inputs)
+    producer.detach()
     producer.erase()
 
 
@@ -305,8 +330,8 @@ class FusePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         next_id = 0
         for func in op.body.block.ops:
-            if not isinstance(func, tensor.FuncOp):
-                continue
+            if not isinstance(func, tensor.FuncOp) or len(func.body.blocks) != 1:
+                continue  # multi-block (control flow) functions are not fused yet
             for member in func.body.block.ops:
                 member.attributes.pop(GROUP, None)
                 member.attributes.pop(INTERNAL, None)

@@ -121,7 +121,9 @@ def is_pure(op: Operation, pure: set[str]) -> bool:
 
 
 def is_dead(op: Operation, pure: set[str]) -> bool:
-    return not op.has_trait(IsTerminator) and is_pure(op, pure) and all(not r.uses for r in op.results)
+    return (
+        not op.has_trait(IsTerminator) and is_pure(op, pure) and all(not r.uses for r in op.results)
+    )
 
 
 def erase_dead_ops(module: ModuleOp, pure: set[str]) -> int:
@@ -172,7 +174,7 @@ def edges(term: Operation) -> list[Edge] | None:
 def rebuild_terminator(term: Operation, new_edges: list[Edge]) -> Operation:
     """Replace branch/conditional `term` by the same kind of op with `new_edges`."""
     if isinstance(term, BranchOp):
-        (dest, args), = new_edges
+        ((dest, args),) = new_edges
         new: Operation = BranchOp(dest, args)
     else:
         assert isinstance(term, ConditionalOp)
@@ -213,11 +215,7 @@ def reachable(entry: Block) -> list[Block]:
 def erase_blocks(blocks: list[Block]) -> None:
     """Erase `blocks` (their values must be unused outside them)."""
     for b in blocks:
-        for op in b.ops:
-            op.drop_all_references()
-    for b in blocks:
-        for op in list(b.ops):
-            b.erase_op(op, safe_erase=False)
         if b.parent is not None:
             b.parent.detach_block(b)
-        b.erase(safe_erase=False)
+    for b in blocks:
+        b.drop_all_references()

@@ -198,6 +198,7 @@ class CompiledFunction:
         self._pointer: Callable[[np.ndarray], int] = id if by_object else _data_pointer
         # Small calls keep the GIL (releasing and re-taking it costs more than the work).
         small = sum(t.num_elements for t in buffers) <= SMALL_CALL_ELEMENTS
+        small = small or self.name in getattr(jit, "keep_gil", ())  # arena: not reentrant
         factory = ctypes.PYFUNCTYPE if small else ctypes.CFUNCTYPE
         prototype = factory(None, *([ctypes.c_void_p] * len(buffers)))
         symbol = f"_dlc_py_{self.name}" if by_object else self.name
@@ -281,6 +282,18 @@ class CompiledModule:
         except KeyError:
             raise AttributeError(f"no function @{name} in the compiled module") from None
 
+    def stats(self, name: str) -> dict[str, int]:
+        """Compile report of function `name`: `loop_nests` (top-level loop nests run per
+        call), `buffers` (intermediate buffers), `arena_bytes`, `min_live_bytes`."""
+        from dlc.dialects import loop
+        from dlc.passes.plan_memory import function_stats
+
+        self[name]  # KeyError for an unknown function
+        for f in self._stages["loop"].body.block.ops:
+            if isinstance(f, loop.FuncOp) and f.sym_name.data == name:
+                return function_stats(f)
+        raise KeyError(f"@{name} has no loop-level code")
+
     def ir(self, level: str = "llvm") -> str:
         """The program at `level` (graph|tensor|loop|llvm; llvm = optimized LLVM IR)."""
         if level == "llvm":
@@ -301,6 +314,20 @@ def _context() -> Context:
     for name, factory in get_all_dialects().items():
         ctx.register_dialect(name, factory)
     return ctx
+
+
+def _arena_functions(stages: dict[str, ModuleOp]) -> set[str]:
+    """Functions whose code uses a static arena (see dlc/passes/plan_memory.py)."""
+    from dlc.passes.plan_memory import ARENA_BYTES
+
+    loop_level = stages.get("loop")
+    if loop_level is None:
+        return set()
+    return {
+        f.sym_name.data  # type: ignore[attr-defined]
+        for f in loop_level.body.block.ops
+        if getattr(f.attributes.get(ARENA_BYTES), "data", 0)
+    }
 
 
 def clone_located(module: ModuleOp) -> ModuleOp:
@@ -352,8 +379,27 @@ def check_symbols(llvm_level: ModuleOp, graph: ModuleOp) -> None:
         )
 
 
-def lower_to_llvm(module: ModuleOp) -> tuple[ModuleOp, dict[str, ModuleOp]]:
-    """Lower a clone of graph `module` to the llvm level; also return tensor/loop snapshots."""
+def level_passes(
+    opt_level: int = 2, *, fuse: bool = True, plan_memory: bool = True, fast_math_functions: bool = True
+) -> dict[str, list[Any]]:
+    """Passes run right after each lowering (issue 5): `fuse` on the tensor level
+    (opt_level >= 1), `plan-memory` and polynomial `math-approx` on the loop level."""
+    from dlc.lowering.math_approx import MathApproxPass
+    from dlc.passes.fuse import FusePass
+    from dlc.passes.plan_memory import PlanMemoryPass
+
+    tensor_passes: list[Any] = [FusePass()] if fuse and opt_level >= 1 else []
+    loop_passes: list[Any] = [PlanMemoryPass()] if plan_memory else []
+    loop_passes += [MathApproxPass()] if fast_math_functions else []
+    return {"tensor": tensor_passes, "loop": loop_passes}
+
+
+def lower_to_llvm(
+    module: ModuleOp, passes: dict[str, list[Any]] | None = None
+) -> tuple[ModuleOp, dict[str, ModuleOp]]:
+    """Lower a clone of graph `module` to the llvm level; also return tensor/loop snapshots.
+
+    `passes` maps a level to the passes run on it before its snapshot (`level_passes`)."""
     from dlc.lowering.lower_graph_to_tensor import LowerGraphToTensorPass
     from dlc.lowering.lower_loop_to_llvm import LowerLoopToLLVMPass
     from dlc.lowering.lower_tensor_to_loop import LowerTensorToLoopPass
@@ -366,22 +412,40 @@ def lower_to_llvm(module: ModuleOp) -> tuple[ModuleOp, dict[str, ModuleOp]]:
         ("loop", LowerTensorToLoopPass()),
     ):
         lowering.apply(ctx, work)
+        for extra in (passes or {}).get(level, ()):
+            extra.apply(ctx, work)
         work.verify()
         stages[level] = work.clone()
     LowerLoopToLLVMPass().apply(ctx, work)
     return work, stages
 
 
-def compile_graph_module(module: ModuleOp, *, opt_level: int = 2) -> CompiledModule:
-    """Compile every defined function of a verified graph module to native code."""
-    from dlc.dialects.graph import FuncOp as GraphFuncOp
+def compile_graph_module(
+    module: ModuleOp,
+    *,
+    opt_level: int = 2,
+    fuse: bool = True,
+    plan_memory: bool = True,
+    fast_math_functions: bool = True,
+) -> CompiledModule:
+    """Compile every defined function of a verified graph module to native code.
 
+    `fuse` (tensor-level fusion, at opt_level >= 1), `plan_memory` (one static arena per
+    function) and `fast_math_functions` (f32 exp/log/tanh as polynomials instead of libm
+    calls) can be turned off."""
+    from dlc.dialects.graph import FuncOp as GraphFuncOp
+    from dlc.passes.differentiate import differentiated
+
+    module = differentiated(module)  # adjoint declarations become definitions first
     funcs = {
         f.sym_name.data: f
         for f in module.body.block.ops
         if isinstance(f, GraphFuncOp) and not f.is_declaration and f.body.blocks
     }
-    llvm_level, stages = lower_to_llvm(module)
+    passes = level_passes(
+        opt_level, fuse=fuse, plan_memory=plan_memory, fast_math_functions=fast_math_functions
+    )
+    llvm_level, stages = lower_to_llvm(module, passes)
     check_symbols(llvm_level, module)
     defined = {
         f.sym_name.data: f
@@ -393,4 +457,5 @@ def compile_graph_module(module: ModuleOp, *, opt_level: int = 2) -> CompiledMod
         n_args = len(defined[name].function_type.inputs.data)
         llvm_level.body.block.add_op(python_entry(name, n_args, DATA_OFFSET))
     jit = JITModule(llvm_level, opt_level)
+    jit.keep_gil = _arena_functions(stages)  # planned arenas are not reentrant
     return CompiledModule(module.clone(), stages, jit, funcs, native)

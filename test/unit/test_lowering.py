@@ -209,7 +209,7 @@ def test_unsupported_integer_width() -> None:
     _expect_unsupported(make_module(fb.ret(y)), "i33 data type", 2)
 
 
-def test_control_flow_is_unsupported() -> None:
+def test_control_flow_lowers_to_a_tensor_cfg() -> None:
     entry = Block(arg_types=[T((), "bool")])
     exit_block = Block()
     exit_block.add_op(graph.ReturnOp())
@@ -219,7 +219,11 @@ def test_control_flow_is_unsupported() -> None:
     func = graph.FuncOp(
         "f", FunctionType([T((), "bool")], TupleType([])), Region([entry, exit_block])
     )
-    _expect_unsupported(make_module(func), "conditional", 9)
+    lowered = only_func(to_tensor(make_module(func)))
+    assert isinstance(lowered, tensor.FuncOp)
+    assert len(lowered.body.blocks) == 2
+    assert isinstance(lowered.body.blocks[0].last_op, tensor.CondBrOp)
+    assert isinstance(lowered.body.blocks[1].last_op, tensor.ReturnOp)
 
 
 # ---------------------------------------------------------------------------

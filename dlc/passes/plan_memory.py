@@ -1,0 +1,280 @@
+"""plan-memory: place every intermediate buffer of a `loop.func` in one static arena.
+
+Liveness is measured on the function body's top-level ops (allocs, loop nests, copies,
+calls): a buffer is live from the first to the last top-level op that touches it. Two
+buffers may share bytes when their live ranges are disjoint. In place: a buffer B whose
+first writer N is the last reader of a buffer A of the same shape and element type
+takes A's bytes when N reads A and writes B only at one and the same index list made of
+N's loop induction variables (an element-wise access pattern: iteration `i` reads
+`A[i]` before or while writing `B[i]`, no other iteration touches element `i`).
+Function arguments (the caller's arrays) are never reused.
+
+Offsets are chosen like nGraph's / TFLite's planners: greedy lowest-offset fit against
+already placed, live-overlapping buffers, trying two orders (largest first, and first
+defined first) and keeping the smaller arena. Sizes are rounded up to the 64-byte
+alignment; `min_live_bytes` (the lower bound: the largest total size of buffers live at
+one time) uses the same rounded sizes.
+
+The arena is allocated once per function, on its first call (`lower-loop-to-llvm`
+emits a zero-initialized global pointer and a getter that allocates on first use), not
+per call; so a planned function is not reentrant: functions that can call themselves
+(through `loop.call`) are left unplanned, and the runtime keeps the GIL while calling a
+planned function.
+
+Rewrite: each planned `loop.alloc` gets the attribute `arena_offset = <bytes>`, its
+`loop.dealloc` is erased, and the function gets `dlc.arena_bytes` and
+`dlc.min_live_bytes`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import IntAttr, MemRefType, ModuleOp
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from dlc.dialects import loop
+
+ALIGN = 64
+OFFSET = "arena_offset"
+ARENA_BYTES = "dlc.arena_bytes"
+MIN_LIVE_BYTES = "dlc.min_live_bytes"
+_ELEMENT_BYTES = {"f16": 2, "f32": 4, "f64": 8, "i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8}
+
+
+def buffer_bytes(mtype: MemRefType) -> int:
+    """Bytes of a buffer rounded up to the arena alignment (at least one unit)."""
+    count = 1
+    for dim in mtype.get_shape():
+        count *= dim
+    nbytes = count * _ELEMENT_BYTES.get(str(mtype.element_type), 8)
+    return max(ALIGN, (nbytes + ALIGN - 1) // ALIGN * ALIGN)
+
+
+def _top_level(op: Operation, body: Block) -> Operation:
+    while op.parent_block() is not body:
+        parent = op.parent_op()
+        assert parent is not None
+        op = parent
+    return op
+
+
+@dataclass
+class Slot:
+    """Bytes shared by one buffer or an in-place chain of buffers."""
+
+    allocs: list[loop.AllocOp]
+    size: int
+    start: int
+    end: int
+    offset: int = 0
+
+    def overlaps(self, other: Slot) -> bool:
+        return self.start <= other.end and other.start <= self.end
+
+
+@dataclass
+class _Buffer:
+    alloc: loop.AllocOp
+    first: int
+    last: int
+    writer: Operation | None = None  # the first top-level user
+
+
+def _buffers(func: loop.FuncOp) -> list[_Buffer]:
+    body = func.body.block
+    position = {op: i for i, op in enumerate(body.ops)}
+    out = []
+    for op in body.ops:
+        if not isinstance(op, loop.AllocOp):
+            continue
+        users = [
+            _top_level(use.operation, body)
+            for use in op.res.uses
+            if not isinstance(use.operation, loop.DeallocOp)
+        ]
+        if not users:
+            out.append(_Buffer(op, position[op], position[op]))
+            continue
+        writer = min(users, key=lambda u: position[u])
+        at = [position[u] for u in users]
+        out.append(_Buffer(op, min(at), max(at), writer))
+    return out
+
+
+def _loop_ivs(nest: Operation) -> set[SSAValue]:
+    return {o.iv for o in nest.walk() if isinstance(o, loop.ForOp)}
+
+
+def elementwise_in_place(nest: Operation, source: SSAValue, dest: SSAValue) -> bool:
+    """`nest` reads `source` and writes `dest` only at one common list of distinct ivs."""
+    if source.type != dest.type:
+        return False
+    ivs = _loop_ivs(nest)
+    index_lists: set[tuple[SSAValue, ...]] = set()
+    for op in nest.walk():
+        if any(v in (source, dest) for v in op.operands):
+            if not isinstance(op, loop.LoadOp | loop.StoreOp):
+                return False
+            if isinstance(op, loop.LoadOp) and op.buffer == dest:
+                return False
+            if isinstance(op, loop.StoreOp) and op.buffer == source:
+                return False
+            if isinstance(op, loop.StoreOp) and op.value in (source, dest):
+                return False
+            index_lists.add(tuple(op.indices))
+    if len(index_lists) != 1:
+        return False
+    (indices,) = index_lists
+    return len(set(indices)) == len(indices) and all(i in ivs for i in indices)
+
+
+def _slots(buffers: list[_Buffer]) -> list[Slot]:
+    """One slot per buffer, merging in-place chains; intervals in half-steps."""
+    slot_of: dict[loop.AllocOp, Slot] = {}
+    slots: list[Slot] = []
+    by_last: dict[int, list[_Buffer]] = {}
+    for buf in buffers:
+        by_last.setdefault(buf.last, []).append(buf)
+    taken: set[loop.AllocOp] = set()
+    for buf in sorted(buffers, key=lambda b: b.first):
+        size = buffer_bytes(buf.alloc.res.type)
+        donor = _in_place_donor(buf, by_last.get(buf.first, []), taken)
+        if donor is not None:
+            taken.add(donor.alloc)
+            slot = slot_of[donor.alloc]
+            slot.allocs.append(buf.alloc)
+            slot.end = 2 * buf.last
+            slot_of[buf.alloc] = slot
+            continue
+        slot = Slot([buf.alloc], size, 2 * buf.first, 2 * buf.last)
+        slots.append(slot)
+        slot_of[buf.alloc] = slot
+    return slots
+
+
+def _in_place_donor(
+    buf: _Buffer, candidates: list[_Buffer], taken: set[loop.AllocOp]
+) -> _Buffer | None:
+    """A buffer dead after `buf`'s first writer whose bytes `buf` can take over."""
+    writer = buf.writer
+    if writer is None:
+        return None
+    for cand in candidates:
+        if cand is buf or cand.alloc in taken or cand.first == buf.first:
+            continue
+        if elementwise_in_place(writer, cand.alloc.res, buf.alloc.res):
+            return cand
+    return None
+
+
+def _place(slots: list[Slot], order: list[Slot]) -> int:
+    """Greedy lowest-offset fit in `order`; returns the arena size."""
+    placed: list[Slot] = []
+    top = 0
+    for slot in order:
+        offset = 0
+        for other in sorted((p for p in placed if p.overlaps(slot)), key=lambda p: p.offset):
+            if offset + slot.size <= other.offset:
+                break
+            offset = max(offset, other.offset + other.size)
+        slot.offset = offset
+        placed.append(slot)
+        top = max(top, offset + slot.size)
+    return top
+
+
+def plan_slots(slots: list[Slot]) -> int:
+    """Assign offsets (best of two orders); returns the arena size."""
+    best, best_offsets = None, None
+    for key in (lambda s: (-s.size, s.start), lambda s: (s.start, -s.size)):
+        size = _place(slots, sorted(slots, key=key))
+        if best is None or size < best:
+            best, best_offsets = size, [s.offset for s in slots]
+    assert best_offsets is not None
+    for slot, offset in zip(slots, best_offsets, strict=True):
+        slot.offset = offset
+    return best or 0
+
+
+def min_live_bytes(slots: list[Slot]) -> int:
+    """Largest total size of slots live at one time (the arena's lower bound)."""
+    points = {s.start for s in slots}
+    return max((sum(s.size for s in slots if s.start <= t <= s.end) for t in points), default=0)
+
+
+def _recursive(func: loop.FuncOp, funcs: dict[str, loop.FuncOp]) -> bool:
+    """`func` can reach itself through `loop.call`."""
+    name = func.sym_name.data
+    seen: set[str] = set()
+    stack = [func]
+    while stack:
+        current = stack.pop()
+        for op in current.walk():
+            if not isinstance(op, loop.CallOp):
+                continue
+            callee = op.callee.data
+            if callee == name:
+                return True
+            if callee not in seen and callee in funcs:
+                seen.add(callee)
+                stack.append(funcs[callee])
+    return False
+
+
+def plan_function(func: loop.FuncOp) -> None:
+    """Assign arena offsets to `func`'s allocs and drop their deallocs."""
+    slots = _slots(_buffers(func))
+    arena = plan_slots(slots)
+    for slot in slots:
+        for alloc in slot.allocs:
+            alloc.attributes[OFFSET] = IntAttr(slot.offset)
+            for use in list(alloc.res.uses):
+                if isinstance(use.operation, loop.DeallocOp):
+                    use.operation.detach()
+                    use.operation.erase()
+    func.attributes[ARENA_BYTES] = IntAttr(arena)
+    func.attributes[MIN_LIVE_BYTES] = IntAttr(min_live_bytes(slots))
+
+
+def function_stats(func: loop.FuncOp) -> dict[str, int]:
+    """The compile report of one loop-level function (after planning, if it ran)."""
+    body = func.body.block
+    allocs = [op for op in body.walk() if isinstance(op, loop.AllocOp)]
+    arena = func.attributes.get(ARENA_BYTES)
+    min_live = func.attributes.get(MIN_LIVE_BYTES)
+    if min_live is None:  # unplanned: every buffer has its own heap block
+        min_live_value = min_live_bytes(_slots(_buffers(func)))
+        arena_value = sum(buffer_bytes(a.res.type) for a in allocs)
+    else:
+        min_live_value = min_live.data  # type: ignore[attr-defined]
+        arena_value = arena.data  # type: ignore[union-attr]
+    return {
+        "loop_nests": sum(1 for op in body.ops if isinstance(op, loop.ForOp)),
+        "buffers": len(allocs),
+        "arena_bytes": arena_value,
+        "min_live_bytes": min_live_value,
+    }
+
+
+class PlanMemoryPass(ModulePass):
+    """Loop level: give every intermediate buffer an offset in one per-function arena.
+
+    Input: verified loop level. Output: the same functions; planned `loop.alloc`s carry
+    `arena_offset`, their `loop.dealloc`s are gone, and each planned `loop.func` carries
+    `dlc.arena_bytes` / `dlc.min_live_bytes`. Functions that may call themselves are
+    left unchanged. See the module docstring for the liveness and in-place rules.
+    """
+
+    name = "plan-memory"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        funcs = {f.sym_name.data: f for f in op.body.block.ops if isinstance(f, loop.FuncOp)}
+        for func in funcs.values():
+            if OFFSET in func.attributes or ARENA_BYTES in func.attributes:
+                continue
+            if len(func.body.blocks) != 1 or _recursive(func, funcs):
+                continue  # multi-block (control flow) functions are not planned yet
+            plan_function(func)
