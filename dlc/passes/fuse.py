@@ -10,7 +10,8 @@ Two rewrites, applied to every `tensor.func`:
 
    The rule that keeps work from being duplicated. Let `reads` be the number of element
    reads of P over all consumers (each consumer's domain size x reduction size x its
-   number of `tensor.read`s of P), `dup = reads / size(P)`, and `cost` P's scalar work
+   number of distinct index lists of `tensor.read`s of P; reads at the same index
+   values are one read, LLVM's GVN merges them), `dup = reads / size(P)`, and `cost` P's scalar work
    per element (math functions 20, divisions 8, other float/integer ops 1; reads,
    constants and i64 index arithmetic 0). P is inlined when
 
@@ -22,7 +23,8 @@ Two rewrites, applied to every `tensor.func`:
      re-reads; or
    - `dup <= 8` and `cost * (dup - 1) <= 32`: a little recomputation of cheap work is
      cheaper than a store and reloads (e.g. softmax's `exp(x - max)` read by the sum
-     and by the division).
+     and by the division), unless some consumer reads it at a reduction-dependent
+     index more than once per element (a `dot` operand).
 
    Anything else stays materialized; in particular a producer read by a `dot` (read
    `N` times per element) or an expensive producer read by several consumers.
@@ -103,6 +105,7 @@ class _Uses:
     """How a producer is used: reads per consumer, or `blocked` for other uses."""
 
     reads: dict[tensor.ComputeOp, int] = field(default_factory=dict)
+    indices: dict[tensor.ComputeOp, set[tuple[SSAValue, ...]]] = field(default_factory=dict)
     blocked: bool = False
 
 
@@ -113,7 +116,8 @@ def _uses(value: SSAValue) -> _Uses:
         if isinstance(user, tensor.ReadOp):
             compute = user.parent_op()
             assert isinstance(compute, tensor.ComputeOp)
-            uses.reads[compute] = uses.reads.get(compute, 0) + 1
+            uses.indices.setdefault(compute, set()).add(tuple(user.indices))
+            uses.reads[compute] = len(uses.indices[compute])  # distinct index lists
         elif isinstance(user, tensor.ComputeOp) and use.index < len(user.inputs):
             continue  # the operand list entry; its reads are counted above
         else:
@@ -155,6 +159,9 @@ def should_inline(producer: tensor.ComputeOp) -> bool:
     cost = body_cost(producer)
     if cost == 0 and not any(_reads_at_reduction_index(c, producer.result) for c in uses.reads):
         return True
+    for consumer, n in uses.reads.items():  # a dot re-reading each element: keep it
+        if _points(consumer) * n > size and _reads_at_reduction_index(consumer, producer.result):
+            return False
     dup = reads / size
     return dup <= MAX_DUP and cost * (dup - 1) <= MAX_EXTRA_COST
 
