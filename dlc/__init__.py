@@ -78,13 +78,23 @@ def print_module(module: ModuleOp) -> str:
     return _print_module(module)
 
 
-def compile(text: str | bytes, *, opt_level: int = 2, filename: str = "<string>") -> CompiledModule:
-    """Parse, verify, lower and JIT-compile DLVM text; functions are called with NumPy arrays."""
+def compile(
+    text: str | bytes,
+    *,
+    opt_level: int = 2,
+    filename: str = "<string>",
+    bounds_check: bool | None = None,
+) -> CompiledModule:
+    """Parse, verify, lower and JIT-compile DLVM text; functions are called with NumPy arrays.
+
+    `bounds_check=True` guards every generated load and store: a violation raises
+    IndexError("FILE:LINE:COL: out-of-bounds ...") from the call (None: the environment
+    variable DLC_BOUNDS_CHECK=1)."""
     from dlc.runtime.compiled import compile_graph_module
 
     level = _check_opt_level(opt_level)
     module = parse(text, filename)
-    return compile_graph_module(module, opt_level=level)
+    return compile_graph_module(module, opt_level=level, bounds_check=bounds_check)
 
 
 def compile_file(path: str | os.PathLike[str], *, opt_level: int = 2) -> CompiledModule:

@@ -423,6 +423,18 @@ class ExternCallOp(IRDLOperation):
 
 
 @irdl_op_definition
+class TrapOp(IRDLOperation):
+    """`loop.trap`: set the module's status word to this trap's message and return from
+    the function (callers return too after each `loop.call`); Python raises TrapError."""
+
+    name = "loop.trap"
+    message = prop_def(StringAttr)
+
+    def __init__(self, message: str) -> None:
+        super().__init__(properties={"message": StringAttr(message)})
+
+
+@irdl_op_definition
 class RemFOp(IRDLOperation):
     """Float remainder with the sign of the dividend (C `fmod`); xDSL's arith has no remf."""
 
@@ -472,6 +484,7 @@ Loop = Dialect(
         BrOp,
         CondBrOp,
         ExternCallOp,
+        TrapOp,
         RemFOp,
         ErfcOp,
     ],

@@ -229,6 +229,16 @@ class CallOp(IRDLOperation):
 
 
 @irdl_op_definition
+class TrapOp(IRDLOperation):
+    """`tensor.trap`: stop the program; the call from Python raises `TrapError`."""
+
+    name = "tensor.trap"
+
+    def __init__(self) -> None:
+        super().__init__()
+
+
+@irdl_op_definition
 class ConstantOp(IRDLOperation):
     """`tensor.constant`: a literal tensor with dense data (bool data as i1)."""
 
@@ -385,7 +395,7 @@ class YieldOp(IRDLOperation):
 
 Tensor = Dialect(
     "tensor",
-    [FuncOp, ReturnOp, BrOp, CondBrOp, CallOp, ConstantOp, ComputeOp, ReadOp, YieldOp],
+    [FuncOp, ReturnOp, BrOp, CondBrOp, CallOp, TrapOp, ConstantOp, ComputeOp, ReadOp, YieldOp],
     [],
 )
 
@@ -400,6 +410,7 @@ __all__ = [
     "ReturnOp",
     "SUPPORTED_DTYPES",
     "Tensor",
+    "TrapOp",
     "YieldOp",
     "scalar_type",
 ]

@@ -64,7 +64,11 @@ def _clamped(
     """(index into the undilated operand, validity i1 or None when always valid)."""
     if not check and dilation == 1:
         return pos, None
-    valid = s.emit(arith.AndIOp(s.cmpi("sge", pos, s.index(0)), s.cmpi("slt", pos, s.index((size - 1) * dilation + 1))))
+    valid = s.emit(
+        arith.AndIOp(
+            s.cmpi("sge", pos, s.index(0)), s.cmpi("slt", pos, s.index((size - 1) * dilation + 1))
+        )
+    )
     if dilation != 1:
         rem = s.emit(arith.RemSIOp(pos, s.index(dilation)))
         valid = s.emit(arith.AndIOp(valid, s.cmpi("eq", rem, s.index(0))))
@@ -124,7 +128,12 @@ def lower_convolve(b: Builder, op: Operation, args: list[Lowered]) -> Lowered:
         indices, valid = [i[0], channel], None
         for d in range(n):
             pos = _position(
-                s, i[2 + d], cfg["strides"][d], taps[d], cfg["right_dilation"][d], cfg["padding"][2 * d]
+                s,
+                i[2 + d],
+                cfg["strides"][d],
+                taps[d],
+                cfg["right_dilation"][d],
+                cfg["padding"][2 * d],
             )
             index, ok = _clamped(s, pos, xt.dims[2 + d], cfg["left_dilation"][d], checks[d])
             indices.append(index)
@@ -216,9 +225,7 @@ def _identity(comb: str, dtype: str) -> int | float | bool:
     if dtype_is_float(dtype):
         return {"add": -0.0, "multiply": 1.0, "min": math.inf, "max": -math.inf}[comb]
     bits = int(dtype[1:])
-    return {"add": 0, "multiply": 1, "min": (1 << (bits - 1)) - 1, "max": -(1 << (bits - 1))}[
-        comb
-    ]
+    return {"add": 0, "multiply": 1, "min": (1 << (bits - 1)) - 1, "max": -(1 << (bits - 1))}[comb]
 
 
 def lower_scan(b: Builder, op: Operation, args: list[Lowered]) -> Lowered:
@@ -249,9 +256,7 @@ def _scan_dim(
         return s.select(inside, value, s.const(identity, out.dt))
 
     init = Splat(identity, TensorType((), out.dt))
-    return build_compute(
-        b, out, body, reduction=[out.dims[dim]], combinator=comb, init=init
-    ).result
+    return build_compute(b, out, body, reduction=[out.dims[dim]], combinator=comb, init=init).result
 
 
 RULES = {

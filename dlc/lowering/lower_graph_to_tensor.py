@@ -267,13 +267,19 @@ class FunctionLowering:
             else_args = self.edge(b, op.else_args)
             b.insert(
                 tensor.CondBrOp(
-                    cond, self.blocks[op.then_block], then_args, self.blocks[op.else_block], else_args
+                    cond,
+                    self.blocks[op.then_block],
+                    then_args,
+                    self.blocks[op.else_block],
+                    else_args,
                 )
             )
         elif isinstance(op, gm.ApplyOp):
             self.lower_apply(b, op)
         elif isinstance(op, graph.GlobalRefOp):
             self.values[op.result] = []  # a function: no tensor value
+        elif isinstance(op, gm.TrapOp):
+            b.insert(tensor.TrapOp())
         else:
             args = [self.values[o] for o in op.operands]
             self.values[op.results[0]] = self.dispatch(b, op, args)
@@ -291,14 +297,18 @@ class FunctionLowering:
             raise UnsupportedOp(f"apply of the {callee.decl.data} declaration @{op.callee.data}")  # type: ignore[union-attr]
         ftype = op.callee_type
         args = self.edge(b, op.args)
-        out_types: list[TensorType] = [] if graph.is_void(ftype.output) else flatten_type(ftype.output)
+        out_types: list[TensorType] = (
+            [] if graph.is_void(ftype.output) else flatten_type(ftype.output)
+        )
         if extern and any(t.rank != 0 for t in (*(a.type for a in args), *out_types)):  # type: ignore[attr-defined]
             raise UnsupportedOp(
                 f"apply of the extern function @{op.callee.data}: extern functions take and "
                 "return scalars only"
             )
         if extern and len(out_types) > 1:
-            raise UnsupportedOp(f"apply of the extern function @{op.callee.data} with a tuple result")
+            raise UnsupportedOp(
+                f"apply of the extern function @{op.callee.data} with a tuple result"
+            )
         call = b.insert(tensor.CallOp(op.callee.data, args, out_types, extern=extern))
         if op.results:
             self.values[op.results[0]] = unflatten(ftype.output, iter(call.res))
@@ -309,6 +319,8 @@ class FunctionLowering:
             return  # a function use (combinator); its users decide
         if isinstance(op, graph.ReturnOp | graph.BranchOp | graph.ConditionalOp | gm.ApplyOp):
             pass
+        elif isinstance(op, gm.TrapOp):
+            return
         elif not isinstance(op, graph.LiteralOp) and (rule_for(op) is None or not op.results):
             raise error_at(op, UNSUPPORTED + _terminator_opcode(getattr(op, "OPCODE", op.name)))
         for r in op.results:

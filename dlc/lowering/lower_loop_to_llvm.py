@@ -10,8 +10,10 @@ from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DictionaryAttr,
+    IntegerAttr,
     MemRefType,
     ModuleOp,
+    StringAttr,
     UnitAttr,
     i1,
     i64,
@@ -19,7 +21,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
-from dlc.diagnostics import error_at
+from dlc.diagnostics import error_at, get_loc
 from dlc.dialects import loop
 from dlc.lowering.arena_llvm import arena_alloc, arena_support
 from dlc.lowering.loop_to_llvm_scalar import const, icmp, lower_scalar_op
@@ -54,6 +56,26 @@ class _Frame:
     on_yield: Callable[[loop.YieldOp], None] | None = None
 
 
+STATUS = "_dlc_status"
+"""i64 global of a compiled module: 0, or the 1-based index of a message in the
+module attribute `dlc.messages` ("trap\t<text>" or "bounds\t<text>") recorded by the
+first trap / out-of-bounds access. The Python caller reads and resets it after a call
+(not thread-safe: calls of one module from several threads share it)."""
+
+
+@dataclass
+class StatusTable:
+    """Messages of traps and bounds checks; `used` when the status global is needed."""
+
+    bounds_check: bool = False
+    messages: list[str] = field(default_factory=list)
+    used: bool = False
+
+    def code(self, kind: str, text: str) -> int:
+        self.messages.append(f"{kind}\t{text}")
+        return len(self.messages)
+
+
 @dataclass
 class _FuncEmitter:
     """Lowers one `loop.func` into the blocks of an `llvm.func`, without recursion.
@@ -69,6 +91,7 @@ class _FuncEmitter:
     block: Block | None = None
     frames: list[_Frame] = field(default_factory=list)
     successors: dict[Block, Block] = field(default_factory=dict)
+    status: StatusTable | None = None
 
     def emit(self, op: Operation) -> SSAValue:
         assert self.block is not None
@@ -117,10 +140,15 @@ class _FuncEmitter:
             case loop.BrOp():
                 self.emit(llvm.BrOp(self.successors[op.dest]))
             case loop.CondBrOp():
-                then_block, else_block = (self.successors[op.then_block], self.successors[op.else_block])
+                then_block, else_block = (
+                    self.successors[op.then_block],
+                    self.successors[op.else_block],
+                )
                 self.emit(llvm.CondBrOp(self.get(op.cond), then_block, [], else_block, []))
             case loop.ExternCallOp():
                 self.lower_extern_call(op)
+            case loop.TrapOp():
+                self.lower_trap(op)
             case loop.LoadOp():
                 ptr, align = self.address(op, op.buffer, op.indices)
                 self.values[op.res] = self.emit(llvm.LoadOp(ptr, op.res.type, alignment=align))
@@ -211,6 +239,8 @@ class _FuncEmitter:
         for dim, index in zip(shape[1:], indices[1:], strict=True):
             scaled = self.emit(llvm.MulOp(linear, const(self, dim, i64)))
             linear = self.emit(llvm.AddOp(scaled, self.get(index)))
+        if self.status is not None and self.status.bounds_check:
+            linear = self.checked(op, linear, indices, shape)
         gep = llvm.GEPOp(
             base, [llvm.GEP_USE_SSA_VAL], mtype.element_type, ssa_indices=[linear], inbounds=True
         )
@@ -241,11 +271,68 @@ class _FuncEmitter:
             case loop.CallOp():
                 buffers = [self.get(v) for v in op.buffers]
                 self.emit(llvm.CallOp(op.callee.data, *buffers))
+                self.return_if_status()
+
+    def status_address(self) -> SSAValue:
+        assert self.status is not None
+        self.status.used = True
+        return self.emit(llvm.AddressOfOp(STATUS, PTR))
+
+    def return_if_status(self) -> None:
+        """After a call: return at once when the callee trapped (status word set)."""
+        if self.status is None:
+            return
+        word = self.emit(llvm.LoadOp(self.status_address(), i64, alignment=8))
+        failed = icmp(self, "ne", word, const(self, 0, i64))
+        leave, resume = Block(), Block()
+        self.emit(llvm.CondBrOp(failed, leave, [], resume, []))
+        self.start(leave)
+        self.emit(llvm.ReturnOp())
+        self.start(resume)
+
+    def lower_trap(self, op: loop.TrapOp) -> None:
+        """status = id of the message; return (the rest of the block is unreachable)."""
+        if self.status is None:
+            raise error_at(op, "not supported by the code generator yet: loop.trap")
+        code = self.status.code("trap", op.message.data)
+        self.emit(llvm.StoreOp(const(self, code, i64), self.status_address(), alignment=8))
+        self.emit(llvm.ReturnOp())
+        self.start(Block())
+
+    def checked(
+        self, op: Operation, linear: SSAValue, indices: Sequence[SSAValue], shape
+    ) -> SSAValue:
+        """Bounds check: an out-of-range index records the op's message in the status
+        word (the first violation wins) and accesses element 0 instead."""
+        assert self.status is not None
+        bad = None
+        for dim, index in zip(shape, indices, strict=True):
+            out = icmp(self, "uge", self.get(index), const(self, dim, i64))
+            bad = out if bad is None else self.emit(llvm.OrOp(bad, out))
+        loc = get_loc(op)
+        where = f"{loc.filename}:{loc.line}:{loc.column}: " if loc is not None else ""
+        kind = "load from" if isinstance(op, loop.LoadOp) else "store to"
+        text = f"{where}out-of-bounds {kind} a buffer of shape {list(shape)} ({op.name})"
+        code = self.status.code("bounds", text)
+        address = self.status_address()
+        word = self.emit(llvm.LoadOp(address, i64, alignment=8))
+        first = icmp(self, "eq", word, const(self, 0, i64))
+        record = self.emit(llvm.AndOp(bad, first))
+        self.emit(
+            llvm.StoreOp(
+                self.emit(llvm.SelectOp(record, const(self, code, i64), word)), address, alignment=8
+            )
+        )
+        return self.emit(llvm.SelectOp(bad, const(self, 0, i64), linear))
 
 
-def lower_func(func: loop.FuncOp, externals: dict[str, llvm.LLVMFunctionType]) -> llvm.FuncOp:
+def lower_func(
+    func: loop.FuncOp,
+    externals: dict[str, llvm.LLVMFunctionType],
+    status: StatusTable | None = None,
+) -> llvm.FuncOp:
     """`loop.func @f(memrefs)` -> `llvm.func @f(ptr noalias, ...) -> void`."""
-    body = _FuncEmitter(externals).lower(func)
+    body = _FuncEmitter(externals, status=status).lower(func)
     n_args = len(func.args)
     noalias = DictionaryAttr({"llvm.noalias": UnitAttr()})
     return llvm.FuncOp(
@@ -261,6 +348,7 @@ def _declaration(name: str, ftype: llvm.LLVMFunctionType) -> llvm.FuncOp:
     return llvm.FuncOp(name, ftype, linkage=llvm.LinkageAttr("external"))
 
 
+@dataclass(frozen=True)
 class LowerLoopToLLVMPass(ModulePass):
     """Lower every `loop.func` (with its arith/math scalar ops) to an `llvm.func`.
 
@@ -270,17 +358,25 @@ class LowerLoopToLLVMPass(ModulePass):
     with block-argument phis; memref accesses become row-major GEPs with explicit
     alignment. An op the code generator cannot lower raises a located DiagnosticError
     "not supported by the code generator yet: <op name>".
+
+    Status word (`STATUS`): `loop.trap` stores its message code and returns, and every
+    `loop.call` returns right after a callee that set it. With `bounds_check`
+    (`-p 'lower-loop-to-llvm{bounds_check=true}'`), every load and store checks its
+    indices against the buffer shape (see `_FuncEmitter.checked`).
     """
 
     name = "lower-loop-to-llvm"
 
+    bounds_check: bool = False
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         externals: dict[str, llvm.LLVMFunctionType] = {}
         lowered: list[Operation] = []
+        status = StatusTable(self.bounds_check)
         for child in list(op.body.block.ops):
             if not isinstance(child, loop.FuncOp):
                 raise error_at(child, f"not supported by the code generator yet: {child.name}")
-            lowered.append(lower_func(child, externals))
+            lowered.append(lower_func(child, externals, status))
             support = arena_support(child)  # plan-memory's arena, if any
             lowered.extend(support)
             if support:
@@ -289,6 +385,9 @@ class LowerLoopToLLVMPass(ModulePass):
         for name, ftype in externals.items():
             if name not in defined:
                 lowered.append(_declaration(name, ftype))
+        if status.used:
+            lowered.append(llvm.GlobalOp(i64, STATUS, "common", value=IntegerAttr(0, i64)))
+            op.attributes["dlc.messages"] = ArrayAttr([StringAttr(m) for m in status.messages])
         for child in list(op.body.block.ops):
             child.detach()
             child.erase()

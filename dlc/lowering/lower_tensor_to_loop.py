@@ -11,11 +11,10 @@ from xdsl.dialects.builtin import IntAttr, IntegerAttr, MemRefType, ModuleOp, i1
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from dlc.diagnostics import copy_loc, error_at
+from dlc.diagnostics import copy_loc, error_at, get_loc
 from dlc.dialects import loop, tensor
 from dlc.dialects.graph_types import TensorType
 from dlc.lowering.scalar_ops import ScalarBuilder, Unsupported
-
 
 REDUCTION_OUTER = "dlc.reduction_outer"
 """Compute attribute (IntAttr k): lower with the reduction loops outside all but the
@@ -82,6 +81,8 @@ class FunctionLowering:
                 self._compute(op, self._buffer(op.result, dests))
             elif isinstance(op, tensor.CallOp):
                 self._call(op, [self._buffer(r, dests) for r in op.res])
+            elif isinstance(op, tensor.TrapOp):
+                self._trap(op)
             elif not isinstance(op, tensor.ReturnOp):
                 raise error_at(op, f"not supported by the code generator yet: {op.name}")
         for value, out in copies:
@@ -112,6 +113,11 @@ class FunctionLowering:
             self.allocs.append(buffer)
         self.buffers[value] = buffer
         return buffer
+
+    def _trap(self, op: tensor.TrapOp) -> None:
+        loc = get_loc(op)
+        where = f"{loc.filename}:{loc.line}:{loc.column}: " if loc is not None else ""
+        copy_loc(op, self.b.insert(loop.TrapOp(f"{where}trap")))
 
     def _call(self, op: tensor.CallOp, outputs: Sequence[SSAValue]) -> None:
         """`loop.call` with caller-allocated outputs; extern calls pass scalars by value."""
@@ -294,6 +300,8 @@ class CFGLowering(FunctionLowering):
             self._compute(op, self._buffer(op.result, {}))
         elif isinstance(op, tensor.CallOp):
             self._call(op, [self._buffer(r, {}) for r in op.res])
+        elif isinstance(op, tensor.TrapOp):
+            self._trap(op)
         elif isinstance(op, tensor.ReturnOp):
             for value, out in zip(op.values, self.outputs, strict=True):
                 self.b.insert(loop.CopyOp(self.buffers[value], out))

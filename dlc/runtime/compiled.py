@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import numbers
+import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -235,6 +236,9 @@ class CompiledFunction:
             pointers.append(pointer(value))
         outputs = [np.empty(shape, dtype) for shape, dtype in self._outputs]
         self._native(*pointers, *map(pointer, outputs))
+        status = self._jit.status
+        if status is not None and status.value:
+            self._jit.raise_status()
         if self._single:
             return outputs[0]
         if not outputs and not self._output_type.types:
@@ -395,7 +399,7 @@ def level_passes(
 
 
 def lower_to_llvm(
-    module: ModuleOp, passes: dict[str, list[Any]] | None = None
+    module: ModuleOp, passes: dict[str, list[Any]] | None = None, *, bounds_check: bool = False
 ) -> tuple[ModuleOp, dict[str, ModuleOp]]:
     """Lower a clone of graph `module` to the llvm level; also return tensor/loop snapshots.
 
@@ -416,8 +420,39 @@ def lower_to_llvm(
             extra.apply(ctx, work)
         work.verify()
         stages[level] = work.clone()
-    LowerLoopToLLVMPass().apply(ctx, work)
+    LowerLoopToLLVMPass(bounds_check=bounds_check).apply(ctx, work)
     return work, stages
+
+
+class NativeStatus:
+    """The status word of a compiled module (see lower_loop_to_llvm.STATUS) and its
+    messages; `raise_status` resets the word and raises TrapError / IndexError."""
+
+    def __init__(self, address: int, messages: list[str]) -> None:
+        self.word = ctypes.c_int64.from_address(address)
+        self.messages = messages
+
+    def raise_status(self) -> None:
+        code, self.word.value = self.word.value, 0
+        kind, _, text = self.messages[code - 1].partition("\t")
+        if kind == "bounds":
+            raise IndexError(text)
+        from dlc.runtime.reference_values import TrapError
+
+        raise TrapError(text)
+
+
+def _attach_status(jit: JITModule, llvm_level: ModuleOp) -> None:
+    from dlc.lowering.lower_loop_to_llvm import STATUS
+
+    jit.status = None  # type: ignore[attr-defined]
+    messages = llvm_level.attributes.get("dlc.messages")
+    address = jit.global_address(STATUS) if messages is not None else None
+    if address is None:
+        return
+    status = NativeStatus(address, [m.data for m in messages.data])  # type: ignore[union-attr]
+    jit.status = status.word  # type: ignore[attr-defined]
+    jit.raise_status = status.raise_status  # type: ignore[attr-defined]
 
 
 def compile_graph_module(
@@ -427,12 +462,15 @@ def compile_graph_module(
     fuse: bool = True,
     plan_memory: bool = True,
     fast_math_functions: bool = True,
+    bounds_check: bool | None = None,
 ) -> CompiledModule:
     """Compile every defined function of a verified graph module to native code.
 
     `fuse` (tensor-level fusion, at opt_level >= 1), `plan_memory` (one static arena per
     function) and `fast_math_functions` (f32 exp/log/tanh as polynomials instead of libm
-    calls) can be turned off."""
+    calls) can be turned off. `bounds_check` guards every load and store (IndexError
+    naming the op's location on a violation); None means the environment variable
+    DLC_BOUNDS_CHECK=1."""
     from dlc.dialects.graph import FuncOp as GraphFuncOp
     from dlc.passes.differentiate import differentiated
 
@@ -445,7 +483,9 @@ def compile_graph_module(
     passes = level_passes(
         opt_level, fuse=fuse, plan_memory=plan_memory, fast_math_functions=fast_math_functions
     )
-    llvm_level, stages = lower_to_llvm(module, passes)
+    if bounds_check is None:  # DLC_BOUNDS_CHECK=1 runs a whole test suite checked
+        bounds_check = os.environ.get("DLC_BOUNDS_CHECK", "") == "1"
+    llvm_level, stages = lower_to_llvm(module, passes, bounds_check=bounds_check)
     check_symbols(llvm_level, module)
     defined = {
         f.sym_name.data: f
@@ -458,4 +498,5 @@ def compile_graph_module(
         llvm_level.body.block.add_op(python_entry(name, n_args, DATA_OFFSET))
     jit = JITModule(llvm_level, opt_level)
     jit.keep_gil = _arena_functions(stages)  # planned arenas are not reentrant
+    _attach_status(jit, llvm_level)
     return CompiledModule(module.clone(), stages, jit, funcs, native)

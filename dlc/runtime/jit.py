@@ -97,6 +97,8 @@ class JITModule:
     for the lifetime of this object.
     """
 
+    status = None  # ctypes.c_int64 status word when the module has traps/bounds checks
+
     def __init__(self, llvm_level: ModuleOp, opt_level: int = 2) -> None:
         module, tm = _compiled(llvm_level, opt_level)
         self.opt_level = opt_level
@@ -106,6 +108,10 @@ class JITModule:
         self._engine = llvm_binding.create_mcjit_compiler(module, tm)
         self._engine.finalize_object()
         self._engine.run_static_constructors()
+
+    def global_address(self, name: str) -> int | None:
+        """Native address of global variable `name`, or None."""
+        return self._engine.get_global_value_address(name) or None
 
     def address(self, name: str) -> int:
         """Native address of function `name` (KeyError when it is not defined)."""

@@ -56,7 +56,16 @@ CONVS = [
     ((1, 3, 8, 8), (4, 3, 3, 3), [1, 1], [(1, 1), (1, 1)], [1, 1], [1, 1], 1, "f32"),
     ((1, 6, 11, 13), (8, 1, 3, 3), [2, 3], [(1, 1), (2, 2)], [1, 1], [2, 3], 6, "f32"),
     ((1, 4, 5, 6), (4, 2, 3, 2), [1, 2], [(2, 0), (0, 3)], [2, 3], [1, 2], 2, "f32"),
-    ((2, 2, 4, 5, 3), (3, 2, 2, 3, 2), [1, 2, 1], [(1, 0), (0, 1), (1, 1)], [1, 2, 1], [2, 1, 1], 1, "f32"),
+    (
+        (2, 2, 4, 5, 3),
+        (3, 2, 2, 3, 2),
+        [1, 2, 1],
+        [(1, 0), (0, 1), (1, 1)],
+        [1, 2, 1],
+        [2, 1, 1],
+        1,
+        "f32",
+    ),
     ((1, 2, 6, 6), (2, 2, 3, 3), [1, 1], [(0, 0), (0, 0)], [1, 1], [1, 1], 1, "i32"),
     ((1, 2, 3, 3), (2, 2, 2, 2), [1, 1], [(0, 1), (1, 0)], [1, 1], [1, 1], 1, "bool"),
     ((1, 2, 3, 3), (2, 2, 5, 5), [1, 1], [(0, 0), (0, 0)], [1, 1], [1, 1], 1, "f32"),  # empty
@@ -118,7 +127,7 @@ stage raw
 
 func @win: ({ttype(xs, dt)}) -> {ttype(out, dt)} {{
 'entry(%x: {ttype(xs, dt)}):
-    %y = reduceWindow %x: {ttype(xs, dt)} by {comb} init {init}: {dt} dims {', '.join(map(str, w))} strides {', '.join(map(str, s))} padding {padding}
+    %y = reduceWindow %x: {ttype(xs, dt)} by {comb} init {init}: {dt} dims {", ".join(map(str, w))} strides {", ".join(map(str, s))} padding {padding}
     return %y: {ttype(out, dt)}
 }}
 """
@@ -145,7 +154,7 @@ stage raw
 
 func @scan: ({t}) -> {t} {{
 'entry(%x: {t}):
-    %y = scan %x: {t} by {comb} along {', '.join(map(str, dims))}
+    %y = scan %x: {t} by {comb} along {", ".join(map(str, dims))}
     return %y: {t}
 }}
 """

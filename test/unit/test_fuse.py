@@ -40,7 +40,9 @@ def _computes(mod, name: str) -> list[tensor.ComputeOp]:
 
 def _random_args(module, name: str, seed: int = 0) -> list[np.ndarray]:
     rng = np.random.default_rng(seed)
-    func = next(f for f in module.body.block.ops if isinstance(f, FuncOp) and f.sym_name.data == name)
+    func = next(
+        f for f in module.body.block.ops if isinstance(f, FuncOp) and f.sym_name.data == name
+    )
     return [rng.standard_normal(t.dims).astype(np.float32) for t in func.function_type.args]
 
 
@@ -81,7 +83,9 @@ def test_mlp_bias_and_relu_fused_into_first_dot() -> None:
     names = {op.name for op in epilogue.body.block.ops}
     assert "arith.addf" in names and "arith.maximumf" in names
     # the dot's operands stay materialized: exactly the function arguments
-    assert all(v.owner is not None and not isinstance(v.owner, tensor.ComputeOp) for v in dot.inputs)
+    assert all(
+        v.owner is not None and not isinstance(v.owner, tensor.ComputeOp) for v in dot.inputs
+    )
 
 
 def test_dot_operand_stays_materialized() -> None:

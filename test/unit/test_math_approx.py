@@ -67,7 +67,8 @@ def ulp_errors(got: np.ndarray, want: np.ndarray) -> np.ndarray:
 @pytest.fixture(scope="module")
 def compiled() -> dict:
     return {
-        op: compile_graph_module(parse_module(_program(op, N)))["f"] for op in ("exp", "log", "tanh")
+        op: compile_graph_module(parse_module(_program(op, N)))["f"]
+        for op in ("exp", "log", "tanh")
     }
 
 

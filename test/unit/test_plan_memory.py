@@ -25,8 +25,8 @@ stage raw
 func @f: (<64 x 64 x f32>) -> <64 x 64 x f32> {
 'entry(%x: <64 x 64 x f32>):
     %a = exp %x: <64 x 64 x f32>
-    %b = negate %a: <64 x 64 x f32>
-    %c = sqrt %b: <64 x 64 x f32>
+    %b = sqrt %a: <64 x 64 x f32>
+    %c = negate %b: <64 x 64 x f32>
     %d = transpose %c: <64 x 64 x f32>
     %e = add %d: <64 x 64 x f32>, 1.0: f32
     return %e: <64 x 64 x f32>
@@ -57,8 +57,8 @@ def test_in_place_chain_shares_one_buffer() -> None:
     # a -> b -> c in place (one slot); the transpose result d needs a second slot
     assert stats["arena_bytes"] == 2 * size == stats["min_live_bytes"]
     x = np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32)
-    want = np.sqrt(-np.exp(x.astype(np.float64))).T + 1
-    np.testing.assert_allclose(mod.f(x), want.astype(np.float32), equal_nan=True)
+    want = (-np.sqrt(np.exp(x.astype(np.float64)))).T + 1
+    np.testing.assert_allclose(mod.f(x), want.astype(np.float32), rtol=1e-5, atol=1e-5)
 
 
 def test_planning_off_keeps_heap_buffers() -> None:
@@ -73,8 +73,9 @@ def test_arena_allocated_once_not_per_call() -> None:
     ir = mod.ir("llvm")
     f_body = ir[ir.index("define void @f(") :]
     f_body = f_body[: f_body.index("\n}\n")]
-    assert "aligned_alloc" not in f_body and "free" not in f_body
-    assert "_dlc_arena_get_f" in ir
+    # one allocation site, behind the null check of the cached arena pointer; no free
+    assert f_body.count("@aligned_alloc(i64") == 1 and "@free" not in f_body
+    assert "@_dlc_arena_f = internal" in ir and "load i64, ptr @_dlc_arena_f" in f_body
     x = np.ones((64, 64), np.float32)
     first, second = mod.f(x), mod.f(x)
     np.testing.assert_array_equal(first, second)
