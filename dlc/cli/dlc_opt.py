@@ -221,6 +221,12 @@ class DlcOptMain(xDSLOptMain):
                 raise UsageError(
                     f"unknown pass '{name}' (available: {', '.join(self.available_passes)})"
                 )
+        # Like DLVM's mandatory AD: a pipeline that lowers the graph level differentiates
+        # the [adjoint] declarations first (a no-op for modules without them).
+        if "lower-graph-to-tensor" in names:
+            lowering_at = names.index("lower-graph-to-tensor")
+            if "differentiate" not in names[:lowering_at]:
+                spec = "differentiate," + spec
         try:
             self.pipeline = PassPipeline.parse_spec(self.available_passes, spec, self.after_pass)
         except (ValueError, TypeError) as e:
@@ -319,6 +325,8 @@ class DlcOptMain(xDSLOptMain):
         from dlc.passes import LOWERING_PIPELINE
 
         start = LEVELS.index(level_of(module))
+        if start == 0:
+            self.available_passes["differentiate"]()().apply(self.ctx, module)
         for name in LOWERING_PIPELINE[start:]:
             self.available_passes[name]()().apply(self.ctx, module)
         return module
