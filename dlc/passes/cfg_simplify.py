@@ -32,7 +32,7 @@ def merge_into_predecessor(func: FuncOp) -> int:
         term = pred.last_op
         if not isinstance(term, BranchOp):
             continue
-        for param, value in zip(block.args, term.args):
+        for param, value in zip(block.args, term.args, strict=True):
             param.replace_all_uses_with(value)
         pred.erase_op(term)
         for op in list(block.ops):
@@ -84,7 +84,7 @@ def drop_single_predecessor_params(func: FuncOp) -> int:
         if old is None:
             continue
         (args,) = [a for b, a in old if b is block]
-        for param, value in zip(list(block.args), args):
+        for param, value in zip(list(block.args), args, strict=True):
             param.replace_all_uses_with(value)
             block.erase_arg(param)
         rebuild_terminator(pred.last_op, [(b, [] if b is block else a) for b, a in old])  # type: ignore[arg-type]

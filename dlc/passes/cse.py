@@ -114,7 +114,7 @@ def eliminate(func: FuncOp, pure: set[str]) -> int:
                 available[key] = op
                 added.append(key)
                 continue
-            for old, new in zip(op.results, twin.results):
+            for old, new in zip(op.results, twin.results, strict=True):
                 old.replace_all_uses_with(new)
             block.erase_op(op)
             removed += 1

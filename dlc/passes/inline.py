@@ -40,7 +40,7 @@ def inline_call(call: ApplyOp, callee: FuncOp) -> None:
     body: Region = callee.body.clone()
     entry = body.blocks.first
     assert entry is not None
-    for arg, value in zip(entry.args, call.args):
+    for arg, value in zip(entry.args, call.args, strict=True):
         arg.replace_all_uses_with(value)
     returns = [b.last_op for b in body.blocks if isinstance(b.last_op, ReturnOp)]
     block = call.parent_block()
