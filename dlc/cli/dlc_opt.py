@@ -158,7 +158,11 @@ class DlcOptMain(xDSLOptMain):
             help="print per-pass wall time to stderr",
         )
         add("--print-op-generic", action="store_true", help="MLIR output in the generic format")
-        add("--report-changes", action="store_true", help="print `<pass>: changed|unchanged` per pass")
+        add(
+            "--report-changes",
+            action="store_true",
+            help="print `<pass>: changed|unchanged` per pass",
+        )
         add("--pass-statistics", action="store_true", help="print per-pass statistics to stderr")
         add("-v", "--version", action=VersionAction, version_format=self.version_format)
 
@@ -222,11 +226,13 @@ class DlcOptMain(xDSLOptMain):
                     f"unknown pass '{name}' (available: {', '.join(self.available_passes)})"
                 )
         # Like DLVM's mandatory AD: a pipeline that lowers the graph level differentiates
-        # the [adjoint] declarations first (a no-op for modules without them).
-        if "lower-graph-to-tensor" in names:
-            lowering_at = names.index("lower-graph-to-tensor")
-            if "differentiate" not in names[:lowering_at]:
-                spec = "differentiate," + spec
+        # the [adjoint] declarations first (see apply_passes).
+        lowers = "lower-graph-to-tensor" in names
+        self.auto_differentiate = (
+            lowers
+            and "differentiate"
+            not in names[: names.index("lower-graph-to-tensor") if lowers else 0]
+        )
         try:
             self.pipeline = PassPipeline.parse_spec(self.available_passes, spec, self.after_pass)
         except (ValueError, TypeError) as e:
@@ -319,6 +325,11 @@ class DlcOptMain(xDSLOptMain):
         from dlc.runtime.jit import assembly
 
         out.write(assembly(self.lower_to_llvm(module), self.args.opt_level))
+
+    def apply_passes(self, prog: ModuleOp) -> None:
+        if self.auto_differentiate:
+            self.available_passes["differentiate"]()().apply(self.ctx, prog)
+        self.pipeline.apply(self.ctx, prog)
 
     def lower_to_llvm(self, module: ModuleOp) -> ModuleOp:
         """Run the lowerings still needed to bring `module` down to the llvm level."""
