@@ -109,12 +109,19 @@ def _loop_ivs(nest: Operation) -> set[SSAValue]:
 
 
 def elementwise_in_place(nest: Operation, source: SSAValue, dest: SSAValue) -> bool:
-    """`nest` reads `source` and writes `dest` only at one common list of distinct ivs."""
+    """`nest` reads `source` and writes `dest` only at one common list of distinct ivs,
+    and every read of `source` comes before the first write of `dest` in the body (a fused
+    nest may store one member's result before a later member reads the old buffer)."""
     if source.type != dest.type:
         return False
     ivs = _loop_ivs(nest)
     index_lists: set[tuple[SSAValue, ...]] = set()
+    written = False
     for op in nest.walk():
+        if isinstance(op, loop.StoreOp) and op.buffer == dest:
+            written = True
+        if written and isinstance(op, loop.LoadOp) and op.buffer == source:
+            return False
         if any(v in (source, dest) for v in op.operands):
             if not isinstance(op, loop.LoadOp | loop.StoreOp):
                 return False
