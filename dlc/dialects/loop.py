@@ -467,9 +467,16 @@ class ErfcOp(IRDLOperation):
             raise VerifyException("loop.erfc: operand and result types must be equal")
 
 
+def _memory_ops() -> list[type[IRDLOperation]]:
+    from dlc.dialects.loop_memory import MEMORY_OPS
+
+    return MEMORY_OPS
+
+
 Loop = Dialect(
     "loop",
     [
+        *_memory_ops(),
         FuncOp,
         ReturnOp,
         ForOp,

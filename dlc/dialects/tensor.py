@@ -393,11 +393,14 @@ class YieldOp(IRDLOperation):
         super().__init__(operands=[value])
 
 
-Tensor = Dialect(
-    "tensor",
-    [FuncOp, ReturnOp, BrOp, CondBrOp, CallOp, TrapOp, ConstantOp, ComputeOp, ReadOp, YieldOp],
-    [],
-)
+def _all_ops() -> list[type[IRDLOperation]]:
+    from dlc.dialects.tensor_memory import MEMORY_OPS
+
+    core = [FuncOp, ReturnOp, BrOp, CondBrOp, CallOp, TrapOp, ConstantOp, ComputeOp, ReadOp]
+    return [*core, YieldOp, *MEMORY_OPS]
+
+
+Tensor = Dialect("tensor", _all_ops(), [])
 
 __all__ = [
     "BrOp",

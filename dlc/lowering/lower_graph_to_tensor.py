@@ -19,21 +19,46 @@ from dlc.dialects.graph_types import TensorType, TupleType, format_type
 from dlc.lowering.compute_builder import BodyBuilder, Lowered, Splat, build_compute
 from dlc.lowering.graph_to_tensor_ops import UnsupportedOp, rule_for
 from dlc.lowering.scalar_ops import Unsupported
+from dlc.dialects.graph import Symbols
+from dlc.dialects.graph_types import NominalType
+from dlc.dialects.tensor_memory import GlobalAddressOp
+from dlc.lowering.graph_to_tensor_memory import MemoryRules, lower_aggregate_key_op, zero
+from dlc.lowering.graph_to_tensor_memory import unflatten as memory_unflatten
+from dlc.lowering.layout import I64, LayoutError, children, leaves
+from dlc.dialects import graph_tensor as gt
+
+MEMORY_OPS = (
+    gm.AllocateStackOp,
+    gm.AllocateHeapOp,
+    gm.AllocateBoxOp,
+    gm.ProjectBoxOp,
+    gm.RetainOp,
+    gm.ReleaseOp,
+    gm.DeallocateOp,
+    gm.LoadOp,
+    gm.StoreOp,
+    gm.ElementPointerOp,
+    gm.CopyOp,
+    gt.BitCastOp,
+)
+
+
+def _has_aggregate(args: list[Lowered]) -> bool:
+    return isinstance(args[0], list) or (len(args) > 1 and isinstance(args[1], list))
 
 UNSUPPORTED = "not supported by the code generator yet: "
 
 
-def check_type(op: Operation, t: Attribute) -> None:
-    """Tensors of supported data types, possibly nested in tuples."""
-    stack = [t]
-    while stack:
-        t = stack.pop()
-        if isinstance(t, TupleType):
-            stack.extend(t.types)
-        elif not isinstance(t, TensorType):
-            raise error_at(op, UNSUPPORTED + f"values of type {format_type(t)}")
-        elif t.dt not in tensor.SUPPORTED_DTYPES:
-            raise error_at(op, UNSUPPORTED + f"{t.dt} data type")
+def check_type(op: Operation, t: Attribute, symbols: Symbols | None = None) -> None:
+    """Types made of tensors of supported data types (layout.py: tuples, structs,
+    arrays, enums, pointers, boxes)."""
+    try:
+        types = leaves(t, symbols or Symbols())
+    except LayoutError as err:
+        raise error_at(op, UNSUPPORTED + str(err)) from None
+    for leaf in types:
+        if leaf.dt not in tensor.SUPPORTED_DTYPES:
+            raise error_at(op, UNSUPPORTED + f"{leaf.dt} data type")
 
 
 def flatten(value: Lowered) -> list[SSAValue | Splat]:
@@ -49,17 +74,8 @@ def flatten(value: Lowered) -> list[SSAValue | Splat]:
     return out
 
 
-def flatten_type(t: Attribute) -> list[TensorType]:
-    out: list[TensorType] = []
-    stack = [t]
-    while stack:
-        t = stack.pop()
-        if isinstance(t, TupleType):
-            stack.extend(reversed(t.types))
-        else:
-            assert isinstance(t, TensorType)
-            out.append(t)
-    return out
+def flatten_type(t: Attribute, symbols: Symbols | None = None) -> list[TensorType]:
+    return leaves(t, symbols or Symbols())
 
 
 def materialize(b: Builder, value: SSAValue | Splat) -> SSAValue:
@@ -129,8 +145,11 @@ def _dense(segments: list[_Segment], t: TensorType) -> list[int | float | bool]:
     return data
 
 
-def lower_literal(b: Builder, op: graph.LiteralOp, args: list[Lowered]) -> Lowered:
-    """Scalars and splats stay compile-time `Splat`s; tuples become Python lists."""
+def lower_literal(
+    b: Builder, op: graph.LiteralOp, args: list[Lowered], symbols: Symbols | None = None
+) -> Lowered:
+    """Scalars and splats stay compile-time `Splat`s; aggregates become Python lists."""
+    symbols = symbols or Symbols()
     root: list[Lowered] = []
     stack: list[tuple[LitTree, Attribute, list[Lowered]]] = [(op.value.data, op.result.type, root)]
     while stack:
@@ -144,6 +163,12 @@ def lower_literal(b: Builder, op: graph.LiteralOp, args: list[Lowered]) -> Lower
             stack.extend(
                 (e, et, items) for e, et in reversed(list(zip(tree[1], t.types, strict=True)))
             )
+        elif kind in ("zero", "undefined", "null") and not isinstance(t, TensorType):
+            out.append(zero(t, symbols))
+        elif kind in ("tuple", "array", "struct", "enum"):
+            items = []
+            out.append(items)
+            stack.extend(reversed(_aggregate_literal(tree, t, items, symbols)))
         elif not isinstance(t, TensorType):
             raise error_at(op, UNSUPPORTED + f"literal of type {format_type(t)}")
         elif kind in ("int", "float", "bool"):
@@ -157,7 +182,36 @@ def lower_literal(b: Builder, op: graph.LiteralOp, args: list[Lowered]) -> Lower
     return root[0]
 
 
-def unflatten(t: Attribute, leaves: Iterator[SSAValue]) -> Lowered:
+def _aggregate_literal(
+    tree: LitTree, t: Attribute, items: list[Lowered], symbols: Symbols
+) -> list[tuple[LitTree, Attribute, list[Lowered]]]:
+    """Work items filling `items` with the elements of an array/struct/enum literal
+    (an enum: its tag, then each case's values, zeros for the other cases)."""
+    kind = tree[0]
+    if kind == "enum":
+        assert isinstance(t, NominalType)
+        cases = symbols.enums[t.ident]
+        items.append(Splat([c for c, _ in cases].index(tree[1]), I64))
+        work = []
+        for name, types in cases:
+            if name != tree[1]:
+                items.append(zero(TupleType(list(types)), symbols))
+                continue
+            values: list[Lowered] = []
+            items.append(values)
+            work.extend((e, et, values) for e, et in zip(tree[2], types, strict=True))
+        return work
+    kids = children(t, symbols) or []
+    elements = list(tree[1])
+    if kind == "struct":
+        by_name = dict(elements)
+        elements = [by_name[name] for name, _ in symbols.structs[t.ident]]  # type: ignore[attr-defined]
+    return [(e, et, items) for e, et in zip(elements, kids, strict=True)]
+
+
+def unflatten(t: Attribute, leaves: Iterator[SSAValue], symbols: Symbols | None = None) -> Lowered:
+    if symbols is not None:
+        return memory_unflatten(t, leaves, symbols)  # type: ignore[arg-type]
     """The `Lowered` value of (nested tuple) type `t` made of `leaves` in order."""
     if not isinstance(t, TupleType):
         return next(leaves)
@@ -202,29 +256,36 @@ def _successors(block: Block) -> list[Block]:
 class FunctionLowering:
     """Lowers one graph function definition to a `tensor.func` (a CFG of blocks)."""
 
-    def __init__(self, func: graph.FuncOp, symbols: dict[str, graph.FuncOp] | None = None):
+    def __init__(
+        self,
+        func: graph.FuncOp,
+        symbols: dict[str, graph.FuncOp] | None = None,
+        types: Symbols | None = None,
+    ):
         self.func = func
         self.symbols = symbols or {}
+        self.types = types or Symbols()
+        self.memory = MemoryRules(self.types)
         self.values: dict[SSAValue, Lowered] = {}
         self.blocks: dict[Block, Block] = {}
 
     def run(self) -> tensor.FuncOp:
         ftype = self.func.function_type
         for t in ftype.args:
-            check_type(self.func, t)
+            check_type(self.func, t, self.types)
         entry = self.func.entry
         assert entry is not None
         order = reverse_post_order(entry)
         for block in order:
             self.precheck_block(block)
-        check_type(self.func, ftype.output)
-        outputs = flatten_type(ftype.output)
-        inputs = [leaf for t in ftype.args for leaf in flatten_type(t)]
+        check_type(self.func, ftype.output, self.types)
+        outputs = flatten_type(ftype.output, self.types)
+        inputs = [leaf for t in ftype.args for leaf in flatten_type(t, self.types)]
         result = tensor.FuncOp(self.func.sym_name.data, inputs, outputs)
         copy_loc(self.func, result)
         self.blocks[entry] = result.body.blocks[0]
         for block in order[1:]:
-            types = [leaf for a in block.args for leaf in flatten_type(a.type)]
+            types = [leaf for a in block.args for leaf in flatten_type(a.type, self.types)]
             self.blocks[block] = Block(arg_types=types)
             result.body.add_block(self.blocks[block])
         for block in order:
@@ -237,11 +298,11 @@ class FunctionLowering:
     def bind_args(self, block: Block) -> None:
         leaves = iter(self.blocks[block].args)
         for arg in block.args:
-            self.values[arg] = unflatten(arg.type, leaves)
+            self.values[arg] = unflatten(arg.type, leaves, self.types)
 
     def precheck_block(self, block: Block) -> None:
         for arg in block.args:
-            check_type(self.func, arg.type)
+            check_type(self.func, arg.type, self.types)
         for op in block.ops:
             self.precheck(op)
 
@@ -274,15 +335,50 @@ class FunctionLowering:
                     else_args,
                 )
             )
+        elif isinstance(op, graph.BranchEnumOp):
+            self.lower_branch_enum(b, op)
         elif isinstance(op, gm.ApplyOp):
             self.lower_apply(b, op)
+        elif isinstance(op, graph.GlobalRefOp) and op.symbol.data in self.types.vars:
+            var_type = self.types.vars[op.symbol.data]
+            size = self.memory.size(var_type)
+            addr = b.insert(GlobalAddressOp(op.symbol.data, size)).result
+            self.values[op.result] = self.memory.allocation(b, addr, size)
         elif isinstance(op, graph.GlobalRefOp):
             self.values[op.result] = []  # a function: no tensor value
+        elif type(op) in MEMORY_OPS:
+            value = self.memory.lower(b, op, [self.values[o] for o in op.operands])
+            if op.results:
+                self.values[op.results[0]] = value  # type: ignore[assignment]
         elif isinstance(op, gm.TrapOp):
             b.insert(tensor.TrapOp())
         else:
             args = [self.values[o] for o in op.operands]
             self.values[op.results[0]] = self.dispatch(b, op, args)
+
+    def lower_branch_enum(self, b: Builder, op: graph.BranchEnumOp) -> None:
+        """A chain of `tensor.cond_br` on the tag; the last case is the default."""
+        value = self.values[op.value]
+        assert isinstance(value, list)
+        names = [c for c, _ in self.types.enums[op.value.type.ident]]  # type: ignore[attr-defined]
+        tag = value[0]
+        targets = list(zip([c.data for c in op.cases], op.dests, strict=True))
+        for k, (case, dest) in enumerate(targets):
+            index = names.index(case)
+            args = [materialize(b, v) for v in flatten(value[1 + index])]
+            if k == len(targets) - 1:
+                b.insert(tensor.BrOp(self.blocks[dest], args))
+                return
+            hit = build_compute(
+                b,
+                TensorType((), "bool"),
+                lambda s, i, _, index=index: s.cmpi("eq", s.read(tag, []), s.index(index)),
+            ).result
+            region = b.insertion_point.block.parent  # type: ignore[union-attr]
+            next_block = Block()
+            region.add_block(next_block)  # type: ignore[union-attr]
+            b.insert(tensor.CondBrOp(hit, self.blocks[dest], args, next_block, []))
+            b.insertion_point = InsertPoint.at_end(next_block)
 
     def edge(self, b: Builder, args: Sequence[SSAValue]) -> list[SSAValue]:
         """Block arguments of a branch: tuple leaves, splats materialized."""
@@ -319,16 +415,20 @@ class FunctionLowering:
             return  # a function use (combinator); its users decide
         if isinstance(op, graph.ReturnOp | graph.BranchOp | graph.ConditionalOp | gm.ApplyOp):
             pass
+        elif isinstance(op, graph.BranchEnumOp | graph.GlobalRefOp) or type(op) in MEMORY_OPS:
+            pass
         elif isinstance(op, gm.TrapOp):
             return
         elif not isinstance(op, graph.LiteralOp) and (rule_for(op) is None or not op.results):
             raise error_at(op, UNSUPPORTED + _terminator_opcode(getattr(op, "OPCODE", op.name)))
         for r in op.results:
-            check_type(op, r.type)
+            check_type(op, r.type, self.types)
 
     def dispatch(self, b: Builder, op: Operation, args: list[Lowered]) -> Lowered:
         if isinstance(op, graph.LiteralOp):
-            return lower_literal(b, op, args)
+            return lower_literal(b, op, args, self.types)
+        if isinstance(op, gm.ExtractOp | gm.InsertOp) and _has_aggregate(args):
+            return lower_aggregate_key_op(b, op, args, self.types)
         rule = rule_for(op)
         assert rule is not None
         return rule(b, op, args)
@@ -349,8 +449,9 @@ class LowerGraphToTensorPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         symbols = {f.sym_name.data: f for f in op.body.block.ops if isinstance(f, graph.FuncOp)}
+        types = Symbols.of_module(op)
         lowered = [
-            (FunctionLowering(func, symbols).run(), func)
+            (FunctionLowering(func, symbols, types).run(), func)
             for func in op.body.block.ops
             if isinstance(func, graph.FuncOp) and not func.is_declaration
         ]

@@ -25,6 +25,8 @@ from dlc.diagnostics import error_at, get_loc
 from dlc.dialects import loop
 from dlc.lowering.arena_llvm import arena_alloc, arena_support
 from dlc.lowering.loop_to_llvm_scalar import const, icmp, lower_scalar_op
+from dlc.dialects.loop_memory import MEMORY_OPS as RAW_MEMORY_OPS
+from dlc.lowering.loop_to_llvm_memory import VAR_PREFIX, lower_raw_memory
 
 PTR = llvm.LLVMPointerType()
 OFFSET = "arena_offset"  # set by plan-memory on arena-placed allocs
@@ -70,6 +72,7 @@ class StatusTable:
     bounds_check: bool = False
     messages: list[str] = field(default_factory=list)
     used: bool = False
+    variables: dict[str, int] = field(default_factory=dict)
 
     def code(self, kind: str, text: str) -> int:
         self.messages.append(f"{kind}\t{text}")
@@ -157,6 +160,8 @@ class _FuncEmitter:
                 self.emit(llvm.StoreOp(self.get(op.value), ptr, alignment=align))
             case loop.AllocOp() | loop.DeallocOp() | loop.CopyOp() | loop.CallOp():
                 self.lower_memory(op)
+            case _ if type(op) in RAW_MEMORY_OPS:
+                lower_raw_memory(self, op)
             case _:
                 operands = [self.get(v) for v in op.operands]
                 results = lower_scalar_op(op, operands, self)
@@ -385,6 +390,13 @@ class LowerLoopToLLVMPass(ModulePass):
         for name, ftype in externals.items():
             if name not in defined:
                 lowered.append(_declaration(name, ftype))
+        for name in status.variables:
+            slot = VAR_PREFIX + name
+            lowered.append(llvm.GlobalOp(i64, slot, "common", value=IntegerAttr(0, i64)))
+        if status.variables:
+            op.attributes["dlc.vars"] = DictionaryAttr(
+                {name: IntegerAttr(size, i64) for name, size in status.variables.items()}
+            )
         if status.used:
             lowered.append(llvm.GlobalOp(i64, STATUS, "common", value=IntegerAttr(0, i64)))
             op.attributes["dlc.messages"] = ArrayAttr([StringAttr(m) for m in status.messages])

@@ -15,6 +15,8 @@ from dlc.diagnostics import copy_loc, error_at, get_loc
 from dlc.dialects import loop, tensor
 from dlc.dialects.graph_types import TensorType
 from dlc.lowering.scalar_ops import ScalarBuilder, Unsupported
+from dlc.dialects.tensor_memory import MEMORY_OPS
+from dlc.lowering.tensor_to_loop_memory import MemoryOpLowering
 
 REDUCTION_OUTER = "dlc.reduction_outer"
 """Compute attribute (IntAttr k): lower with the reduction loops outside all but the
@@ -83,6 +85,8 @@ class FunctionLowering:
                 self._call(op, [self._buffer(r, dests) for r in op.res])
             elif isinstance(op, tensor.TrapOp):
                 self._trap(op)
+            elif type(op) in MEMORY_OPS:
+                self._memory(op, lambda v: self._buffer(v, dests))
             elif not isinstance(op, tensor.ReturnOp):
                 raise error_at(op, f"not supported by the code generator yet: {op.name}")
         for value, out in copies:
@@ -113,6 +117,13 @@ class FunctionLowering:
             self.allocs.append(buffer)
         self.buffers[value] = buffer
         return buffer
+
+    def _memory(self, op: Operation, new_buffer) -> None:  # noqa: ANN001
+        """Memory ops (tensor_memory.py) via tensor_to_loop_memory.py, located."""
+        before = len(self.b.insertion_point.block.ops)  # type: ignore[union-attr]
+        MemoryOpLowering(self.b, self.buffers, new_buffer).lower(op)
+        for new in list(self.b.insertion_point.block.ops)[before:]:  # type: ignore[union-attr]
+            copy_loc(op, new)
 
     def _trap(self, op: tensor.TrapOp) -> None:
         loc = get_loc(op)
@@ -296,12 +307,18 @@ class CFGLowering(FunctionLowering):
     def _op(self, op: Operation) -> None:
         if isinstance(op, tensor.ConstantOp):
             self._constant(op, self._buffer(op.result, {}))
+        elif isinstance(op, tensor.ComputeOp) and "fuse.group" in op.attributes:
+            from dlc.lowering.fused_nest import emit_group  # a fused group within this block
+
+            emit_group(self, op, {})
         elif isinstance(op, tensor.ComputeOp):
             self._compute(op, self._buffer(op.result, {}))
         elif isinstance(op, tensor.CallOp):
             self._call(op, [self._buffer(r, {}) for r in op.res])
         elif isinstance(op, tensor.TrapOp):
             self._trap(op)
+        elif type(op) in MEMORY_OPS:
+            self._memory(op, lambda v: self._buffer(v, {}))
         elif isinstance(op, tensor.ReturnOp):
             for value, out in zip(op.values, self.outputs, strict=True):
                 self.b.insert(loop.CopyOp(self.buffers[value], out))

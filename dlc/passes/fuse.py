@@ -59,14 +59,17 @@ from xdsl.passes import ModulePass
 from dlc.diagnostics import copy_loc
 from dlc.dialects import tensor
 from dlc.dialects.graph_types import TensorType
+from dlc.lowering.lower_tensor_to_loop import REDUCTION_OUTER
 
 GROUP = "fuse.group"
 INTERNAL = "fuse.internal"
+FEEDS = "fuse.feeds"
 
 EXPENSIVE_COST = 20
 DIVISION_COST = 8
 MAX_DUP = 8
 MAX_EXTRA_COST = 32
+MATERIALIZE_COST = 8
 
 _DIVISIONS = (arith.DivfOp, arith.DivSIOp, arith.DivUIOp, arith.RemSIOp, arith.RemUIOp)
 
@@ -152,6 +155,8 @@ def should_inline(producer: tensor.ComputeOp) -> bool:
     uses = _uses(producer.result)
     if uses.blocked or not uses.reads:
         return False
+    if any(c.parent_block() is not producer.parent_block() for c in uses.reads):
+        return False  # another basic block, maybe a loop body: keep it computed once
     reads = sum(_points(c) * n for c, n in uses.reads.items())
     size = max(1, _size(producer.domain))
     if reads <= size:
@@ -163,6 +168,8 @@ def should_inline(producer: tensor.ComputeOp) -> bool:
         if _points(consumer) * n > size and _reads_at_reduction_index(consumer, producer.result):
             return False
     dup = reads / size
+    if cost * (dup - 1) >= MATERIALIZE_COST and _feeds_reduction(producer, list(uses.reads)):
+        return False  # computed once, stored and reduced in the reduction's loop
     return dup <= MAX_DUP and cost * (dup - 1) <= MAX_EXTRA_COST
 
 
@@ -231,12 +238,14 @@ def inline_into_consumers(producer: tensor.ComputeOp) -> None:
 
 
 def inline_computes(func: tensor.FuncOp) -> int:
-    """Compute-inline from the last producer to the first; returns how many were inlined."""
+    """Compute-inline from the last producer to the first (block by block); returns how
+    many were inlined."""
     count = 0
-    for op in reversed(list(func.body.block.ops)):
-        if isinstance(op, tensor.ComputeOp) and should_inline(op):
-            inline_into_consumers(op)
-            count += 1
+    for block in func.body.blocks:
+        for op in reversed(list(block.ops)):
+            if isinstance(op, tensor.ComputeOp) and should_inline(op):
+                inline_into_consumers(op)
+                count += 1
     return count
 
 
@@ -249,58 +258,252 @@ def _is_zero_index(value: SSAValue) -> bool:
     )
 
 
-def reads_at_identity(consumer: tensor.ComputeOp, producer: SSAValue) -> bool:
-    """Every read of `producer` in `consumer` is at the consumer's own output index."""
-    block = consumer.body.block
-    domain = consumer.domain
-    for op in block.ops:
-        if not isinstance(op, tensor.ReadOp) or op.tensor != producer:
+def _identity_dims(consumer: tensor.ComputeOp, read: tensor.ReadOp, dims: tuple[int, ...]) -> bool:
+    """The first `len(dims)` indices of `read` are the consumer's own index variables
+    (`0` allowed for extent-1 dimensions)."""
+    args = consumer.body.block.args
+    if len(read.indices) < len(dims) or len(args) < len(dims):
+        return False
+    for d, n in enumerate(dims):
+        index = read.indices[d]
+        if index is args[d] or (n == 1 and _is_zero_index(index)):
             continue
-        for d, index in enumerate(op.indices):
-            if index is block.args[d]:
-                continue
-            if domain[d] == 1 and _is_zero_index(index):
-                continue
-            return False
+        return False
     return True
 
 
-def _can_join(group: list[tensor.ComputeOp], op: tensor.ComputeOp) -> bool:
-    last = group[-1]
-    if op.prev_op is not last or op.domain != last.domain:
-        return False
-    members = {m.result for m in group}
-    if op.init is not None and op.init in members:
-        return False
-    return all(reads_at_identity(op, v) for v in op.inputs if v in members)
+def _reads_of(consumer: tensor.ComputeOp, producer: SSAValue) -> list[tensor.ReadOp]:
+    return [
+        op
+        for op in consumer.body.block.ops
+        if isinstance(op, tensor.ReadOp) and op.tensor == producer
+    ]
 
 
-def _internal(member: tensor.ComputeOp, group: list[tensor.ComputeOp]) -> bool:
-    """Read only by later members of its group (at identity, by construction)."""
-    uses = _uses(member.result)
-    return bool(uses.reads) and not uses.blocked and all(c in group for c in uses.reads)
+def reads_at_identity(consumer: tensor.ComputeOp, producer: SSAValue) -> bool:
+    """Every read of `producer` in `consumer` is at the consumer's own index variables
+    (all of `producer`'s dimensions: for a reduction consumer, output then reduction)."""
+    t = producer.type
+    assert isinstance(t, TensorType)
+    return all(_identity_dims(consumer, r, t.dims) for r in _reads_of(consumer, producer))
+
+
+def _feeds_reduction(producer: tensor.ComputeOp, consumers: list[tensor.ComputeOp]) -> bool:
+    """Some reduction consumer iterates exactly over `producer`'s domain (its output
+    then its reduction axes) and reads it at that point: `producer` can be computed,
+    stored and reduced in the reduction's own loop (see `_Group`)."""
+    for c in consumers:
+        if c.combinator is None or c.init == producer.result:
+            continue
+        if producer.domain != (*c.domain, *c.reduction_extents):
+            continue
+        if reads_at_identity(c, producer.result):
+            return True
+    return False
+
+
+def _depends_on(value: SSAValue, targets: set[SSAValue]) -> bool:
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if v in targets:
+            return True
+        if isinstance(v.owner, Operation):
+            stack.extend(v.owner.operands)
+    return False
+
+
+def reduction_outer_pays(op: tensor.ComputeOp) -> bool:
+    """A `dot`-like reduction whose innermost output axis walks some operand row
+    contiguously while the reduction axis strides it (`x[i, k] * w[k, j]`): with the
+    reduction loops outside the last output loop (i-k-j order) the inner loop is
+    contiguous and vectorizes. Same fold order per element, so bit-identical."""
+    if op.combinator is None or op.init is not None or REDUCTION_OUTER in op.attributes:
+        return False
+    if not op.domain or not op.reduction_extents or op.domain[-1] < 8:
+        return False
+    args = op.body.block.args
+    last = args[len(op.domain) - 1]
+    reduction_args = set(args[len(op.domain) :])
+    strided_row = False
+    for read in op.body.block.ops:
+        if not isinstance(read, tensor.ReadOp):
+            continue
+        indices = list(read.indices)
+        if any(_depends_on(i, {last}) for i in indices[:-1]):
+            return False  # the last output axis would stride this operand
+        if (
+            indices
+            and indices[-1] is last
+            and any(_depends_on(i, reduction_args) for i in indices[:-1])
+        ):
+            strided_row = True
+    return strided_row
+
+
+def schedule_reductions(func: tensor.FuncOp) -> None:
+    """Mark dot-like reductions `dlc.reduction_outer = rank - 1` (see
+    `reduction_outer_pays` and `FunctionLowering._reduction_outer`)."""
+    for op in (op for block in func.body.blocks for op in block.ops):
+        if isinstance(op, tensor.ComputeOp) and reduction_outer_pays(op):
+            op.attributes[REDUCTION_OUTER] = IntAttr(len(op.domain) - 1)
+
+
+def _outer_keep(op: tensor.ComputeOp) -> int | None:
+    """Output loops kept outside the reduction loops of a reduction-outer compute."""
+    keep = op.attributes.get(REDUCTION_OUTER)
+    if isinstance(keep, IntAttr) and op.combinator is not None and op.init is None:
+        return keep.data
+    return None
+
+
+def base_domain(members: list[tensor.ComputeOp]) -> tuple[int, ...]:
+    """A group's outer loops: its shortest member domain, counting a reduction-outer
+    member by the output loops it keeps outside its reduction loops."""
+    domains = []
+    for m in members:
+        keep = _outer_keep(m)
+        domains.append(m.domain if keep is None else m.domain[:keep])
+    return min(domains, key=len)
+
+
+class _Group:
+    """A run of consecutive computes lowered to ONE nest (the module docstring's rules).
+
+    `base` is the shortest member domain, a prefix of every member's domain: the outer
+    parallel loops. Base members (domain == base) are evaluated per outer point; inner
+    members (longer domain, never reductions) either feed the next reduction member
+    (`feeds`: evaluated inside its reduction loops) or get their own inner loops.
+    """
+
+    def __init__(self, base: tuple[int, ...]) -> None:
+        self.base = base
+        self.members: list[tensor.ComputeOp] = []
+        self.results: dict[SSAValue, tensor.ComputeOp] = {}
+        self.pending: list[tensor.ComputeOp] = []  # trailing inner members, not yet settled
+        self.feeds: dict[tensor.ComputeOp, tensor.ComputeOp] = {}  # feeder -> reduction
+
+    def _new_base(self, op: tensor.ComputeOp) -> tuple[int, ...] | None:
+        domain = op.domain
+        keep = _outer_keep(op)
+        if keep is not None:  # its last output loops sit inside its reduction loops
+            domain = domain[:keep]
+            if len(self.base) < keep:
+                return None
+        n = len(self.base)
+        if domain[:n] == self.base:
+            return self.base
+        if self.base[: len(domain)] == domain:
+            return domain
+        return None
+
+    def add(self, op: tensor.ComputeOp) -> bool:
+        """Append `op` when the group stays legal; returns whether it did."""
+        if self.members and op.prev_op is not self.members[-1]:
+            return False
+        if op.init is not None and op.init in self.results:
+            return False
+        base = self._new_base(op)
+        if base is None:
+            return False
+        if base != self.base:  # rebuild with the shorter base (members become inner)
+            group = _Group(base)
+            if not all(group.add(m) for m in [*self.members, op]):
+                return False
+            self.__dict__.update(group.__dict__)
+            return True
+        inner = len(op.domain) > len(base)
+        if inner and op.combinator is not None and _outer_keep(op) != len(base):
+            return False
+        for value in op.inputs:
+            if value in self.results and not all(
+                _identity_dims(op, r, base) for r in _reads_of(op, value)
+            ):
+                return False  # another outer point's value: not computed yet
+        if inner and op.combinator is not None:
+            self.pending = []  # a reduction-outer member: its own inner nest
+        elif inner:
+            self.pending.append(op)
+        else:
+            if op.combinator is not None:
+                self._settle_feeders(op)
+            self.pending = []
+        self.members.append(op)
+        self.results[op.result] = op
+        return True
+
+    def _settle_feeders(self, reduction: tensor.ComputeOp) -> None:
+        """The longest suffix of the pending inner members computable inside
+        `reduction`'s loops: same extra axes, read there (and among themselves) only at
+        the current point."""
+        run: list[tensor.ComputeOp] = []
+        for m in reversed(self.pending):
+            if m.domain[len(self.base) :] != reduction.reduction_extents:
+                break
+            run.insert(0, m)
+        for start in range(len(run)):
+            feeders = run[start:]
+            values = {f.result for f in feeders}
+            readers = [*feeders, reduction]
+            if all(reads_at_identity(r, v) for r in readers for v in values):
+                for f in feeders:
+                    self.feeds[f] = reduction
+                return
+
+    def register_only(self, member: tensor.ComputeOp) -> bool:
+        """Every use of `member` is a read by a later member that gets the value in a
+        register (so it needs no buffer)."""
+        uses = _uses(member.result)
+        if uses.blocked or not uses.reads:
+            return False
+        if not all(c in self.results.values() for c in uses.reads):
+            return False
+        if len(member.domain) == len(self.base):
+            return True  # base values dominate everything later in the nest
+        reduction = self.feeds.get(member)
+        if member.combinator is not None:
+            return self._accumulates_in_next(member, uses)
+        if reduction is None:
+            return False  # stored by its own inner loops, read by loads
+        return all(c is reduction or self.feeds.get(c) is reduction for c in uses.reads)
+
+    def _accumulates_in_next(self, member: tensor.ComputeOp, uses: _Uses) -> bool:
+        """A reduction-outer member read only by the next member, an element-wise
+        inner member of the same shape reading it at the current point: the reduction
+        accumulates in that member's buffer, which is then updated in place."""
+        i = self.members.index(member)
+        if i + 1 >= len(self.members):
+            return False
+        after = self.members[i + 1]
+        if after.combinator is not None or after in self.feeds or after.domain != member.domain:
+            return False
+        if after.result.type != member.result.type or set(uses.reads) != {after}:
+            return False
+        return reads_at_identity(after, member.result)
 
 
 def group_computes(func: tensor.FuncOp, first_id: int = 0) -> int:
-    """Mark maximal runs of same-domain computes as groups; returns the next free id."""
-    groups: list[list[tensor.ComputeOp]] = []
-    current: list[tensor.ComputeOp] = []
-    for op in func.body.block.ops:
+    """Mark maximal legal runs of computes as groups; returns the next free id."""
+    groups: list[_Group] = []
+    current: _Group | None = None
+    for op in (op for block in func.body.blocks for op in block.ops):
         if not isinstance(op, tensor.ComputeOp):
-            current = []
+            current = None
             continue
-        if current and _can_join(current, op):
-            current.append(op)
+        if current is not None and current.add(op):
             continue
-        current = [op]
+        current = _Group(op.domain)
+        current.add(op)
         groups.append(current)
     group_id = first_id
     for group in groups:
-        if len(group) < 2:
+        if len(group.members) < 2:
             continue
-        for member in group:
+        for member in group.members:
             member.attributes[GROUP] = IntAttr(group_id)
-            if _internal(member, group):
+            if member in group.feeds:
+                member.attributes[FEEDS] = UnitAttr()
+            if group.register_only(member):
                 member.attributes[INTERNAL] = UnitAttr()
         group_id += 1
     return group_id
@@ -337,11 +540,12 @@ class FusePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         next_id = 0
         for func in op.body.block.ops:
-            if not isinstance(func, tensor.FuncOp) or len(func.body.blocks) != 1:
-                continue  # multi-block (control flow) functions are not fused yet
-            for member in func.body.block.ops:
-                member.attributes.pop(GROUP, None)
-                member.attributes.pop(INTERNAL, None)
+            if not isinstance(func, tensor.FuncOp):
+                continue
+            for member in func.body.walk():
+                for key in (GROUP, INTERNAL, FEEDS):
+                    member.attributes.pop(key, None)
             while inline_computes(func):
                 pass
+            schedule_reductions(func)
             next_id = group_computes(func, next_id)

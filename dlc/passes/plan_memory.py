@@ -9,6 +9,14 @@ N's loop induction variables (an element-wise access pattern: iteration `i` read
 `A[i]` before or while writing `B[i]`, no other iteration touches element `i`).
 Function arguments (the caller's arrays) are never reused.
 
+Multi-block functions (control flow, lowered by `CFGLowering`): only buffers whose
+uses all lie in one basic block are planned, per block with the same rules (positions
+among that block's top-level ops). Such a value is defined and dead within one
+execution of its block, and blocks never run at once, so every block's plan starts at
+offset 0 and the arena is the largest block plan. Buffers used in several blocks (block
+arguments, values live across a branch or a loop back edge) stay heap `loop.alloc`s,
+freed before each return (`heap_buffers` in the stats).
+
 Offsets are chosen like nGraph's / TFLite's planners: greedy lowest-offset fit against
 already placed, live-overlapping buffers, trying two orders (largest first, and first
 defined first) and keeping the smaller arena. Sizes are rounded up to the 64-byte
@@ -83,20 +91,45 @@ class _Buffer:
     writer: Operation | None = None  # the first top-level user
 
 
-def _buffers(func: loop.FuncOp) -> list[_Buffer]:
-    body = func.body.block
+def _users(alloc: loop.AllocOp) -> list[Operation]:
+    return [u.operation for u in alloc.res.uses if not isinstance(u.operation, loop.DeallocOp)]
+
+
+def _home_block(alloc: loop.AllocOp, func: loop.FuncOp) -> Block | None:
+    """The one top-level block of `func` holding every use of `alloc` (its value is
+    then born and dead within one execution of that block), or None."""
+    homes: set[Block] = set()
+    for user in _users(alloc):
+        op = user
+        while op.parent_op() is not func:
+            parent = op.parent_op()
+            assert parent is not None
+            op = parent
+        block = op.parent_block()
+        assert block is not None
+        homes.add(block)
+    return homes.pop() if len(homes) == 1 else None
+
+
+def _buffers(func: loop.FuncOp, body: Block | None = None) -> list[_Buffer]:
+    """The buffers of a single-block function, or those local to block `body` of a
+    multi-block one (liveness by position among `body`'s top-level ops)."""
+    allocs: list[loop.AllocOp]
+    if body is None:
+        body = func.body.block
+        allocs = [op for op in body.ops if isinstance(op, loop.AllocOp)]
+    else:
+        allocs = [
+            op
+            for op in func.body.walk()
+            if isinstance(op, loop.AllocOp) and _home_block(op, func) is body
+        ]
     position = {op: i for i, op in enumerate(body.ops)}
     out = []
-    for op in body.ops:
-        if not isinstance(op, loop.AllocOp):
-            continue
-        users = [
-            _top_level(use.operation, body)
-            for use in op.res.uses
-            if not isinstance(use.operation, loop.DeallocOp)
-        ]
+    for op in allocs:
+        users = [_top_level(use, body) for use in _users(op)]
         if not users:
-            out.append(_Buffer(op, position[op], position[op]))
+            out.append(_Buffer(op, position.get(op, 0), position.get(op, 0)))
             continue
         writer = min(users, key=lambda u: position[u])
         at = [position[u] for u in users]
@@ -232,9 +265,25 @@ def _recursive(func: loop.FuncOp, funcs: dict[str, loop.FuncOp]) -> bool:
 
 
 def plan_function(func: loop.FuncOp) -> None:
-    """Assign arena offsets to `func`'s allocs and drop their deallocs."""
-    slots = _slots(_buffers(func))
-    arena = plan_slots(slots)
+    """Assign arena offsets to `func`'s allocs and drop their deallocs.
+
+    A multi-block function plans each block's local buffers (every use in that block:
+    the value is born and dies within one execution of it) from offset 0, since two
+    blocks never execute at once; buffers used in several blocks (block arguments,
+    values crossing a branch or a loop back edge) stay heap allocations."""
+    if len(func.body.blocks) == 1:
+        per_block = [_slots(_buffers(func))]
+    else:
+        per_block = [_slots(_buffers(func, block)) for block in func.body.blocks]
+    arena = 0
+    for slots in per_block:
+        arena = max(arena, plan_slots(slots))
+        _assign(slots)
+    func.attributes[ARENA_BYTES] = IntAttr(arena)
+    func.attributes[MIN_LIVE_BYTES] = IntAttr(max(min_live_bytes(s) for s in per_block))
+
+
+def _assign(slots: list[Slot]) -> None:
     for slot in slots:
         for alloc in slot.allocs:
             alloc.attributes[OFFSET] = IntAttr(slot.offset)
@@ -242,27 +291,32 @@ def plan_function(func: loop.FuncOp) -> None:
                 if isinstance(use.operation, loop.DeallocOp):
                     use.operation.detach()
                     use.operation.erase()
-    func.attributes[ARENA_BYTES] = IntAttr(arena)
-    func.attributes[MIN_LIVE_BYTES] = IntAttr(min_live_bytes(slots))
 
 
 def function_stats(func: loop.FuncOp) -> dict[str, int]:
     """The compile report of one loop-level function (after planning, if it ran)."""
-    body = func.body.block
-    allocs = [op for op in body.walk() if isinstance(op, loop.AllocOp)]
+    allocs = [op for op in func.body.walk() if isinstance(op, loop.AllocOp)]
     arena = func.attributes.get(ARENA_BYTES)
     min_live = func.attributes.get(MIN_LIVE_BYTES)
+    heap = [a for a in allocs if OFFSET not in a.attributes]
     if min_live is None:  # unplanned: every buffer has its own heap block
-        min_live_value = min_live_bytes(_slots(_buffers(func)))
+        if len(func.body.blocks) == 1:
+            min_live_value = min_live_bytes(_slots(_buffers(func)))
+        else:
+            min_live_value = sum(buffer_bytes(a.res.type) for a in allocs)
         arena_value = sum(buffer_bytes(a.res.type) for a in allocs)
+        heap = []
     else:
         min_live_value = min_live.data  # type: ignore[attr-defined]
         arena_value = arena.data  # type: ignore[union-attr]
     return {
-        "loop_nests": sum(1 for op in body.ops if isinstance(op, loop.ForOp)),
+        "loop_nests": sum(
+            1 for block in func.body.blocks for op in block.ops if isinstance(op, loop.ForOp)
+        ),
         "buffers": len(allocs),
         "arena_bytes": arena_value,
         "min_live_bytes": min_live_value,
+        "heap_buffers": len(heap),  # planned multi-block functions: cross-block buffers
     }
 
 
@@ -282,6 +336,6 @@ class PlanMemoryPass(ModulePass):
         for func in funcs.values():
             if OFFSET in func.attributes or ARENA_BYTES in func.attributes:
                 continue
-            if len(func.body.blocks) != 1 or _recursive(func, funcs):
-                continue  # multi-block (control flow) functions are not planned yet
+            if _recursive(func, funcs):
+                continue  # the arena is static: not reentrant
             plan_function(func)

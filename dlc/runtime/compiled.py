@@ -26,7 +26,9 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i8, i64
 from xdsl.ir import Attribute, Block, Region
 
 from dlc.dialects.graph_types import TensorType, TupleType, format_type
+from dlc.lowering.layout import LayoutError, leaves
 from dlc.runtime.jit import JITModule
+from dlc.runtime.values import from_leaves, is_plain, to_leaves
 
 LEVELS = ("graph", "tensor", "loop", "llvm")
 NUMPY_DTYPES = {
@@ -170,6 +172,20 @@ class CompiledFunction:
         self._output_type = ftype.output
         self._error = ""
         self._checks: list[tuple[np.dtype, tuple[int, ...], Param]] | None = None
+        self._structured = None
+        symbols = _symbols_of(graph_func)
+        plain = is_plain(ftype.output) and all(is_plain(t) for t in ftype.args)
+        try:
+            structured = None if plain else (
+                [leaves(t, symbols) for t in ftype.args], leaves(ftype.output, symbols)
+            )
+        except LayoutError:
+            structured = None
+        if structured is not None and native and all(
+            t.dt in NUMPY_DTYPES for ts in structured[0] for t in ts
+        ):
+            self._init_structured(name, ftype, symbols, structured, jit)
+            return
         outputs = tensor_leaves(ftype.output)
         if outputs is None or any(
             not isinstance(t, TensorType) or tensor_leaves(t) is None for t in ftype.args
@@ -193,6 +209,31 @@ class CompiledFunction:
         self._checks = [(p.dtype, p.shape, p) for p in self._params]
         self._native = self._entry_point(jit, [*ftype.args, *outputs])
 
+    def _init_structured(self, name, ftype, symbols, structured, jit) -> None:  # noqa: ANN001
+        """Structs, enums, pointers...: one Param per leaf (values.py conventions)."""
+        arg_leaves, out_leaves = structured
+        self._params = [
+            Param(name, i, f"{n}[{k}]" if len(ts) > 1 or not isinstance(t, TensorType) else n, leaf)
+            for i, (n, t, ts) in enumerate(zip(self.param_names, ftype.args, arg_leaves, strict=True))
+            for k, leaf in enumerate(ts)
+        ]
+        self._outputs = [(t.dims, NUMPY_DTYPES[t.dt]) for t in out_leaves]
+        self._single = False
+        self._checks = [(p.dtype, p.shape, p) for p in self._params]
+        self._structured = (list(ftype.args), symbols)
+        self._native = self._entry_point(jit, [*(t for ts in arg_leaves for t in ts), *out_leaves])
+
+    def _flatten_args(self, args: tuple[object, ...]) -> list[object]:
+        types, symbols = self._structured  # type: ignore[misc]
+        if len(args) != len(types):
+            names = ", ".join(self.param_names)
+            raise TypeError(f"{self.name}() takes {len(types)} arguments ({names}), got {len(args)}")
+        flat: list[object] = []
+        for i, (value, t) in enumerate(zip(args, types, strict=True)):
+            what = f"argument {i} (%{self.param_names[i]}) of @{self.name}"
+            flat.extend(to_leaves(value, t, symbols, what))
+        return flat
+
     def _entry_point(self, jit: JITModule, buffers: list[TensorType]) -> Callable[..., None]:
         """A cached ctypes callable of the native code (and how to pass an array to it)."""
         by_object = DATA_OFFSET is not None
@@ -212,6 +253,8 @@ class CompiledFunction:
         checks = self._checks
         if checks is None:
             raise TypeError(self._error)
+        if self._structured is not None:
+            args = tuple(self._flatten_args(args))
         if len(args) != len(checks):
             names = ", ".join(self.param_names)
             raise TypeError(
@@ -239,11 +282,34 @@ class CompiledFunction:
         status = self._jit.status
         if status is not None and status.value:
             self._jit.raise_status()
+        if self._structured is not None:
+            return from_leaves(self._output_type, iter(outputs), self._structured[1])
         if self._single:
             return outputs[0]
         if not outputs and not self._output_type.types:
             return None
         return rebuild(self._output_type, iter(outputs))
+
+
+def _symbols_of(graph_func: Any) -> Any:
+    from dlc.dialects.graph import Symbols, enclosing_symbols
+
+    return enclosing_symbols(graph_func) or Symbols()
+
+
+def _attach_vars(jit: JITModule, llvm_level: ModuleOp) -> dict[str, np.ndarray]:
+    """Zeroed storage of the module's variables, installed in their address slots."""
+    from dlc.lowering.loop_to_llvm_memory import VAR_PREFIX
+
+    storage: dict[str, np.ndarray] = {}
+    attr = llvm_level.attributes.get("dlc.vars")
+    for name, size in (attr.data.items() if attr is not None else ()):  # type: ignore[union-attr]
+        buffer = np.zeros(max(1, size.value.data) + 16, np.uint8)
+        storage[name] = buffer
+        slot = jit.global_address(VAR_PREFIX + name)
+        ctypes.c_int64.from_address(slot).value = (buffer.ctypes.data + 15) // 16 * 16  # type: ignore[arg-type]
+    jit.var_storage = storage  # type: ignore[attr-defined]
+    return storage
 
 
 def _data_pointer(array: np.ndarray) -> int:
@@ -499,4 +565,5 @@ def compile_graph_module(
     jit = JITModule(llvm_level, opt_level)
     jit.keep_gil = _arena_functions(stages)  # planned arenas are not reentrant
     _attach_status(jit, llvm_level)
+    _attach_vars(jit, llvm_level)
     return CompiledModule(module.clone(), stages, jit, funcs, native)

@@ -186,6 +186,53 @@ def test_reduce_add_with_varied_init() -> None:
     check([("x", M23), ("s", "f64")], body, "y", "<2 x f64>")
 
 
+@pytest.mark.parametrize("init", [1, 2.5])
+@pytest.mark.parametrize(
+    ("dims", "out"), [("1", "<2 x 4 x f64>"), ("0, 2", "<3 x f64>"), ("0, 1, 2", "f64")]
+)
+def test_reduce_multiply_with_exact_zeros(init: float, dims: str, out: str) -> None:
+    """One zero and two zeros in a reduced fiber: the gradient is the product of the others."""
+    x = RNG.uniform(0.5, 1.5, (2, 3, 4))
+    x[0, 1, 2] = 0.0  # the only zero of its fiber along 1
+    x[1, 0, 3] = x[1, 2, 3] = 0.0  # two zeros in one fiber along 1
+    body = f"%y = reduce %x: <2 x 3 x 4 x f64> by multiply init {init}: f64 along {dims}"
+    check([("x", "<2 x 3 x 4 x f64>")], body, "y", out, args=[x])
+
+
+def test_reduce_multiply_gradient_at_zeros_is_exact() -> None:
+    """d/dx prod(x) = prod of the others: finite at zeros, no 0/0 from dividing by x."""
+    body = "%y = reduce %x: <2 x 3 x f64> by multiply init 1: f64 along 1"
+    text = with_adjoint_type(fn_text([("x", M23)], body, "y", "<2 x f64>", decl=""))
+    x = np.array([[0.0, 2.0, 3.0], [0.0, 0.0, 5.0]])
+    (dx,) = run_function(differentiate(text), "df", [x])
+    np.testing.assert_array_equal(dx, [[6.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
+
+
+@pytest.mark.parametrize(
+    ("comb", "x"), [("max", [[1, 3, 3], [2, 0, 1]]), ("min", [[1, 1, 1], [2, 0, 1]])]
+)
+def test_reduce_extremum_splits_ties_evenly(comb: str, x: list[list[float]]) -> None:
+    body = f"%y = reduce %x: <2 x 3 x f64> by {comb} init {'-100' if comb == 'max' else '100'}: f64 along 1"
+    text = with_adjoint_type(fn_text([("x", M23)], body, "y", "<2 x f64>"))
+    seed = np.array([0.6, -1.5])
+    (dx,) = run_function(differentiate(text), "df", [np.array(x, np.float64), seed])
+    want = {"max": [[0, 0.3, 0.3], [-1.5, 0, 0]], "min": [[0.2, 0.2, 0.2], [0, -1.5, 0]]}
+    np.testing.assert_allclose(dx, want[comb])
+
+
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_elementwise_extremum_splits_ties_evenly(op: str) -> None:
+    body = f"%z = {op} %x: <3 x f64>, %y: <3 x f64>"
+    text = with_adjoint_type(
+        fn_text([("x", "<3 x f64>"), ("y", "<3 x f64>")], body, "z", "<3 x f64>")
+    )
+    x, y, seed = np.array([1.0, 2.0, 3.0]), np.array([1.0, 1.0, 4.0]), np.array([2.0, 4.0, 8.0])
+    dx, dy = run_function(differentiate(text), "df", [x, y, seed])
+    x_wins = [0, 4, 0] if op == "max" else [0, 0, 8]
+    np.testing.assert_allclose(dx, np.array(x_wins) + [1, 0, 0])
+    np.testing.assert_allclose(dy, seed - x_wins - [1, 0, 0])
+
+
 @pytest.mark.parametrize(
     ("a", "b", "axis", "out"),
     [
@@ -398,8 +445,7 @@ def test_conditional_control_flow(a: float) -> None:
     check_gradients(CONDITIONAL, "f", "df", [np.array(a), RNG.uniform(-1, 1, 3)])
 
 
-def test_higher_order_adjoint_of_adjoint() -> None:
-    text = """module "m"
+HIGHER_ORDER = """module "m"
 stage raw
 
 func @f: (f64, f64) -> f64 {
@@ -410,12 +456,19 @@ func @f: (f64, f64) -> f64 {
     return %c: f64
 }
 
-[adjoint @df from 0]
-func @ddf: (f64, f64) -> (f64, f64)
+{FIRST}
 
-[adjoint @f]
-func @df: (f64, f64) -> (f64, f64)
+{SECOND}
 """
+OUTER = "[adjoint @df from 0]\nfunc @ddf: (f64, f64) -> (f64, f64)"
+INNER = "[adjoint @f]\nfunc @df: (f64, f64) -> (f64, f64)"
+
+
+@pytest.mark.parametrize("inner_first", [True, False], ids=["inner-first", "outer-first"])
+def test_higher_order_adjoint_of_adjoint(inner_first: bool) -> None:
+    """The adjoint of an adjoint, whichever of the two is declared first."""
+    first, second = (INNER, OUTER) if inner_first else (OUTER, INNER)
+    text = HIGHER_ORDER.replace("{FIRST}", first).replace("{SECOND}", second)
     x, y = np.array(0.7), np.array(-0.3)
     module = check_gradients(text, "df", "ddf", [x, y], source=0)
     dxx, dxy = run_function(module, "ddf", [x, y])
@@ -641,3 +694,15 @@ def test_gradient_is_clean_and_at_most_three_times_the_primal(
     ratio = flops[adjoint] / flops[primal]
     print(f"{adjoint}: {flops[adjoint]} FLOPs, {primal}: {flops[primal]} FLOPs, ratio {ratio:.2f}")
     assert ratio <= 3.0
+
+
+def test_slice_adjoints_of_one_value_are_concatenated_not_added() -> None:
+    """The four gate slices of the LSTM get one concatenation of their adjoints."""
+    module = differentiate(LSTM_INLINE)
+    grad = next(
+        f for f in module.body.block.ops if isinstance(f, FuncOp) and f.sym_name.data == "cell_grad"
+    )
+    ops = [op for block in grad.body.blocks for op in block.ops]
+    concats = [op for op in ops if op.name == "graph.concatenate"]
+    assert len(concats) == 1 and len(concats[0].operands) == 4
+    assert not any(op.name == "graph.add" and concats[0].results[0] in op.operands for op in ops)

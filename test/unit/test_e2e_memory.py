@@ -111,7 +111,6 @@ def test_bounds_check_pass_option_in_dlc_opt(tmp_path) -> None:
 @pytest.mark.parametrize(
     ("body", "opcode"),
     [
-        ("%p = allocateStack f32 count 1\n    return", "allocateStack"),
         ("%s = createStack\n    destroyStack %s: stack\n    return", "createStack"),
     ],
 )

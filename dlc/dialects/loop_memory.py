@@ -1,0 +1,149 @@
+"""Raw-memory ops of the `loop` dialect: addresses are `i64` values.
+
+They implement DLVM pointers, globals and allocations below the buffer (memref) model:
+`loop.raw_load`/`loop.raw_store` copy whole buffers from/to an address, `loop.raw_check`
+is the bounds check of the bounds-checking build (a no-op otherwise).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import IntAttr, MemRefType, StringAttr, i64
+from xdsl.ir import SSAValue
+from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, prop_def, result_def
+
+
+def _ops(*values: SSAValue) -> list[SSAValue]:
+    return list(values)
+
+
+@irdl_op_definition
+class AddressOp(IRDLOperation):
+    """`loop.address %buf -> i64`: the address of a buffer's first element."""
+
+    name = "loop.address"
+    buffer = operand_def(MemRefType)
+    res = result_def(i64)
+
+    def __init__(self, buffer: SSAValue):
+        super().__init__(operands=[buffer], result_types=[i64])
+
+
+@irdl_op_definition
+class GlobalAddressOp(IRDLOperation):
+    """`loop.global_address @g {size}`: the address of module variable storage; the
+    address lives in the i64 global `_dlc_var_<g>`, set by the runtime after JIT."""
+
+    name = "loop.global_address"
+    sym_name = prop_def(StringAttr)
+    size = prop_def(IntAttr)
+    res = result_def(i64)
+
+    def __init__(self, name: str, size: int):
+        super().__init__(
+            properties={"sym_name": StringAttr(name), "size": IntAttr(size)}, result_types=[i64]
+        )
+
+
+@irdl_op_definition
+class RawLoadOp(IRDLOperation):
+    """`loop.raw_load %addr, %buf`: copy the buffer's byte size from `addr` into it."""
+
+    name = "loop.raw_load"
+    addr = operand_def(i64)
+    buffer = operand_def(MemRefType)
+
+    def __init__(self, addr: SSAValue, buffer: SSAValue):
+        super().__init__(operands=[addr, buffer])
+
+
+@irdl_op_definition
+class RawStoreOp(IRDLOperation):
+    """`loop.raw_store %buf, %addr`: copy the buffer's bytes to `addr`."""
+
+    name = "loop.raw_store"
+    buffer = operand_def(MemRefType)
+    addr = operand_def(i64)
+
+    def __init__(self, buffer: SSAValue, addr: SSAValue):
+        super().__init__(operands=[buffer, addr])
+
+
+@irdl_op_definition
+class RawCopyOp(IRDLOperation):
+    """`loop.raw_copy %dst, %src, %nbytes` (memmove)."""
+
+    name = "loop.raw_copy"
+    dst = operand_def(i64)
+    src = operand_def(i64)
+    nbytes = operand_def(i64)
+
+    def __init__(self, dst: SSAValue, src: SSAValue, nbytes: SSAValue):
+        super().__init__(operands=[dst, src, nbytes])
+
+
+@irdl_op_definition
+class RawCheckOp(IRDLOperation):
+    """`loop.raw_check %addr, %nbytes, %lo, %hi {access}`: in bounds-check builds, an
+    access of `nbytes` at `addr` outside [lo, hi) records the op's location in the
+    status word and returns from the function (Python raises IndexError)."""
+
+    name = "loop.raw_check"
+    addr = operand_def(i64)
+    nbytes = operand_def(i64)
+    lo = operand_def(i64)
+    hi = operand_def(i64)
+    access = prop_def(StringAttr)
+
+    def __init__(self, args: Sequence[SSAValue], access: str):
+        super().__init__(operands=list(args), properties={"access": StringAttr(access)})
+
+
+@irdl_op_definition
+class RawAllocOp(IRDLOperation):
+    """`loop.raw_alloc %nbytes -> i64`: zeroed heap memory (calloc)."""
+
+    name = "loop.raw_alloc"
+    nbytes = operand_def(i64)
+    res = result_def(i64)
+
+    def __init__(self, nbytes: SSAValue):
+        super().__init__(operands=[nbytes], result_types=[i64])
+
+
+@irdl_op_definition
+class RawFreeOp(IRDLOperation):
+    """`loop.raw_free %addr` (free)."""
+
+    name = "loop.raw_free"
+    addr = operand_def(i64)
+
+    def __init__(self, addr: SSAValue):
+        super().__init__(operands=[addr])
+
+
+@irdl_op_definition
+class StackAllocOp(IRDLOperation):
+    """`loop.stack_alloc {size} -> i64`: an `alloca` of the function's entry block,
+    zeroed where the op stands."""
+
+    name = "loop.stack_alloc"
+    size = prop_def(IntAttr)
+    res = result_def(i64)
+
+    def __init__(self, size: int):
+        super().__init__(properties={"size": IntAttr(size)}, result_types=[i64])
+
+
+MEMORY_OPS = [
+    AddressOp,
+    GlobalAddressOp,
+    RawLoadOp,
+    RawStoreOp,
+    RawCopyOp,
+    RawCheckOp,
+    RawAllocOp,
+    RawFreeOp,
+    StackAllocOp,
+]

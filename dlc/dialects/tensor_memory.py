@@ -1,0 +1,159 @@
+"""Memory ops of the `tensor` dialect (DLVM memory, aggregates in memory, bitCast).
+
+Addresses are `i64` scalar tensors (`!graph.tensor<i64>`); a pointer of the graph level
+is three of them (address, lower bound, upper bound: see dlc/lowering/layout.py). The
+ops have side effects and keep their program order; their results are fresh tensors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import IntAttr, StringAttr
+from xdsl.ir import Attribute, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    result_def,
+    var_operand_def,
+)
+from xdsl.utils.exceptions import VerifyException
+
+from dlc.dialects.graph_types import TensorType
+
+I64 = TensorType((), "i64")
+
+
+def _i64(values: Sequence[SSAValue], what: str) -> None:
+    for v in values:
+        if v.type != I64:
+            raise VerifyException(f"{what}: addresses and sizes must be i64 scalars")
+
+
+@irdl_op_definition
+class MemReadOp(IRDLOperation):
+    """`tensor.mem_read(%addr, %lo, %hi) -> T`: the bytes at `addr` as a tensor of type
+    T (a copy); the access must lie within [lo, hi) (checked in bounds-check builds)."""
+
+    name = "tensor.mem_read"
+    addr = operand_def(TensorType)
+    lo = operand_def(TensorType)
+    hi = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    def __init__(self, addr: SSAValue, lo: SSAValue, hi: SSAValue, result_type: Attribute):
+        super().__init__(operands=[addr, lo, hi], result_types=[result_type])
+
+    def verify_(self) -> None:
+        _i64([self.addr, self.lo, self.hi], self.name)
+
+
+@irdl_op_definition
+class MemWriteOp(IRDLOperation):
+    """`tensor.mem_write(%value, %addr, %lo, %hi)`: store the bytes of a tensor."""
+
+    name = "tensor.mem_write"
+    value = operand_def(TensorType)
+    addr = operand_def(TensorType)
+    lo = operand_def(TensorType)
+    hi = operand_def(TensorType)
+
+    def __init__(self, value: SSAValue, addr: SSAValue, lo: SSAValue, hi: SSAValue):
+        super().__init__(operands=[value, addr, lo, hi])
+
+    def verify_(self) -> None:
+        _i64([self.addr, self.lo, self.hi], self.name)
+
+
+@irdl_op_definition
+class MemCopyOp(IRDLOperation):
+    """`tensor.mem_copy(%dst, %dlo, %dhi, %src, %slo, %shi, %nbytes)`: memmove."""
+
+    name = "tensor.mem_copy"
+    args = var_operand_def(TensorType)
+
+    def __init__(self, args: Sequence[SSAValue]):
+        super().__init__(operands=[list(args)])
+
+    def verify_(self) -> None:
+        if len(self.args) != 7:
+            raise VerifyException("tensor.mem_copy: expects 7 operands")
+        _i64(self.args, self.name)
+
+
+@irdl_op_definition
+class GlobalAddressOp(IRDLOperation):
+    """`tensor.global_address @g {size}`: the address of a module variable's storage
+    (`size` zero-initialized bytes owned by the runtime)."""
+
+    name = "tensor.global_address"
+    sym_name = prop_def(StringAttr)
+    size = prop_def(IntAttr)
+    result = result_def(TensorType)
+
+    def __init__(self, name: str, size: int):
+        super().__init__(
+            properties={"sym_name": StringAttr(name), "size": IntAttr(size)}, result_types=[I64]
+        )
+
+
+@irdl_op_definition
+class HeapAllocOp(IRDLOperation):
+    """`tensor.heap_alloc(%nbytes) -> i64`: zeroed heap memory (calloc)."""
+
+    name = "tensor.heap_alloc"
+    nbytes = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    def __init__(self, nbytes: SSAValue):
+        super().__init__(operands=[nbytes], result_types=[I64])
+
+
+@irdl_op_definition
+class HeapFreeOp(IRDLOperation):
+    """`tensor.heap_free(%addr)`: free heap memory."""
+
+    name = "tensor.heap_free"
+    addr = operand_def(TensorType)
+
+    def __init__(self, addr: SSAValue):
+        super().__init__(operands=[addr])
+
+
+@irdl_op_definition
+class StackAllocOp(IRDLOperation):
+    """`tensor.stack_alloc {size} -> i64`: zeroed memory of the function's frame (one
+    slot per op, reused when executed again), released when the function returns."""
+
+    name = "tensor.stack_alloc"
+    size = prop_def(IntAttr)
+    result = result_def(TensorType)
+
+    def __init__(self, size: int):
+        super().__init__(properties={"size": IntAttr(size)}, result_types=[I64])
+
+
+@irdl_op_definition
+class BitCastOp(IRDLOperation):
+    """`tensor.bitcast(%x) -> T`: the same bytes as another tensor type (equal size)."""
+
+    name = "tensor.bitcast"
+    source = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    def __init__(self, source: SSAValue, result_type: Attribute):
+        super().__init__(operands=[source], result_types=[result_type])
+
+
+MEMORY_OPS = [
+    MemReadOp,
+    MemWriteOp,
+    MemCopyOp,
+    GlobalAddressOp,
+    HeapAllocOp,
+    HeapFreeOp,
+    StackAllocOp,
+    BitCastOp,
+]

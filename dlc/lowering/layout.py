@@ -1,0 +1,158 @@
+"""Value and memory layout of DLVM types in generated code.
+
+Value form (tensor level and the native calling convention): every type is a tree whose
+leaves are tensors, flattened in order:
+
+- tensor: itself; tuple / struct: its elements / fields in order; `[n x T]`: n times T;
+- enum `$E`: an `i64` tag (the case's index in declaration order) followed by the
+  associated values of *every* case in order (a product, not a union; the values of
+  cases other than the tag's are unspecified);
+- pointer `*T`: three `i64` scalars (address, lower bound, upper bound) -- a fat
+  pointer; the bounds are the byte range of the allocation it points into, checked by
+  the bounds-checking build mode (null: all three 0);
+- box `box{T}`: one `i64`, the address of its header (refcount i64, then the T);
+- stack: one `i64`, the address of the runtime stack object;
+- function values have no leaves (calls are direct).
+
+Memory form: the C layout of the same tree (each leaf aligned to its element size,
+aggregates padded to their largest alignment); a tensor is stored inline
+(row-major, bool as one byte).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.ir import Attribute
+
+from dlc.dialects.graph import Symbols
+from dlc.dialects.graph_types import (
+    ArrayType,
+    BoxType,
+    FunctionType,
+    NominalType,
+    PointerType,
+    StackType,
+    TensorType,
+    TupleType,
+    dtype_bytes,
+    format_type,
+)
+
+I64 = TensorType((), "i64")
+POINTER_LEAVES = 3
+
+
+class LayoutError(Exception):
+    """A type the code generator cannot represent (message: what)."""
+
+
+def children(t: Attribute, symbols: Symbols) -> list[Attribute] | None:
+    """The element types of `t` in the value tree; None for a tensor leaf."""
+    if isinstance(t, TensorType):
+        return None
+    if isinstance(t, TupleType):
+        return list(t.types)
+    if isinstance(t, ArrayType):
+        return [t.element] * t.count.data
+    if isinstance(t, PointerType):
+        return [I64] * POINTER_LEAVES
+    if isinstance(t, BoxType | StackType):
+        return [I64]
+    if isinstance(t, FunctionType):
+        return []
+    if isinstance(t, NominalType) and t.kind.data == "struct" and t.ident in symbols.structs:
+        return [ft for _, ft in symbols.structs[t.ident]]
+    if isinstance(t, NominalType) and t.kind.data == "enum" and t.ident in symbols.enums:
+        return [I64, *(TupleType(list(values)) for _, values in symbols.enums[t.ident])]
+    raise LayoutError(f"values of type {format_type(t)}")
+
+
+def leaves(t: Attribute, symbols: Symbols) -> list[TensorType]:
+    """Tensor leaves of `t` in order (iterative)."""
+    out: list[TensorType] = []
+    stack = [t]
+    while stack:
+        item = stack.pop()
+        kids = children(item, symbols)
+        if kids is None:
+            assert isinstance(item, TensorType)
+            out.append(item)
+        else:
+            stack.extend(reversed(kids))
+    return out
+
+
+def enum_tag(t: NominalType, case: str, symbols: Symbols) -> int:
+    return [c for c, _ in symbols.enums[t.ident]].index(case)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Byte size, alignment and the (offset, type) of every leaf in order."""
+
+    size: int
+    align: int
+    fields: tuple[tuple[int, TensorType], ...]
+
+
+def _leaf_layout(t: TensorType) -> Layout:
+    width = 1 if t.dt == "bool" else dtype_bytes(t.dt)
+    return Layout(width * t.num_elements, width, ((0, t),))
+
+
+def layout(t: Attribute, symbols: Symbols) -> Layout:
+    """C layout of `t` (post-order over the value tree, no recursion)."""
+    done: dict[int, Layout] = {}
+    keep: list[Attribute] = []  # keeps every node alive, so ids stay unique
+    stack: list[tuple[Attribute, list[Attribute] | None]] = [(t, None)]
+    while stack:
+        item, kids = stack.pop()
+        keep.append(item)
+        if kids is None:
+            kids = children(item, symbols)
+            if kids is None:
+                assert isinstance(item, TensorType)
+                done[id(item)] = _leaf_layout(item)
+                continue
+            stack.append((item, kids))
+            stack.extend((k, None) for k in kids)
+            continue
+        offset, align, fields = 0, 1, []
+        for kid in kids:
+            sub = done[id(kid)]
+            offset = (offset + sub.align - 1) // sub.align * sub.align
+            fields.extend((offset + o, lt) for o, lt in sub.fields)
+            offset += sub.size
+            align = max(align, sub.align)
+        size = (offset + align - 1) // align * align
+        done[id(item)] = Layout(size, align, tuple(fields))
+    return done[id(t)]
+
+
+def key_offset(
+    t: Attribute, key: int | str, symbols: Symbols
+) -> tuple[int, Attribute, int | None]:
+    """For one element key into `t`: (static byte offset, element type, stride for a
+    dynamic index or None). Integer keys of arrays/tensors are scaled by the stride."""
+    if isinstance(t, TensorType):
+        sub = t.with_shape(t.dims[1:])
+        stride = layout(sub, symbols).size
+        return (key * stride if isinstance(key, int) else 0), sub, stride
+    if isinstance(t, ArrayType):
+        stride = layout(t.element, symbols).size
+        return (key * stride if isinstance(key, int) else 0), t.element, stride
+    kids = children(t, symbols) or []
+    if isinstance(key, str) and isinstance(t, NominalType):
+        names = [n for n, _ in symbols.structs[t.ident]]
+        key = names.index(key)
+    if not isinstance(key, int):
+        raise LayoutError(f"a value key into {format_type(t)}")
+    offset = 0
+    for i, kid in enumerate(kids):
+        sub = layout(kid, symbols)
+        offset = (offset + sub.align - 1) // sub.align * sub.align
+        if i == key:
+            return offset, kid, None
+        offset += sub.size
+    raise LayoutError(f"key {key} into {format_type(t)}")
