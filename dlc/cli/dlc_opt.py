@@ -123,6 +123,8 @@ class DlcOptMain(xDSLOptMain):
         add(
             "-t",
             "--target",
+            "--emit",
+            dest="target",
             choices=TARGETS,
             help="output: dl (default at graph level), mlir (default below), llvm, asm",
         )
