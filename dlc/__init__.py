@@ -84,17 +84,19 @@ def compile(
     opt_level: int = 2,
     filename: str = "<string>",
     bounds_check: bool | None = None,
+    seed: int = 0,
 ) -> CompiledModule:
     """Parse, verify, lower and JIT-compile DLVM text; functions are called with NumPy arrays.
 
     `bounds_check=True` guards every generated load and store: a violation raises
     IndexError("FILE:LINE:COL: out-of-bounds ...") from the call (None: the environment
-    variable DLC_BOUNDS_CHECK=1)."""
+    variable DLC_BOUNDS_CHECK=1). `seed` seeds the `random` generator (reseed with
+    `mod.seed(n)`)."""
     from dlc.runtime.compiled import compile_graph_module
 
     level = _check_opt_level(opt_level)
     module = parse(text, filename)
-    return compile_graph_module(module, opt_level=level, bounds_check=bounds_check)
+    return compile_graph_module(module, opt_level=level, bounds_check=bounds_check, seed=seed)
 
 
 def compile_file(path: str | os.PathLike[str], *, opt_level: int = 2) -> CompiledModule:

@@ -342,7 +342,13 @@ class FuncGen:
             if self.chance(0.6)
             else self.inline(float(self.choice([2.0, 0.5, 3.0, -1.0])), x.dt)
         )
-        return self.emit("power {0}, {1}", [base, e], shape, x.dt, base.bound ** max(1.0, e.bound))
+        return self.emit(
+            "power {0}, {1}",
+            [base, e],
+            broadcast(base.shape, e.shape),
+            x.dt,
+            base.bound ** max(1.0, e.bound),
+        )
 
     def integer(self) -> Value:
         x = self.pick(lambda dt: dt == "i32")

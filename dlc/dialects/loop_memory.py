@@ -10,8 +10,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import IntAttr, MemRefType, StringAttr, i64
-from xdsl.ir import SSAValue
-from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, prop_def, result_def
+from xdsl.ir import Attribute, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    result_def,
+    var_operand_def,
+)
 
 
 def _ops(*values: SSAValue) -> list[SSAValue]:
@@ -136,6 +143,58 @@ class StackAllocOp(IRDLOperation):
         super().__init__(properties={"size": IntAttr(size)}, result_types=[i64])
 
 
+@irdl_op_definition
+class StackPushOp(IRDLOperation):
+    """`loop.stack_push %header {nbytes} -> i64`: grow the stack whose header
+    `[data, size, capacity]` is at `header` by `nbytes` (realloc to max(2 capacity,
+    size + nbytes, 64) when full); the address of the new top bytes."""
+
+    name = "loop.stack_push"
+    header = operand_def(i64)
+    nbytes = prop_def(IntAttr)
+    res = result_def(i64)
+
+    def __init__(self, header: SSAValue, nbytes: int):
+        super().__init__(
+            operands=[header], properties={"nbytes": IntAttr(nbytes)}, result_types=[i64]
+        )
+
+
+@irdl_op_definition
+class StackPopOp(IRDLOperation):
+    """`loop.stack_pop %header {nbytes} -> i64`: shrink the stack by `nbytes`; the
+    address of the removed bytes. Too few bytes: trap "pop from an empty stack"."""
+
+    name = "loop.stack_pop"
+    header = operand_def(i64)
+    nbytes = prop_def(IntAttr)
+    res = result_def(i64)
+
+    def __init__(self, header: SSAValue, nbytes: int):
+        super().__init__(
+            operands=[header], properties={"nbytes": IntAttr(nbytes)}, result_types=[i64]
+        )
+
+
+@irdl_op_definition
+class ScalarCallOp(IRDLOperation):
+    """`loop.scalar_call @f(%a, %b) -> T`: call the loop function `f` whose inputs and
+    output are rank-0 buffers with scalars (function combinators of reductions); the
+    scalars go through stack slots. A trap in the callee returns at once."""
+
+    name = "loop.scalar_call"
+    callee = prop_def(StringAttr)
+    args = var_operand_def()
+    res = result_def()
+
+    def __init__(self, callee: str, args: Sequence[SSAValue], result_type: Attribute):
+        super().__init__(
+            operands=[list(args)],
+            properties={"callee": StringAttr(callee)},
+            result_types=[result_type],
+        )
+
+
 MEMORY_OPS = [
     AddressOp,
     GlobalAddressOp,
@@ -146,4 +205,7 @@ MEMORY_OPS = [
     RawAllocOp,
     RawFreeOp,
     StackAllocOp,
+    StackPushOp,
+    StackPopOp,
+    ScalarCallOp,
 ]

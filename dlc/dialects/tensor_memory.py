@@ -147,6 +147,40 @@ class BitCastOp(IRDLOperation):
         super().__init__(operands=[source], result_types=[result_type])
 
 
+@irdl_op_definition
+class StackPushOp(IRDLOperation):
+    """`tensor.stack_push(%header) {nbytes} -> i64`: reserve `nbytes` at the top of a
+    growable stack (header `[data, size, capacity]`, realloc when full); the address of
+    the reserved bytes."""
+
+    name = "tensor.stack_push"
+    header = operand_def(TensorType)
+    nbytes = prop_def(IntAttr)
+    result = result_def(TensorType)
+
+    def __init__(self, header: SSAValue, nbytes: int):
+        super().__init__(
+            operands=[header], properties={"nbytes": IntAttr(nbytes)}, result_types=[I64]
+        )
+
+
+@irdl_op_definition
+class StackPopOp(IRDLOperation):
+    """`tensor.stack_pop(%header) {nbytes} -> i64`: drop the top `nbytes` of a stack;
+    the address of the dropped bytes (valid until the next push). Popping more bytes
+    than the stack holds traps ("pop from an empty stack")."""
+
+    name = "tensor.stack_pop"
+    header = operand_def(TensorType)
+    nbytes = prop_def(IntAttr)
+    result = result_def(TensorType)
+
+    def __init__(self, header: SSAValue, nbytes: int):
+        super().__init__(
+            operands=[header], properties={"nbytes": IntAttr(nbytes)}, result_types=[I64]
+        )
+
+
 MEMORY_OPS = [
     MemReadOp,
     MemWriteOp,
@@ -156,4 +190,6 @@ MEMORY_OPS = [
     HeapFreeOp,
     StackAllocOp,
     BitCastOp,
+    StackPushOp,
+    StackPopOp,
 ]

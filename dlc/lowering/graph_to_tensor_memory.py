@@ -20,6 +20,7 @@ from dlc.dialects.graph import Symbols
 from dlc.dialects.graph_types import BoxType, NominalType, PointerType, TensorType, TupleType
 from dlc.lowering.compute_builder import BodyBuilder, Lowered, Splat, build_compute
 from dlc.lowering.graph_to_tensor_ops import UnsupportedOp
+from dlc.lowering.graph_to_tensor_runtime import lower_random, lower_stack_op
 from dlc.lowering.layout import I64, LayoutError, children, key_offset, layout, leaves
 
 BOX_HEADER = 8  # the refcount (i64) before a box's payload
@@ -159,6 +160,10 @@ class MemoryRules:
                 return self.copy(b, op, args)
             case gt.BitCastOp():
                 return self.bitcast(b, op, args[0])
+            case gm.RandomOp():
+                return lower_random(b, op, args, _materialize)
+            case gm.CreateStackOp() | gm.PushOp() | gm.PopOp() | gm.DestroyStackOp():
+                return lower_stack_op(b, op, args, self, _materialize)
         raise UnsupportedOp(getattr(op, "OPCODE", op.name))
 
     def refcount(self, b: Builder, op: Operation, addr: Lowered) -> None:

@@ -99,8 +99,7 @@ def lower_transpose(b: Builder, op: Operation, args: list[Lowered]) -> Lowered:
 
 def lower_reduce(b: Builder, op: Operation, args: list[Lowered]) -> Lowered:
     assert isinstance(op, gt.ReduceOp)
-    if op.combinator_fn is not None or op.combinator is None:
-        raise UnsupportedOp("reduce with a function combinator")
+    comb = combinator_name(op, "reduce")
     x, init = args[0], args[1]
     dims = sorted(gt.ints(op.dims))
     xt = lowered_type(x)
@@ -114,9 +113,21 @@ def lower_reduce(b: Builder, op: Operation, args: list[Lowered]) -> Lowered:
         _result_type(op),
         body,
         reduction=[xt.dims[d] for d in dims],
-        combinator=op.combinator.data,
+        combinator=comb,
         init=init,
     ).result
+
+
+def combinator_name(op: Operation, opcode: str) -> str:
+    """The opcode of a combinator, or `@f` for a function combinator of the module
+    (called once per combination step, a left fold in increasing C order)."""
+    fn = op.combinator_fn  # type: ignore[attr-defined]
+    if fn is None:
+        return op.combinator.data  # type: ignore[attr-defined]
+    owner = getattr(fn, "owner", None)
+    if not isinstance(owner, graph.GlobalRefOp):
+        raise UnsupportedOp(f"{opcode} with a function value combinator")
+    return "@" + owner.symbol.data
 
 
 def _strides(dims: Sequence[int]) -> list[int]:

@@ -28,7 +28,7 @@ from xdsl.ir import Operation, SSAValue
 from dlc.dialects import graph_tensor as gt
 from dlc.dialects.graph_types import TensorType, dtype_is_float
 from dlc.lowering.compute_builder import BodyBuilder, Lowered, Splat, build_compute, lowered_type
-from dlc.lowering.graph_to_tensor_ops import UnsupportedOp
+from dlc.lowering.graph_to_tensor_ops import UnsupportedOp, combinator_name
 from dlc.lowering.lower_tensor_to_loop import REDUCTION_OUTER
 
 
@@ -188,8 +188,7 @@ def lower_reduce_window(b: Builder, op: Operation, args: list[Lowered]) -> Lower
     from dlc.runtime.reference_tensor import window_padding
 
     assert isinstance(op, gt.ReduceWindowOp)
-    if op.combinator_fn is not None or op.combinator is None:
-        raise UnsupportedOp("reduceWindow with a function combinator")
+    comb = combinator_name(op, "reduceWindow")
     x, init = args
     xt, out = lowered_type(x), _out(op)
     window, strides = gt.ints(op.window), gt.ints(op.strides)
@@ -215,7 +214,7 @@ def lower_reduce_window(b: Builder, op: Operation, args: list[Lowered]) -> Lower
         return value
 
     return build_compute(
-        b, out, body, reduction=window, combinator=op.combinator.data, init=init
+        b, out, body, reduction=window, combinator=comb, init=init
     ).result
 
 

@@ -16,7 +16,7 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from dlc.diagnostics import get_loc
 from dlc.dialects import loop_memory as lm
-from dlc.lowering.loop_to_llvm_scalar import const, icmp
+from dlc.lowering.loop_to_llvm_scalar import const, icmp, select
 
 if TYPE_CHECKING:
     from dlc.lowering.lower_loop_to_llvm import _FuncEmitter
@@ -76,6 +76,12 @@ def lower_raw_memory(em: _FuncEmitter, op: Operation) -> None:
             em.values[op.res] = _stack_alloc(em, op)
         case lm.RawCheckOp():
             _check(em, op)
+        case lm.StackPushOp():
+            em.values[op.res] = _stack_push(em, op)
+        case lm.StackPopOp():
+            em.values[op.res] = _stack_pop(em, op)
+        case lm.ScalarCallOp():
+            em.values[op.res] = _scalar_call(em, op)
         case _:
             raise AssertionError(op.name)
 
@@ -117,3 +123,93 @@ def _check(em: _FuncEmitter, op: lm.RawCheckOp) -> None:
     em.emit(llvm.StoreOp(const(em, code, i64), em.status_address(), alignment=8))
     em.emit(llvm.ReturnOp())
     em.start(resume)
+
+
+def _field(em: _FuncEmitter, header: SSAValue, index: int) -> SSAValue:
+    """Pointer to i64 field `index` of a stack header."""
+    return _ptr(em, em.emit(llvm.AddOp(header, const(em, 8 * index, i64))))
+
+
+def _load_field(em: _FuncEmitter, header: SSAValue, index: int) -> SSAValue:
+    return em.emit(llvm.LoadOp(_field(em, header, index), i64, alignment=8))
+
+
+def _store_field(em: _FuncEmitter, value: SSAValue, header: SSAValue, index: int) -> None:
+    em.emit(llvm.StoreOp(value, _field(em, header, index), alignment=8))
+
+
+def _stack_push(em: _FuncEmitter, op: lm.StackPushOp) -> SSAValue:
+    """size + n > capacity: data = realloc(data, max(2 capacity, size + n, 64))."""
+    header = em.get(op.header)
+    size = _load_field(em, header, 1)
+    need = em.emit(llvm.AddOp(size, const(em, op.nbytes.data, i64)))
+    capacity = _load_field(em, header, 2)
+    grow, join = Block(), Block()
+    em.emit(llvm.CondBrOp(icmp(em, "ugt", need, capacity), grow, [], join, []))
+    em.start(grow)
+    twice = em.emit(llvm.AddOp(capacity, capacity))
+    larger = select(em, icmp(em, "ugt", twice, need), twice, need)
+    floor = const(em, 64, i64)
+    new_capacity = select(em, icmp(em, "ugt", larger, floor), larger, floor)
+    em.declare("realloc", [PTR, i64], PTR)
+    data = _ptr(em, _load_field(em, header, 0))
+    grown = em.emit(llvm.CallOp("realloc", data, new_capacity, return_type=PTR))
+    _store_field(em, _int(em, grown), header, 0)
+    _store_field(em, new_capacity, header, 2)
+    em.emit(llvm.BrOp(join))
+    em.start(join)
+    _store_field(em, need, header, 1)
+    return em.emit(llvm.AddOp(_load_field(em, header, 0), size))
+
+
+def _stack_pop(em: _FuncEmitter, op: lm.StackPopOp) -> SSAValue:
+    """size < n traps (when the module has a status word); else size -= n."""
+    header = em.get(op.header)
+    size = _load_field(em, header, 1)
+    n = const(em, op.nbytes.data, i64)
+    if em.status is not None:
+        loc = get_loc(op)
+        where = f"{loc.filename}:{loc.line}:{loc.column}: " if loc is not None else ""
+        code = em.status.code("trap", f"{where}pop from an empty stack")
+        leave, resume = Block(), Block()
+        em.emit(llvm.CondBrOp(icmp(em, "ult", size, n), leave, [], resume, []))
+        em.start(leave)
+        em.emit(llvm.StoreOp(const(em, code, i64), em.status_address(), alignment=8))
+        em.emit(llvm.ReturnOp())
+        em.start(resume)
+    rest = em.emit(llvm.SubOp(size, n))
+    _store_field(em, rest, header, 1)
+    return em.emit(llvm.AddOp(_load_field(em, header, 0), rest))
+
+
+def _entry_slot(em: _FuncEmitter) -> SSAValue:
+    """An 8-byte alloca at the top of the entry block."""
+    entry = em.region.blocks.first
+    assert entry is not None
+    count = llvm.ConstantOp(IntegerAttr(8, i64), i64)
+    alloca = llvm.AllocaOp(count, i8, alignment=16)
+    first = entry.first_op
+    if first is None:
+        entry.add_ops([count, alloca])
+    else:
+        entry.insert_ops_before([count, alloca], first)
+    return alloca.results[0]
+
+
+def _scalar_call(em: _FuncEmitter, op: lm.ScalarCallOp) -> SSAValue:
+    """Scalars through stack slots: f(&a, &b, &out); bool (i1) is one byte."""
+    slots = []
+    for value in op.args:
+        slot = _entry_slot(em)
+        item = em.get(value)
+        if item.type == i1:
+            item = em.emit(llvm.ZExtOp(item, i8))
+        em.emit(llvm.StoreOp(item, slot))
+        slots.append(slot)
+    out = _entry_slot(em)
+    em.emit(llvm.CallOp(op.callee.data, *slots, out))
+    em.return_if_status()
+    rtype = op.res.type
+    if rtype == i1:
+        return em.emit(llvm.TruncOp(em.emit(llvm.LoadOp(out, i8)), i1))
+    return em.emit(llvm.LoadOp(out, rtype))

@@ -40,6 +40,11 @@ MEMORY_OPS = (
     gm.ElementPointerOp,
     gm.CopyOp,
     gt.BitCastOp,
+    gm.RandomOp,
+    gm.CreateStackOp,
+    gm.PushOp,
+    gm.PopOp,
+    gm.DestroyStackOp,
 )
 
 

@@ -158,7 +158,12 @@ class ScalarBuilder:
         return self.select(self.cmpi("sgt", x, zero), one, rest)
 
     def binary(self, opcode: str, dtype: str, x: SSAValue, y: SSAValue) -> SSAValue:
-        """A numeric or boolean binary opcode, or a compare (giving i1)."""
+        """A numeric or boolean binary opcode, or a compare (giving i1); `@f` calls the
+        loop function f (a function combinator, see `loop.scalar_call`)."""
+        if opcode.startswith("@"):
+            from dlc.dialects.loop_memory import ScalarCallOp
+
+            return self.emit(ScalarCallOp(opcode[1:], [x, y], x.type))
         if opcode in FLOAT_PREDICATES:
             if dtype_is_float(dtype):
                 return self.cmpf(FLOAT_PREDICATES[opcode], x, y)

@@ -74,6 +74,14 @@ class MemoryOpLowering:
                 self.check(op, src, n, slo, shi, "load")
                 self.check(op, dst, n, dlo, dhi, "store")
                 b.insert(lm.RawCopyOp(dst, src, n))
+            case tm.StackPushOp():
+                at = b.insert(lm.StackPushOp(self.scalar(op.header), op.nbytes.data)).res
+                copy_loc(op, at.owner)
+                self.result(op, at)
+            case tm.StackPopOp():
+                at = b.insert(lm.StackPopOp(self.scalar(op.header), op.nbytes.data)).res
+                copy_loc(op, at.owner)
+                self.result(op, at)
             case tm.BitCastOp():
                 out = self.new_buffer(op.result)
                 b.insert(lm.RawStoreOp(self.buffers[op.source], b.insert(lm.AddressOp(out)).res))

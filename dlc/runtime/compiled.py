@@ -334,6 +334,20 @@ class CompiledModule:
             name: CompiledFunction(name, f, jit, name in native) for name, f in funcs.items()
         }
 
+    def seed(self, value: int) -> None:
+        """Restart the `random` generator: seed `value` (any int, taken mod 2**64),
+        counter 0. Draws are a pure function of (seed, number of earlier draws)."""
+        from dlc.lowering.graph_to_tensor_runtime import RNG_VAR
+
+        if isinstance(value, bool) or not isinstance(value, int | np.integer):
+            raise TypeError(f"seed: expected an int, got {type(value).__name__}")
+        state = getattr(self._jit, "var_storage", {}).get(RNG_VAR)
+        if state is None:
+            return  # the module never calls `random`
+        words = state[(-state.ctypes.data) % 16 :][:16].view(np.uint64)
+        words[0] = int(value) % (1 << 64)
+        words[1] = 0
+
     @property
     def functions(self) -> tuple[str, ...]:
         return tuple(self._functions)
@@ -529,6 +543,7 @@ def compile_graph_module(
     plan_memory: bool = True,
     fast_math_functions: bool = True,
     bounds_check: bool | None = None,
+    seed: int = 0,
 ) -> CompiledModule:
     """Compile every defined function of a verified graph module to native code.
 
@@ -536,7 +551,7 @@ def compile_graph_module(
     function) and `fast_math_functions` (f32 exp/log/tanh as polynomials instead of libm
     calls) can be turned off. `bounds_check` guards every load and store (IndexError
     naming the op's location on a violation); None means the environment variable
-    DLC_BOUNDS_CHECK=1."""
+    DLC_BOUNDS_CHECK=1. `seed` seeds the `random` generator (`CompiledModule.seed`)."""
     from dlc.dialects.graph import FuncOp as GraphFuncOp
     from dlc.passes.differentiate import differentiated
 
@@ -566,4 +581,6 @@ def compile_graph_module(
     jit.keep_gil = _arena_functions(stages)  # planned arenas are not reentrant
     _attach_status(jit, llvm_level)
     _attach_vars(jit, llvm_level)
-    return CompiledModule(module.clone(), stages, jit, funcs, native)
+    compiled = CompiledModule(module.clone(), stages, jit, funcs, native)
+    compiled.seed(seed)
+    return compiled
