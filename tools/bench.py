@@ -4,10 +4,13 @@
     python tools/bench.py --only W0,W3 # a subset
 
 Per workload: dlc's median µs per call, NumPy's, their ratio (dlc / NumPy, lower is
-better for dlc), GFLOP/s where FLOPs are defined, dlc's compile time (first and a
-second compile of the same text, which a cache makes nearly free), the number of
-loop nests dlc generated, and whether dlc's result matches NumPy's. Workloads that
-dlc cannot compile yet are skipped with the reason. Medians are over at least 7 timed
+better for dlc), onnxruntime's median and dlc / onnxruntime when `onnx` and
+`onnxruntime` are importable (optional; the ONNX twins are built with onnx.helper),
+GFLOP/s where FLOPs are defined, dlc's compile time (first, and a second compile of
+the same text: "again", skipped as nan when the first took over 10 s; dlc has no
+compile cache yet, so it costs about the same), the
+top-level loop nests per call (`stats()["loop_nests"]`), and whether dlc's result
+matches NumPy's. Workloads that dlc cannot compile yet are skipped with the reason. Medians are over at least 7 timed
 samples after a warm-up; compare ratios within one run, never absolute times across
 runs (the machine is shared and noisy).
 """
@@ -29,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MIN_SAMPLES = 7
 SAMPLE_SECONDS = 2e-3
 BUDGET_SECONDS = 0.5
+SLOW_COMPILE_SECONDS = 10.0  # no second compile (the "again" column) above this
 
 Arrays = list[np.ndarray]
 
@@ -110,6 +114,137 @@ def np_layernorm_gelu(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray) -> np.
     return (
         0.5 * y * (1 + np.tanh(np.float32(0.7978845608028654) * (y + np.float32(0.044715) * y**3)))
     )
+
+
+# -- onnxruntime twins (optional: only when onnx and onnxruntime import) --------------
+
+
+def _onnx_model(nodes: list, inputs: list[tuple[str, tuple]], outputs: list[tuple[str, tuple]]):
+    """A float32 ONNX model (opset 17) from onnx.helper nodes."""
+    from onnx import TensorProto, helper
+
+    def info(name: str, shape: tuple) -> Any:
+        return helper.make_tensor_value_info(name, TensorProto.FLOAT, list(shape))
+
+    graph = helper.make_graph(
+        nodes, "dlc_bench", [info(*i) for i in inputs], [info(*o) for o in outputs]
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8  # what every onnxruntime release accepts for opset 17
+    return model
+
+
+def _const(name: str, value: float) -> Any:
+    from onnx import TensorProto, helper
+
+    return helper.make_node(
+        "Constant",
+        [],
+        [name],
+        value=helper.make_tensor(name + "_v", TensorProto.FLOAT, [], [value]),
+    )
+
+
+def onnx_graph(w: Workload, inputs: Arrays):
+    """The workload as an ONNX model, or None when there is no ONNX twin (W6)."""
+    from onnx import helper
+
+    n = helper.make_node
+    shapes = [(f"in{k}", a.shape) for k, a in enumerate(inputs)]
+    if w.id == "W0":
+        nodes = [_const("one", 1.0), n("Add", ["in0", "one"], ["out"])]
+        return _onnx_model(nodes, shapes, [("out", inputs[0].shape)])
+    if w.id == "W1":
+        nodes = [
+            _const("one", 1.0),
+            n("Add", ["in1", "one"], ["f1"]),  # inputs: c, f, i, j, o
+            n("Sigmoid", ["f1"], ["sf"]),
+            n("Mul", ["in0", "sf"], ["cf"]),
+            n("Sigmoid", ["in2"], ["si"]),
+            n("Tanh", ["in3"], ["tj"]),
+            n("Mul", ["si", "tj"], ["ij"]),
+            n("Add", ["cf", "ij"], ["new_c"]),
+            n("Tanh", ["new_c"], ["tc"]),
+            n("Sigmoid", ["in4"], ["so"]),
+            n("Mul", ["tc", "so"], ["new_h"]),
+        ]
+        shape = inputs[0].shape
+        return _onnx_model(nodes, shapes, [("new_c", shape), ("new_h", shape)])
+    if w.id == "W2":
+        count = 200 if "200" in w.title else 20
+        nodes = [
+            n("Softmax", [f"x{k}" if k else "in0"], [f"x{k + 1}" if k + 1 < count else "out"])
+            for k in range(count)
+        ]
+        return _onnx_model(nodes, shapes, [("out", inputs[0].shape)])
+    if w.id == "W3":
+        nodes = [
+            n("MatMul", ["in0", "in1"], ["xw1"]),
+            n("Add", ["xw1", "in2"], ["z1"]),
+            n("Relu", ["z1"], ["h"]),
+            n("MatMul", ["h", "in3"], ["hw2"]),
+            n("Add", ["hw2", "in4"], ["logits"]),
+            n("Softmax", ["logits"], ["out"], axis=1),
+        ]
+        return _onnx_model(nodes, shapes, [("out", (inputs[0].shape[0], 10))])
+    if w.id == "W4":
+        nodes = [n("MatMul", ["in0", "in1"], ["out"])]
+        return _onnx_model(nodes, shapes, [("out", (1024, 1024))])
+    if w.id == "W5":
+        nodes = [n("Conv", ["in0", "in1"], ["out"], pads=[1, 1, 1, 1])]
+        return _onnx_model(nodes, shapes, [("out", (1, 64, 56, 56))])
+    if w.id == "W7":
+        nodes = [
+            n("Reshape", ["in1", "flat"], ["gamma"]),
+            n("Reshape", ["in2", "flat"], ["beta"]),
+            n("LayerNormalization", ["in0", "gamma", "beta"], ["y"], axis=-1, epsilon=1e-5),
+            n("Mul", ["y", "y"], ["y2"]),
+            n("Mul", ["y2", "y"], ["y3"]),
+            _const("c1", 0.044715),
+            n("Mul", ["y3", "c1"], ["cube"]),
+            n("Add", ["y", "cube"], ["inner"]),
+            _const("c2", 0.7978845608028654),
+            n("Mul", ["inner", "c2"], ["arg"]),
+            n("Tanh", ["arg"], ["t"]),
+            _const("one", 1.0),
+            n("Add", ["t", "one"], ["t1"]),
+            _const("half", 0.5),
+            n("Mul", ["y", "half"], ["hy"]),
+            n("Mul", ["hy", "t1"], ["out"]),
+        ]
+        from onnx import TensorProto
+
+        flat = helper.make_node(
+            "Constant",
+            [],
+            ["flat"],
+            value=helper.make_tensor("flat_v", TensorProto.INT64, [1], [768]),
+        )
+        return _onnx_model([flat, *nodes], shapes, [("out", inputs[0].shape)])
+    return None
+
+
+def onnxruntime_runner(w: Workload, inputs: Arrays) -> Callable[..., Any] | None:
+    """A callable running the workload's ONNX twin in onnxruntime (2 threads), or None."""
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return None
+    model = onnx_graph(w, inputs)
+    if model is None:
+        return None
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 2
+    session = ort.InferenceSession(
+        model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+    )
+    names = [i.name for i in session.get_inputs()]
+
+    def run(*args: np.ndarray) -> Any:
+        out = session.run(None, dict(zip(names, args, strict=True)))
+        return out[0] if len(out) == 1 else tuple(out)
+
+    return run
 
 
 # -- inputs ---------------------------------------------------------------------------
@@ -208,9 +343,9 @@ def max_error(got: Any, want: Any) -> float:
     return worst
 
 
-def count_loop_nests(compiled: Any) -> int:
-    """Outermost `loop.for` nests in the loop-level IR (ops directly in a function body)."""
-    return sum(1 for line in compiled.ir("loop").splitlines() if line.startswith('    "loop.for"'))
+def count_loop_nests(compiled: Any, entry: str) -> int:
+    """Top-level loop nests executed per call of `entry` (the compile report)."""
+    return compiled.stats(entry)["loop_nests"]
 
 
 # -- driver ---------------------------------------------------------------------------
@@ -223,6 +358,8 @@ def compile_source(text: str, filename: str) -> tuple[Any, float, float]:
     start = time.perf_counter()
     compiled = dlc.compile(text, filename=filename)
     first = time.perf_counter() - start
+    if first > SLOW_COMPILE_SECONDS:  # keep the whole run within a few minutes
+        return compiled, first, float("nan")
     start = time.perf_counter()
     dlc.compile(text, filename=filename)
     return compiled, first, time.perf_counter() - start
@@ -245,13 +382,31 @@ def run_workload(w: Workload) -> str:
         return f"{label} skipped: {type(e).__name__}: {e}"
     dlc_s = median_seconds(fn, inputs)
     numpy_s = median_seconds(w.numpy, inputs)
+    ort = ort_column(w, inputs, dlc_s)
     gflops = f"{w.flops / dlc_s / 1e9:7.1f}" if w.flops else "      -"
-    nests = count_loop_nests(compiled)
+    nests = count_loop_nests(compiled, w.entry)
     check = "ok" if error < 1e-3 else f"MISMATCH max rel err {error:.2g}"
     return (
-        f"{label} {dlc_s * 1e6:10.1f} {numpy_s * 1e6:10.1f} {dlc_s / numpy_s:7.2f} {gflops}"
+        f"{label} {dlc_s * 1e6:10.1f} {numpy_s * 1e6:10.1f} {dlc_s / numpy_s:7.2f}{ort} {gflops}"
         f" {first * 1e3:8.0f} {second * 1e3:8.0f} {nests:>5}  {check}"
     )
+
+
+def ort_column(w: Workload, inputs: Arrays, dlc_s: float) -> str:
+    """onnxruntime's median and dlc / onnxruntime, when onnxruntime is installed."""
+    if not ORT_AVAILABLE:
+        return ""
+    try:
+        run = onnxruntime_runner(w, inputs)
+    except Exception as e:  # an ONNX graph onnxruntime rejects: report, keep going
+        print(f"    (onnxruntime failed on {w.id}: {type(e).__name__}: {e})", file=sys.stderr)
+        run = None
+    if run is None:
+        return f" {'-':>10} {'-':>7}"
+    if max_error(run(*inputs), w.numpy(*inputs)) >= 1e-3:
+        return f" {'mismatch':>10} {'-':>7}"
+    ort_s = median_seconds(run, inputs)
+    return f" {ort_s * 1e6:10.1f} {dlc_s / ort_s:7.2f}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -260,8 +415,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     wanted = set(args.only.split(",")) if args.only else None
     print(f"numpy {np.__version__}; onnxruntime: {onnxruntime_status()}")
+    ort = f" {'ort µs':>10} {'dlc/ort':>7}" if ORT_AVAILABLE else ""
     print(
-        f"{'id':3} {'workload':24} {'dlc µs':>10} {'numpy µs':>10} {'ratio':>7} {'GFLOP/s':>7} {'compile ms':>8} {'cached':>8} {'nests':>5}  check"
+        f"{'id':3} {'workload':24} {'dlc µs':>10} {'numpy µs':>10} {'dlc/np':>7}{ort} {'GFLOP/s':>7}"
+        f" {'compile ms':>8} {'again ms':>8} {'nests':>5}  check"
     )
     for w in WORKLOADS:
         if wanted is None or w.id in wanted:
@@ -269,12 +426,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def onnxruntime_status() -> str:
+def _ort_available() -> bool:
     try:
+        import onnx  # noqa: F401
         import onnxruntime  # noqa: F401
     except ImportError:
-        return "not installed, not compared"
-    return "installed, but dlc's bench does not build ONNX graphs yet, not compared"
+        return False
+    return True
+
+
+ORT_AVAILABLE = _ort_available()
+
+
+def onnxruntime_status() -> str:
+    if not ORT_AVAILABLE:
+        return "not installed (needs onnx and onnxruntime), not compared"
+    import onnxruntime
+
+    return f"{onnxruntime.__version__}, 2 intra-op threads, compared (W6 has no ONNX twin)"
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import f64, i64
+from xdsl.dialects.builtin import f64
 from xdsl.ir import Operation, SSAValue
 
 from dlc.dialects import graph_memory as gm
@@ -79,7 +79,10 @@ def _draw(s: BodyBuilder, bits: SSAValue, lo: SSAValue, hi: SSAValue, dt: str) -
         lo64, hi64 = s.cast(lo, dt, "f64"), s.cast(hi, dt, "f64")
         span = s.emit(arith.SubfOp(hi64, lo64))
         value = s.emit(arith.AddfOp(lo64, s.emit(arith.MulfOp(span, unit))))
-        value = s.cast(value, "f64", dt)
+        if dt == "f16":  # f64 -> f16 needs a libcall missing from the JIT: go via f32
+            value = s.cast(s.cast(value, "f64", "f32"), "f32", dt)
+        else:
+            value = s.cast(value, "f64", dt)
         inside = s.cmpf("olt", value, hi)
         return s.select(s.emit(arith.AndIOp(inside, s.cmpf("olt", lo, hi))), value, lo)
     lo64, hi64 = s.cast(lo, dt, "i64"), s.cast(hi, dt, "i64")
@@ -121,7 +124,11 @@ def _offset(b: Builder, value: SSAValue, delta: int) -> Lowered:
 
 
 def lower_stack_op(
-    b: Builder, op: Operation, args: list[Lowered], rules, materialize  # noqa: ANN001
+    b: Builder,
+    op: Operation,
+    args: list[Lowered],
+    rules,
+    materialize,  # noqa: ANN001
 ) -> Lowered | None:
     """createStack / push / pop / destroyStack on the heap header (see module doc)."""
     match op:

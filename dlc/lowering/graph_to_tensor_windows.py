@@ -189,7 +189,7 @@ def lower_reduce_window(b: Builder, op: Operation, args: list[Lowered]) -> Lower
 
     assert isinstance(op, gt.ReduceWindowOp)
     comb = combinator_name(op, "reduceWindow")
-    x, init = args
+    x, init = args[:2]
     xt, out = lowered_type(x), _out(op)
     window, strides = gt.ints(op.window), gt.ints(op.strides)
     if 0 in out.dims:

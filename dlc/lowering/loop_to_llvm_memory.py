@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import IntegerAttr, MemRefType, i1, i8, i64
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from dlc.diagnostics import get_loc
 from dlc.dialects import loop_memory as lm
@@ -182,12 +182,12 @@ def _stack_pop(em: _FuncEmitter, op: lm.StackPopOp) -> SSAValue:
     return em.emit(llvm.AddOp(_load_field(em, header, 0), rest))
 
 
-def _entry_slot(em: _FuncEmitter) -> SSAValue:
-    """An 8-byte alloca at the top of the entry block."""
+def _entry_slot(em: _FuncEmitter, t: Attribute) -> SSAValue:
+    """An alloca of one `t` at the top of the entry block."""
     entry = em.region.blocks.first
     assert entry is not None
-    count = llvm.ConstantOp(IntegerAttr(8, i64), i64)
-    alloca = llvm.AllocaOp(count, i8, alignment=16)
+    count = llvm.ConstantOp(IntegerAttr(1, i64), i64)
+    alloca = llvm.AllocaOp(count, t, alignment=16)
     first = entry.first_op
     if first is None:
         entry.add_ops([count, alloca])
@@ -200,16 +200,16 @@ def _scalar_call(em: _FuncEmitter, op: lm.ScalarCallOp) -> SSAValue:
     """Scalars through stack slots: f(&a, &b, &out); bool (i1) is one byte."""
     slots = []
     for value in op.args:
-        slot = _entry_slot(em)
         item = em.get(value)
         if item.type == i1:
             item = em.emit(llvm.ZExtOp(item, i8))
+        slot = _entry_slot(em, item.type)
         em.emit(llvm.StoreOp(item, slot))
         slots.append(slot)
-    out = _entry_slot(em)
+    rtype = op.res.type
+    out = _entry_slot(em, i8 if rtype == i1 else rtype)
     em.emit(llvm.CallOp(op.callee.data, *slots, out))
     em.return_if_status()
-    rtype = op.res.type
     if rtype == i1:
         return em.emit(llvm.TruncOp(em.emit(llvm.LoadOp(out, i8)), i1))
     return em.emit(llvm.LoadOp(out, rtype))

@@ -1,6 +1,6 @@
 """fuse: tensor-level fusion of `tensor.compute` ops (compute-inline and grouping).
 
-Two rewrites, applied to every `tensor.func`:
+Three rewrites, applied to every `tensor.func` (block by block):
 
 1. **Compute-inline** (TVM's `compute_inline`). A producer compute P (no reduction, not
    returned, not used as a reduction `init`) is replaced in each consumer by its body:
@@ -29,16 +29,56 @@ Two rewrites, applied to every `tensor.func`:
    Anything else stays materialized; in particular a producer read by a `dot` (read
    `N` times per element) or an expensive producer read by several consumers.
 
-2. **Grouping** (epilogue and horizontal fusion). Consecutive computes over the same
-   iteration domain form one group, lowered to ONE loop nest: reductions become inner
-   loops inside the shared outer loops, element-wise members are evaluated per point.
-   A member may read an earlier member only at the identity index (its own output
-   index variables; `0` for extent-1 dimensions), in which case the value is passed in
-   a register. This covers epilogues (`relu(dot(x, w) + b)`: the bias and activation
-   run right after the dot's accumulation loop) and horizontal fusion (independent or
-   identity-dependent element-wise results such as an LSTM cell's `new_c` and `new_h`).
-   Members carry the attribute `fuse.group = <id>`; a member read only inside its group
-   additionally carries `fuse.internal` and gets no buffer at all.
+   Exception (compute once, store, reduce in the same loop): a producer whose
+   duplicated work would be at least `MATERIALIZE_COST` (8, a division;
+   `cost * (dup - 1)`) and which some reduction iterates over exactly (its domain is
+   the reduction's output then reduction axes, read at that point) stays materialized
+   even when the rule above would inline it; grouping then evaluates it inside that
+   reduction's loop. Softmax's `exp(x - max)` is thus computed once, stored inside the
+   sum's loop and read back by the division, instead of being recomputed (an exp costs
+   far more than a store and a load of an L1-resident value); likewise the normalised
+   values `e / sum` of softmax k are computed once inside softmax k+1's max loop.
+   Cheap producers (`x - mean`, cost 1) are still recomputed.
+
+2. **Grouping** (epilogue, horizontal and reduction-boundary fusion). A maximal run of
+   consecutive computes becomes one group, lowered to ONE loop nest (`_Group`). Its
+   base domain is the shortest member domain and must prefix every member's domain;
+   the outer parallel loops run over it. Per outer point, members run in order:
+
+   - base members (domain == base): element-wise ones evaluated in registers,
+     reductions as inner loops carrying their accumulator;
+   - inner members (longer domain, element-wise): either *feeders* of the next
+     reduction member (`fuse.feeds`: same extra axes as its reduction axes, read by it
+     only at the current point) evaluated and stored inside that reduction's loop —
+     the multi-output / producer-consumer fusion across a reduction boundary — or
+     given their own inner loops (e.g. softmax's final normalisation);
+   - reduction-outer members (`dlc.reduction_outer = k`, see below) whose kept output
+     loops are the base: `for j: acc[., j] = init; for r: for j: acc[., j] += ...`.
+
+   Legality: a member reads an earlier member only at the current outer point (its
+   first len(base) indices are its own index variables; `0` for extent-1 dimensions).
+   Base values are passed in registers; feeders' values are passed in registers to
+   later feeders of the same reduction and to it (those reads must be at the full
+   current point); every other read of an inner member loads from its buffer, which
+   the earlier inner loop of this outer iteration has filled. A member whose every use
+   is a register read carries `fuse.internal` and gets no buffer; a reduction-outer
+   member read only by the next (same-shape, element-wise) member accumulates in that
+   member's buffer, which is then updated in place (`relu(dot + b)` needs no extra
+   buffer). Members carry `fuse.group = <id>`. For the softmax chain of W2 the whole
+   function is one group with an empty base: softmax k costs two loops (max over the
+   normalised values of softmax k-1, stored there; exp stored and summed) plus one
+   for the last normalisation; a row-wise softmax (W3) or LayerNorm + GELU (W7) is one
+   nest over the rows.
+
+3. **Dot schedule.** A `dot`-like reduction whose last output index walks an operand
+   row while the reduction index strides it (`x[i, k] * w[k, j]`) is marked
+   `dlc.reduction_outer = rank - 1`: the reduction loops run outside the last output
+   loop (i-k-j order), so the inner loop is contiguous and vectorizes. The fold order
+   per element is unchanged, so results are bit-identical.
+
+Multi-block functions are fused block by block: nothing is inlined into a consumer in
+another basic block (it may be a loop body executed many times), and groups never
+span blocks (their members are consecutive ops of one block).
 
 Input: verified tensor level. Output: verified tensor level computing the same values
 (float results may differ only by the reassociation-free re-evaluation of the same
@@ -530,9 +570,10 @@ class FusePass(ModulePass):
 
     Input: verified tensor level (`tensor.func` of `tensor.compute`). Output: the same
     functions with producers inlined into consumers by the duplication rule of this
-    module's docstring, and runs of same-domain computes marked `fuse.group` (plus
-    `fuse.internal` for members needing no buffer); `lower-tensor-to-loop` emits each
-    group as one loop nest. Idempotent.
+    module's docstring, dot-like reductions marked `dlc.reduction_outer`, and legal
+    runs of computes marked `fuse.group` (plus `fuse.internal` for members needing no
+    buffer and `fuse.feeds` for members evaluated inside the next reduction's loop);
+    `lower-tensor-to-loop` emits each group as one loop nest. Idempotent.
     """
 
     name = "fuse"

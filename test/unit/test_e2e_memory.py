@@ -1,7 +1,6 @@
 """End to end: trap (a Python exception from the call) and the bounds-checking build
 mode (every generated load/store guarded; a violation raises IndexError naming the
-op's location). Memory ops (var, allocate*, load/store, structs, enums, boxes, random)
-are not compiled yet: see test_unsupported_memory_ops_are_located_errors."""
+op's location). Memory ops, random and stacks: test_e2e_language.py and test_e2e_runtime.py."""
 
 from __future__ import annotations
 
@@ -108,15 +107,25 @@ def test_bounds_check_pass_option_in_dlc_opt(tmp_path) -> None:
     assert "_dlc_status" in out.read_text() and "icmp" in out.read_text()
 
 
-@pytest.mark.parametrize(
-    ("body", "opcode"),
-    [
-        ("%s = createStack\n    destroyStack %s: stack\n    return", "createStack"),
-    ],
-)
-def test_unsupported_memory_ops_are_located_errors(body: str, opcode: str) -> None:
-    text = f'module "m"\nstage raw\n\nfunc @f: () -> () {{\n\'entry():\n    {body}\n}}\n'
+SCAN_BY_FUNCTION = """module "m"
+stage raw
+
+func @f: (f32, f32) -> f32 {
+'entry(%a: f32, %b: f32):
+    return %a: f32
+}
+
+func @g: (<3 x f32>) -> <3 x f32> {
+'entry(%x: <3 x f32>):
+    %y = scan %x: <3 x f32> by @f: (f32, f32) -> f32 along 0
+    return %y: <3 x f32>
+}
+"""
+
+
+def test_unsupported_ops_are_located_errors() -> None:
     with pytest.raises(DiagnosticError) as info:
-        dlc.compile(text, filename="m.dl")
-    assert info.value.message == f"not supported by the code generator yet: {opcode}"
-    assert info.value.line == 6
+        dlc.compile(SCAN_BY_FUNCTION, filename="m.dl")
+    message = "not supported by the code generator yet: scan with a function combinator"
+    assert info.value.message == message
+    assert (info.value.line, info.value.column) == (11, 10)
