@@ -3,7 +3,8 @@
 `verify_module` runs every op's own verifier and the function-level rules DLVM checks
 (with DLVM's verifier bugs fixed: both conditional branches are checked, duplicate block
 parameters are caught, adjoint indices are bounds-checked without the off-by-one).
-Dominance uses Cooper–Harvey–Kennedy on the blocks reachable from the entry.
+Dominance uses Cooper–Harvey–Kennedy (`dlc.dialects.cfg`) on the blocks reachable from
+the entry.
 All walks are iterative.
 """
 
@@ -17,6 +18,7 @@ from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAVal
 from xdsl.utils.exceptions import VerifyException
 
 from dlc.diagnostics import DiagnosticError, Location, error_at, get_loc
+from dlc.dialects.cfg import dominates, immediate_dominators, successors
 from dlc.dialects.graph import (
     BranchEnumOp,
     BranchOp,
@@ -346,7 +348,7 @@ class FunctionVerifier:
 def check_dominance(func: FuncOp, blocks: list[Block]) -> None:
     """Every operand of a reachable op is defined by a dominating definition."""
     index = {block: i for i, block in enumerate(blocks)}
-    idom = immediate_dominators(blocks[0])
+    idom = immediate_dominators(blocks[0], successors)
     position: dict[Operation, int] = {}
     for block in blocks:
         for i, op in enumerate(block.ops):
@@ -376,68 +378,6 @@ def _check_operand(
         raise error_at(op, f"{value_name(value)} is used before its definition")
     if not dominates(def_block, block, idom):
         raise error_at(op, f"{value_name(value)} does not dominate this use")
-
-
-def dominates(a: Block, b: Block, idom: dict[Block, Block]) -> bool:
-    """Whether block `a` dominates reachable block `b` (walks b's dominator chain)."""
-    while True:
-        if a is b:
-            return True
-        parent = idom.get(b)
-        if parent is None or parent is b:
-            return False
-        b = parent
-
-
-def _successors(block: Block) -> list[Block]:
-    last = block.last_op
-    return list(last.successors) if last is not None else []
-
-
-def immediate_dominators(entry: Block) -> dict[Block, Block]:
-    """Cooper, Harvey & Kennedy's iterative algorithm; only reachable blocks appear."""
-    order: list[Block] = []
-    seen = {entry}
-    stack: list[tuple[Block, int]] = [(entry, 0)]
-    while stack:
-        block, i = stack.pop()
-        succs = _successors(block)
-        if i < len(succs):
-            stack.append((block, i + 1))
-            nxt = succs[i]
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append((nxt, 0))
-        else:
-            order.append(block)
-    order.reverse()
-    rpo = {block: i for i, block in enumerate(order)}
-    preds: dict[Block, list[Block]] = {block: [] for block in order}
-    for block in order:
-        for succ in _successors(block):
-            preds[succ].append(block)
-    idom: dict[Block, Block] = {entry: entry}
-    changed = True
-    while changed:
-        changed = False
-        for block in order[1:]:
-            new: Block | None = None
-            for pred in preds[block]:
-                if pred in idom:
-                    new = pred if new is None else _intersect(pred, new, idom, rpo)
-            if new is not None and idom.get(block) is not new:
-                idom[block] = new
-                changed = True
-    return idom
-
-
-def _intersect(a: Block, b: Block, idom: dict[Block, Block], rpo: dict[Block, int]) -> Block:
-    while a is not b:
-        while rpo[a] > rpo[b]:
-            a = idom[a]
-        while rpo[b] > rpo[a]:
-            b = idom[b]
-    return a
 
 
 # ---------------------------------------------------------------------------
