@@ -311,11 +311,35 @@ def _uitofp(out: ScalarEmitter, x: SSAValue, t: Attribute) -> SSAValue:
     return select(out, icmp(out, "slt", x, const(out, 0, i64t)), doubled, small)
 
 
+def _f64_to_f16(out: ScalarEmitter, x: SSAValue) -> SSAValue:
+    """f64 -> f16 without compiler-rt's `__truncdfhf2` (absent from the JIT's process):
+    round to f32 *to odd*, then to f16 to nearest even. f32 keeps 13 more bits than f16,
+    so the double rounding is exact (Boldo & Melquiond, "Emulation of FMA and correctly
+    rounded sums: proved algorithms using rounding to odd").
+
+    Round to odd from round-to-nearest `r`: if `r` is inexact, step its magnitude toward
+    zero when it overshot (truncation), then set the last bit."""
+    f32t, i32t = Float32Type(), IntegerType(32)
+    r = out.emit(llvm.FPTruncOp(x, f32t))
+    back = out.emit(llvm.FPExtOp(r, Float64Type()))
+    bits = out.emit(llvm.BitcastOp(r, i32t))
+    abs_back = intrinsic(out, "fabs", [back], Float64Type())
+    abs_x = intrinsic(out, "fabs", [x], Float64Type())
+    overshot = out.emit(llvm.FCmpOp(abs_back, abs_x, "ogt"))
+    truncated = select(out, overshot, out.emit(llvm.SubOp(bits, const(out, 1, i32t))), bits)
+    odd = out.emit(llvm.OrOp(truncated, const(out, 1, i32t)))
+    inexact = out.emit(llvm.FCmpOp(back, x, "one"))
+    to_odd = out.emit(llvm.BitcastOp(select(out, inexact, odd, bits), f32t))
+    return out.emit(llvm.FPTruncOp(to_odd, Float16Type()))
+
+
 def _cast(op: Operation, x: SSAValue, out: ScalarEmitter) -> SSAValue | None:
     t = op.results[0].type
     if isinstance(op, arith.ExtFOp):
         return out.emit(llvm.FPExtOp(x, t))
     if isinstance(op, arith.TruncFOp):
+        if isinstance(x.type, Float64Type) and isinstance(t, Float16Type):
+            return _f64_to_f16(out, x)
         return out.emit(llvm.FPTruncOp(x, t))
     if isinstance(op, arith.ExtSIOp):
         return out.emit(llvm.SExtOp(x, t))

@@ -23,3 +23,30 @@ def test_fused_nest_does_not_overwrite_a_buffer_it_still_reads() -> None:
     expected = run_function(module, "cg", args)
     compiled = compile_graph_module(module)
     np.testing.assert_allclose(compiled.cg(*args), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_f64_to_f16_cast_is_correctly_rounded_and_does_not_crash() -> None:
+    """f64 -> f16 once called compiler-rt's `__truncdfhf2`, absent from the JIT: a segfault.
+    Now it rounds to odd through f32; check it against NumPy on values halfway between
+    neighbouring f16 numbers (where a naive double rounding goes wrong) and specials."""
+    rng = np.random.default_rng(0)
+    low = rng.standard_normal(2000).astype(np.float16)
+    high = np.nextafter(low, np.float16(np.inf))
+    mid = (low.astype(np.float64) + high.astype(np.float64)) / 2
+    specials = [np.inf, -np.inf, np.nan, 0.0, -0.0, 65504.0, 65520.0, 65519.99, 6e-8, 3e-8]
+    x = np.concatenate([mid, mid * (1 + 1e-12), mid * (1 - 1e-12), specials])
+    x = np.concatenate([x, rng.standard_normal(4000) * 1e-5, rng.standard_normal(4000) * 3e4])
+    n = x.size
+    source = f"""module "cast"
+stage raw
+
+func @f: (<{n} x f64>) -> <{n} x f16> {{
+'entry(%x: <{n} x f64>):
+    %y = dataTypeCast %x: <{n} x f64> to f16
+    return %y: <{n} x f16>
+}}
+"""
+    got = dlc.compile(source).f(x)
+    with np.errstate(over="ignore"):
+        want = x.astype(np.float16)
+    np.testing.assert_array_equal(got, want)
