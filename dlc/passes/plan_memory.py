@@ -44,6 +44,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from dlc.dialects import loop
+from dlc.dialects.loop_memory import ScalarCallOp
 
 ALIGN = 64
 OFFSET = "arena_offset"
@@ -246,14 +247,15 @@ def min_live_bytes(slots: list[Slot]) -> int:
 
 
 def _recursive(func: loop.FuncOp, funcs: dict[str, loop.FuncOp]) -> bool:
-    """`func` can reach itself through `loop.call`."""
+    """`func` can reach itself through `loop.call` or `loop.scalar_call` (a reduction's
+    function combinator may call back into the function that reduces)."""
     name = func.sym_name.data
     seen: set[str] = set()
     stack = [func]
     while stack:
         current = stack.pop()
         for op in current.walk():
-            if not isinstance(op, loop.CallOp):
+            if not isinstance(op, loop.CallOp | ScalarCallOp):
                 continue
             callee = op.callee.data
             if callee == name:

@@ -50,3 +50,14 @@ func @f: (<{n} x f64>) -> <{n} x f16> {{
     with np.errstate(over="ignore"):
         want = x.astype(np.float16)
     np.testing.assert_array_equal(got, want)
+
+
+def test_function_combinator_that_reenters_the_reducing_function() -> None:
+    """`@total` reduces by `@comb`, which calls `@total` again: the function is reentrant
+    through `loop.scalar_call`, so plan-memory must not give it a static arena."""
+    text = (HERE / "regress_combinator_reentry.dl").read_text()
+    module = dlc.parse(text, "regress_combinator_reentry.dl")
+    compiled = dlc.compile(text)
+    for values in ([1, 2, 3, 4], [50, 60, 70, 80], [20, 5, 10, 30]):
+        x = np.array(values, np.float32)
+        np.testing.assert_allclose(compiled.total(x), run_function(module, "total", [x]), rtol=1e-6)
