@@ -342,6 +342,12 @@ def is_void(t: Attribute) -> bool:
     return isinstance(t, TupleType) and not t.types
 
 
+def prints_at_use(op: Operation) -> bool:
+    """Inline literals (`1: f32`) and global references (`@g`) print at their uses, not as
+    instructions, so they take no place in the positional `%b.i` numbering."""
+    return isinstance(op, GlobalRefOp) or (isinstance(op, LiteralOp) and op.inline is not None)
+
+
 def all_graph_ops() -> list[type[Operation]]:
     from dlc.dialects import graph_elementwise, graph_memory, graph_tensor
 

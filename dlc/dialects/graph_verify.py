@@ -25,14 +25,13 @@ from dlc.dialects.graph import (
     ConditionalOp,
     EnumOp,
     FuncOp,
-    GlobalRefOp,
-    LiteralOp,
     ReturnOp,
     StructOp,
     Symbols,
     TypeAliasOp,
     VarOp,
     is_void,
+    prints_at_use,
 )
 from dlc.dialects.graph_types import (
     ArrayType,
@@ -187,14 +186,9 @@ def value_name(value: SSAValue) -> str:
             for op in block.ops:
                 if op is value.op:
                     return f"%{b}.{i}"
-                if not _is_helper(op):
+                if not prints_at_use(op):
                     i += 1
     return "%<value>"
-
-
-def _is_helper(op: Operation) -> bool:
-    """Ops printed at their use, not as instructions: inline literals and global refs."""
-    return isinstance(op, GlobalRefOp) or (isinstance(op, LiteralOp) and op.inline is not None)
 
 
 def _types_text(types: Sequence[Attribute]) -> str:

@@ -10,7 +10,6 @@ through the op class's `infer`, as DLVM's parser does.
 from __future__ import annotations
 
 import math
-
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 

@@ -17,9 +17,10 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block
 from xdsl.passes import ModulePass
 
+from dlc.dialects.cfg import dominates, immediate_dominators, predecessors, successors
 from dlc.dialects.graph import BranchEnumOp, BranchOp, FuncOp, ReturnOp, is_void
 from dlc.passes.inline import fresh
-from dlc.passes.pass_support import bump, edges, functions, rebuild_terminator, successors
+from dlc.passes.pass_support import bump, edges, functions, rebuild_terminator
 
 # -- step 1: unique exit ------------------------------------------------------------
 
@@ -104,55 +105,6 @@ def redirect(sources: Iterable[Block], target: Block, new: Block) -> None:
 # -- analyses ---------------------------------------------------------------------------
 
 
-def immediate_dominators(
-    root: Hashable, succ: Callable[[Hashable], list[Hashable]]
-) -> dict[Hashable, Hashable]:
-    """Cooper, Harvey & Kennedy on the graph `succ` from `root` (reachable nodes only)."""
-    post: list[Hashable] = []
-    seen = {root}
-    stack: list[tuple[Hashable, int]] = [(root, 0)]
-    while stack:
-        node, i = stack.pop()
-        nexts = succ(node)
-        if i < len(nexts):
-            stack.append((node, i + 1))
-            if nexts[i] not in seen:
-                seen.add(nexts[i])
-                stack.append((nexts[i], 0))
-        else:
-            post.append(node)
-    order = post[::-1]
-    rank = {n: i for i, n in enumerate(order)}
-    preds: dict[Hashable, list[Hashable]] = {n: [] for n in order}
-    for n in order:
-        for s in succ(n):
-            preds[s].append(n)
-    idom: dict[Hashable, Hashable] = {root: root}
-    changed = True
-    while changed:
-        changed = False
-        for n in order[1:]:
-            done = [p for p in preds[n] if p in idom]
-            new = done[0]
-            for p in done[1:]:
-                new = _intersect(p, new, idom, rank)
-            if idom.get(n) is not new:
-                idom[n] = new
-                changed = True
-    return idom
-
-
-def _intersect(
-    a: Hashable, b: Hashable, idom: dict[Hashable, Hashable], rank: dict[Hashable, int]
-) -> Hashable:
-    while a is not b:
-        while rank[a] > rank[b]:
-            a = idom[a]
-        while rank[b] > rank[a]:
-            b = idom[b]
-    return a
-
-
 @dataclass
 class CFG:
     """Reachable blocks of one function with predecessors, dominators, post-dominators."""
@@ -166,22 +118,14 @@ class CFG:
     def of(func: FuncOp) -> CFG:
         entry = func.entry
         assert entry is not None
-        idom = immediate_dominators(entry, successors)  # type: ignore[arg-type]
-        preds: dict[Block, list[Block]] = {b: [] for b in idom}  # type: ignore[misc]
-        for b in idom:
-            for s in successors(b):  # type: ignore[arg-type]
-                preds[s].append(b)  # type: ignore[arg-type]
+        idom: dict[Hashable, Hashable] = immediate_dominators(entry, successors)  # type: ignore[assignment]
+        preds = predecessors(list(idom))  # type: ignore[arg-type]
         exits = [b for b in preds if not successors(b)]
         ipdom = immediate_dominators(_EXIT, lambda n: exits if n is _EXIT else preds[n])  # type: ignore[index]
         return CFG(entry, preds, idom, ipdom)
 
     def dominates(self, a: Block, b: Block) -> bool:
-        node: Hashable = b
-        while node is not a:
-            if node is self.entry:
-                return False
-            node = self.idom[node]
-        return True
+        return dominates(a, b, self.idom)
 
     def post_dominator(self, block: Block) -> Block | None:
         """The immediate post-dominator; None when it is the virtual exit or unknown

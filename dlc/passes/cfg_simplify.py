@@ -9,6 +9,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block
 from xdsl.passes import ModulePass
 
+from dlc.dialects.cfg import predecessors
 from dlc.dialects.graph import BranchOp, FuncOp
 from dlc.passes.dce import remove_unreachable_blocks
 from dlc.passes.pass_support import (
@@ -16,7 +17,6 @@ from dlc.passes.pass_support import (
     edges,
     erase_blocks,
     functions,
-    predecessors,
     rebuild_terminator,
 )
 

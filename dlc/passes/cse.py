@@ -10,16 +10,9 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 
+from dlc.dialects.cfg import dominator_tree, successors
 from dlc.dialects.graph import FuncOp, LiteralOp
-from dlc.passes.pass_support import (
-    bump,
-    functions,
-    is_pure,
-    predecessors,
-    pure_functions,
-    reachable,
-    successors,
-)
+from dlc.passes.pass_support import bump, functions, is_pure, pure_functions
 
 COMMUTATIVE = {
     "graph.add",
@@ -31,55 +24,6 @@ COMMUTATIVE = {
     "graph.equal",
     "graph.notEqual",
 }
-
-
-def dominator_tree(func: FuncOp) -> dict[Block, list[Block]]:
-    """Children of each reachable block in the dominator tree (Cooper–Harvey–Kennedy)."""
-    assert func.entry is not None
-    order = reachable(func.entry)
-    rpo = _reverse_postorder(func.entry)
-    index = {b: i for i, b in enumerate(rpo)}
-    preds = predecessors(order)
-    idom: dict[Block, Block] = {func.entry: func.entry}
-    changed = True
-    while changed:
-        changed = False
-        for b in rpo[1:]:
-            done = [p for p in preds[b] if p in idom]
-            new = done[0]
-            for p in done[1:]:
-                new = _intersect(p, new, idom, index)
-            if idom.get(b) is not new:
-                idom[b] = new
-                changed = True
-    children: dict[Block, list[Block]] = {b: [] for b in rpo}
-    for b in rpo[1:]:
-        children[idom[b]].append(b)
-    return children
-
-
-def _reverse_postorder(entry: Block) -> list[Block]:
-    seen, post = {entry}, []
-    stack = [(entry, iter(successors(entry)))]
-    while stack:
-        block, it = stack[-1]
-        nxt = next((s for s in it if s not in seen), None)
-        if nxt is None:
-            post.append(block)
-            stack.pop()
-            continue
-        seen.add(nxt)
-        stack.append((nxt, iter(successors(nxt))))
-    return post[::-1]
-
-
-def _intersect(a: Block, b: Block, idom: dict[Block, Block], index: dict[Block, int]) -> Block:
-    while a is not b:
-        while index[a] > index[b]:
-            a = idom[a]
-        while index[b] > index[a]:
-            b = idom[b]
-    return a
 
 
 def op_key(op: Operation) -> Hashable:
@@ -94,7 +38,7 @@ def op_key(op: Operation) -> Hashable:
 def eliminate(func: FuncOp, pure: set[str]) -> int:
     """Replace each pure op by an equal op that dominates it; return how many."""
     assert func.entry is not None
-    children = dominator_tree(func)
+    children = dominator_tree(func.entry, successors)
     available: dict[Hashable, Operation] = {}
     removed = 0
     stack: list[tuple[Block, list[Hashable] | None]] = [(func.entry, None)]

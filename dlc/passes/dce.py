@@ -9,6 +9,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block
 from xdsl.passes import ModulePass
 
+from dlc.dialects.cfg import predecessors, reachable
 from dlc.dialects.graph import FuncOp
 from dlc.passes.pass_support import (
     bump,
@@ -16,9 +17,7 @@ from dlc.passes.pass_support import (
     erase_blocks,
     erase_dead_ops,
     functions,
-    predecessors,
     pure_functions,
-    reachable,
     rebuild_terminator,
 )
 

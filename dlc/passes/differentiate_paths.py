@@ -12,6 +12,7 @@ from __future__ import annotations
 from xdsl.ir import Block, Operation, SSAValue
 
 from dlc.diagnostics import copy_loc, error_at
+from dlc.dialects.cfg import successors
 from dlc.dialects.graph import BranchEnumOp, BranchOp, ConditionalOp, FuncOp, ReturnOp
 
 MAX_BLOCK_COPIES = 4096
@@ -176,8 +177,3 @@ def reject_loops(func: FuncOp) -> None:
         if nxt not in state:
             state[nxt] = 1
             stack.append((nxt, successors(nxt)))
-
-
-def successors(block: Block) -> list[Block]:
-    term = block.last_op
-    return list(term.successors) if term is not None else []

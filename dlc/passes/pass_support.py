@@ -6,7 +6,9 @@
 - purity: `pure_functions(module)` and `is_pure(op, pure)` follow shared/DLVM.md §2.3's
   sound table (random, memory, allocation, stack and refcount ops are impure; `apply` is
   pure only when its callee is, recursion counting as impure);
-- statistics: passes count what they did with `bump(pass, key)`; dlc-opt prints them.
+- statistics: passes count what they did with `bump(pass, key)`; dlc-opt prints them;
+- control flow: `edges`/`rebuild_terminator` for branch operands (the CFG analyses live in
+  `dlc.dialects.cfg`, whose `successors`, `predecessors` and `reachable` are re-exported).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.traits import IsTerminator, Pure
 
+# successors, predecessors and reachable moved to dlc.dialects.cfg; re-exported here.
+from dlc.dialects.cfg import predecessors, reachable, successors  # noqa: F401
 from dlc.dialects.graph import BranchOp, ConditionalOp, FuncOp, LiteralOp
 from dlc.dialects.graph_literal import LiteralAttr
 from dlc.dialects.graph_memory import ApplyOp
@@ -151,11 +155,6 @@ def functions(module: ModuleOp) -> list[FuncOp]:
     return [f for f in module.ops if isinstance(f, FuncOp) and f.body.blocks]
 
 
-def successors(block: Block) -> list[Block]:
-    last = block.last_op
-    return list(last.successors) if last is not None else []
-
-
 # -- control flow -----------------------------------------------------------------
 
 Edge = tuple[Block, list[SSAValue]]
@@ -186,30 +185,6 @@ def rebuild_terminator(term: Operation, new_edges: list[Edge]) -> Operation:
     term.detach()
     term.erase()
     return new
-
-
-def predecessors(blocks: list[Block]) -> dict[Block, list[Block]]:
-    """Each block's predecessors (with repetition for multiple edges)."""
-    preds: dict[Block, list[Block]] = {b: [] for b in blocks}
-    for b in blocks:
-        for s in successors(b):
-            preds.setdefault(s, []).append(b)
-    return preds
-
-
-def reachable(entry: Block) -> list[Block]:
-    """Blocks reachable from `entry`, in depth-first preorder."""
-    seen: set[Block] = {entry}
-    order: list[Block] = []
-    stack = [entry]
-    while stack:
-        b = stack.pop()
-        order.append(b)
-        for s in reversed(successors(b)):
-            if s not in seen:
-                seen.add(s)
-                stack.append(s)
-    return order
 
 
 def erase_blocks(blocks: list[Block]) -> None:

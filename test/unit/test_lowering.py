@@ -6,8 +6,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from graph_builders import attr, graph_module, inferred_op
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import ArrayAttr, IntAttr, MemRefType, ModuleOp, StringAttr, i8
+from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr, i8
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from dlc.diagnostics import DiagnosticError, Location, set_loc
@@ -35,10 +36,7 @@ class FunctionBuilder:
 
     def op(self, cls: type[Operation], *operands: SSAValue, **props: Any) -> SSAValue:
         """Append `cls(operands)`; Python ints/strings/lists in props become attributes."""
-        attrs = {k: _attr(v) for k, v in props.items()}
-        types = cls.infer([o.type for o in operands], attrs)  # type: ignore[attr-defined]
-        new = cls.create(operands=list(operands), result_types=types, properties=attrs)
-        return self._add(new)
+        return self._add(inferred_op(cls, operands, {k: attr(v) for k, v in props.items()}))
 
     def lit(self, tree: tuple, t: Attribute, *elements: SSAValue, inline: bool = False) -> SSAValue:
         return self._add(graph.LiteralOp(LiteralAttr(tree), t, elements, inline))
@@ -57,24 +55,6 @@ class FunctionBuilder:
         self.block.add_op(graph.ReturnOp(value))
         out = value.type if value is not None else TupleType([])
         return graph.FuncOp(self.name, FunctionType(self.arg_types, out), Region(self.block))
-
-
-def _attr(value: Any) -> Attribute:
-    if isinstance(value, Attribute):
-        return value
-    if isinstance(value, str):
-        return StringAttr(value)
-    if isinstance(value, int):
-        return IntAttr(value)
-    return ArrayAttr([_attr(v) for v in value])
-
-
-def make_module(*ops: Operation) -> ModuleOp:
-    module = ModuleOp(list(ops))
-    module.attributes["dlc.name"] = StringAttr("test")
-    module.attributes["dlc.stage"] = StringAttr("raw")
-    module.verify()
-    return module
 
 
 def to_tensor(module: ModuleOp) -> ModuleOp:
@@ -106,7 +86,7 @@ def only_func(module: ModuleOp) -> Any:
 def test_broadcast_add_reads_index_zero_for_size_one_dims() -> None:
     fb = FunctionBuilder("f", [T((2, 3), "f32"), T((1, 3), "f32")])
     x, y = fb.args
-    func = to_tensor(make_module(fb.ret(fb.op(ge.AddOp, x, y))))
+    func = to_tensor(graph_module(fb.ret(fb.op(ge.AddOp, x, y))))
     (compute,) = ops_of(func, tensor.ComputeOp)
     lhs, rhs = ops_of(compute, tensor.ReadOp)
     i, j = compute.body.block.args
@@ -120,7 +100,7 @@ def test_broadcast_add_reads_index_zero_for_size_one_dims() -> None:
 def test_inline_scalar_literal_is_a_constant_not_a_read() -> None:
     fb = FunctionBuilder("f", [T((4,), "f64")])
     out = fb.op(ge.MultiplyOp, fb.args[0], fb.const(2.0, "f64"))
-    module = to_tensor(make_module(fb.ret(out)))
+    module = to_tensor(graph_module(fb.ret(out)))
     (compute,) = ops_of(module, tensor.ComputeOp)
     assert len(ops_of(compute, tensor.ReadOp)) == 1
     assert list(compute.inputs) == [only_func(module).args[0]]
@@ -128,7 +108,7 @@ def test_inline_scalar_literal_is_a_constant_not_a_read() -> None:
 
 def test_dot_is_a_reduction_over_the_inner_dimension() -> None:
     fb = FunctionBuilder("f", [T((2, 5, 3), "f32"), T((2, 3, 4), "f32")])
-    module = to_tensor(make_module(fb.ret(fb.op(gt.DotOp, *fb.args))))
+    module = to_tensor(graph_module(fb.ret(fb.op(gt.DotOp, *fb.args))))
     (compute,) = ops_of(module, tensor.ComputeOp)
     assert compute.reduction_extents == (3,)
     assert compute.combinator.data == "add"
@@ -140,7 +120,7 @@ def test_reduce_keeps_its_init_operand_when_not_constant() -> None:
     fb = FunctionBuilder("f", [T((2, 3, 4), "i32"), T((), "i32")])
     x, init = fb.args
     r = fb.op(gt.ReduceOp, x, init, combinator="max", dims=[2, 0])
-    module = to_tensor(make_module(fb.ret(r)))
+    module = to_tensor(graph_module(fb.ret(r)))
     (compute,) = ops_of(module, tensor.ComputeOp)
     assert compute.reduction_extents == (2, 4)
     assert compute.init is only_func(module).args[1]
@@ -159,7 +139,7 @@ def test_tuple_results_are_flattened_and_extract_resolves_at_compile_time() -> N
     result = fb.lit(
         ("tuple", (("operand", 0), ("operand", 1))), TupleType([neg.type, nested.type]), neg, nested
     )
-    module = to_tensor(make_module(fb.ret(result)))
+    module = to_tensor(graph_module(fb.ret(result)))
     func = only_func(module)
     outputs = func.function_type.outputs.data
     assert outputs == (T((3,), "f32"), T((3,), "f32"), T((), "i64"), T((), "i64"))
@@ -174,7 +154,7 @@ def test_dense_literal_becomes_tensor_constant_and_splat_is_inlined() -> None:
     dense = fb.lit(("tensor", (("int", 1), ("int", -2))), T((2,), "i8"))
     splat = fb.lit(("int", 3), T((2,), "i8"))
     out = fb.op(ge.AddOp, fb.op(ge.AddOp, fb.args[0], dense), splat)
-    module = to_tensor(make_module(fb.ret(out)))
+    module = to_tensor(graph_module(fb.ret(out)))
     (constant,) = ops_of(module, tensor.ConstantOp)
     assert constant.values == (1, -2)
     assert len(ops_of(module, tensor.ComputeOp)) == 2
@@ -183,7 +163,7 @@ def test_dense_literal_becomes_tensor_constant_and_splat_is_inlined() -> None:
 def test_declarations_are_dropped() -> None:
     ext = graph.FuncOp("ext", FunctionType([T((), "f32")], T((), "f32")), decl=StringAttr("extern"))
     fb = FunctionBuilder("f", [T((), "f32")])
-    module = to_tensor(make_module(ext, fb.ret(fb.op(ge.ExpOp, fb.args[0]))))
+    module = to_tensor(graph_module(ext, fb.ret(fb.op(ge.ExpOp, fb.args[0]))))
     assert [o.name for o in module.body.block.ops] == ["tensor.func"]
     LowerTensorToLoopPass().apply(None, module)  # type: ignore[arg-type]
     assert [o.name for o in module.body.block.ops] == ["loop.func"]
@@ -200,13 +180,13 @@ def test_unsupported_op_is_reported_at_the_op() -> None:
     fb = FunctionBuilder("f", [T((4,), "i32")])
     fb.op(ge.AddOp, fb.args[0], fb.args[0])
     fb.op(ge.DataTypeCastOp, fb.args[0], dtype="i33")  # stacks etc. are supported now
-    _expect_unsupported(make_module(fb.ret(None)), "i33 data type", 3)
+    _expect_unsupported(graph_module(fb.ret(None)), "i33 data type", 3)
 
 
 def test_unsupported_integer_width() -> None:
     fb = FunctionBuilder("f", [T((4,), "i32")])
     y = fb.op(ge.DataTypeCastOp, fb.args[0], dtype="i33")
-    _expect_unsupported(make_module(fb.ret(y)), "i33 data type", 2)
+    _expect_unsupported(graph_module(fb.ret(y)), "i33 data type", 2)
 
 
 def test_control_flow_lowers_to_a_tensor_cfg() -> None:
@@ -219,7 +199,7 @@ def test_control_flow_lowers_to_a_tensor_cfg() -> None:
     func = graph.FuncOp(
         "f", FunctionType([T((), "bool")], TupleType([])), Region([entry, exit_block])
     )
-    lowered = only_func(to_tensor(make_module(func)))
+    lowered = only_func(to_tensor(graph_module(func)))
     assert isinstance(lowered, tensor.FuncOp)
     assert len(lowered.body.blocks) == 2
     assert isinstance(lowered.body.blocks[0].last_op, tensor.CondBrOp)
@@ -235,7 +215,7 @@ def test_results_write_into_output_buffers_and_intermediates_are_freed() -> None
     fb = FunctionBuilder("f", [T((2, 3), "f32")])
     e = fb.op(ge.ExpOp, fb.args[0])
     out = fb.op(ge.LogOp, e)
-    func = only_func(to_loop(make_module(fb.ret(out))))
+    func = only_func(to_loop(graph_module(fb.ret(out))))
     assert isinstance(func, loop.FuncOp)
     x, result = func.args
     allocs, deallocs = ops_of(func, loop.AllocOp), ops_of(func, loop.DeallocOp)
@@ -253,7 +233,7 @@ def test_returned_argument_and_duplicate_results_are_copied() -> None:
     result = fb.lit(
         ("tuple", (("operand", 0), ("operand", 1), ("operand", 1))), TupleType([x.type] * 3), x, e
     )
-    func = only_func(to_loop(make_module(fb.ret(result))))
+    func = only_func(to_loop(graph_module(fb.ret(result))))
     _, out0, out1, out2 = func.args
     copies = [(c.source, c.dest) for c in ops_of(func, loop.CopyOp)]
     assert copies == [(func.args[0], out0), (out1, out2)]
@@ -264,7 +244,7 @@ def test_reduction_loop_carries_an_accumulator() -> None:
     fb = FunctionBuilder("f", [T((4, 5), "f32")])
     x = fb.args[0]
     s = fb.op(gt.ReduceOp, x, fb.const(0.0, "f32"), combinator="add", dims=[1])
-    func = only_func(to_loop(make_module(fb.ret(s))))
+    func = only_func(to_loop(graph_module(fb.ret(s))))
     outer, inner = ops_of(func, loop.ForOp)
     assert outer.parallel is not None and inner.parallel is None
     assert len(inner.iter_inits) == 1 and len(inner.res) == 1
@@ -275,7 +255,7 @@ def test_reduction_loop_carries_an_accumulator() -> None:
 def test_bool_tensors_are_i8_buffers() -> None:
     fb = FunctionBuilder("f", [T((3,), "f32"), T((3,), "f32")])
     lt = fb.op(ge.COMPARE_OPS["lessThan"], *fb.args)
-    func = only_func(to_loop(make_module(fb.ret(fb.op(ge.NotOp, lt)))))
+    func = only_func(to_loop(graph_module(fb.ret(fb.op(ge.NotOp, lt)))))
     assert func.args[2].type == MemRefType(i8, [3])
     assert len(ops_of(func, arith.ExtUIOp)) == 2  # one per stored compute
     assert len(ops_of(func, arith.TruncIOp)) == 1  # the load of the comparison
@@ -283,7 +263,7 @@ def test_bool_tensors_are_i8_buffers() -> None:
 
 def test_rank_zero_compute_has_no_loops() -> None:
     fb = FunctionBuilder("f", [T((), "i64"), T((), "i64")])
-    func = only_func(to_loop(make_module(fb.ret(fb.op(ge.BINARY_OPS["floorDivide"], *fb.args)))))
+    func = only_func(to_loop(graph_module(fb.ret(fb.op(ge.BINARY_OPS["floorDivide"], *fb.args)))))
     assert not ops_of(func, loop.ForOp)
     (store,) = ops_of(func, loop.StoreOp)
     assert not store.indices

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
+from graph_builders import inferred_op
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, ModuleOp, StringAttr, UnitAttr
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
@@ -67,8 +68,7 @@ def make(
     **props: Attribute,
 ) -> Operation:
     """An instruction with its result types inferred as the parser does."""
-    results = cls.infer([o.type for o in operands], props, symbols)  # type: ignore[attr-defined]
-    return cls.create(operands=list(operands), result_types=results, properties=props)
+    return inferred_op(cls, operands, props, symbols)
 
 
 def line_of(

@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from xdsl.dialects.builtin import ArrayAttr, IntAttr, ModuleOp, StringAttr
+from graph_builders import attr, graph_module, inferred_op
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from dlc.diagnostics import DiagnosticError
@@ -66,27 +67,6 @@ def S(dt: str) -> TensorType:
     return TensorType((), dt)
 
 
-def _attr(value: Any) -> Attribute:
-    if isinstance(value, Attribute):
-        return value
-    if isinstance(value, bool):
-        raise TypeError(value)
-    if isinstance(value, int):
-        return IntAttr(value)
-    if isinstance(value, str):
-        return StringAttr(value)
-    items = list(value)
-    if items and isinstance(items[0], str | tuple):
-        return ArrayAttr([_key_attr(k) for k in items])
-    return ArrayAttr([IntAttr(v) for v in items])
-
-
-def _key_attr(key: Any) -> Attribute:
-    if key is None:
-        return ArrayAttr([])
-    return IntAttr(key) if isinstance(key, int) else StringAttr(key)
-
-
 class Mod:
     """Collects declarations and functions; `build()` gives a verified module."""
 
@@ -114,11 +94,7 @@ class Mod:
         return Fn(self, name, fn_type)
 
     def build(self) -> ModuleOp:
-        module = ModuleOp(self.ops)
-        module.attributes["dlc.name"] = StringAttr("test")
-        module.attributes["dlc.stage"] = StringAttr("raw")
-        module.verify()
-        return module
+        return graph_module(*self.ops)
 
 
 class Fn:
@@ -149,13 +125,11 @@ class Fn:
     def op(
         self, cls: Any, *operands: SSAValue, result: Attribute | None = None, **props: Any
     ) -> Any:
-        properties = {k: _attr(v) for k, v in props.items() if v is not None}
+        properties = {k: attr(v) for k, v in props.items() if v is not None}
         if result is None:
-            types = cls.infer([o.type for o in operands], properties, self.mod.symbols)
-        else:
-            types = [result]
+            return self.add(inferred_op(cls, operands, properties, self.mod.symbols))
         return self.add(
-            cls.create(operands=list(operands), result_types=types, properties=properties)
+            cls.create(operands=list(operands), result_types=[result], properties=properties)
         )
 
     def lit(self, tree: tuple[Any, ...], t: Attribute, *elements: SSAValue) -> SSAValue:
@@ -174,10 +148,7 @@ class Fn:
     def apply(self, name: str, *args: SSAValue) -> Any:
         fn_type = self.mod.symbols.functions[name]
         props = {"callee": StringAttr(name), "callee_type": fn_type}
-        types = mem.ApplyOp.infer([a.type for a in args], props, self.mod.symbols)
-        return self.add(
-            mem.ApplyOp.create(operands=list(args), result_types=types, properties=props)
-        )
+        return self.add(inferred_op(mem.ApplyOp, args, props, self.mod.symbols))
 
     def ret(self, value: SSAValue | None = None) -> None:
         self.add(ReturnOp(value))
@@ -185,7 +156,7 @@ class Fn:
 
 def unary_fn(opcode_cls: Any, t: TensorType, **props: Any) -> ModuleOp:
     m = Mod()
-    f = m.fn("f", [t], opcode_cls.infer([t], {k: _attr(v) for k, v in props.items()})[0])
+    f = m.fn("f", [t], opcode_cls.infer([t], {k: attr(v) for k, v in props.items()})[0])
     f.ret(f.op(opcode_cls, f.args[0], **props))
     return m.build()
 
@@ -446,7 +417,7 @@ def test_bit_cast_and_concatenate() -> None:
 
 def reduce_fn(t: TensorType, comb: str, dims: list[int], init: float | int) -> ModuleOp:
     m = Mod()
-    props = {"combinator": StringAttr(comb), "dims": _attr(dims)}
+    props = {"combinator": StringAttr(comb), "dims": attr(dims)}
     out = ts.ReduceOp.infer([t, S(t.dt)], props)[0]
     f = m.fn("f", [t], out)
     kind = "bool" if isinstance(init, bool) else "int" if isinstance(init, int) else "float"
@@ -525,8 +496,8 @@ def window_fn(
     m = Mod()
     props = {
         "combinator": StringAttr(comb),
-        "window": _attr(window),
-        "strides": _attr(strides),
+        "window": attr(window),
+        "strides": attr(strides),
         "padding": StringAttr(padding),
     }
     out = ts.ReduceWindowOp.infer([t, S(t.dt)], props)[0]
@@ -642,7 +613,7 @@ def test_convolve_matches_definition(
     }
     xt, kt = T(*xshape, dt="f64"), T(*kshape, dt="f64")
     m = Mod()
-    out = ts.ConvolveOp.infer([xt, kt], {k_: _attr(v) for k_, v in props.items()})[0]
+    out = ts.ConvolveOp.infer([xt, kt], {k_: attr(v) for k_, v in props.items()})[0]
     f = m.fn("f", [xt, kt], out)
     f.ret(f.op(ts.ConvolveOp, f.args[0], f.args[1], **props))
     got = run_function(m.build(), "f", [x, k])
