@@ -31,7 +31,7 @@ Calling a compiled function wrongly raises `TypeError` / `ValueError`.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dlc.diagnostics import DiagnosticError, Location
 
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
     from dlc.runtime.compiled import CompiledModule
 
-__all__ = ["DiagnosticError", "compile", "compile_file", "parse", "print_module"]
+__all__ = ["DiagnosticError", "TrapError", "compile", "compile_file", "parse", "print_module"]
 __version__ = "0.1.0"
 
 
@@ -85,24 +85,43 @@ def compile(
     filename: str = "<string>",
     bounds_check: bool | None = None,
     seed: int = 0,
+    fuse: bool = True,
+    plan_memory: bool = True,
+    fast_math_functions: bool = True,
 ) -> CompiledModule:
-    """Parse, verify, lower and JIT-compile DLVM text; functions are called with NumPy arrays.
+    """Parse, verify, differentiate, lower and JIT-compile DLVM text; the compiled
+    functions are called with NumPy arrays.
 
-    `bounds_check=True` guards every generated load and store: a violation raises
-    IndexError("FILE:LINE:COL: out-of-bounds ...") from the call (None: the environment
-    variable DLC_BOUNDS_CHECK=1). `seed` seeds the `random` generator (reseed with
-    `mod.seed(n)`)."""
+    - `opt_level` (0..3): LLVM's optimization level; fusion needs at least 1.
+    - `bounds_check=True` guards every generated load and store: a violation raises
+      IndexError("FILE:LINE:COL: out-of-bounds ...") from the call (None: the
+      environment variable DLC_BOUNDS_CHECK=1).
+    - `seed` seeds the `random` generator (reseed with `mod.seed(n)`).
+    - `fuse`, `plan_memory`: the tensor-level fusion and loop-level arena planning.
+    - `fast_math_functions`: f32 exp/log/tanh as vectorizable polynomials (≤ 2, 2 and
+      5 ULP); False keeps exact libm calls."""
     from dlc.runtime.compiled import compile_graph_module
 
     level = _check_opt_level(opt_level)
     module = parse(text, filename)
-    return compile_graph_module(module, opt_level=level, bounds_check=bounds_check, seed=seed)
+    return compile_graph_module(
+        module,
+        opt_level=level,
+        bounds_check=bounds_check,
+        seed=seed,
+        fuse=fuse,
+        plan_memory=plan_memory,
+        fast_math_functions=fast_math_functions,
+    )
 
 
-def compile_file(path: str | os.PathLike[str], *, opt_level: int = 2) -> CompiledModule:
-    """`compile` the contents of a `.dl` file; an unreadable file is a `DiagnosticError`."""
+def compile_file(path: str | os.PathLike[str], **options: Any) -> CompiledModule:
+    """`compile` the contents of a `.dl` file, with `compile`'s keyword options; an
+    unreadable file is a `DiagnosticError`."""
     if not isinstance(path, str | os.PathLike):
         raise TypeError(f"compile_file: expected a path, got {type(path).__name__}")
+    if "filename" in options:
+        raise TypeError("compile_file: the file name is the path")
     filename = os.fspath(path)
     try:
         with open(filename, "rb") as f:
@@ -112,4 +131,13 @@ def compile_file(path: str | os.PathLike[str], *, opt_level: int = 2) -> Compile
         raise DiagnosticError(
             f"cannot read '{filename}': {reason}", Location(filename, 0, 0)
         ) from None
-    return compile(data, opt_level=opt_level, filename=filename)
+    return compile(data, filename=filename, **options)
+
+
+def __getattr__(name: str) -> Any:
+    """`dlc.TrapError`: raised by a compiled call that reaches `trap` (imported lazily)."""
+    if name == "TrapError":
+        from dlc.runtime.reference_values import TrapError
+
+        return TrapError
+    raise AttributeError(f"module 'dlc' has no attribute {name!r}")

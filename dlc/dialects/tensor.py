@@ -382,6 +382,37 @@ class ReadOp(IRDLOperation):
 
 
 @irdl_op_definition
+class ScanOp(IRDLOperation):
+    """`tensor.scan(%x) {dim, combinator}`: inclusive left scan of `x` along `dim`,
+    `out[..0..] = x[..0..]`, `out[..k..] = combinator(out[..k-1..], x[..k..])` (no
+    identity needed, so any combinator works, notably function combinators `@f`).
+    The result has the type of `x`. Combinator calls happen in increasing k per line,
+    lines in C order of the other indices (the reference interpreter's order)."""
+
+    name = "tensor.scan"
+    input = operand_def(TensorType)
+    dim = prop_def(IntAttr)
+    combinator = prop_def(StringAttr)
+    result = result_def(TensorType)
+
+    def __init__(self, input: SSAValue, dim: int, combinator: str):
+        super().__init__(
+            operands=[input],
+            result_types=[input.type],
+            properties={"dim": IntAttr(dim), "combinator": StringAttr(combinator)},
+        )
+
+    def verify_(self) -> None:
+        t = _tensor(self.input, self.name)
+        if self.result.type != t:
+            raise VerifyException(f"{self.name}: the result must have the type of the input")
+        if not 0 <= self.dim.data < t.rank:
+            raise VerifyException(
+                f"{self.name}: dim {self.dim.data} out of range for rank {t.rank}"
+            )
+
+
+@irdl_op_definition
 class YieldOp(IRDLOperation):
     """`tensor.yield %v`: the element value of a compute body."""
 
@@ -397,7 +428,7 @@ def _all_ops() -> list[type[IRDLOperation]]:
     from dlc.dialects.tensor_memory import MEMORY_OPS
 
     core = [FuncOp, ReturnOp, BrOp, CondBrOp, CallOp, TrapOp, ConstantOp, ComputeOp, ReadOp]
-    return [*core, YieldOp, *MEMORY_OPS]
+    return [*core, ScanOp, YieldOp, *MEMORY_OPS]
 
 
 Tensor = Dialect("tensor", _all_ops(), [])
@@ -412,6 +443,7 @@ __all__ = [
     "ReadOp",
     "ReturnOp",
     "SUPPORTED_DTYPES",
+    "ScanOp",
     "Tensor",
     "TrapOp",
     "YieldOp",

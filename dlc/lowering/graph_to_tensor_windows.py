@@ -9,7 +9,9 @@ Semantics follow the reference interpreter (dlc/runtime/reference_tensor.py):
   positions (low side total // 2, reference_tensor.window_padding) contribute `init`.
 * scan (add, multiply, min, max, and, or): along each listed dimension in turn,
   out[..i..] = fold over k of (k <= i ? x[..k..] : identity), a left fold in
-  increasing k like the reference's sequential accumulate.
+  increasing k like the reference's sequential accumulate. Other combinators (no
+  identity: function combinators `@f`, subtract, ...) become one `tensor.scan` per
+  dimension: out[0] = x[0], out[k] = comb(out[k-1], x[k]), the reference's order.
 
 Reads outside an operand are never emitted: indices are clamped into range and the
 value replaced by a `select` when the position is padding.
@@ -26,9 +28,10 @@ from xdsl.dialects.builtin import IntAttr
 from xdsl.ir import Operation, SSAValue
 
 from dlc.dialects import graph_tensor as gt
+from dlc.dialects import tensor
 from dlc.dialects.graph_types import TensorType, dtype_is_float
 from dlc.lowering.compute_builder import BodyBuilder, Lowered, Splat, build_compute, lowered_type
-from dlc.lowering.graph_to_tensor_ops import UnsupportedOp, combinator_name
+from dlc.lowering.graph_to_tensor_ops import combinator_name
 from dlc.lowering.lower_tensor_to_loop import REDUCTION_OUTER
 
 
@@ -213,9 +216,7 @@ def lower_reduce_window(b: Builder, op: Operation, args: list[Lowered]) -> Lower
             value = s.select(valid, value, s.read(init, []))
         return value
 
-    return build_compute(
-        b, out, body, reduction=window, combinator=comb, init=init
-    ).result
+    return build_compute(b, out, body, reduction=window, combinator=comb, init=init).result
 
 
 def _identity(comb: str, dtype: str) -> int | float | bool:
@@ -230,17 +231,33 @@ def _identity(comb: str, dtype: str) -> int | float | bool:
 def lower_scan(b: Builder, op: Operation, args: list[Lowered]) -> Lowered:
     assert isinstance(op, gt.ScanOp)
     out = _out(op)
-    comb = op.combinator.data if op.combinator is not None else None
-    if op.combinator_fn is not None or comb is None:
-        raise UnsupportedOp("scan with a function combinator")
-    try:
-        identity = _identity(comb, out.dt)
-    except KeyError:
-        raise UnsupportedOp(f"scan by {comb}") from None
+    comb = combinator_name(op, "scan")
+    dims = gt.ints(op.dims)
+    identity = None if comb.startswith("@") else _identity_or_none(comb, out.dt)
     value = args[0]
-    for dim in gt.ints(op.dims):
-        value = _scan_dim(b, value, out, dim, comb, identity)
+    for dim in dims:
+        if identity is None:
+            value = _sequential_scan_dim(b, value, out, dim, comb)
+        else:
+            value = _scan_dim(b, value, out, dim, comb, identity)
     return value
+
+
+def _identity_or_none(comb: str, dtype: str) -> int | float | bool | None:
+    try:
+        return _identity(comb, dtype)
+    except KeyError:
+        return None
+
+
+def _sequential_scan_dim(b: Builder, x: Lowered, out: TensorType, dim: int, comb: str) -> Lowered:
+    """`tensor.scan`: out[0] = x[0], out[k] = comb(out[k-1], x[k]) (any combinator)."""
+    if out.dims[dim] <= 1:
+        return x
+    if isinstance(x, Splat):
+        x = build_compute(b, out, lambda s, i, _: s.read(x, i)).result
+    assert isinstance(x, SSAValue)
+    return b.insert(tensor.ScanOp(x, dim, comb)).result
 
 
 def _scan_dim(

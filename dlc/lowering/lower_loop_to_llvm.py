@@ -23,10 +23,10 @@ from xdsl.passes import ModulePass
 
 from dlc.diagnostics import error_at, get_loc
 from dlc.dialects import loop
-from dlc.lowering.arena_llvm import arena_alloc, arena_support
-from dlc.lowering.loop_to_llvm_scalar import const, icmp, lower_scalar_op
 from dlc.dialects.loop_memory import MEMORY_OPS as RAW_MEMORY_OPS
+from dlc.lowering.arena_llvm import arena_alloc, arena_support
 from dlc.lowering.loop_to_llvm_memory import VAR_PREFIX, lower_raw_memory
+from dlc.lowering.loop_to_llvm_scalar import const, icmp, lower_scalar_op
 
 PTR = llvm.LLVMPointerType()
 OFFSET = "arena_offset"  # set by plan-memory on arena-placed allocs
@@ -64,6 +64,19 @@ module attribute `dlc.messages` ("trap\t<text>" or "bounds\t<text>") recorded by
 first trap / out-of-bounds access. The Python caller reads and resets it after a call
 (not thread-safe: calls of one module from several threads share it)."""
 
+CALL_DEPTH = "_dlc_call_depth"
+"""i64 global next to `STATUS`: the number of active calls of recursive functions
+(those that can reach themselves through `loop.call` / `loop.scalar_call`). Each such
+function checks it at entry: at `MAX_CALL_DEPTH` it traps with "call depth limit
+exceeded (MAX_CALL_DEPTH) in @f" instead of overflowing the native stack (a crash);
+otherwise it counts itself until it returns. Modules with recursive functions run
+their calls holding the GIL (see compiled.py), so the counter is never shared by two
+threads at once."""
+
+MAX_CALL_DEPTH = 20_000
+"""Nesting limit of recursive calls (deep enough for tests like even/odd 2000 deep;
+small enough that typical frames stay well within an 8 MiB native stack)."""
+
 
 @dataclass
 class StatusTable:
@@ -73,6 +86,7 @@ class StatusTable:
     messages: list[str] = field(default_factory=list)
     used: bool = False
     variables: dict[str, int] = field(default_factory=dict)
+    depth_used: bool = False
 
     def code(self, kind: str, text: str) -> int:
         self.messages.append(f"{kind}\t{text}")
@@ -111,14 +125,17 @@ class _FuncEmitter:
     def get(self, value: SSAValue) -> SSAValue:
         return self.values[value]
 
-    def lower(self, func: loop.FuncOp) -> Region:
+    def lower(self, func: loop.FuncOp, *, depth_guard: bool = False) -> Region:
         blocks = list(func.body.blocks)
         entry = Block(arg_types=[PTR] * len(func.args))
         self.successors = {blocks[0]: entry}
         self.successors.update((b, Block()) for b in blocks[1:])
         self.values.update(zip(func.args, entry.args, strict=True))
+        overflow: Operation | None = None
         for block in blocks:  # the entry block (defining the buffers) comes first
             self.start(self.successors[block])
+            if depth_guard and overflow is None:
+                overflow = self.enter_depth_guard(func)
             self.frames.append(_Frame(iter(block.ops)))
             while self.frames:
                 op = next(self.frames[-1].ops, None)
@@ -126,7 +143,51 @@ class _FuncEmitter:
                     self.frames.pop()
                     continue
                 self.lower_op(op)
+        if overflow is not None:
+            self.leave_depth_guard(overflow)
         return self.region
+
+    def depth_address(self) -> SSAValue:
+        assert self.status is not None
+        self.status.depth_used = True
+        return self.emit(llvm.AddressOfOp(CALL_DEPTH, PTR))
+
+    def enter_depth_guard(self, func: loop.FuncOp) -> Operation:
+        """At entry: trap when `MAX_CALL_DEPTH` calls are active, else count this one.
+        Returns the trap's `llvm.return` (the one return that must not uncount)."""
+        assert self.status is not None
+        loc = get_loc(func)
+        where = f"{loc.filename}:{loc.line}:{loc.column}: " if loc is not None else ""
+        text = f"{where}call depth limit exceeded ({MAX_CALL_DEPTH}) in @{func.sym_name.data}"
+        address = self.depth_address()
+        depth = self.emit(llvm.LoadOp(address, i64, alignment=8))
+        full = icmp(self, "sge", depth, const(self, MAX_CALL_DEPTH, i64))
+        trap, resume = Block(), Block()
+        self.emit(llvm.CondBrOp(full, trap, [], resume, []))
+        self.start(trap)
+        code = self.status.code("trap", text)
+        self.emit(llvm.StoreOp(const(self, code, i64), self.status_address(), alignment=8))
+        overflow = llvm.ReturnOp()
+        self.emit(overflow)
+        self.start(resume)
+        one_more = self.emit(llvm.AddOp(depth, const(self, 1, i64)))
+        self.emit(llvm.StoreOp(one_more, address, alignment=8))
+        return overflow
+
+    def leave_depth_guard(self, overflow: Operation) -> None:
+        """Uncount the call before every `llvm.return` but the overflow trap's."""
+        returns = [
+            op for block in self.region.blocks for op in block.ops if isinstance(op, llvm.ReturnOp)
+        ]
+        for ret in returns:
+            if ret is overflow:
+                continue
+            address = llvm.AddressOfOp(CALL_DEPTH, PTR)
+            depth = llvm.LoadOp(address.result, i64, alignment=8)
+            one = llvm.ConstantOp(IntegerAttr(1, i64), i64)
+            one_less = llvm.SubOp(depth.dereferenced_value, one.result)
+            store = llvm.StoreOp(one_less.res, address.result, alignment=8)
+            ret.parent_block().insert_ops_before([address, depth, one, one_less, store], ret)  # type: ignore[union-attr]
 
     def lower_op(self, op: Operation) -> None:
         match op:
@@ -335,9 +396,13 @@ def lower_func(
     func: loop.FuncOp,
     externals: dict[str, llvm.LLVMFunctionType],
     status: StatusTable | None = None,
+    *,
+    depth_guard: bool = False,
 ) -> llvm.FuncOp:
-    """`loop.func @f(memrefs)` -> `llvm.func @f(ptr noalias, ...) -> void`."""
-    body = _FuncEmitter(externals, status=status).lower(func)
+    """`loop.func @f(memrefs)` -> `llvm.func @f(ptr noalias, ...) -> void`; with
+    `depth_guard` (a recursive function, needs `status`) it counts its active calls in
+    `CALL_DEPTH` and traps past `MAX_CALL_DEPTH`."""
+    body = _FuncEmitter(externals, status=status).lower(func, depth_guard=depth_guard)
     n_args = len(func.args)
     noalias = DictionaryAttr({"llvm.noalias": UnitAttr()})
     return llvm.FuncOp(
@@ -347,6 +412,14 @@ def lower_func(
         body=body,
         other_props={"arg_attrs": ArrayAttr([noalias] * n_args)},
     )
+
+
+def _recursive_functions(module: ModuleOp) -> set[str]:
+    """Loop functions that can reach themselves through calls (need a depth guard)."""
+    from dlc.passes.plan_memory import _recursive
+
+    funcs = {f.sym_name.data: f for f in module.body.block.ops if isinstance(f, loop.FuncOp)}
+    return {name for name, func in funcs.items() if _recursive(func, funcs)}
 
 
 def _declaration(name: str, ftype: llvm.LLVMFunctionType) -> llvm.FuncOp:
@@ -365,7 +438,9 @@ class LowerLoopToLLVMPass(ModulePass):
     "not supported by the code generator yet: <op name>".
 
     Status word (`STATUS`): `loop.trap` stores its message code and returns, and every
-    `loop.call` returns right after a callee that set it. With `bounds_check`
+    `loop.call` returns right after a callee that set it. Recursive functions guard
+    their call depth (`CALL_DEPTH`, `MAX_CALL_DEPTH`) and trap instead of overflowing
+    the native stack. With `bounds_check`
     (`-p 'lower-loop-to-llvm{bounds_check=true}'`), every load and store checks its
     indices against the buffer shape (see `_FuncEmitter.checked`).
     """
@@ -378,10 +453,12 @@ class LowerLoopToLLVMPass(ModulePass):
         externals: dict[str, llvm.LLVMFunctionType] = {}
         lowered: list[Operation] = []
         status = StatusTable(self.bounds_check)
+        recursive = _recursive_functions(op)
         for child in list(op.body.block.ops):
             if not isinstance(child, loop.FuncOp):
                 raise error_at(child, f"not supported by the code generator yet: {child.name}")
-            lowered.append(lower_func(child, externals, status))
+            guard = child.sym_name.data in recursive
+            lowered.append(lower_func(child, externals, status, depth_guard=guard))
             support = arena_support(child)  # plan-memory's arena, if any
             lowered.extend(support)
             if support:
@@ -397,6 +474,9 @@ class LowerLoopToLLVMPass(ModulePass):
             op.attributes["dlc.vars"] = DictionaryAttr(
                 {name: IntegerAttr(size, i64) for name, size in status.variables.items()}
             )
+        if status.depth_used:
+            lowered.append(llvm.GlobalOp(i64, CALL_DEPTH, "common", value=IntegerAttr(0, i64)))
+            op.attributes["dlc.recursive"] = ArrayAttr([StringAttr(n) for n in sorted(recursive)])
         if status.used:
             lowered.append(llvm.GlobalOp(i64, STATUS, "common", value=IntegerAttr(0, i64)))
             op.attributes["dlc.messages"] = ArrayAttr([StringAttr(m) for m in status.messages])

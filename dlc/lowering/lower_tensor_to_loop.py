@@ -14,8 +14,8 @@ from xdsl.passes import ModulePass
 from dlc.diagnostics import copy_loc, error_at, get_loc
 from dlc.dialects import loop, tensor
 from dlc.dialects.graph_types import TensorType
-from dlc.lowering.scalar_ops import ScalarBuilder, Unsupported
 from dlc.dialects.tensor_memory import MEMORY_OPS
+from dlc.lowering.scalar_ops import ScalarBuilder, Unsupported
 from dlc.lowering.tensor_to_loop_memory import MemoryOpLowering
 
 REDUCTION_OUTER = "dlc.reduction_outer"
@@ -81,6 +81,8 @@ class FunctionLowering:
                 emit_group(self, op, dests)
             elif isinstance(op, tensor.ComputeOp):
                 self._compute(op, self._buffer(op.result, dests))
+            elif isinstance(op, tensor.ScanOp):
+                self._scan(op, self._buffer(op.result, dests))
             elif isinstance(op, tensor.CallOp):
                 self._call(op, [self._buffer(r, dests) for r in op.res])
             elif isinstance(op, tensor.TrapOp):
@@ -249,6 +251,46 @@ class FunctionLowering:
         for block in blocks:
             block.add_op(loop.YieldOp())
 
+    def _scan(self, op: tensor.ScanOp, buffer: SSAValue) -> None:
+        """`for other indices (C order): acc = x[..0..]; out[..0..] = acc;
+        for k in 1..n: acc = comb(acc, x[..k..]); out[..k..] = acc`."""
+        t = op.result.type
+        assert isinstance(t, TensorType)
+        if t.num_elements == 0:
+            return
+        dim, source = op.dim.data, self.buffers[op.input]
+        b, blocks, ivs = self.b, [], []
+        zero, one = index(b, 0), index(b, 1)
+        for d, n in enumerate(t.dims):
+            if d == dim:
+                continue
+            nest = b.insert(loop.ForOp(zero, index(b, n), one, parallel=True))
+            copy_loc(op, nest)
+            ivs.append(nest.iv)
+            blocks.append(nest.body.block)
+            b = Builder(InsertPoint.at_end(nest.body.block))
+
+        def at(k: SSAValue) -> list[SSAValue]:
+            return [*ivs[:dim], k, *ivs[dim:]]
+
+        first = load(b, source, at(zero), t.dt)
+        store(b, first, buffer, at(zero), t.dt)
+        scan = b.insert(loop.ForOp(one, index(b, t.dims[dim]), one, [first]))
+        copy_loc(op, scan)
+        inner = Builder(InsertPoint.at_end(scan.body.block))
+        element = load(inner, source, at(scan.iv), t.dt)
+        try:
+            value = ScalarBuilder(inner).binary(
+                op.combinator.data, t.dt, scan.iter_args[0], element
+            )
+        except Unsupported as err:
+            raise error_at(op, f"not supported by the code generator yet: scan by {err}") from None
+        copy_loc(op, value.owner)  # type: ignore[arg-type]
+        store(inner, value, buffer, at(scan.iv), t.dt)
+        inner.insert(loop.YieldOp(value))
+        for block in blocks:
+            block.add_op(loop.YieldOp())
+
     def _body(self, b: Builder, op: tensor.ComputeOp, indices: Sequence[SSAValue]) -> SSAValue:
         """Inline the compute body at `indices`; reads become loads. Returns the yield."""
         block = op.body.block
@@ -313,6 +355,8 @@ class CFGLowering(FunctionLowering):
             emit_group(self, op, {})
         elif isinstance(op, tensor.ComputeOp):
             self._compute(op, self._buffer(op.result, {}))
+        elif isinstance(op, tensor.ScanOp):
+            self._scan(op, self._buffer(op.result, {}))
         elif isinstance(op, tensor.CallOp):
             self._call(op, [self._buffer(r, {}) for r in op.res])
         elif isinstance(op, tensor.TrapOp):

@@ -176,13 +176,17 @@ class CompiledFunction:
         symbols = _symbols_of(graph_func)
         plain = is_plain(ftype.output) and all(is_plain(t) for t in ftype.args)
         try:
-            structured = None if plain else (
-                [leaves(t, symbols) for t in ftype.args], leaves(ftype.output, symbols)
+            structured = (
+                None
+                if plain
+                else ([leaves(t, symbols) for t in ftype.args], leaves(ftype.output, symbols))
             )
         except LayoutError:
             structured = None
-        if structured is not None and native and all(
-            t.dt in NUMPY_DTYPES for ts in structured[0] for t in ts
+        if (
+            structured is not None
+            and native
+            and all(t.dt in NUMPY_DTYPES for ts in structured[0] for t in ts)
         ):
             self._init_structured(name, ftype, symbols, structured, jit)
             return
@@ -214,7 +218,9 @@ class CompiledFunction:
         arg_leaves, out_leaves = structured
         self._params = [
             Param(name, i, f"{n}[{k}]" if len(ts) > 1 or not isinstance(t, TensorType) else n, leaf)
-            for i, (n, t, ts) in enumerate(zip(self.param_names, ftype.args, arg_leaves, strict=True))
+            for i, (n, t, ts) in enumerate(
+                zip(self.param_names, ftype.args, arg_leaves, strict=True)
+            )
             for k, leaf in enumerate(ts)
         ]
         self._outputs = [(t.dims, NUMPY_DTYPES[t.dt]) for t in out_leaves]
@@ -227,7 +233,9 @@ class CompiledFunction:
         types, symbols = self._structured  # type: ignore[misc]
         if len(args) != len(types):
             names = ", ".join(self.param_names)
-            raise TypeError(f"{self.name}() takes {len(types)} arguments ({names}), got {len(args)}")
+            raise TypeError(
+                f"{self.name}() takes {len(types)} arguments ({names}), got {len(args)}"
+            )
         flat: list[object] = []
         for i, (value, t) in enumerate(zip(args, types, strict=True)):
             what = f"argument {i} (%{self.param_names[i]}) of @{self.name}"
@@ -303,7 +311,7 @@ def _attach_vars(jit: JITModule, llvm_level: ModuleOp) -> dict[str, np.ndarray]:
 
     storage: dict[str, np.ndarray] = {}
     attr = llvm_level.attributes.get("dlc.vars")
-    for name, size in (attr.data.items() if attr is not None else ()):  # type: ignore[union-attr]
+    for name, size in attr.data.items() if attr is not None else ():  # type: ignore[union-attr]
         buffer = np.zeros(max(1, size.value.data) + 16, np.uint8)
         storage[name] = buffer
         slot = jit.global_address(VAR_PREFIX + name)
@@ -336,7 +344,10 @@ class CompiledModule:
 
     def seed(self, value: int) -> None:
         """Restart the `random` generator: seed `value` (any int, taken mod 2**64),
-        counter 0. Draws are a pure function of (seed, number of earlier draws)."""
+        counter 0. Draws are a pure function of (seed, number of earlier draws).
+
+        On a module that never uses `random` (no generator state) this does nothing
+        and raises nothing (the type check still applies): seeding is then harmless."""
         from dlc.lowering.graph_to_tensor_runtime import RNG_VAR
 
         if isinstance(value, bool) or not isinstance(value, int | np.integer):
@@ -398,6 +409,15 @@ def _context() -> Context:
     for name, factory in get_all_dialects().items():
         ctx.register_dialect(name, factory)
     return ctx
+
+
+def _function_names(stages: dict[str, ModuleOp]) -> list[str]:
+    loop_level = stages.get("loop")
+    if loop_level is None:
+        return []
+    return [
+        f.sym_name.data for f in loop_level.body.block.ops if hasattr(f, "sym_name")
+    ]
 
 
 def _arena_functions(stages: dict[str, ModuleOp]) -> set[str]:
@@ -464,7 +484,11 @@ def check_symbols(llvm_level: ModuleOp, graph: ModuleOp) -> None:
 
 
 def level_passes(
-    opt_level: int = 2, *, fuse: bool = True, plan_memory: bool = True, fast_math_functions: bool = True
+    opt_level: int = 2,
+    *,
+    fuse: bool = True,
+    plan_memory: bool = True,
+    fast_math_functions: bool = True,
 ) -> dict[str, list[Any]]:
     """Passes run right after each lowering (issue 5): `fuse` on the tensor level
     (opt_level >= 1), `plan-memory` and polynomial `math-approx` on the loop level."""
@@ -508,12 +532,15 @@ class NativeStatus:
     """The status word of a compiled module (see lower_loop_to_llvm.STATUS) and its
     messages; `raise_status` resets the word and raises TrapError / IndexError."""
 
-    def __init__(self, address: int, messages: list[str]) -> None:
+    def __init__(self, address: int, messages: list[str], depth: int | None = None) -> None:
         self.word = ctypes.c_int64.from_address(address)
         self.messages = messages
+        self.depth = ctypes.c_int64.from_address(depth) if depth is not None else None
 
     def raise_status(self) -> None:
         code, self.word.value = self.word.value, 0
+        if self.depth is not None:  # every frame uncounts itself on the way out; be sure
+            self.depth.value = 0
         kind, _, text = self.messages[code - 1].partition("\t")
         if kind == "bounds":
             raise IndexError(text)
@@ -523,14 +550,15 @@ class NativeStatus:
 
 
 def _attach_status(jit: JITModule, llvm_level: ModuleOp) -> None:
-    from dlc.lowering.lower_loop_to_llvm import STATUS
+    from dlc.lowering.lower_loop_to_llvm import CALL_DEPTH, STATUS
 
     jit.status = None  # type: ignore[attr-defined]
     messages = llvm_level.attributes.get("dlc.messages")
     address = jit.global_address(STATUS) if messages is not None else None
     if address is None:
         return
-    status = NativeStatus(address, [m.data for m in messages.data])  # type: ignore[union-attr]
+    depth = jit.global_address(CALL_DEPTH) if "dlc.recursive" in llvm_level.attributes else None
+    status = NativeStatus(address, [m.data for m in messages.data], depth)  # type: ignore[union-attr]
     jit.status = status.word  # type: ignore[attr-defined]
     jit.raise_status = status.raise_status  # type: ignore[attr-defined]
 
@@ -579,6 +607,8 @@ def compile_graph_module(
         llvm_level.body.block.add_op(python_entry(name, n_args, DATA_OFFSET))
     jit = JITModule(llvm_level, opt_level)
     jit.keep_gil = _arena_functions(stages)  # planned arenas are not reentrant
+    if "dlc.recursive" in llvm_level.attributes:  # the call-depth counter is not per thread
+        jit.keep_gil |= set(_function_names(stages))
     _attach_status(jit, llvm_level)
     _attach_vars(jit, llvm_level)
     compiled = CompiledModule(module.clone(), stages, jit, funcs, native)

@@ -8,7 +8,10 @@ Values are described in `reference_values.py`; element-wise semantics in
 `reference_ops.py`, reductions/windows/convolution in `reference_tensor.py`.
 Calls use an explicit frame stack (no Python recursion per DLVM call), so deep DLVM
 recursion works. Function combinators of reduce/scan/reduceWindow run the callee in a
-nested interpreter loop. `random` draws from `np.random.default_rng(seed)` of the
+nested interpreter loop (Python recursion): at most `MAX_NESTED_INVOKES` of them may be
+active at once (a combinator calling back into the function that reduces); deeper
+nesting, like more than `MAX_CALL_DEPTH` frames, raises UndefinedBehaviorError "call
+depth limit exceeded ... in @f" (never a raw RecursionError). `random` draws from `np.random.default_rng(seed)` of the
 Interpreter: floats uniform in [lo, hi) (computed in the dtype and clamped below hi),
 integers in [lo, hi); if hi ≤ lo every element is lo.
 """
@@ -56,6 +59,9 @@ __all__ = [
 ]
 
 MAX_CALL_DEPTH = 1_000_000
+MAX_NESTED_INVOKES = 40
+"""Nested interpreter loops (function combinators calling back into reductions): each
+costs about ten Python frames, so 40 stay well below Python's recursion limit."""
 
 _BRANCHES = (BranchOp, ConditionalOp, BranchEnumOp)
 _Plan = tuple[Callable[..., object], tuple[SSAValue, ...], SSAValue | None]
@@ -87,6 +93,7 @@ class Interpreter:
                 cell = zero_value(op.var_type, self.symbols)
                 self.globals[op.sym_name.data] = Buffer([cell], op.var_type, "var")
         self._frames: list[_Frame] = []
+        self._nesting = 0
         self._plans: dict[Operation, _Plan] = {}
 
     def call(self, name: str, args: Sequence[object]) -> object:
@@ -104,9 +111,26 @@ class Interpreter:
         return self.invoke(func, values)
 
     def invoke(self, func: FuncOp, args: Sequence[object]) -> object:
-        """Run `func` on interpreter values to completion (re-entrant)."""
-        with np.errstate(all="ignore"):
-            return self._run(func, list(args))
+        """Run `func` on interpreter values to completion (re-entrant, at most
+        `MAX_NESTED_INVOKES` deep)."""
+        name = func.sym_name.data
+        if self._nesting >= MAX_NESTED_INVOKES:
+            raise UndefinedBehaviorError(
+                f"call depth limit exceeded ({MAX_NESTED_INVOKES} nested function-combinator"
+                f" calls) in @{name}"
+            )
+        self._nesting += 1
+        try:
+            with np.errstate(all="ignore"):
+                return self._run(func, list(args))
+        except RecursionError:
+            if self._nesting > 1:
+                raise  # unwind to the outermost call, where the stack is shallow again
+            raise UndefinedBehaviorError(
+                f"call depth limit exceeded (Python recursion limit) in @{name}"
+            ) from None
+        finally:
+            self._nesting -= 1
 
     def call_value(self, callee: object, args: Sequence[object]) -> object:
         """Call a function value (a `FunctionRef` or a pointer to one)."""
@@ -165,7 +189,9 @@ class Interpreter:
                 f"reference interpreter: cannot call {kind} function @{func.sym_name.data}",
             )
         if len(self._frames) >= MAX_CALL_DEPTH:
-            raise UndefinedBehaviorError("call stack overflow")
+            raise UndefinedBehaviorError(
+                f"call depth limit exceeded ({MAX_CALL_DEPTH}) in @{func.sym_name.data}"
+            )
         frame = _Frame(func, {}, None)
         self._frames.append(frame)
         self._enter(frame, func.entry, args)

@@ -37,6 +37,7 @@ func @f: (<2 x 3 x f32>) -> <2 x 3 x f32> {
 def test_public_names() -> None:
     assert set(dlc.__all__) == {
         "DiagnosticError",
+        "TrapError",
         "compile",
         "compile_file",
         "parse",
@@ -172,3 +173,30 @@ def test_examples_compile_and_match_reference(name: str) -> None:
         strict=True,
     ):
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+
+
+def test_trap_error_is_public_and_raised_by_a_compiled_trap() -> None:
+    mod = dlc.compile(
+        'module "t"\nstage raw\n\nfunc @f: (f32) -> f32 {\n'
+        "'entry(%x: f32):\n    trap\n    return %x: f32\n}\n",
+        filename="t.dl",
+    )
+    with pytest.raises(dlc.TrapError, match="t.dl:6:5"):
+        mod.f(np.float32(1))
+    with pytest.raises(AttributeError):
+        dlc.NoSuchName  # noqa: B018
+
+
+def test_compile_file_takes_compile_options(tmp_path) -> None:
+    path = tmp_path / "m.dl"
+    path.write_text(
+        'module "m"\nstage raw\n\nfunc @f: (<4 x f32>) -> <4 x f32> {\n'
+        "'entry(%x: <4 x f32>):\n    %e = exp %x: <4 x f32>\n    return %e: <4 x f32>\n}\n"
+    )
+    x = np.linspace(-3, 3, 4, dtype=np.float32)
+    exact = dlc.compile_file(path, fast_math_functions=False, fuse=False, opt_level=0)
+    fast = dlc.compile_file(path, seed=1, plan_memory=False)
+    np.testing.assert_allclose(exact.f(x), np.exp(x), rtol=1e-6)
+    np.testing.assert_allclose(fast.f(x), np.exp(x), rtol=3e-7)
+    with pytest.raises(TypeError, match="file name is the path"):
+        dlc.compile_file(path, filename="other.dl")

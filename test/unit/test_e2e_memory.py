@@ -107,7 +107,7 @@ def test_bounds_check_pass_option_in_dlc_opt(tmp_path) -> None:
     assert "_dlc_status" in out.read_text() and "icmp" in out.read_text()
 
 
-SCAN_BY_FUNCTION = """module "m"
+I7_ADD = """module "m"
 stage raw
 
 func @f: (f32, f32) -> f32 {
@@ -115,17 +115,17 @@ func @f: (f32, f32) -> f32 {
     return %a: f32
 }
 
-func @g: (<3 x f32>) -> <3 x f32> {
-'entry(%x: <3 x f32>):
-    %y = scan %x: <3 x f32> by @f: (f32, f32) -> f32 along 0
-    return %y: <3 x f32>
+func @g: (<3 x i7>) -> <3 x i7> {
+'entry(%x: <3 x i7>):
+    %y = add %x: <3 x i7>, %x: <3 x i7>
+    return %y: <3 x i7>
 }
 """
 
 
 def test_unsupported_ops_are_located_errors() -> None:
     with pytest.raises(DiagnosticError) as info:
-        dlc.compile(SCAN_BY_FUNCTION, filename="m.dl")
-    message = "not supported by the code generator yet: scan with a function combinator"
+        dlc.compile(I7_ADD, filename="m.dl")
+    message = "not supported by the code generator yet: i7 data type"
     assert info.value.message == message
-    assert (info.value.line, info.value.column) == (11, 10)
+    assert (info.value.line, info.value.column) == (9, 6)

@@ -20,9 +20,11 @@ from dlc.dialects import graph_tensor as gt
 from dlc.dialects.graph_types import TensorType, TupleType
 
 try:
-    from test_lowering import FunctionBuilder, make_module
+    from graph_builders import graph_module as make_module
+    from test_lowering import FunctionBuilder
 except ImportError:  # imported as a package module
-    from .test_lowering import FunctionBuilder, make_module  # type: ignore[no-redef]
+    from .graph_builders import graph_module as make_module  # type: ignore[no-redef]
+    from .test_lowering import FunctionBuilder  # type: ignore[no-redef]
 
 T = TensorType
 FLOATS = ("f32", "f64")
