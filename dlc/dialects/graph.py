@@ -90,13 +90,17 @@ class GraphInstruction(IRDLOperation):
     NEEDS_SYMBOLS: ClassVar[bool] = False
 
     @classmethod
-    def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
+    def infer(
+        cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
+    ) -> list[Attribute]:
         raise NotImplementedError(f"{cls.__name__}.infer")
 
     def verify_(self) -> None:
         symbols = enclosing_symbols(self) if self.NEEDS_SYMBOLS else None
         try:
-            expected = type(self).infer([o.type for o in self.operands], dict(self.properties), symbols)
+            expected = type(self).infer(
+                [o.type for o in self.operands], dict(self.properties), symbols
+            )
         except InferenceError as err:
             raise VerifyException(str(err)) from err
         actual = [r.type for r in self.results]
@@ -207,7 +211,13 @@ class FuncOp(IRDLOperation):
     body = region_def()
     traits = traits_def(SymbolOpInterface())
 
-    def __init__(self, name: str, function_type: FunctionType, body: Region | None = None, **props: Attribute | None):
+    def __init__(
+        self,
+        name: str,
+        function_type: FunctionType,
+        body: Region | None = None,
+        **props: Attribute | None,
+    ):
         super().__init__(
             properties={"sym_name": StringAttr(name), "function_type": function_type, **props},
             regions=[body if body is not None else Region()],
@@ -240,7 +250,13 @@ class LiteralOp(GraphInstruction):
     result = result_def()
     traits = traits_def(Pure())
 
-    def __init__(self, value: LiteralAttr, result_type: Attribute, elements: Sequence[SSAValue] = (), inline: bool = False):
+    def __init__(
+        self,
+        value: LiteralAttr,
+        result_type: Attribute,
+        elements: Sequence[SSAValue] = (),
+        inline: bool = False,
+    ):
         super().__init__(
             operands=[list(elements)],
             result_types=[result_type],
@@ -301,7 +317,14 @@ class ConditionalOp(IRDLOperation):
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     traits = traits_def(IsTerminator())
 
-    def __init__(self, cond: SSAValue, then_block: Block, then_args: Sequence[SSAValue], else_block: Block, else_args: Sequence[SSAValue]):
+    def __init__(
+        self,
+        cond: SSAValue,
+        then_block: Block,
+        then_args: Sequence[SSAValue],
+        else_block: Block,
+        else_args: Sequence[SSAValue],
+    ):
         super().__init__(
             operands=[cond, list(then_args), list(else_args)],
             successors=[then_block, else_block],

@@ -104,7 +104,9 @@ def _check_scalar(kind: str, value: object, ty: Attribute) -> str | None:
     return None
 
 
-def _check_struct(node: LitTree, ty: Attribute, symbols: object | None, work: list[tuple[LitTree, Attribute]]) -> str | None:
+def _check_struct(
+    node: LitTree, ty: Attribute, symbols: object | None, work: list[tuple[LitTree, Attribute]]
+) -> str | None:
     if not (isinstance(ty, NominalType) and ty.kind.data == "struct"):
         return f"struct literal is not a valid value of type {format_type(ty)}"
     if symbols is None:
@@ -117,7 +119,9 @@ def _check_struct(node: LitTree, ty: Attribute, symbols: object | None, work: li
     return None
 
 
-def _check_enum(node: LitTree, ty: Attribute, symbols: object | None, work: list[tuple[LitTree, Attribute]]) -> str | None:
+def _check_enum(
+    node: LitTree, ty: Attribute, symbols: object | None, work: list[tuple[LitTree, Attribute]]
+) -> str | None:
     if not (isinstance(ty, NominalType) and ty.kind.data == "enum"):
         return f"enum literal is not a valid value of type {format_type(ty)}"
     if symbols is None:

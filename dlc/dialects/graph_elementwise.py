@@ -8,18 +8,16 @@ broadcast (scalar to anything, else equal rank with 1s stretching), compares yie
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from collections.abc import Sequence
+from typing import ClassVar
 
 from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def, traits_def
 from xdsl.traits import Pure
 
-from dlc.dialects.graph_canonicalization import GraphCanonicalization
-
 from dlc.dialects.graph import GraphInstruction, InferenceError, Props, Symbols
+from dlc.dialects.graph_canonicalization import GraphCanonicalization
 from dlc.dialects.graph_types import (
     TensorType,
     broadcast_shapes,
@@ -59,14 +57,18 @@ class UnaryOp(GraphInstruction):
         super().__init__(operands=[operand], result_types=[result_type or operand.type])
 
     @classmethod
-    def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
+    def infer(
+        cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
+    ) -> list[Attribute]:
         (t,) = operand_types
         x = tensor_operand(cls.OPCODE, t)
         if cls.OPCODE in INTEGER_UNARY:
             if not dtype_is_numeric(x.dt):
                 raise InferenceError(f"{cls.OPCODE}: operand must be numeric, got {format_type(x)}")
         elif not dtype_is_float(x.dt):
-            raise InferenceError(f"{cls.OPCODE}: operand must be a float tensor, got {format_type(x)}")
+            raise InferenceError(
+                f"{cls.OPCODE}: operand must be a float tensor, got {format_type(x)}"
+            )
         return [x]
 
 
@@ -84,8 +86,16 @@ def _camel(word: str) -> str:
 
 
 def _make_unary(opcode: str) -> type[UnaryOp]:
-    cls = type(f"{_camel(opcode)}Op", (UnaryOp,), {"name": f"graph.{opcode}", "OPCODE": opcode, "__annotations__": {"OPCODE": ClassVar[str], "FAMILY": ClassVar[str]},
-                                                   "__doc__": f"`{opcode} %x: T` -> T"})
+    cls = type(
+        f"{_camel(opcode)}Op",
+        (UnaryOp,),
+        {
+            "name": f"graph.{opcode}",
+            "OPCODE": opcode,
+            "__annotations__": {"OPCODE": ClassVar[str], "FAMILY": ClassVar[str]},
+            "__doc__": f"`{opcode} %x: T` -> T",
+        },
+    )
     return irdl_op_definition(cls)
 
 
@@ -108,7 +118,9 @@ class BinaryOp(GraphInstruction):
         super().__init__(operands=[lhs, rhs], result_types=[result_type])
 
     @classmethod
-    def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
+    def infer(
+        cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
+    ) -> list[Attribute]:
         lt, rt = operand_types
         lhs = tensor_operand(cls.OPCODE, lt, "lhs")
         rhs = tensor_operand(cls.OPCODE, rt, "rhs")
@@ -127,13 +139,23 @@ class BinaryOp(GraphInstruction):
 
 
 def _make_binary(opcode: str, family: str) -> type[BinaryOp]:
-    cls = type(f"{_camel(opcode)}Op", (BinaryOp,), {"name": f"graph.{opcode}", "OPCODE": opcode, "__annotations__": {"OPCODE": ClassVar[str], "FAMILY": ClassVar[str]},
-                                                    "FAMILY": family,
-                                                    "__doc__": f"`{opcode} %x, %y` ({family})"})
+    cls = type(
+        f"{_camel(opcode)}Op",
+        (BinaryOp,),
+        {
+            "name": f"graph.{opcode}",
+            "OPCODE": opcode,
+            "__annotations__": {"OPCODE": ClassVar[str], "FAMILY": ClassVar[str]},
+            "FAMILY": family,
+            "__doc__": f"`{opcode} %x, %y` ({family})",
+        },
+    )
     return irdl_op_definition(cls)
 
 
-_NUMERIC_BINARY = "add subtract multiply divide min max truncateDivide floorDivide modulo power".split()
+_NUMERIC_BINARY = (
+    "add subtract multiply divide min max truncateDivide floorDivide modulo power".split()
+)
 _COMPARE = "lessThan lessThanOrEqual greaterThan greaterThanOrEqual equal notEqual".split()
 
 BINARY_OPS: dict[str, type[BinaryOp]] = {op: _make_binary(op, "numeric") for op in _NUMERIC_BINARY}
@@ -166,7 +188,9 @@ class NotOp(GraphInstruction):
         super().__init__(operands=[operand], result_types=[operand.type])
 
     @classmethod
-    def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
+    def infer(
+        cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
+    ) -> list[Attribute]:
         x = tensor_operand("not", operand_types[0])
         if not dtype_is_bool(x.dt):
             raise InferenceError(f"not: operand must be bool, got {format_type(x)}")
@@ -190,7 +214,9 @@ class SelectOp(GraphInstruction):
         super().__init__(operands=[lhs, rhs, mask], result_types=[result])
 
     @classmethod
-    def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
+    def infer(
+        cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
+    ) -> list[Attribute]:
         lhs = tensor_operand("select", operand_types[0], "lhs")
         rhs = tensor_operand("select", operand_types[1], "rhs")
         mask = tensor_operand("select", operand_types[2], "mask")
@@ -224,7 +250,9 @@ class DataTypeCastOp(GraphInstruction):
         super().__init__(operands=[operand], result_types=[result], properties=props)
 
     @classmethod
-    def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
+    def infer(
+        cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
+    ) -> list[Attribute]:
         x = tensor_operand("dataTypeCast", operand_types[0])
         target = props["dtype"]
         assert isinstance(target, StringAttr)

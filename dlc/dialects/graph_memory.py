@@ -7,9 +7,8 @@ value operand of `key_values` (a dynamic index). Void instructions have no resul
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from collections.abc import Sequence
+from typing import ClassVar
 
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
 from xdsl.ir import Attribute, Operation
@@ -58,7 +57,13 @@ def keys_of(props: Props) -> list[Key]:
     return out
 
 
-def element_type(opcode: str, container: Attribute, keys: Sequence[Key], key_types: Sequence[Attribute], symbols: Symbols | None) -> Attribute:
+def element_type(
+    opcode: str,
+    container: Attribute,
+    keys: Sequence[Key],
+    key_types: Sequence[Attribute],
+    symbols: Symbols | None,
+) -> Attribute:
     """DLVM's elementType(T, keys), one key at a time (shared/DLVM.md §2.1)."""
     if not keys:
         raise InferenceError(f"{opcode}: needs at least one key")
@@ -68,7 +73,9 @@ def element_type(opcode: str, container: Attribute, keys: Sequence[Key], key_typ
         if key is None:
             kt = next(dynamic)
             if not (isinstance(kt, TensorType) and kt.is_scalar and dtype_is_int(kt.dt)):
-                raise InferenceError(f"{opcode}: a value key must be an integer scalar, got {format_type(kt)}")
+                raise InferenceError(
+                    f"{opcode}: a value key must be an integer scalar, got {format_type(kt)}"
+                )
         t = _element_step(opcode, t, key, symbols)
     return t
 
@@ -119,8 +126,12 @@ class ExtractOp(GraphInstruction):
     traits = traits_def(Pure())
 
     @classmethod
-    def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
-        return [element_type("extract", operand_types[0], keys_of(props), operand_types[1:], symbols)]
+    def infer(
+        cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
+    ) -> list[Attribute]:
+        return [
+            element_type("extract", operand_types[0], keys_of(props), operand_types[1:], symbols)
+        ]
 
 
 @irdl_op_definition
@@ -138,7 +149,9 @@ class InsertOp(GraphInstruction):
     traits = traits_def(Pure())
 
     @classmethod
-    def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
+    def infer(
+        cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
+    ) -> list[Attribute]:
         value, dest = operand_types[0], operand_types[1]
         elem = element_type("insert", dest, keys_of(props), operand_types[2:], symbols)
         if elem != value:
@@ -161,7 +174,9 @@ class ApplyOp(GraphInstruction):
     result = opt_result_def()
 
     @classmethod
-    def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
+    def infer(
+        cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
+    ) -> list[Attribute]:
         fn = props["callee_type"]
         callee = props["callee"]
         assert isinstance(fn, FunctionType) and isinstance(callee, StringAttr)
@@ -194,12 +209,16 @@ class ApplyIndirectOp(GraphInstruction):
     result = opt_result_def()
 
     @classmethod
-    def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
+    def infer(
+        cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
+    ) -> list[Attribute]:
         fn = operand_types[0]
         if isinstance(fn, PointerType):
             fn = fn.pointee
         if not isinstance(fn, FunctionType):
-            raise InferenceError(f"apply: callee of type {format_type(operand_types[0])} is not a function")
+            raise InferenceError(
+                f"apply: callee of type {format_type(operand_types[0])} is not a function"
+            )
         return _call_result("apply", fn, operand_types[1:])
 
 
@@ -234,7 +253,9 @@ class CreateStackOp(GraphInstruction):
     result = result_def()
 
     @classmethod
-    def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
+    def infer(
+        cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
+    ) -> list[Attribute]:
         return [StackType()]
 
 
@@ -247,7 +268,9 @@ class DestroyStackOp(GraphInstruction):
     stack = operand_def()
 
     @classmethod
-    def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
+    def infer(
+        cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
+    ) -> list[Attribute]:
         _stack("destroyStack", operand_types[0])
         return []
 
@@ -262,7 +285,9 @@ class PushOp(GraphInstruction):
     stack = operand_def()
 
     @classmethod
-    def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
+    def infer(
+        cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
+    ) -> list[Attribute]:
         _stack("push", operand_types[1])
         return []
 
@@ -278,7 +303,9 @@ class PopOp(GraphInstruction):
     result = result_def()
 
     @classmethod
-    def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
+    def infer(
+        cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
+    ) -> list[Attribute]:
         _stack("pop", operand_types[0])
         return [props["elem_type"]]
 
@@ -294,7 +321,9 @@ class AllocateStackOp(GraphInstruction):
     result = result_def()
 
     @classmethod
-    def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
+    def infer(
+        cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
+    ) -> list[Attribute]:
         count = props["count"]
         assert isinstance(count, IntAttr)
         if count.data <= 0:
@@ -313,7 +342,9 @@ class AllocateHeapOp(GraphInstruction):
     result = result_def()
 
     @classmethod
-    def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
+    def infer(
+        cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
+    ) -> list[Attribute]:
         _i64("allocateHeap", operand_types[0], "count")
         return [PointerType(props["elem_type"])]
 
@@ -328,7 +359,9 @@ class AllocateBoxOp(GraphInstruction):
     result = result_def()
 
     @classmethod
-    def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
+    def infer(
+        cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
+    ) -> list[Attribute]:
         return [BoxType(props["elem_type"])]
 
 
@@ -343,7 +376,9 @@ class ProjectBoxOp(GraphInstruction):
     traits = traits_def(Pure())
 
     @classmethod
-    def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
+    def infer(
+        cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
+    ) -> list[Attribute]:
         return [PointerType(_box("projectBox", operand_types[0]).element)]
 
 
@@ -351,7 +386,9 @@ class _BoxEffectOp(GraphInstruction):
     box = operand_def()
 
     @classmethod
-    def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
+    def infer(
+        cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
+    ) -> list[Attribute]:
         _box(cls.OPCODE, operand_types[0])
         return []
 
@@ -381,7 +418,9 @@ class DeallocateOp(GraphInstruction):
     pointer = operand_def()
 
     @classmethod
-    def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
+    def infer(
+        cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
+    ) -> list[Attribute]:
         if not isinstance(operand_types[0], PointerType | BoxType):
             raise InferenceError(
                 f"deallocate: operand must be a pointer or box, got {format_type(operand_types[0])}"
@@ -399,7 +438,9 @@ class LoadOp(GraphInstruction):
     result = result_def()
 
     @classmethod
-    def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
+    def infer(
+        cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
+    ) -> list[Attribute]:
         return [_pointer("load", operand_types[0]).pointee]
 
 
@@ -413,7 +454,9 @@ class StoreOp(GraphInstruction):
     pointer = operand_def()
 
     @classmethod
-    def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
+    def infer(
+        cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
+    ) -> list[Attribute]:
         ptr = _pointer("store", operand_types[1])
         if ptr.pointee != operand_types[0]:
             raise InferenceError(
@@ -436,10 +479,16 @@ class ElementPointerOp(GraphInstruction):
     traits = traits_def(Pure())
 
     @classmethod
-    def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
+    def infer(
+        cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
+    ) -> list[Attribute]:
         ptr = _pointer("elementPointer", operand_types[0])
         keys = keys_of(props)
-        return [PointerType(element_type("elementPointer", ptr.pointee, keys, operand_types[1:], symbols))]
+        return [
+            PointerType(
+                element_type("elementPointer", ptr.pointee, keys, operand_types[1:], symbols)
+            )
+        ]
 
 
 @irdl_op_definition
@@ -453,7 +502,9 @@ class CopyOp(GraphInstruction):
     count = operand_def()
 
     @classmethod
-    def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
+    def infer(
+        cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
+    ) -> list[Attribute]:
         src, dst, count = operand_types
         _i64("copy", count, "count")
         same = src == dst and isinstance(src, PointerType | BoxType)
@@ -472,7 +523,9 @@ class TrapOp(GraphInstruction):
     OPCODE: ClassVar[str] = "trap"
 
     @classmethod
-    def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
+    def infer(
+        cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
+    ) -> list[Attribute]:
         return []
 
 
@@ -488,12 +541,18 @@ class RandomOp(GraphInstruction):
     result = result_def()
 
     @classmethod
-    def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
+    def infer(
+        cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
+    ) -> list[Attribute]:
         lo, hi = operand_types
-        if not (isinstance(lo, TensorType) and lo.is_scalar) or not (isinstance(hi, TensorType) and hi.is_scalar):
+        if not (isinstance(lo, TensorType) and lo.is_scalar) or not (
+            isinstance(hi, TensorType) and hi.is_scalar
+        ):
             raise InferenceError("random: bounds must be scalars")
         if lo != hi:
-            raise InferenceError(f"random: bounds differ in type: {format_type(lo)} and {format_type(hi)}")
+            raise InferenceError(
+                f"random: bounds differ in type: {format_type(lo)} and {format_type(hi)}"
+            )
         if not dtype_is_numeric(lo.dt):
             raise InferenceError(f"random: bounds must be numeric, got {lo.dt}")
         shape = props["shape"]

@@ -7,9 +7,8 @@ functions have type `(T, T) -> T` on scalars (DLVM's unary type is a bug).
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from collections.abc import Sequence
+from typing import ClassVar
 
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
 from xdsl.ir import Attribute, Operation
@@ -25,9 +24,8 @@ from xdsl.irdl import (
 )
 from xdsl.traits import Pure
 
-from dlc.dialects.graph_canonicalization import GraphCanonicalization
-
 from dlc.dialects.graph import GraphInstruction, InferenceError, Props, Symbols
+from dlc.dialects.graph_canonicalization import GraphCanonicalization
 from dlc.dialects.graph_elementwise import tensor_operand
 from dlc.dialects.graph_types import (
     FunctionType,
@@ -110,7 +108,9 @@ class ScanOp(GraphInstruction):
     traits = traits_def(Pure())
 
     @classmethod
-    def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
+    def infer(
+        cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
+    ) -> list[Attribute]:
         x = tensor_operand("scan", operand_types[0])
         check_combinator("scan", x, props, operand_types[1] if len(operand_types) > 1 else None)
         check_dims("scan", x, ints(props["dims"]))
@@ -132,7 +132,9 @@ class ReduceOp(GraphInstruction):
     traits = traits_def(Pure())
 
     @classmethod
-    def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
+    def infer(
+        cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
+    ) -> list[Attribute]:
         x = tensor_operand("reduce", operand_types[0])
         init = operand_types[1]
         check_combinator("reduce", x, props, operand_types[2] if len(operand_types) > 2 else None)
@@ -163,7 +165,9 @@ class ReduceWindowOp(GraphInstruction):
     traits = traits_def(Pure())
 
     @classmethod
-    def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
+    def infer(
+        cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
+    ) -> list[Attribute]:
         x = tensor_operand("reduceWindow", operand_types[0])
         init = operand_types[1]
         fn = operand_types[2] if len(operand_types) > 2 else None
@@ -188,7 +192,9 @@ class ReduceWindowOp(GraphInstruction):
         return [TensorType(window_shape(x.dims, window, strides, padding.data), x.dt)]
 
 
-def window_shape(dims: Sequence[int], window: Sequence[int], strides: Sequence[int], padding: str) -> list[int]:
+def window_shape(
+    dims: Sequence[int], window: Sequence[int], strides: Sequence[int], padding: str
+) -> list[int]:
     """DLVM's reduceWindow output size per dimension (integer division toward zero)."""
     out: list[int] = []
     for n, w, s in zip(dims, window, strides):
@@ -218,7 +224,9 @@ class DotOp(GraphInstruction):
     traits = traits_def(Pure())
 
     @classmethod
-    def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
+    def infer(
+        cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
+    ) -> list[Attribute]:
         lhs = tensor_operand("dot", operand_types[0], "lhs")
         rhs = tensor_operand("dot", operand_types[1], "rhs")
         what = f"dot: cannot multiply {format_type(lhs)} by {format_type(rhs)}"
@@ -249,7 +257,9 @@ class ConcatenateOp(GraphInstruction):
     traits = traits_def(Pure())
 
     @classmethod
-    def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
+    def infer(
+        cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
+    ) -> list[Attribute]:
         if not operand_types:
             raise InferenceError("concatenate: needs at least one operand")
         axis = int_prop(props, "axis")
@@ -284,7 +294,9 @@ class TransposeOp(GraphInstruction):
     traits = traits_def(Pure(), GraphCanonicalization())
 
     @classmethod
-    def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
+    def infer(
+        cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
+    ) -> list[Attribute]:
         x = tensor_operand("transpose", operand_types[0])
         return [x.with_shape(x.dims[::-1])]
 
@@ -301,7 +313,9 @@ class ReverseOp(GraphInstruction):
     traits = traits_def(Pure(), GraphCanonicalization())
 
     @classmethod
-    def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
+    def infer(
+        cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
+    ) -> list[Attribute]:
         x = tensor_operand("reverse", operand_types[0])
         check_dims("reverse", x, ints(props["dims"]))
         return [x]
@@ -320,7 +334,9 @@ class SliceOp(GraphInstruction):
     traits = traits_def(Pure())
 
     @classmethod
-    def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
+    def infer(
+        cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
+    ) -> list[Attribute]:
         x = tensor_operand("slice", operand_types[0])
         if x.rank == 0:
             raise InferenceError(f"slice: operand must have rank ≥ 1, got {format_type(x)}")
@@ -350,7 +366,9 @@ class ConvolveOp(GraphInstruction):
     traits = traits_def(Pure())
 
     @classmethod
-    def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
+    def infer(
+        cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
+    ) -> list[Attribute]:
         x = tensor_operand("convolve", operand_types[0], "input")
         k = tensor_operand("convolve", operand_types[1], "kernel")
         if x.dt != k.dt or x.rank != k.rank:
@@ -383,10 +401,17 @@ def conv_config(props: Props, n: int) -> dict[str, list[int]]:
         "right_dilation": ints(props.get("right_dilation")) or [1] * n,
         "groups": [int_prop(props, "groups") if "groups" in props else 1],
     }
-    for key, want in (("strides", n), ("padding", 2 * n), ("left_dilation", n), ("right_dilation", n)):
+    for key, want in (
+        ("strides", n),
+        ("padding", 2 * n),
+        ("left_dilation", n),
+        ("right_dilation", n),
+    ):
         if len(cfg[key]) != want:
             count = len(cfg[key]) // 2 if key == "padding" else len(cfg[key])
-            raise InferenceError(f"convolve: {count} {key.replace('_', ' ')} entries for {n} spatial dimensions")
+            raise InferenceError(
+                f"convolve: {count} {key.replace('_', ' ')} entries for {n} spatial dimensions"
+            )
     if any(s < 1 for s in cfg["strides"]):
         raise InferenceError("convolve: strides must be ≥ 1")
     if any(p < 0 for p in cfg["padding"]):
@@ -410,7 +435,9 @@ class RankOp(_ShapeQueryOp):
     OPCODE: ClassVar[str] = "rank"
 
     @classmethod
-    def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
+    def infer(
+        cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
+    ) -> list[Attribute]:
         tensor_operand("rank", operand_types[0])
         return [scalar("i64")]
 
@@ -423,7 +450,9 @@ class ShapeOp(_ShapeQueryOp):
     OPCODE: ClassVar[str] = "shape"
 
     @classmethod
-    def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
+    def infer(
+        cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
+    ) -> list[Attribute]:
         x = tensor_operand("shape", operand_types[0])
         return [TensorType([x.rank], "i64")]
 
@@ -436,7 +465,9 @@ class UnitCountOp(_ShapeQueryOp):
     OPCODE: ClassVar[str] = "unitCount"
 
     @classmethod
-    def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
+    def infer(
+        cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
+    ) -> list[Attribute]:
         tensor_operand("unitCount", operand_types[0])
         return [scalar("i64")]
 
@@ -453,7 +484,9 @@ class PadShapeOp(GraphInstruction):
     traits = traits_def(Pure(), GraphCanonicalization())
 
     @classmethod
-    def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
+    def infer(
+        cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
+    ) -> list[Attribute]:
         x = tensor_operand("padShape", operand_types[0])
         i = int_prop(props, "index")
         if not 0 <= i <= x.rank:
@@ -473,7 +506,9 @@ class SqueezeShapeOp(GraphInstruction):
     traits = traits_def(Pure(), GraphCanonicalization())
 
     @classmethod
-    def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
+    def infer(
+        cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
+    ) -> list[Attribute]:
         x = tensor_operand("squeezeShape", operand_types[0])
         i = int_prop(props, "index")
         if not 0 <= i < x.rank or x.dims[i] != 1:
@@ -493,7 +528,9 @@ class ShapeCastOp(GraphInstruction):
     traits = traits_def(Pure(), GraphCanonicalization())
 
     @classmethod
-    def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
+    def infer(
+        cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
+    ) -> list[Attribute]:
         x = tensor_operand("shapeCast", operand_types[0])
         target = x.with_shape(ints(props["shape"]))
         if target.num_elements != x.num_elements:
@@ -516,7 +553,9 @@ class BitCastOp(GraphInstruction):
     traits = traits_def(Pure())
 
     @classmethod
-    def infer(cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None) -> list[Attribute]:
+    def infer(
+        cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
+    ) -> list[Attribute]:
         x, target = operand_types[0], props["target"]
         if isinstance(x, TensorType) and isinstance(target, TensorType):
             src = x.num_elements * dtype_bytes(x.dt)

@@ -167,9 +167,7 @@ class TupleType(ParametrizedAttribute, TypeAttribute):
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> tuple[ArrayAttr[Attribute]]:
-        types = parser.parse_comma_separated_list(
-            parser.Delimiter.ANGLE, parser.parse_type
-        )
+        types = parser.parse_comma_separated_list(parser.Delimiter.ANGLE, parser.parse_type)
         return (ArrayAttr(types),)
 
 

@@ -130,9 +130,7 @@ def layout(t: Attribute, symbols: Symbols) -> Layout:
     return done[id(t)]
 
 
-def key_offset(
-    t: Attribute, key: int | str, symbols: Symbols
-) -> tuple[int, Attribute, int | None]:
+def key_offset(t: Attribute, key: int | str, symbols: Symbols) -> tuple[int, Attribute, int | None]:
     """For one element key into `t`: (static byte offset, element type, stride for a
     dynamic index or None). Integer keys of arrays/tensors are scaled by the stride."""
     if isinstance(t, TensorType):

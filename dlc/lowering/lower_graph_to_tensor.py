@@ -14,18 +14,17 @@ from xdsl.passes import ModulePass
 from dlc.diagnostics import copy_loc, error_at
 from dlc.dialects import graph, tensor
 from dlc.dialects import graph_memory as gm
-from dlc.dialects.graph_literal import LitTree
-from dlc.dialects.graph_types import TensorType, TupleType, format_type
-from dlc.lowering.compute_builder import BodyBuilder, Lowered, Splat, build_compute
-from dlc.lowering.graph_to_tensor_ops import UnsupportedOp, rule_for
-from dlc.lowering.scalar_ops import Unsupported
+from dlc.dialects import graph_tensor as gt
 from dlc.dialects.graph import Symbols
-from dlc.dialects.graph_types import NominalType
+from dlc.dialects.graph_literal import LitTree
+from dlc.dialects.graph_types import NominalType, TensorType, TupleType, format_type
 from dlc.dialects.tensor_memory import GlobalAddressOp
+from dlc.lowering.compute_builder import BodyBuilder, Lowered, Splat, build_compute
 from dlc.lowering.graph_to_tensor_memory import MemoryRules, lower_aggregate_key_op, zero
 from dlc.lowering.graph_to_tensor_memory import unflatten as memory_unflatten
+from dlc.lowering.graph_to_tensor_ops import UnsupportedOp, rule_for
 from dlc.lowering.layout import I64, LayoutError, children, leaves
-from dlc.dialects import graph_tensor as gt
+from dlc.lowering.scalar_ops import Unsupported
 
 MEMORY_OPS = (
     gm.AllocateStackOp,
@@ -50,6 +49,7 @@ MEMORY_OPS = (
 
 def _has_aggregate(args: list[Lowered]) -> bool:
     return isinstance(args[0], list) or (len(args) > 1 and isinstance(args[1], list))
+
 
 UNSUPPORTED = "not supported by the code generator yet: "
 

@@ -43,7 +43,9 @@ class MemoryOpLowering:
     def const(self, value: int) -> SSAValue:
         return self.b.insert(arith.ConstantOp(IntegerAttr(value, i64))).result
 
-    def check(self, op: Operation, addr: SSAValue, n: SSAValue, lo: SSAValue, hi: SSAValue, access: str) -> None:
+    def check(
+        self, op: Operation, addr: SSAValue, n: SSAValue, lo: SSAValue, hi: SSAValue, access: str
+    ) -> None:
         copy_loc(op, self.b.insert(lm.RawCheckOp([addr, n, lo, hi], access)))
 
     def result(self, op: Operation, value: SSAValue) -> None:

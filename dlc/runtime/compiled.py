@@ -415,9 +415,7 @@ def _function_names(stages: dict[str, ModuleOp]) -> list[str]:
     loop_level = stages.get("loop")
     if loop_level is None:
         return []
-    return [
-        f.sym_name.data for f in loop_level.body.block.ops if hasattr(f, "sym_name")
-    ]
+    return [f.sym_name.data for f in loop_level.body.block.ops if hasattr(f, "sym_name")]
 
 
 def _arena_functions(stages: dict[str, ModuleOp]) -> set[str]:

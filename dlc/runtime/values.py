@@ -57,20 +57,26 @@ def to_leaves(value: Any, t: Attribute, symbols: Symbols, what: str) -> list[Any
         elif isinstance(ty, PointerType):
             out.extend(_pointer(v, ty, symbols, what))
         elif isinstance(ty, BoxType | StackType):
-            raise TypeError(f"{what}: values of type {format_type(ty)} cannot be passed from Python")
+            raise TypeError(
+                f"{what}: values of type {format_type(ty)} cannot be passed from Python"
+            )
         elif isinstance(ty, NominalType) and ty.kind.data == "enum":
             stack.extend(reversed(_enum(v, ty, symbols, what)))
         else:
             kids = children(ty, symbols) or []
             if not isinstance(v, tuple | list) or len(v) != len(kids):
-                raise TypeError(f"{what}: expected a tuple of {len(kids)} values for {format_type(ty)}, got {v!r:.60}")
+                raise TypeError(
+                    f"{what}: expected a tuple of {len(kids)} values for {format_type(ty)}, got {v!r:.60}"
+                )
             stack.extend(reversed(list(zip(v, kids, strict=True))))
     return out
 
 
 def _pointer(v: Any, ty: PointerType, symbols: Symbols, what: str) -> list[np.ndarray]:
     if not isinstance(v, np.ndarray) or not v.flags.c_contiguous or not v.flags.writeable:
-        raise TypeError(f"{what}: expected a writable C-contiguous NumPy array for {format_type(ty)}")
+        raise TypeError(
+            f"{what}: expected a writable C-contiguous NumPy array for {format_type(ty)}"
+        )
     pointee = ty.pointee
     dtypes = {leaf.dt for leaf in leaves(pointee, symbols)}
     if len(dtypes) == 1:  # a tensor, array or struct of one data type: that dtype
@@ -81,7 +87,9 @@ def _pointer(v: Any, ty: PointerType, symbols: Symbols, what: str) -> list[np.nd
             raise TypeError(f"{what}: expected a {dt} array for {format_type(ty)}, got {v.dtype}")
     size = layout(pointee, symbols).size
     if size and v.nbytes % size:
-        raise ValueError(f"{what}: the array's {v.nbytes} bytes are not a multiple of {format_type(pointee)} ({size} bytes)")
+        raise ValueError(
+            f"{what}: the array's {v.nbytes} bytes are not a multiple of {format_type(pointee)} ({size} bytes)"
+        )
     addr = v.ctypes.data
     return [np.array(x, np.int64) for x in (addr, addr, addr + v.nbytes)]
 
@@ -90,8 +98,12 @@ def _enum(v: Any, ty: NominalType, symbols: Symbols, what: str) -> list[tuple[An
     cases = symbols.enums[ty.ident]
     names = [c for c, _ in cases]
     if not (isinstance(v, tuple) and len(v) == 2 and v[0] in names):
-        raise TypeError(f"{what}: expected (case, values) with a case of ${ty.ident} {names}, got {v!r:.60}")
-    items: list[tuple[Any, Attribute]] = [(np.array(names.index(v[0]), np.int64), TensorType((), "i64"))]
+        raise TypeError(
+            f"{what}: expected (case, values) with a case of ${ty.ident} {names}, got {v!r:.60}"
+        )
+    items: list[tuple[Any, Attribute]] = [
+        (np.array(names.index(v[0]), np.int64), TensorType((), "i64"))
+    ]
     for name, types in cases:
         given = tuple(v[1]) if name == v[0] else None
         if given is not None and len(given) != len(types):

@@ -59,7 +59,9 @@ def _same(got: object, want: object) -> None:
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5)
 
 
-@pytest.mark.parametrize(("name", "args"), CASES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(CASES)])
+@pytest.mark.parametrize(
+    ("name", "args"), CASES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(CASES)]
+)
 def test_tour_matches_reference(compiled, name: str, args: tuple) -> None:
     module = parse_module(TEXT, "language_tour.dl")
     _same(compiled[name](*args), run_function(module, name, list(args)))

@@ -465,5 +465,7 @@ def test_tuples_literals_and_extract() -> None:
 def test_unsupported_op_raises_a_diagnostic() -> None:
     fb = FunctionBuilder("f", [T((4,), "i7")])
     module = make_module(fb.ret(fb.args[0]))
-    with pytest.raises(DiagnosticError, match="not supported by the code generator yet: i7 data type"):
+    with pytest.raises(
+        DiagnosticError, match="not supported by the code generator yet: i7 data type"
+    ):
         compile_module(module)
