@@ -181,7 +181,28 @@ class StackPopOp(IRDLOperation):
         )
 
 
+@irdl_op_definition
+class IndexCheckOp(IRDLOperation):
+    """`tensor.index_check(%index) {count, what}`: a value key `index` (i64 scalar)
+    must lie in [0, count); bounds-check builds raise IndexError naming the op's
+    location and `what` otherwise; other builds do nothing (the users clamp)."""
+
+    name = "tensor.index_check"
+    index = operand_def(TensorType)
+    count = prop_def(IntAttr)
+    what = prop_def(StringAttr)
+
+    def __init__(self, index: SSAValue, count: int, what: str):
+        super().__init__(
+            operands=[index], properties={"count": IntAttr(count), "what": StringAttr(what)}
+        )
+
+    def verify_(self) -> None:
+        _i64([self.index], self.name)
+
+
 MEMORY_OPS = [
+    IndexCheckOp,
     MemReadOp,
     MemWriteOp,
     MemCopyOp,

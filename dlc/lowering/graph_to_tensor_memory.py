@@ -247,40 +247,10 @@ def enum_value(t: NominalType, case: str, values: list[Lowered], symbols: Symbol
     return out
 
 
-def _aggregate_index(t: Attribute, key: int | str | None, symbols: Symbols) -> int:
-    if isinstance(key, str) and isinstance(t, NominalType):
-        return [n for n, _ in symbols.structs[t.ident]].index(key)
-    if not isinstance(key, int):
-        raise UnsupportedOp("a value key into a tuple, struct or array value")
-    return key
-
-
 def lower_aggregate_key_op(
     b: Builder, op: Operation, args: list[Lowered], symbols: Symbols
 ) -> Lowered:
-    """`extract`/`insert` whose keys go through tuples, structs or arrays (compile-time
-    list indexing); remaining keys into a tensor use the tensor rules."""
-    from dlc.lowering.graph_to_tensor_ops import lower_extract, lower_insert
+    """`extract`/`insert` through tuples, structs or arrays: graph_to_tensor_keys.py."""
+    from dlc.lowering.graph_to_tensor_keys import lower_key_op
 
-    is_insert = isinstance(op, gm.InsertOp)
-    container = args[1] if is_insert else args[0]
-    t = (op.dest if is_insert else op.operand).type  # type: ignore[attr-defined]
-    keys = gm.keys_of(dict(op.properties))
-    path: list[tuple[list[Lowered], int]] = []
-    value = container
-    while keys and isinstance(value, list):
-        index = _aggregate_index(t, keys.pop(0), symbols)
-        path.append((value, index))
-        t = (children(t, symbols) or [])[index]
-        value = value[index]
-    if keys:
-        raise UnsupportedOp(f"{getattr(op, 'OPCODE', op.name)} into a tensor inside an aggregate")
-    if not is_insert:
-        return value
-    new: Lowered = args[0]
-    for items, index in reversed(path):
-        updated = list(items)
-        updated[index] = new
-        new = updated
-    del lower_extract, lower_insert
-    return new
+    return lower_key_op(b, op, args, symbols)

@@ -232,45 +232,17 @@ def lower_reverse(b: Builder, op: Operation, args: list[Lowered]) -> Lowered:
     return build_compute(b, _result_type(op), body).result
 
 
-def _static_keys(op: Operation) -> list[int]:
-    keys = gm.keys_of(dict(op.properties))
-    if any(not isinstance(k, int) for k in keys):
-        raise UnsupportedOp(f"{op.OPCODE} with a struct field or value key")  # type: ignore[attr-defined]
-    return keys  # type: ignore[return-value]
-
-
 def lower_extract(b: Builder, op: Operation, args: list[Lowered]) -> Lowered:
-    """Tuple keys resolve at compile time; tensor keys become a constant index prefix."""
-    keys = _static_keys(op)
-    value = args[0]
-    while keys and isinstance(value, list):
-        value = value[keys.pop(0)]
-    if not keys:
-        return value
-    if isinstance(value, Splat):
-        return Splat(value.value, _result_type(op))
-    src = value
-    return build_compute(
-        b, _result_type(op), lambda s, i, _: s.read(src, [*(s.index(k) for k in keys), *i])
-    ).result
+    """Any mix of integer and value keys into a tensor (graph_to_tensor_keys.py)."""
+    from dlc.dialects.graph import Symbols
+    from dlc.lowering.graph_to_tensor_keys import lower_key_op
+
+    return lower_key_op(b, op, args, Symbols())
 
 
 def lower_insert(b: Builder, op: Operation, args: list[Lowered]) -> Lowered:
-    """`insert %v to %x at k...`: tuples at compile time, tensors as a masked select."""
-    keys = _static_keys(op)
-    element, container = args[0], args[1]
-    if isinstance(container, list):
-        if len(keys) != 1:
-            raise UnsupportedOp("insert into a nested aggregate")
-        updated = list(container)
-        updated[keys[0]] = element
-        return updated
-
-    def body(s: BodyBuilder, i: Sequence[SSAValue], _: Sequence[SSAValue]) -> SSAValue:
-        hit = s.all_equal(i[: len(keys)], keys)
-        return s.select(hit, s.read(element, i[len(keys) :]), s.read(container, i))
-
-    return build_compute(b, _result_type(op), body).result
+    """A new tensor: the element at the keys replaced (graph_to_tensor_keys.py)."""
+    return lower_extract(b, op, args)
 
 
 def lower_shape_query(b: Builder, op: Operation, args: list[Lowered]) -> Lowered:

@@ -115,7 +115,9 @@ def _check(em: _FuncEmitter, op: lm.RawCheckOp) -> None:
     bad = em.emit(llvm.OrOp(below, above))
     loc = get_loc(op)
     where = f"{loc.filename}:{loc.line}:{loc.column}: " if loc is not None else ""
-    text = f"{where}out-of-bounds {op.access.data} through a pointer ({op.name})"
+    access = op.access.data
+    through = " through a pointer" if access in ("load", "store") else ""  # else an index
+    text = f"{where}out-of-bounds {access}{through} ({op.name})"
     code = status.code("bounds", text)
     leave, resume = Block(), Block()
     em.emit(llvm.CondBrOp(bad, leave, [], resume, []))

@@ -84,6 +84,13 @@ class MemoryOpLowering:
                 at = b.insert(lm.StackPopOp(self.scalar(op.header), op.nbytes.data)).res
                 copy_loc(op, at.owner)
                 self.result(op, at)
+            case tm.IndexCheckOp():
+                # index in [0, count) as an empty access in [lo, hi] (unsigned: a
+                # negative index is huge); count 0 gives lo 1 > hi 0: always out
+                n = op.count.data
+                lo, hi = self.const(0 if n else 1), self.const(max(n - 1, 0))
+                index = self.scalar(op.index)
+                self.check(op, index, self.const(0), lo, hi, op.what.data)
             case tm.BitCastOp():
                 out = self.new_buffer(op.result)
                 b.insert(lm.RawStoreOp(self.buffers[op.source], b.insert(lm.AddressOp(out)).res))
