@@ -103,10 +103,20 @@ def _stack_alloc(em: _FuncEmitter, op: lm.StackAllocOp) -> SSAValue:
     return _int(em, alloca.results[0])
 
 
+POINTER_ACCESSES = ("load", "store")
+
+
 def _check(em: _FuncEmitter, op: lm.RawCheckOp) -> None:
-    """addr < lo or addr + n > hi: record the location, return from the function."""
+    """addr < lo or addr + n > hi: record the location, return from the function.
+
+    Accesses through user pointers (`load`, `store`, `copy`) are always checked: their
+    addresses come from the program's own arithmetic, and compiled code must never touch
+    memory outside the object a pointer came from. Other checks (dynamic indices, which
+    are also clamped) only exist in bounds-checking builds."""
     status = em.status
-    if status is None or not status.bounds_check:
+    if status is None:
+        return
+    if not status.bounds_check and op.access.data not in POINTER_ACCESSES:
         return
     addr, n, lo, hi = (em.get(v) for v in (op.addr, op.nbytes, op.lo, op.hi))
     end = em.emit(llvm.AddOp(addr, n))

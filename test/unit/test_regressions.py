@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import dlc
 from dlc.runtime.compiled import compile_graph_module
@@ -61,3 +62,16 @@ def test_function_combinator_that_reenters_the_reducing_function() -> None:
     for values in ([1, 2, 3, 4], [50, 60, 70, 80], [20, 5, 10, 30]):
         x = np.array(values, np.float32)
         np.testing.assert_allclose(compiled.total(x), run_function(module, "total", [x]), rtol=1e-6)
+
+
+def test_out_of_range_pointer_access_raises_without_bounds_checking() -> None:
+    """A load through an out-of-range `elementPointer` once read arbitrary memory (and
+    segfaulted) unless bounds checking was on; pointer accesses are now always checked."""
+    text = (HERE / "regress_pointer_oob.dl").read_text()
+    compiled = dlc.compile(text, filename="regress_pointer_oob.dl", bounds_check=False)
+    buffer = np.arange(4, dtype=np.float32)
+    assert compiled.f(buffer, 3) == 3.0
+    for index in (4, -1, 1 << 40):
+        with pytest.raises(IndexError, match=r"regress_pointer_oob.dl:7:10: out-of-bounds load"):
+            compiled.f(buffer, index)
+    assert compiled.f(buffer, 2) == 2.0
