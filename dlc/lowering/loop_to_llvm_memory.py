@@ -65,10 +65,7 @@ def lower_raw_memory(em: _FuncEmitter, op: Operation) -> None:
         case lm.RawCopyOp():
             _memmove(em, _ptr(em, get(op.dst)), _ptr(em, get(op.src)), get(op.nbytes))
         case lm.RawAllocOp():
-            em.declare("calloc", [i64, i64], PTR)
-            one = const(em, 1, i64)
-            call = llvm.CallOp("calloc", one, get(op.nbytes), return_type=PTR)
-            em.values[op.res] = _int(em, em.emit(call))
+            em.values[op.res] = _heap_alloc(em, op, get(op.nbytes))
         case lm.RawFreeOp():
             em.declare("free", [PTR], llvm.LLVMVoidType())
             em.emit(llvm.CallOp("free", _ptr(em, get(op.addr))))
@@ -101,6 +98,31 @@ def _stack_alloc(em: _FuncEmitter, op: lm.StackAllocOp) -> SSAValue:
     args = [alloca.results[0], const(em, 0, i8), const(em, size, i64), const(em, 0, i1)]
     em.emit(llvm.CallIntrinsicOp("llvm.memset.p0.i64", args, []))
     return _int(em, alloca.results[0])
+
+
+def _heap_alloc(em: _FuncEmitter, op: lm.RawAllocOp, nbytes: SSAValue) -> SSAValue:
+    """calloc(1, n); a failed allocation (n negative or too large: NULL) traps instead of
+    handing out a null pointer whose bounds claim n bytes."""
+    em.declare("calloc", [i64, i64], PTR)
+    addr = _int(em, em.emit(llvm.CallOp("calloc", const(em, 1, i64), nbytes, return_type=PTR)))
+    status = em.status
+    if status is None:
+        return addr
+    failed = em.emit(
+        llvm.AndOp(
+            icmp(em, "eq", addr, const(em, 0, i64)), icmp(em, "ne", nbytes, const(em, 0, i64))
+        )
+    )
+    loc = get_loc(op)
+    where = f"{loc.filename}:{loc.line}:{loc.column}: " if loc is not None else ""
+    code = status.code("trap", f"{where}heap allocation failed (out of memory or a negative count)")
+    leave, resume = Block(), Block()
+    em.emit(llvm.CondBrOp(failed, leave, [], resume, []))
+    em.start(leave)
+    em.emit(llvm.StoreOp(const(em, code, i64), em.status_address(), alignment=8))
+    em.emit(llvm.ReturnOp())
+    em.start(resume)
+    return addr
 
 
 POINTER_ACCESSES = ("load", "store")

@@ -75,3 +75,19 @@ def test_out_of_range_pointer_access_raises_without_bounds_checking() -> None:
         with pytest.raises(IndexError, match=r"regress_pointer_oob.dl:7:10: out-of-bounds load"):
             compiled.f(buffer, index)
     assert compiled.f(buffer, 2) == 2.0
+
+
+def test_failed_heap_allocation_traps_instead_of_writing_through_null() -> None:
+    """`allocateHeap` with a negative or huge count once returned NULL with bounds that
+    claimed the requested size, so the next store wrote near address 0 (a segfault)."""
+    text = (HERE / "regress_heap_failure.dl").read_text()
+    compiled = dlc.compile(text, filename="regress_heap_failure.dl")
+    assert compiled.f(10) == 1.0
+    for count in (-1, 1 << 50):
+        with pytest.raises(
+            dlc.TrapError, match="regress_heap_failure.dl:6:10: heap allocation failed"
+        ):
+            compiled.f(count)
+    with pytest.raises(IndexError, match="out-of-bounds store"):
+        compiled.f(0)  # an empty allocation: the store is out of its bounds
+    assert compiled.f(1) == 1.0
