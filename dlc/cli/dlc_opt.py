@@ -14,29 +14,23 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable, Sequence
-from io import BytesIO, StringIO
+from collections.abc import Sequence
+from io import BytesIO
 from typing import IO, NoReturn
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 from xdsl.passes import ModulePass, PassPipeline
-from xdsl.printer import Printer
 from xdsl.tools.command_line_tool import CommandLineTool
 from xdsl.utils.arg_spec import parse_pipeline
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
-from xdsl.xdsl_opt_main import VersionAction, xDSLOptMain
+from xdsl.xdsl_opt_main import VersionAction
 
 from dlc import __version__
+from dlc.cli.targets import TARGETS, DlcOptTargets, UsageError
 from dlc.diagnostics import DiagnosticError, Location
-from dlc.levels import LEVELS, level_of
-
-TARGETS = ("dl", "mlir", "llvm", "asm")
-
-
-class UsageError(Exception):
-    """A command-line error (bad option, unreadable file, unknown pass): one line, exit 1."""
+from dlc.levels import level_of
 
 
 class IRVerifyError(Exception):
@@ -50,7 +44,7 @@ class _ArgumentParser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-class DlcOptMain(xDSLOptMain):
+class DlcOptMain(DlcOptTargets):
     """xDSL's optimizer driver with dlc's dialects, passes, frontends and targets."""
 
     version_format = f"dlc-opt {__version__} (xdsl {{xdsl_version}})"
@@ -101,15 +95,6 @@ class DlcOptMain(xDSLOptMain):
 
         self.available_frontends["dl"] = parse_dl
         self.available_frontends["mlir"] = parse_mlir
-
-    def register_all_targets(self) -> None:
-        emitters: dict[str, Callable[[ModuleOp, IO[str]], None]] = {
-            "dl": self.emit_dl,
-            "mlir": self.emit_mlir,
-            "llvm": self.emit_llvm,
-            "asm": self.emit_asm,
-        }
-        self.available_targets.update(emitters)
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         CommandLineTool.register_all_arguments(self, arg_parser)
@@ -291,58 +276,10 @@ class DlcOptMain(xDSLOptMain):
             file=sys.stderr,
         )
 
-    # -- output -----------------------------------------------------------------------
-
-    def default_text(self, module: ModuleOp) -> str:
-        out = StringIO()
-        (self.emit_dl if level_of(module) == "graph" else self.emit_mlir)(module, out)
-        return out.getvalue()
-
-    def output_resulting_program(self, prog: ModuleOp) -> str:
-        target = self.args.target or ("dl" if level_of(prog) == "graph" else "mlir")
-        out = StringIO()
-        self.available_targets[target](prog, out)
-        return out.getvalue()
-
-    def emit_dl(self, module: ModuleOp, out: IO[str]) -> None:
-        from dlc.parser import print_module
-
-        level = level_of(module)
-        if level != "graph":
-            raise UsageError(
-                f"-t dl prints graph-level modules only; this one is at the {level} level (use -t mlir)"
-            )
-        out.write(print_module(module))
-
-    def emit_mlir(self, module: ModuleOp, out: IO[str]) -> None:
-        Printer(stream=out, print_generic_format=self.args.print_op_generic).print_op(module)
-        out.write("\n")
-
-    def emit_llvm(self, module: ModuleOp, out: IO[str]) -> None:
-        from dlc.runtime.jit import llvm_ir
-
-        out.write(llvm_ir(self.lower_to_llvm(module), self.args.opt_level))
-
-    def emit_asm(self, module: ModuleOp, out: IO[str]) -> None:
-        from dlc.runtime.jit import assembly
-
-        out.write(assembly(self.lower_to_llvm(module), self.args.opt_level))
-
     def apply_passes(self, prog: ModuleOp) -> None:
         if self.auto_differentiate:
             self.available_passes["differentiate"]()().apply(self.ctx, prog)
         self.pipeline.apply(self.ctx, prog)
-
-    def lower_to_llvm(self, module: ModuleOp) -> ModuleOp:
-        """Run the lowerings still needed to bring `module` down to the llvm level."""
-        from dlc.passes import LOWERING_PIPELINE
-
-        start = LEVELS.index(level_of(module))
-        if start == 0:
-            self.available_passes["differentiate"]()().apply(self.ctx, module)
-        for name in LOWERING_PIPELINE[start:]:
-            self.available_passes[name]()().apply(self.ctx, module)
-        return module
 
     # -- driver -----------------------------------------------------------------------
 

@@ -10,8 +10,9 @@ result types or raises `InferenceError` with a one-line message; the parser uses
 type instructions as DLVM does, and `verify_` checks the stored result types against it.
 
 Op files: this file (structure, literals, control flow), `graph_elementwise.py`,
-`graph_tensor.py` (shape and linear-algebra ops), `graph_memory.py` (calls,
-aggregates, memory, stack, box, random).
+`graph_tensor.py` (shape, linear algebra) with `graph_reduction.py` (scan, reduce,
+windows, convolve), `graph_memory.py` (memory, stack, box, random) with
+`graph_aggregate.py` (calls, aggregates, element keys); each pair shares one `OPS` list.
 """
 
 from __future__ import annotations
