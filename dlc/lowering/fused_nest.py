@@ -19,7 +19,7 @@ from xdsl.ir import SSAValue
 from dlc.diagnostics import copy_loc, error_at
 from dlc.dialects import loop, tensor
 from dlc.dialects.graph_types import TensorType
-from dlc.lowering.scalar_ops import ScalarBuilder, Unsupported
+from dlc.lowering.scalar_ops import ScalarBuilder, Unsupported, mark_reassociable
 from dlc.passes.fuse import FEEDS, INTERNAL, base_domain, group_members
 
 if TYPE_CHECKING:
@@ -93,6 +93,7 @@ def _reduction(
         value = ScalarBuilder(b).binary(op.combinator.data, t.dt, acc, element)
     except Unsupported as err:
         raise error_at(op, f"not supported by the code generator yet: reduce by {err}") from None
+    mark_reassociable(op, value)  # vectorizable fold order (see there)
     for nest in reversed(nests):
         nest.body.block.add_op(loop.YieldOp(value))
         value = nest.res[0]

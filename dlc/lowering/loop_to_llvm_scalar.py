@@ -385,6 +385,17 @@ def _constant(op: arith.ConstantOp, out: ScalarEmitter) -> SSAValue:
     raise error_at(op, f"not supported by the code generator yet: {op.name} of {t}")
 
 
+def _with_fastmath(op: Operation, result: SSAValue) -> SSAValue:
+    """Copy an arith float op's fast-math flags (a reduction's `reassoc`, see
+    `scalar_ops.mark_reassociable`) onto the llvm float op that replaces it."""
+    flags = op.properties.get("fastmath")
+    owner = result.owner
+    if isinstance(flags, arith.FastMathFlagsAttr) and flags.data:
+        if isinstance(owner, llvm.AbstractFloatArithOp):
+            owner.fastmathFlags = llvm.FastMathAttr(flags.data)
+    return result
+
+
 def lower_scalar_op(op: Operation, operands: list[SSAValue], out: ScalarEmitter) -> list[SSAValue]:
     """The llvm values replacing `op`'s results; raises for unsupported ops."""
     for value in (*operands, *op.results):
@@ -396,7 +407,7 @@ def lower_scalar_op(op: Operation, operands: list[SSAValue], out: ScalarEmitter)
         return [_constant(op, out)]
     lowering = SIMPLE.get(type(op))
     if lowering is not None:
-        return [lowering(out, operands)]
+        return [_with_fastmath(op, lowering(out, operands))]
     result = _cast(op, operands[0], out) if len(operands) == 1 else _compare(op, operands, out)
     if result is None:
         raise error_at(op, f"not supported by the code generator yet: {op.name}")

@@ -15,7 +15,7 @@ from dlc.diagnostics import copy_loc, error_at, get_loc
 from dlc.dialects import loop, tensor
 from dlc.dialects.graph_types import TensorType
 from dlc.dialects.tensor_memory import MEMORY_OPS
-from dlc.lowering.scalar_ops import ScalarBuilder, Unsupported
+from dlc.lowering.scalar_ops import ScalarBuilder, Unsupported, mark_reassociable
 from dlc.lowering.tensor_to_loop_memory import MemoryOpLowering
 
 REDUCTION_OUTER = "dlc.reduction_outer"
@@ -205,6 +205,7 @@ class FunctionLowering:
             raise error_at(
                 op, f"not supported by the code generator yet: reduce by {err}"
             ) from None
+        mark_reassociable(op, value)  # vectorizable fold order (see there)
         for nest in reversed(nests):
             nest.body.block.add_op(loop.YieldOp(value))
             value = nest.res[0]
@@ -214,7 +215,12 @@ class FunctionLowering:
         """Schedule `for i[:keep]: out[i..] = init; for r: for i[keep:]: out[i] = comb(out[i],
         body(i, r))`: the same fold order per element as `_reduction` (bit-identical),
         but the innermost loop runs over output elements, so it vectorizes (convolution).
+        Large matrix products get register and cache tiles instead (`dot_tiling.py`).
         """
+        from dlc.lowering.dot_tiling import emit_tiled_dot
+
+        if emit_tiled_dot(self, op, buffer, keep):
+            return
         t = op.result.type
         assert isinstance(t, TensorType) and op.combinator is not None
         dims = op.domain

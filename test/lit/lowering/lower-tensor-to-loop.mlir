@@ -35,7 +35,8 @@ builtin.module attributes {dlc.name = "lower_tensor_to_loop", dlc.stage = "raw"}
     "tensor.return"(%l) : (!graph.tensor<2x3xf32>) -> ()
   }) : () -> ()
 
-// A reduction is an inner loop carrying the accumulator, started at init_value.
+// A reduction is an inner loop carrying the accumulator, started at init_value; a float
+// add over the contiguous innermost axis may be reassociated (vectorized).
 // CHECK-LABEL: sym_name = "row_sum"
 // CHECK:         "loop.for"({{.*}}) <{parallel}> ({
 // CHECK-NEXT:    ^{{.*}}(%[[I:.*]]: i64):
@@ -43,7 +44,7 @@ builtin.module attributes {dlc.name = "lower_tensor_to_loop", dlc.stage = "raw"}
 // CHECK:           %[[SUM:.*]] = "loop.for"(%{{.*}}, %{{.*}}, %{{.*}}, %[[ZERO]]) ({
 // CHECK-NEXT:      ^{{.*}}(%[[K:.*]]: i64, %[[ACC:.*]]: f64):
 // CHECK-NEXT:        %[[V:.*]] = "loop.load"(%{{.*}}, %[[I]], %[[K]])
-// CHECK-NEXT:        %[[NEXT:.*]] = arith.addf %[[ACC]], %[[V]] : f64
+// CHECK-NEXT:        %[[NEXT:.*]] = arith.addf %[[ACC]], %[[V]] fastmath<reassoc> : f64
 // CHECK-NEXT:        "loop.yield"(%[[NEXT]]) : (f64) -> ()
 // CHECK:           "loop.store"(%[[SUM]], %{{.*}}, %[[I]])
   "tensor.func"() <{sym_name = "row_sum", function_type = (!graph.tensor<4x5xf64>) -> !graph.tensor<4xf64>}> ({

@@ -1,0 +1,170 @@
+"""Vectorized reductions: `reassoc` float folds over a contiguous innermost axis
+(`scalar_ops.mark_reassociable`): vector code in the IR, results against the reference
+for awkward lengths, NaN / inf for min and max, exact integer folds."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from dlc.parser import parse_module
+from dlc.runtime.compiled import compile_graph_module
+from dlc.runtime.reference import run_function
+
+LENGTHS = (1, 15, 17, 1000, 1023)
+INITS = {
+    "f32": {"add": "0.0", "multiply": "1.0", "max": "-inf", "min": "inf"},
+    "f64": {"add": "0.0", "multiply": "1.0", "max": "-inf", "min": "inf"},
+    "i32": {"add": "0", "multiply": "1", "max": "-2147483648", "min": "2147483647"},
+    "i64": {
+        "add": "0",
+        "multiply": "1",
+        "max": "-9223372036854775808",
+        "min": "9223372036854775807",
+    },
+}
+
+
+def _reduce_program(shape: tuple[int, ...], dtype: str, comb: str) -> str:
+    """`@f` reduces its input along its last axis by `comb`."""
+    dims = " x ".join(str(n) for n in shape)
+    rest = " x ".join(str(n) for n in shape[:-1])
+    out = f"<{rest} x {dtype}>" if rest else dtype
+    axis = len(shape) - 1
+    return f"""module "m"
+stage raw
+func @f: (<{dims} x {dtype}>) -> {out} {{
+'entry(%x: <{dims} x {dtype}>):
+    %r = reduce %x: <{dims} x {dtype}> by {comb} init {INITS[dtype][comb]}: {dtype} along {axis}
+    return %r: {out}
+}}
+"""
+
+
+def _run_both(text: str, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    module = parse_module(text)
+    got = compile_graph_module(module).f(x)
+    return np.asarray(got), np.asarray(run_function(module, "f", [x]))
+
+
+SOFTMAX = """module "m"
+stage raw
+func @f: (<1000 x f32>) -> <1000 x f32> {
+'entry(%x: <1000 x f32>):
+    %m = reduce %x: <1000 x f32> by max init -inf: f32 along 0
+    %s = subtract %x: <1000 x f32>, %m: f32
+    %e = exp %s: <1000 x f32>
+    %z = reduce %e: <1000 x f32> by add init 0.0: f32 along 0
+    %y = divide %e: <1000 x f32>, %z: f32
+    return %y: <1000 x f32>
+}
+"""
+
+
+def test_softmax_sum_and_max_are_vector_reductions() -> None:
+    mod = compile_graph_module(parse_module(SOFTMAX))
+    loop_ir = mod.ir("loop")
+    assert loop_ir.count("fastmath<reassoc>") == 1  # the sum's combine only
+    ir = mod.ir("llvm")
+    assert re.search(r"fadd reassoc <\d+ x float>", ir), "sum not vectorized"
+    assert "llvm.vector.reduce.fadd" in ir
+    assert "llvm.vector.reduce.fmaximum" in ir
+    # the polynomial exp feeding the sum is in the same vector loop: vector fma + shl
+    assert re.search(r"<\d+ x float> @llvm\.fma\.v\d+f32", ir)
+    assert re.search(r"shl <\d+ x i32>", ir)
+
+
+def test_row_reduction_vectorizes_and_int_sum_too() -> None:
+    mod = compile_graph_module(parse_module(_reduce_program((4, 1023), "f32", "add")))
+    assert re.search(r"fadd reassoc <\d+ x float>", mod.ir("llvm"))
+    mod = compile_graph_module(parse_module(_reduce_program((1023,), "i32", "add")))
+    ir = mod.ir("llvm")
+    assert re.search(r"add <\d+ x i32>", ir) and "llvm.vector.reduce.add" in ir
+
+
+def test_strided_reduction_keeps_sequential_order() -> None:
+    text = """module "m"
+stage raw
+func @f: (<64 x 8 x f32>) -> <8 x f32> {
+'entry(%x: <64 x 8 x f32>):
+    %r = reduce %x: <64 x 8 x f32> by add init 0.0: f32 along 0
+    return %r: <8 x f32>
+}
+"""
+    mod = compile_graph_module(parse_module(text))
+    assert "reassoc" not in mod.ir("loop")
+    x = np.random.default_rng(0).standard_normal((64, 8)).astype(np.float32)
+    want = x[0].astype(np.float32) * 0
+    for row in x:  # the strict left-to-right fold, bit for bit
+        want = (want + row).astype(np.float32)
+    np.testing.assert_array_equal(mod.f(x), want)
+
+
+@pytest.mark.parametrize("n", LENGTHS)
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+@pytest.mark.parametrize("comb", ["add", "multiply", "max", "min"])
+def test_float_reduction_matches_reference(n: int, dtype: str, comb: str) -> None:
+    rng = np.random.default_rng(n)
+    np_dtype = np.float32 if dtype == "f32" else np.float64
+    if comb == "multiply":
+        x = rng.uniform(0.9, 1.1, n).astype(np_dtype)
+    else:
+        x = rng.standard_normal(n).astype(np_dtype)
+    got, want = _run_both(_reduce_program((n,), dtype, comb), x)
+    if comb in ("max", "min"):
+        np.testing.assert_array_equal(got, want)
+    else:
+        rtol = 1e-5 if dtype == "f32" else 1e-12
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * np.abs(x).sum())
+
+
+@pytest.mark.parametrize("n", LENGTHS)
+def test_row_sums_match_reference(n: int) -> None:
+    x = np.random.default_rng(n).standard_normal((3, n)).astype(np.float32)
+    got, want = _run_both(_reduce_program((3, n), "f32", "add"), x)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(x).sum())
+
+
+@pytest.mark.parametrize("n", LENGTHS)
+@pytest.mark.parametrize("comb", ["max", "min"])
+def test_max_min_propagate_nan_and_handle_inf(n: int, comb: str) -> None:
+    rng = np.random.default_rng(n)
+    cases = []
+    for special in (np.nan, np.inf, -np.inf):
+        for where in {0, n // 2, n - 1}:
+            x = rng.standard_normal(n).astype(np.float32)
+            x[where] = special
+            cases.append(x)
+    cases.append(np.full(n, -np.inf, np.float32))
+    cases.append(np.full(n, np.inf, np.float32))
+    both = rng.standard_normal(n).astype(np.float32)
+    both[0], both[-1] = np.inf, np.nan
+    cases.append(both)
+    text = _reduce_program((n,), "f32", comb)
+    for x in cases:
+        got, want = _run_both(text, x)
+        np.testing.assert_array_equal(got, want)  # NaN positions equal too
+
+
+def test_sum_of_signed_zeros_and_infinities() -> None:
+    text = _reduce_program((17,), "f32", "add")
+    for x in (
+        np.full(17, -0.0, np.float32),
+        np.array([np.inf] * 8 + [1.0] * 9, np.float32),
+        np.array([np.inf, -np.inf] + [1.0] * 15, np.float32),
+    ):
+        got, want = _run_both(text, x)
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("n", LENGTHS)
+@pytest.mark.parametrize("dtype", ["i32", "i64"])
+@pytest.mark.parametrize("comb", ["add", "multiply", "max", "min"])
+def test_int_reduction_is_exact(n: int, dtype: str, comb: str) -> None:
+    rng = np.random.default_rng(n)
+    info = np.iinfo(np.int32 if dtype == "i32" else np.int64)
+    x = rng.integers(info.min, info.max, n, dtype=info.dtype)  # add / multiply wrap
+    got, want = _run_both(_reduce_program((n,), dtype, comb), x)
+    np.testing.assert_array_equal(got, want)
