@@ -38,6 +38,8 @@ def arena_alloc(emitter: Any, op: loop.AllocOp) -> SSAValue:
     if base is None:
         _, getter = _names(func.sym_name.data)
         base = emitter.emit(llvm.CallOp(getter, return_type=PTR))
+        size = func.attributes[ARENA_BYTES].data  # type: ignore[attr-defined]
+        base = emitter.trap_if_null(base, op, size)
         emitter._dlc_arena_base = base
     offset = op.attributes[OFFSET].data  # type: ignore[attr-defined]
     if offset == 0:

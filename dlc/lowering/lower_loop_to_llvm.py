@@ -324,7 +324,7 @@ class _FuncEmitter:
                 self.declare("aligned_alloc", [i64, i64], PTR)
                 args = [const(self, align, i64), const(self, size, i64)]
                 call = llvm.CallOp("aligned_alloc", *args, return_type=PTR)
-                self.values[op.res] = self.emit(call)
+                self.values[op.res] = self.trap_if_null(self.emit(call), op, size)
             case loop.DeallocOp():
                 self.declare("free", [PTR], llvm.LLVMVoidType())
                 self.emit(llvm.CallOp("free", self.get(op.buffer)))
@@ -355,6 +355,24 @@ class _FuncEmitter:
         self.start(leave)
         self.emit(llvm.ReturnOp())
         self.start(resume)
+
+    def trap_if_null(self, pointer: SSAValue, op: Operation, nbytes: int) -> SSAValue:
+        """A NULL from an allocator becomes a trap ("out of memory") instead of a pointer
+        that later stores would write through."""
+        if self.status is None:
+            return pointer
+        loc = get_loc(op)
+        where = f"{loc.filename}:{loc.line}:{loc.column}: " if loc is not None else ""
+        code = self.status.code("trap", f"{where}out of memory allocating {nbytes} bytes")
+        as_int = self.emit(llvm.PtrToIntOp(pointer, i64))
+        failed = icmp(self, "eq", as_int, const(self, 0, i64))
+        leave, resume = Block(), Block()
+        self.emit(llvm.CondBrOp(failed, leave, [], resume, []))
+        self.start(leave)
+        self.emit(llvm.StoreOp(const(self, code, i64), self.status_address(), alignment=8))
+        self.emit(llvm.ReturnOp())
+        self.start(resume)
+        return pointer
 
     def lower_trap(self, op: loop.TrapOp) -> None:
         """status = id of the message; return (the rest of the block is unreachable)."""

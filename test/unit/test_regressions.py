@@ -91,3 +91,13 @@ def test_failed_heap_allocation_traps_instead_of_writing_through_null() -> None:
     with pytest.raises(IndexError, match="out-of-bounds store"):
         compiled.f(0)  # an empty allocation: the store is out of its bounds
     assert compiled.f(1) == 1.0
+
+
+@pytest.mark.parametrize("plan_memory", [True, False])
+def test_failed_buffer_allocation_traps(plan_memory: bool) -> None:
+    """A 4 TiB intermediate (arena or heap buffer) once came back NULL from aligned_alloc
+    and the loop nest wrote through it; now the call raises TrapError("out of memory")."""
+    text = (HERE / "regress_out_of_memory.dl").read_text()
+    compiled = dlc.compile(text, filename="regress_out_of_memory.dl", plan_memory=plan_memory)
+    with pytest.raises(dlc.TrapError, match="out of memory allocating 4398046511104 bytes"):
+        compiled.f(np.float32(1))
