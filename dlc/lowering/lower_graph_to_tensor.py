@@ -312,14 +312,25 @@ class FunctionLowering:
             self.precheck(op)
 
     def lower_op(self, b: Builder, op: Operation) -> None:
-        before = len(b.insertion_point.block.ops)  # type: ignore[union-attr]
+        """Lower `op` at the end of the builder's block; the new ops (after the block's
+        old last op, and in blocks added to the region) get `op`'s location. No
+        `len(block.ops)`: it walks the block, quadratic over a long function."""
+        start = b.insertion_point.block
+        assert start is not None and start.parent is not None
+        last, last_block = start.last_op, start.parent.last_block
         try:
             self._lower_op(b, op)
         except (UnsupportedOp, Unsupported) as err:
             raise error_at(op, UNSUPPORTED + str(err)) from None
-        block = b.insertion_point.block
-        for new in list(block.ops)[before:]:
+        new = last.next_op if last is not None else start.first_op
+        while new is not None:
             copy_loc(op, new)
+            new = new.next_op
+        block = last_block.next_block if b.insertion_point.block is not start else None
+        while block is not None:  # a branch lowered into several blocks (branchEnum)
+            for new in block.ops:
+                copy_loc(op, new)
+            block = block.next_block
 
     def _lower_op(self, b: Builder, op: Operation) -> None:
         if isinstance(op, graph.ReturnOp):

@@ -4,6 +4,12 @@
 result and returns a `CompiledModule`; `mod.f(x, w)` (or `mod["f"]`) checks the
 arguments (count, dtype, shape), allocates the outputs and calls the native code.
 
+A compile first asks the compile cache (cache.py) for the machine code of the same program,
+options and host: a hit loads that object code into a fresh engine (so every compiled
+module has its own globals, variables, generator state and arenas) without lowering.
+Neither a hit nor a compile keeps the tensor / loop levels: `ir(level)` and the tests'
+`_stages` lower the module again on first use (the compile report `stats` is recorded).
+
 Calling convention (/work/notes/conventions.md): `f(ptr in0, ..., ptr out0, ...)` on
 C-contiguous data, tuple results flattened, void result. For a small per-call cost each
 function also gets an entry `_dlc_py_<f>` that takes the `PyArrayObject*`s themselves
@@ -305,14 +311,14 @@ def _symbols_of(graph_func: Any) -> Any:
     return enclosing_symbols(graph_func) or Symbols()
 
 
-def _attach_vars(jit: JITModule, llvm_level: ModuleOp) -> dict[str, np.ndarray]:
-    """Zeroed storage of the module's variables, installed in their address slots."""
+def _attach_vars(jit: JITModule, sizes: dict[str, int]) -> dict[str, np.ndarray]:
+    """Zeroed storage of the module's variables (name -> byte size, the `dlc.vars`
+    attribute), installed in their address slots."""
     from dlc.lowering.loop_to_llvm_memory import VAR_PREFIX
 
     storage: dict[str, np.ndarray] = {}
-    attr = llvm_level.attributes.get("dlc.vars")
-    for name, size in attr.data.items() if attr is not None else ():  # type: ignore[union-attr]
-        buffer = np.zeros(max(1, size.value.data) + 16, np.uint8)
+    for name, size in sizes.items():
+        buffer = np.zeros(max(1, size) + 16, np.uint8)
         storage[name] = buffer
         slot = jit.global_address(VAR_PREFIX + name)
         ctypes.c_int64.from_address(slot).value = (buffer.ctypes.data + 15) // 16 * 16  # type: ignore[arg-type]
@@ -330,13 +336,20 @@ class CompiledModule:
     def __init__(
         self,
         graph: ModuleOp,
-        stages: dict[str, ModuleOp],
+        stages: dict[str, ModuleOp] | None,
         jit: JITModule,
         funcs: dict[str, Any],
         native: set[str],
+        *,
+        stats: dict[str, dict[str, int]] | None = None,
+        relower: Callable[[], tuple[ModuleOp, dict[str, ModuleOp]]] | None = None,
     ) -> None:
+        """`stages` None (a compile-cache hit): `relower()` recomputes the tensor /
+        loop / llvm levels when `ir` asks for them; `stats` answers `stats`."""
         self._graph = graph
-        self._stages = stages
+        self._snapshots = stages
+        self._stats = stats
+        self._relower = relower
         self._jit = jit
         self._functions = {
             name: CompiledFunction(name, f, jit, name in native) for name, f in funcs.items()
@@ -384,22 +397,44 @@ class CompiledModule:
         from dlc.passes.plan_memory import function_stats
 
         self[name]  # KeyError for an unknown function
-        for f in self._stages["loop"].body.block.ops:
+        if self._stats is not None:
+            if name in self._stats:
+                return dict(self._stats[name])
+            raise KeyError(f"@{name} has no loop-level code")
+        for f in self._levels()["loop"].body.block.ops:
             if isinstance(f, loop.FuncOp) and f.sym_name.data == name:
                 return function_stats(f)
         raise KeyError(f"@{name} has no loop-level code")
 
+    @property
+    def _stages(self) -> dict[str, ModuleOp]:
+        return self._levels()
+
+    def _levels(self) -> dict[str, ModuleOp]:
+        """The tensor / loop snapshots, lowered again on first use (a compile does not
+        keep them; a compile-cache hit never had them)."""
+        if self._snapshots is None:
+            llvm_level, self._snapshots = self._relower()  # type: ignore[misc]
+            if self._jit.optimized_ir is None:
+                from dlc.runtime.jit import llvm_ir
+
+                self._jit.optimized_ir = llvm_ir(llvm_level, self._jit.opt_level)
+        return self._snapshots
+
     def ir(self, level: str = "llvm") -> str:
         """The program at `level` (graph|tensor|loop|llvm; llvm = optimized LLVM IR)."""
-        if level == "llvm":
-            return self._jit.optimized_ir
         if level == "graph":
             from dlc.parser import print_module
 
             return print_module(self._graph)
-        if level not in self._stages:
+        if level not in LEVELS:
             raise ValueError(f"unknown IR level {level!r}; expected one of {', '.join(LEVELS)}")
-        return str(self._stages[level])
+        if level == "llvm" and self._jit.optimized_ir is not None:
+            return self._jit.optimized_ir
+        stages = self._levels()
+        if level == "llvm":
+            return self._jit.optimized_ir  # type: ignore[return-value]
+        return str(stages[level])
 
 
 def _context() -> Context:
@@ -455,19 +490,26 @@ def _process_symbol(name: str) -> int | None:
     return None
 
 
-def check_symbols(llvm_level: ModuleOp, graph: ModuleOp) -> None:
-    """Every external function the code calls must exist in this process (MCJIT would
-    crash on an unresolved symbol): a located error at the `[extern]` declaration."""
+def external_names(llvm_level: ModuleOp) -> list[str]:
+    """The functions an llvm-level module declares without defining them."""
+    return [
+        f.sym_name.data
+        for f in llvm_level.body.block.ops
+        if isinstance(f, llvm.FuncOp) and not f.body.blocks
+    ]
+
+
+def check_symbols(llvm_level: ModuleOp | list[str], graph: ModuleOp) -> None:
+    """Every external function the code calls (those of an llvm-level module, or a list
+    of names) must exist in this process (MCJIT would crash on an unresolved symbol):
+    a located error at the `[extern]` declaration."""
     import llvmlite.binding as llvm_binding
 
     from dlc.diagnostics import error_at
     from dlc.dialects.graph import FuncOp as GraphFuncOp
 
     decls = {f.sym_name.data: f for f in graph.body.block.ops if isinstance(f, GraphFuncOp)}
-    for f in llvm_level.body.block.ops:
-        if not isinstance(f, llvm.FuncOp) or f.body.blocks:
-            continue
-        name = f.sym_name.data
+    for name in external_names(llvm_level) if isinstance(llvm_level, ModuleOp) else llvm_level:
         if llvm_binding.address_of_symbol(name):
             continue
         address = _process_symbol(name)
@@ -501,11 +543,18 @@ def level_passes(
 
 
 def lower_to_llvm(
-    module: ModuleOp, passes: dict[str, list[Any]] | None = None, *, bounds_check: bool = False
+    module: ModuleOp,
+    passes: dict[str, list[Any]] | None = None,
+    *,
+    bounds_check: bool = False,
+    snapshots: bool = True,
+    on_loop: Callable[[ModuleOp], None] | None = None,
 ) -> tuple[ModuleOp, dict[str, ModuleOp]]:
-    """Lower a clone of graph `module` to the llvm level; also return tensor/loop snapshots.
+    """Lower a clone of graph `module` to the llvm level; also return tensor/loop snapshots
+    (none when `snapshots` is False: cloning them costs a noticeable part of a compile).
 
-    `passes` maps a level to the passes run on it before its snapshot (`level_passes`)."""
+    `passes` maps a level to the passes run on it before its snapshot (`level_passes`);
+    `on_loop` sees the verified loop level before it is lowered further."""
     from dlc.lowering.lower_graph_to_tensor import LowerGraphToTensorPass
     from dlc.lowering.lower_loop_to_llvm import LowerLoopToLLVMPass
     from dlc.lowering.lower_tensor_to_loop import LowerTensorToLoopPass
@@ -521,7 +570,10 @@ def lower_to_llvm(
         for extra in (passes or {}).get(level, ()):
             extra.apply(ctx, work)
         work.verify()
-        stages[level] = work.clone()
+        if snapshots:
+            stages[level] = work.clone()
+    if on_loop is not None:
+        on_loop(work)
     LowerLoopToLLVMPass(bounds_check=bounds_check).apply(ctx, work)
     return work, stages
 
@@ -547,18 +599,105 @@ class NativeStatus:
         raise TrapError(text)
 
 
-def _attach_status(jit: JITModule, llvm_level: ModuleOp) -> None:
+def _attach_status(jit: JITModule, messages: list[str] | None, recursive: bool) -> None:
     from dlc.lowering.lower_loop_to_llvm import CALL_DEPTH, STATUS
 
     jit.status = None  # type: ignore[attr-defined]
-    messages = llvm_level.attributes.get("dlc.messages")
     address = jit.global_address(STATUS) if messages is not None else None
     if address is None:
         return
-    depth = jit.global_address(CALL_DEPTH) if "dlc.recursive" in llvm_level.attributes else None
-    status = NativeStatus(address, [m.data for m in messages.data], depth)  # type: ignore[union-attr]
+    depth = jit.global_address(CALL_DEPTH) if recursive else None
+    status = NativeStatus(address, list(messages), depth)  # type: ignore[arg-type]
     jit.status = status.word  # type: ignore[attr-defined]
     jit.raise_status = status.raise_status  # type: ignore[attr-defined]
+
+
+def _add_python_entries(llvm_level: ModuleOp, funcs: dict[str, Any]) -> set[str]:
+    """Add `_dlc_py_<f>` entries for the natively compiled graph functions; their names."""
+    defined = {
+        f.sym_name.data: f
+        for f in llvm_level.body.block.ops
+        if isinstance(f, llvm.FuncOp) and f.body.blocks
+    }
+    native = {name for name in funcs if name in defined}
+    for name in sorted(native) if DATA_OFFSET is not None else ():
+        n_args = len(defined[name].function_type.inputs.data)
+        llvm_level.body.block.add_op(python_entry(name, n_args, DATA_OFFSET))
+    return native
+
+
+def _loop_facts(loop_level: ModuleOp) -> dict[str, Any]:
+    """The loop-level part of `_metadata`: compile stats, arena and function names."""
+    from dlc.dialects import loop
+    from dlc.passes.plan_memory import function_stats
+
+    stages = {"loop": loop_level}
+    return {
+        "arena": sorted(_arena_functions(stages)),
+        "functions": _function_names(stages),
+        "stats": {
+            f.sym_name.data: function_stats(f)
+            for f in loop_level.body.block.ops
+            if isinstance(f, loop.FuncOp)
+        },
+    }
+
+
+def _metadata(llvm_level: ModuleOp, facts: dict[str, Any], native: set[str]) -> dict:
+    """What a compiled module needs besides the graph module and the machine code, as
+    JSON-able data (the compile cache stores it; cache.valid_meta checks its shape).
+    `facts` come from the loop level (`_loop_facts`)."""
+    keep_gil = set(facts["arena"])  # planned arenas are not reentrant
+    recursive = "dlc.recursive" in llvm_level.attributes
+    if recursive:  # the call-depth counter is not per thread
+        keep_gil |= set(facts["functions"])
+    messages = llvm_level.attributes.get("dlc.messages")
+    sizes = llvm_level.attributes.get("dlc.vars")
+    return {
+        "native": sorted(native),
+        "keep_gil": sorted(keep_gil),
+        "externs": external_names(llvm_level),
+        "messages": None if messages is None else [m.data for m in messages.data],  # type: ignore[union-attr]
+        "recursive": recursive,
+        "vars": {n: v.value.data for n, v in sizes.data.items()} if sizes is not None else {},  # type: ignore[union-attr]
+        "stats": facts["stats"],
+    }
+
+
+def _facts_into(facts: dict[str, Any]) -> Callable[[ModuleOp], None]:
+    return lambda loop_level: facts.update(_loop_facts(loop_level))
+
+
+def _attach(jit: JITModule, meta: dict) -> None:
+    """Install the runtime state described by `meta` (`_metadata`) on a fresh engine."""
+    jit.keep_gil = set(meta["keep_gil"])  # type: ignore[attr-defined]
+    _attach_status(jit, meta["messages"], meta["recursive"])
+    _attach_vars(jit, meta["vars"])
+
+
+def _cacheable(jit: JITModule) -> bool:
+    """Object code alone reproduces the module (no static constructors to run)."""
+    ir = jit.optimized_ir or ""
+    return jit.object_code is not None and "@llvm.global_ctors" not in ir
+
+
+def _from_cache(
+    entry: Any, module: ModuleOp, funcs: dict[str, Any], opt_level: int, relower: Callable
+) -> CompiledModule | None:
+    """A fresh compiled module from a cache entry's object code and metadata."""
+    meta = entry.meta
+    native = set(meta["native"])
+    if not native <= set(funcs):
+        return None  # not this program's entry after all: compile it
+    check_symbols(meta["externs"], module)
+    try:
+        jit = JITModule.from_object(entry.obj, opt_level)
+    except RuntimeError:  # LLVM rejected the object file: compile again
+        return None
+    jit.optimized_ir = entry.optimized_ir
+    _attach(jit, meta)
+    stats = {name: dict(value) for name, value in meta["stats"].items()}
+    return CompiledModule(module.clone(), None, jit, funcs, native, stats=stats, relower=relower)
 
 
 def compile_graph_module(
@@ -580,35 +719,53 @@ def compile_graph_module(
     DLC_BOUNDS_CHECK=1. `seed` seeds the `random` generator (`CompiledModule.seed`)."""
     from dlc.dialects.graph import FuncOp as GraphFuncOp
     from dlc.passes.differentiate import differentiated
+    from dlc.runtime import cache
 
+    if bounds_check is None:  # DLC_BOUNDS_CHECK=1 runs a whole test suite checked
+        bounds_check = os.environ.get("DLC_BOUNDS_CHECK", "") == "1"
+    options = {
+        "opt_level": opt_level,
+        "fuse": fuse,
+        "plan_memory": plan_memory,
+        "fast_math_functions": fast_math_functions,
+        "bounds_check": bounds_check,
+        "data_offset": DATA_OFFSET,
+    }  # not `seed`: it only sets the generator state after loading
+    key = cache.cache_key(module, options) if cache.enabled() else None
     module = differentiated(module)  # adjoint declarations become definitions first
     funcs = {
         f.sym_name.data: f
         for f in module.body.block.ops
         if isinstance(f, GraphFuncOp) and not f.is_declaration and f.body.blocks
     }
-    passes = level_passes(
-        opt_level, fuse=fuse, plan_memory=plan_memory, fast_math_functions=fast_math_functions
-    )
-    if bounds_check is None:  # DLC_BOUNDS_CHECK=1 runs a whole test suite checked
-        bounds_check = os.environ.get("DLC_BOUNDS_CHECK", "") == "1"
-    llvm_level, stages = lower_to_llvm(module, passes, bounds_check=bounds_check)
-    check_symbols(llvm_level, module)
-    defined = {
-        f.sym_name.data: f
-        for f in llvm_level.body.block.ops
-        if isinstance(f, llvm.FuncOp) and f.body.blocks
-    }
-    native = {name for name in funcs if name in defined}
-    for name in native if DATA_OFFSET is not None else ():
-        n_args = len(defined[name].function_type.inputs.data)
-        llvm_level.body.block.add_op(python_entry(name, n_args, DATA_OFFSET))
-    jit = JITModule(llvm_level, opt_level)
-    jit.keep_gil = _arena_functions(stages)  # planned arenas are not reentrant
-    if "dlc.recursive" in llvm_level.attributes:  # the call-depth counter is not per thread
-        jit.keep_gil |= set(_function_names(stages))
-    _attach_status(jit, llvm_level)
-    _attach_vars(jit, llvm_level)
-    compiled = CompiledModule(module.clone(), stages, jit, funcs, native)
+
+    def passes() -> dict[str, list[Any]]:
+        return level_passes(
+            opt_level, fuse=fuse, plan_memory=plan_memory, fast_math_functions=fast_math_functions
+        )
+
+    def relower() -> tuple[ModuleOp, dict[str, ModuleOp]]:
+        llvm_level, stages = lower_to_llvm(module, passes(), bounds_check=bounds_check)
+        _add_python_entries(llvm_level, funcs)
+        return llvm_level, stages
+
+    entry = cache.lookup(key) if key is not None else None
+    compiled = _from_cache(entry, module, funcs, opt_level, relower) if entry else None
+    if compiled is None:
+        facts: dict[str, Any] = {}
+        llvm_level, _ = lower_to_llvm(
+            module, passes(), bounds_check=bounds_check, snapshots=False, on_loop=_facts_into(facts)
+        )
+        check_symbols(llvm_level, module)
+        native = _add_python_entries(llvm_level, funcs)
+        jit = JITModule(llvm_level, opt_level)
+        meta = _metadata(llvm_level, facts, native)
+        _attach(jit, meta)
+        stats = {name: dict(value) for name, value in meta["stats"].items()}
+        compiled = CompiledModule(
+            module.clone(), None, jit, funcs, native, stats=stats, relower=relower
+        )
+        if key is not None and _cacheable(jit):
+            cache.store(key, cache.Entry(jit.object_code, meta, jit.optimized_ir))  # type: ignore[arg-type]
     compiled.seed(seed)
     return compiled

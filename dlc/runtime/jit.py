@@ -99,15 +99,47 @@ class JITModule:
 
     status = None  # ctypes.c_int64 status word when the module has traps/bounds checks
 
-    def __init__(self, llvm_level: ModuleOp, opt_level: int = 2) -> None:
+    object_code: bytes | None = None  # the relocatable object MCJIT made (compile cache)
+
+    def __init__(
+        self, llvm_level: ModuleOp | None, opt_level: int = 2, *, object_code: bytes | None = None
+    ) -> None:
+        """JIT `llvm_level`, or (llvm_level None) load `object_code` a previous
+        `JITModule` produced for the same target (`from_object`)."""
+        if llvm_level is None:
+            self._load_object(object_code or b"", opt_level)
+            return
         module, tm = _compiled(llvm_level, opt_level)
         self.opt_level = opt_level
         self.optimized_ir = str(module)
         self._target_machine = tm
         self._module = module
         self._engine = llvm_binding.create_mcjit_compiler(module, tm)
+        objects: list[bytes] = []
+        self._engine.set_object_cache(lambda _module, data: objects.append(bytes(data)))
         self._engine.finalize_object()
         self._engine.run_static_constructors()
+        self.object_code = objects[0] if len(objects) == 1 else None
+
+    @classmethod
+    def from_object(cls, object_code: bytes, opt_level: int = 2) -> JITModule:
+        """A fresh engine running `object_code` (own copies of every global)."""
+        return cls(None, opt_level, object_code=object_code)
+
+    def _load_object(self, object_code: bytes, opt_level: int) -> None:
+        _check_level(opt_level)
+        tm = _target_machine(opt_level)
+        module = llvm_binding.parse_assembly("")
+        module.triple = llvm_binding.get_process_triple()
+        module.data_layout = str(tm.target_data)
+        self.opt_level = opt_level
+        self.optimized_ir = None
+        self.object_code = object_code
+        self._target_machine = tm
+        self._module = module
+        self._engine = llvm_binding.create_mcjit_compiler(module, tm)
+        self._engine.add_object_file(llvm_binding.ObjectFileRef.from_data(object_code))
+        self._engine.finalize_object()
 
     def global_address(self, name: str) -> int | None:
         """Native address of global variable `name`, or None."""

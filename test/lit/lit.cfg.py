@@ -44,3 +44,11 @@ for _name in _MODULE_FALLBACK:
     config.substitutions.append((_pattern, _tool(_name)))  # noqa: F821
 
 config.environment["PATH"] = os.pathsep.join([_BIN_DIR, os.environ.get("PATH", "")])  # noqa: F821
+
+# The compile cache (dlc/runtime/cache.py): an explicit DLC_CACHE / DLC_CACHE_DIR passes
+# through; otherwise it is off, so lit never writes into the user's ~/.cache.
+for _var in ("DLC_CACHE", "DLC_CACHE_DIR"):
+    if _var in os.environ:
+        config.environment[_var] = os.environ[_var]  # noqa: F821
+if "DLC_CACHE_DIR" not in os.environ:
+    config.environment["DLC_CACHE"] = "0"  # noqa: F821
