@@ -99,7 +99,11 @@ def compile(
     - `seed` seeds the `random` generator (reseed with `mod.seed(n)`).
     - `fuse`, `plan_memory`: the tensor-level fusion and loop-level arena planning.
     - `fast_math_functions`: f32 exp/log/tanh as vectorizable polynomials (≤ 2, 2 and
-      5 ULP); False keeps exact libm calls."""
+      5 ULP); False keeps exact libm calls.
+
+    Object code is cached in memory and on disk (`DLC_CACHE_DIR`, `DLC_CACHE=0` to turn
+    it off): compiling the same program with the same options again is fast. Every call
+    returns an independent module (its own globals, arenas and random state)."""
     from dlc.runtime.compiled import compile_graph_module
 
     level = _check_opt_level(opt_level)
