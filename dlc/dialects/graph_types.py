@@ -21,13 +21,16 @@ Data types: `f16 f32 f64 bool` and `iN` for any width N ≥ 1.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
 from xdsl.ir import Attribute, ParametrizedAttribute, TypeAttribute
 from xdsl.irdl import irdl_attr_definition
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
+
+T = TypeVar("T")
 
 # Limits that keep types printable, hashable and allocatable (documented in README).
 MAX_RANK = 64
@@ -294,6 +297,27 @@ def broadcast_shapes(lhs: Sequence[int], rhs: Sequence[int]) -> tuple[int, ...] 
         else:
             return None
     return tuple(out)
+
+
+def nest_leaves(t: Attribute, leaves: Iterator[T], make: Callable[[list[Any]], Any]) -> Any:
+    """The value of (nested) tuple type `t` built from `leaves` in order: a non-tuple type
+    takes one leaf, a tuple becomes `make(items)`. Iterative: tuples may nest deeply."""
+    if not isinstance(t, TupleType):
+        return next(leaves)
+    root: list[Any] = []
+    stack: list[tuple[Iterator[Attribute], list[Any]]] = [(iter(t.types), root)]
+    while stack:
+        types, items = stack[-1]
+        element = next(types, None)
+        if element is None:
+            stack.pop()
+            if stack:
+                stack[-1][1].append(make(items))
+        elif isinstance(element, TupleType):
+            stack.append((iter(element.types), []))
+        else:
+            items.append(next(leaves))
+    return make(root)
 
 
 def size_error(t: TensorType) -> str | None:

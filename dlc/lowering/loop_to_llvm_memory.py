@@ -105,23 +105,11 @@ def _heap_alloc(em: _FuncEmitter, op: lm.RawAllocOp, nbytes: SSAValue) -> SSAVal
     handing out a null pointer whose bounds claim n bytes."""
     em.declare("calloc", [i64, i64], PTR)
     addr = _int(em, em.emit(llvm.CallOp("calloc", const(em, 1, i64), nbytes, return_type=PTR)))
-    status = em.status
-    if status is None:
+    if em.status is None:
         return addr
-    failed = em.emit(
-        llvm.AndOp(
-            icmp(em, "eq", addr, const(em, 0, i64)), icmp(em, "ne", nbytes, const(em, 0, i64))
-        )
-    )
-    loc = get_loc(op)
-    where = f"{loc.filename}:{loc.line}:{loc.column}: " if loc is not None else ""
-    code = status.code("trap", f"{where}heap allocation failed (out of memory or a negative count)")
-    leave, resume = Block(), Block()
-    em.emit(llvm.CondBrOp(failed, leave, [], resume, []))
-    em.start(leave)
-    em.emit(llvm.StoreOp(const(em, code, i64), em.status_address(), alignment=8))
-    em.emit(llvm.ReturnOp())
-    em.start(resume)
+    null = icmp(em, "eq", addr, const(em, 0, i64))
+    failed = em.emit(llvm.AndOp(null, icmp(em, "ne", nbytes, const(em, 0, i64))))
+    em.trap_when(failed, op, "trap", "heap allocation failed (out of memory or a negative count)")
     return addr
 
 
@@ -145,18 +133,9 @@ def _check(em: _FuncEmitter, op: lm.RawCheckOp) -> None:
     below = icmp(em, "ult", addr, lo)
     above = icmp(em, "ugt", end, hi)
     bad = em.emit(llvm.OrOp(below, above))
-    loc = get_loc(op)
-    where = f"{loc.filename}:{loc.line}:{loc.column}: " if loc is not None else ""
     access = op.access.data
     through = " through a pointer" if access in ("load", "store") else ""  # else an index
-    text = f"{where}out-of-bounds {access}{through} ({op.name})"
-    code = status.code("bounds", text)
-    leave, resume = Block(), Block()
-    em.emit(llvm.CondBrOp(bad, leave, [], resume, []))
-    em.start(leave)
-    em.emit(llvm.StoreOp(const(em, code, i64), em.status_address(), alignment=8))
-    em.emit(llvm.ReturnOp())
-    em.start(resume)
+    em.trap_when(bad, op, "bounds", f"out-of-bounds {access}{through} ({op.name})")
 
 
 def _field(em: _FuncEmitter, header: SSAValue, index: int) -> SSAValue:

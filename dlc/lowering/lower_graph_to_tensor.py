@@ -17,7 +17,7 @@ from dlc.dialects import graph_memory as gm
 from dlc.dialects import graph_tensor as gt
 from dlc.dialects.graph import Symbols
 from dlc.dialects.graph_literal import LitTree
-from dlc.dialects.graph_types import NominalType, TensorType, TupleType, format_type
+from dlc.dialects.graph_types import NominalType, TensorType, TupleType, format_type, nest_leaves
 from dlc.dialects.tensor_memory import GlobalAddressOp
 from dlc.lowering.compute_builder import BodyBuilder, Lowered, Splat, build_compute
 from dlc.lowering.graph_to_tensor_memory import MemoryRules, lower_aggregate_key_op, zero
@@ -215,25 +215,11 @@ def _aggregate_literal(
 
 
 def unflatten(t: Attribute, leaves: Iterator[SSAValue], symbols: Symbols | None = None) -> Lowered:
+    """The `Lowered` value of (nested tuple) type `t` made of `leaves` in order (with
+    `symbols`: of any aggregate type, see `memory_unflatten`)."""
     if symbols is not None:
         return memory_unflatten(t, leaves, symbols)  # type: ignore[arg-type]
-    """The `Lowered` value of (nested tuple) type `t` made of `leaves` in order."""
-    if not isinstance(t, TupleType):
-        return next(leaves)
-    root: list[Lowered] = []
-    stack: list[tuple[Iterator[Attribute], list[Lowered]]] = [(iter(t.types), root)]
-    while stack:
-        types, items = stack[-1]
-        element = next(types, None)
-        if element is None:
-            stack.pop()
-            if stack:
-                stack[-1][1].append(items)
-        elif isinstance(element, TupleType):
-            stack.append((iter(element.types), []))
-        else:
-            items.append(next(leaves))
-    return root
+    return nest_leaves(t, leaves, list)
 
 
 def reverse_post_order(entry: Block) -> list[Block]:

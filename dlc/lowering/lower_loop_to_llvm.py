@@ -356,22 +356,29 @@ class _FuncEmitter:
         self.emit(llvm.ReturnOp())
         self.start(resume)
 
-    def trap_if_null(self, pointer: SSAValue, op: Operation, nbytes: int) -> SSAValue:
-        """A NULL from an allocator becomes a trap ("out of memory") instead of a pointer
-        that later stores would write through."""
-        if self.status is None:
-            return pointer
+    def trap_when(self, failed: SSAValue, op: Operation, kind: str, message: str) -> None:
+        """If `failed` (i1): record "FILE:LINE:COL: message" of `op` in the status word
+        and return from the function (Python raises TrapError, or IndexError for kind
+        "bounds"); otherwise continue."""
+        assert self.status is not None
         loc = get_loc(op)
         where = f"{loc.filename}:{loc.line}:{loc.column}: " if loc is not None else ""
-        code = self.status.code("trap", f"{where}out of memory allocating {nbytes} bytes")
-        as_int = self.emit(llvm.PtrToIntOp(pointer, i64))
-        failed = icmp(self, "eq", as_int, const(self, 0, i64))
+        code = self.status.code(kind, where + message)
         leave, resume = Block(), Block()
         self.emit(llvm.CondBrOp(failed, leave, [], resume, []))
         self.start(leave)
         self.emit(llvm.StoreOp(const(self, code, i64), self.status_address(), alignment=8))
         self.emit(llvm.ReturnOp())
         self.start(resume)
+
+    def trap_if_null(self, pointer: SSAValue, op: Operation, nbytes: int) -> SSAValue:
+        """A NULL from an allocator becomes a trap ("out of memory") instead of a pointer
+        that later stores would write through."""
+        if self.status is None:
+            return pointer
+        as_int = self.emit(llvm.PtrToIntOp(pointer, i64))
+        failed = icmp(self, "eq", as_int, const(self, 0, i64))
+        self.trap_when(failed, op, "trap", f"out of memory allocating {nbytes} bytes")
         return pointer
 
     def lower_trap(self, op: loop.TrapOp) -> None:

@@ -31,7 +31,7 @@ from xdsl.dialects import llvm
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i8, i64
 from xdsl.ir import Attribute, Block, Region
 
-from dlc.dialects.graph_types import TensorType, TupleType, format_type
+from dlc.dialects.graph_types import TensorType, TupleType, format_type, nest_leaves
 from dlc.lowering.layout import LayoutError, leaves
 from dlc.runtime.jit import JITModule
 from dlc.runtime.values import from_leaves, is_plain, to_leaves
@@ -98,22 +98,7 @@ def tensor_leaves(t: Attribute) -> list[TensorType] | None:
 
 def rebuild(t: Attribute, leaves: Iterator[np.ndarray]) -> Any:
     """The value of (nested) tuple type `t` made of `leaves` in order."""
-    if not isinstance(t, TupleType):
-        return next(leaves)
-    root: list[Any] = []
-    stack: list[tuple[Iterator[Attribute], list[Any]]] = [(iter(t.types), root)]
-    while stack:
-        types, items = stack[-1]
-        element = next(types, None)
-        if element is None:
-            stack.pop()
-            if stack:
-                stack[-1][1].append(tuple(items))
-        elif isinstance(element, TupleType):
-            stack.append((iter(element.types), []))
-        else:
-            items.append(next(leaves))
-    return tuple(root)
+    return nest_leaves(t, leaves, tuple)
 
 
 class Param:
