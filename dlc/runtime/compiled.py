@@ -165,7 +165,8 @@ class CompiledFunction:
         self._checks: list[tuple[np.dtype, tuple[int, ...], Param]] | None = None
         self._structured = None
         symbols = _symbols_of(graph_func)
-        plain = is_plain(ftype.output) and all(is_plain(t) for t in ftype.args)
+        # The fast path takes tensor arguments; tuple arguments go the structured way.
+        plain = is_plain(ftype.output) and all(isinstance(t, TensorType) for t in ftype.args)
         try:
             structured = (
                 None

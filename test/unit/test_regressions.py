@@ -101,3 +101,12 @@ def test_failed_buffer_allocation_traps(plan_memory: bool) -> None:
     compiled = dlc.compile(text, filename="regress_out_of_memory.dl", plan_memory=plan_memory)
     with pytest.raises(dlc.TrapError, match="out of memory allocating 4398046511104 bytes"):
         compiled.f(np.float32(1))
+
+
+def test_tuple_arguments_are_callable_from_python() -> None:
+    """A function taking a plain tuple of tensors was rejected as "not made of tensors"."""
+    compiled = dlc.compile((HERE / "regress_tuple_argument.dl").read_text())
+    result = compiled.f((np.float32(2), np.array([1, 2], np.float32)))
+    np.testing.assert_array_equal(result, np.array([2, 4], np.float32))
+    with pytest.raises(TypeError, match=r"argument 0 \(%t\) of @f: expected a tuple of 2 values"):
+        compiled.f((np.float32(2),))
