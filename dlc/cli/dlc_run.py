@@ -11,6 +11,7 @@ coins. Every user error is one diagnostic on stderr and exit code 1.
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import sys
 import time
@@ -19,7 +20,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from dlc.diagnostics import DiagnosticError
+from dlc.diagnostics import DiagnosticError, Location, location_in
 
 _NUMPY_DTYPES = {
     "f16": np.float16,
@@ -212,17 +213,35 @@ def median_call_time(fn: Callable[..., Any], args: Sequence[Any]) -> tuple[float
     return statistics.median(times), len(times)
 
 
-def _call(fn: Callable[..., Any], inputs: Sequence[Any]) -> Any:
+_LOCATED = re.compile(r"(?P<file>.+?):(?P<line>\d+):(?P<column>\d+): (?P<message>.*)", re.S)
+
+
+def runtime_diagnostic(error: Exception, path: str, text: bytes) -> DiagnosticError:
+    """A run-time error of compiled code (`trap`, a bounds check, out of memory, whose
+    messages start with `FILE:LINE:COL: `) as a located diagnostic with the source line."""
+    found = _LOCATED.fullmatch(str(error))
+    if found is None:
+        return DiagnosticError(f"{type(error).__name__}: {error}", Location(path, 0, 0))
+    source = text.decode("utf-8", errors="replace")
+    line, column = int(found["line"]), int(found["column"])
+    return DiagnosticError(found["message"], location_in(source, found["file"], line, column))
+
+
+def _call(fn: Callable[..., Any], inputs: Sequence[Any], path: str, text: bytes) -> Any:
+    from dlc.runtime.reference_values import TrapError
+
     try:
         return fn(*inputs)
     except (TypeError, ValueError) as e:
         raise RunError(str(e)) from None
+    except (TrapError, IndexError) as e:
+        raise runtime_diagnostic(e, path, text) from None
 
 
 def run(argv: Sequence[str] | None) -> None:
     """Compile, build inputs, run, print (raises RunError / DiagnosticError)."""
     args = _argument_parser().parse_args(argv)
-    module = _parse_file(args.file)
+    module, text = _parse_file(args.file)
     func = choose_function(module, args.entry)
     inputs = build_inputs(func, args.input, args.random_inputs, args.seed)
     from dlc.runtime.compiled import compile_graph_module
@@ -231,17 +250,17 @@ def run(argv: Sequence[str] | None) -> None:
     compiled = compile_graph_module(module, opt_level=args.opt_level)
     compile_s = time.perf_counter() - start
     fn = compiled[func.sym_name.data]
-    print_outputs(_call(fn, inputs), func)
+    print_outputs(_call(fn, inputs, args.file, text), func)
     if args.stats:
         for key, value in compiled.stats(func.sym_name.data).items():
             print(f"{key}: {value}")
     if args.time:
-        per_call, calls = median_call_time(fn, inputs)
+        per_call, calls = _call(lambda *xs: median_call_time(fn, xs), inputs, args.file, text)
         print(f"compile time: {compile_s * 1e3:.1f} ms")
         print(f"time per call: {per_call * 1e6:.2f} µs (median of {calls} calls)")
 
 
-def _parse_file(path: str) -> Any:
+def _parse_file(path: str) -> tuple[Any, bytes]:
     import dlc
 
     try:
@@ -249,7 +268,7 @@ def _parse_file(path: str) -> Any:
             text = f.read()
     except OSError as e:
         raise RunError(f"cannot read '{path}': {e.strerror or e}") from None
-    return dlc.parse(text, path)
+    return dlc.parse(text, path), text
 
 
 def main(argv: Sequence[str] | None = None) -> int:

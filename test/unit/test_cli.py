@@ -424,3 +424,22 @@ def test_console_scripts(tmp_path: Path) -> None:
         [script("dlc-run"), str(source), "--random-inputs"], capture_output=True, text=True
     )
     assert ran.returncode == 0 and ran.stdout.startswith("output 0: <4 x f32>\n"), ran.stderr
+
+
+def test_dlc_run_reports_a_trap_as_a_located_error(tmp_path) -> None:
+    """A `trap` in compiled code is a user-facing run-time error, not an internal one."""
+    path = tmp_path / "trap.dl"
+    path.write_text(
+        'module "t"\nstage raw\n\nfunc @f: (f32) -> f32 {\n'
+        "'entry(%x: f32):\n    trap\n    return %x: f32\n}\n"
+    )
+    import contextlib
+    import io
+
+    from dlc.cli.dlc_run import main
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = main([str(path), "--random-inputs"])
+    assert code == 1
+    assert err.getvalue() == f"{path}:6:5: error: trap\n    trap\n    ^\n"
