@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
+from typing import TypeVar
 
 from xdsl.ir import Operation
+
+OpT = TypeVar("OpT", bound=Operation)
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,15 @@ def copy_loc(source: Operation, *targets: Operation) -> None:
     if loc is not None:
         for target in targets:
             _LOCATIONS[target] = loc
+
+
+def clone_located(op: OpT) -> OpT:
+    """A clone of `op` (e.g. a module) whose ops keep the source locations of the
+    originals: passes that work on a copy still raise located diagnostics."""
+    copy = op.clone()
+    for original, cloned in zip(op.walk(), copy.walk(), strict=True):
+        copy_loc(original, cloned)
+    return copy
 
 
 def error_at(op: Operation | None, message: str) -> DiagnosticError:

@@ -35,7 +35,7 @@ from xdsl.dialects.builtin import IntAttr, ModuleOp, StringAttr, UnitAttr
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from dlc.diagnostics import copy_loc, error_at
+from dlc.diagnostics import clone_located, copy_loc, error_at
 from dlc.dialects.graph import FuncOp, LiteralOp, ReturnOp, Symbols
 from dlc.dialects.graph_literal import LiteralAttr
 from dlc.dialects.graph_memory import ApplyOp
@@ -62,7 +62,7 @@ def differentiated(module: ModuleOp) -> ModuleOp:
     """`module` itself without adjoint declarations, else a differentiated clone."""
     if not has_adjoint_declarations(module):
         return module
-    work = module.clone()
+    work = clone_located(module)
     Differentiator(work).run()
     return work
 

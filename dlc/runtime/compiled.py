@@ -31,6 +31,7 @@ from xdsl.dialects import llvm
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i8, i64
 from xdsl.ir import Attribute, Block, Region
 
+from dlc.diagnostics import clone_located
 from dlc.dialects.graph_types import TensorType, TupleType, format_type, nest_leaves
 from dlc.lowering.layout import LayoutError, leaves
 from dlc.runtime.jit import JITModule
@@ -451,16 +452,6 @@ def _arena_functions(stages: dict[str, ModuleOp]) -> set[str]:
         for f in loop_level.body.block.ops
         if getattr(f.attributes.get(ARENA_BYTES), "data", 0)
     }
-
-
-def clone_located(module: ModuleOp) -> ModuleOp:
-    """A clone of `module` whose ops keep the source locations of the originals."""
-    from dlc.diagnostics import copy_loc
-
-    work = module.clone()
-    for original, copy in zip(module.walk(), work.walk(), strict=True):
-        copy_loc(original, copy)
-    return work
 
 
 def _process_symbol(name: str) -> int | None:

@@ -110,3 +110,13 @@ def test_tuple_arguments_are_callable_from_python() -> None:
     np.testing.assert_array_equal(result, np.array([2, 4], np.float32))
     with pytest.raises(TypeError, match=r"argument 0 \(%t\) of @f: expected a tuple of 2 values"):
         compiled.f((np.float32(2),))
+
+
+def test_autodiff_errors_from_the_api_are_located() -> None:
+    """`dlc.compile` differentiates a clone of the module; the clone once lost the source
+    locations, so autodiff diagnostics from the API said only `error: …`."""
+    text = (HERE / "regress_located_autodiff_error.dl").read_text()
+    with pytest.raises(dlc.DiagnosticError) as info:
+        dlc.compile(text, filename="regress_located_autodiff_error.dl")
+    assert (info.value.line, info.value.column) == (7, 10)
+    assert info.value.message.startswith("cannot differentiate through 'digamma' (%d)")
