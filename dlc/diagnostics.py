@@ -99,6 +99,13 @@ def clone_located(op: OpT) -> OpT:
     return copy
 
 
+def location_prefix(op: Operation | None) -> str:
+    """`FILE:LINE:COL: ` of `op` (or of its closest located ancestor), or "" when none:
+    the prefix of run-time messages (traps, bounds checks) baked into compiled code."""
+    loc = get_loc(op)
+    return f"{loc.filename}:{loc.line}:{loc.column}: " if loc is not None else ""
+
+
 def error_at(op: Operation | None, message: str) -> DiagnosticError:
     """A diagnostic located at `op` (or its closest located ancestor)."""
     return DiagnosticError(message, get_loc(op))

@@ -14,7 +14,6 @@ from xdsl.dialects import llvm
 from xdsl.dialects.builtin import IntegerAttr, MemRefType, i1, i8, i64
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
-from dlc.diagnostics import get_loc
 from dlc.dialects import loop_memory as lm
 from dlc.lowering.loop_to_llvm_scalar import const, icmp, select
 
@@ -181,15 +180,7 @@ def _stack_pop(em: _FuncEmitter, op: lm.StackPopOp) -> SSAValue:
     size = _load_field(em, header, 1)
     n = const(em, op.nbytes.data, i64)
     if em.status is not None:
-        loc = get_loc(op)
-        where = f"{loc.filename}:{loc.line}:{loc.column}: " if loc is not None else ""
-        code = em.status.code("trap", f"{where}pop from an empty stack")
-        leave, resume = Block(), Block()
-        em.emit(llvm.CondBrOp(icmp(em, "ult", size, n), leave, [], resume, []))
-        em.start(leave)
-        em.emit(llvm.StoreOp(const(em, code, i64), em.status_address(), alignment=8))
-        em.emit(llvm.ReturnOp())
-        em.start(resume)
+        em.trap_when(icmp(em, "ult", size, n), op, "trap", "pop from an empty stack")
     rest = em.emit(llvm.SubOp(size, n))
     _store_field(em, rest, header, 1)
     return em.emit(llvm.AddOp(_load_field(em, header, 0), rest))

@@ -21,7 +21,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
-from dlc.diagnostics import error_at, get_loc
+from dlc.diagnostics import error_at, location_prefix
 from dlc.dialects import loop
 from dlc.dialects.loop_memory import MEMORY_OPS as RAW_MEMORY_OPS
 from dlc.lowering.arena_llvm import arena_alloc, arena_support
@@ -155,21 +155,11 @@ class _FuncEmitter:
     def enter_depth_guard(self, func: loop.FuncOp) -> Operation:
         """At entry: trap when `MAX_CALL_DEPTH` calls are active, else count this one.
         Returns the trap's `llvm.return` (the one return that must not uncount)."""
-        assert self.status is not None
-        loc = get_loc(func)
-        where = f"{loc.filename}:{loc.line}:{loc.column}: " if loc is not None else ""
-        text = f"{where}call depth limit exceeded ({MAX_CALL_DEPTH}) in @{func.sym_name.data}"
+        text = f"call depth limit exceeded ({MAX_CALL_DEPTH}) in @{func.sym_name.data}"
         address = self.depth_address()
         depth = self.emit(llvm.LoadOp(address, i64, alignment=8))
         full = icmp(self, "sge", depth, const(self, MAX_CALL_DEPTH, i64))
-        trap, resume = Block(), Block()
-        self.emit(llvm.CondBrOp(full, trap, [], resume, []))
-        self.start(trap)
-        code = self.status.code("trap", text)
-        self.emit(llvm.StoreOp(const(self, code, i64), self.status_address(), alignment=8))
-        overflow = llvm.ReturnOp()
-        self.emit(overflow)
-        self.start(resume)
+        overflow = self.trap_when(full, func, "trap", text)
         one_more = self.emit(llvm.AddOp(depth, const(self, 1, i64)))
         self.emit(llvm.StoreOp(one_more, address, alignment=8))
         return overflow
@@ -356,20 +346,20 @@ class _FuncEmitter:
         self.emit(llvm.ReturnOp())
         self.start(resume)
 
-    def trap_when(self, failed: SSAValue, op: Operation, kind: str, message: str) -> None:
+    def trap_when(self, failed: SSAValue, op: Operation, kind: str, message: str) -> Operation:
         """If `failed` (i1): record "FILE:LINE:COL: message" of `op` in the status word
         and return from the function (Python raises TrapError, or IndexError for kind
-        "bounds"); otherwise continue."""
+        "bounds"); otherwise continue. Returns the `llvm.return` of the failing path."""
         assert self.status is not None
-        loc = get_loc(op)
-        where = f"{loc.filename}:{loc.line}:{loc.column}: " if loc is not None else ""
-        code = self.status.code(kind, where + message)
+        code = self.status.code(kind, location_prefix(op) + message)
         leave, resume = Block(), Block()
         self.emit(llvm.CondBrOp(failed, leave, [], resume, []))
         self.start(leave)
         self.emit(llvm.StoreOp(const(self, code, i64), self.status_address(), alignment=8))
-        self.emit(llvm.ReturnOp())
+        leaving = llvm.ReturnOp()
+        self.emit(leaving)
         self.start(resume)
+        return leaving
 
     def trap_if_null(self, pointer: SSAValue, op: Operation, nbytes: int) -> SSAValue:
         """A NULL from an allocator becomes a trap ("out of memory") instead of a pointer
@@ -400,8 +390,7 @@ class _FuncEmitter:
         for dim, index in zip(shape, indices, strict=True):
             out = icmp(self, "uge", self.get(index), const(self, dim, i64))
             bad = out if bad is None else self.emit(llvm.OrOp(bad, out))
-        loc = get_loc(op)
-        where = f"{loc.filename}:{loc.line}:{loc.column}: " if loc is not None else ""
+        where = location_prefix(op)
         kind = "load from" if isinstance(op, loop.LoadOp) else "store to"
         text = f"{where}out-of-bounds {kind} a buffer of shape {list(shape)} ({op.name})"
         code = self.status.code("bounds", text)

@@ -11,7 +11,7 @@ from xdsl.dialects.builtin import IntAttr, IntegerAttr, MemRefType, ModuleOp, i1
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from dlc.diagnostics import copy_loc, error_at, get_loc
+from dlc.diagnostics import copy_loc, error_at, location_prefix
 from dlc.dialects import loop, tensor
 from dlc.dialects.graph_types import TensorType
 from dlc.dialects.tensor_memory import MEMORY_OPS
@@ -128,9 +128,7 @@ class FunctionLowering:
             copy_loc(op, new)
 
     def _trap(self, op: tensor.TrapOp) -> None:
-        loc = get_loc(op)
-        where = f"{loc.filename}:{loc.line}:{loc.column}: " if loc is not None else ""
-        copy_loc(op, self.b.insert(loop.TrapOp(f"{where}trap")))
+        copy_loc(op, self.b.insert(loop.TrapOp(f"{location_prefix(op)}trap")))
 
     def _call(self, op: tensor.CallOp, outputs: Sequence[SSAValue]) -> None:
         """`loop.call` with caller-allocated outputs; extern calls pass scalars by value."""
