@@ -13,7 +13,6 @@ from typing import ClassVar
 from xdsl.dialects.builtin import ArrayAttr, IntAttr
 from xdsl.ir import Attribute, Operation
 from xdsl.irdl import (
-    AttrSizedOperandSegments,
     irdl_op_definition,
     operand_def,
     prop_def,
@@ -376,7 +375,6 @@ OPS: list[type[Operation]] = [
 ]
 
 __all__ = [
-    "AttrSizedOperandSegments",
     "ApplyIndirectOp",
     "ApplyOp",
     "ElementPointerOp",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, IntAttr
 from xdsl.ir import Attribute, Operation
 from xdsl.irdl import (
     irdl_op_definition,
@@ -342,7 +342,6 @@ OPS: list[type[Operation]] = [
 ]
 
 __all__ = [
-    "StringAttr",
     "ConvolveOp",
     "ReduceOp",
     "ReduceWindowOp",
