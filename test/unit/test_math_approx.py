@@ -93,7 +93,10 @@ def test_special_values_exact(compiled: dict, op: str) -> None:
     want = want[: SPECIALS.size]
     exact = ~np.isfinite(want) | (want == 0)
     assert np.array_equal(got[exact], want[exact], equal_nan=True)
-    assert np.array_equal(np.signbit(got[exact]), np.signbit(want[exact]))
+    # IEEE 754 leaves the sign of a NaN unspecified (hosts differ): compare signs of
+    # the non-NaN results only.
+    signed = exact & ~np.isnan(want)
+    assert np.array_equal(np.signbit(got[signed]), np.signbit(want[signed]))
 
 
 def test_no_libm_calls_and_vector_code() -> None:
