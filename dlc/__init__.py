@@ -33,7 +33,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from dlc.diagnostics import DiagnosticError, Location
+from dlc.diagnostics import DiagnosticError, Location, TrapError
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
@@ -136,12 +136,3 @@ def compile_file(path: str | os.PathLike[str], **options: Any) -> CompiledModule
             f"cannot read '{filename}': {reason}", Location(filename, 0, 0)
         ) from None
     return compile(data, filename=filename, **options)
-
-
-def __getattr__(name: str) -> Any:
-    """`dlc.TrapError`: raised by a compiled call that reaches `trap` (imported lazily)."""
-    if name == "TrapError":
-        from dlc.runtime.reference_values import TrapError
-
-        return TrapError
-    raise AttributeError(f"module 'dlc' has no attribute {name!r}")

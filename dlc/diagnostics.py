@@ -27,6 +27,12 @@ class Location:
     source_line: str = ""
 
 
+class TrapError(RuntimeError):
+    """A program stopped at run time: it executed `trap`, ran out of memory or of
+    stack, or did something its language leaves undefined. Raised by compiled calls
+    and by the reference interpreter (`dlc.semantics`); the message is located."""
+
+
 class DiagnosticError(Exception):
     """A user error with a location; `str()` gives the full three-line diagnostic."""
 

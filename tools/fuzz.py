@@ -201,7 +201,7 @@ class Checker:
 
     def reference(self, module: Any, inputs: dict, variant: str) -> dict[str, Any]:
         from dlc.diagnostics import DiagnosticError
-        from dlc.runtime.reference import run_function
+        from dlc.semantics.interpreter import run_function
 
         out = {}
         for name, args in inputs.items():

@@ -228,7 +228,7 @@ def runtime_diagnostic(error: Exception, path: str, text: bytes) -> DiagnosticEr
 
 
 def _call(fn: Callable[..., Any], inputs: Sequence[Any], path: str, text: bytes) -> Any:
-    from dlc.runtime.reference_values import TrapError
+    from dlc.diagnostics import TrapError
 
     try:
         return fn(*inputs)

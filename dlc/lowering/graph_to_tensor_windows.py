@@ -1,12 +1,12 @@
 """`convolve`, `reduceWindow` and `scan` as `tensor.compute`s (see graph_to_tensor_ops).
 
-Semantics follow the reference interpreter (dlc/runtime/reference_tensor.py):
+Semantics follow the reference interpreter (dlc/semantics/tensor.py):
 
 * convolve: output [n, o, y...] = sum over (c, q...) of x'[n, j·cg + c, y·s + q·rd − lo]
   · k[o, c, q...] with j = o // (O // g) the group and x' the input dilated by
   leftDilation; positions outside x' (padding) or between dilated elements read 0.
 * reduceWindow: output[o...] = fold(init, window elements in C order) where padded
-  positions (low side total // 2, reference_tensor.window_padding) contribute `init`.
+  positions (low side total // 2, semantics.tensor.window_padding) contribute `init`.
 * scan (add, multiply, min, max, and, or): along each listed dimension in turn,
   out[..i..] = fold over k of (k <= i ? x[..k..] : identity), a left fold in
   increasing k like the reference's sequential accumulate. Other combinators (no
@@ -188,7 +188,7 @@ def _padded_input(b: Builder, x: Lowered, xt: TensorType, cfg: dict[str, list[in
 
 
 def lower_reduce_window(b: Builder, op: Operation, args: list[Lowered]) -> Lowered:
-    from dlc.runtime.reference_tensor import window_padding
+    from dlc.semantics.tensor import window_padding
 
     assert isinstance(op, gt.ReduceWindowOp)
     comb = combinator_name(op, "reduceWindow")

@@ -48,7 +48,7 @@ from dlc.passes.pass_support import (
     splat,
     splat_value,
 )
-from dlc.runtime.reference import numpy_dtype
+from dlc.semantics.interpreter import numpy_dtype
 
 Add, Sub, Mul, Div, Pow, Mod = (
     BINARY_OPS[k] for k in "add subtract multiply divide power modulo".split()
@@ -202,7 +202,7 @@ def unary_at_zero(op: Any) -> Rewrite:  # sin 0 -> 0, cos 0 -> 1, ..., log 1 -> 
     if c is None or isinstance(c, bool) or c != (1 if op.OPCODE == "log" else 0):
         return None
     x = np.asarray(c, dtype=numpy_dtype(op.operand.type.dt))
-    from dlc.runtime.reference_ops import unary
+    from dlc.semantics.ops import unary
 
     return const(unary(op.OPCODE, x).item(), op.result)
 

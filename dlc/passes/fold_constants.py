@@ -52,8 +52,8 @@ def foldable(op: Operation, limit: int) -> bool:
 
 def fold_all(module: ModuleOp, limit: int) -> int:
     """Fold every foldable op (in order, so chains fold in one sweep); return how many."""
-    from dlc.runtime.reference import Interpreter
-    from dlc.runtime.reference_handlers import HANDLERS
+    from dlc.semantics.handlers import HANDLERS
+    from dlc.semantics.interpreter import Interpreter
 
     interp = Interpreter(module)
     folded = 0

@@ -1,4 +1,4 @@
-"""dlc's runtime: the NumPy reference interpreter (`reference`), the JIT and compiled modules.
-
-Kept import-light; import the submodules you need (`from dlc.runtime.reference import run_function`).
+"""dlc's runtime: JIT-compiles llvm-level modules, caches object code and calls native
+functions with NumPy arrays. It imports only `dlc.dialects` and `dlc.diagnostics`;
+`dlc.pipeline` decides what to compile, the runtime only loads and calls it.
 """

@@ -571,7 +571,7 @@ class NativeStatus:
         kind, _, text = self.messages[code - 1].partition("\t")
         if kind == "bounds":
             raise IndexError(text)
-        from dlc.runtime.reference_values import TrapError
+        from dlc.diagnostics import TrapError
 
         raise TrapError(text)
 

@@ -154,7 +154,7 @@ def test_wrong_calls_of_a_compiled_function() -> None:
 
 @pytest.mark.parametrize("name", ["mlp.dl", "softmax.dl", "lstm_cell.dl"])
 def test_examples_compile_and_match_reference(name: str) -> None:
-    from dlc.runtime.reference import run_function
+    from dlc.semantics.interpreter import run_function
 
     text = (ROOT / "examples" / name).read_text()
     mod = dlc.compile(text, filename=name)

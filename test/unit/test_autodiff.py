@@ -13,7 +13,7 @@ from autodiff_util import check_gradients, differentiate
 
 from dlc.diagnostics import DiagnosticError
 from dlc.dialects.graph import FuncOp
-from dlc.runtime.reference import run_function
+from dlc.semantics.interpreter import run_function
 
 RNG = np.random.default_rng(1234)
 

@@ -12,7 +12,7 @@ from dlc.dialects import tensor
 from dlc.lowering import dot_tiling
 from dlc.parser import parse_module
 from dlc.runtime.compiled import compile_graph_module
-from dlc.runtime.reference import run_function
+from dlc.semantics.interpreter import run_function
 
 
 @pytest.fixture(autouse=True)

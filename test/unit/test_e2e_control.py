@@ -12,7 +12,7 @@ import pytest
 from dlc.diagnostics import DiagnosticError
 from dlc.parser import parse_module
 from dlc.runtime.compiled import compile_graph_module
-from dlc.runtime.reference import run_function
+from dlc.semantics.interpreter import run_function
 
 PROGRAM = """
 module "control"

@@ -10,8 +10,8 @@ import pytest
 
 import dlc
 from dlc.parser import parse_module
-from dlc.runtime.reference import run_function
-from dlc.runtime.reference_values import UndefinedBehaviorError
+from dlc.semantics.interpreter import run_function
+from dlc.semantics.values import UndefinedBehaviorError
 
 f32, i64, i32 = np.float32, np.int64, np.int32
 

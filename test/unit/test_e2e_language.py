@@ -12,7 +12,7 @@ import pytest
 
 import dlc
 from dlc.parser import parse_module
-from dlc.runtime.reference import Interpreter, run_function
+from dlc.semantics.interpreter import Interpreter, run_function
 
 TOUR = Path(__file__).resolve().parents[2] / "examples" / "language_tour.dl"
 TEXT = TOUR.read_text()

@@ -14,11 +14,11 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, f32, i64
 
 import dlc
+from dlc import TrapError
 from dlc.diagnostics import DiagnosticError, Location, set_loc
 from dlc.dialects import loop
 from dlc.lowering.lower_loop_to_llvm import STATUS, LowerLoopToLLVMPass
 from dlc.runtime.jit import JITModule
-from dlc.runtime.reference_values import TrapError
 
 TRAP = """module "t"
 stage raw

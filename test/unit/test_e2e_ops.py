@@ -48,7 +48,7 @@ def compile_module(module: ModuleOp) -> Any:
 
 
 def reference(module: ModuleOp, name: str, args: Sequence[np.ndarray]) -> Any:
-    from dlc.runtime.reference import run_function
+    from dlc.semantics.interpreter import run_function
 
     return run_function(module, name, list(args))
 

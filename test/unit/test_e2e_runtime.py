@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 import dlc
+from dlc import TrapError
 from dlc.lowering.graph_to_tensor_runtime import splitmix64
 from dlc.parser import parse_module
-from dlc.runtime.reference import run_function
-from dlc.runtime.reference_values import TrapError
+from dlc.semantics.interpreter import run_function
 
 RANDOM = """module "r"
 stage raw

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 import dlc
+from dlc import TrapError
 from dlc.lowering.lower_loop_to_llvm import MAX_CALL_DEPTH
 from dlc.parser import parse_module
-from dlc.runtime.reference import MAX_NESTED_INVOKES, UndefinedBehaviorError, run_function
-from dlc.runtime.reference_values import TrapError
+from dlc.semantics.interpreter import MAX_NESTED_INVOKES, UndefinedBehaviorError, run_function
 
 SCANS = """module "s"
 stage raw

@@ -15,7 +15,7 @@ from dlc.lowering.lower_tensor_to_loop import REDUCTION_OUTER
 from dlc.parser import parse_module
 from dlc.passes.fuse import FEEDS, GROUP, INTERNAL
 from dlc.runtime.compiled import compile_graph_module
-from dlc.runtime.reference import numpy_dtype, run_function
+from dlc.semantics.interpreter import numpy_dtype, run_function
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 PROGRAMS = sorted(

@@ -26,7 +26,7 @@ from dlc.dialects.graph_types import FunctionType, TensorType
 from dlc.parser import parse_module, print_module
 from dlc.passes import get_all_passes
 from dlc.runtime.compiled import compile_graph_module
-from dlc.runtime.reference import numpy_dtype, run_function
+from dlc.semantics.interpreter import numpy_dtype, run_function
 
 LIT = Path(__file__).parent.parent / "lit" / "passes"
 EXAMPLES = Path(__file__).parent.parent.parent / "examples"

@@ -12,7 +12,7 @@ from dlc.dialects import loop
 from dlc.parser import parse_module
 from dlc.passes.plan_memory import OFFSET, Slot, min_live_bytes, plan_slots
 from dlc.runtime.compiled import compile_graph_module
-from dlc.runtime.reference import run_function
+from dlc.semantics.interpreter import run_function
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 PROGRAMS = sorted(

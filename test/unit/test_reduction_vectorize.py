@@ -11,7 +11,7 @@ import pytest
 
 from dlc.parser import parse_module
 from dlc.runtime.compiled import compile_graph_module
-from dlc.runtime.reference import run_function
+from dlc.semantics.interpreter import run_function
 
 LENGTHS = (1, 15, 17, 1000, 1023)
 INITS = {

@@ -1,4 +1,4 @@
-"""The NumPy reference interpreter (dlc.runtime.reference) against hand-computed results.
+"""The NumPy reference interpreter (dlc.semantics.interpreter) against hand-computed results.
 
 Modules are built programmatically with a tiny builder (`Mod` / `Fn` below) and verified
 before they run, so every test program is valid graph IR.
@@ -44,15 +44,15 @@ from dlc.dialects.graph_types import (
     TensorType,
     TupleType,
 )
-from dlc.runtime.reference import (
+from dlc.semantics.interpreter import (
     Interpreter,
     TrapError,
     UndefinedBehaviorError,
     numpy_dtype,
     run_function,
 )
-from dlc.runtime.reference_ops import digamma
-from dlc.runtime.reference_values import fold_tree
+from dlc.semantics.ops import digamma
+from dlc.semantics.values import fold_tree
 
 # ---------------------------------------------------------------------------
 # A tiny IR builder
@@ -1120,7 +1120,7 @@ def test_stack_allocation_dies_with_its_call() -> None:
 
 def test_every_instruction_op_has_a_handler() -> None:
     from dlc.dialects.graph import all_graph_ops
-    from dlc.runtime.reference_handlers import HANDLERS
+    from dlc.semantics.handlers import HANDLERS
 
     structural = {"StructOp", "EnumOp", "TypeAliasOp", "VarOp", "FuncOp"}
     run_loop = {

@@ -9,7 +9,7 @@ import pytest
 
 import dlc
 from dlc.runtime.compiled import compile_graph_module
-from dlc.runtime.reference import run_function
+from dlc.semantics.interpreter import run_function
 
 HERE = Path(__file__).parent
 

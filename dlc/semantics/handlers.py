@@ -20,10 +20,10 @@ from dlc.dialects import graph_tensor as ts
 from dlc.dialects.graph import GlobalRefOp, LiteralOp
 from dlc.dialects.graph_tensor import conv_config, ints
 from dlc.dialects.graph_types import PointerType, TensorType
-from dlc.runtime import reference_ops as ops
-from dlc.runtime import reference_tensor as rt
-from dlc.runtime.reference_memory import MEMORY_HANDLERS, dynamic_keys, load, store
-from dlc.runtime.reference_values import (
+from dlc.semantics import ops as ops
+from dlc.semantics import tensor as rt
+from dlc.semantics.memory import MEMORY_HANDLERS, dynamic_keys, load, store
+from dlc.semantics.values import (
     FunctionRef,
     Pointer,
     build_literal,
@@ -33,7 +33,7 @@ from dlc.runtime.reference_values import (
 )
 
 if TYPE_CHECKING:
-    from dlc.runtime.reference import Interpreter
+    from dlc.semantics.interpreter import Interpreter
 
 Handler = Callable[["Interpreter", Any, list[Any]], object]
 HANDLERS: dict[type[Operation], Handler] = {}

@@ -1,6 +1,6 @@
 """Handlers of the reference interpreter for stacks, memory, boxes, random and trap.
 
-Memory model (see `reference_values.py`): allocations are `Buffer`s of cells holding
+Memory model (see `values.py`): allocations are `Buffer`s of cells holding
 zero values; pointers address a cell plus element keys. Loads and stores through a
 null or freed pointer, or out of the buffer, raise `UndefinedBehaviorError`. Stack
 allocations are freed when their call returns; `deallocate` of stack or var memory is
@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from xdsl.ir import Attribute, Operation
 
+from dlc.diagnostics import TrapError
 from dlc.dialects import graph_memory as mem
 from dlc.dialects.graph_memory import keys_of
 from dlc.dialects.graph_types import BoxType, PointerType, TensorType
-from dlc.runtime.reference_values import (
+from dlc.semantics.values import (
     Box,
     Buffer,
     Pointer,
-    TrapError,
     UndefinedBehaviorError,
     get_element,
     numpy_dtype,
@@ -31,7 +31,7 @@ from dlc.runtime.reference_values import (
 )
 
 if TYPE_CHECKING:
-    from dlc.runtime.reference import Interpreter
+    from dlc.semantics.interpreter import Interpreter
 
 Handler = Callable[["Interpreter", Any, list[Any]], object]
 MEMORY_HANDLERS: dict[type[Operation], Handler] = {}

@@ -4,8 +4,8 @@
     interp = Interpreter(module)          # keeps `var` globals across calls
     interp.call("step", [x]); interp.call("read", [])
 
-Values are described in `reference_values.py`; element-wise semantics in
-`reference_ops.py`, reductions/windows/convolution in `reference_tensor.py`.
+Values are described in `values.py`; element-wise semantics in
+`ops.py`, reductions/windows/convolution in `tensor.py`.
 Calls use an explicit frame stack (no Python recursion per DLVM call), so deep DLVM
 recursion works. Function combinators of reduce/scan/reduceWindow run the callee in a
 nested interpreter loop (Python recursion): at most `MAX_NESTED_INVOKES` of them may be
@@ -25,7 +25,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
-from dlc.diagnostics import DiagnosticError, error_at
+from dlc.diagnostics import DiagnosticError, TrapError, error_at
 from dlc.dialects.graph import (
     BranchEnumOp,
     BranchOp,
@@ -38,12 +38,11 @@ from dlc.dialects.graph import (
 )
 from dlc.dialects.graph_memory import ApplyIndirectOp, ApplyOp
 from dlc.dialects.graph_types import TensorType
-from dlc.runtime.reference_handlers import HANDLERS, load
-from dlc.runtime.reference_values import (
+from dlc.semantics.handlers import HANDLERS, load
+from dlc.semantics.values import (
     Buffer,
     FunctionRef,
     Pointer,
-    TrapError,
     UndefinedBehaviorError,
     coerce_value,
     numpy_dtype,

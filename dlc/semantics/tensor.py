@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from dlc.dialects.graph_tensor import window_shape
-from dlc.runtime.reference_ops import binary
+from dlc.semantics.ops import binary
 
 Step = Callable[[np.ndarray, np.ndarray], np.ndarray]
 Combinator = str | Step

@@ -44,10 +44,6 @@ from dlc.dialects.graph_types import (
 )
 
 
-class TrapError(RuntimeError):
-    """A `trap` instruction was executed."""
-
-
 class UndefinedBehaviorError(RuntimeError):
     """The program did something DLVM leaves undefined (use after free, pop of an empty
     stack, a `branchEnum` without the value's case, an out-of-range index, ...)."""
