@@ -171,7 +171,7 @@ class Checker:
     def run(self) -> Outcome:
         import dlc
         from dlc.diagnostics import DiagnosticError
-        from dlc.passes.differentiate import differentiated
+        from dlc.passes.graph.differentiate import differentiated
 
         try:
             module = dlc.parse(self.text, f"fuzz{self.seed}.dl")
@@ -216,7 +216,7 @@ class Checker:
     def pipeline(self, inputs: dict, want: dict, variant: str) -> None:
         import dlc
         from dlc.diagnostics import DiagnosticError
-        from dlc.passes.differentiate import differentiated
+        from dlc.passes.graph.differentiate import differentiated
 
         module = dlc.parse(self.text, f"fuzz{self.seed}.dl")
         try:

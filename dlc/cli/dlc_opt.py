@@ -30,7 +30,7 @@ from xdsl.xdsl_opt_main import VersionAction
 from dlc import __version__
 from dlc.cli.targets import TARGETS, DlcOptTargets, UsageError
 from dlc.diagnostics import DiagnosticError, Location
-from dlc.levels import level_of
+from dlc.dialects.levels import level_of
 
 
 class IRVerifyError(Exception):
@@ -244,7 +244,7 @@ class DlcOptMain(DlcOptTargets):
 
     def report_pass(self, done: ModulePass | None, module: ModuleOp) -> None:
         """DLVM's `AS: changed` lines (stdout) and statistics (stderr) of the pass `done`."""
-        from dlc.passes.pass_support import take_statistics
+        from dlc.passes.graph.pass_support import take_statistics
 
         text, ops = self.default_text(module), sum(1 for _ in module.walk()) - 1
         if done is not None and self.args.report_changes:

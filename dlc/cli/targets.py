@@ -15,7 +15,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.printer import Printer
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from dlc.levels import LEVELS, level_of
+from dlc.dialects.levels import LEVELS, level_of
 
 TARGETS = ("dl", "mlir", "llvm", "asm")
 

@@ -1,7 +1,7 @@
 """Memory ops of the `tensor` dialect (DLVM memory, aggregates in memory, bitCast).
 
 Addresses are `i64` scalar tensors (`!graph.tensor<i64>`); a pointer of the graph level
-is three of them (address, lower bound, upper bound: see dlc/lowering/layout.py). The
+is three of them (address, lower bound, upper bound: see dlc/dialects/layout.py). The
 ops have side effects and keep their program order; their results are fresh tensors.
 """
 

@@ -18,22 +18,22 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """Names -> factories of every pass `dlc-opt -p` accepts."""
 
     def lower_graph_to_tensor() -> type[ModulePass]:
-        from dlc.lowering.lower_graph_to_tensor import LowerGraphToTensorPass
+        from dlc.lowering.graph_to_tensor.lower_graph_to_tensor import LowerGraphToTensorPass
 
         return LowerGraphToTensorPass
 
     def lower_tensor_to_loop() -> type[ModulePass]:
-        from dlc.lowering.lower_tensor_to_loop import LowerTensorToLoopPass
+        from dlc.lowering.tensor_to_loop.lower_tensor_to_loop import LowerTensorToLoopPass
 
         return LowerTensorToLoopPass
 
     def lower_loop_to_llvm() -> type[ModulePass]:
-        from dlc.lowering.lower_loop_to_llvm import LowerLoopToLLVMPass
+        from dlc.lowering.loop_to_llvm.lower_loop_to_llvm import LowerLoopToLLVMPass
 
         return LowerLoopToLLVMPass
 
     def verify() -> type[ModulePass]:
-        from dlc.passes.verify import VerifyPass
+        from dlc.passes.graph.verify import VerifyPass
 
         return VerifyPass
 
@@ -42,27 +42,29 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "lower-graph-to-tensor": lower_graph_to_tensor,
         "lower-tensor-to-loop": lower_tensor_to_loop,
         "lower-loop-to-llvm": lower_loop_to_llvm,
-        "fuse": lambda: import_module("dlc.passes.fuse").FusePass,
-        "plan-memory": lambda: import_module("dlc.passes.plan_memory").PlanMemoryPass,
-        "math-approx": lambda: import_module("dlc.lowering.math_approx").MathApproxPass,
-        "canonicalize": lambda: import_module("dlc.passes.canonicalize").CanonicalizePass,
-        "fold-constants": lambda: import_module("dlc.passes.fold_constants").FoldConstantsPass,
-        "cse": lambda: import_module("dlc.passes.cse").CSEPass,
-        "dce": lambda: import_module("dlc.passes.dce").DCEPass,
-        "inline": lambda: import_module("dlc.passes.inline").InlinePass,
-        "cfg-simplify": lambda: import_module("dlc.passes.cfg_simplify").CFGSimplifyPass,
+        "fuse": lambda: import_module("dlc.passes.tensor.fuse").FusePass,
+        "plan-memory": lambda: import_module("dlc.passes.loop.plan_memory").PlanMemoryPass,
+        "math-approx": lambda: import_module("dlc.passes.loop.math_approx").MathApproxPass,
+        "canonicalize": lambda: import_module("dlc.passes.graph.canonicalize").CanonicalizePass,
+        "fold-constants": lambda: (
+            import_module("dlc.passes.graph.fold_constants").FoldConstantsPass
+        ),
+        "cse": lambda: import_module("dlc.passes.graph.cse").CSEPass,
+        "dce": lambda: import_module("dlc.passes.graph.dce").DCEPass,
+        "inline": lambda: import_module("dlc.passes.graph.inline").InlinePass,
+        "cfg-simplify": lambda: import_module("dlc.passes.graph.cfg_simplify").CFGSimplifyPass,
         "cfg-canonicalize": lambda: (
-            import_module("dlc.passes.cfg_canonicalize").CFGCanonicalizePass
+            import_module("dlc.passes.graph.cfg_canonicalize").CFGCanonicalizePass
         ),
         "literal-broadcasting-promotion": lambda: (
             import_module(
-                "dlc.passes.literal_broadcasting_promotion"
+                "dlc.passes.graph.literal_broadcasting_promotion"
             ).LiteralBroadcastingPromotionPass
         ),
         "matrix-chain-reorder": lambda: (
-            import_module("dlc.passes.matrix_chain_reorder").MatrixChainReorderPass
+            import_module("dlc.passes.graph.matrix_chain_reorder").MatrixChainReorderPass
         ),
-        "differentiate": lambda: import_module("dlc.passes.differentiate").DifferentiatePass,
+        "differentiate": lambda: import_module("dlc.passes.graph.differentiate").DifferentiatePass,
     }
 
 

@@ -33,7 +33,7 @@ from xdsl.ir import Attribute, Block, Region
 
 from dlc.diagnostics import clone_located
 from dlc.dialects.graph_types import TensorType, TupleType, format_type, nest_leaves
-from dlc.lowering.layout import LayoutError, leaves
+from dlc.dialects.layout import LayoutError, leaves
 from dlc.runtime.jit import JITModule
 from dlc.runtime.values import from_leaves, is_plain, to_leaves
 
@@ -301,7 +301,7 @@ def _symbols_of(graph_func: Any) -> Any:
 def _attach_vars(jit: JITModule, sizes: dict[str, int]) -> dict[str, np.ndarray]:
     """Zeroed storage of the module's variables (name -> byte size, the `dlc.vars`
     attribute), installed in their address slots."""
-    from dlc.lowering.loop_to_llvm_memory import VAR_PREFIX
+    from dlc.lowering.loop_to_llvm.memory import VAR_PREFIX
 
     storage: dict[str, np.ndarray] = {}
     for name, size in sizes.items():
@@ -348,7 +348,7 @@ class CompiledModule:
 
         On a module that never uses `random` (no generator state) this does nothing
         and raises nothing (the type check still applies): seeding is then harmless."""
-        from dlc.lowering.graph_to_tensor_runtime import RNG_VAR
+        from dlc.lowering.graph_to_tensor.runtime_ops import RNG_VAR
 
         if isinstance(value, bool) or not isinstance(value, int | np.integer):
             raise TypeError(f"seed: expected an int, got {type(value).__name__}")
@@ -381,7 +381,7 @@ class CompiledModule:
         """Compile report of function `name`: `loop_nests` (top-level loop nests run per
         call), `buffers` (intermediate buffers), `arena_bytes`, `min_live_bytes`."""
         from dlc.dialects import loop
-        from dlc.passes.plan_memory import function_stats
+        from dlc.passes.loop.plan_memory import function_stats
 
         self[name]  # KeyError for an unknown function
         if self._stats is not None:
@@ -441,8 +441,8 @@ def _function_names(stages: dict[str, ModuleOp]) -> list[str]:
 
 
 def _arena_functions(stages: dict[str, ModuleOp]) -> set[str]:
-    """Functions whose code uses a static arena (see dlc/passes/plan_memory.py)."""
-    from dlc.passes.plan_memory import ARENA_BYTES
+    """Functions whose code uses a static arena (see dlc/passes/loop/plan_memory.py)."""
+    from dlc.passes.loop.plan_memory import ARENA_BYTES
 
     loop_level = stages.get("loop")
     if loop_level is None:
@@ -509,9 +509,9 @@ def level_passes(
 ) -> dict[str, list[Any]]:
     """Passes run right after each lowering (issue 5): `fuse` on the tensor level
     (opt_level >= 1), `plan-memory` and polynomial `math-approx` on the loop level."""
-    from dlc.lowering.math_approx import MathApproxPass
-    from dlc.passes.fuse import FusePass
-    from dlc.passes.plan_memory import PlanMemoryPass
+    from dlc.passes.loop.math_approx import MathApproxPass
+    from dlc.passes.loop.plan_memory import PlanMemoryPass
+    from dlc.passes.tensor.fuse import FusePass
 
     tensor_passes: list[Any] = [FusePass()] if fuse and opt_level >= 1 else []
     loop_passes: list[Any] = [PlanMemoryPass()] if plan_memory else []
@@ -532,9 +532,9 @@ def lower_to_llvm(
 
     `passes` maps a level to the passes run on it before its snapshot (`level_passes`);
     `on_loop` sees the verified loop level before it is lowered further."""
-    from dlc.lowering.lower_graph_to_tensor import LowerGraphToTensorPass
-    from dlc.lowering.lower_loop_to_llvm import LowerLoopToLLVMPass
-    from dlc.lowering.lower_tensor_to_loop import LowerTensorToLoopPass
+    from dlc.lowering.graph_to_tensor.lower_graph_to_tensor import LowerGraphToTensorPass
+    from dlc.lowering.loop_to_llvm.lower_loop_to_llvm import LowerLoopToLLVMPass
+    from dlc.lowering.tensor_to_loop.lower_tensor_to_loop import LowerTensorToLoopPass
 
     ctx = _context()
     work = clone_located(module)
@@ -577,7 +577,7 @@ class NativeStatus:
 
 
 def _attach_status(jit: JITModule, messages: list[str] | None, recursive: bool) -> None:
-    from dlc.lowering.lower_loop_to_llvm import CALL_DEPTH, STATUS
+    from dlc.lowering.loop_to_llvm.lower_loop_to_llvm import CALL_DEPTH, STATUS
 
     jit.status = None  # type: ignore[attr-defined]
     address = jit.global_address(STATUS) if messages is not None else None
@@ -606,7 +606,7 @@ def _add_python_entries(llvm_level: ModuleOp, funcs: dict[str, Any]) -> set[str]
 def _loop_facts(loop_level: ModuleOp) -> dict[str, Any]:
     """The loop-level part of `_metadata`: compile stats, arena and function names."""
     from dlc.dialects import loop
-    from dlc.passes.plan_memory import function_stats
+    from dlc.passes.loop.plan_memory import function_stats
 
     stages = {"loop": loop_level}
     return {
@@ -695,7 +695,7 @@ def compile_graph_module(
     naming the op's location on a violation); None means the environment variable
     DLC_BOUNDS_CHECK=1. `seed` seeds the `random` generator (`CompiledModule.seed`)."""
     from dlc.dialects.graph import FuncOp as GraphFuncOp
-    from dlc.passes.differentiate import differentiated
+    from dlc.passes.graph.differentiate import differentiated
     from dlc.runtime import cache
 
     if bounds_check is None:  # DLC_BOUNDS_CHECK=1 runs a whole test suite checked

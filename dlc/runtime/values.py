@@ -9,7 +9,7 @@
 - box and stack values cannot cross the Python boundary.
 
 `to_leaves` flattens a value into the arrays of the native calling convention
-(dlc/lowering/layout.py), `from_leaves` rebuilds results.
+(dlc/dialects/layout.py), `from_leaves` rebuilds results.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from dlc.dialects.graph_types import (
     TupleType,
     format_type,
 )
-from dlc.lowering.layout import children, layout, leaves
+from dlc.dialects.layout import children, layout, leaves
 
 
 def is_plain(t: Attribute) -> bool:

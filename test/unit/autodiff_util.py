@@ -10,7 +10,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from dlc.dialects.graph_verify import verify_module
 from dlc.parser import parse_module, print_module
-from dlc.passes.differentiate import DifferentiatePass
+from dlc.passes.graph.differentiate import DifferentiatePass
 from dlc.semantics.interpreter import run_function
 
 EPS, RTOL, ATOL = 1e-6, 1e-3, 1e-5

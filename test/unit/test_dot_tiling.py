@@ -1,4 +1,4 @@
-"""The register/cache-tiled `dot` schedule (dlc/lowering/dot_tiling.py): awkward shapes
+"""The register/cache-tiled `dot` schedule (dlc/lowering/tensor_to_loop/dot_tiling.py): awkward shapes
 (M, N, K not multiples of the tile, 1-sized dims, several K blocks, batched), tiled
 even when small (MIN_WORK patched to 0), compiled and compared with the reference
 interpreter (NumPy's matmul, its own summation order) and an exact float64 product, within 4 sqrt(K) eps (|A| |B|)."""
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from dlc.dialects import tensor
-from dlc.lowering import dot_tiling
+from dlc.lowering.tensor_to_loop import dot_tiling
 from dlc.parser import parse_module
 from dlc.runtime.compiled import compile_graph_module
 from dlc.semantics.interpreter import run_function
@@ -73,8 +73,8 @@ def test_tiled_batched_product() -> None:
 
 def test_tiling_plan_thresholds() -> None:
     """Tiny products keep the plain schedule; large f32 ones get 6 x 16 tiles."""
-    from dlc.lowering.lower_graph_to_tensor import LowerGraphToTensorPass
-    from dlc.passes.fuse import schedule_reductions
+    from dlc.lowering.graph_to_tensor.lower_graph_to_tensor import LowerGraphToTensorPass
+    from dlc.passes.tensor.fuse import schedule_reductions
     from dlc.runtime.compiled import _context
 
     plans = []

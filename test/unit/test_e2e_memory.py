@@ -17,7 +17,7 @@ import dlc
 from dlc import TrapError
 from dlc.diagnostics import DiagnosticError, Location, set_loc
 from dlc.dialects import loop
-from dlc.lowering.lower_loop_to_llvm import STATUS, LowerLoopToLLVMPass
+from dlc.lowering.loop_to_llvm.lower_loop_to_llvm import STATUS, LowerLoopToLLVMPass
 from dlc.runtime.jit import JITModule
 
 TRAP = """module "t"

@@ -9,7 +9,7 @@ import pytest
 
 import dlc
 from dlc import TrapError
-from dlc.lowering.graph_to_tensor_runtime import splitmix64
+from dlc.lowering.graph_to_tensor.runtime_ops import splitmix64
 from dlc.parser import parse_module
 from dlc.semantics.interpreter import run_function
 

@@ -11,9 +11,9 @@ import pytest
 from dlc.dialects import tensor
 from dlc.dialects.graph import FuncOp
 from dlc.dialects.graph_types import TensorType
-from dlc.lowering.lower_tensor_to_loop import REDUCTION_OUTER
+from dlc.lowering.tensor_to_loop.lower_tensor_to_loop import REDUCTION_OUTER
 from dlc.parser import parse_module
-from dlc.passes.fuse import FEEDS, GROUP, INTERNAL
+from dlc.passes.tensor.fuse import FEEDS, GROUP, INTERNAL
 from dlc.runtime.compiled import compile_graph_module
 from dlc.semantics.interpreter import numpy_dtype, run_function
 

@@ -29,7 +29,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from dlc.diagnostics import DiagnosticError
 from dlc.dialects import loop
-from dlc.lowering.lower_loop_to_llvm import LowerLoopToLLVMPass
+from dlc.lowering.loop_to_llvm.lower_loop_to_llvm import LowerLoopToLLVMPass
 from dlc.runtime.jit import JITModule, assembly, llvm_ir
 
 NP = {f16: np.float16, f32: np.float32, f64: np.float64, i8: np.int8, i16: np.int16}

@@ -18,8 +18,8 @@ from dlc.dialects import graph_memory as gm
 from dlc.dialects import graph_tensor as gt
 from dlc.dialects.graph_literal import LiteralAttr
 from dlc.dialects.graph_types import FunctionType, TensorType, TupleType
-from dlc.lowering.lower_graph_to_tensor import LowerGraphToTensorPass
-from dlc.lowering.lower_tensor_to_loop import LowerTensorToLoopPass
+from dlc.lowering.graph_to_tensor.lower_graph_to_tensor import LowerGraphToTensorPass
+from dlc.lowering.tensor_to_loop.lower_tensor_to_loop import LowerTensorToLoopPass
 
 T = TensorType
 

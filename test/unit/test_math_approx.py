@@ -1,4 +1,4 @@
-"""Polynomial f32 exp / log / tanh (dlc/lowering/math_approx.py): ULP error sweeps.
+"""Polynomial f32 exp / log / tanh (dlc/passes/loop/math_approx.py): ULP error sweeps.
 
 Each function is compiled once over a big array, so a sweep of 10^7 inputs plus the
 special values stays fast. The reference is float64 NumPy rounded to float32.

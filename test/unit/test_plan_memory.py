@@ -10,7 +10,7 @@ import pytest
 
 from dlc.dialects import loop
 from dlc.parser import parse_module
-from dlc.passes.plan_memory import OFFSET, Slot, min_live_bytes, plan_slots
+from dlc.passes.loop.plan_memory import OFFSET, Slot, min_live_bytes, plan_slots
 from dlc.runtime.compiled import compile_graph_module
 from dlc.semantics.interpreter import run_function
 

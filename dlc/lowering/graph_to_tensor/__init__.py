@@ -1,0 +1,1 @@
+"""`lower-graph-to-tensor`: graph ops to `tensor.compute` index expressions."""

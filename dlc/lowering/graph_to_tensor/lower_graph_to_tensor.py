@@ -1,0 +1,474 @@
+"""lower-graph-to-tensor: straight-line graph functions -> `tensor.func` of computes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from xdsl.builder import Builder, InsertPoint
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from dlc.diagnostics import copy_loc, error_at
+from dlc.dialects import graph, tensor
+from dlc.dialects import graph_memory as gm
+from dlc.dialects import graph_tensor as gt
+from dlc.dialects.graph import Symbols
+from dlc.dialects.graph_literal import LitTree
+from dlc.dialects.graph_types import NominalType, TensorType, TupleType, format_type, nest_leaves
+from dlc.dialects.layout import I64, LayoutError, children, leaves
+from dlc.dialects.tensor_memory import GlobalAddressOp
+from dlc.lowering.graph_to_tensor.compute_builder import BodyBuilder, Lowered, Splat, build_compute
+from dlc.lowering.graph_to_tensor.memory import MemoryRules, lower_aggregate_key_op, zero
+from dlc.lowering.graph_to_tensor.memory import unflatten as memory_unflatten
+from dlc.lowering.graph_to_tensor.ops import UnsupportedOp, rule_for
+from dlc.lowering.scalar_ops import Unsupported
+
+MEMORY_OPS = (
+    gm.AllocateStackOp,
+    gm.AllocateHeapOp,
+    gm.AllocateBoxOp,
+    gm.ProjectBoxOp,
+    gm.RetainOp,
+    gm.ReleaseOp,
+    gm.DeallocateOp,
+    gm.LoadOp,
+    gm.StoreOp,
+    gm.ElementPointerOp,
+    gm.CopyOp,
+    gt.BitCastOp,
+    gm.RandomOp,
+    gm.CreateStackOp,
+    gm.PushOp,
+    gm.PopOp,
+    gm.DestroyStackOp,
+)
+
+
+def _has_aggregate(args: list[Lowered]) -> bool:
+    return isinstance(args[0], list) or (len(args) > 1 and isinstance(args[1], list))
+
+
+UNSUPPORTED = "not supported by the code generator yet: "
+
+
+def check_type(op: Operation, t: Attribute, symbols: Symbols | None = None) -> None:
+    """Types made of tensors of supported data types (layout.py: tuples, structs,
+    arrays, enums, pointers, boxes)."""
+    try:
+        types = leaves(t, symbols or Symbols())
+    except LayoutError as err:
+        raise error_at(op, UNSUPPORTED + str(err)) from None
+    for leaf in types:
+        if leaf.dt not in tensor.SUPPORTED_DTYPES:
+            raise error_at(op, UNSUPPORTED + f"{leaf.dt} data type")
+
+
+def flatten(value: Lowered) -> list[SSAValue | Splat]:
+    """Leaves of a (nested) tuple in order."""
+    out: list[SSAValue | Splat] = []
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, list):
+            stack.extend(reversed(v))
+        else:
+            out.append(v)
+    return out
+
+
+def flatten_type(t: Attribute, symbols: Symbols | None = None) -> list[TensorType]:
+    return leaves(t, symbols or Symbols())
+
+
+def materialize(b: Builder, value: SSAValue | Splat) -> SSAValue:
+    """A splat as a tensor value (a compute yielding the constant)."""
+    if isinstance(value, SSAValue):
+        return value
+    return build_compute(b, value.type, lambda s, i, _: s.read(value, i)).result
+
+
+@dataclass
+class _Segment:
+    """Part of a tensor literal: the elements under index `prefix`."""
+
+    prefix: tuple[int, ...]
+    tree: LitTree
+    type: TensorType
+
+
+def tensor_literal(
+    b: Builder, op: graph.LiteralOp, tree: LitTree, t: TensorType, args: list[Lowered]
+) -> Lowered:
+    """`<...>` literal: dense constant, splat, or computed when elements are values."""
+    segments = _segments(tree, t)
+    values = [s for s in segments if s.tree[0] == "operand"]
+    data = _dense(segments, t)
+    if len(set(data)) <= 1 and not values:  # empty or uniform
+        return Splat(data[0] if data else 0, t)
+    if not values:
+        return b.insert(tensor.ConstantOp(t, data)).result
+    base: Lowered = b.insert(tensor.ConstantOp(t, data)).result if data else Splat(0, t)
+
+    def body(s: BodyBuilder, i: Sequence[SSAValue], _: Sequence[SSAValue]) -> SSAValue:
+        acc = s.read(base, i)
+        for seg in values:
+            hit = s.all_equal(i[: len(seg.prefix)], seg.prefix)
+            acc = s.select(hit, s.read(args[seg.tree[1]], i[len(seg.prefix) :]), acc)
+        return acc
+
+    return build_compute(b, t, body).result
+
+
+def _segments(tree: LitTree, t: TensorType) -> list[_Segment]:
+    """Row-major leaves of a tensor literal: scalars, splats and value elements."""
+    out: list[_Segment] = []
+    stack = [_Segment((), tree, t)]
+    while stack:
+        seg = stack.pop()
+        if seg.tree[0] != "tensor":
+            out.append(seg)
+            continue
+        sub = seg.type.with_shape(seg.type.dims[1:])
+        stack.extend(
+            _Segment((*seg.prefix, k), e, sub) for k, e in reversed(list(enumerate(seg.tree[1])))
+        )
+    return out
+
+
+def _dense(segments: list[_Segment], t: TensorType) -> list[int | float | bool]:
+    """The constant data, value elements filled with 0."""
+    data: list[int | float | bool] = []
+    for seg in segments:
+        kind = seg.tree[0]
+        value = seg.tree[1] if kind in ("int", "float", "bool") else 0
+        data.extend([value] * seg.type.num_elements)
+    if t.dt == "bool":
+        return [bool(v) for v in data]
+    return data
+
+
+def lower_literal(
+    b: Builder, op: graph.LiteralOp, args: list[Lowered], symbols: Symbols | None = None
+) -> Lowered:
+    """Scalars and splats stay compile-time `Splat`s; aggregates become Python lists."""
+    symbols = symbols or Symbols()
+    root: list[Lowered] = []
+    stack: list[tuple[LitTree, Attribute, list[Lowered]]] = [(op.value.data, op.result.type, root)]
+    while stack:
+        tree, t, out = stack.pop()
+        kind = tree[0]
+        if kind == "operand":
+            out.append(args[tree[1]])
+        elif kind == "tuple" and isinstance(t, TupleType):
+            items: list[Lowered] = []
+            out.append(items)
+            stack.extend(
+                (e, et, items) for e, et in reversed(list(zip(tree[1], t.types, strict=True)))
+            )
+        elif kind in ("zero", "undefined", "null") and not isinstance(t, TensorType):
+            out.append(zero(t, symbols))
+        elif kind in ("tuple", "array", "struct", "enum"):
+            items = []
+            out.append(items)
+            stack.extend(reversed(_aggregate_literal(tree, t, items, symbols)))
+        elif not isinstance(t, TensorType):
+            raise error_at(op, UNSUPPORTED + f"literal of type {format_type(t)}")
+        elif kind in ("int", "float", "bool"):
+            out.append(Splat(tree[1], t))
+        elif kind in ("zero", "undefined"):
+            out.append(Splat(False if t.dt == "bool" else 0, t))
+        elif kind == "tensor":
+            out.append(tensor_literal(b, op, tree, t, args))
+        else:
+            raise error_at(op, UNSUPPORTED + f"literal {kind}")
+    return root[0]
+
+
+def _aggregate_literal(
+    tree: LitTree, t: Attribute, items: list[Lowered], symbols: Symbols
+) -> list[tuple[LitTree, Attribute, list[Lowered]]]:
+    """Work items filling `items` with the elements of an array/struct/enum literal
+    (an enum: its tag, then each case's values, zeros for the other cases)."""
+    kind = tree[0]
+    if kind == "enum":
+        assert isinstance(t, NominalType)
+        cases = symbols.enums[t.ident]
+        items.append(Splat([c for c, _ in cases].index(tree[1]), I64))
+        work = []
+        for name, types in cases:
+            if name != tree[1]:
+                items.append(zero(TupleType(list(types)), symbols))
+                continue
+            values: list[Lowered] = []
+            items.append(values)
+            work.extend((e, et, values) for e, et in zip(tree[2], types, strict=True))
+        return work
+    kids = children(t, symbols) or []
+    elements = list(tree[1])
+    if kind == "struct":
+        by_name = dict(elements)
+        elements = [by_name[name] for name, _ in symbols.structs[t.ident]]  # type: ignore[attr-defined]
+    return [(e, et, items) for e, et in zip(elements, kids, strict=True)]
+
+
+def unflatten(t: Attribute, leaves: Iterator[SSAValue], symbols: Symbols | None = None) -> Lowered:
+    """The `Lowered` value of (nested tuple) type `t` made of `leaves` in order (with
+    `symbols`: of any aggregate type, see `memory_unflatten`)."""
+    if symbols is not None:
+        return memory_unflatten(t, leaves, symbols)  # type: ignore[arg-type]
+    return nest_leaves(t, leaves, list)
+
+
+def reverse_post_order(entry: Block) -> list[Block]:
+    """Blocks reachable from `entry`, each after its dominators (iterative DFS)."""
+    seen = {entry}
+    order: list[Block] = []
+    stack: list[tuple[Block, Iterator[Block]]] = [(entry, iter(_successors(entry)))]
+    while stack:
+        block, succs = stack[-1]
+        nxt = next(succs, None)
+        if nxt is None:
+            stack.pop()
+            order.append(block)
+        elif nxt not in seen:
+            seen.add(nxt)
+            stack.append((nxt, iter(_successors(nxt))))
+    return order[::-1]
+
+
+def _successors(block: Block) -> list[Block]:
+    last = block.last_op
+    return list(last.successors) if last is not None else []
+
+
+class FunctionLowering:
+    """Lowers one graph function definition to a `tensor.func` (a CFG of blocks)."""
+
+    def __init__(
+        self,
+        func: graph.FuncOp,
+        symbols: dict[str, graph.FuncOp] | None = None,
+        types: Symbols | None = None,
+    ):
+        self.func = func
+        self.symbols = symbols or {}
+        self.types = types or Symbols()
+        self.memory = MemoryRules(self.types)
+        self.values: dict[SSAValue, Lowered] = {}
+        self.blocks: dict[Block, Block] = {}
+
+    def run(self) -> tensor.FuncOp:
+        ftype = self.func.function_type
+        for t in ftype.args:
+            check_type(self.func, t, self.types)
+        entry = self.func.entry
+        assert entry is not None
+        order = reverse_post_order(entry)
+        for block in order:
+            self.precheck_block(block)
+        check_type(self.func, ftype.output, self.types)
+        outputs = flatten_type(ftype.output, self.types)
+        inputs = [leaf for t in ftype.args for leaf in flatten_type(t, self.types)]
+        result = tensor.FuncOp(self.func.sym_name.data, inputs, outputs)
+        copy_loc(self.func, result)
+        self.blocks[entry] = result.body.blocks[0]
+        for block in order[1:]:
+            types = [leaf for a in block.args for leaf in flatten_type(a.type, self.types)]
+            self.blocks[block] = Block(arg_types=types)
+            result.body.add_block(self.blocks[block])
+        for block in order:
+            self.bind_args(block)
+            builder = Builder(InsertPoint.at_end(self.blocks[block]))
+            for op in block.ops:
+                self.lower_op(builder, op)
+        return result
+
+    def bind_args(self, block: Block) -> None:
+        leaves = iter(self.blocks[block].args)
+        for arg in block.args:
+            self.values[arg] = unflatten(arg.type, leaves, self.types)
+
+    def precheck_block(self, block: Block) -> None:
+        for arg in block.args:
+            check_type(self.func, arg.type, self.types)
+        for op in block.ops:
+            self.precheck(op)
+
+    def lower_op(self, b: Builder, op: Operation) -> None:
+        """Lower `op` at the end of the builder's block; the new ops (after the block's
+        old last op, and in blocks added to the region) get `op`'s location. No
+        `len(block.ops)`: it walks the block, quadratic over a long function."""
+        start = b.insertion_point.block
+        assert start is not None and start.parent is not None
+        last, last_block = start.last_op, start.parent.last_block
+        try:
+            self._lower_op(b, op)
+        except (UnsupportedOp, Unsupported) as err:
+            raise error_at(op, UNSUPPORTED + str(err)) from None
+        new = last.next_op if last is not None else start.first_op
+        while new is not None:
+            copy_loc(op, new)
+            new = new.next_op
+        block = last_block.next_block if b.insertion_point.block is not start else None
+        while block is not None:  # a branch lowered into several blocks (branchEnum)
+            for new in block.ops:
+                copy_loc(op, new)
+            block = block.next_block
+
+    def _lower_op(self, b: Builder, op: Operation) -> None:
+        if isinstance(op, graph.ReturnOp):
+            leaves = flatten(self.values[op.value]) if op.value is not None else []
+            b.insert(tensor.ReturnOp(*(materialize(b, v) for v in leaves)))
+        elif isinstance(op, graph.BranchOp):
+            b.insert(tensor.BrOp(self.blocks[op.dest], self.edge(b, op.args)))
+        elif isinstance(op, graph.ConditionalOp):
+            cond = materialize(b, self.values[op.cond])  # type: ignore[arg-type]
+            then_args = self.edge(b, op.then_args)
+            else_args = self.edge(b, op.else_args)
+            b.insert(
+                tensor.CondBrOp(
+                    cond,
+                    self.blocks[op.then_block],
+                    then_args,
+                    self.blocks[op.else_block],
+                    else_args,
+                )
+            )
+        elif isinstance(op, graph.BranchEnumOp):
+            self.lower_branch_enum(b, op)
+        elif isinstance(op, gm.ApplyOp):
+            self.lower_apply(b, op)
+        elif isinstance(op, graph.GlobalRefOp) and op.symbol.data in self.types.vars:
+            var_type = self.types.vars[op.symbol.data]
+            size = self.memory.size(var_type)
+            addr = b.insert(GlobalAddressOp(op.symbol.data, size)).result
+            self.values[op.result] = self.memory.allocation(b, addr, size)
+        elif isinstance(op, graph.GlobalRefOp):
+            self.values[op.result] = []  # a function: no tensor value
+        elif type(op) in MEMORY_OPS:
+            value = self.memory.lower(b, op, [self.values[o] for o in op.operands])
+            if op.results:
+                self.values[op.results[0]] = value  # type: ignore[assignment]
+        elif isinstance(op, gm.TrapOp):
+            b.insert(tensor.TrapOp())
+        else:
+            args = [self.values[o] for o in op.operands]
+            self.values[op.results[0]] = self.dispatch(b, op, args)
+
+    def lower_branch_enum(self, b: Builder, op: graph.BranchEnumOp) -> None:
+        """A chain of `tensor.cond_br` on the tag; the last case is the default."""
+        value = self.values[op.value]
+        assert isinstance(value, list)
+        names = [c for c, _ in self.types.enums[op.value.type.ident]]  # type: ignore[attr-defined]
+        tag = value[0]
+        targets = list(zip([c.data for c in op.cases], op.dests, strict=True))
+        for k, (case, dest) in enumerate(targets):
+            index = names.index(case)
+            args = [materialize(b, v) for v in flatten(value[1 + index])]
+            if k == len(targets) - 1:
+                b.insert(tensor.BrOp(self.blocks[dest], args))
+                return
+            hit = build_compute(
+                b,
+                TensorType((), "bool"),
+                lambda s, i, _, index=index: s.cmpi("eq", s.read(tag, []), s.index(index)),
+            ).result
+            region = b.insertion_point.block.parent  # type: ignore[union-attr]
+            next_block = Block()
+            region.add_block(next_block)  # type: ignore[union-attr]
+            b.insert(tensor.CondBrOp(hit, self.blocks[dest], args, next_block, []))
+            b.insertion_point = InsertPoint.at_end(next_block)
+
+    def edge(self, b: Builder, args: Sequence[SSAValue]) -> list[SSAValue]:
+        """Block arguments of a branch: tuple leaves, splats materialized."""
+        return [materialize(b, v) for a in args for v in flatten(self.values[a])]
+
+    def lower_apply(self, b: Builder, op: gm.ApplyOp) -> None:
+        callee = self.symbols.get(op.callee.data)
+        if callee is None:
+            raise UnsupportedOp(f"apply of @{op.callee.data}, which has no definition")
+        extern = callee.decl is not None and callee.decl.data == "extern"
+        if callee.is_declaration and not extern:
+            raise UnsupportedOp(f"apply of the {callee.decl.data} declaration @{op.callee.data}")  # type: ignore[union-attr]
+        ftype = op.callee_type
+        args = self.edge(b, op.args)
+        out_types: list[TensorType] = (
+            [] if graph.is_void(ftype.output) else flatten_type(ftype.output)
+        )
+        if extern and any(t.rank != 0 for t in (*(a.type for a in args), *out_types)):  # type: ignore[attr-defined]
+            raise UnsupportedOp(
+                f"apply of the extern function @{op.callee.data}: extern functions take and "
+                "return scalars only"
+            )
+        if extern and len(out_types) > 1:
+            raise UnsupportedOp(
+                f"apply of the extern function @{op.callee.data} with a tuple result"
+            )
+        call = b.insert(tensor.CallOp(op.callee.data, args, out_types, extern=extern))
+        if op.results:
+            self.values[op.results[0]] = unflatten(ftype.output, iter(call.res))
+
+    def precheck(self, op: Operation) -> None:
+        """Unsupported opcodes and data types, reported at the op before any lowering."""
+        if isinstance(op, graph.GlobalRefOp) and op.symbol.data in self.symbols:
+            return  # a function use (combinator); its users decide
+        if isinstance(op, graph.ReturnOp | graph.BranchOp | graph.ConditionalOp | gm.ApplyOp):
+            pass
+        elif isinstance(op, graph.BranchEnumOp | graph.GlobalRefOp) or type(op) in MEMORY_OPS:
+            pass
+        elif isinstance(op, gm.TrapOp):
+            return
+        elif not isinstance(op, graph.LiteralOp) and (rule_for(op) is None or not op.results):
+            raise error_at(op, UNSUPPORTED + _terminator_opcode(getattr(op, "OPCODE", op.name)))
+        for r in op.results:
+            check_type(op, r.type, self.types)
+
+    def dispatch(self, b: Builder, op: Operation, args: list[Lowered]) -> Lowered:
+        if isinstance(op, graph.LiteralOp):
+            return lower_literal(b, op, args, self.types)
+        if isinstance(op, gm.ExtractOp | gm.InsertOp) and _has_aggregate(args):
+            return lower_aggregate_key_op(b, op, args, self.types)
+        rule = rule_for(op)
+        assert rule is not None
+        return rule(b, op, args)
+
+
+class LowerGraphToTensorPass(ModulePass):
+    """Graph level -> tensor level.
+
+    Input: a verified graph module. Every function definition whose body is a single
+    block of supported ops becomes a `tensor.func` (tuple results flattened); each op
+    becomes one `tensor.compute` (or a `tensor.constant`, or a compile-time splat/tuple).
+    Declarations (extern, adjoint functions, types, vars) have no code and are
+    dropped, so the result is purely tensor level. Anything else raises a located
+    "not supported by the code generator yet: <opcode>" diagnostic.
+    """
+
+    name = "lower-graph-to-tensor"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        symbols = {f.sym_name.data: f for f in op.body.block.ops if isinstance(f, graph.FuncOp)}
+        types = Symbols.of_module(op)
+        lowered = [
+            (FunctionLowering(func, symbols, types).run(), func)
+            for func in op.body.block.ops
+            if isinstance(func, graph.FuncOp) and not func.is_declaration
+        ]
+        for func, before in lowered:
+            op.body.block.insert_op_before(func, before)
+        for child in list(op.body.block.ops):
+            if not isinstance(child, tensor.FuncOp):
+                child.detach()
+                child.erase(safe_erase=False)
+
+
+def _terminator_opcode(name: str) -> str:
+    return {
+        "graph.branch": "branch",
+        "graph.conditional": "conditional",
+        "graph.branch_enum": "branchEnum",
+        "graph.branchEnum": "branchEnum",
+    }.get(name, name)

@@ -1,0 +1,158 @@
+"""Graph -> tensor rules of the runtime services: `random` and growable stacks.
+
+`random` is a counter-based generator (SplitMix64) in generated code. The generator
+state is the runtime-owned module variable `RNG_VAR` of 16 bytes: the seed (i64) and a
+counter (i64). Each `random` op reads both, advances the counter by the number of
+elements it draws, and element `k` (C order) of the result is
+`splitmix64(seed + (counter + k + 1) * golden)`. Floats are `lo + (hi - lo) * u` with
+`u = bits >> 11 / 2**53` uniform in [0, 1) (computed in f64, rounded to the data type;
+a value that rounds up to `hi` becomes `lo`, so results lie in [lo, hi)); integers are
+`lo + bits mod (hi - lo)` (64-bit unsigned arithmetic). `hi <= lo` (or a NaN bound)
+gives `lo` everywhere, like the reference interpreter.
+
+A stack is the address of a zeroed 24-byte header `[data, size, capacity]` (three i64)
+on the heap; `push` reserves bytes at the top (growing `data` with realloc) and writes
+the value's C layout there, `pop T` reads the last `sizeof(T)` bytes and shrinks the
+stack (`tensor.stack_push` / `tensor.stack_pop`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.builder import Builder
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import f64
+from xdsl.ir import Operation, SSAValue
+
+from dlc.dialects import graph_memory as gm
+from dlc.dialects import tensor_memory as tm
+from dlc.dialects.graph_types import TensorType, dtype_is_float
+from dlc.dialects.layout import I64
+from dlc.dialects.tensor import scalar_type
+from dlc.lowering.graph_to_tensor.compute_builder import BodyBuilder, Lowered, Splat, build_compute
+
+RNG_VAR = "dlc.rng"
+"""Name of the generator state variable (not a DLVM identifier, so no clash)."""
+RNG_BYTES = 16
+STACK_HEADER = 24
+_GOLDEN = 0x9E3779B97F4A7C15
+_MIX1 = 0xBF58476D1CE4E5B9
+_MIX2 = 0x94D049BB133111EB
+
+
+def _signed(value: int) -> int:
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def splitmix64(seed: int, position: int) -> int:
+    """The generator's 64-bit output at `position` (Python model, for tests/docs)."""
+    mask = (1 << 64) - 1
+    z = (seed + (position + 1) * _GOLDEN) & mask
+    z = ((z ^ (z >> 30)) * _MIX1) & mask
+    z = ((z ^ (z >> 27)) * _MIX2) & mask
+    return z ^ (z >> 31)
+
+
+def _mix(s: BodyBuilder, seed: SSAValue, position: SSAValue) -> SSAValue:
+    """splitmix64(seed, position) as i64 scalar ops."""
+    step = s.emit(arith.AddiOp(position, s.index(1)))
+    z = s.emit(arith.AddiOp(seed, s.emit(arith.MuliOp(step, s.index(_signed(_GOLDEN))))))
+    for shift, mult in ((30, _MIX1), (27, _MIX2)):
+        shifted = s.emit(arith.ShRUIOp(z, s.index(shift)))
+        z = s.emit(arith.MuliOp(s.emit(arith.XOrIOp(z, shifted)), s.index(_signed(mult))))
+    return s.emit(arith.XOrIOp(z, s.emit(arith.ShRUIOp(z, s.index(31)))))
+
+
+def _linear(s: BodyBuilder, indices: Sequence[SSAValue], dims: Sequence[int]) -> SSAValue:
+    flat = s.index(0)
+    for index, n in zip(indices, dims, strict=True):
+        flat = s.emit(arith.AddiOp(s.emit(arith.MuliOp(flat, s.index(n))), index))
+    return flat
+
+
+def _draw(s: BodyBuilder, bits: SSAValue, lo: SSAValue, hi: SSAValue, dt: str) -> SSAValue:
+    """One element in [lo, hi) from 64 random bits."""
+    if dtype_is_float(dt):
+        unit = s.emit(arith.UIToFPOp(s.emit(arith.ShRUIOp(bits, s.index(11))), f64))
+        unit = s.emit(arith.MulfOp(unit, s.const(2.0**-53, "f64")))
+        lo64, hi64 = s.cast(lo, dt, "f64"), s.cast(hi, dt, "f64")
+        span = s.emit(arith.SubfOp(hi64, lo64))
+        value = s.emit(arith.AddfOp(lo64, s.emit(arith.MulfOp(span, unit))))
+        if dt == "f16":  # f64 -> f16 needs a libcall missing from the JIT: go via f32
+            value = s.cast(s.cast(value, "f64", "f32"), "f32", dt)
+        else:
+            value = s.cast(value, "f64", dt)
+        inside = s.cmpf("olt", value, hi)
+        return s.select(s.emit(arith.AndIOp(inside, s.cmpf("olt", lo, hi))), value, lo)
+    lo64, hi64 = s.cast(lo, dt, "i64"), s.cast(hi, dt, "i64")
+    span = s.emit(arith.SubiOp(hi64, lo64))
+    value = s.emit(arith.AddiOp(lo64, s.emit(arith.RemUIOp(bits, span))))
+    if dt != "i64":
+        value = s.emit(arith.TruncIOp(value, scalar_type(dt)))
+    return s.select(s.cmpi("slt", lo, hi), value, lo)
+
+
+def lower_random(b: Builder, op: gm.RandomOp, args: list[Lowered], materialize) -> Lowered:  # noqa: ANN001
+    """The draws of one `random` op; advances the generator counter."""
+    out = op.result.type
+    assert isinstance(out, TensorType)
+    lo, hi = args
+    if out.num_elements == 0:
+        return Splat(0, out)
+    addr = b.insert(tm.GlobalAddressOp(RNG_VAR, RNG_BYTES)).result
+    end = materialize(b, _offset(b, addr, RNG_BYTES))
+    counter_at = materialize(b, _offset(b, addr, 8))
+    seed = b.insert(tm.MemReadOp(addr, addr, end, I64)).result
+    counter = b.insert(tm.MemReadOp(counter_at, addr, end, I64)).result
+    advanced = materialize(b, _offset(b, counter, out.num_elements))
+    b.insert(tm.MemWriteOp(advanced, counter_at, addr, end))
+
+    def body(s: BodyBuilder, i: Sequence[SSAValue], _: Sequence[SSAValue]) -> SSAValue:
+        position = s.emit(arith.AddiOp(s.read(counter, []), _linear(s, i, out.dims)))
+        bits = _mix(s, s.read(seed, []), position)
+        return _draw(s, bits, s.read(lo, []), s.read(hi, []), out.dt)
+
+    return build_compute(b, out, body).result
+
+
+def _offset(b: Builder, value: SSAValue, delta: int) -> Lowered:
+    def body(s: BodyBuilder, i: Sequence[SSAValue], _: Sequence[SSAValue]) -> SSAValue:
+        return s.emit(arith.AddiOp(s.read(value, []), s.index(delta)))
+
+    return build_compute(b, I64, body).result
+
+
+def lower_stack_op(
+    b: Builder,
+    op: Operation,
+    args: list[Lowered],
+    rules,
+    materialize,  # noqa: ANN001
+) -> Lowered | None:
+    """createStack / push / pop / destroyStack on the heap header (see module doc)."""
+    match op:
+        case gm.CreateStackOp():
+            nbytes = b.insert(tm.HeapAllocOp(materialize(b, Splat(STACK_HEADER, I64)))).result
+            return [nbytes]
+        case gm.PushOp():
+            t = op.value.type
+            size = rules.size(t)
+            header = materialize(b, args[1][0])
+            at = b.insert(tm.StackPushOp(header, size)).result
+            rules.write(b, t, args[0], [at, at, _offset(b, at, size)])
+            return None
+        case gm.PopOp():
+            t = op.result.type
+            size = rules.size(t)
+            header = materialize(b, args[0][0])
+            at = b.insert(tm.StackPopOp(header, size)).result
+            return rules.read(b, t, [at, at, _offset(b, at, size)])
+        case gm.DestroyStackOp():
+            header = materialize(b, args[0][0])
+            end = materialize(b, _offset(b, header, STACK_HEADER))
+            data = b.insert(tm.MemReadOp(header, header, end, I64)).result
+            b.insert(tm.HeapFreeOp(data))
+            b.insert(tm.HeapFreeOp(header))
+            return None
+    raise AssertionError(op.name)

@@ -1,0 +1,1 @@
+"""`lower-loop-to-llvm`: loops and buffers to xDSL's `llvm` dialect."""

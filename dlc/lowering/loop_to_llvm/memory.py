@@ -1,0 +1,219 @@
+"""loop -> llvm for the raw-memory ops (dlc/dialects/loop_memory.py).
+
+Addresses are i64 (`inttoptr`/`ptrtoint` at each use). Module variables live in
+runtime-owned zeroed storage whose address is in the i64 global `_dlc_var_<name>`
+(`VAR_PREFIX`); the module attribute `dlc.vars` lists name -> byte size so the runtime
+can allocate and install it right after JIT compilation.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, i1, i8, i64
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+
+from dlc.dialects import loop_memory as lm
+from dlc.lowering.loop_to_llvm.scalar import const, icmp, select
+
+if TYPE_CHECKING:
+    from dlc.lowering.loop_to_llvm.lower_loop_to_llvm import _FuncEmitter
+
+VAR_PREFIX = "_dlc_var_"
+PTR = llvm.LLVMPointerType()
+
+
+def _ptr(em: _FuncEmitter, addr: SSAValue) -> SSAValue:
+    return em.emit(llvm.IntToPtrOp(addr))
+
+
+def _int(em: _FuncEmitter, ptr: SSAValue) -> SSAValue:
+    return em.emit(llvm.PtrToIntOp(ptr, i64))
+
+
+def _buffer_bytes(em: _FuncEmitter, op: Operation, mtype: MemRefType) -> int:
+    from dlc.lowering.loop_to_llvm.lower_loop_to_llvm import element_bytes, element_count
+
+    return element_count(mtype) * element_bytes(mtype, op)
+
+
+def _memmove(em: _FuncEmitter, dst: SSAValue, src: SSAValue, n: SSAValue) -> None:
+    args = [dst, src, n, const(em, 0, i1)]
+    em.emit(llvm.CallIntrinsicOp("llvm.memmove.p0.p0.i64", args, []))
+
+
+def lower_raw_memory(em: _FuncEmitter, op: Operation) -> None:
+    """Emit the llvm ops of one raw-memory op."""
+    get = em.get
+    match op:
+        case lm.AddressOp():
+            em.values[op.res] = _int(em, get(op.buffer))
+        case lm.GlobalAddressOp():
+            assert em.status is not None
+            name = VAR_PREFIX + op.sym_name.data
+            em.status.variables[op.sym_name.data] = op.size.data
+            slot = em.emit(llvm.AddressOfOp(name, PTR))
+            em.values[op.res] = em.emit(llvm.LoadOp(slot, i64, alignment=8))
+        case lm.RawLoadOp():
+            n = _buffer_bytes(em, op, op.buffer.type)  # type: ignore[arg-type]
+            _memmove(em, get(op.buffer), _ptr(em, get(op.addr)), const(em, n, i64))
+        case lm.RawStoreOp():
+            n = _buffer_bytes(em, op, op.buffer.type)  # type: ignore[arg-type]
+            _memmove(em, _ptr(em, get(op.addr)), get(op.buffer), const(em, n, i64))
+        case lm.RawCopyOp():
+            _memmove(em, _ptr(em, get(op.dst)), _ptr(em, get(op.src)), get(op.nbytes))
+        case lm.RawAllocOp():
+            em.values[op.res] = _heap_alloc(em, op, get(op.nbytes))
+        case lm.RawFreeOp():
+            em.declare("free", [PTR], llvm.LLVMVoidType())
+            em.emit(llvm.CallOp("free", _ptr(em, get(op.addr))))
+        case lm.StackAllocOp():
+            em.values[op.res] = _stack_alloc(em, op)
+        case lm.RawCheckOp():
+            _check(em, op)
+        case lm.StackPushOp():
+            em.values[op.res] = _stack_push(em, op)
+        case lm.StackPopOp():
+            em.values[op.res] = _stack_pop(em, op)
+        case lm.ScalarCallOp():
+            em.values[op.res] = _scalar_call(em, op)
+        case _:
+            raise AssertionError(op.name)
+
+
+def _stack_alloc(em: _FuncEmitter, op: lm.StackAllocOp) -> SSAValue:
+    """An alloca at the top of the entry block (one frame slot), zeroed here."""
+    entry = em.region.blocks.first
+    assert entry is not None
+    size = max(1, op.size.data)
+    count = llvm.ConstantOp(IntegerAttr(size, i64), i64)
+    alloca = llvm.AllocaOp(count, i8, alignment=16)
+    first = entry.first_op
+    if first is None:
+        entry.add_ops([count, alloca])
+    else:
+        entry.insert_ops_before([count, alloca], first)
+    args = [alloca.results[0], const(em, 0, i8), const(em, size, i64), const(em, 0, i1)]
+    em.emit(llvm.CallIntrinsicOp("llvm.memset.p0.i64", args, []))
+    return _int(em, alloca.results[0])
+
+
+def _heap_alloc(em: _FuncEmitter, op: lm.RawAllocOp, nbytes: SSAValue) -> SSAValue:
+    """calloc(1, n); a failed allocation (n negative or too large: NULL) traps instead of
+    handing out a null pointer whose bounds claim n bytes."""
+    em.declare("calloc", [i64, i64], PTR)
+    addr = _int(em, em.emit(llvm.CallOp("calloc", const(em, 1, i64), nbytes, return_type=PTR)))
+    if em.status is None:
+        return addr
+    null = icmp(em, "eq", addr, const(em, 0, i64))
+    failed = em.emit(llvm.AndOp(null, icmp(em, "ne", nbytes, const(em, 0, i64))))
+    em.trap_when(failed, op, "trap", "heap allocation failed (out of memory or a negative count)")
+    return addr
+
+
+POINTER_ACCESSES = ("load", "store")
+
+
+def _check(em: _FuncEmitter, op: lm.RawCheckOp) -> None:
+    """addr < lo or addr + n > hi: record the location, return from the function.
+
+    Accesses through user pointers (`load`, `store`, `copy`) are always checked: their
+    addresses come from the program's own arithmetic, and compiled code must never touch
+    memory outside the object a pointer came from. Other checks (dynamic indices, which
+    are also clamped) only exist in bounds-checking builds."""
+    status = em.status
+    if status is None:
+        return
+    if not status.bounds_check and op.access.data not in POINTER_ACCESSES:
+        return
+    addr, n, lo, hi = (em.get(v) for v in (op.addr, op.nbytes, op.lo, op.hi))
+    end = em.emit(llvm.AddOp(addr, n))
+    below = icmp(em, "ult", addr, lo)
+    above = icmp(em, "ugt", end, hi)
+    bad = em.emit(llvm.OrOp(below, above))
+    access = op.access.data
+    through = " through a pointer" if access in ("load", "store") else ""  # else an index
+    em.trap_when(bad, op, "bounds", f"out-of-bounds {access}{through} ({op.name})")
+
+
+def _field(em: _FuncEmitter, header: SSAValue, index: int) -> SSAValue:
+    """Pointer to i64 field `index` of a stack header."""
+    return _ptr(em, em.emit(llvm.AddOp(header, const(em, 8 * index, i64))))
+
+
+def _load_field(em: _FuncEmitter, header: SSAValue, index: int) -> SSAValue:
+    return em.emit(llvm.LoadOp(_field(em, header, index), i64, alignment=8))
+
+
+def _store_field(em: _FuncEmitter, value: SSAValue, header: SSAValue, index: int) -> None:
+    em.emit(llvm.StoreOp(value, _field(em, header, index), alignment=8))
+
+
+def _stack_push(em: _FuncEmitter, op: lm.StackPushOp) -> SSAValue:
+    """size + n > capacity: data = realloc(data, max(2 capacity, size + n, 64))."""
+    header = em.get(op.header)
+    size = _load_field(em, header, 1)
+    need = em.emit(llvm.AddOp(size, const(em, op.nbytes.data, i64)))
+    capacity = _load_field(em, header, 2)
+    grow, join = Block(), Block()
+    em.emit(llvm.CondBrOp(icmp(em, "ugt", need, capacity), grow, [], join, []))
+    em.start(grow)
+    twice = em.emit(llvm.AddOp(capacity, capacity))
+    larger = select(em, icmp(em, "ugt", twice, need), twice, need)
+    floor = const(em, 64, i64)
+    new_capacity = select(em, icmp(em, "ugt", larger, floor), larger, floor)
+    em.declare("realloc", [PTR, i64], PTR)
+    data = _ptr(em, _load_field(em, header, 0))
+    grown = em.emit(llvm.CallOp("realloc", data, new_capacity, return_type=PTR))
+    _store_field(em, _int(em, grown), header, 0)
+    _store_field(em, new_capacity, header, 2)
+    em.emit(llvm.BrOp(join))
+    em.start(join)
+    _store_field(em, need, header, 1)
+    return em.emit(llvm.AddOp(_load_field(em, header, 0), size))
+
+
+def _stack_pop(em: _FuncEmitter, op: lm.StackPopOp) -> SSAValue:
+    """size < n traps (when the module has a status word); else size -= n."""
+    header = em.get(op.header)
+    size = _load_field(em, header, 1)
+    n = const(em, op.nbytes.data, i64)
+    if em.status is not None:
+        em.trap_when(icmp(em, "ult", size, n), op, "trap", "pop from an empty stack")
+    rest = em.emit(llvm.SubOp(size, n))
+    _store_field(em, rest, header, 1)
+    return em.emit(llvm.AddOp(_load_field(em, header, 0), rest))
+
+
+def _entry_slot(em: _FuncEmitter, t: Attribute) -> SSAValue:
+    """An alloca of one `t` at the top of the entry block."""
+    entry = em.region.blocks.first
+    assert entry is not None
+    count = llvm.ConstantOp(IntegerAttr(1, i64), i64)
+    alloca = llvm.AllocaOp(count, t, alignment=16)
+    first = entry.first_op
+    if first is None:
+        entry.add_ops([count, alloca])
+    else:
+        entry.insert_ops_before([count, alloca], first)
+    return alloca.results[0]
+
+
+def _scalar_call(em: _FuncEmitter, op: lm.ScalarCallOp) -> SSAValue:
+    """Scalars through stack slots: f(&a, &b, &out); bool (i1) is one byte."""
+    slots = []
+    for value in op.args:
+        item = em.get(value)
+        if item.type == i1:
+            item = em.emit(llvm.ZExtOp(item, i8))
+        slot = _entry_slot(em, item.type)
+        em.emit(llvm.StoreOp(item, slot))
+        slots.append(slot)
+    rtype = op.res.type
+    out = _entry_slot(em, i8 if rtype == i1 else rtype)
+    em.emit(llvm.CallOp(op.callee.data, *slots, out))
+    em.return_if_status()
+    if rtype == i1:
+        return em.emit(llvm.TruncOp(em.emit(llvm.LoadOp(out, i8)), i1))
+    return em.emit(llvm.LoadOp(out, rtype))

@@ -1,0 +1,441 @@
+"""lower-tensor-to-loop: `tensor.func` of computes -> `loop.func` of loop nests over buffers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.builder import Builder, InsertPoint
+from xdsl.context import Context
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import IntAttr, IntegerAttr, MemRefType, ModuleOp, i1, i8, i64
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from dlc.diagnostics import copy_loc, error_at, location_prefix
+from dlc.dialects import loop, tensor
+from dlc.dialects.graph_types import TensorType
+from dlc.dialects.tensor_memory import MEMORY_OPS
+from dlc.lowering.scalar_ops import ScalarBuilder, Unsupported, mark_reassociable
+from dlc.lowering.tensor_to_loop.memory import MemoryOpLowering
+
+REDUCTION_OUTER = "dlc.reduction_outer"
+"""Compute attribute (IntAttr k): lower with the reduction loops outside all but the
+first k output loops (see `FunctionLowering._reduction_outer`)."""
+
+
+def memref_type(t: Attribute) -> MemRefType:
+    """The buffer of a tensor: same shape, bool stored as i8."""
+    assert isinstance(t, TensorType)
+    element = i8 if t.dt == "bool" else tensor.scalar_type(t.dt)
+    return MemRefType(element, t.dims)
+
+
+def load(b: Builder, buffer: SSAValue, indices: Sequence[SSAValue], dtype: str) -> SSAValue:
+    """loop.load, with bool i8 -> i1."""
+    value = b.insert(loop.LoadOp(buffer, list(indices))).res
+    if dtype == "bool":
+        value = b.insert(arith.TruncIOp(value, i1)).result
+    return value
+
+
+def store(
+    b: Builder, value: SSAValue, buffer: SSAValue, indices: Sequence[SSAValue], dtype: str
+) -> None:
+    """loop.store, with bool i1 -> i8."""
+    if dtype == "bool":
+        value = b.insert(arith.ExtUIOp(value, i8)).result
+    b.insert(loop.StoreOp(value, buffer, list(indices)))
+
+
+def index(b: Builder, value: int) -> SSAValue:
+    return b.insert(arith.ConstantOp(IntegerAttr(value, i64))).result
+
+
+class FunctionLowering:
+    """Lowers one `tensor.func`: assigns buffers, then emits one loop nest per compute."""
+
+    def __init__(self, func: tensor.FuncOp):
+        self.func = func
+        ftype = func.function_type
+        types = [memref_type(t) for t in (*ftype.inputs.data, *ftype.outputs.data)]
+        self.result = loop.FuncOp(func.sym_name.data, types)
+        copy_loc(func, self.result)
+        n_in = len(ftype.inputs.data)
+        self.outputs = self.result.args[n_in:]
+        self.buffers: dict[SSAValue, SSAValue] = dict(
+            zip(func.args, self.result.args[:n_in], strict=True)
+        )
+        self.allocs: list[SSAValue] = []
+        self.b = Builder(InsertPoint.at_end(self.result.body.block))
+
+    def run(self) -> loop.FuncOp:
+        ret = self.func.body.block.last_op
+        assert isinstance(ret, tensor.ReturnOp)
+        dests, copies = self._assign_outputs(ret)
+        for op in self.func.body.block.ops:
+            if isinstance(op, tensor.ConstantOp):
+                self._constant(op, self._buffer(op.result, dests))
+            elif isinstance(op, tensor.ComputeOp) and "fuse.group" in op.attributes:
+                from dlc.lowering.tensor_to_loop.fused_nest import (
+                    emit_group,  # fused groups: one nest
+                )
+
+                emit_group(self, op, dests)
+            elif isinstance(op, tensor.ComputeOp):
+                self._compute(op, self._buffer(op.result, dests))
+            elif isinstance(op, tensor.ScanOp):
+                self._scan(op, self._buffer(op.result, dests))
+            elif isinstance(op, tensor.CallOp):
+                self._call(op, [self._buffer(r, dests) for r in op.res])
+            elif isinstance(op, tensor.TrapOp):
+                self._trap(op)
+            elif type(op) in MEMORY_OPS:
+                self._memory(op, lambda v: self._buffer(v, dests))
+            elif not isinstance(op, tensor.ReturnOp):
+                raise error_at(op, f"not supported by the code generator yet: {op.name}")
+        for value, out in copies:
+            self.b.insert(loop.CopyOp(self.buffers[value], out))
+        for buffer in reversed(self.allocs):
+            self.b.insert(loop.DeallocOp(buffer))
+        self.b.insert(loop.ReturnOp())
+        return self.result
+
+    def _assign_outputs(
+        self, ret: tensor.ReturnOp
+    ) -> tuple[dict[SSAValue, SSAValue], list[tuple[SSAValue, SSAValue]]]:
+        """Results computed here write straight into their (first) output buffer;
+        arguments and values returned twice are copied."""
+        dests: dict[SSAValue, SSAValue] = {}
+        copies: list[tuple[SSAValue, SSAValue]] = []
+        for value, out in zip(ret.values, self.outputs, strict=True):
+            if value in self.buffers or value in dests:
+                copies.append((value, out))
+            else:
+                dests[value] = out
+        return dests, copies
+
+    def _buffer(self, value: SSAValue, dests: dict[SSAValue, SSAValue]) -> SSAValue:
+        buffer = dests.get(value)
+        if buffer is None:
+            buffer = self.b.insert(loop.AllocOp(memref_type(value.type))).res
+            self.allocs.append(buffer)
+        self.buffers[value] = buffer
+        return buffer
+
+    def _memory(self, op: Operation, new_buffer) -> None:  # noqa: ANN001
+        """Memory ops (tensor_memory.py) via tensor_to_loop_memory.py, located."""
+        before = len(self.b.insertion_point.block.ops)  # type: ignore[union-attr]
+        MemoryOpLowering(self.b, self.buffers, new_buffer).lower(op)
+        for new in list(self.b.insertion_point.block.ops)[before:]:  # type: ignore[union-attr]
+            copy_loc(op, new)
+
+    def _trap(self, op: tensor.TrapOp) -> None:
+        copy_loc(op, self.b.insert(loop.TrapOp(f"{location_prefix(op)}trap")))
+
+    def _call(self, op: tensor.CallOp, outputs: Sequence[SSAValue]) -> None:
+        """`loop.call` with caller-allocated outputs; extern calls pass scalars by value."""
+        inputs = [self.buffers[a] for a in op.args]
+        if op.extern is None:
+            call = self.b.insert(loop.CallOp(op.callee.data, [*inputs, *outputs]))
+            copy_loc(op, call)
+            return
+        loaded = [load(self.b, buf, [], a.type.dt) for buf, a in zip(inputs, op.args)]  # type: ignore[attr-defined]
+        types = [tensor.scalar_type(r.type.dt) for r in op.res]  # type: ignore[attr-defined]
+        call = self.b.insert(loop.ExternCallOp(op.callee.data, loaded, types))
+        copy_loc(op, call)
+        for value, buf, r in zip(call.res, outputs, op.res, strict=True):
+            store(self.b, value, buf, [], r.type.dt)  # type: ignore[attr-defined]
+
+    def _constant(self, op: tensor.ConstantOp, buffer: SSAValue) -> None:
+        t = op.result.type
+        assert isinstance(t, TensorType)
+        scalars = ScalarBuilder(self.b)
+        for flat, value in enumerate(op.values):
+            indices, rest = [], flat
+            for n in reversed(t.dims):
+                indices.append(index(self.b, rest % n))
+                rest //= n
+            store(self.b, scalars.const(value, t.dt), buffer, indices[::-1], t.dt)
+
+    def _compute(self, op: tensor.ComputeOp, buffer: SSAValue) -> None:
+        t = op.result.type
+        assert isinstance(t, TensorType)
+        outer = op.attributes.get(REDUCTION_OUTER)
+        if isinstance(outer, IntAttr) and op.combinator is not None and op.init is None:
+            self._reduction_outer(op, buffer, outer.data)
+            return
+        b, ivs, blocks = self.b, [], []
+        zero, one = index(b, 0), index(b, 1)
+        for n in op.domain:
+            nest = b.insert(loop.ForOp(zero, index(b, n), one, parallel=True))
+            copy_loc(op, nest)
+            ivs.append(nest.iv)
+            blocks.append(nest.body.block)
+            b = Builder(InsertPoint.at_end(nest.body.block))
+        if op.combinator is None:
+            value = self._body(b, op, ivs)
+        else:
+            value = self._reduction(b, op, ivs, zero, one)
+        store(b, value, buffer, ivs, t.dt)
+        for block in blocks:
+            block.add_op(loop.YieldOp())
+
+    def _reduction(
+        self, b: Builder, op: tensor.ComputeOp, ivs: list[SSAValue], zero: SSAValue, one: SSAValue
+    ) -> SSAValue:
+        """Inner loops with an accumulator: acc = combine(acc, body(ivs, rivs))."""
+        t = op.result.type
+        assert isinstance(t, TensorType) and op.combinator is not None
+        if op.init is not None:
+            acc = load(b, self.buffers[op.init], [], t.dt)
+        else:
+            acc = b.insert(arith.ConstantOp(op.init_value)).result  # type: ignore[arg-type]
+        nests: list[loop.ForOp] = []
+        rivs: list[SSAValue] = []
+        for n in op.reduction_extents:
+            nest = b.insert(loop.ForOp(zero, index(b, n), one, [acc]))
+            nests.append(nest)
+            rivs.append(nest.iv)
+            acc = nest.iter_args[0]
+            b = Builder(InsertPoint.at_end(nest.body.block))
+        element = self._body(b, op, [*ivs, *rivs])
+        try:
+            value = ScalarBuilder(b).binary(op.combinator.data, t.dt, acc, element)
+        except Unsupported as err:
+            raise error_at(
+                op, f"not supported by the code generator yet: reduce by {err}"
+            ) from None
+        mark_reassociable(op, value)  # vectorizable fold order (see there)
+        for nest in reversed(nests):
+            nest.body.block.add_op(loop.YieldOp(value))
+            value = nest.res[0]
+        return value
+
+    def _reduction_outer(self, op: tensor.ComputeOp, buffer: SSAValue, keep: int) -> None:
+        """Schedule `for i[:keep]: out[i..] = init; for r: for i[keep:]: out[i] = comb(out[i],
+        body(i, r))`: the same fold order per element as `_reduction` (bit-identical),
+        but the innermost loop runs over output elements, so it vectorizes (convolution).
+        Large matrix products get register and cache tiles instead (`dot_tiling.py`).
+        """
+        from dlc.lowering.tensor_to_loop.dot_tiling import emit_tiled_dot
+
+        if emit_tiled_dot(self, op, buffer, keep):
+            return
+        t = op.result.type
+        assert isinstance(t, TensorType) and op.combinator is not None
+        dims = op.domain
+        b, blocks = self.b, []
+        zero, one = index(b, 0), index(b, 1)
+
+        def nest(b: Builder, n: int, parallel: bool) -> tuple[Builder, SSAValue]:
+            loop_op = b.insert(loop.ForOp(zero, index(b, n), one, parallel=parallel))
+            copy_loc(op, loop_op)
+            blocks.append(loop_op.body.block)
+            return Builder(InsertPoint.at_end(loop_op.body.block)), loop_op.iv
+
+        ivs: list[SSAValue] = []
+        for n in dims[:keep]:
+            b, iv = nest(b, n, True)
+            ivs.append(iv)
+        init_b, init_ivs = b, list(ivs)
+        for n in dims[keep:]:
+            init_b, iv = nest(init_b, n, True)
+            init_ivs.append(iv)
+        init = init_b.insert(arith.ConstantOp(op.init_value)).result  # type: ignore[arg-type]
+        store(init_b, init, buffer, init_ivs, t.dt)
+        rivs: list[SSAValue] = []
+        for n in op.reduction_extents:
+            b, iv = nest(b, n, False)
+            rivs.append(iv)
+        for n in dims[keep:]:
+            b, iv = nest(b, n, True)
+            ivs.append(iv)
+        acc = load(b, buffer, ivs, t.dt)
+        element = self._body(b, op, [*ivs, *rivs])
+        value = ScalarBuilder(b).binary(op.combinator.data, t.dt, acc, element)
+        store(b, value, buffer, ivs, t.dt)
+        for block in blocks:
+            block.add_op(loop.YieldOp())
+
+    def _scan(self, op: tensor.ScanOp, buffer: SSAValue) -> None:
+        """`for other indices (C order): acc = x[..0..]; out[..0..] = acc;
+        for k in 1..n: acc = comb(acc, x[..k..]); out[..k..] = acc`."""
+        t = op.result.type
+        assert isinstance(t, TensorType)
+        if t.num_elements == 0:
+            return
+        dim, source = op.dim.data, self.buffers[op.input]
+        b, blocks, ivs = self.b, [], []
+        zero, one = index(b, 0), index(b, 1)
+        for d, n in enumerate(t.dims):
+            if d == dim:
+                continue
+            nest = b.insert(loop.ForOp(zero, index(b, n), one, parallel=True))
+            copy_loc(op, nest)
+            ivs.append(nest.iv)
+            blocks.append(nest.body.block)
+            b = Builder(InsertPoint.at_end(nest.body.block))
+
+        def at(k: SSAValue) -> list[SSAValue]:
+            return [*ivs[:dim], k, *ivs[dim:]]
+
+        first = load(b, source, at(zero), t.dt)
+        store(b, first, buffer, at(zero), t.dt)
+        scan = b.insert(loop.ForOp(one, index(b, t.dims[dim]), one, [first]))
+        copy_loc(op, scan)
+        inner = Builder(InsertPoint.at_end(scan.body.block))
+        element = load(inner, source, at(scan.iv), t.dt)
+        try:
+            value = ScalarBuilder(inner).binary(
+                op.combinator.data, t.dt, scan.iter_args[0], element
+            )
+        except Unsupported as err:
+            raise error_at(op, f"not supported by the code generator yet: scan by {err}") from None
+        copy_loc(op, value.owner)  # type: ignore[arg-type]
+        store(inner, value, buffer, at(scan.iv), t.dt)
+        inner.insert(loop.YieldOp(value))
+        for block in blocks:
+            block.add_op(loop.YieldOp())
+
+    def _body(self, b: Builder, op: tensor.ComputeOp, indices: Sequence[SSAValue]) -> SSAValue:
+        """Inline the compute body at `indices`; reads become loads. Returns the yield."""
+        block = op.body.block
+        mapping: dict[SSAValue, SSAValue] = dict(zip(block.args, indices, strict=True))
+        for inner in block.ops:
+            if isinstance(inner, tensor.YieldOp):
+                return mapping.get(inner.value, inner.value)
+            if isinstance(inner, tensor.ReadOp):
+                dtype = inner.tensor.type.dt  # type: ignore[attr-defined]
+                where = [mapping.get(i, i) for i in inner.indices]
+                mapping[inner.result] = load(b, self.buffers[inner.tensor], where, dtype)
+                continue
+            b.insert(inner.clone(mapping))
+        raise AssertionError("compute body without tensor.yield")
+
+
+class CFGLowering(FunctionLowering):
+    """Lowers a multi-block `tensor.func` to a multi-block `loop.func`.
+
+    Every tensor value (op results and block arguments) gets its own buffer, allocated
+    in the entry block and freed before each `loop.return`: a block executed again (a
+    loop) overwrites its buffers. A branch copies its arguments into the destination's
+    block-argument buffers (through temporaries when one argument buffer is the source
+    of another: a parallel copy) and jumps; a return copies into the output buffers.
+    """
+
+    def run(self) -> loop.FuncOp:
+        entry = self.result.body.blocks[0]
+        self.returns: list[loop.ReturnOp] = []
+        blocks = list(self.func.body.blocks)
+        self.blocks = {}
+        for block in blocks:
+            self.blocks[block] = Block()
+            self.result.body.add_block(self.blocks[block])
+        jump = loop.BrOp(self.blocks[blocks[0]])
+        entry.add_op(jump)
+        self.prologue = Builder(InsertPoint.before(jump))  # entry: allocations only
+        for block in blocks[1:]:
+            for arg in block.args:
+                self.buffers[arg] = self._buffer(arg, {})
+        for block in blocks:
+            self.b = Builder(InsertPoint.at_end(self.blocks[block]))
+            for op in block.ops:
+                self._op(op)
+        for ret in self.returns:
+            for buffer in reversed(self.allocs):
+                ret.parent_block().insert_op_before(loop.DeallocOp(buffer), ret)  # type: ignore[union-attr]
+        return self.result
+
+    def _buffer(self, value: SSAValue, dests: dict[SSAValue, SSAValue]) -> SSAValue:
+        buffer = self.prologue.insert(loop.AllocOp(memref_type(value.type))).res
+        self.allocs.append(buffer)
+        self.buffers[value] = buffer
+        return buffer
+
+    def _op(self, op: Operation) -> None:
+        if isinstance(op, tensor.ConstantOp):
+            self._constant(op, self._buffer(op.result, {}))
+        elif isinstance(op, tensor.ComputeOp) and "fuse.group" in op.attributes:
+            from dlc.lowering.tensor_to_loop.fused_nest import (
+                emit_group,  # a fused group within this block
+            )
+
+            emit_group(self, op, {})
+        elif isinstance(op, tensor.ComputeOp):
+            self._compute(op, self._buffer(op.result, {}))
+        elif isinstance(op, tensor.ScanOp):
+            self._scan(op, self._buffer(op.result, {}))
+        elif isinstance(op, tensor.CallOp):
+            self._call(op, [self._buffer(r, {}) for r in op.res])
+        elif isinstance(op, tensor.TrapOp):
+            self._trap(op)
+        elif type(op) in MEMORY_OPS:
+            self._memory(op, lambda v: self._buffer(v, {}))
+        elif isinstance(op, tensor.ReturnOp):
+            for value, out in zip(op.values, self.outputs, strict=True):
+                self.b.insert(loop.CopyOp(self.buffers[value], out))
+            self.returns.append(self.b.insert(loop.ReturnOp()))
+        elif isinstance(op, tensor.BrOp):
+            self._edge(self.b, op.args, op.dest)
+            self.b.insert(loop.BrOp(self.blocks[op.dest]))
+        elif isinstance(op, tensor.CondBrOp):
+            cond = load(self.b, self.buffers[op.cond], [], "bool")
+            then_block = self._edge_block(op.then_args, op.then_block)
+            else_block = self._edge_block(op.else_args, op.else_block)
+            self.b.insert(loop.CondBrOp(cond, then_block, else_block))
+        else:
+            raise error_at(op, f"not supported by the code generator yet: {op.name}")
+
+    def _edge_block(self, args: Sequence[SSAValue], dest: Block) -> Block:
+        """`dest` itself, or a new block doing the argument copies then jumping there."""
+        if all(self.buffers[a] is self.buffers[d] for a, d in zip(args, dest.args, strict=True)):
+            return self.blocks[dest]
+        block = Block()
+        self.result.body.add_block(block)
+        b = Builder(InsertPoint.at_end(block))
+        self._edge(b, args, dest)
+        b.insert(loop.BrOp(self.blocks[dest]))
+        return block
+
+    def _edge(self, b: Builder, args: Sequence[SSAValue], dest: Block) -> None:
+        """Parallel copy of the branch arguments into the block-argument buffers."""
+        targets = [self.buffers[d] for d in dest.args]
+        sources = [self.buffers[a] for a in args]
+        overwritten = set(targets)
+        staged: list[SSAValue] = []
+        for src, dst in zip(sources, targets, strict=True):
+            if src is not dst and src in overwritten:
+                temp = self.prologue.insert(loop.AllocOp(src.type)).res  # type: ignore[arg-type]
+                self.allocs.append(temp)
+                b.insert(loop.CopyOp(src, temp))
+                src = temp
+            staged.append(src)
+        for src, dst in zip(staged, targets, strict=True):
+            if src is not dst:
+                b.insert(loop.CopyOp(src, dst))
+
+
+class LowerTensorToLoopPass(ModulePass):
+    """Tensor level -> loop level.
+
+    Input: a module of `tensor.func`s (and leftover graph declarations, which are
+    dropped). Each function becomes a `loop.func` taking input buffers then output
+    buffers (tuple results already flattened). Each `tensor.compute` becomes a loop
+    nest (output loops marked `parallel`, reductions as inner loops carrying an
+    accumulator) storing into a fresh `loop.alloc` buffer, or straight into the output
+    buffer when the value is returned; returned arguments and values returned twice
+    are `loop.copy`d. Intermediate buffers are freed before `loop.return`.
+    Bool tensors are i8 buffers: loads truncate to i1, stores zero-extend.
+    """
+
+    name = "lower-tensor-to-loop"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for child in list(op.body.block.ops):
+            if isinstance(child, tensor.FuncOp):
+                lowering = CFGLowering if len(child.body.blocks) > 1 else FunctionLowering
+                op.body.block.insert_op_before(lowering(child).run(), child)
+            elif not child.name.startswith("graph."):
+                continue
+            child.detach()
+            child.erase(safe_erase=False)

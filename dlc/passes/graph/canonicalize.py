@@ -1,0 +1,59 @@
+"""`canonicalize`: algebraic simplification of graph functions to a fixpoint."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+)
+from xdsl.transforms.canonicalize import CanonicalizationRewritePattern
+
+from dlc.passes.graph import canonicalization_patterns
+from dlc.passes.graph.pass_support import bump, erase_dead_ops, pure_functions
+
+
+class FastMathPattern(RewritePattern):
+    """The op's rules that hold only without IEEE exactness (see FAST_MATH_PATTERNS)."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        for pattern in canonicalization_patterns.FAST_MATH_PATTERNS.get(type(op), ()):
+            pattern.match_and_rewrite(op, rewriter)
+            if rewriter.has_done_action:
+                return
+
+
+@dataclass(frozen=True)
+class CanonicalizePass(ModulePass):
+    """Apply every op's canonicalization patterns until none applies, then drop dead ops.
+
+    Input: a graph-level module. Rewrites: the rules attached to the ops
+    (`dlc.passes.graph.canonicalization_patterns.PATTERNS`: neutral elements, x^2 -> x*x,
+    x^-1 -> 1/x, sinh/cosh recognition, unary ops at 0, (A^T)^T -> A, reshape chains,
+    ...), exact under IEEE arithmetic; with `fast-math=true` also the inexact ones
+    (x*0 -> 0, x-x -> 0, x/x -> 1, e^x/e^y -> e^(x-y), quotient reassociation,
+    log(e^x) -> x). Afterwards: no rule applies, no unused pure op remains, and every
+    value keeps its type. Statistics: "rewrites applied", "dead ops erased".
+    """
+
+    name = "canonicalize"
+
+    fast_math: bool = False
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        # the op's rules, registered with the dialect by canonicalization_patterns
+        patterns: list[RewritePattern] = [CanonicalizationRewritePattern()]
+        if self.fast_math:
+            patterns.append(FastMathPattern())
+        walker = PatternRewriteWalker(GreedyRewritePatternApplier(patterns), apply_recursively=True)
+        walker.rewrite_module(op)
+        erased = erase_dead_ops(op, pure_functions(op))
+        if erased:
+            bump(self.name, "dead ops erased", erased)

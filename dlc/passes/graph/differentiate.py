@@ -1,0 +1,232 @@
+"""`differentiate`: reverse-mode automatic differentiation, source to source.
+
+Turns every `[adjoint @p from S wrt … keeping … seedable]` (or `[gradient …]`)
+declaration into a definition with DLVM's signature (shared/DLVM.md §4.1): the
+derivatives of the source output with respect to the `wrt` arguments first, then the
+kept outputs; the last parameter is the seed when `seedable`, otherwise the seed is
+ones of the source type.
+
+Algorithm. The primal body is copied into the adjoint with its control flow unfolded
+into a tree (differentiate_paths.py): every block is duplicated per path from the
+entry (acyclic CFGs only; loops are rejected with a located error), so each `return`
+block ends exactly one path and block arguments become plain aliases of the values
+the branch passed. At each return the ops of its path are swept in reverse
+(differentiate_sweep.py) with the rules of `adjoint_rules.py`, computing adjoints only
+for *active* values (depending on a `wrt` argument and reaching the source). A call `apply @g` gets an adjoint `@g_grad` (fresh name; all differentiable
+arguments, seedable) synthesized and called. Finally unused pure ops are erased, so
+the function computes no value it does not use.
+
+Decisions: only float tensors carry gradients. Integer and bool values are constants
+(DLVM has no int↔float casts, so integer data reaches float results only through
+non-differentiable positions such as masks); the derivative with respect to an integer
+argument is zero. Reaching an op without a rule (compares' outputs used as numbers,
+`modulo`, `floorDivide`, `truncateDivide`, `digamma`, `random`, calls through
+pointers, memory ops…) on a path from a `wrt` argument to the source is a located
+error naming the op and the path. Higher-order adjoints work whatever the declaration
+order: an adjoint whose primal is itself an adjoint declaration is built after it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import IntAttr, ModuleOp, StringAttr, UnitAttr
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from dlc.diagnostics import clone_located, copy_loc, error_at
+from dlc.dialects.graph import FuncOp, LiteralOp, ReturnOp, Symbols
+from dlc.dialects.graph_literal import LiteralAttr
+from dlc.dialects.graph_memory import ApplyOp
+from dlc.dialects.graph_tensor import int_array
+from dlc.dialects.graph_types import FunctionType, TensorType, TupleType
+from dlc.dialects.graph_verify import adjoint_type, is_differentiable
+from dlc.passes.graph.adjoint_rules import Adj, Emitter
+from dlc.passes.graph.differentiate_paths import PathUnfolder, reject_loops
+from dlc.passes.graph.differentiate_sweep import PathSweep, erase_dead_code, has_float
+
+ADJOINT_DECLS = ("adjoint", "gradient")
+DECL_PROPS = ("decl", "primal", "from_index", "wrt", "keeping", "seedable")
+
+
+def is_adjoint_decl(op: Operation) -> bool:
+    return isinstance(op, FuncOp) and op.decl is not None and op.decl.data in ADJOINT_DECLS
+
+
+def has_adjoint_declarations(module: ModuleOp) -> bool:
+    return any(is_adjoint_decl(op) for op in module.body.block.ops)
+
+
+def differentiated(module: ModuleOp) -> ModuleOp:
+    """`module` itself without adjoint declarations, else a differentiated clone."""
+    if not has_adjoint_declarations(module):
+        return module
+    work = clone_located(module)
+    Differentiator(work).run()
+    return work
+
+
+@dataclass(frozen=True)
+class DifferentiatePass(ModulePass):
+    """Define every adjoint declaration of a graph module (see the module docstring).
+
+    Input: a verified graph module. Afterwards no function is an adjoint declaration,
+    synthesized callee adjoints (`@g_grad`) follow their caller's adjoint, and the
+    module verifies. Modules without adjoint declarations are unchanged.
+    """
+
+    name = "differentiate"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        Differentiator(op).run()
+
+
+class Differentiator:
+    """Works through the module's adjoint declarations, primal before adjoint."""
+
+    def __init__(self, module: ModuleOp):
+        self.module = module
+        self.symbols = Symbols.of_module(module)
+        self.synthesized: dict[tuple[str, int | None], str] = {}
+        self.in_progress: set[str] = set()
+
+    def functions(self) -> dict[str, FuncOp]:
+        return {f.sym_name.data: f for f in self.module.body.block.ops if isinstance(f, FuncOp)}
+
+    def run(self) -> None:
+        while True:
+            pending = [f for f in self.module.body.block.ops if is_adjoint_decl(f)]
+            if not pending:
+                return
+            self.define(pending[0])  # type: ignore[arg-type]
+
+    def define(self, adjoint: FuncOp) -> None:
+        """Define `adjoint`, first defining its primal when that is an adjoint too."""
+        chain = [adjoint]
+        while True:
+            top = chain[-1]
+            primal = self.functions().get(top.primal.data if top.primal else "")
+            if primal is None or not is_adjoint_decl(primal):
+                break
+            if primal in chain:
+                raise error_at(
+                    top,
+                    f"adjoint @{top.sym_name.data} depends on itself through @{primal.sym_name.data}",
+                )
+            chain.append(primal)
+        for func in reversed(chain):
+            FunctionDifferentiator(self, func).run()
+
+    def callee_adjoint(self, caller: FuncOp, call: ApplyOp, source: int | None) -> FuncOp:
+        """The adjoint of the callee (all differentiable args, seedable), made on demand."""
+        callee = call.callee.data
+        key = (callee, source)
+        funcs = self.functions()
+        if key in self.synthesized:
+            return funcs[self.synthesized[key]]
+        target = funcs.get(callee)
+        if target is None or (target.is_declaration and not is_adjoint_decl(target)):
+            raise error_at(call, f"cannot differentiate the call to @{callee}: it has no body")
+        ftype = target.function_type
+        wrt = [i for i, t in enumerate(ftype.args) if has_float(t) and is_differentiable(t)]
+        name = fresh_symbol(f"{callee}_grad", funcs)
+        decl = FuncOp(
+            name,
+            FunctionType([], TupleType([])),
+            decl=StringAttr("adjoint"),
+            primal=StringAttr(callee),
+            from_index=None if source is None else IntAttr(source),
+            wrt=None if len(wrt) == len(ftype.args) else int_array(wrt),
+            seedable=UnitAttr(),
+        )
+        decl.properties["function_type"] = adjoint_type(decl, self.symbols)
+        self.module.body.block.insert_op_after(decl, caller)
+        copy_loc(call, decl)
+        self.symbols = Symbols.of_module(self.module)
+        self.synthesized[key] = name
+        return decl
+
+
+def fresh_symbol(base: str, taken: dict[str, FuncOp]) -> str:
+    name, k = base, 1
+    while name in taken:
+        name, k = f"{base}{k}", k + 1
+    return name
+
+
+class FunctionDifferentiator:
+    """Defines one adjoint function from its primal."""
+
+    def __init__(self, owner: Differentiator, adjoint: FuncOp):
+        self.owner = owner
+        self.adjoint = adjoint
+        assert adjoint.primal is not None
+        self.primal = owner.functions()[adjoint.primal.data]
+        self.source = adjoint.from_index.data if adjoint.from_index is not None else None
+        n = len(self.primal.function_type.args)
+        self.wrt = [a.data for a in adjoint.wrt.data] if adjoint.wrt is not None else list(range(n))
+        self.keeping = [a.data for a in adjoint.keeping.data] if adjoint.keeping is not None else []
+        self.seedable = adjoint.seedable is not None
+        self.unfolder = PathUnfolder(self.primal, adjoint, self.seedable)
+        self.origin = self.unfolder.origin
+
+    def run(self) -> None:
+        if not self.primal.body.blocks:
+            raise error_at(
+                self.adjoint, f"cannot differentiate @{self.primal.sym_name.data}: it has no body"
+            )
+        reject_loops(self.primal)
+        leaves = self.unfolder.unfold()
+        for key in DECL_PROPS:
+            self.adjoint.properties.pop(key, None)
+        for leaf, path in leaves:
+            self.differentiate_path(leaf, path)
+        erase_dead_code(self.adjoint)
+
+    # -- one path ---------------------------------------------------------------------------
+
+    def differentiate_path(self, leaf: Block, path: list[Operation]) -> None:
+        ret = leaf.last_op
+        assert isinstance(ret, ReturnOp) and ret.value is not None
+        entry = self.adjoint.body.blocks.first
+        assert entry is not None
+        args = list(entry.args)
+        e = Emitter(leaf, ret, ret, self.owner.symbols)
+        seed: SSAValue = args[-1] if self.seedable else self.ones(e)
+        wrt_args = [args[i] for i in self.wrt if has_float(args[i].type)]
+        sweep = PathSweep(self, path, wrt_args, ret.value)
+        adjoints = sweep.run(e, seed if self.source is None else {self.source: seed})
+        results = [self.derivative(e, adjoints, args[i]) for i in self.wrt]
+        results += [self.kept(e, ret.value, k) for k in self.keeping]
+        out_type = self.adjoint.function_type.output
+        tree = ("tuple", tuple(("operand", i) for i in range(len(results))))
+        tuple_op = e.insert(LiteralOp(LiteralAttr(tree), out_type, results))
+        ret.operands = [tuple_op.results[0]]
+
+    def ones(self, e: Emitter) -> SSAValue:
+        out = self.primal.function_type.output
+        source = (
+            out.types[self.source]
+            if isinstance(out, TupleType) and self.source is not None
+            else out
+        )
+        assert isinstance(source, TensorType)
+        return e.splat(1, source)
+
+    def derivative(self, e: Emitter, adjoints: dict[SSAValue, Adj], arg: BlockArgument) -> SSAValue:
+        adj = adjoints.get(arg)
+        if isinstance(adj, SSAValue):
+            return adj
+        assert isinstance(arg.type, TensorType)
+        return e.splat(0, arg.type)
+
+    def kept(self, e: Emitter, value: SSAValue, k: int) -> SSAValue:
+        if not isinstance(value.type, TupleType):
+            return value
+        owner = value.owner
+        if isinstance(owner, LiteralOp) and owner.value.data[0] == "tuple":
+            element = owner.value.data[1][k]
+            if element[0] == "operand":
+                return owner.elements[element[1]]
+        return e.extract(value, [k])

@@ -1,0 +1,98 @@
+"""`fold-constants`: evaluate pure ops on literal operands at compile time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
+from xdsl.passes import ModulePass
+from xdsl.traits import Pure
+
+from dlc.dialects.graph import GlobalRefOp, LiteralOp
+from dlc.dialects.graph_literal import LiteralAttr, LitTree
+from dlc.dialects.graph_types import TensorType, dtype_is_bool, dtype_is_float
+from dlc.passes.graph.pass_support import bump, erase_dead_ops, functions, pure_functions
+
+
+def scalar_tree(x: Any, dt: str) -> LitTree:
+    if dtype_is_bool(dt):
+        return ("bool", bool(x))
+    return ("float", float(x)) if dtype_is_float(dt) else ("int", int(x))
+
+
+def literal_of(value: np.ndarray, t: TensorType) -> LiteralOp:
+    """`value` as a literal op: a splat when all elements have the same bits, else a
+    dense `<…>` tree nested per dimension (an inline literal for scalars)."""
+    flat = value.reshape(-1)
+    if flat.size and flat.tobytes() == np.full_like(flat, flat[0]).tobytes():
+        return LiteralOp(LiteralAttr(scalar_tree(flat[0], t.dt)), t, inline=t.rank == 0)
+    tree: Any = [scalar_tree(x, t.dt) for x in flat.tolist()]
+    for n in reversed(t.dims):  # group innermost dimension first
+        tree = (
+            [("tensor", tuple(tree[i : i + n])) for i in range(0, len(tree), n)]
+            if n
+            else [("tensor", ())]
+        )
+    return LiteralOp(LiteralAttr(tree[0]), t)
+
+
+def foldable(op: Operation, limit: int) -> bool:
+    """A pure op of literal operands whose operands and result have at most `limit` elements."""
+    if isinstance(op, LiteralOp | GlobalRefOp) or not op.has_trait(Pure) or len(op.results) != 1:
+        return False
+    types = [op.results[0].type, *(v.type for v in op.operands)]
+    if not all(isinstance(t, TensorType) and t.num_elements <= limit for t in types):
+        return False
+    return all(isinstance(v.owner, LiteralOp) and not v.owner.elements for v in op.operands)
+
+
+def fold_all(module: ModuleOp, limit: int) -> int:
+    """Fold every foldable op (in order, so chains fold in one sweep); return how many."""
+    from dlc.semantics.handlers import HANDLERS
+    from dlc.semantics.interpreter import Interpreter
+
+    interp = Interpreter(module)
+    folded = 0
+    for func in functions(module):
+        for op in list(func.body.walk()):
+            handler = HANDLERS.get(type(op))
+            if handler is None or not foldable(op, limit):
+                continue
+            args = [HANDLERS[LiteralOp](interp, v.owner, []) for v in op.operands]
+            with np.errstate(all="ignore"):
+                value = np.asarray(handler(interp, op, args))
+            result = op.results[0]
+            assert isinstance(result.type, TensorType)
+            new = literal_of(value, result.type)
+            new.result._name = result._name  # type: ignore[attr-defined]
+            op.parent_block().insert_op_before(new, op)  # type: ignore[union-attr]
+            result.replace_all_uses_with(new.result)
+            op.parent_block().erase_op(op)  # type: ignore[union-attr]
+            folded += 1
+    return folded
+
+
+@dataclass(frozen=True)
+class FoldConstantsPass(ModulePass):
+    """Replace pure ops whose operands are all literals by the literal of their value.
+
+    Input: a graph-level module. Values come from the NumPy reference interpreter's
+    per-op handlers (so folding agrees with dlc's semantics). Ops whose result or an
+    operand has more than `max-elements` elements (default 2^16) are left alone, so a
+    huge literal is never materialized. The result is a splat literal when all
+    elements are equal (inline for scalars), otherwise a dense `<…>` literal. Unused
+    literals are erased afterwards. Statistics: "ops folded".
+    """
+
+    name = "fold-constants"
+
+    max_elements: int = 1 << 16
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        folded = fold_all(op, self.max_elements)
+        erase_dead_ops(op, pure_functions(op))
+        bump(self.name, "ops folded", folded)

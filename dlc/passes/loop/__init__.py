@@ -1,0 +1,1 @@
+"""Loop-level passes: memory planning and polynomial math functions on `loop` IR."""

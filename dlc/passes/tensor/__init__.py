@@ -1,0 +1,1 @@
+"""Tensor-level passes: fusion and scheduling of `tensor.compute` nests."""
