@@ -38,7 +38,7 @@ from dlc.diagnostics import DiagnosticError, Location, TrapError
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
 
-    from dlc.runtime.compiled import CompiledModule
+    from dlc.runtime.module import CompiledModule
 
 __all__ = ["DiagnosticError", "TrapError", "compile", "compile_file", "parse", "print_module"]
 __version__ = "0.1.0"
@@ -104,7 +104,7 @@ def compile(
     Object code is cached in memory and on disk (`DLC_CACHE_DIR`, `DLC_CACHE=0` to turn
     it off): compiling the same program with the same options again is fast. Every call
     returns an independent module (its own globals, arenas and random state)."""
-    from dlc.runtime.compiled import compile_graph_module
+    from dlc.api import compile_graph_module
 
     level = _check_opt_level(opt_level)
     module = parse(text, filename)

@@ -79,6 +79,11 @@ def set_loc(op: Operation, loc: Location | None) -> None:
         _LOCATIONS[op] = loc
 
 
+def own_location(op: Operation) -> Location | None:
+    """The location recorded for `op` itself (none inherited from its ancestors)."""
+    return _LOCATIONS.get(op)
+
+
 def get_loc(op: Operation | None) -> Location | None:
     """The location of `op`, or of its closest located ancestor."""
     while op is not None:

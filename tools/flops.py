@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     from xdsl.context import Context
 
     from dlc.parser import parse_module
-    from dlc.passes import get_all_passes
+    from dlc.pipeline import get_all_passes
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("file")

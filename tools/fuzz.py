@@ -144,7 +144,7 @@ def crash_line(err: BaseException) -> str:
 
 
 def apply_pipeline(module: Any) -> None:
-    from dlc.passes import get_all_passes
+    from dlc.pipeline import get_all_passes
 
     for name in PIPELINE:
         get_all_passes()[name]()().apply(None, module)
@@ -242,8 +242,8 @@ class Checker:
         self.compare_all(got, want, variant)
 
     def compiled(self, module: Any, inputs: dict, want: dict, variant: str, options: dict) -> None:
+        from dlc.api import compile_graph_module
         from dlc.diagnostics import DiagnosticError
-        from dlc.runtime.compiled import compile_graph_module
 
         try:
             mod = compile_graph_module(module, **options)

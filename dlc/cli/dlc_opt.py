@@ -31,6 +31,7 @@ from dlc import __version__
 from dlc.cli.targets import TARGETS, DlcOptTargets, UsageError
 from dlc.diagnostics import DiagnosticError, Location
 from dlc.dialects.levels import level_of
+from dlc.passes.statistics import PassStatistics
 
 
 class IRVerifyError(Exception):
@@ -74,7 +75,7 @@ class DlcOptMain(DlcOptTargets):
             self.ctx.register_dialect(name, factory)
 
     def register_all_passes(self) -> None:
-        from dlc.passes import get_all_passes
+        from dlc.pipeline import get_all_passes
 
         for name, factory in get_all_passes().items():
             self.register_pass(name, factory)
@@ -120,7 +121,7 @@ class DlcOptMain(DlcOptTargets):
             type=int,
             choices=range(4),
             default=2,
-            help="LLVM optimization level for -t llvm/asm (default 2)",
+            help="the pipeline of dlc.compile(opt_level=N) that -t llvm/asm runs (default 2)",
         )
         add(
             "--split-input-file",
@@ -244,13 +245,11 @@ class DlcOptMain(DlcOptTargets):
 
     def report_pass(self, done: ModulePass | None, module: ModuleOp) -> None:
         """DLVM's `AS: changed` lines (stdout) and statistics (stderr) of the pass `done`."""
-        from dlc.passes.graph.pass_support import take_statistics
-
         text, ops = self.default_text(module), sum(1 for _ in module.walk()) - 1
         if done is not None and self.args.report_changes:
             print(f"{done.name}: {'changed' if text != self.last_text else 'unchanged'}")
         if done is not None and self.args.pass_statistics:
-            stats = take_statistics(done.name)
+            stats = done.take_statistics() if isinstance(done, PassStatistics) else {}
             stats.update({"ops before": self.last_ops, "ops after": ops})
             for key, value in stats.items():
                 print(f"dlc-opt: statistics: {done.name}: {key}: {value}", file=sys.stderr)
@@ -269,6 +268,15 @@ class DlcOptMain(DlcOptTargets):
         except DiagnosticException as e:
             where = f"after pass '{done.name}'" if done is not None else "in the input"
             raise IRVerifyError(f"IR does not verify {where}: {_first_line(e)}") from None
+
+    def pipeline_options(self):  # noqa: ANN201 -- dlc.pipeline.Options
+        from dlc.pipeline import Options
+
+        return Options(opt_level=self.args.opt_level)
+
+    def after_step(self, step, module: ModuleOp) -> None:  # noqa: ANN001 -- pipeline.Step
+        """A step of the `-t llvm|asm` pipeline: timed and verified like a `-p` pass."""
+        self.after_pass(step.pass_, module, None)
 
     def report_time(self, what: str, start: float) -> None:
         print(
@@ -308,6 +316,9 @@ class DlcOptMain(DlcOptTargets):
                 self.report_time("parse", start)
             assert module is not None
             self.apply_passes(module)
+            if self.args.target in ("llvm", "asm"):
+                self.pass_start = time.perf_counter()
+                self.lower_to_llvm(module)
             start = time.perf_counter()
             output.write(self.output_resulting_program(module))
             if self.args.timing:

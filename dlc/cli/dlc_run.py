@@ -22,17 +22,6 @@ import numpy as np
 
 from dlc.diagnostics import DiagnosticError, Location, location_in
 
-_NUMPY_DTYPES = {
-    "f16": np.float16,
-    "f32": np.float32,
-    "f64": np.float64,
-    "bool": np.bool_,
-    "i8": np.int8,
-    "i16": np.int16,
-    "i32": np.int32,
-    "i64": np.int64,
-}
-
 _MIN_CALLS = 7
 _MAX_CALLS = 10_000
 _TIME_BUDGET_S = 0.25
@@ -125,13 +114,13 @@ def _parse_input_specs(specs: Sequence[str], names: list[str]) -> dict[int, str]
 
 
 def _tensor_param(t: Any, name: str) -> tuple[tuple[int, ...], Any]:
-    from dlc.dialects.graph_types import TensorType, format_type
+    from dlc.dialects.graph_types import NATIVE_DTYPES, TensorType, format_type, numpy_dtype
 
     if not isinstance(t, TensorType):
         raise RunError(f"parameter %{name} has type {format_type(t)}; dlc-run passes tensors only")
-    if t.dt not in _NUMPY_DTYPES:
+    if t.dt not in NATIVE_DTYPES:
         raise RunError(f"parameter %{name}: {t.dt} tensors are not supported by dlc-run")
-    return t.dims, _NUMPY_DTYPES[t.dt]
+    return t.dims, numpy_dtype(t.dt)
 
 
 def _load_npy(path: str, name: str) -> np.ndarray:
@@ -244,7 +233,7 @@ def run(argv: Sequence[str] | None) -> None:
     module, text = _parse_file(args.file)
     func = choose_function(module, args.entry)
     inputs = build_inputs(func, args.input, args.random_inputs, args.seed)
-    from dlc.runtime.compiled import compile_graph_module
+    from dlc.api import compile_graph_module
 
     start = time.perf_counter()
     compiled = compile_graph_module(module, opt_level=args.opt_level)

@@ -1,5 +1,7 @@
 """`dlc-opt` output targets: `-t dl|mlir|llvm|asm` emitters and the default choice by
-IR level (DLVM text at the graph level, MLIR below), plus the lowering to llvm they need.
+IR level (DLVM text at the graph level, MLIR below), plus the lowering to llvm they need:
+the rest of the `-O` pipeline of `dlc.pipeline` from the module's level, the same
+passes `dlc.compile(opt_level=...)` runs, so `-t llvm` prints the code the API runs.
 
 `DlcOptTargets` is the base of `DlcOptMain` (`dlc_opt.py`), so the emitters reach the
 parsed arguments, the pass registry and the context of the driver.
@@ -15,7 +17,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.printer import Printer
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from dlc.dialects.levels import LEVELS, level_of
+from dlc.dialects.levels import level_of
 
 TARGETS = ("dl", "mlir", "llvm", "asm")
 
@@ -74,12 +76,17 @@ class DlcOptTargets(xDSLOptMain):
         out.write(assembly(self.lower_to_llvm(module), self.args.opt_level))
 
     def lower_to_llvm(self, module: ModuleOp) -> ModuleOp:
-        """Run the lowerings still needed to bring `module` down to the llvm level."""
-        from dlc.passes import LOWERING_PIPELINE
+        """Run the rest of the `-O` pipeline to bring `module` down to the llvm level
+        (each step timed, verified and printed like a `-p` pass)."""
+        from dlc import pipeline
 
-        start = LEVELS.index(level_of(module))
-        if start == 0:
-            self.available_passes["differentiate"]()().apply(self.ctx, module)
-        for name in LOWERING_PIPELINE[start:]:
-            self.available_passes[name]()().apply(self.ctx, module)
-        return module
+        if level_of(module) == "llvm":
+            return module
+        steps = pipeline.steps(self.pipeline_options(), start=level_of(module))
+        return pipeline.run(module, steps, after=self.after_step, ctx=self.ctx)
+
+    def pipeline_options(self):  # noqa: ANN201 -- dlc.pipeline.Options, imported lazily
+        raise NotImplementedError
+
+    def after_step(self, step, module: ModuleOp) -> None:  # noqa: ANN001
+        raise NotImplementedError

@@ -24,6 +24,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
+import numpy as np
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
 from xdsl.ir import Attribute, ParametrizedAttribute, TypeAttribute
 from xdsl.irdl import irdl_attr_definition
@@ -74,6 +75,24 @@ def dtype_bytes(dtype: str) -> int:
     while size * 8 < bits:
         size *= 2
     return size
+
+
+NATIVE_DTYPES = ("f16", "f32", "f64", "bool", "i8", "i16", "i32", "i64")
+"""The data types code generation supports (tensors of other widths stay interpreted)."""
+
+
+def numpy_dtype(dtype: str) -> np.dtype:
+    """The NumPy dtype of a data type: `iN` takes the narrowest width >= N bits (so
+    arithmetic wraps at that width); ValueError above 64 bits."""
+    if dtype == "bool":
+        return np.dtype(np.bool_)
+    if dtype_is_float(dtype):
+        return np.dtype(f"float{dtype[1:]}")
+    bits = dtype_bits(dtype)
+    for width in (8, 16, 32, 64):
+        if bits <= width:
+            return np.dtype(f"int{width}")
+    raise ValueError(f"{dtype} data type is wider than 64 bits")
 
 
 def dtype_base(dtype: str) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from xdsl.dialects.builtin import ModuleOp
 
 LEVELS = ("graph", "tensor", "loop", "llvm")
-"""From highest to lowest; `dlc.passes.LOWERING_PIPELINE[i]` lowers LEVELS[i] to LEVELS[i + 1]."""
+"""From highest to lowest; `dlc.pipeline.LOWERINGS[level]` lowers a level to the next."""
 
 
 def level_of(module: ModuleOp) -> str:

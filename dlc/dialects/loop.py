@@ -56,6 +56,27 @@ from xdsl.irdl import (
 from xdsl.traits import IsolatedFromAbove, IsTerminator, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
+from dlc.dialects.graph_types import NATIVE_DTYPES, dtype_bytes
+from dlc.dialects.tensor import scalar_type
+
+
+def element_bytes(t: Attribute) -> int | None:
+    """Bytes of one buffer element of scalar type `t` (f16..f64, i8..i64), else None
+    (bool tensors are i8 buffers)."""
+    return _ELEMENT_BYTES.get(str(t))
+
+
+_ELEMENT_BYTES = {str(scalar_type(dt)): dtype_bytes(dt) for dt in NATIVE_DTYPES if dt != "bool"}
+
+ARENA_ALIGN = 64
+"""Byte alignment of arena offsets and of every buffer (plan-memory and the lowering)."""
+ARENA_OFFSET = "arena_offset"
+"""`loop.alloc` attribute set by plan-memory: the buffer's byte offset in the arena."""
+ARENA_BYTES = "dlc.arena_bytes"
+"""`loop.func` attribute set by plan-memory: the size of the function's arena."""
+MIN_LIVE_BYTES = "dlc.min_live_bytes"
+"""`loop.func` attribute set by plan-memory: the peak bytes of live intermediates."""
+
 
 def _memref(value: SSAValue, what: str) -> MemRefType:
     if not isinstance(value.type, MemRefType):

@@ -65,9 +65,9 @@ from xdsl.irdl import (
 from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, Pure, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
-from dlc.dialects.graph_types import TensorType, format_type
+from dlc.dialects.graph_types import NATIVE_DTYPES, TensorType, format_type
 
-SUPPORTED_DTYPES = ("f16", "f32", "f64", "bool", "i8", "i16", "i32", "i64")
+SUPPORTED_DTYPES = NATIVE_DTYPES
 
 
 def scalar_type(dtype: str) -> Attribute:

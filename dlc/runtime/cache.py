@@ -1,6 +1,6 @@
 """The compile cache: machine code + JSON metadata keyed by a hash of program and target.
 
-`compile_graph_module` (compiled.py) asks `lookup(key)` before lowering and calls
+`compile_graph_module` (dlc/api.py) asks `lookup(key)` before lowering and calls
 `store(key, entry)` after a full compile. An `Entry` is the relocatable object code MCJIT
 produced plus the JSON-able metadata needed to rebuild a `CompiledModule` (signatures
 come from the graph module, which the caller has anyway). Every hit builds a fresh MCJIT
@@ -33,9 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xdsl.dialects.builtin import ModuleOp
-
-FORMAT = 1
+FORMAT = 2
 MEMORY_ENTRIES = 64
 MEMORY_BYTES = 64 << 20  # object code + optimized IR text kept in memory, at most
 _LOCK = threading.Lock()
@@ -105,35 +103,17 @@ def _target() -> dict[str, str]:
     }
 
 
-def _locations(module: ModuleOp) -> str:
-    """The recorded source location of every op, in walk order (part of the key)."""
-    from dlc.diagnostics import _LOCATIONS
-
-    parts = []
-    for op in module.walk():
-        loc = _LOCATIONS.get(op)
-        if loc is not None:
-            parts.append(f"{loc.filename}\0{loc.line}\0{loc.column}\0{loc.source_line}")
-        else:
-            parts.append("")
-    return "\n".join(parts)
-
-
-def cache_key(module: ModuleOp, options: dict[str, Any]) -> str:
-    """SHA-256 hex key of a graph module compiled with `options` on this host."""
-    import dlc
-    from dlc.parser import print_module
-
+def key(options: dict[str, Any], program: str) -> str:
+    """SHA-256 hex key of a program (`program`: a digest of its text and source
+    locations, see `dlc.api.cache_key`) compiled with `options` on this host."""
     header = {
         "format": FORMAT,
-        "dlc": dlc.__version__,
         "source": _source_fingerprint(),
         "target": _target(),
         "options": options,
     }
     digest = hashlib.sha256(json.dumps(header, sort_keys=True).encode())
-    digest.update(b"\0" + print_module(module).encode())
-    digest.update(b"\0" + _locations(module).encode())
+    digest.update(b"\0" + program.encode())
     return digest.hexdigest()
 
 
@@ -243,7 +223,7 @@ def _int_map(value: object) -> bool:
 
 
 def valid_meta(meta: object) -> bool:
-    """Whether `meta` has exactly the shape compiled.py writes (see `_metadata` there)."""
+    """Whether `meta` has exactly the shape dlc/api.py writes (see `metadata` there)."""
     if not isinstance(meta, dict):
         return False
     lists = ("native", "keep_gil", "externs")
@@ -252,7 +232,8 @@ def valid_meta(meta: object) -> bool:
     messages = meta.get("messages")
     if messages is not None and not _str_list(messages):
         return False
-    stats = meta.get("stats")
-    if not isinstance(stats, dict) or not all(_int_map(s) for s in stats.values()):
-        return False
+    for name in ("stats", "passes"):
+        table = meta.get(name)
+        if not isinstance(table, dict) or not all(_int_map(s) for s in table.values()):
+            return False
     return isinstance(meta.get("recursive"), bool) and _int_map(meta.get("vars"))

@@ -7,6 +7,7 @@ its target machine and MCJIT engine; keep it alive while its function pointers a
 
 from __future__ import annotations
 
+import ctypes
 import threading
 
 import llvmlite.binding as llvm_binding
@@ -97,9 +98,10 @@ class JITModule:
     for the lifetime of this object.
     """
 
-    status = None  # ctypes.c_int64 status word when the module has traps/bounds checks
-
+    status: ctypes.c_int64 | None = None  # the status word when the code has traps/checks
     object_code: bytes | None = None  # the relocatable object MCJIT made (compile cache)
+    optimized_ir: str | None = None
+    keep_gil: frozenset[str] | set[str] = frozenset()  # functions that are not reentrant
 
     def __init__(
         self, llvm_level: ModuleOp | None, opt_level: int = 2, *, object_code: bytes | None = None
@@ -140,6 +142,11 @@ class JITModule:
         self._engine = llvm_binding.create_mcjit_compiler(module, tm)
         self._engine.add_object_file(llvm_binding.ObjectFileRef.from_data(object_code))
         self._engine.finalize_object()
+
+    def cacheable(self) -> bool:
+        """The object code alone reproduces the module (no static constructors to run)."""
+        ir = self.optimized_ir or ""
+        return self.object_code is not None and "@llvm.global_ctors" not in ir
 
     def global_address(self, name: str) -> int | None:
         """Native address of global variable `name`, or None."""

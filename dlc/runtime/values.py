@@ -80,10 +80,10 @@ def _pointer(v: Any, ty: PointerType, symbols: Symbols, what: str) -> list[np.nd
     pointee = ty.pointee
     dtypes = {leaf.dt for leaf in leaves(pointee, symbols)}
     if len(dtypes) == 1:  # a tensor, array or struct of one data type: that dtype
-        from dlc.runtime.compiled import NUMPY_DTYPES
+        from dlc.dialects.graph_types import numpy_dtype
 
         (dt,) = dtypes
-        if v.dtype != NUMPY_DTYPES.get(dt):
+        if v.dtype != numpy_dtype(dt):
             raise TypeError(f"{what}: expected a {dt} array for {format_type(ty)}, got {v.dtype}")
     size = layout(pointee, symbols).size
     if size and v.nbytes % size:
@@ -115,9 +115,9 @@ def _enum(v: Any, ty: NominalType, symbols: Symbols, what: str) -> list[tuple[An
 
 def _zero(t: Attribute, symbols: Symbols) -> Any:
     if isinstance(t, TensorType):
-        from dlc.runtime.compiled import NUMPY_DTYPES
+        from dlc.dialects.graph_types import numpy_dtype
 
-        return np.zeros(t.dims, NUMPY_DTYPES[t.dt])
+        return np.zeros(t.dims, numpy_dtype(t.dt))
     if isinstance(t, NominalType) and t.kind.data == "enum":
         case, types = symbols.enums[t.ident][0]
         return (case, tuple(_zero(e, symbols) for e in types))

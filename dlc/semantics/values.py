@@ -29,6 +29,7 @@ import numpy as np
 from xdsl.ir import Attribute
 
 from dlc.diagnostics import DiagnosticError
+from dlc.dialects import graph_types
 from dlc.dialects.graph import Symbols
 from dlc.dialects.graph_literal import LitTree
 from dlc.dialects.graph_types import (
@@ -49,24 +50,16 @@ class UndefinedBehaviorError(RuntimeError):
     stack, a `branchEnum` without the value's case, an out-of-range index, ...)."""
 
 
-_FLOATS = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
-
-
 def numpy_dtype(dtype: str) -> np.dtype:
-    """The numpy dtype of a DLVM data type.
-
-    `iN` uses the narrowest numpy width ≥ N (i1, i7 -> int8, ...), so arithmetic wraps at
-    that width, not at N. Widths above 64 bits are not supported.
-    """
-    if dtype == "bool":
-        return np.dtype(np.bool_)
-    if dtype in _FLOATS:
-        return np.dtype(_FLOATS[dtype])
-    bits = int(dtype[1:])
-    for width in (8, 16, 32, 64):
-        if bits <= width:
-            return np.dtype(f"int{width}")
-    raise DiagnosticError(f"reference interpreter: {dtype} data type is not supported")
+    """The numpy dtype of a DLVM data type (`graph_types.numpy_dtype`: `iN` uses the
+    narrowest numpy width >= N, so arithmetic wraps at that width, not at N); wider
+    than 64 bits is a diagnostic."""
+    try:
+        return graph_types.numpy_dtype(dtype)
+    except ValueError:
+        raise DiagnosticError(
+            f"reference interpreter: {dtype} data type is not supported"
+        ) from None
 
 
 @dataclass(frozen=True)

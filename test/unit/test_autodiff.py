@@ -600,7 +600,7 @@ def test_lstm_gradients(text: str) -> None:
 
 
 def test_mlp_and_lstm_through_the_jit() -> None:
-    from dlc.runtime.compiled import compile_graph_module
+    from dlc.api import compile_graph_module
 
     for text, name, args in (
         (MLP, "loss_grad", mlp_args()),
@@ -681,7 +681,7 @@ def test_gradient_is_clean_and_at_most_three_times_the_primal(
 ) -> None:
     from xdsl.context import Context
 
-    from dlc.passes import get_all_passes
+    from dlc.pipeline import get_all_passes
 
     module = differentiate(text)
     for name in ("canonicalize", "cse", "dce"):

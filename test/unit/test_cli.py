@@ -16,7 +16,7 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, f32, i32
 from xdsl.passes import ModulePass
 
-import dlc.passes
+import dlc.pipeline
 from dlc.cli import dlc_opt, dlc_run
 
 ADD_ONE = """module "m"
@@ -270,12 +270,12 @@ class CrashPass(ModulePass):
 
 @pytest.fixture
 def test_passes(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = dlc.passes.get_all_passes
+    real = dlc.pipeline.get_all_passes
 
     def with_test_passes() -> dict:
         return {**real(), "break-ir": lambda: BreakIRPass, "crash": lambda: CrashPass}
 
-    monkeypatch.setattr(dlc.passes, "get_all_passes", with_test_passes)
+    monkeypatch.setattr(dlc.pipeline, "get_all_passes", with_test_passes)
 
 
 @pytest.mark.usefixtures("test_passes")

@@ -10,7 +10,10 @@ import numpy as np
 import pytest
 
 import dlc
-from dlc.runtime import cache, compiled
+from dlc import api
+from dlc.pipeline import Options
+from dlc.runtime import cache
+from dlc.runtime.module import CompiledModule
 
 PROGRAM = """module "c"
 stage raw
@@ -46,13 +49,13 @@ def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def lowerings(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts calls of the lowering pipeline (one per full compile)."""
     calls: list[int] = []
-    original = compiled.lower_to_llvm
+    original = api.lower
 
     def counting(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
         calls.append(1)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(compiled, "lower_to_llvm", counting)
+    monkeypatch.setattr(api, "lower", counting)
     return calls
 
 
@@ -60,7 +63,7 @@ def entries(directory: Path, suffix: str) -> list[Path]:
     return sorted((directory / f"v{cache.FORMAT}").glob(f"*{suffix}"))
 
 
-def check(mod: compiled.CompiledModule) -> None:
+def check(mod: CompiledModule) -> None:
     np.testing.assert_array_equal(mod.axpy(np.float32(2), X, X), 3 * X)
 
 
@@ -167,11 +170,11 @@ def test_options_and_locations_are_part_of_the_key(cache_dir: Path, lowerings: l
     dlc.compile(PROGRAM, fast_math_functions=False)
     dlc.compile(PROGRAM, filename="other.dl")  # trap / bounds messages name the file
     assert len(lowerings) == 5
-    options = {"opt_level": 2}
-    key = cache.cache_key(dlc.parse(PROGRAM), options)
-    assert key == cache.cache_key(dlc.parse(PROGRAM), options)
-    assert key != cache.cache_key(dlc.parse(PROGRAM, "b.dl"), options)
-    assert key != cache.cache_key(dlc.parse(PROGRAM), {"opt_level": 3})
+    options = Options(opt_level=2)
+    key = api.cache_key(dlc.parse(PROGRAM), options)
+    assert key == api.cache_key(dlc.parse(PROGRAM), options)
+    assert key != api.cache_key(dlc.parse(PROGRAM, "b.dl"), options)
+    assert key != api.cache_key(dlc.parse(PROGRAM), Options(opt_level=3))
 
 
 def test_default_directory(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

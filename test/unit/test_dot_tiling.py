@@ -8,10 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dlc.api import compile_graph_module
 from dlc.dialects import tensor
 from dlc.lowering.tensor_to_loop import dot_tiling
 from dlc.parser import parse_module
-from dlc.runtime.compiled import compile_graph_module
 from dlc.semantics.interpreter import run_function
 
 
@@ -75,7 +75,7 @@ def test_tiling_plan_thresholds() -> None:
     """Tiny products keep the plain schedule; large f32 ones get 6 x 16 tiles."""
     from dlc.lowering.graph_to_tensor.lower_graph_to_tensor import LowerGraphToTensorPass
     from dlc.passes.tensor.fuse import schedule_reductions
-    from dlc.runtime.compiled import _context
+    from dlc.pipeline import context as _context
 
     plans = []
     for m, k, n in ((4, 4, 4), (64, 64, 64)):  # (4, 4, 4): N below one column panel

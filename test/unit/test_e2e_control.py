@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from dlc.api import compile_graph_module
 from dlc.diagnostics import DiagnosticError
 from dlc.parser import parse_module
-from dlc.runtime.compiled import compile_graph_module
 from dlc.semantics.interpreter import run_function
 
 PROGRAM = """

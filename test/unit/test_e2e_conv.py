@@ -10,8 +10,8 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
+from dlc.api import compile_graph_module
 from dlc.parser import parse_module
-from dlc.runtime.compiled import compile_graph_module
 from dlc.semantics.interpreter import run_function
 
 NP = {"f32": np.float32, "f64": np.float64, "i32": np.int32, "i64": np.int64, "bool": np.bool_}

@@ -41,10 +41,9 @@ NP = {
 
 
 def compile_module(module: ModuleOp) -> Any:
-    compiled = pytest.importorskip("dlc.runtime.compiled")
-    if not hasattr(compiled, "compile_graph_module"):
-        pytest.skip("compile_graph_module not available yet")
-    return compiled.compile_graph_module(module)
+    from dlc.api import compile_graph_module
+
+    return compile_graph_module(module)
 
 
 def reference(module: ModuleOp, name: str, args: Sequence[np.ndarray]) -> Any:

@@ -8,13 +8,13 @@ import os
 import numpy as np
 import pytest
 
+from dlc.api import compile_graph_module
 from dlc.dialects import tensor
 from dlc.dialects.graph import FuncOp
 from dlc.dialects.graph_types import TensorType
 from dlc.lowering.tensor_to_loop.lower_tensor_to_loop import REDUCTION_OUTER
 from dlc.parser import parse_module
 from dlc.passes.tensor.fuse import FEEDS, GROUP, INTERNAL
-from dlc.runtime.compiled import compile_graph_module
 from dlc.semantics.interpreter import numpy_dtype, run_function
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
@@ -33,7 +33,7 @@ def _load(name: str):
 
 
 def _computes(mod, name: str) -> list[tensor.ComputeOp]:
-    tensor_level = mod._stages["tensor"]
+    tensor_level = mod.ir_module("tensor")
     for f in tensor_level.body.block.ops:
         if isinstance(f, tensor.FuncOp) and f.sym_name.data == name:
             return [op for op in f.body.block.ops if isinstance(op, tensor.ComputeOp)]
@@ -219,7 +219,7 @@ def test_multi_block_function_is_fused_per_block() -> None:
     mod = compile_graph_module(module)
     computes = [
         op
-        for f in mod._stages["tensor"].body.block.ops
+        for f in mod.ir_module("tensor").body.block.ops
         if isinstance(f, tensor.FuncOp)
         for op in f.body.walk()
         if isinstance(op, tensor.ComputeOp)
@@ -257,12 +257,11 @@ def test_mlp_bias_and_relu_fused_into_first_dot() -> None:
 def test_dot_operand_stays_materialized() -> None:
     text = """module "m"
 stage raw
-func @f: (<4 x 8 x f32>, <8 x 16 x f32>) -> <4 x 16 x f32> {
-'entry(%x: <4 x 8 x f32>, %w: <8 x 16 x f32>):
+func @f: (<4 x 8 x f32>, <16 x 8 x f32>) -> <4 x 16 x f32> {
+'entry(%x: <4 x 8 x f32>, %w: <16 x 8 x f32>):
     %e = exp %x: <4 x 8 x f32>
-    %wt = transpose %w: <8 x 16 x f32>
-    %w2 = transpose %wt: <16 x 8 x f32>
-    %d = dot %e: <4 x 8 x f32>, %w2: <8 x 16 x f32>
+    %wt = transpose %w: <16 x 8 x f32>
+    %d = dot %e: <4 x 8 x f32>, %wt: <8 x 16 x f32>
     return %d: <4 x 16 x f32>
 }
 """

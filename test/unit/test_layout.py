@@ -4,13 +4,13 @@ from pathlib import Path
 
 import pytest
 
-from dlc.passes import LOWERING_PIPELINE, get_all_passes
+from dlc.pipeline import LOWERINGS, get_all_passes
 
 LIT_DIR = Path(__file__).resolve().parents[1] / "lit"
 
 
 def _lit_test_for(pass_name: str) -> list[Path]:
-    area = "lowering" if pass_name in LOWERING_PIPELINE else "passes"
+    area = "lowering" if pass_name in LOWERINGS.values() else "passes"
     return [LIT_DIR / area / f"{pass_name}{suffix}" for suffix in (".dl", ".mlir")]
 
 

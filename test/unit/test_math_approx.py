@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dlc.api import compile_graph_module
 from dlc.parser import parse_module
-from dlc.runtime.compiled import compile_graph_module
 
 N = 10_000_000
 SPECIALS = np.array(

@@ -19,13 +19,13 @@ import numpy as np
 import pytest
 from xdsl.dialects.builtin import ModuleOp
 
+from dlc.api import compile_graph_module
 from dlc.diagnostics import DiagnosticError
 from dlc.dialects.graph import FuncOp
 from dlc.dialects.graph_memory import RandomOp
 from dlc.dialects.graph_types import FunctionType, TensorType
 from dlc.parser import parse_module, print_module
-from dlc.passes import get_all_passes
-from dlc.runtime.compiled import compile_graph_module
+from dlc.pipeline import get_all_passes
 from dlc.semantics.interpreter import numpy_dtype, run_function
 
 LIT = Path(__file__).parent.parent / "lit" / "passes"

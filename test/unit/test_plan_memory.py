@@ -8,10 +8,10 @@ import os
 import numpy as np
 import pytest
 
+from dlc.api import compile_graph_module
 from dlc.dialects import loop
 from dlc.parser import parse_module
 from dlc.passes.loop.plan_memory import OFFSET, Slot, min_live_bytes, plan_slots
-from dlc.runtime.compiled import compile_graph_module
 from dlc.semantics.interpreter import run_function
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
@@ -84,7 +84,7 @@ def test_arena_allocated_once_not_per_call() -> None:
 
 def test_planned_loop_ir_has_offsets() -> None:
     mod = compile_graph_module(parse_module(CHAIN), fuse=False)
-    for f in mod._stages["loop"].body.block.ops:
+    for f in mod.ir_module("loop").body.block.ops:
         allocs = [op for op in f.walk() if isinstance(op, loop.AllocOp)]
         assert allocs and all(OFFSET in op.attributes for op in allocs)
 
@@ -120,7 +120,7 @@ func @f: (<64 x f32>, i64) -> <64 x f32> {
 
 
 def _allocs(mod, name: str) -> list[loop.AllocOp]:
-    for f in mod._stages["loop"].body.block.ops:
+    for f in mod.ir_module("loop").body.block.ops:
         if isinstance(f, loop.FuncOp) and f.sym_name.data == name:
             return [op for op in f.body.walk() if isinstance(op, loop.AllocOp)]
     raise KeyError(name)

@@ -9,8 +9,8 @@ import re
 import numpy as np
 import pytest
 
+from dlc.api import compile_graph_module
 from dlc.parser import parse_module
-from dlc.runtime.compiled import compile_graph_module
 from dlc.semantics.interpreter import run_function
 
 LENGTHS = (1, 15, 17, 1000, 1023)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import dlc
-from dlc.runtime.compiled import compile_graph_module
+from dlc.api import compile_graph_module
 from dlc.semantics.interpreter import run_function
 
 HERE = Path(__file__).parent

@@ -27,13 +27,12 @@ from xdsl.ir import Operation, SSAValue
 
 from dlc.dialects import graph_memory as gm
 from dlc.dialects import tensor_memory as tm
+from dlc.dialects.abi import RNG_VAR
 from dlc.dialects.graph_types import TensorType, dtype_is_float
 from dlc.dialects.layout import I64
 from dlc.dialects.tensor import scalar_type
 from dlc.lowering.graph_to_tensor.compute_builder import BodyBuilder, Lowered, Splat, build_compute
 
-RNG_VAR = "dlc.rng"
-"""Name of the generator state variable (not a DLVM identifier, so no clash)."""
 RNG_BYTES = 16
 STACK_HEADER = 24
 _GOLDEN = 0x9E3779B97F4A7C15

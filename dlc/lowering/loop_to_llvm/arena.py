@@ -17,7 +17,9 @@ from xdsl.dialects.builtin import IntegerAttr, i8, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from dlc.dialects import loop
-from dlc.passes.loop.plan_memory import ALIGN, ARENA_BYTES, OFFSET
+from dlc.dialects.loop import ARENA_ALIGN as ALIGN
+from dlc.dialects.loop import ARENA_BYTES
+from dlc.dialects.loop import ARENA_OFFSET as OFFSET
 
 PTR = llvm.LLVMPointerType()
 

@@ -22,20 +22,21 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from dlc.diagnostics import error_at, location_prefix
-from dlc.dialects import loop
+from dlc.dialects import abi, loop
+from dlc.dialects.abi import CALL_DEPTH, STATUS, VAR_PREFIX
+from dlc.dialects.loop_callgraph import recursive_functions
 from dlc.dialects.loop_memory import MEMORY_OPS as RAW_MEMORY_OPS
 from dlc.lowering.loop_to_llvm.arena import arena_alloc, arena_support
-from dlc.lowering.loop_to_llvm.memory import VAR_PREFIX, lower_raw_memory
+from dlc.lowering.loop_to_llvm.memory import lower_raw_memory
 from dlc.lowering.loop_to_llvm.scalar import const, icmp, lower_scalar_op
 
 PTR = llvm.LLVMPointerType()
-OFFSET = "arena_offset"  # set by plan-memory on arena-placed allocs
-_ELEMENT_BYTES = {"f16": 2, "f32": 4, "f64": 8, "i8": 1, "i16": 2, "i32": 4, "i64": 8}
+OFFSET = loop.ARENA_OFFSET  # set by plan-memory on arena-placed allocs
 
 
 def element_bytes(mtype: MemRefType, op: Operation) -> int:
     """Byte size of a memref element; other element types are rejected."""
-    size = _ELEMENT_BYTES.get(str(mtype.element_type))
+    size = loop.element_bytes(mtype.element_type)
     if size is None:
         raise error_at(
             op, f"not supported by the code generator yet: {mtype.element_type} data type"
@@ -57,21 +58,6 @@ class _Frame:
     ops: Iterator[Operation]
     on_yield: Callable[[loop.YieldOp], None] | None = None
 
-
-STATUS = "_dlc_status"
-"""i64 global of a compiled module: 0, or the 1-based index of a message in the
-module attribute `dlc.messages` ("trap\t<text>" or "bounds\t<text>") recorded by the
-first trap / out-of-bounds access. The Python caller reads and resets it after a call
-(not thread-safe: calls of one module from several threads share it)."""
-
-CALL_DEPTH = "_dlc_call_depth"
-"""i64 global next to `STATUS`: the number of active calls of recursive functions
-(those that can reach themselves through `loop.call` / `loop.scalar_call`). Each such
-function checks it at entry: at `MAX_CALL_DEPTH` it traps with "call depth limit
-exceeded (MAX_CALL_DEPTH) in @f" instead of overflowing the native stack (a crash);
-otherwise it counts itself until it returns. Modules with recursive functions run
-their calls holding the GIL (see compiled.py), so the counter is never shared by two
-threads at once."""
 
 MAX_CALL_DEPTH = 20_000
 """Nesting limit of recursive calls (deep enough for tests like even/odd 2000 deep;
@@ -428,14 +414,6 @@ def lower_func(
     )
 
 
-def _recursive_functions(module: ModuleOp) -> set[str]:
-    """Loop functions that can reach themselves through calls (need a depth guard)."""
-    from dlc.passes.loop.plan_memory import _recursive
-
-    funcs = {f.sym_name.data: f for f in module.body.block.ops if isinstance(f, loop.FuncOp)}
-    return {name for name, func in funcs.items() if _recursive(func, funcs)}
-
-
 def _declaration(name: str, ftype: llvm.LLVMFunctionType) -> llvm.FuncOp:
     return llvm.FuncOp(name, ftype, linkage=llvm.LinkageAttr("external"))
 
@@ -467,7 +445,7 @@ class LowerLoopToLLVMPass(ModulePass):
         externals: dict[str, llvm.LLVMFunctionType] = {}
         lowered: list[Operation] = []
         status = StatusTable(self.bounds_check)
-        recursive = _recursive_functions(op)
+        recursive = recursive_functions(op)
         for child in list(op.body.block.ops):
             if not isinstance(child, loop.FuncOp):
                 raise error_at(child, f"not supported by the code generator yet: {child.name}")
@@ -485,15 +463,15 @@ class LowerLoopToLLVMPass(ModulePass):
             slot = VAR_PREFIX + name
             lowered.append(llvm.GlobalOp(i64, slot, "common", value=IntegerAttr(0, i64)))
         if status.variables:
-            op.attributes["dlc.vars"] = DictionaryAttr(
+            op.attributes[abi.VARS] = DictionaryAttr(
                 {name: IntegerAttr(size, i64) for name, size in status.variables.items()}
             )
         if status.depth_used:
             lowered.append(llvm.GlobalOp(i64, CALL_DEPTH, "common", value=IntegerAttr(0, i64)))
-            op.attributes["dlc.recursive"] = ArrayAttr([StringAttr(n) for n in sorted(recursive)])
+            op.attributes[abi.RECURSIVE] = ArrayAttr([StringAttr(n) for n in sorted(recursive)])
         if status.used:
             lowered.append(llvm.GlobalOp(i64, STATUS, "common", value=IntegerAttr(0, i64)))
-            op.attributes["dlc.messages"] = ArrayAttr([StringAttr(m) for m in status.messages])
+            op.attributes[abi.MESSAGES] = ArrayAttr([StringAttr(m) for m in status.messages])
         for child in list(op.body.block.ops):
             child.detach()
             child.erase()

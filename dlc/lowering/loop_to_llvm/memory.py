@@ -15,12 +15,12 @@ from xdsl.dialects.builtin import IntegerAttr, MemRefType, i1, i8, i64
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from dlc.dialects import loop_memory as lm
+from dlc.dialects.abi import VAR_PREFIX
 from dlc.lowering.loop_to_llvm.scalar import const, icmp, select
 
 if TYPE_CHECKING:
     from dlc.lowering.loop_to_llvm.lower_loop_to_llvm import _FuncEmitter
 
-VAR_PREFIX = "_dlc_var_"
 PTR = llvm.LLVMPointerType()
 
 

@@ -38,7 +38,7 @@ from xdsl.ir import SSAValue
 
 from dlc.diagnostics import copy_loc
 from dlc.dialects import loop, tensor
-from dlc.dialects.graph_types import TensorType
+from dlc.dialects.graph_types import TensorType, dtype_bytes
 from dlc.lowering.scalar_ops import ScalarBuilder
 
 if TYPE_CHECKING:
@@ -49,7 +49,6 @@ ROWS = 6  # MR: rows of a register tile
 MAX_BODY_OPS = 16  # larger bodies keep the plain i-k-j schedule
 MIN_WORK = 1 << 16  # M * N * K below this: the plain schedule is as good
 K_BLOCK = 256  # KC: the B block K_BLOCK x N stays in L2 across the row blocks
-_BYTES = {"f32": 4, "f64": 8}
 
 
 @dataclass(frozen=True)
@@ -64,7 +63,7 @@ class DotTiling:
 def plan_tiling(op: tensor.ComputeOp, keep: int) -> DotTiling | None:
     """The tiling of a reduction-outer compute, or None to keep the plain schedule."""
     t = op.result.type
-    if not isinstance(t, TensorType) or t.dt not in _BYTES or op.combinator is None:
+    if not isinstance(t, TensorType) or t.dt not in ("f32", "f64") or op.combinator is None:
         return None
     if op.combinator.data != "add" or op.init is not None:
         return None
@@ -75,7 +74,7 @@ def plan_tiling(op: tensor.ComputeOp, keep: int) -> DotTiling | None:
         return None
     n, k = dims[-1], extents[0]
     m = dims[-2] if len(dims) >= 2 else 1
-    nr = VECTOR_BYTES // _BYTES[t.dt]
+    nr = VECTOR_BYTES // dtype_bytes(t.dt)
     if n < nr or m * n * k < MIN_WORK:
         return None
     mr = min(ROWS, m) if len(dims) >= 2 else 1

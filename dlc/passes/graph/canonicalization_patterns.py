@@ -27,6 +27,7 @@ import numpy as np
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
+from dlc.diagnostics import copy_loc
 from dlc.dialects.graph import InferenceError
 from dlc.dialects.graph_canonicalization import register_patterns
 from dlc.dialects.graph_elementwise import BINARY_OPS, UNARY_OPS, DataTypeCastOp, SelectOp
@@ -41,7 +42,6 @@ from dlc.dialects.graph_tensor import (
 )
 from dlc.dialects.graph_types import TensorType
 from dlc.passes.graph.pass_support import (
-    bump,
     is_float,
     is_minus_zero,
     is_plus_zero,
@@ -79,11 +79,12 @@ class RulePattern(RewritePattern):
         new = out if isinstance(out, SSAValue) else out[-1].results[0]
         if new.type != op.results[0].type:
             return
+        if not isinstance(out, SSAValue):
+            copy_loc(op, *out)  # diagnostics and trap messages keep naming the source line
         rewriter.replace(op, [] if isinstance(out, SSAValue) else out, [new])
         for helper in [] if isinstance(out, SSAValue) else out[:-1]:
             for r in helper.results:
                 r._name = None  # type: ignore[attr-defined]  # DLVM names are unique per function
-        bump("canonicalize", "rewrites applied")
 
 
 def of(value: SSAValue, cls: type[Operation]) -> Any:

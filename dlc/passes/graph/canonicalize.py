@@ -11,13 +11,15 @@ from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
     PatternRewriter,
+    PatternRewriterListener,
     PatternRewriteWalker,
     RewritePattern,
 )
 from xdsl.transforms.canonicalize import CanonicalizationRewritePattern
 
 from dlc.passes.graph import canonicalization_patterns
-from dlc.passes.graph.pass_support import bump, erase_dead_ops, pure_functions
+from dlc.passes.graph.pass_support import erase_dead_ops, pure_functions
+from dlc.passes.statistics import PassStatistics
 
 
 class FastMathPattern(RewritePattern):
@@ -31,7 +33,7 @@ class FastMathPattern(RewritePattern):
 
 
 @dataclass(frozen=True)
-class CanonicalizePass(ModulePass):
+class CanonicalizePass(PassStatistics, ModulePass):
     """Apply every op's canonicalization patterns until none applies, then drop dead ops.
 
     Input: a graph-level module. Rewrites: the rules attached to the ops
@@ -52,8 +54,14 @@ class CanonicalizePass(ModulePass):
         patterns: list[RewritePattern] = [CanonicalizationRewritePattern()]
         if self.fast_math:
             patterns.append(FastMathPattern())
-        walker = PatternRewriteWalker(GreedyRewritePatternApplier(patterns), apply_recursively=True)
+        listener = PatternRewriterListener()  # every rule ends in one replace
+        listener.operation_replacement_handler.append(
+            lambda _op, _new: self.count("rewrites applied")
+        )
+        walker = PatternRewriteWalker(
+            GreedyRewritePatternApplier(patterns), apply_recursively=True, listener=listener
+        )
         walker.rewrite_module(op)
         erased = erase_dead_ops(op, pure_functions(op))
         if erased:
-            bump(self.name, "dead ops erased", erased)
+            self.count("dead ops erased", erased)

@@ -20,7 +20,8 @@ from xdsl.passes import ModulePass
 from dlc.dialects.cfg import dominates, immediate_dominators, predecessors, successors
 from dlc.dialects.graph import BranchEnumOp, BranchOp, FuncOp, ReturnOp, is_void
 from dlc.passes.graph.inline import fresh
-from dlc.passes.graph.pass_support import bump, edges, functions, rebuild_terminator
+from dlc.passes.graph.pass_support import edges, functions, rebuild_terminator
+from dlc.passes.statistics import PassStatistics
 
 # -- step 1: unique exit ------------------------------------------------------------
 
@@ -286,7 +287,7 @@ def _count(counts: dict[str, int], key: str) -> bool:
 
 
 @dataclass(frozen=True)
-class CFGCanonicalizePass(ModulePass):
+class CFGCanonicalizePass(PassStatistics, ModulePass):
     """Make every function's control flow "reversible" (DLVM CFGCanonicalization).
 
     1. Unique exit: two or more `return`s become `branch 'exit(v)` into a fresh block
@@ -315,9 +316,9 @@ class CFGCanonicalizePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for func in functions(op):
-            bump(self.name, "exit blocks created", unique_exit(func))
-            bump(self.name, "join blocks created", form_joins(func))
+            self.count("exit blocks created", unique_exit(func))
+            self.count("join blocks created", form_joins(func))
             counts: dict[str, int] = {}
             canonicalize_loops(func, counts)
             for key in LOOP_STEPS:
-                bump(self.name, key, counts.get(key, 0))
+                self.count(key, counts.get(key, 0))

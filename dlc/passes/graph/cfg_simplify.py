@@ -13,12 +13,12 @@ from dlc.dialects.cfg import predecessors
 from dlc.dialects.graph import BranchOp, FuncOp
 from dlc.passes.graph.dce import remove_unreachable_blocks
 from dlc.passes.graph.pass_support import (
-    bump,
     edges,
     erase_blocks,
     functions,
     rebuild_terminator,
 )
+from dlc.passes.statistics import PassStatistics
 
 
 def merge_into_predecessor(func: FuncOp) -> int:
@@ -93,7 +93,7 @@ def drop_single_predecessor_params(func: FuncOp) -> int:
 
 
 @dataclass(frozen=True)
-class CFGSimplifyPass(ModulePass):
+class CFGSimplifyPass(PassStatistics, ModulePass):
     """Simplify the control-flow graph of every function (DLVM's CFGSimplification).
 
     Repeats until nothing changes: remove blocks unreachable from the entry; merge a
@@ -119,5 +119,5 @@ class CFGSimplifyPass(ModulePass):
                 changed = False
                 for key, step in steps.items():
                     n = step(func)
-                    bump(self.name, key, n)
+                    self.count(key, n)
                     changed |= bool(n)

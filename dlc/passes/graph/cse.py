@@ -12,7 +12,8 @@ from xdsl.passes import ModulePass
 
 from dlc.dialects.cfg import dominator_tree, successors
 from dlc.dialects.graph import FuncOp, LiteralOp
-from dlc.passes.graph.pass_support import bump, functions, is_pure, pure_functions
+from dlc.passes.graph.pass_support import functions, is_pure, pure_functions
+from dlc.passes.statistics import PassStatistics
 
 COMMUTATIVE = {
     "graph.add",
@@ -68,7 +69,7 @@ def eliminate(func: FuncOp, pure: set[str]) -> int:
 
 
 @dataclass(frozen=True)
-class CSEPass(ModulePass):
+class CSEPass(PassStatistics, ModulePass):
     """Merge structurally equal pure ops when one dominates the other.
 
     Input: a graph-level module. Two ops are equal when they have the same opcode,
@@ -84,4 +85,4 @@ class CSEPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         pure = pure_functions(op)
-        bump(self.name, "ops merged", sum(eliminate(f, pure) for f in functions(op)))
+        self.count("ops merged", sum(eliminate(f, pure) for f in functions(op)))

@@ -12,7 +12,6 @@ from xdsl.passes import ModulePass
 from dlc.dialects.cfg import predecessors, reachable
 from dlc.dialects.graph import FuncOp
 from dlc.passes.graph.pass_support import (
-    bump,
     edges,
     erase_blocks,
     erase_dead_ops,
@@ -20,6 +19,7 @@ from dlc.passes.graph.pass_support import (
     pure_functions,
     rebuild_terminator,
 )
+from dlc.passes.statistics import PassStatistics
 
 
 def remove_unreachable_blocks(func: FuncOp) -> int:
@@ -63,7 +63,7 @@ def remove_unused_args(func: FuncOp) -> int:
 
 
 @dataclass(frozen=True)
-class DCEPass(ModulePass):
+class DCEPass(PassStatistics, ModulePass):
     """Remove dead code from every graph function.
 
     Removes: pure ops whose results are unused (shared/DLVM.md §2.3's sound purity:
@@ -83,7 +83,7 @@ class DCEPass(ModulePass):
             blocks = sum(remove_unreachable_blocks(f) for f in functions(op))
             ops = erase_dead_ops(op, pure)
             args = sum(remove_unused_args(f) for f in functions(op))
-            bump(self.name, "blocks erased", blocks)
-            bump(self.name, "ops erased", ops)
-            bump(self.name, "block arguments erased", args)
+            self.count("blocks erased", blocks)
+            self.count("ops erased", ops)
+            self.count("block arguments erased", args)
             changed = bool(blocks or ops or args)

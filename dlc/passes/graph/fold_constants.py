@@ -15,7 +15,8 @@ from xdsl.traits import Pure
 from dlc.dialects.graph import GlobalRefOp, LiteralOp
 from dlc.dialects.graph_literal import LiteralAttr, LitTree
 from dlc.dialects.graph_types import TensorType, dtype_is_bool, dtype_is_float
-from dlc.passes.graph.pass_support import bump, erase_dead_ops, functions, pure_functions
+from dlc.passes.graph.pass_support import erase_dead_ops, functions, pure_functions
+from dlc.passes.statistics import PassStatistics
 
 
 def scalar_tree(x: Any, dt: str) -> LitTree:
@@ -77,7 +78,7 @@ def fold_all(module: ModuleOp, limit: int) -> int:
 
 
 @dataclass(frozen=True)
-class FoldConstantsPass(ModulePass):
+class FoldConstantsPass(PassStatistics, ModulePass):
     """Replace pure ops whose operands are all literals by the literal of their value.
 
     Input: a graph-level module. Values come from the NumPy reference interpreter's
@@ -95,4 +96,4 @@ class FoldConstantsPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         folded = fold_all(op, self.max_elements)
         erase_dead_ops(op, pure_functions(op))
-        bump(self.name, "ops folded", folded)
+        self.count("ops folded", folded)

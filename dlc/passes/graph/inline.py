@@ -9,9 +9,11 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Region, SSAValue
 from xdsl.passes import ModulePass
 
+from dlc.diagnostics import copy_loc
 from dlc.dialects.graph import BranchOp, FuncOp, ReturnOp
 from dlc.dialects.graph_memory import ApplyOp
-from dlc.passes.graph.pass_support import bump, functions
+from dlc.passes.graph.pass_support import functions
+from dlc.passes.statistics import PassStatistics
 
 
 def recursive_functions(module: ModuleOp) -> set[str]:
@@ -35,11 +37,39 @@ def recursive_functions(module: ModuleOp) -> set[str]:
     return recursive
 
 
+def value_names(region: Region) -> set[str | None]:
+    """The DLVM names (`%x`) of the block arguments and results in `region`."""
+    names: set[str | None] = set()
+    for block in region.blocks:
+        names.update(getattr(a, "_name", None) for a in block.args)
+        for op in block.walk():
+            names.update(getattr(r, "_name", None) for r in op.results)
+    return names
+
+
+def rename_values(body: Region, taken: set[str | None]) -> None:
+    """Give each named value of `body` a name not in `taken` (`y` -> `y_0`, ...): the
+    names of a function's values are unique, also after a callee is inlined twice."""
+    for block in body.blocks:
+        values = [*block.args, *(r for op in block.walk() for r in op.results)]
+        for value in values:
+            name = getattr(value, "_name", None)
+            if name:
+                value._name = fresh(name, taken)  # type: ignore[attr-defined]
+
+
 def inline_call(call: ApplyOp, callee: FuncOp) -> None:
     """Splice a copy of `callee`'s blocks in place of `call`."""
     body: Region = callee.body.clone()
+    for original, copy in zip(callee.body.walk(), body.walk(), strict=True):
+        copy_loc(original, copy)  # traps and diagnostics name the callee's lines
     entry = body.blocks.first
     assert entry is not None
+    caller = call.parent_op()
+    while caller is not None and not isinstance(caller, FuncOp):
+        caller = caller.parent_op()
+    assert caller is not None
+    rename_values(body, value_names(caller.body))
     for arg, value in zip(entry.args, call.args, strict=True):
         arg.replace_all_uses_with(value)
     returns = [b.last_op for b in body.blocks if isinstance(b.last_op, ReturnOp)]
@@ -48,6 +78,8 @@ def inline_call(call: ApplyOp, callee: FuncOp) -> None:
     if len(body.blocks) == 1 and len(returns) == 1:  # straight-line callee: no new blocks
         ret = returns[0]
         result = ret.value
+        if result is not None and result.owner in entry.ops and call.result is not None:
+            result._name = getattr(call.result, "_name", None)  # type: ignore[attr-defined]
         entry.erase_op(ret, safe_erase=False)
         for op in list(entry.ops):
             op.detach()
@@ -108,8 +140,9 @@ def split_for_call(call: ApplyOp, body: Region, returns: list[ReturnOp]) -> SSAV
 
 
 @dataclass(frozen=True)
-class InlinePass(ModulePass):
-    """Inline calls of `!inline` functions (every non-recursive callee with `all=true`).
+class InlinePass(PassStatistics, ModulePass):
+    """Inline calls of `!inline` functions, of every non-recursive function with at most
+    `max-ops` instructions, or of every non-recursive callee with `all=true`.
 
     Input: a graph-level module. A straight-line callee's ops replace the call; a
     multi-block callee splits the caller's block after the call into a continuation
@@ -123,13 +156,12 @@ class InlinePass(ModulePass):
     name = "inline"
 
     all: bool = False
+    max_ops: int = 0
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         recursive = recursive_functions(op)
         table = {f.sym_name.data: f for f in functions(op)}
-        wanted = {
-            n for n, f in table.items() if n not in recursive and (self.all or f.inline is not None)
-        }
+        wanted = {n for n, f in table.items() if n not in recursive and self.wants(f)}
         inlined = -1
         while inlined:  # inlined bodies may hold calls to inline too (the call graph is acyclic)
             calls = [c for f in table.values() for c in f.body.walk() if isinstance(c, ApplyOp)]
@@ -137,4 +169,10 @@ class InlinePass(ModulePass):
             for call in calls:
                 inline_call(call, table[call.callee.data])
             inlined = len(calls)
-            bump(self.name, "calls inlined", inlined)
+            self.count("calls inlined", inlined)
+
+    def wants(self, func: FuncOp) -> bool:
+        """Whether calls of (non-recursive) `func` are inlined."""
+        if self.all or func.inline is not None:
+            return True
+        return sum(1 for _ in func.body.walk()) <= self.max_ops

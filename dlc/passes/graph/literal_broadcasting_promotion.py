@@ -13,13 +13,13 @@ from dlc.dialects.graph import LiteralOp
 from dlc.dialects.graph_elementwise import BinaryOp
 from dlc.dialects.graph_types import TensorType
 from dlc.passes.graph.pass_support import (
-    bump,
     erase_dead_ops,
     functions,
     pure_functions,
     splat,
     splat_value,
 )
+from dlc.passes.statistics import PassStatistics
 
 
 def promote(op: Operation, index: int) -> bool:
@@ -41,7 +41,7 @@ def promote(op: Operation, index: int) -> bool:
 
 
 @dataclass(frozen=True)
-class LiteralBroadcastingPromotionPass(ModulePass):
+class LiteralBroadcastingPromotionPass(PassStatistics, ModulePass):
     """Replace splat literal operands of binary and compare ops by inline scalars.
 
     Input: a graph-level module. `add %x: <2 x 3 x f32>, %c` with `%c = literal 1.0:
@@ -62,4 +62,4 @@ class LiteralBroadcastingPromotionPass(ModulePass):
                     promoted += sum(promote(inst, i) for i in (0, 1))
         if promoted:
             erase_dead_ops(op, pure_functions(op))
-        bump(self.name, "operands promoted", promoted)
+        self.count("operands promoted", promoted)

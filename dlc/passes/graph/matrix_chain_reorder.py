@@ -12,7 +12,8 @@ from xdsl.passes import ModulePass
 
 from dlc.dialects.graph_tensor import DotOp
 from dlc.dialects.graph_types import TensorType
-from dlc.passes.graph.pass_support import bump, functions
+from dlc.passes.graph.pass_support import functions
+from dlc.passes.statistics import PassStatistics
 
 Tree = SSAValue | tuple["Tree", "Tree"]
 
@@ -108,7 +109,7 @@ def reorder(root: DotOp) -> int:
 
 
 @dataclass(frozen=True)
-class MatrixChainReorderPass(ModulePass):
+class MatrixChainReorderPass(PassStatistics, ModulePass):
     """Re-parenthesize chains of `dot`s by the matrix-chain dynamic program.
 
     Input: a graph-level module. A chain is a tree of rank-2 `dot`s in one block whose
@@ -135,8 +136,8 @@ class MatrixChainReorderPass(ModulePass):
                     continue  # an inner link: handled with its chain's root
                 saved = reorder(root)
                 if saved:
-                    bump(self.name, "chains reordered")
-                    bump(self.name, "FLOPs saved", saved)
+                    self.count("chains reordered")
+                    self.count("FLOPs saved", saved)
                     print(
                         f"dlc-opt: remark: matrix-chain-reorder: @{func.sym_name.data}: "
                         f"saved {saved} FLOPs",

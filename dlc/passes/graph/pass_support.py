@@ -6,7 +6,6 @@
 - purity: `pure_functions(module)` and `is_pure(op, pure)` follow shared/DLVM.md §2.3's
   sound table (random, memory, allocation, stack and refcount ops are impure; `apply` is
   pure only when its callee is, recursion counting as impure);
-- statistics: passes count what they did with `bump(pass, key)`; dlc-opt prints them;
 - control flow: `edges`/`rebuild_terminator` for branch operands (the CFG analyses live in
   `dlc.dialects.cfg`, whose `successors`, `predecessors` and `reachable` are re-exported).
 """
@@ -14,7 +13,6 @@
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
@@ -28,20 +26,6 @@ from dlc.dialects.graph_memory import ApplyOp
 from dlc.dialects.graph_types import TensorType, dtype_is_bool, dtype_is_float
 
 Scalar = int | float | bool
-
-STATISTICS: defaultdict[str, defaultdict[str, int]] = defaultdict(lambda: defaultdict(int))
-"""pass name -> statistic -> count, filled while passes run (read by dlc-opt)."""
-
-
-def bump(pass_name: str, key: str, n: int = 1) -> None:
-    """Count `n` more `key` events of pass `pass_name`."""
-    STATISTICS[pass_name][key] += n
-
-
-def take_statistics(pass_name: str) -> dict[str, int]:
-    """The statistics of `pass_name` since the last call, then reset them."""
-    return dict(STATISTICS.pop(pass_name, {}))
-
 
 # -- literals ---------------------------------------------------------------------
 

@@ -44,13 +44,12 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from dlc.dialects import loop
-from dlc.dialects.loop_memory import ScalarCallOp
+from dlc.dialects.loop_callgraph import is_recursive
 
-ALIGN = 64
-OFFSET = "arena_offset"
-ARENA_BYTES = "dlc.arena_bytes"
-MIN_LIVE_BYTES = "dlc.min_live_bytes"
-_ELEMENT_BYTES = {"f16": 2, "f32": 4, "f64": 8, "i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8}
+ALIGN = loop.ARENA_ALIGN
+OFFSET = loop.ARENA_OFFSET
+ARENA_BYTES = loop.ARENA_BYTES
+MIN_LIVE_BYTES = loop.MIN_LIVE_BYTES
 
 
 def buffer_bytes(mtype: MemRefType) -> int:
@@ -58,7 +57,7 @@ def buffer_bytes(mtype: MemRefType) -> int:
     count = 1
     for dim in mtype.get_shape():
         count *= dim
-    nbytes = count * _ELEMENT_BYTES.get(str(mtype.element_type), 8)
+    nbytes = count * (loop.element_bytes(mtype.element_type) or 8)
     return max(ALIGN, (nbytes + ALIGN - 1) // ALIGN * ALIGN)
 
 
@@ -246,26 +245,6 @@ def min_live_bytes(slots: list[Slot]) -> int:
     return max((sum(s.size for s in slots if s.start <= t <= s.end) for t in points), default=0)
 
 
-def _recursive(func: loop.FuncOp, funcs: dict[str, loop.FuncOp]) -> bool:
-    """`func` can reach itself through `loop.call` or `loop.scalar_call` (a reduction's
-    function combinator may call back into the function that reduces)."""
-    name = func.sym_name.data
-    seen: set[str] = set()
-    stack = [func]
-    while stack:
-        current = stack.pop()
-        for op in current.walk():
-            if not isinstance(op, loop.CallOp | ScalarCallOp):
-                continue
-            callee = op.callee.data
-            if callee == name:
-                return True
-            if callee not in seen and callee in funcs:
-                seen.add(callee)
-                stack.append(funcs[callee])
-    return False
-
-
 def plan_function(func: loop.FuncOp) -> None:
     """Assign arena offsets to `func`'s allocs and drop their deallocs.
 
@@ -306,8 +285,8 @@ def function_stats(func: loop.FuncOp) -> dict[str, int]:
             min_live_value = min_live_bytes(_slots(_buffers(func)))
         else:
             min_live_value = sum(buffer_bytes(a.res.type) for a in allocs)
-        arena_value = sum(buffer_bytes(a.res.type) for a in allocs)
-        heap = []
+        arena_value = 0  # every buffer is a heap block of its own
+        heap = allocs
     else:
         min_live_value = min_live.data  # type: ignore[attr-defined]
         arena_value = arena.data  # type: ignore[union-attr]
@@ -318,7 +297,7 @@ def function_stats(func: loop.FuncOp) -> dict[str, int]:
         "buffers": len(allocs),
         "arena_bytes": arena_value,
         "min_live_bytes": min_live_value,
-        "heap_buffers": len(heap),  # planned multi-block functions: cross-block buffers
+        "heap_buffers": len(heap),  # unplanned: all; planned multi-block: cross-block ones
     }
 
 
@@ -338,6 +317,6 @@ class PlanMemoryPass(ModulePass):
         for func in funcs.values():
             if OFFSET in func.attributes or ARENA_BYTES in func.attributes:
                 continue
-            if _recursive(func, funcs):
+            if is_recursive(func, funcs):
                 continue  # the arena is static: not reentrant
             plan_function(func)

@@ -1,0 +1,241 @@
+"""Compile a verified graph module to a `CompiledModule`: the pipeline, the cache, the JIT.
+
+`compile_graph_module(module, ...)` is what `dlc.compile`, `dlc.compile_file` and
+`dlc-run` call. It asks the compile cache (`dlc.runtime.cache`) for the machine code of
+the same program, options and host; on a miss it runs the pipeline of
+`dlc.pipeline.steps` on a clone of the module, adds the Python entry wrappers, JIT-
+compiles the result and stores the object code. A hit loads that object code into a
+fresh engine (so every compiled module has its own globals, variables, generator
+state and arenas) without lowering. Neither keeps the intermediate levels:
+`mod.ir(level)` lowers the module again on first use.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from typing import NamedTuple
+
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp
+
+from dlc import pipeline
+from dlc.diagnostics import clone_located, error_at, own_location
+from dlc.dialects import abi, loop
+from dlc.dialects.graph import FuncOp as GraphFuncOp
+from dlc.runtime import cache
+from dlc.runtime.convention import DATA_OFFSET
+from dlc.runtime.jit import JITModule, llvm_ir
+from dlc.runtime.module import CompiledModule
+from dlc.runtime.native import Metadata, install, resolve_symbols
+
+
+def defined_functions(module: ModuleOp) -> dict[str, GraphFuncOp]:
+    """The functions with bodies of a graph module, by name."""
+    return {
+        f.sym_name.data: f
+        for f in module.body.block.ops
+        if isinstance(f, GraphFuncOp) and not f.is_declaration and f.body.blocks
+    }
+
+
+class Report(NamedTuple):
+    """The compile report: loop-level facts per function, counts per pass."""
+
+    functions: dict[str, dict[str, int]]
+    passes: dict[str, dict[str, int]]
+
+
+def lower(
+    module: ModuleOp, options: pipeline.Options, snapshots: dict[str, ModuleOp] | None = None
+) -> tuple[ModuleOp, Report]:
+    """A clone of graph `module` lowered to the llvm level (with Python entries), and
+    the compile report. `snapshots` receives a copy of each level as the pipeline
+    leaves it (graph after the optimizer, tensor after fusion, ...)."""
+    from dlc.lowering.loop_to_llvm.python_entry import add_python_entries
+    from dlc.passes.loop.plan_memory import function_stats
+    from dlc.passes.statistics import PassStatistics
+
+    stats: dict[str, dict[str, int]] = {}
+    passes: dict[str, dict[str, int]] = {}
+
+    def after(step: pipeline.Step, _work: ModuleOp) -> None:
+        if isinstance(step.pass_, PassStatistics):
+            counts = passes.setdefault(step.pass_.name, {})
+            for key, n in step.pass_.take_statistics().items():
+                counts[key] = counts.get(key, 0) + n
+
+    def on_level(level: str, work: ModuleOp) -> None:
+        if level != "graph":
+            work.verify()
+        if snapshots is not None:
+            snapshots[level] = work.clone()
+        if level == "loop":
+            for f in work.body.block.ops:
+                if isinstance(f, loop.FuncOp):
+                    stats[f.sym_name.data] = function_stats(f)
+
+    steps = pipeline.steps(options)
+    work = pipeline.run(clone_located(module), steps, after=after, on_level=on_level)
+    if DATA_OFFSET is not None:
+        add_python_entries(work, set(defined_functions(module)), DATA_OFFSET)
+    return work, Report(stats, passes)
+
+
+def external_names(llvm_level: ModuleOp) -> list[str]:
+    """The functions an llvm-level module declares without defining them."""
+    return [
+        f.sym_name.data
+        for f in llvm_level.body.block.ops
+        if isinstance(f, llvm.FuncOp) and not f.body.blocks
+    ]
+
+
+def check_symbols(names: list[str], graph: ModuleOp) -> None:
+    """Every external function the code calls must exist in this process: a located
+    error at the `[extern]` declaration otherwise."""
+    decls = {f.sym_name.data: f for f in graph.body.block.ops if isinstance(f, GraphFuncOp)}
+    for name in resolve_symbols(names):
+        raise error_at(
+            decls.get(name),
+            f"extern function @{name}: no symbol {name!r} in this process "
+            "(load its library first, e.g. llvmlite.binding.load_library_permanently)",
+        )
+
+
+def metadata(llvm_level: ModuleOp, report: Report, native: set[str]) -> Metadata:
+    """What a compiled module needs besides the graph module and the machine code, as
+    JSON-able data (the compile cache stores it; `cache.valid_meta` checks its shape)."""
+    stats = report.functions
+    keep_gil = {name for name, s in stats.items() if s["arena_bytes"]}  # static arenas
+    recursive = abi.RECURSIVE in llvm_level.attributes
+    if recursive:  # the call-depth counter is not per thread
+        keep_gil |= set(stats)
+    messages = llvm_level.attributes.get(abi.MESSAGES)
+    sizes = llvm_level.attributes.get(abi.VARS)
+    assert messages is None or isinstance(messages, ArrayAttr)
+    assert sizes is None or isinstance(sizes, DictionaryAttr)
+    return {
+        "native": sorted(native),
+        "keep_gil": sorted(keep_gil),
+        "externs": external_names(llvm_level),
+        "messages": None if messages is None else [m.data for m in messages.data],  # type: ignore[attr-defined]
+        "recursive": recursive,
+        "vars": {n: v.value.data for n, v in sizes.data.items()} if sizes else {},  # type: ignore[attr-defined]
+        "stats": stats,
+        "passes": report.passes,
+    }
+
+
+def cache_key(module: ModuleOp, options: pipeline.Options) -> str:
+    """SHA-256 hex key of a graph module compiled with `options` on this host: its
+    printed text and the source location of every op (they appear in trap and bounds
+    messages), with the options and the host (`cache.environment`)."""
+    from dlc.parser import print_module
+
+    digest = hashlib.sha256(print_module(module).encode())
+    for op in module.walk():
+        loc = own_location(op)
+        where = f"{loc.filename}\0{loc.line}\0{loc.column}\0{loc.source_line}" if loc else ""
+        digest.update(b"\n" + where.encode())
+    from dlc import __version__
+
+    facts = {**options.key(), "data_offset": DATA_OFFSET, "dlc": __version__}
+    return cache.key(facts, digest.hexdigest())
+
+
+class _Levels:
+    """`CompiledModule.ir`: the program at each level, lowered again on first use."""
+
+    def __init__(self, graph: ModuleOp, options: pipeline.Options, jit: JITModule) -> None:
+        self.graph, self.options, self.jit = graph, options, jit
+        self.snapshots: dict[str, ModuleOp] | None = None
+
+    def module(self, level: str) -> ModuleOp:
+        if self.snapshots is None:
+            self.snapshots = {}
+            self.snapshots["llvm"], _ = lower(self.graph, self.options, self.snapshots)
+        return self.snapshots[level]
+
+    def text(self, level: str) -> str:
+        from dlc.parser import print_module
+
+        if level == "llvm" and self.jit.optimized_ir is None:
+            self.jit.optimized_ir = llvm_ir(self.module("llvm"), self.options.opt_level)
+        if level == "llvm":
+            return self.jit.optimized_ir  # type: ignore[return-value]
+        if level == "graph":
+            return print_module(self.module("graph"))
+        return str(self.module(level))
+
+
+def _from_cache(
+    entry: cache.Entry, module: ModuleOp, options: pipeline.Options
+) -> CompiledModule | None:
+    """A fresh compiled module from a cache entry's object code and metadata."""
+    meta = entry.meta
+    funcs = defined_functions(module)
+    native = set(meta["native"])
+    if not native <= set(funcs):
+        return None  # not this program's entry after all: compile it
+    check_symbols(meta["externs"], module)
+    try:
+        jit = JITModule.from_object(entry.obj, options.opt_level)
+    except RuntimeError:  # LLVM rejected the object file: compile again
+        return None
+    jit.optimized_ir = entry.optimized_ir
+    install(jit, meta)
+    report = Report(meta["stats"], meta["passes"])
+    return CompiledModule(jit, funcs, native, report, _Levels(module, options, jit))
+
+
+def _compile(module: ModuleOp, options: pipeline.Options, key: str | None) -> CompiledModule:
+    llvm_level, report = lower(module, options)
+    check_symbols(external_names(llvm_level), module)
+    funcs = defined_functions(module)
+    native = {f.sym_name.data for f in llvm_level.body.block.ops if isinstance(f, llvm.FuncOp)}
+    native &= set(funcs)
+    jit = JITModule(llvm_level, options.opt_level)
+    meta = metadata(llvm_level, report, native)
+    install(jit, meta)
+    if key is not None and jit.cacheable():
+        cache.store(key, cache.Entry(jit.object_code, meta, jit.optimized_ir))  # type: ignore[arg-type]
+    return CompiledModule(jit, funcs, native, report, _Levels(module, options, jit))
+
+
+def compile_graph_module(
+    module: ModuleOp,
+    *,
+    opt_level: int = 2,
+    fuse: bool = True,
+    plan_memory: bool = True,
+    fast_math_functions: bool = True,
+    bounds_check: bool | None = None,
+    seed: int = 0,
+) -> CompiledModule:
+    """Compile every defined function of a verified graph module to native code.
+
+    `fuse` (tensor-level fusion, at opt_level >= 1), `plan_memory` (one static arena per
+    function) and `fast_math_functions` (f32 exp/log/tanh as polynomials instead of libm
+    calls) can be turned off. `bounds_check` guards every load and store (IndexError
+    naming the op's location on a violation); None means the environment variable
+    DLC_BOUNDS_CHECK=1. `seed` seeds the `random` generator (`CompiledModule.seed`)."""
+    from dlc.passes.graph.differentiate import differentiated
+
+    if bounds_check is None:  # DLC_BOUNDS_CHECK=1 runs a whole test suite checked
+        bounds_check = os.environ.get("DLC_BOUNDS_CHECK", "") == "1"
+    options = pipeline.Options(
+        opt_level=opt_level,
+        fuse=fuse,
+        plan_memory=plan_memory,
+        fast_math_functions=fast_math_functions,
+        bounds_check=bounds_check,
+    )  # not `seed`: it only sets the generator state after loading
+    key = cache_key(module, options) if cache.enabled() else None
+    module = differentiated(module)  # the signatures of synthesized adjoints
+    entry = cache.lookup(key) if key is not None else None
+    compiled = _from_cache(entry, module, options) if entry is not None else None
+    if compiled is None:
+        compiled = _compile(module, options, key)
+    compiled.seed(seed)
+    return compiled

@@ -1,0 +1,38 @@
+"""The call graph of a loop-level module: which functions can reach themselves.
+
+Plan-memory keeps recursive functions off static arenas and the llvm lowering gives
+them a depth guard; both ask here.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import ModuleOp
+
+from dlc.dialects import loop
+from dlc.dialects.loop_memory import ScalarCallOp
+
+
+def is_recursive(func: loop.FuncOp, funcs: dict[str, loop.FuncOp]) -> bool:
+    """`func` can reach itself through `loop.call` or `loop.scalar_call` (a reduction's
+    function combinator may call back into the function that reduces)."""
+    name = func.sym_name.data
+    seen: set[str] = set()
+    stack = [func]
+    while stack:
+        current = stack.pop()
+        for op in current.walk():
+            if not isinstance(op, loop.CallOp | ScalarCallOp):
+                continue
+            callee = op.callee.data
+            if callee == name:
+                return True
+            if callee not in seen and callee in funcs:
+                seen.add(callee)
+                stack.append(funcs[callee])
+    return False
+
+
+def recursive_functions(module: ModuleOp) -> set[str]:
+    """Names of the loop functions of `module` that can reach themselves."""
+    funcs = {f.sym_name.data: f for f in module.body.block.ops if isinstance(f, loop.FuncOp)}
+    return {name for name, func in funcs.items() if is_recursive(func, funcs)}

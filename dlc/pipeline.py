@@ -1,0 +1,199 @@
+"""The one place that names dlc's pipelines: the pass registry, the levels and their
+lowering steps, and the passes each optimization level runs.
+
+`dlc.compile`, `dlc-run` and `dlc-opt -t llvm|asm` all lower through `steps(options)`,
+so the LLVM IR that dlc-opt prints is the IR the API compiles (the API only adds its
+Python entry wrappers). The pipeline, level by level, for `opt_level >= 1`:
+
+| level  | passes (before lowering the level)                          | lowering               |
+|--------|-------------------------------------------------------------|------------------------|
+| graph  | differentiate, then the graph optimizer (`GRAPH_OPTIMIZER`)  | lower-graph-to-tensor  |
+| tensor | fuse (inline producers), schedule (loop nests and groups)   | lower-tensor-to-loop   |
+| loop   | plan-memory, math-approx                                    | lower-loop-to-llvm     |
+| llvm   | LLVM's own O-level pipeline (`dlc.runtime.jit`)             |                        |
+
+`opt_level=0` only differentiates and lowers (plus `plan-memory` and `math-approx`
+when asked), so its results are bit-identical to the reference interpreter's.
+`fuse`, `plan_memory` and `fast_math_functions` turn single passes off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from importlib import import_module
+from typing import Any
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from dlc.dialects.levels import LEVELS
+
+LOWERINGS = {
+    "graph": "lower-graph-to-tensor",
+    "tensor": "lower-tensor-to-loop",
+    "loop": "lower-loop-to-llvm",
+}
+"""level -> the pass that lowers it to the next level of `LEVELS`."""
+
+GRAPH_OPTIMIZER = (
+    "inline{max-ops=32}",
+    "canonicalize",
+    "fold-constants",
+    "cse",
+    "matrix-chain-reorder",
+    "canonicalize",
+    "cse",
+    "dce",
+)
+"""The graph-level optimizer run at opt_level >= 1, after differentiation: inline
+small non-recursive callees, algebraic simplification, constant folding, common
+subexpressions, cheapest matrix-chain order, then a second round on what that exposed."""
+
+_PASSES: dict[str, str] = {
+    "verify": "dlc.passes.verify:VerifyPass",
+    "differentiate": "dlc.passes.graph.differentiate:DifferentiatePass",
+    "canonicalize": "dlc.passes.graph.canonicalize:CanonicalizePass",
+    "fold-constants": "dlc.passes.graph.fold_constants:FoldConstantsPass",
+    "cse": "dlc.passes.graph.cse:CSEPass",
+    "dce": "dlc.passes.graph.dce:DCEPass",
+    "inline": "dlc.passes.graph.inline:InlinePass",
+    "cfg-simplify": "dlc.passes.graph.cfg_simplify:CFGSimplifyPass",
+    "cfg-canonicalize": "dlc.passes.graph.cfg_canonicalize:CFGCanonicalizePass",
+    "literal-broadcasting-promotion": (
+        "dlc.passes.graph.literal_broadcasting_promotion:LiteralBroadcastingPromotionPass"
+    ),
+    "matrix-chain-reorder": "dlc.passes.graph.matrix_chain_reorder:MatrixChainReorderPass",
+    "fuse": "dlc.passes.tensor.fuse:FusePass",
+    "plan-memory": "dlc.passes.loop.plan_memory:PlanMemoryPass",
+    "math-approx": "dlc.passes.loop.math_approx:MathApproxPass",
+    "lower-graph-to-tensor": (
+        "dlc.lowering.graph_to_tensor.lower_graph_to_tensor:LowerGraphToTensorPass"
+    ),
+    "lower-tensor-to-loop": "dlc.lowering.tensor_to_loop.lower_tensor_to_loop:LowerTensorToLoopPass",
+    "lower-loop-to-llvm": "dlc.lowering.loop_to_llvm.lower_loop_to_llvm:LowerLoopToLLVMPass",
+}
+
+
+def _factory(path: str) -> Callable[[], type[ModulePass]]:
+    module, _, cls = path.partition(":")
+    return lambda: getattr(import_module(module), cls)
+
+
+def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    """Pass name -> factory of its class, for every pass `dlc-opt -p` accepts.
+
+    Factories import lazily, so dlc-opt starts fast. Adding a pass is one file (file
+    name = pass name in snake_case, under `dlc/passes/<level>/`) plus one line in
+    `_PASSES`."""
+    return {name: _factory(path) for name, path in _PASSES.items()}
+
+
+def make_pass(spec: str, **options: Any) -> ModulePass:
+    """An instance of a registered pass from `spec` (`name` or `name{opt=value ...}`,
+    dlc-opt's syntax) and `options` (its dataclass fields)."""
+    if "{" not in spec:
+        return _factory(_PASSES[spec])()(**options)
+    from xdsl.utils.arg_spec import parse_pipeline
+
+    (arg,) = parse_pipeline(spec)
+    pass_class = _factory(_PASSES[arg.name])()
+    return pass_class.from_pass_spec(arg) if not options else pass_class(**options)
+
+
+@dataclass(frozen=True)
+class Options:
+    """What changes the generated code (all of it is part of the compile-cache key)."""
+
+    opt_level: int = 2
+    fuse: bool = True
+    plan_memory: bool = True
+    fast_math_functions: bool = True
+    bounds_check: bool = False
+
+    def __post_init__(self) -> None:
+        if self.opt_level not in (0, 1, 2, 3):
+            raise ValueError(f"opt_level must be 0, 1, 2 or 3, got {self.opt_level}")
+
+    def key(self) -> dict[str, Any]:
+        """A JSON-able description (the compile cache hashes it)."""
+        return {
+            "opt_level": self.opt_level,
+            "fuse": self.fuse,
+            "plan_memory": self.plan_memory,
+            "fast_math_functions": self.fast_math_functions,
+            "bounds_check": self.bounds_check,
+        }
+
+
+def level_passes(level: str, options: Options) -> list[ModulePass]:
+    """The passes run on a module at `level` before it is lowered (module docstring)."""
+    optimize = options.opt_level >= 1
+    if level == "graph":
+        names = ["differentiate", *(GRAPH_OPTIMIZER if optimize else ())]
+        return [make_pass(n) for n in names]
+    if level == "tensor":
+        return [make_pass("fuse")] if options.fuse and optimize else []
+    if level == "loop":
+        names = ["plan-memory"] if options.plan_memory else []
+        names += ["math-approx"] if options.fast_math_functions else []
+        return [make_pass(n) for n in names]
+    return []
+
+
+def lowering(level: str, options: Options) -> ModulePass:
+    """The pass that lowers `level` one level down."""
+    if level == "loop":
+        return make_pass(LOWERINGS[level], bounds_check=options.bounds_check)
+    return make_pass(LOWERINGS[level])
+
+
+@dataclass(frozen=True)
+class Step:
+    """One pass of a pipeline and the level of the module it runs on."""
+
+    level: str
+    pass_: ModulePass
+    lowers: bool  # the last step of its level: afterwards the module is one level down
+
+
+def steps(options: Options, start: str = "graph", stop: str = "llvm") -> list[Step]:
+    """The pipeline from a module at level `start` down to level `stop`."""
+    out: list[Step] = []
+    for level in LEVELS[LEVELS.index(start) : LEVELS.index(stop)]:
+        out.extend(Step(level, p, False) for p in level_passes(level, options))
+        out.append(Step(level, lowering(level, options), True))
+    return out
+
+
+def run(
+    module: ModuleOp,
+    pipeline: Iterable[Step],
+    *,
+    after: Callable[[Step, ModuleOp], None] | None = None,
+    on_level: Callable[[str, ModuleOp], None] | None = None,
+    ctx: Context | None = None,
+) -> ModuleOp:
+    """Apply `pipeline` to `module` in place and return it. `after(step, module)` sees
+    the module after each step (dlc-opt times, verifies and prints there);
+    `on_level(level, module)` sees it once per level, after the level's passes, right
+    before it is lowered."""
+    ctx = ctx or context()
+    for step in pipeline:
+        if step.lowers and on_level is not None:
+            on_level(step.level, module)
+        step.pass_.apply(ctx, module)
+        if after is not None:
+            after(step, module)
+    return module
+
+
+def context() -> Context:
+    """A context with every dialect dlc's IR uses (and none of xDSL's same-named ones)."""
+    from dlc.dialects import get_all_dialects
+
+    ctx = Context()
+    for name, factory in get_all_dialects().items():
+        ctx.register_dialect(name, factory)
+    return ctx

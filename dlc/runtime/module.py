@@ -1,0 +1,116 @@
+"""`CompiledModule`: the object `dlc.compile` returns.
+
+`mod.f(x, w)` or `mod["f"](x, w)` calls a compiled function (`convention.py`);
+`mod.ir(level)` shows the program at a level; `mod.stats(f)` gives the compile report;
+`mod.seed(n)` restarts the `random` generator. The module only calls what it was given:
+the pipeline (`dlc.api`) compiles, and hands over the program text at each level as a
+callback, computed on first use.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+
+from dlc.dialects.abi import RNG_VAR
+from dlc.runtime.convention import CompiledFunction
+from dlc.runtime.jit import JITModule
+from dlc.runtime.native import variable_storage
+
+LEVELS = ("graph", "tensor", "loop", "llvm")
+
+
+class Levels(Protocol):
+    """The program of a compiled module at each level (computed on first use)."""
+
+    def text(self, level: str) -> str: ...
+
+    def module(self, level: str) -> ModuleOp: ...
+
+
+class CompiledModule:
+    """Native code for a graph module: `mod.f(...)`, `mod["f"]`, `mod.ir(level)`."""
+
+    def __init__(
+        self,
+        jit: JITModule,
+        funcs: dict[str, Any],
+        native: set[str],
+        report: tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]],
+        levels: Levels,
+    ) -> None:
+        """`funcs` maps names to the graph functions (their signatures), `native` names
+        those with machine code, `report` is the compile report (loop-level facts per
+        function, statistics per pass) and `levels` gives the program at each level."""
+        self._jit = jit
+        self._stats, self._pass_statistics = report
+        self._levels = levels
+        self._functions = {
+            name: CompiledFunction(name, f, jit, name in native) for name, f in funcs.items()
+        }
+
+    def seed(self, value: int) -> None:
+        """Restart the `random` generator: seed `value` (any int, taken mod 2**64),
+        counter 0. Draws are a pure function of (seed, number of earlier draws).
+
+        On a module that never uses `random` (no generator state) this does nothing
+        and raises nothing (the type check still applies): seeding is then harmless."""
+        if isinstance(value, bool) or not isinstance(value, int | np.integer):
+            raise TypeError(f"seed: expected an int, got {type(value).__name__}")
+        state = variable_storage(self._jit, RNG_VAR)
+        if state is None:
+            return  # the module never calls `random`
+        words = state[:16].view(np.uint64)
+        words[0] = int(value) % (1 << 64)
+        words[1] = 0
+
+    @property
+    def functions(self) -> tuple[str, ...]:
+        return tuple(self._functions)
+
+    def __getitem__(self, name: str) -> CompiledFunction:
+        try:
+            return self._functions[name]
+        except KeyError:
+            raise KeyError(f"no function @{name} in the compiled module") from None
+
+    def __getattr__(self, name: str) -> CompiledFunction:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self._functions[name]
+        except KeyError:
+            raise AttributeError(f"no function @{name} in the compiled module") from None
+
+    def stats(self, name: str) -> dict[str, int]:
+        """Compile report of function `name`: `loop_nests` (top-level loop nests run per
+        call), `buffers` (intermediate buffers), `arena_bytes`, `min_live_bytes`,
+        `heap_buffers`."""
+        self[name]  # KeyError for an unknown function
+        if name in self._stats:
+            return dict(self._stats[name])
+        raise KeyError(f"@{name} has no loop-level code")
+
+    def pass_statistics(self) -> dict[str, dict[str, int]]:
+        """What the compile's passes did: pass name -> counter -> value (the counts of
+        `dlc-opt --pass-statistics`, summed over the runs of a pass), e.g.
+        `{"matrix-chain-reorder": {"chains reordered": 1, "FLOPs saved": 180000}}`."""
+        return {name: dict(counts) for name, counts in self._pass_statistics.items()}
+
+    def ir(self, level: str = "llvm") -> str:
+        """The program at `level` (graph|tensor|loop|llvm; llvm = optimized LLVM IR)."""
+        _check_level(level)
+        return self._levels.text(level)
+
+    def ir_module(self, level: str) -> ModuleOp:
+        """A copy of the program at `level` as an xDSL module (graph|tensor|loop|llvm;
+        llvm before LLVM's own optimizations), to inspect or to run passes on."""
+        _check_level(level)
+        return self._levels.module(level).clone()
+
+
+def _check_level(level: str) -> None:
+    if level not in LEVELS:
+        raise ValueError(f"unknown IR level {level!r}; expected one of {', '.join(LEVELS)}")
