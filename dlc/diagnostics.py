@@ -122,6 +122,22 @@ def error_at(op: Operation | None, message: str) -> DiagnosticError:
     return DiagnosticError(message, get_loc(op))
 
 
+def verify_located(module: Operation) -> None:
+    """xDSL's verifier, op by op, raising a `DiagnosticError` located at the op that
+    fails (or the op an error names, `err.op`) when that op has a recorded location
+    (a pass's new op may have none: then the error has none either)."""
+    from xdsl.utils.exceptions import DiagnosticException
+
+    for op in module.walk():
+        try:
+            op.verify(verify_nested_ops=False)
+        except (DiagnosticException, ValueError) as err:
+            lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+            message = lines[0] if lines else type(err).__name__
+            culprit = getattr(err, "op", None) or op
+            raise DiagnosticError(message, own_location(culprit)) from None
+
+
 def location_in(text: str, filename: str, line: int, column: int) -> Location:
     """A location with its source line taken from `text`."""
     lines = text.splitlines()

@@ -8,7 +8,7 @@ Python entry wrappers). The pipeline, level by level, for `opt_level >= 1`:
 | level  | passes (before lowering the level)                          | lowering               |
 |--------|-------------------------------------------------------------|------------------------|
 | graph  | differentiate, then the graph optimizer (`GRAPH_OPTIMIZER`)  | lower-graph-to-tensor  |
-| tensor | fuse (inline producers), schedule (loop nests and groups)   | lower-tensor-to-loop   |
+| tensor | fuse (inline producers), schedule (loop nests, groups, tiles)| lower-tensor-to-loop   |
 | loop   | plan-memory, math-approx                                    | lower-loop-to-llvm     |
 | llvm   | LLVM's own O-level pipeline (`dlc.runtime.jit`)             |                        |
 
@@ -29,6 +29,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from dlc.dialects.levels import LEVELS
+from dlc.target import Target
 
 LOWERINGS = {
     "graph": "lower-graph-to-tensor",
@@ -66,6 +67,7 @@ _PASSES: dict[str, str] = {
     ),
     "matrix-chain-reorder": "dlc.passes.graph.matrix_chain_reorder:MatrixChainReorderPass",
     "fuse": "dlc.passes.tensor.fuse:FusePass",
+    "schedule": "dlc.passes.tensor.schedule:SchedulePass",
     "plan-memory": "dlc.passes.loop.plan_memory:PlanMemoryPass",
     "math-approx": "dlc.passes.loop.math_approx:MathApproxPass",
     "lower-graph-to-tensor": (
@@ -111,10 +113,15 @@ class Options:
     plan_memory: bool = True
     fast_math_functions: bool = True
     bounds_check: bool = False
+    target_cpu: str = "host"  # an LLVM CPU model (dlc.target.Target.from_cpu)
 
     def __post_init__(self) -> None:
         if self.opt_level not in (0, 1, 2, 3):
             raise ValueError(f"opt_level must be 0, 1, 2 or 3, got {self.opt_level}")
+
+    @property
+    def target(self) -> Target:
+        return Target.from_cpu(self.target_cpu)
 
     def key(self) -> dict[str, Any]:
         """A JSON-able description (the compile cache hashes it)."""
@@ -124,6 +131,7 @@ class Options:
             "plan_memory": self.plan_memory,
             "fast_math_functions": self.fast_math_functions,
             "bounds_check": self.bounds_check,
+            "target": self.target.key(),
         }
 
 
@@ -133,8 +141,9 @@ def level_passes(level: str, options: Options) -> list[ModulePass]:
     if level == "graph":
         names = ["differentiate", *(GRAPH_OPTIMIZER if optimize else ())]
         return [make_pass(n) for n in names]
-    if level == "tensor":
-        return [make_pass("fuse")] if options.fuse and optimize else []
+    if level == "tensor" and optimize:
+        fuse = [make_pass("fuse")] if options.fuse else []
+        return [*fuse, make_pass("schedule", target=options.target_cpu, group=options.fuse)]
     if level == "loop":
         names = ["plan-memory"] if options.plan_memory else []
         names += ["math-approx"] if options.fast_math_functions else []

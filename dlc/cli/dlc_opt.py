@@ -20,7 +20,6 @@ from typing import IO, NoReturn
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.parser import Parser
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.tools.command_line_tool import CommandLineTool
 from xdsl.utils.arg_spec import parse_pipeline
@@ -29,7 +28,7 @@ from xdsl.xdsl_opt_main import VersionAction
 
 from dlc import __version__
 from dlc.cli.targets import TARGETS, DlcOptTargets, UsageError
-from dlc.diagnostics import DiagnosticError, Location
+from dlc.diagnostics import DiagnosticError, Location, verify_located
 from dlc.dialects.levels import level_of
 from dlc.passes.statistics import PassStatistics
 
@@ -91,8 +90,12 @@ class DlcOptMain(DlcOptTargets):
                 text = io.read().decode("utf-8")
             except UnicodeDecodeError as e:
                 raise UsageError(f"{self.get_input_name()}: not UTF-8 text: {e.reason}") from None
-            parser = Parser(self.ctx, text, self.get_input_name())
-            return parser.parse_module(not self.args.no_implicit_module)
+            from dlc.parser.mlir import parse_mlir as parse_located
+
+            name = self.get_input_name()
+            return parse_located(
+                self.ctx, text, name, implicit_module=not self.args.no_implicit_module
+            )
 
         self.available_frontends["dl"] = parse_dl
         self.available_frontends["mlir"] = parse_mlir
@@ -264,10 +267,13 @@ class DlcOptMain(DlcOptTargets):
 
             verify_module(module)
         try:
-            module.verify()
-        except DiagnosticException as e:
+            verify_located(module)
+        except DiagnosticError as e:
             where = f"after pass '{done.name}'" if done is not None else "in the input"
-            raise IRVerifyError(f"IR does not verify {where}: {_first_line(e)}") from None
+            message = f"IR does not verify {where}: {e.message}"
+            if e.location is None:
+                raise IRVerifyError(message) from None
+            raise DiagnosticError(message, e.location) from None
 
     def pipeline_options(self):  # noqa: ANN201 -- dlc.pipeline.Options
         from dlc.pipeline import Options

@@ -38,6 +38,11 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return Loop
 
+    def schedule() -> Dialect:
+        from dlc.dialects.schedule import Schedule
+
+        return Schedule
+
     def builtin() -> Dialect:
         from xdsl.dialects.builtin import Builtin
 
@@ -63,6 +68,7 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
         "graph": graph,
         "tensor": tensor,
         "loop": loop,
+        "schedule": schedule,
         "arith": arith,
         "math": math,
         "llvm": llvm,

@@ -66,6 +66,7 @@ from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, Pure, Symbol
 from xdsl.utils.exceptions import VerifyException
 
 from dlc.dialects.graph_types import NATIVE_DTYPES, TensorType, format_type
+from dlc.dialects.schedule import ScheduleAttr
 
 SUPPORTED_DTYPES = NATIVE_DTYPES
 
@@ -82,6 +83,15 @@ def scalar_type(dtype: str) -> Attribute:
         return i1
     assert dtype in SUPPORTED_DTYPES, f"unsupported data type {dtype}"
     return IntegerType(int(dtype[1:]))
+
+
+class OpVerifyException(VerifyException):
+    """A verifier error that belongs to `op`, nested in the op being verified (dlc's
+    located verifier reports it at `op`'s location)."""
+
+    def __init__(self, op: Operation, message: str) -> None:
+        super().__init__(message)
+        self.op = op
 
 
 def _tensor(value: SSAValue, what: str) -> TensorType:
@@ -134,6 +144,26 @@ class FuncOp(IRDLOperation):
                 ftype.outputs.data
             ):
                 raise VerifyException("tensor.func: returned types differ from the signature")
+        self._verify_groups()
+
+    def _verify_groups(self) -> None:
+        """Fusion groups are runs of consecutive computes and legal (tensor_groups.py)."""
+        from dlc.dialects.tensor_groups import fusion_of, group_members, verify_group
+
+        seen: set[int] = set()
+        for block in self.body.blocks:
+            for op in block.ops:
+                fusion = fusion_of(op) if isinstance(op, ComputeOp) else None
+                members = group_members(op) if fusion is not None else []  # type: ignore[arg-type]
+                if not members:
+                    continue
+                if fusion[0] in seen:  # type: ignore[index]
+                    message = f"the members of group {fusion[0]} must be consecutive"  # type: ignore[index]
+                    raise OpVerifyException(op, f"tensor.compute: schedule: {message}")
+                seen.add(fusion[0])  # type: ignore[index]
+                failure = verify_group(members)
+                if failure is not None:
+                    raise OpVerifyException(failure[0], f"tensor.compute: schedule: {failure[1]}")
 
 
 @irdl_op_definition
@@ -276,7 +306,9 @@ class ComputeOp(IRDLOperation):
 
     Operands: `inputs` (tensors the body reads) and an optional rank-0 `init`.
     Properties: `reduction` (extents of the reduction axes), `combinator` (a DLVM
-    binary opcode), `init_value` (a constant init when there is no `init` operand).
+    binary opcode), `init_value` (a constant init when there is no `init` operand),
+    `schedule` (how the nest runs, a `#schedule.nest`; none: the plain nest, output
+    loops then reduction loops).
     """
 
     name = "tensor.compute"
@@ -285,6 +317,7 @@ class ComputeOp(IRDLOperation):
     reduction = opt_prop_def(ArrayAttr[IntAttr])
     combinator = opt_prop_def(StringAttr)
     init_value = opt_prop_def(Attribute)
+    schedule = opt_prop_def(ScheduleAttr)
     result = result_def(TensorType)
     body = region_def("single_block")
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
@@ -333,6 +366,10 @@ class ComputeOp(IRDLOperation):
                 f"tensor.compute: body must yield one {scalar_type(out.dt)} for {format_type(out)}"
             )
         self._verify_reduction(out)
+        if self.schedule is not None:
+            why = self.schedule.check(self.domain, self.reduction_extents)
+            if why is not None:
+                raise VerifyException(f"tensor.compute: schedule: {why}")
 
     def _verify_reduction(self, out: TensorType) -> None:
         has_comb = self.combinator is not None

@@ -12,9 +12,9 @@ from dlc.api import compile_graph_module
 from dlc.dialects import tensor
 from dlc.dialects.graph import FuncOp
 from dlc.dialects.graph_types import TensorType
-from dlc.lowering.tensor_to_loop.lower_tensor_to_loop import REDUCTION_OUTER
+from dlc.dialects.tensor_groups import fusion_of
 from dlc.parser import parse_module
-from dlc.passes.tensor.fuse import FEEDS, GROUP, INTERNAL
+from dlc.passes.tensor.schedule import kept_outside
 from dlc.semantics.interpreter import numpy_dtype, run_function
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
@@ -38,6 +38,21 @@ def _computes(mod, name: str) -> list[tensor.ComputeOp]:
         if isinstance(f, tensor.FuncOp) and f.sym_name.data == name:
             return [op for op in f.body.block.ops if isinstance(op, tensor.ComputeOp)]
     raise KeyError(name)
+
+
+def _group(c: tensor.ComputeOp) -> int | None:
+    fusion = fusion_of(c)
+    return fusion[0] if fusion else None
+
+
+def _feeds(c: tensor.ComputeOp) -> bool:
+    fusion = fusion_of(c)
+    return bool(fusion and fusion[2])
+
+
+def _internal(c: tensor.ComputeOp) -> bool:
+    fusion = fusion_of(c)
+    return bool(fusion and fusion[3])
 
 
 def _random_args(module, name: str, seed: int = 0) -> list[np.ndarray] | None:
@@ -84,7 +99,7 @@ def test_softmax_chain_one_nest_per_reduction_boundary() -> None:
     assert stats["loop_nests"] == 2 * 20 + 1
     assert stats["arena_bytes"] <= 1.1 * stats["min_live_bytes"]
     computes = _computes(mod, "softmax_chain")
-    feeders = [c for c in computes if FEEDS in c.attributes]
+    feeders = [c for c in computes if _feeds(c)]
     assert len(feeders) == 2 * 20 - 1  # e_k (20) and the normalised x_k (19) computed once
     # every exp and every division is evaluated once per element
     exps = sum(1 for c in computes for op in c.body.block.ops if op.name == "math.exp")
@@ -118,8 +133,8 @@ def test_producer_feeds_row_reduction_in_one_nest() -> None:
     stats = mod.stats("f")
     assert stats["loop_nests"] == 1
     computes = _computes(mod, "f")
-    assert sum(1 for c in computes if FEEDS in c.attributes) == 2
-    assert len({c.attributes.get(GROUP) for c in computes}) == 1
+    assert sum(1 for c in computes if _feeds(c)) == 2
+    assert len({_group(c) for c in computes}) == 1
     args = _random_args(module, "f")
     want = run_function(module, "f", args)
     plain = compile_graph_module(module, fuse=False, fast_math_functions=False)
@@ -147,7 +162,7 @@ func @f: (<8 x f32>) -> (<8 x f32>, f32) {
     mod = compile_graph_module(module)
     computes = _computes(mod, "f")
     exp = next(c for c in computes if any(o.name == "math.exp" for o in c.body.block.ops))
-    assert FEEDS in exp.attributes and INTERNAL not in exp.attributes
+    assert _feeds(exp) and not _internal(exp)
     args = _random_args(module, "f")
     for g, w in zip(mod.f(*args), run_function(module, "f", args), strict=True):
         np.testing.assert_allclose(g, w, rtol=2e-5, atol=1e-7)
@@ -158,8 +173,8 @@ def test_dot_runs_reduction_outside_last_output_loop() -> None:
     module = _load("mlp_b64.dl")
     mod = compile_graph_module(module)
     computes = _computes(mod, "mlp")
-    dots = [c for c in computes if REDUCTION_OUTER in c.attributes]
-    assert len(dots) == 2 and all(d.attributes[REDUCTION_OUTER].data == 1 for d in dots)
+    dots = [c for c in computes if c.combinator is not None and kept_outside(c) < len(c.domain)]
+    assert len(dots) == 2 and all(kept_outside(d) == 1 for d in dots)
     assert mod.stats("mlp")["loop_nests"] == 1  # dot, relu, dot, softmax per row
     args = _random_args(module, "mlp")
     plain = compile_graph_module(module, fuse=False)
@@ -182,7 +197,7 @@ func @f: (<5 x 33 x f32>, <33 x 40 x f32>, <1 x 40 x f32>) -> <5 x 40 x f32> {
     module = parse_module(text)
     mod = compile_graph_module(module)
     dot = _computes(mod, "f")[0]
-    assert dot.attributes[REDUCTION_OUTER].data == 1 and INTERNAL in dot.attributes
+    assert kept_outside(dot) == 1 and _internal(dot)
     assert mod.stats("f")["buffers"] == 0  # accumulates in the output, relu in place
     args = _random_args(module, "f")
     plain = compile_graph_module(module, fuse=False)
@@ -224,8 +239,8 @@ def test_multi_block_function_is_fused_per_block() -> None:
         for op in f.body.walk()
         if isinstance(op, tensor.ComputeOp)
     ]
-    assert any(GROUP in c.attributes for c in computes)
-    assert any(FEEDS in c.attributes for c in computes)
+    assert any(_group(c) is not None for c in computes)
+    assert any(_feeds(c) for c in computes)
     stats = mod.stats("f")
     assert stats["loop_nests"] == 3  # max; exp + sum; divide + tanh
     x = np.random.default_rng(2).standard_normal(64).astype(np.float32)
@@ -244,8 +259,8 @@ def test_mlp_bias_and_relu_fused_into_first_dot() -> None:
     computes = _computes(mod, "mlp")
     dot, epilogue = computes[0], computes[1]
     assert dot.combinator is not None and dot.combinator.data == "add"
-    assert GROUP in dot.attributes and INTERNAL in dot.attributes
-    assert epilogue.attributes.get(GROUP) == dot.attributes[GROUP]
+    assert _group(dot) is not None and _internal(dot)
+    assert _group(epilogue) == _group(dot)
     names = {op.name for op in epilogue.body.block.ops}
     assert "arith.addf" in names and "arith.maximumf" in names
     # the dot's operands stay materialized: exactly the function arguments

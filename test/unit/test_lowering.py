@@ -20,6 +20,7 @@ from dlc.dialects.graph_literal import LiteralAttr
 from dlc.dialects.graph_types import FunctionType, TensorType, TupleType
 from dlc.lowering.graph_to_tensor.lower_graph_to_tensor import LowerGraphToTensorPass
 from dlc.lowering.tensor_to_loop.lower_tensor_to_loop import LowerTensorToLoopPass
+from dlc.passes.tensor.schedule import SchedulePass
 
 T = TensorType
 
@@ -63,8 +64,12 @@ def to_tensor(module: ModuleOp) -> ModuleOp:
     return module
 
 
-def to_loop(module: ModuleOp) -> ModuleOp:
-    LowerTensorToLoopPass().apply(None, to_tensor(module))  # type: ignore[arg-type]
+def to_loop(module: ModuleOp, *, scheduled: bool = False) -> ModuleOp:
+    """Down to the loop level; `scheduled`: with the default schedules (group=false)."""
+    to_tensor(module)
+    if scheduled:
+        SchedulePass(group=False).apply(None, module)  # type: ignore[arg-type]
+    LowerTensorToLoopPass().apply(None, module)  # type: ignore[arg-type]
     module.verify()
     return module
 
@@ -211,11 +216,15 @@ def test_control_flow_lowers_to_a_tensor_cfg() -> None:
 # ---------------------------------------------------------------------------
 
 
-def test_results_write_into_output_buffers_and_intermediates_are_freed() -> None:
+def _exp_log() -> ModuleOp:
     fb = FunctionBuilder("f", [T((2, 3), "f32")])
     e = fb.op(ge.ExpOp, fb.args[0])
     out = fb.op(ge.LogOp, e)
-    func = only_func(to_loop(graph_module(fb.ret(out))))
+    return graph_module(fb.ret(out))
+
+
+def test_results_write_into_output_buffers_and_intermediates_are_freed() -> None:
+    func = only_func(to_loop(_exp_log()))
     assert isinstance(func, loop.FuncOp)
     x, result = func.args
     allocs, deallocs = ops_of(func, loop.AllocOp), ops_of(func, loop.DeallocOp)
@@ -223,6 +232,9 @@ def test_results_write_into_output_buffers_and_intermediates_are_freed() -> None
     stores = ops_of(func, loop.StoreOp)
     assert [s.buffer for s in stores] == [allocs[0].res, result]
     fors = ops_of(func, loop.ForOp)
+    assert len(fors) == 4 and all(f.parallel is None for f in fors)  # no schedule: serial
+    scheduled = only_func(to_loop(_exp_log(), scheduled=True))
+    fors = ops_of(scheduled, loop.ForOp)
     assert len(fors) == 4 and all(f.parallel is not None for f in fors)
 
 
@@ -244,7 +256,7 @@ def test_reduction_loop_carries_an_accumulator() -> None:
     fb = FunctionBuilder("f", [T((4, 5), "f32")])
     x = fb.args[0]
     s = fb.op(gt.ReduceOp, x, fb.const(0.0, "f32"), combinator="add", dims=[1])
-    func = only_func(to_loop(graph_module(fb.ret(s))))
+    func = only_func(to_loop(graph_module(fb.ret(s)), scheduled=True))
     outer, inner = ops_of(func, loop.ForOp)
     assert outer.parallel is not None and inner.parallel is None
     assert len(inner.iter_inits) == 1 and len(inner.res) == 1

@@ -24,7 +24,6 @@ from collections.abc import Sequence
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import IntAttr
 from xdsl.ir import Operation, SSAValue
 
 from dlc.dialects import graph_tensor as gt
@@ -38,7 +37,6 @@ from dlc.lowering.graph_to_tensor.compute_builder import (
     lowered_type,
 )
 from dlc.lowering.graph_to_tensor.ops import combinator_name
-from dlc.lowering.tensor_to_loop.lower_tensor_to_loop import REDUCTION_OUTER
 
 
 def _out(op: Operation) -> TensorType:
@@ -163,8 +161,6 @@ def lower_convolve(b: Builder, op: Operation, args: list[Lowered]) -> Lowered:
         combinator="or" if boolean else "add",
         init=init,
     )
-    if out.dims[-1] >= 8:  # vectorize along the last output dimension
-        compute.attributes[REDUCTION_OUTER] = IntAttr(2)
     return compute.result
 
 

@@ -1,54 +1,29 @@
-"""lower-tensor-to-loop: `tensor.func` of computes -> `loop.func` of loop nests over buffers."""
+"""lower-tensor-to-loop: `tensor.func` of computes -> `loop.func` of loop nests over buffers.
+
+Each compute becomes the loops its `#schedule.nest` says (`nest.py`; a fusion group
+becomes one nest, `group.py`): this pass carries schedules out and decides nothing.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from xdsl.builder import Builder, InsertPoint
 from xdsl.context import Context
-from xdsl.dialects import arith
-from xdsl.dialects.builtin import IntAttr, IntegerAttr, MemRefType, ModuleOp, i1, i8, i64
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from dlc.diagnostics import copy_loc, error_at, location_prefix
 from dlc.dialects import loop, tensor
 from dlc.dialects.graph_types import TensorType
+from dlc.dialects.tensor_groups import fusion_of
 from dlc.dialects.tensor_memory import MEMORY_OPS
-from dlc.lowering.scalar_ops import ScalarBuilder, Unsupported, mark_reassociable
+from dlc.lowering.scalar_ops import ScalarBuilder, Unsupported
+from dlc.lowering.tensor_to_loop.body import index, load, memref_type, store
+from dlc.lowering.tensor_to_loop.group import emit_group
 from dlc.lowering.tensor_to_loop.memory import MemoryOpLowering
-
-REDUCTION_OUTER = "dlc.reduction_outer"
-"""Compute attribute (IntAttr k): lower with the reduction loops outside all but the
-first k output loops (see `FunctionLowering._reduction_outer`)."""
-
-
-def memref_type(t: Attribute) -> MemRefType:
-    """The buffer of a tensor: same shape, bool stored as i8."""
-    assert isinstance(t, TensorType)
-    element = i8 if t.dt == "bool" else tensor.scalar_type(t.dt)
-    return MemRefType(element, t.dims)
-
-
-def load(b: Builder, buffer: SSAValue, indices: Sequence[SSAValue], dtype: str) -> SSAValue:
-    """loop.load, with bool i8 -> i1."""
-    value = b.insert(loop.LoadOp(buffer, list(indices))).res
-    if dtype == "bool":
-        value = b.insert(arith.TruncIOp(value, i1)).result
-    return value
-
-
-def store(
-    b: Builder, value: SSAValue, buffer: SSAValue, indices: Sequence[SSAValue], dtype: str
-) -> None:
-    """loop.store, with bool i1 -> i8."""
-    if dtype == "bool":
-        value = b.insert(arith.ExtUIOp(value, i8)).result
-    b.insert(loop.StoreOp(value, buffer, list(indices)))
-
-
-def index(b: Builder, value: int) -> SSAValue:
-    return b.insert(arith.ConstantOp(IntegerAttr(value, i64))).result
+from dlc.lowering.tensor_to_loop.nest import NestBuilder
 
 
 class FunctionLowering:
@@ -75,14 +50,8 @@ class FunctionLowering:
         for op in self.func.body.block.ops:
             if isinstance(op, tensor.ConstantOp):
                 self._constant(op, self._buffer(op.result, dests))
-            elif isinstance(op, tensor.ComputeOp) and "fuse.group" in op.attributes:
-                from dlc.lowering.tensor_to_loop.fused_nest import (
-                    emit_group,  # fused groups: one nest
-                )
-
-                emit_group(self, op, dests)
             elif isinstance(op, tensor.ComputeOp):
-                self._compute(op, self._buffer(op.result, dests))
+                self._compute(op, lambda v: self._buffer(v, dests))
             elif isinstance(op, tensor.ScanOp):
                 self._scan(op, self._buffer(op.result, dests))
             elif isinstance(op, tensor.CallOp):
@@ -157,105 +126,12 @@ class FunctionLowering:
                 rest //= n
             store(self.b, scalars.const(value, t.dt), buffer, indices[::-1], t.dt)
 
-    def _compute(self, op: tensor.ComputeOp, buffer: SSAValue) -> None:
-        t = op.result.type
-        assert isinstance(t, TensorType)
-        outer = op.attributes.get(REDUCTION_OUTER)
-        if isinstance(outer, IntAttr) and op.combinator is not None and op.init is None:
-            self._reduction_outer(op, buffer, outer.data)
+    def _compute(self, op: tensor.ComputeOp, new_buffer: Callable[[SSAValue], SSAValue]) -> None:
+        """A compute's nest, or its whole fusion group's, as its schedule says."""
+        if fusion_of(op) is not None:
+            emit_group(self.b, op, self.buffers, new_buffer)
             return
-        b, ivs, blocks = self.b, [], []
-        zero, one = index(b, 0), index(b, 1)
-        for n in op.domain:
-            nest = b.insert(loop.ForOp(zero, index(b, n), one, parallel=True))
-            copy_loc(op, nest)
-            ivs.append(nest.iv)
-            blocks.append(nest.body.block)
-            b = Builder(InsertPoint.at_end(nest.body.block))
-        if op.combinator is None:
-            value = self._body(b, op, ivs)
-        else:
-            value = self._reduction(b, op, ivs, zero, one)
-        store(b, value, buffer, ivs, t.dt)
-        for block in blocks:
-            block.add_op(loop.YieldOp())
-
-    def _reduction(
-        self, b: Builder, op: tensor.ComputeOp, ivs: list[SSAValue], zero: SSAValue, one: SSAValue
-    ) -> SSAValue:
-        """Inner loops with an accumulator: acc = combine(acc, body(ivs, rivs))."""
-        t = op.result.type
-        assert isinstance(t, TensorType) and op.combinator is not None
-        if op.init is not None:
-            acc = load(b, self.buffers[op.init], [], t.dt)
-        else:
-            acc = b.insert(arith.ConstantOp(op.init_value)).result  # type: ignore[arg-type]
-        nests: list[loop.ForOp] = []
-        rivs: list[SSAValue] = []
-        for n in op.reduction_extents:
-            nest = b.insert(loop.ForOp(zero, index(b, n), one, [acc]))
-            nests.append(nest)
-            rivs.append(nest.iv)
-            acc = nest.iter_args[0]
-            b = Builder(InsertPoint.at_end(nest.body.block))
-        element = self._body(b, op, [*ivs, *rivs])
-        try:
-            value = ScalarBuilder(b).binary(op.combinator.data, t.dt, acc, element)
-        except Unsupported as err:
-            raise error_at(
-                op, f"not supported by the code generator yet: reduce by {err}"
-            ) from None
-        mark_reassociable(op, value)  # vectorizable fold order (see there)
-        for nest in reversed(nests):
-            nest.body.block.add_op(loop.YieldOp(value))
-            value = nest.res[0]
-        return value
-
-    def _reduction_outer(self, op: tensor.ComputeOp, buffer: SSAValue, keep: int) -> None:
-        """Schedule `for i[:keep]: out[i..] = init; for r: for i[keep:]: out[i] = comb(out[i],
-        body(i, r))`: the same fold order per element as `_reduction` (bit-identical),
-        but the innermost loop runs over output elements, so it vectorizes (convolution).
-        Large matrix products get register and cache tiles instead (`dot_tiling.py`).
-        """
-        from dlc.lowering.tensor_to_loop.dot_tiling import emit_tiled_dot
-
-        if emit_tiled_dot(self, op, buffer, keep):
-            return
-        t = op.result.type
-        assert isinstance(t, TensorType) and op.combinator is not None
-        dims = op.domain
-        b, blocks = self.b, []
-        zero, one = index(b, 0), index(b, 1)
-
-        def nest(b: Builder, n: int, parallel: bool) -> tuple[Builder, SSAValue]:
-            loop_op = b.insert(loop.ForOp(zero, index(b, n), one, parallel=parallel))
-            copy_loc(op, loop_op)
-            blocks.append(loop_op.body.block)
-            return Builder(InsertPoint.at_end(loop_op.body.block)), loop_op.iv
-
-        ivs: list[SSAValue] = []
-        for n in dims[:keep]:
-            b, iv = nest(b, n, True)
-            ivs.append(iv)
-        init_b, init_ivs = b, list(ivs)
-        for n in dims[keep:]:
-            init_b, iv = nest(init_b, n, True)
-            init_ivs.append(iv)
-        init = init_b.insert(arith.ConstantOp(op.init_value)).result  # type: ignore[arg-type]
-        store(init_b, init, buffer, init_ivs, t.dt)
-        rivs: list[SSAValue] = []
-        for n in op.reduction_extents:
-            b, iv = nest(b, n, False)
-            rivs.append(iv)
-        for n in dims[keep:]:
-            b, iv = nest(b, n, True)
-            ivs.append(iv)
-        acc = load(b, buffer, ivs, t.dt)
-        element = self._body(b, op, [*ivs, *rivs])
-        value = ScalarBuilder(b).binary(op.combinator.data, t.dt, acc, element)
-        store(b, value, buffer, ivs, t.dt)
-        for block in blocks:
-            block.add_op(loop.YieldOp())
+        NestBuilder(op, new_buffer(op.result), self.buffers).emit(self.b)
 
     def _scan(self, op: tensor.ScanOp, buffer: SSAValue) -> None:
         """`for other indices (C order): acc = x[..0..]; out[..0..] = acc;
@@ -296,21 +172,6 @@ class FunctionLowering:
         inner.insert(loop.YieldOp(value))
         for block in blocks:
             block.add_op(loop.YieldOp())
-
-    def _body(self, b: Builder, op: tensor.ComputeOp, indices: Sequence[SSAValue]) -> SSAValue:
-        """Inline the compute body at `indices`; reads become loads. Returns the yield."""
-        block = op.body.block
-        mapping: dict[SSAValue, SSAValue] = dict(zip(block.args, indices, strict=True))
-        for inner in block.ops:
-            if isinstance(inner, tensor.YieldOp):
-                return mapping.get(inner.value, inner.value)
-            if isinstance(inner, tensor.ReadOp):
-                dtype = inner.tensor.type.dt  # type: ignore[attr-defined]
-                where = [mapping.get(i, i) for i in inner.indices]
-                mapping[inner.result] = load(b, self.buffers[inner.tensor], where, dtype)
-                continue
-            b.insert(inner.clone(mapping))
-        raise AssertionError("compute body without tensor.yield")
 
 
 class CFGLowering(FunctionLowering):
@@ -355,14 +216,8 @@ class CFGLowering(FunctionLowering):
     def _op(self, op: Operation) -> None:
         if isinstance(op, tensor.ConstantOp):
             self._constant(op, self._buffer(op.result, {}))
-        elif isinstance(op, tensor.ComputeOp) and "fuse.group" in op.attributes:
-            from dlc.lowering.tensor_to_loop.fused_nest import (
-                emit_group,  # a fused group within this block
-            )
-
-            emit_group(self, op, {})
         elif isinstance(op, tensor.ComputeOp):
-            self._compute(op, self._buffer(op.result, {}))
+            self._compute(op, lambda v: self._buffer(v, {}))
         elif isinstance(op, tensor.ScanOp):
             self._scan(op, self._buffer(op.result, {}))
         elif isinstance(op, tensor.CallOp):
@@ -420,10 +275,11 @@ class LowerTensorToLoopPass(ModulePass):
 
     Input: a module of `tensor.func`s (and leftover graph declarations, which are
     dropped). Each function becomes a `loop.func` taking input buffers then output
-    buffers (tuple results already flattened). Each `tensor.compute` becomes a loop
-    nest (output loops marked `parallel`, reductions as inner loops carrying an
-    accumulator) storing into a fresh `loop.alloc` buffer, or straight into the output
-    buffer when the value is returned; returned arguments and values returned twice
+    buffers (tuple results already flattened). Each `tensor.compute` becomes the loop
+    nest its schedule says (none: output loops, then reduction loops carrying an
+    accumulator; a fusion group: one nest for all members) storing into a fresh
+    `loop.alloc` buffer, or straight into the output buffer when the value is returned;
+    an invalid or unsupported schedule is a located diagnostic; returned arguments and values returned twice
     are `loop.copy`d. Intermediate buffers are freed before `loop.return`.
     Bool tensors are i8 buffers: loads truncate to i1, stores zero-extend.
     """

@@ -3,7 +3,7 @@
 builtin.module attributes {dlc.name = "lower_tensor_to_loop", dlc.stage = "raw"} {
 
 // A returned compute writes straight into the output buffer; the intermediate is
-// allocated and freed; output loops are parallel.
+// allocated and freed; output loops are parallel where the schedule says so.
 // CHECK-LABEL: sym_name = "exp_log"
 // CHECK-SAME:    function_type = (memref<2x3xf32>, memref<2x3xf32>) -> ()
 // CHECK:       ^{{.*}}(%[[X:.*]]: memref<2x3xf32>, %[[OUT:.*]]: memref<2x3xf32>):
@@ -20,13 +20,13 @@ builtin.module attributes {dlc.name = "lower_tensor_to_loop", dlc.stage = "raw"}
 // CHECK-NEXT:    "loop.return"()
   "tensor.func"() <{sym_name = "exp_log", function_type = (!graph.tensor<2x3xf32>) -> !graph.tensor<2x3xf32>}> ({
   ^bb0(%x: !graph.tensor<2x3xf32>):
-    %e = "tensor.compute"(%x) <{operandSegmentSizes = array<i32: 1, 0>}> ({
+    %e = "tensor.compute"(%x) <{operandSegmentSizes = array<i32: 1, 0>, schedule = #schedule.nest<parallel [d0, d1]>}> ({
     ^bb1(%i: i64, %j: i64):
       %v = "tensor.read"(%x, %i, %j) : (!graph.tensor<2x3xf32>, i64, i64) -> f32
       %r = math.exp %v : f32
       "tensor.yield"(%r) : (f32) -> ()
     }) : (!graph.tensor<2x3xf32>) -> !graph.tensor<2x3xf32>
-    %l = "tensor.compute"(%e) <{operandSegmentSizes = array<i32: 1, 0>}> ({
+    %l = "tensor.compute"(%e) <{operandSegmentSizes = array<i32: 1, 0>, schedule = #schedule.nest<parallel [d0, d1]>}> ({
     ^bb2(%i2: i64, %j2: i64):
       %w = "tensor.read"(%e, %i2, %j2) : (!graph.tensor<2x3xf32>, i64, i64) -> f32
       %s = math.log %w : f32
@@ -49,7 +49,7 @@ builtin.module attributes {dlc.name = "lower_tensor_to_loop", dlc.stage = "raw"}
 // CHECK:           "loop.store"(%[[SUM]], %{{.*}}, %[[I]])
   "tensor.func"() <{sym_name = "row_sum", function_type = (!graph.tensor<4x5xf64>) -> !graph.tensor<4xf64>}> ({
   ^bb0(%x: !graph.tensor<4x5xf64>):
-    %s = "tensor.compute"(%x) <{reduction = [#builtin.int<5>], combinator = "add", init_value = 0.0 : f64, operandSegmentSizes = array<i32: 1, 0>}> ({
+    %s = "tensor.compute"(%x) <{reduction = [#builtin.int<5>], combinator = "add", init_value = 0.0 : f64, operandSegmentSizes = array<i32: 1, 0>, schedule = #schedule.nest<parallel [d0]>}> ({
     ^bb1(%i: i64, %k: i64):
       %v = "tensor.read"(%x, %i, %k) : (!graph.tensor<4x5xf64>, i64, i64) -> f64
       "tensor.yield"(%v) : (f64) -> ()

@@ -1,7 +1,9 @@
-"""The register/cache-tiled `dot` schedule (dlc/lowering/tensor_to_loop/dot_tiling.py): awkward shapes
-(M, N, K not multiples of the tile, 1-sized dims, several K blocks, batched), tiled
-even when small (MIN_WORK patched to 0), compiled and compared with the reference
-interpreter (NumPy's matmul, its own summation order) and an exact float64 product, within 4 sqrt(K) eps (|A| |B|)."""
+"""The register/cache-tiled `dot` schedule (dlc/passes/tensor/schedule.py, carried out by
+dlc/lowering/tensor_to_loop/nest.py): awkward shapes (M, N, K not multiples of the tile,
+1-sized dims, several K blocks, batched), tiled even when small (MIN_WORK patched to 0),
+compiled and compared with the reference interpreter (NumPy's matmul, its own summation
+order) and an exact float64 product, within 4 sqrt(K) eps (|A| |B|); the tiles the
+policy picks for the host and for older CPU models."""
 
 from __future__ import annotations
 
@@ -10,14 +12,15 @@ import pytest
 
 from dlc.api import compile_graph_module
 from dlc.dialects import tensor
-from dlc.lowering.tensor_to_loop import dot_tiling
 from dlc.parser import parse_module
+from dlc.passes.tensor import schedule
+from dlc.passes.tensor.schedule import SchedulePass
 from dlc.semantics.interpreter import run_function
 
 
 @pytest.fixture(autouse=True)
 def _always_tile(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(dot_tiling, "MIN_WORK", 0)
+    monkeypatch.setattr(schedule, "MIN_WORK", 0)
 
 
 def _source(lhs: tuple[int, ...], rhs: tuple[int, ...], out: tuple[int, ...], dt: str) -> str:
@@ -71,20 +74,31 @@ def test_tiled_batched_product() -> None:
     _check((3, 11, 300), (3, 300, 35), (3, 11, 35), "f32")
 
 
-def test_tiling_plan_thresholds() -> None:
-    """Tiny products keep the plain schedule; large f32 ones get 6 x 16 tiles."""
+def _schedules(m: int, k: int, n: int, target: str) -> list[str]:
     from dlc.lowering.graph_to_tensor.lower_graph_to_tensor import LowerGraphToTensorPass
-    from dlc.passes.tensor.fuse import schedule_reductions
-    from dlc.pipeline import context as _context
+    from dlc.pipeline import context
 
-    plans = []
-    for m, k, n in ((4, 4, 4), (64, 64, 64)):  # (4, 4, 4): N below one column panel
-        module = parse_module(_source((m, k), (k, n), (m, n), "f32"))
-        LowerGraphToTensorPass().apply(_context(), module)
-        for func in module.walk():
-            if isinstance(func, tensor.FuncOp):
-                schedule_reductions(func)
-        computes = [op for op in module.walk() if isinstance(op, tensor.ComputeOp)]
-        plans.append([dot_tiling.plan_tiling(c, len(c.domain) - 1) for c in computes])
-    assert plans[0] == [None]
-    assert plans[1] == [dot_tiling.DotTiling(6, 16, dot_tiling.K_BLOCK)]
+    module = parse_module(_source((m, k), (k, n), (m, n), "f32"))
+    LowerGraphToTensorPass().apply(context(), module)
+    SchedulePass(target=target).apply(context(), module)
+    return [str(op.schedule) for op in module.walk() if isinstance(op, tensor.ComputeOp)]
+
+
+@pytest.mark.parametrize(("target", "nr"), [("x86-64", 8), ("haswell", 16), ("znver4", 16)])
+def test_tiles_follow_the_target(target: str, nr: int) -> None:
+    """Two of the target's preferred vectors of columns (LLVM vectorizes 256-bit wide on
+    AVX-512 too), six rows; a tiny product keeps the reduction-outer order only."""
+    from dlc.target import Target
+
+    (tiled,) = _schedules(64, 64, 64, target)
+    assert f"tile [d0 = [6], d1 = [{nr}]]" in tiled
+    assert "interchange [d0.0, d1.0, r0, d0.1, d1.1]" in tiled and "unroll [d0.1, d1.1]" in tiled
+    assert Target.from_cpu(target).cpu == target
+
+
+def test_tiling_thresholds(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(schedule, "MIN_WORK", 1 << 16)
+    (small,) = _schedules(4, 4, 4, "host")  # N below one column panel: no tiles
+    assert "tile" not in small
+    (large,) = _schedules(8, 600, 32, "haswell")  # K above K_BLOCK: K blocks
+    assert "r0 = [256]" in large and "interchange [r0.0, d0.0, d1.0, r0.1, d0.1, d1.1]" in large

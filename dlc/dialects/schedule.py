@@ -1,0 +1,327 @@
+"""The `schedule` dialect: how a `tensor.compute` nest runs, as a typed attribute.
+
+A `tensor.compute` says *what* is computed; its `schedule` property, a
+`#schedule.nest<...>`, says *how* (TVM's and Halide's split of algorithm and
+schedule). The primitives are named after MLIR's transform ops, so a transform-dialect
+front end can come later:
+
+    #schedule.nest<tile [d0 = [6], d1 = [16], r0 = [256]],
+                   interchange [r0.0, d0.0, d1.0, r0.1, d0.1, d1.1],
+                   parallel [d0.0, d1.0], unroll [d0.1, d1.1]>
+
+- Axes: `d0, d1, ...` are the compute's output dimensions, `r0, r1, ...` its
+  reduction dimensions.
+- `tile [a = [f1, ..., fk]]` splits axis `a` into loops `a.0` (over the axis in steps
+  of f1), `a.1` (over a block of f1 in steps of f2), ..., `a.k` (over a block of fk
+  in steps of 1); each factor divides the one before it. An axis that is not tiled is
+  one loop named like the axis. A last block that is only partly inside the axis
+  runs with a shorter extent (a remainder loop of constant extent where an inner loop
+  of the axis is unrolled or vectorized, a `min` bound elsewhere): no scalar cliff,
+  never an access out of bounds.
+- `interchange [...]` is the loop order, outermost first (default: output axes then
+  reduction axes, each in order). Loops of one axis keep their level order. Reduction
+  loops keep the order `r0.0, r0.1, ..., r1.0, ...`: every element is folded in the
+  reference's order (row-major over the reduction indices), so results stay
+  bit-identical.
+- `parallel [...]`: output loops whose iterations are independent (run on threads).
+- `unroll [...]`: loops emitted once per iteration (their extent must be constant).
+- `vectorize l x w`: loop `l` as vectors of `w` lanes (not carried out by the code
+  generator yet: a located diagnostic).
+- `pack [i, ...]`: inputs copied into a panel layout (not carried out yet either).
+- `group g at k [feeds] [internal]`: fusion group `g`, a run of consecutive computes
+  lowered to ONE nest whose first `k` loops (`d0 ... d(k-1)`, untiled) all members
+  share (see `verify_group`). `feeds`: evaluated inside the next reduction member's
+  loops; `internal`: no buffer of its own (its value stays in registers, or a
+  reduction accumulates in the next member's buffer).
+
+Where the accumulator of a reduction lives follows from the loop order: trailing
+output loops inside the innermost reduction loop that are all unrolled form a
+register tile carried through the reduction loops; otherwise partial results
+accumulate in the output buffer, initialized right before the outermost reduction
+loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
+from xdsl.ir import Attribute, Dialect, ParametrizedAttribute
+from xdsl.irdl import irdl_attr_definition
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+
+_CLAUSES = ("tile", "interchange", "parallel", "unroll", "vectorize", "pack", "group")
+
+
+@dataclass(frozen=True)
+class Loop:
+    """One loop of a scheduled nest: level `level` of axis `axis` (`d1`, `r0`)."""
+
+    name: str  # "d1" (untiled) or "d1.0", "d1.1", ...
+    axis: str
+    level: int
+    step: int  # the block this loop's iterations cover (1 at an axis' last level)
+    block: int  # the block of its parent level (the axis extent at level 0)
+
+    @property
+    def is_reduction(self) -> bool:
+        return self.axis.startswith("r")
+
+
+def _axis_key(axis: str) -> tuple[int, int | str]:
+    digits = axis[1:]
+    return (axis[:1] == "r", int(digits) if digits.isdigit() else digits)
+
+
+def axis_names(rank: int, reductions: int) -> list[str]:
+    return [f"d{i}" for i in range(rank)] + [f"r{i}" for i in range(reductions)]
+
+
+@irdl_attr_definition
+class ScheduleAttr(ParametrizedAttribute):
+    """`#schedule.nest<...>`: the schedule of one `tensor.compute` (module docstring)."""
+
+    name = "schedule.nest"
+
+    tiles: ArrayAttr[ArrayAttr[Attribute]]  # [axis, f1, ..., fk] per tiled axis
+    order: ArrayAttr[StringAttr]
+    parallel: ArrayAttr[StringAttr]
+    unroll: ArrayAttr[StringAttr]
+    vectorize: ArrayAttr[Attribute]  # [] or [loop, width]
+    pack: ArrayAttr[IntAttr]
+    group: ArrayAttr[IntAttr]  # [] or [id, at, feeds, internal]
+
+    def __init__(
+        self,
+        *,
+        tiles: dict[str, Sequence[int]] | None = None,
+        order: Sequence[str] = (),
+        parallel: Sequence[str] = (),
+        unroll: Sequence[str] = (),
+        vectorize: tuple[str, int] | None = None,
+        pack: Sequence[int] = (),
+        group: tuple[int, int, bool, bool] | None = None,
+    ) -> None:
+        def names(items: Sequence[str]) -> ArrayAttr[StringAttr]:
+            return ArrayAttr([StringAttr(n) for n in items])
+
+        tile_list = [  # in axis order (d0, d1, ..., r0, ...): equal schedules compare equal
+            ArrayAttr([StringAttr(a), *(IntAttr(f) for f in fs)])
+            for a, fs in sorted((tiles or {}).items(), key=lambda item: _axis_key(item[0]))
+            if fs
+        ]
+        vec: list[Attribute] = (
+            [StringAttr(vectorize[0]), IntAttr(vectorize[1])] if vectorize else []
+        )
+        grp = [IntAttr(int(v)) for v in group] if group is not None else []
+        super().__init__(
+            ArrayAttr(tile_list),
+            names(order),
+            names(parallel),
+            names(unroll),
+            ArrayAttr(vec),
+            ArrayAttr([IntAttr(i) for i in pack]),
+            ArrayAttr(grp),
+        )
+
+    # -- Python views -------------------------------------------------------------------
+
+    @property
+    def tile_sizes(self) -> dict[str, tuple[int, ...]]:
+        out: dict[str, tuple[int, ...]] = {}
+        for entry in self.tiles.data:
+            axis, *factors = entry.data
+            out[axis.data] = tuple(f.data for f in factors)  # type: ignore[attr-defined]
+        return out
+
+    @property
+    def loop_order(self) -> tuple[str, ...]:
+        return tuple(s.data for s in self.order.data)
+
+    @property
+    def parallel_loops(self) -> frozenset[str]:
+        return frozenset(s.data for s in self.parallel.data)
+
+    @property
+    def unrolled_loops(self) -> frozenset[str]:
+        return frozenset(s.data for s in self.unroll.data)
+
+    @property
+    def vector(self) -> tuple[str, int] | None:
+        if not self.vectorize.data:
+            return None
+        loop, width = self.vectorize.data
+        return loop.data, width.data  # type: ignore[attr-defined]
+
+    @property
+    def packed(self) -> tuple[int, ...]:
+        return tuple(i.data for i in self.pack.data)
+
+    @property
+    def fusion(self) -> tuple[int, int, bool, bool] | None:
+        """(group id, shared loops `at`, feeds, internal), or None outside groups."""
+        if not self.group.data:
+            return None
+        gid, at, feeds, internal = (v.data for v in self.group.data)
+        return gid, at, bool(feeds), bool(internal)
+
+    def with_group(self, group: tuple[int, int, bool, bool] | None) -> ScheduleAttr:
+        return ScheduleAttr(
+            tiles=self.tile_sizes,
+            order=self.loop_order,
+            parallel=sorted(self.parallel_loops),
+            unroll=sorted(self.unrolled_loops),
+            vectorize=self.vector,
+            pack=self.packed,
+            group=group,
+        )
+
+    # -- structure ------------------------------------------------------------------------
+
+    def loops(self, domain: Sequence[int], reductions: Sequence[int]) -> list[Loop]:
+        """The loops of a compute with output extents `domain` and reduction extents
+        `reductions`, in schedule order (call `check` first)."""
+        tiles = self.tile_sizes
+        by_name: dict[str, Loop] = {}
+        extents = [*domain, *reductions]
+        for axis, extent in zip(axis_names(len(domain), len(reductions)), extents, strict=True):
+            factors = tiles.get(axis, ())
+            if not factors:
+                by_name[axis] = Loop(axis, axis, 0, 1, extent)
+                continue
+            blocks = [extent, *factors]
+            for level in range(len(blocks)):
+                step = blocks[level + 1] if level + 1 < len(blocks) else 1
+                name = f"{axis}.{level}"
+                by_name[name] = Loop(name, axis, level, step, blocks[level])
+        order = self.loop_order or tuple(by_name)
+        return [by_name[n] for n in order]
+
+    def check(self, domain: Sequence[int], reductions: Sequence[int]) -> str | None:
+        """Why this schedule does not fit a compute of these extents, or None."""
+        axes = axis_names(len(domain), len(reductions))
+        tiles = self.tile_sizes
+        for axis, factors in tiles.items():
+            if axis not in axes:
+                return f"tile: no axis {axis} (the compute has {', '.join(axes) or 'none'})"
+            if any(f < 1 for f in factors):
+                return f"tile: sizes of {axis} must be positive"
+            if any(a % b for a, b in zip(factors, factors[1:])):
+                return f"tile: each size of {axis} must divide the one before it"
+        names = [
+            f"{a}.{lv}" if tiles.get(a) else a
+            for a in axes
+            for lv in range(len(tiles.get(a, ())) + 1)
+        ]
+        order = self.loop_order or tuple(names)
+        if sorted(order) != sorted(names):
+            return f"interchange: expected a permutation of [{', '.join(names)}]"
+        loops = self.loops(domain, reductions)
+        for axis in axes:
+            levels = [lp.level for lp in loops if lp.axis == axis]
+            if levels != sorted(levels):
+                return f"interchange: the loops of {axis} must keep their level order"
+        reduction_order = [lp.name for lp in loops if lp.is_reduction]
+        if reduction_order != [n for n in names if n.startswith("r")]:
+            return "interchange: reduction loops must keep their order (it fixes the fold order)"
+        return self._check_marks(loops)
+
+    def _check_marks(self, loops: list[Loop]) -> str | None:
+        by_name = {lp.name: lp for lp in loops}
+        for clause, marked in (("parallel", self.parallel_loops), ("unroll", self.unrolled_loops)):
+            for name in sorted(marked):
+                if name not in by_name:
+                    return f"{clause}: no loop {name}"
+        for name in sorted(self.parallel_loops):
+            if by_name[name].is_reduction:
+                return f"parallel: {name} is a reduction loop"
+        vector = self.vector
+        if vector is not None and (vector[0] not in by_name or vector[1] < 1):
+            return f"vectorize: no loop {vector[0]} or a width below 1"
+        if self.fusion is not None and self.fusion[1] < 0:
+            return "group: `at` must not be negative"
+        return None
+
+    # -- syntax ---------------------------------------------------------------------------
+
+    def print_parameters(self, printer: Printer) -> None:
+        clauses: list[str] = []
+        tiles = self.tile_sizes
+        if tiles:
+            body = ", ".join(f"{a} = [{', '.join(map(str, fs))}]" for a, fs in tiles.items())
+            clauses.append(f"tile [{body}]")
+        for clause, names in (
+            ("interchange", self.loop_order),
+            ("parallel", sorted(self.parallel_loops)),
+            ("unroll", sorted(self.unrolled_loops)),
+        ):
+            if names:
+                clauses.append(f"{clause} [{', '.join(names)}]")
+        if self.vector is not None:
+            clauses.append(f"vectorize {self.vector[0]} x {self.vector[1]}")
+        if self.packed:
+            clauses.append(f"pack [{', '.join(map(str, self.packed))}]")
+        if self.fusion is not None:
+            gid, at, feeds, internal = self.fusion
+            clauses.append(
+                f"group {gid} at {at}"
+                + (" feeds" if feeds else "")
+                + (" internal" if internal else "")
+            )
+        printer.print_string("<" + ", ".join(clauses) + ">")
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        fields: dict[str, object] = {}
+        parser.parse_punctuation("<")
+        if parser.parse_optional_punctuation(">") is None:
+            while True:
+                clause = parser.parse_keyword_in(_CLAUSES, " in a schedule")
+                if order_keyword(clause) in fields:
+                    parser.raise_error(f"schedule: clause '{clause}' given twice")
+                fields[order_keyword(clause)] = _parse_clause(parser, clause)
+                if parser.parse_optional_punctuation(",") is None:
+                    break
+            parser.parse_punctuation(">")
+        attr = ScheduleAttr(**fields)  # type: ignore[arg-type]
+        return attr.parameters
+
+
+def _parse_clause(parser: AttrParser, clause: str) -> object:
+    square = parser.Delimiter.SQUARE
+    if clause == "tile":
+
+        def entry() -> tuple[str, list[int]]:
+            axis = parser.parse_identifier("an axis name (d0, r0, ...)")
+            parser.parse_punctuation("=")
+            sizes = parser.parse_comma_separated_list(square, lambda: parser.parse_integer(False))
+            return axis, sizes
+
+        return dict(parser.parse_comma_separated_list(square, entry))
+    if clause in ("interchange", "parallel", "unroll"):
+        return parser.parse_comma_separated_list(square, parser.parse_identifier)
+    if clause == "vectorize":
+        loop = parser.parse_identifier("a loop name")
+        parser.parse_keyword("x")
+        return loop, parser.parse_integer(False, False)
+    if clause == "pack":
+        return parser.parse_comma_separated_list(square, lambda: parser.parse_integer(False, False))
+    gid = parser.parse_integer(False, False)
+    parser.parse_keyword("at")
+    at = parser.parse_integer(False, False)
+    feeds = parser.parse_optional_keyword("feeds") is not None
+    internal = parser.parse_optional_keyword("internal") is not None
+    return gid, at, feeds, internal
+
+
+def order_keyword(clause: str) -> str:
+    """The constructor keyword of a clause (`interchange` is the loop `order`)."""
+    return {"interchange": "order", "tile": "tiles"}.get(clause, clause)
+
+
+Schedule = Dialect("schedule", [], [ScheduleAttr])
+
+__all__ = ["Loop", "Schedule", "ScheduleAttr", "VerifyException", "axis_names"]

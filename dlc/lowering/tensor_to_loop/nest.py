@@ -1,0 +1,406 @@
+"""The nest builder: one `tensor.compute` as the loops its schedule says.
+
+`NestBuilder(...).emit(b)` emits the loops of the compute's `#schedule.nest`
+(dlc/dialects/schedule.py; none: output loops then reduction loops) and decides
+nothing itself:
+
+- Tiled axes: each level is a loop over the block of the level above. A block that
+  is only partly inside the axis gets a shorter extent: where an inner loop of the
+  axis is unrolled, the loop is peeled into full blocks and one remainder of
+  constant extent; elsewhere the inner bound is `min(block, rest)`.
+- Unrolled loops are emitted once per iteration.
+- Reductions: trailing output loops inside the innermost reduction loop that are all
+  unrolled form a register tile: one accumulator per tile point, carried through the
+  run of reduction loops that ends there, starting from `init` (or, when reduction
+  loops lie further out, from the partial sums in the output buffer) and stored after
+  it. Otherwise each reduction point updates the output buffer in place. Whenever
+  partial sums go through the buffer, it is set to `init` right before the
+  outermost reduction loop, over the output points inside that loop.
+
+Every element is folded in the order of its reduction indices (the schedule verifier
+keeps reduction loops in order), so any schedule gives the same bits as the plain
+nest; only the plain single-accumulator fold over a contiguous axis lets LLVM
+reassociate (`scalar_ops.mark_reassociable`).
+
+A group member starts inside the group's shared loops: `prefix` holds their index
+values (the member's first loops are `d0 ... d(k-1)`), `known` the values earlier
+members hold in registers, `feeders` the members to evaluate at each reduction point.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from xdsl.builder import Builder, InsertPoint
+from xdsl.dialects import arith
+from xdsl.ir import Operation, SSAValue
+
+from dlc.diagnostics import copy_loc, error_at
+from dlc.dialects import loop, tensor
+from dlc.dialects.schedule import Loop, ScheduleAttr, axis_names
+from dlc.lowering.scalar_ops import ScalarBuilder, Unsupported, mark_reassociable
+from dlc.lowering.tensor_to_loop.body import dtype_of, index, inline_body, load, store
+
+MAX_UNROLLED_POINTS = 4096
+"""At most this many copies of a body per unrolled nest (or accumulator tile)."""
+
+Extent = int | SSAValue
+
+
+@dataclass(frozen=True)
+class Block_:
+    """The part of one axis the loops emitted so far leave to the inner loops."""
+
+    base: SSAValue | None  # first index (None: 0)
+    offset: int  # constant added to base (unrolled and peeled iterations)
+    extent: Extent  # size of the block (a constant, or a dynamic `min`)
+
+
+@dataclass(frozen=True)
+class Feeder:
+    """A group member evaluated at each reduction point, and its buffer (or None)."""
+
+    op: tensor.ComputeOp
+    buffer: SSAValue | None
+
+
+class NestBuilder:
+    """Emits the loops of one compute (module docstring)."""
+
+    def __init__(
+        self,
+        op: tensor.ComputeOp,
+        buffer: SSAValue | None,
+        buffers: dict[SSAValue, SSAValue],
+        *,
+        prefix: Sequence[SSAValue] = (),
+        known: dict[SSAValue, SSAValue] | None = None,
+        feeders: Sequence[Feeder] = (),
+    ) -> None:
+        self.op, self.buffer, self.buffers = op, buffer, buffers
+        self.known = dict(known or {})
+        self.feeders = list(feeders)
+        self.dt = dtype_of(op.result)
+        schedule = op.schedule or ScheduleAttr()
+        self._check(schedule)
+        self.axes = axis_names(len(op.domain), len(op.reduction_extents))
+        self.extents = dict(zip(self.axes, [*op.domain, *op.reduction_extents], strict=True))
+        all_loops = schedule.loops(op.domain, op.reduction_extents)
+        self.prefix = dict(zip(self.axes, prefix, strict=False))
+        self.loops = all_loops[len(prefix) :]
+        self.unrolled = schedule.unrolled_loops
+        self.parallel = schedule.parallel_loops
+        self._plan_accumulators()
+
+    def _check(self, schedule: ScheduleAttr) -> None:
+        if schedule.vector is not None:
+            raise error_at(self.op, "not supported by the code generator yet: schedule vectorize")
+        if schedule.packed:
+            raise error_at(self.op, "not supported by the code generator yet: schedule pack")
+
+    def _plan_accumulators(self) -> None:
+        """Where the reduction's accumulators live (module docstring)."""
+        positions = [i for i, lp in enumerate(self.loops) if lp.is_reduction]
+        self.first_reduction = positions[0] if positions else None
+        self.chain: tuple[int, int] | None = None  # [start, end) of the register chain
+        self.tile: list[Loop] = []
+        self.memory_init = False
+        if self.op.combinator is None:
+            return
+        if not positions:  # no reduction loops left (only in a group: none at all)
+            self.chain = (len(self.loops), len(self.loops))
+            return
+        last = positions[-1]
+        trailing = self.loops[last + 1 :]
+        if all(lp.name in self.unrolled for lp in trailing):
+            start = last
+            while start > 0 and self.loops[start - 1].is_reduction:
+                start -= 1
+            self.chain, self.tile = (start, last + 1), trailing
+        self.memory_init = self.chain is None or self.chain[0] != positions[0]
+        if self.memory_init and self.buffer is None:
+            raise error_at(self.op, "schedule: a reduction accumulating in memory needs a buffer")
+
+    # -- emission -------------------------------------------------------------------------
+
+    def emit(self, b: Builder) -> SSAValue | None:
+        """Emit the nest at `b`; the value when the compute is one point of the nest
+        (no output loops left: a group's base member), else None."""
+        env = {
+            a: Block_(self.prefix.get(a), 0, 1 if a in self.prefix else n)
+            for a, n in self.extents.items()
+        }
+        self.result: SSAValue | None = None
+        self._emit(0, b, env)
+        return self.result
+
+    def _emit(self, pos: int, b: Builder, env: dict[str, Block_]) -> None:
+        if pos == self.first_reduction and self.memory_init:
+            self._init_nest(b, env, pos)
+        if self.chain is not None and pos == self.chain[0]:
+            self._register_chain(b, env)
+            return
+        if pos == len(self.loops):
+            self._point(b, env)
+            return
+        self._loop(pos, b, env, lambda b2, env2: self._emit(pos + 1, b2, env2))
+
+    def _loop(self, pos: int, b: Builder, env: dict[str, Block_], inner) -> None:  # noqa: ANN001
+        """Loop `pos` over its axis' current block, calling `inner(b, env)` for the body
+        (once per iteration when unrolled; peeled where an inner level needs a constant
+        extent)."""
+        lp = self.loops[pos]
+        block = env[lp.axis]
+        if lp.name in self.unrolled or self._needs_constant(pos):
+            extent = _constant(block.extent, self.op, lp.name)
+            full = extent - extent % lp.step
+            if lp.name in self.unrolled:
+                self._check_unroll(extent // max(1, lp.step))
+                for x in range(0, extent, lp.step):
+                    inner(
+                        b,
+                        {
+                            **env,
+                            lp.axis: replace(
+                                block, offset=block.offset + x, extent=min(lp.step, extent - x)
+                            ),
+                        },
+                    )
+                return
+            if full:
+                whole = {**env, lp.axis: replace(block, extent=full)}
+                self._for(pos, b, whole, index(b, full), lp.step, inner)
+            if extent % lp.step:
+                inner(
+                    b,
+                    {
+                        **env,
+                        lp.axis: replace(
+                            block, offset=block.offset + full, extent=extent % lp.step
+                        ),
+                    },
+                )
+            return
+        ub = block.extent if isinstance(block.extent, SSAValue) else index(b, block.extent)
+        self._for(pos, b, env, ub, lp.step, inner)
+
+    def _for(
+        self, pos: int, b: Builder, env: dict[str, Block_], ub: SSAValue, step: int, inner
+    ) -> None:  # noqa: ANN001
+        lp = self.loops[pos]
+        block = env[lp.axis]
+        parallel = lp.name in self.parallel and not lp.is_reduction
+        nest = b.insert(loop.ForOp(index(b, 0), ub, index(b, step), parallel=parallel))
+        copy_loc(self.op, nest)
+        body = Builder(InsertPoint.at_end(nest.body.block))
+        child = self._child(body, block, nest.iv, ub, step)
+        inner(body, {**env, lp.axis: child})
+        body.insert(loop.YieldOp())
+
+    def _child(self, b: Builder, block: Block_, iv: SSAValue, ub: SSAValue, step: int) -> Block_:
+        """The block of one iteration `iv` of a loop over `block` in steps of `step`."""
+        base = iv if block.base is None else b.insert(arith.AddiOp(block.base, iv)).result
+        if step == 1:
+            return Block_(base, block.offset, 1)
+        if isinstance(block.extent, int) and block.extent % step == 0:
+            return Block_(base, block.offset, step)
+        rest = b.insert(arith.SubiOp(ub, iv)).result
+        return Block_(base, block.offset, b.insert(arith.MinSIOp(rest, index(b, step))).result)
+
+    def _needs_constant(self, pos: int) -> bool:
+        """A deeper level of this loop's axis is unrolled: peel instead of `min`."""
+        lp = self.loops[pos]
+        return any(
+            o.axis == lp.axis and o.level > lp.level and o.name in self.unrolled for o in self.loops
+        )
+
+    def _check_unroll(self, copies: int) -> None:
+        if copies > MAX_UNROLLED_POINTS:
+            raise error_at(
+                self.op,
+                f"schedule: unrolling makes {copies} copies (at most {MAX_UNROLLED_POINTS})",
+            )
+
+    # -- points ---------------------------------------------------------------------------
+
+    def _indices(self, b: Builder, env: dict[str, Block_], axes: Sequence[str]) -> list[SSAValue]:
+        out = []
+        for a in axes:
+            block = env[a]
+            if block.base is None:
+                out.append(index(b, block.offset))
+            elif block.offset:
+                out.append(b.insert(arith.AddiOp(block.base, index(b, block.offset))).result)
+            else:
+                out.append(block.base)
+        return out
+
+    def _outputs(self) -> list[str]:
+        return self.axes[: len(self.op.domain)]
+
+    def _element(
+        self, b: Builder, env: dict[str, Block_], known: dict[SSAValue, SSAValue]
+    ) -> SSAValue:
+        """The body at the current point; feeders first (stored, then in registers)."""
+        point = self._indices(b, env, self.axes)
+        for feeder in self.feeders:
+            known[feeder.op.result] = inline_body(b, feeder.op, point, self.buffers, known)
+            if feeder.buffer is not None:
+                store(b, known[feeder.op.result], feeder.buffer, point, dtype_of(feeder.op.result))
+        return inline_body(b, self.op, point, self.buffers, known)
+
+    def _point(self, b: Builder, env: dict[str, Block_]) -> None:
+        """Innermost point: an element-wise value, or a reduction step in memory."""
+        known = dict(self.known)
+        element = self._element(b, env, known)
+        where = self._indices(b, env, self._outputs())
+        if self.op.combinator is None:
+            self._deliver(b, element, where)
+            return
+        assert self.buffer is not None
+        acc = load(b, self.buffer, where, self.dt)
+        store(b, self._combine(b, acc, element), self.buffer, where, self.dt)
+
+    def _deliver(self, b: Builder, value: SSAValue, where: list[SSAValue]) -> None:
+        if self.buffer is not None:
+            store(b, value, self.buffer, where, self.dt)
+        if not self.op.domain[len(self.prefix) :]:
+            self.result = value  # one point of the nest: later members read the register
+
+    def _combine(self, b: Builder, acc: SSAValue, element: SSAValue) -> SSAValue:
+        assert self.op.combinator is not None
+        try:
+            return ScalarBuilder(b).binary(self.op.combinator.data, self.dt, acc, element)
+        except Unsupported as err:
+            raise error_at(
+                self.op, f"not supported by the code generator yet: reduce by {err}"
+            ) from None
+
+    def _init_value(self, b: Builder) -> SSAValue:
+        init = self.op.init
+        if init is not None:
+            return self.known.get(init) or load(b, self.buffers[init], [], self.dt)
+        return b.insert(arith.ConstantOp(self.op.init_value)).result  # type: ignore[arg-type]
+
+    def _init_nest(self, b: Builder, env: dict[str, Block_], pos: int) -> None:
+        """`buffer = init` over the output points inside loop `pos`."""
+        inside = [a for a in self._outputs() if any(lp.axis == a for lp in self.loops[pos:])]
+        env = dict(env)
+        for a in inside:
+            block = env[a]
+            ub = block.extent if isinstance(block.extent, SSAValue) else index(b, block.extent)
+            nest = b.insert(loop.ForOp(index(b, 0), ub, index(b, 1), parallel=True))
+            copy_loc(self.op, nest)
+            nest.body.block.add_op(loop.YieldOp())
+            b = Builder(InsertPoint.before(nest.body.block.last_op))  # type: ignore[arg-type]
+            env[a] = self._child(b, replace(block, extent=ub), nest.iv, ub, 1)
+        assert self.buffer is not None
+        store(b, self._init_value(b), self.buffer, self._indices(b, env, self._outputs()), self.dt)
+
+    # -- register accumulators ------------------------------------------------------------
+
+    def _tile_points(self, env: dict[str, Block_]) -> list[dict[str, Block_]]:
+        """The environments of the register tile's points (its unrolled loops)."""
+        points = [env]
+        for lp in self.tile:
+            grown = []
+            for point in points:
+                block = point[lp.axis]
+                extent = _constant(block.extent, self.op, lp.name)
+                for x in range(0, extent, lp.step):
+                    step = min(lp.step, extent - x)
+                    grown.append(
+                        {**point, lp.axis: replace(block, offset=block.offset + x, extent=step)}
+                    )
+            points = grown
+        self._check_unroll(len(points))
+        return points
+
+    def _register_chain(self, b: Builder, env: dict[str, Block_]) -> None:
+        """Accumulators for the tile's points through the chain of reduction loops."""
+        assert self.chain is not None
+        points = self._tile_points(env)
+        wheres = [self._indices(b, p, self._outputs()) for p in points]
+        if self.memory_init:
+            accs = [load(b, self.buffer, w, self.dt) for w in wheres]  # type: ignore[arg-type]
+        else:
+            init = self._init_value(b)
+            accs = [init] * len(points)
+        finals = self._chain(self.chain[0], b, env, points, accs)
+        for value, where in zip(finals, wheres, strict=True):
+            self._deliver(b, value, where)
+
+    def _chain(
+        self,
+        pos: int,
+        b: Builder,
+        env: dict[str, Block_],
+        points: list[dict[str, Block_]],
+        accs: list[SSAValue],
+    ) -> list[SSAValue]:
+        """Reduction loops [pos, chain end) carrying `accs`; returns the final values."""
+        assert self.chain is not None
+        if pos == self.chain[1]:
+            known = dict(self.known)
+            out = []
+            for point, acc in zip(points, accs, strict=True):
+                merged = {**point, **{a: env[a] for a in env if a.startswith("r")}}
+                out.append(self._combine(b, acc, self._element(b, merged, known)))
+            if len(out) == 1 and not self.tile and not self.memory_init:
+                mark_reassociable(self.op, out[0])  # vectorizable fold order (see there)
+            return out
+        results: list[list[SSAValue]] = [accs]
+
+        def inner(b2: Builder, env2: dict[str, Block_]) -> None:
+            results.append(self._chain(pos + 1, b2, env2, points, results[-1]))
+
+        lp = self.loops[pos]
+        block = env[lp.axis]
+        if lp.name in self.unrolled:
+            self._loop(pos, b, env, inner)  # iterations in order, each threading the values
+            return results[-1]
+        if self._needs_constant(pos):  # full blocks carrying the values, then the rest
+            extent = _constant(block.extent, self.op, lp.name)
+            full = extent - extent % lp.step
+            if full:
+                whole = {**env, lp.axis: replace(block, extent=full)}
+                results.append(self._carried(pos, b, whole, index(b, full), points, results[-1]))
+            if extent % lp.step:
+                inner(
+                    b,
+                    {
+                        **env,
+                        lp.axis: replace(
+                            block, offset=block.offset + full, extent=extent % lp.step
+                        ),
+                    },
+                )
+            return results[-1]
+        ub = block.extent if isinstance(block.extent, SSAValue) else index(b, block.extent)
+        return self._carried(pos, b, env, ub, points, accs)
+
+    def _carried(
+        self,
+        pos: int,
+        b: Builder,
+        env: dict[str, Block_],
+        ub: SSAValue,
+        points: list[dict[str, Block_]],
+        accs: list[SSAValue],
+    ) -> list[SSAValue]:
+        """Reduction loop `pos` up to `ub` with `accs` as loop-carried values."""
+        lp = self.loops[pos]
+        nest = b.insert(loop.ForOp(index(b, 0), ub, index(b, lp.step), accs))
+        copy_loc(self.op, nest)
+        body = Builder(InsertPoint.at_end(nest.body.block))
+        child = self._child(body, env[lp.axis], nest.iv, ub, lp.step)
+        values = self._chain(pos + 1, body, {**env, lp.axis: child}, points, list(nest.iter_args))
+        body.insert(loop.YieldOp(*values))
+        return list(nest.res)
+
+
+def _constant(extent: Extent, op: Operation, name: str) -> int:
+    if isinstance(extent, int):
+        return extent
+    raise error_at(op, f"schedule: loop {name} needs a constant extent (unrolled)")

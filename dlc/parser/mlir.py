@@ -1,0 +1,44 @@
+"""MLIR text (any level of dlc's IR) with source locations: every parsed op remembers
+where it was written, so verifier errors and code-generator diagnostics on `.mlir`
+input are located like those on `.dl` input."""
+
+from __future__ import annotations
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
+from xdsl.parser import Parser
+from xdsl.utils.lexer import Span
+
+from dlc.diagnostics import Location, set_loc
+
+
+def span_location(span: Span, line_offset: int = 0) -> Location:
+    """The location of `span`'s start, its line counted from `line_offset`."""
+    where = span.get_location()
+    start = span.input.get_start_of_line(span.start)
+    source = span.input.content[start : span.input.get_end_of_line(span.start)]
+    if isinstance(source, bytes):
+        source = source.decode("utf-8", "replace")
+    return Location(where.file, where.line + line_offset, where.col, source)
+
+
+class LocatedParser(Parser):
+    """xDSL's parser that records each op's location (`dlc.diagnostics.set_loc`)."""
+
+    def __init__(self, ctx: Context, text: str, name: str, line_offset: int = 0) -> None:
+        super().__init__(ctx, text, name)
+        self.line_offset = line_offset
+
+    def parse_operation(self) -> Operation:
+        start = self._current_token.span
+        op = super().parse_operation()
+        set_loc(op, span_location(start, self.line_offset))
+        return op
+
+
+def parse_mlir(
+    ctx: Context, text: str, name: str, *, line_offset: int = 0, implicit_module: bool = True
+) -> ModuleOp:
+    """A module parsed from MLIR text, its ops located (xDSL's `ParseError` on errors)."""
+    return LocatedParser(ctx, text, name, line_offset).parse_module(implicit_module)

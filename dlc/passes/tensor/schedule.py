@@ -1,0 +1,389 @@
+"""schedule: the default schedule policy, written as `#schedule.nest` attributes.
+
+For every `tensor.compute` without a schedule (a user's or a tuner's schedule is kept
+as written), in three steps, from a `Target` (dlc/target.py):
+
+1. **Loop order.** A `dot`-like reduction whose last output axis walks an operand
+   row contiguously while a reduction axis strides that operand (`x[i, k] * w[k, j]`,
+   a convolution's `x[n, c, h + kh, w + kw]`) runs its reduction loops outside the
+   last output loop (i-k-j order): the inner loop is contiguous and vectorizes. With
+   several reduction axes (a convolution's channels and short tap loops) more output
+   loops move inside too, while the accumulator block they cover fits in half of L1
+   (the 56 x 56 plane of W5), so the tap loops' overhead is spread over a 2-D block.
+   The fold order per element is unchanged, so results are bit-identical.
+2. **Fusion groups** (with `group=true`, the default). A maximal run of consecutive
+   computes becomes one group, lowered to ONE loop nest (`tensor_groups.py`): its
+   base is the shortest member domain (counting a reduction-outer member by the
+   output loops it keeps outside its reduction loops), which must prefix every
+   member's domain. Inner members (longer domain) either feed the next reduction
+   member (`feeds`: same extra axes as its reduction axes, read by it only at the
+   current point), evaluated and stored inside that reduction's loop, or get their
+   own inner loops. A member whose every use is a register read needs no buffer
+   (`internal`); a reduction-outer member read only by the next same-shape
+   element-wise member accumulates in that member's buffer (`relu(dot + b)` needs no
+   extra buffer). For the softmax chain of W2 the whole function is one group with an
+   empty base; a row-wise softmax (W3) or LayerNorm + GELU (W7) is one nest over the
+   rows.
+3. **Register and cache tiles** for large `add` reductions in the reduction-outer
+   order that are in no group (`dot_tiles`): an `MR x NR` register tile (NR two of
+   the target's preferred vectors, MR rows so the accumulators fill most of the
+   vector registers), unrolled and carried in registers through the K loop, which is
+   blocked by `K_BLOCK` so the B block stays in L2.
+
+Every output loop that is not unrolled is marked `parallel`.
+
+Input: verified tensor level (after `fuse`). Output: the same computes, each with a
+schedule; `lower-tensor-to-loop` carries the schedules out and decides nothing.
+Without this pass every compute is one plain nest (output loops, then reduction
+loops) with the same results.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from dlc.dialects import tensor
+from dlc.dialects.graph_types import TensorType, dtype_bytes
+from dlc.dialects.schedule import ScheduleAttr
+from dlc.dialects.tensor_groups import (
+    identity_dims,
+    reads_at_identity,
+    reads_of,
+    uses_of,
+    verify_group,
+)
+from dlc.target import Target
+
+MAX_BODY_OPS = 16  # larger bodies keep the plain i-k-j schedule
+MIN_WORK = 1 << 16  # M * N * K below this: the plain schedule is as good
+K_BLOCK = 256  # KC: the B block K_BLOCK x N stays in L2 across the row blocks
+ROWS = 6  # MR of a 16-register target (12 accumulators + A broadcasts + B loads)
+
+
+def _depends_on(value: SSAValue, targets: set[SSAValue]) -> bool:
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if v in targets:
+            return True
+        if isinstance(v.owner, Operation):
+            stack.extend(v.owner.operands)
+    return False
+
+
+def _walks(index: SSAValue, iv: SSAValue) -> bool:
+    """`index` is `iv` or `iv + e` with `e` independent of `iv` (a unit stride)."""
+    if index is iv:
+        return True
+    owner = index.owner
+    if not isinstance(owner, Operation) or owner.name != "arith.addi":
+        return False
+    lhs, rhs = owner.operands
+    return (lhs is iv and not _depends_on(rhs, {iv})) or (rhs is iv and not _depends_on(lhs, {iv}))
+
+
+def reduction_outer_pays(op: tensor.ComputeOp) -> bool:
+    """Step 1 of the module docstring for `op`."""
+    if op.combinator is None or op.init is not None:
+        return False
+    if not op.domain or not op.reduction_extents or op.domain[-1] < 8:
+        return False
+    args = op.body.block.args
+    last = args[len(op.domain) - 1]
+    reduction_args = set(args[len(op.domain) :])
+    strided_row = False
+    for read in op.body.block.ops:
+        if not isinstance(read, tensor.ReadOp) or not read.indices:
+            continue
+        *outer, inner = read.indices
+        if any(_depends_on(i, {last}) for i in outer):
+            return False  # the last output axis would stride this operand
+        if _walks(inner, last) and any(_depends_on(i, reduction_args) for i in outer):
+            strided_row = True
+    return strided_row
+
+
+def default_order(op: tensor.ComputeOp, target: Target) -> list[str]:
+    """Output loops then reduction loops, or the reduction-outer order (step 1)."""
+    outputs = [f"d{i}" for i in range(len(op.domain))]
+    reductions = [f"r{i}" for i in range(len(op.reduction_extents))]
+    if not reduction_outer_pays(op):
+        return [*outputs, *reductions]
+    keep = len(outputs) - 1
+    if len(reductions) > 1:  # short tap loops: amortize them over a 2-D accumulator block
+        block = dtype_bytes(op.result.type.dt) * op.domain[-1]  # type: ignore[attr-defined]
+        while keep > 0 and block * op.domain[keep - 1] <= target.l1_bytes // 2:
+            if _strides(op, keep - 1):
+                break
+            keep -= 1
+            block *= op.domain[keep]
+    return [*outputs[:keep], *reductions, *outputs[keep:]]
+
+
+def _strides(op: tensor.ComputeOp, axis: int) -> bool:
+    """Some read uses output axis `axis` in its last (contiguous) index."""
+    iv = op.body.block.args[axis]
+    reads = [r for r in op.body.block.ops if isinstance(r, tensor.ReadOp) and r.indices]
+    return any(_depends_on(r.indices[-1], {iv}) for r in reads)
+
+
+def plain_schedule(op: tensor.ComputeOp, order: list[str]) -> ScheduleAttr:
+    """Loops in `order` (left out when it is the default), output loops parallel."""
+    outputs = [f"d{i}" for i in range(len(op.domain))]
+    default = [*outputs, *(f"r{i}" for i in range(len(op.reduction_extents)))]
+    return ScheduleAttr(order=[] if order == default else order, parallel=outputs)
+
+
+def kept_outside(op: tensor.ComputeOp) -> int:
+    """Output loops before the first reduction loop (all of them for element-wise)."""
+    assert op.schedule is not None
+    n = 0
+    for loop in op.schedule.loops(op.domain, op.reduction_extents):
+        if loop.is_reduction or loop.name != f"d{n}":
+            break
+        n += 1
+    return n
+
+
+class _Group:
+    """A run of consecutive computes lowered to one nest (step 2 of the module doc)."""
+
+    def __init__(self, base: tuple[int, ...]) -> None:
+        self.base = base
+        self.members: list[tensor.ComputeOp] = []
+        self.results: dict[SSAValue, tensor.ComputeOp] = {}
+        self.pending: list[tensor.ComputeOp] = []  # trailing inner members, not yet settled
+        self.feeds: dict[tensor.ComputeOp, tensor.ComputeOp] = {}  # feeder -> reduction
+
+    def _new_base(self, op: tensor.ComputeOp) -> tuple[int, ...] | None:
+        domain = op.domain[: kept_outside(op)]
+        if op.combinator is not None and kept_outside(op) < len(op.domain):
+            if len(self.base) < kept_outside(op):
+                return None
+        n = len(self.base)
+        if domain[:n] == self.base:
+            return self.base
+        if self.base[: len(domain)] == domain:
+            return domain
+        return None
+
+    def add(self, op: tensor.ComputeOp) -> bool:
+        """Append `op` when the group stays legal; returns whether it did."""
+        if self.members and op.prev_op is not self.members[-1]:
+            return False
+        if op.init is not None and op.init in self.results:
+            return False
+        base = self._new_base(op)
+        if base is None:
+            return False
+        if base != self.base:  # rebuild with the shorter base (members become inner)
+            group = _Group(base)
+            if not all(group.add(m) for m in [*self.members, op]):
+                return False
+            self.__dict__.update(group.__dict__)
+            return True
+        inner = len(op.domain) > len(base)
+        if inner and op.combinator is not None and kept_outside(op) != len(base):
+            return False
+        for value in op.inputs:
+            if value in self.results and not all(
+                identity_dims(op, r, base) for r in reads_of(op, value)
+            ):
+                return False  # another outer point's value: not computed yet
+        if inner and op.combinator is not None:
+            self.pending = []  # a reduction-outer member: its own inner nest
+        elif inner:
+            self.pending.append(op)
+        else:
+            if op.combinator is not None:
+                self._settle_feeders(op)
+            self.pending = []
+        self.members.append(op)
+        self.results[op.result] = op
+        return True
+
+    def _settle_feeders(self, reduction: tensor.ComputeOp) -> None:
+        """The longest suffix of the pending inner members computable inside
+        `reduction`'s loops: same extra axes, read there (and among themselves) only at
+        the current point."""
+        run: list[tensor.ComputeOp] = []
+        for m in reversed(self.pending):
+            if m.domain[len(self.base) :] != reduction.reduction_extents:
+                break
+            run.insert(0, m)
+        for start in range(len(run)):
+            feeders = run[start:]
+            values = {f.result for f in feeders}
+            readers = [*feeders, reduction]
+            if all(reads_at_identity(r, v) for r in readers for v in values):
+                for f in feeders:
+                    self.feeds[f] = reduction
+                return
+
+    def register_only(self, member: tensor.ComputeOp) -> bool:
+        """Every use of `member` is a read by a later member that gets the value in a
+        register, or it accumulates in the next member's buffer (`internal`)."""
+        uses = uses_of(member.result)
+        if uses.blocked or not uses.reads:
+            return False
+        if not all(c in self.results.values() for c in uses.reads):
+            return False
+        if len(member.domain) == len(self.base):
+            return True  # base values dominate everything later in the nest
+        reduction = self.feeds.get(member)
+        if member.combinator is not None:
+            return self._accumulates_in_next(member, set(uses.reads))
+        if reduction is None:
+            return False  # stored by its own inner loops, read by loads
+        return all(c is reduction or self.feeds.get(c) is reduction for c in uses.reads)
+
+    def _accumulates_in_next(self, member: tensor.ComputeOp, readers: set) -> bool:
+        i = self.members.index(member)
+        if i + 1 >= len(self.members):
+            return False
+        after = self.members[i + 1]
+        if after.combinator is not None or after in self.feeds or after.domain != member.domain:
+            return False
+        if after.result.type != member.result.type or readers != {after}:
+            return False
+        return reads_at_identity(after, member.result)
+
+
+def group_computes(computes: list[tensor.ComputeOp], first_id: int) -> int:
+    """Write the groups of the (default-scheduled) `computes`; returns the next free id."""
+    groups: list[_Group] = []
+    current: _Group | None = None
+    for op in computes:
+        if current is not None and current.add(op):
+            continue
+        current = _Group(op.domain[: kept_outside(op)])
+        current.add(op)
+        groups.append(current)
+    group_id = first_id
+    for group in groups:
+        if len(group.members) < 2:
+            continue
+        plain = {m: m.schedule for m in group.members}
+        flags = {m: (m in group.feeds, group.register_only(m)) for m in group.members}
+        for m in group.members:
+            feeds, internal = flags[m]
+            m.schedule = plain[m].with_group((group_id, len(group.base), feeds, internal))  # type: ignore[union-attr]
+        if verify_group(group.members) is not None:  # never a wrong result: keep them apart
+            for m in group.members:
+                m.schedule = plain[m]
+            continue
+        group_id += 1
+    return group_id
+
+
+@dataclass(frozen=True)
+class DotTiles:
+    """Register and cache tiles of a dot-like compute: rows `mr`, columns `nr`, `kc`."""
+
+    mr: int
+    nr: int
+    kc: int
+
+
+def dot_tiles(op: tensor.ComputeOp, target: Target) -> DotTiles | None:
+    """Step 3 of the module docstring, or None to keep the reduction-outer order."""
+    t = op.result.type
+    if not isinstance(t, TensorType) or t.dt not in ("f32", "f64") or op.combinator is None:
+        return None
+    if op.combinator.data != "add" or op.init is not None:
+        return None
+    dims, extents = op.domain, op.reduction_extents
+    if len(extents) != 1 or not dims or op.schedule is None or op.schedule.fusion is not None:
+        return None
+    if kept_outside(op) != len(dims) - 1 or len(op.body.block.ops) > MAX_BODY_OPS:
+        return None
+    n, k = dims[-1], extents[0]
+    m = dims[-2] if len(dims) >= 2 else 1
+    nr = 2 * target.preferred_vector_bytes // dtype_bytes(t.dt)
+    if n < nr or m * n * k < MIN_WORK:
+        return None
+    rows = max(1, min(ROWS, (target.vector_registers - 4) // 2))
+    mr = min(rows, m) if len(dims) >= 2 else 1
+    return DotTiles(mr, nr, K_BLOCK)
+
+
+def tiled_schedule(op: tensor.ComputeOp, tiles: DotTiles) -> ScheduleAttr:
+    """The tiled nest: batch loops, K blocks, row blocks, column panels, then the K
+    loop over the unrolled MR x NR register tile."""
+    rank = len(op.domain)
+    matrix = rank >= 2
+    j = f"d{rank - 1}"
+    batch = [f"d{i}" for i in range(rank - 2 if matrix else 0)]
+    sizes: dict[str, list[int]] = {j: [tiles.nr]}
+    outer, inner = [f"{j}.0"], [f"{j}.1"]
+    if matrix:
+        i = f"d{rank - 2}"
+        sizes[i] = [tiles.mr]
+        outer, inner = [f"{i}.0", *outer], [f"{i}.1", *inner]
+    k_blocks = op.reduction_extents[0] > tiles.kc
+    if k_blocks:
+        sizes["r0"] = [tiles.kc]
+    order = [*batch, *(["r0.0"] if k_blocks else []), *outer, "r0.1" if k_blocks else "r0", *inner]
+    return ScheduleAttr(tiles=sizes, order=order, parallel=[*batch, *outer], unroll=inner)
+
+
+@dataclass(frozen=True)
+class SchedulePass(ModulePass):
+    """Write the default schedule of every `tensor.compute` that has none (module doc).
+
+    Input: verified tensor level. Afterwards every compute has a schedule; computes
+    that had one keep it. `target` names the CPU model (`host`, or an LLVM name such as
+    `haswell`); `group=false` forms no fusion groups.
+    """
+
+    name = "schedule"
+
+    target: str = "host"
+    group: bool = True
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        target = Target.from_cpu(self.target)
+        next_id = 1 + max(_group_ids(op), default=-1)
+        for func in op.body.block.ops:
+            if not isinstance(func, tensor.FuncOp):
+                continue
+            for block in func.body.blocks:
+                runs = _runs_to_schedule(list(block.ops))
+                for run in runs:
+                    for c in run:
+                        c.schedule = plain_schedule(c, default_order(c, target))
+                    if self.group:
+                        next_id = group_computes(run, next_id)
+                    for c in run:
+                        tiles = dot_tiles(c, target)
+                        if tiles is not None:
+                            c.schedule = tiled_schedule(c, tiles)
+
+
+def _runs_to_schedule(ops: list[Operation]) -> list[list[tensor.ComputeOp]]:
+    """Maximal runs of consecutive computes without a schedule."""
+    runs: list[list[tensor.ComputeOp]] = []
+    current: list[tensor.ComputeOp] = []
+    for op in ops:
+        if isinstance(op, tensor.ComputeOp) and op.schedule is None:
+            current.append(op)
+            continue
+        if current:
+            runs.append(current)
+        current = []
+    if current:
+        runs.append(current)
+    return runs
+
+
+def _group_ids(module: ModuleOp) -> list[int]:
+    return [
+        c.schedule.fusion[0]
+        for c in module.walk()
+        if isinstance(c, tensor.ComputeOp) and c.schedule is not None and c.schedule.fusion
+    ]
