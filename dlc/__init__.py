@@ -34,14 +34,21 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from dlc.diagnostics import DiagnosticError, Location, TrapError
+from dlc.version import __version__ as __version__  # re-exported
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
 
     from dlc.runtime.module import CompiledModule
 
-__all__ = ["DiagnosticError", "TrapError", "compile", "compile_file", "parse", "print_module"]
-__version__ = "0.1.0"
+__all__ = [
+    "DiagnosticError",
+    "TrapError",
+    "compile",
+    "compile_file",
+    "parse",
+    "print_module",
+]
 
 
 def _check_text(text: object, what: str) -> str | bytes:

@@ -138,7 +138,7 @@ def cache_key(module: ModuleOp, options: pipeline.Options) -> str:
         loc = own_location(op)
         where = f"{loc.filename}\0{loc.line}\0{loc.column}\0{loc.source_line}" if loc else ""
         digest.update(b"\n" + where.encode())
-    from dlc import __version__
+    from dlc.version import __version__
 
     facts = {**options.key(), "data_offset": DATA_OFFSET, "dlc": __version__}
     return cache.key(facts, digest.hexdigest())

@@ -26,11 +26,11 @@ from xdsl.utils.arg_spec import parse_pipeline
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import VersionAction
 
-from dlc import __version__
 from dlc.cli.targets import TARGETS, DlcOptTargets, UsageError
 from dlc.diagnostics import DiagnosticError, Location, verify_located
 from dlc.dialects.levels import level_of
 from dlc.passes.statistics import PassStatistics
+from dlc.version import __version__
 
 
 class IRVerifyError(Exception):

@@ -362,11 +362,11 @@ def format_type(t: Attribute) -> str:
         if isinstance(item, str):
             out.append(item)
             continue
-        stack.extend(reversed(_type_parts(item)))
+        stack.extend(reversed(type_parts(item)))
     return "".join(out)
 
 
-def _type_parts(t: Attribute) -> list[Attribute | str]:
+def type_parts(t: Attribute) -> list[Attribute | str]:
     """One level of a type's DLVM spelling: literal text pieces and nested types."""
     if isinstance(t, TensorType):
         if t.is_scalar:

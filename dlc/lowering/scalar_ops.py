@@ -108,7 +108,7 @@ class ScalarBuilder:
         if dtype_is_float(dtype):
             attr = FloatAttr(float(value), t)  # type: ignore[arg-type]
         else:
-            attr = IntegerAttr(_wrap(int(value), dtype_bits(dtype)), t)  # type: ignore[arg-type]
+            attr = IntegerAttr(wrap_int(int(value), dtype_bits(dtype)), t)  # type: ignore[arg-type]
         return self.emit(arith.ConstantOp(attr))
 
     def index(self, value: int) -> SSAValue:
@@ -117,7 +117,7 @@ class ScalarBuilder:
     def typed_const(self, value: int | float, like: SSAValue) -> SSAValue:
         t = like.type
         if isinstance(t, IntegerType):
-            return self.emit(arith.ConstantOp(IntegerAttr(_wrap(int(value), t.width.data), t)))
+            return self.emit(arith.ConstantOp(IntegerAttr(wrap_int(int(value), t.width.data), t)))
         return self.emit(arith.ConstantOp(FloatAttr(float(value), t)))  # type: ignore[arg-type]
 
     def select(self, cond: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
@@ -258,7 +258,7 @@ class ScalarBuilder:
         return self.emit(arith.ExtSIOp(x, scalar_type(target)))
 
 
-def _wrap(value: int, bits: int) -> int:
+def wrap_int(value: int, bits: int) -> int:
     """Two's-complement wrap into the signed range of `bits` (bool stays 0/1)."""
     if bits == 1:
         return -1 if value & 1 else 0

@@ -21,8 +21,8 @@ from dlc.dialects.graph_types import (
     NominalType,
     TensorType,
     TupleType,
-    _type_parts,  # pyright: ignore[reportPrivateUsage]
     format_type,
+    type_parts,
 )
 
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
@@ -42,7 +42,7 @@ class TypeTexts:
             if id(top) in self._texts:
                 work.pop()
                 continue
-            parts = _type_parts(top)
+            parts = type_parts(top)
             missing = [p for p in parts if not isinstance(p, str) and id(p) not in self._texts]
             if missing:
                 work.extend(missing)

@@ -18,7 +18,7 @@ from xdsl.ir import Attribute, Block, SSAValue
 
 from dlc.dialects import tensor
 from dlc.dialects.graph_types import TensorType, dtype_is_float
-from dlc.lowering.scalar_ops import ScalarBuilder, _wrap
+from dlc.lowering.scalar_ops import ScalarBuilder, wrap_int
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ def scalar_attr(value: int | float | bool, dtype: str) -> Attribute:
     t = tensor.scalar_type(dtype)
     if dtype_is_float(dtype):
         return FloatAttr(float(value), t)  # type: ignore[arg-type]
-    return IntegerAttr(_wrap(int(value), t.width.data), t)  # type: ignore[attr-defined]
+    return IntegerAttr(wrap_int(int(value), t.width.data), t)  # type: ignore[attr-defined]
 
 
 class BodyBuilder(ScalarBuilder):

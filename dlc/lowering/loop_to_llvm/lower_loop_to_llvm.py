@@ -80,7 +80,7 @@ class StatusTable:
 
 
 @dataclass
-class _FuncEmitter:
+class FuncEmitter:
     """Lowers one `loop.func` into the blocks of an `llvm.func`, without recursion.
 
     Structured ops become blocks: `loop.for` -> header(iv, iters) / body / exit(results),
@@ -402,7 +402,7 @@ def lower_func(
     """`loop.func @f(memrefs)` -> `llvm.func @f(ptr noalias, ...) -> void`; with
     `depth_guard` (a recursive function, needs `status`) it counts its active calls in
     `CALL_DEPTH` and traps past `MAX_CALL_DEPTH`."""
-    body = _FuncEmitter(externals, status=status).lower(func, depth_guard=depth_guard)
+    body = FuncEmitter(externals, status=status).lower(func, depth_guard=depth_guard)
     n_args = len(func.args)
     noalias = DictionaryAttr({"llvm.noalias": UnitAttr()})
     return llvm.FuncOp(
@@ -434,7 +434,7 @@ class LowerLoopToLLVMPass(ModulePass):
     their call depth (`CALL_DEPTH`, `MAX_CALL_DEPTH`) and trap instead of overflowing
     the native stack. With `bounds_check`
     (`-p 'lower-loop-to-llvm{bounds_check=true}'`), every load and store checks its
-    indices against the buffer shape (see `_FuncEmitter.checked`).
+    indices against the buffer shape (see `FuncEmitter.checked`).
     """
 
     name = "lower-loop-to-llvm"

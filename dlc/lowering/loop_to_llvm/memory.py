@@ -19,31 +19,31 @@ from dlc.dialects.abi import VAR_PREFIX
 from dlc.lowering.loop_to_llvm.scalar import const, icmp, select
 
 if TYPE_CHECKING:
-    from dlc.lowering.loop_to_llvm.lower_loop_to_llvm import _FuncEmitter
+    from dlc.lowering.loop_to_llvm.lower_loop_to_llvm import FuncEmitter
 
 PTR = llvm.LLVMPointerType()
 
 
-def _ptr(em: _FuncEmitter, addr: SSAValue) -> SSAValue:
+def _ptr(em: FuncEmitter, addr: SSAValue) -> SSAValue:
     return em.emit(llvm.IntToPtrOp(addr))
 
 
-def _int(em: _FuncEmitter, ptr: SSAValue) -> SSAValue:
+def _int(em: FuncEmitter, ptr: SSAValue) -> SSAValue:
     return em.emit(llvm.PtrToIntOp(ptr, i64))
 
 
-def _buffer_bytes(em: _FuncEmitter, op: Operation, mtype: MemRefType) -> int:
+def _buffer_bytes(em: FuncEmitter, op: Operation, mtype: MemRefType) -> int:
     from dlc.lowering.loop_to_llvm.lower_loop_to_llvm import element_bytes, element_count
 
     return element_count(mtype) * element_bytes(mtype, op)
 
 
-def _memmove(em: _FuncEmitter, dst: SSAValue, src: SSAValue, n: SSAValue) -> None:
+def _memmove(em: FuncEmitter, dst: SSAValue, src: SSAValue, n: SSAValue) -> None:
     args = [dst, src, n, const(em, 0, i1)]
     em.emit(llvm.CallIntrinsicOp("llvm.memmove.p0.p0.i64", args, []))
 
 
-def lower_raw_memory(em: _FuncEmitter, op: Operation) -> None:
+def lower_raw_memory(em: FuncEmitter, op: Operation) -> None:
     """Emit the llvm ops of one raw-memory op."""
     get = em.get
     match op:
@@ -82,7 +82,7 @@ def lower_raw_memory(em: _FuncEmitter, op: Operation) -> None:
             raise AssertionError(op.name)
 
 
-def _stack_alloc(em: _FuncEmitter, op: lm.StackAllocOp) -> SSAValue:
+def _stack_alloc(em: FuncEmitter, op: lm.StackAllocOp) -> SSAValue:
     """An alloca at the top of the entry block (one frame slot), zeroed here."""
     entry = em.region.blocks.first
     assert entry is not None
@@ -99,7 +99,7 @@ def _stack_alloc(em: _FuncEmitter, op: lm.StackAllocOp) -> SSAValue:
     return _int(em, alloca.results[0])
 
 
-def _heap_alloc(em: _FuncEmitter, op: lm.RawAllocOp, nbytes: SSAValue) -> SSAValue:
+def _heap_alloc(em: FuncEmitter, op: lm.RawAllocOp, nbytes: SSAValue) -> SSAValue:
     """calloc(1, n); a failed allocation (n negative or too large: NULL) traps instead of
     handing out a null pointer whose bounds claim n bytes."""
     em.declare("calloc", [i64, i64], PTR)
@@ -115,7 +115,7 @@ def _heap_alloc(em: _FuncEmitter, op: lm.RawAllocOp, nbytes: SSAValue) -> SSAVal
 POINTER_ACCESSES = ("load", "store")
 
 
-def _check(em: _FuncEmitter, op: lm.RawCheckOp) -> None:
+def _check(em: FuncEmitter, op: lm.RawCheckOp) -> None:
     """addr < lo or addr + n > hi: record the location, return from the function.
 
     Accesses through user pointers (`load`, `store`, `copy`) are always checked: their
@@ -137,20 +137,20 @@ def _check(em: _FuncEmitter, op: lm.RawCheckOp) -> None:
     em.trap_when(bad, op, "bounds", f"out-of-bounds {access}{through} ({op.name})")
 
 
-def _field(em: _FuncEmitter, header: SSAValue, index: int) -> SSAValue:
+def _field(em: FuncEmitter, header: SSAValue, index: int) -> SSAValue:
     """Pointer to i64 field `index` of a stack header."""
     return _ptr(em, em.emit(llvm.AddOp(header, const(em, 8 * index, i64))))
 
 
-def _load_field(em: _FuncEmitter, header: SSAValue, index: int) -> SSAValue:
+def _load_field(em: FuncEmitter, header: SSAValue, index: int) -> SSAValue:
     return em.emit(llvm.LoadOp(_field(em, header, index), i64, alignment=8))
 
 
-def _store_field(em: _FuncEmitter, value: SSAValue, header: SSAValue, index: int) -> None:
+def _store_field(em: FuncEmitter, value: SSAValue, header: SSAValue, index: int) -> None:
     em.emit(llvm.StoreOp(value, _field(em, header, index), alignment=8))
 
 
-def _stack_push(em: _FuncEmitter, op: lm.StackPushOp) -> SSAValue:
+def _stack_push(em: FuncEmitter, op: lm.StackPushOp) -> SSAValue:
     """size + n > capacity: data = realloc(data, max(2 capacity, size + n, 64))."""
     header = em.get(op.header)
     size = _load_field(em, header, 1)
@@ -174,7 +174,7 @@ def _stack_push(em: _FuncEmitter, op: lm.StackPushOp) -> SSAValue:
     return em.emit(llvm.AddOp(_load_field(em, header, 0), size))
 
 
-def _stack_pop(em: _FuncEmitter, op: lm.StackPopOp) -> SSAValue:
+def _stack_pop(em: FuncEmitter, op: lm.StackPopOp) -> SSAValue:
     """size < n traps (when the module has a status word); else size -= n."""
     header = em.get(op.header)
     size = _load_field(em, header, 1)
@@ -186,7 +186,7 @@ def _stack_pop(em: _FuncEmitter, op: lm.StackPopOp) -> SSAValue:
     return em.emit(llvm.AddOp(_load_field(em, header, 0), rest))
 
 
-def _entry_slot(em: _FuncEmitter, t: Attribute) -> SSAValue:
+def _entry_slot(em: FuncEmitter, t: Attribute) -> SSAValue:
     """An alloca of one `t` at the top of the entry block."""
     entry = em.region.blocks.first
     assert entry is not None
@@ -200,7 +200,7 @@ def _entry_slot(em: _FuncEmitter, t: Attribute) -> SSAValue:
     return alloca.results[0]
 
 
-def _scalar_call(em: _FuncEmitter, op: lm.ScalarCallOp) -> SSAValue:
+def _scalar_call(em: FuncEmitter, op: lm.ScalarCallOp) -> SSAValue:
     """Scalars through stack slots: f(&a, &b, &out); bool (i1) is one byte."""
     slots = []
     for value in op.args:
