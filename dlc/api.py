@@ -23,6 +23,7 @@ from dlc import pipeline
 from dlc.diagnostics import clone_located, error_at, own_location
 from dlc.dialects import abi, loop
 from dlc.dialects.graph import FuncOp as GraphFuncOp
+from dlc.dialects.loop_callgraph import arena_bytes_needed
 from dlc.runtime import cache
 from dlc.runtime.convention import DATA_OFFSET
 from dlc.runtime.jit import JITModule, llvm_ir
@@ -40,10 +41,12 @@ def defined_functions(module: ModuleOp) -> dict[str, GraphFuncOp]:
 
 
 class Report(NamedTuple):
-    """The compile report: loop-level facts per function, counts per pass."""
+    """The compile report: loop-level facts per function, counts per pass, and the
+    arena a call context needs."""
 
     functions: dict[str, dict[str, int]]
     passes: dict[str, dict[str, int]]
+    arena_bytes: int
 
 
 def lower(
@@ -58,6 +61,7 @@ def lower(
 
     stats: dict[str, dict[str, int]] = {}
     passes: dict[str, dict[str, int]] = {}
+    arena = [0]
 
     def after(step: pipeline.Step, _work: ModuleOp) -> None:
         if isinstance(step.pass_, PassStatistics):
@@ -71,6 +75,7 @@ def lower(
         if snapshots is not None:
             snapshots[level] = work.clone()
         if level == "loop":
+            arena[0] = arena_bytes_needed(work)
             for f in work.body.block.ops:
                 if isinstance(f, loop.FuncOp):
                     stats[f.sym_name.data] = function_stats(f)
@@ -79,7 +84,7 @@ def lower(
     work = pipeline.run(clone_located(module), steps, after=after, on_level=on_level)
     if DATA_OFFSET is not None:
         add_python_entries(work, set(defined_functions(module)), DATA_OFFSET)
-    return work, Report(stats, passes)
+    return work, Report(stats, passes, arena[0])
 
 
 def external_names(llvm_level: ModuleOp) -> list[str]:
@@ -106,23 +111,17 @@ def check_symbols(names: list[str], graph: ModuleOp) -> None:
 def metadata(llvm_level: ModuleOp, report: Report, native: set[str]) -> Metadata:
     """What a compiled module needs besides the graph module and the machine code, as
     JSON-able data (the compile cache stores it; `cache.valid_meta` checks its shape)."""
-    stats = report.functions
-    keep_gil = {name for name, s in stats.items() if s["arena_bytes"]}  # static arenas
-    recursive = abi.RECURSIVE in llvm_level.attributes
-    if recursive:  # the call-depth counter is not per thread
-        keep_gil |= set(stats)
     messages = llvm_level.attributes.get(abi.MESSAGES)
     sizes = llvm_level.attributes.get(abi.VARS)
     assert messages is None or isinstance(messages, ArrayAttr)
     assert sizes is None or isinstance(sizes, DictionaryAttr)
     return {
         "native": sorted(native),
-        "keep_gil": sorted(keep_gil),
         "externs": external_names(llvm_level),
         "messages": None if messages is None else [m.data for m in messages.data],  # type: ignore[attr-defined]
-        "recursive": recursive,
+        "arena_bytes": report.arena_bytes,
         "vars": {n: v.value.data for n, v in sizes.data.items()} if sizes else {},  # type: ignore[attr-defined]
-        "stats": stats,
+        "stats": report.functions,
         "passes": report.passes,
     }
 
@@ -185,8 +184,10 @@ def _from_cache(
         return None
     jit.optimized_ir = entry.optimized_ir
     install(jit, meta)
-    report = Report(meta["stats"], meta["passes"])
-    return CompiledModule(jit, funcs, native, report, _Levels(module, options, jit))
+    report = Report(meta["stats"], meta["passes"], meta["arena_bytes"])
+    return CompiledModule(
+        jit, funcs, native, report, meta["messages"], _Levels(module, options, jit)
+    )
 
 
 def _compile(module: ModuleOp, options: pipeline.Options, key: str | None) -> CompiledModule:
@@ -200,7 +201,9 @@ def _compile(module: ModuleOp, options: pipeline.Options, key: str | None) -> Co
     install(jit, meta)
     if key is not None and jit.cacheable():
         cache.store(key, cache.Entry(jit.object_code, meta, jit.optimized_ir))  # type: ignore[arg-type]
-    return CompiledModule(jit, funcs, native, report, _Levels(module, options, jit))
+    return CompiledModule(
+        jit, funcs, native, report, meta["messages"], _Levels(module, options, jit)
+    )
 
 
 def compile_graph_module(

@@ -3,11 +3,15 @@
 Code generation (`dlc.lowering`) writes these names; the runtime (`dlc.runtime`) reads
 them. They live here, below both, so neither imports the other.
 
-- Functions: `f(ptr in0, ..., ptr out0, ...)` on C-contiguous data, tuple results
-  flattened, void result; `PY_ENTRY_PREFIX + f` takes the `PyArrayObject*`s instead
-  and loads their data pointers natively (a cheaper call from Python).
-- Globals: `STATUS` (trap / bounds status word), `CALL_DEPTH` (recursion guard),
-  `VAR_PREFIX + name` (address slot of a module variable, filled by the runtime).
+- Functions: `f(ptr ctx, ptr in0, ..., ptr out0, ...)` on C-contiguous data, tuple
+  results flattened, void result; `PY_ENTRY_PREFIX + f` takes the `PyArrayObject*`s
+  instead and loads their data pointers natively (a cheaper call from Python).
+- The call context `ctx` (`CTX_WORDS` i64 words, one per calling thread, see below)
+  holds everything a call changes besides its buffers: the status word, the call
+  depth, the stack limit, the interrupt flag's address and the arena. So calls from
+  several threads never share state, and a compiled function is re-entrant.
+- Globals: `VAR_PREFIX + name` (address slot of a module variable, filled by the
+  runtime; module variables are the program's shared state, like C globals).
 - Module attributes: `MESSAGES` (status messages, "trap\\t<text>" or
   "bounds\\t<text>"), `VARS` (variable name -> byte size), `RECURSIVE` (names of
   recursive functions).
@@ -15,17 +19,26 @@ them. They live here, below both, so neither imports the other.
 
 from __future__ import annotations
 
-STATUS = "_dlc_status"
-"""i64 global of a compiled module: 0, or the 1-based index of a message in the
-module attribute `MESSAGES` recorded by the first trap / out-of-bounds access. The
-Python caller reads and resets it after a call."""
-
-CALL_DEPTH = "_dlc_call_depth"
-"""i64 global next to `STATUS`: the number of active calls of recursive functions
-(those that can reach themselves through `loop.call` / `loop.scalar_call`). Each such
-function checks it at entry: at the depth limit it traps with "call depth limit
-exceeded" instead of overflowing the native stack; otherwise it counts itself until it
-returns."""
+CTX_STATUS = 0
+"""ctx word: 0, or the 1-based index of a message in the module attribute `MESSAGES`
+recorded by the first trap / out-of-bounds access / interrupt; every function returns
+at once when a callee set it. The caller reads and resets it after a call."""
+CTX_DEPTH = 1
+"""ctx word: the number of active calls of recursive functions; at the depth limit a
+recursive function traps ("call depth limit exceeded") instead of recursing."""
+CTX_STACK_LIMIT = 2
+"""ctx word: the lowest stack address a call may use (the calling thread's stack end
+plus a margin); a function whose stack pointer would go below it traps ("stack
+overflow") instead of crashing."""
+CTX_INTERRUPT = 3
+"""ctx word: the address of an i32 flag a signal handler sets; loops that may run long
+poll it and return with an "interrupt" status."""
+CTX_ARENA_TOP = 4
+CTX_ARENA_END = 5
+"""ctx words: the caller's arena, [top, end). A function with a planned arena takes
+its block at `top` on entry and gives it back on return (a stack discipline), so every
+call has its own arena."""
+CTX_WORDS = 6
 
 VAR_PREFIX = "_dlc_var_"
 """`VAR_PREFIX + name`: an i64 global holding the address of module variable `name`'s

@@ -36,3 +36,25 @@ def recursive_functions(module: ModuleOp) -> set[str]:
     """Names of the loop functions of `module` that can reach themselves."""
     funcs = {f.sym_name.data: f for f in module.body.block.ops if isinstance(f, loop.FuncOp)}
     return {name for name, func in funcs.items() if is_recursive(func, funcs)}
+
+
+def callees(func: loop.FuncOp) -> set[str]:
+    return {op.callee.data for op in func.walk() if isinstance(op, loop.CallOp | ScalarCallOp)}
+
+
+def arena_bytes_needed(module: ModuleOp) -> int:
+    """The arena one call context needs for any call of the module: the largest sum of
+    the planned arenas of the functions a function can reach (itself included). A
+    planned function is never recursive, so it is active at most once per call chain."""
+    funcs = {f.sym_name.data: f for f in module.body.block.ops if isinstance(f, loop.FuncOp)}
+    sizes = {n: getattr(f.attributes.get(loop.ARENA_BYTES), "data", 0) for n, f in funcs.items()}
+    edges = {n: callees(f) & set(funcs) for n, f in funcs.items()}
+    need = 0
+    for start in funcs:
+        seen, stack = {start}, [start]
+        while stack:
+            for callee in edges[stack.pop()] - seen:
+                seen.add(callee)
+                stack.append(callee)
+        need = max(need, sum(sizes[n] for n in seen))
+    return need

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-FORMAT = 2
+FORMAT = 3
 MEMORY_ENTRIES = 64
 MEMORY_BYTES = 64 << 20  # object code + optimized IR text kept in memory, at most
 _LOCK = threading.Lock()
@@ -226,7 +226,7 @@ def valid_meta(meta: object) -> bool:
     """Whether `meta` has exactly the shape dlc/api.py writes (see `metadata` there)."""
     if not isinstance(meta, dict):
         return False
-    lists = ("native", "keep_gil", "externs")
+    lists = ("native", "externs")
     if not all(_str_list(meta.get(name)) for name in lists):
         return False
     messages = meta.get("messages")
@@ -236,4 +236,5 @@ def valid_meta(meta: object) -> bool:
         table = meta.get(name)
         if not isinstance(table, dict) or not all(_int_map(s) for s in table.values()):
             return False
-    return isinstance(meta.get("recursive"), bool) and _int_map(meta.get("vars"))
+    arena = meta.get("arena_bytes")
+    return type(arena) is int and arena >= 0 and _int_map(meta.get("vars"))

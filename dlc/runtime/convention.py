@@ -29,7 +29,9 @@ from dlc.dialects.graph_types import (
     numpy_dtype,
 )
 from dlc.dialects.layout import LayoutError, leaves
+from dlc.runtime.context import Contexts
 from dlc.runtime.jit import JITModule
+from dlc.runtime.native import Messages
 from dlc.runtime.values import from_leaves, is_plain, to_leaves
 
 NUMPY_DTYPES = {dt: numpy_dtype(dt) for dt in NATIVE_DTYPES}
@@ -120,9 +122,21 @@ class CompiledFunction:
     arrays, a void result None.
     """
 
-    def __init__(self, name: str, graph_func: Any, jit: JITModule, native: bool = True) -> None:
+    def __init__(
+        self,
+        name: str,
+        graph_func: Any,
+        jit: JITModule,
+        contexts: Contexts,
+        messages: Messages | None,
+        native: bool = True,
+    ) -> None:
+        """`contexts` gives the calling thread's call context; `messages` explains a
+        status word a failed call leaves (None: the code cannot fail)."""
         self.name = name
         self._jit = jit  # keeps the native code alive
+        self._contexts = contexts
+        self._messages = messages
         ftype = graph_func.function_type
         entry = graph_func.body.blocks.first
         args = entry.args if entry is not None else ()
@@ -207,9 +221,8 @@ class CompiledFunction:
         self._pointer: Callable[[np.ndarray], int] = id if by_object else _data_pointer
         # Small calls keep the GIL (releasing and re-taking it costs more than the work).
         small = sum(t.num_elements for t in buffers) <= SMALL_CALL_ELEMENTS
-        small = small or self.name in getattr(jit, "keep_gil", ())  # arena: not reentrant
         factory = ctypes.PYFUNCTYPE if small else ctypes.CFUNCTYPE
-        prototype = factory(None, *([ctypes.c_void_p] * len(buffers)))
+        prototype = factory(None, *([ctypes.c_void_p] * (1 + len(buffers))))  # ctx first
         symbol = f"_dlc_py_{self.name}" if by_object else self.name
         return prototype(jit.address(symbol))
 
@@ -245,10 +258,10 @@ class CompiledFunction:
                 converted.append(value)
             pointers.append(pointer(value))
         outputs = [np.empty(shape, dtype) for shape, dtype in self._outputs]
-        self._native(*pointers, *map(pointer, outputs))
-        status = self._jit.status
-        if status is not None and status.value:
-            self._jit.raise_status()
+        ctx = self._contexts.current or self._contexts.get()
+        self._native(ctx.address, *pointers, *map(pointer, outputs))
+        if self._messages is not None and ctx.status.value:
+            self._messages.raise_for(ctx)
         if self._structured is not None:
             return from_leaves(self._output_type, iter(outputs), self._structured[1])
         if self._single:

@@ -7,7 +7,6 @@ its target machine and MCJIT engine; keep it alive while its function pointers a
 
 from __future__ import annotations
 
-import ctypes
 import threading
 
 import llvmlite.binding as llvm_binding
@@ -29,7 +28,7 @@ def _initialize() -> None:
         _initialized = True
 
 
-def _target_machine(opt_level: int) -> llvm_binding.TargetMachine:
+def target_machine(opt_level: int) -> llvm_binding.TargetMachine:
     """A fresh target machine for the host CPU (one per engine: MCJIT takes ownership)."""
     _initialize()
     target = llvm_binding.Target.from_default_triple()
@@ -73,7 +72,7 @@ def _parsed(llvm_level: ModuleOp, tm: llvm_binding.TargetMachine) -> llvm_bindin
 
 def _compiled(llvm_level: ModuleOp, opt_level: int):
     _check_level(opt_level)
-    tm = _target_machine(opt_level)
+    tm = target_machine(opt_level)
     module = _parsed(llvm_level, tm)
     _optimize(module, tm, opt_level)
     return module, tm
@@ -98,10 +97,8 @@ class JITModule:
     for the lifetime of this object.
     """
 
-    status: ctypes.c_int64 | None = None  # the status word when the code has traps/checks
     object_code: bytes | None = None  # the relocatable object MCJIT made (compile cache)
     optimized_ir: str | None = None
-    keep_gil: frozenset[str] | set[str] = frozenset()  # functions that are not reentrant
 
     def __init__(
         self, llvm_level: ModuleOp | None, opt_level: int = 2, *, object_code: bytes | None = None
@@ -114,7 +111,7 @@ class JITModule:
         module, tm = _compiled(llvm_level, opt_level)
         self.opt_level = opt_level
         self.optimized_ir = str(module)
-        self._target_machine = tm
+        self.target_machine = tm
         self._module = module
         self._engine = llvm_binding.create_mcjit_compiler(module, tm)
         objects: list[bytes] = []
@@ -130,14 +127,14 @@ class JITModule:
 
     def _load_object(self, object_code: bytes, opt_level: int) -> None:
         _check_level(opt_level)
-        tm = _target_machine(opt_level)
+        tm = target_machine(opt_level)
         module = llvm_binding.parse_assembly("")
         module.triple = llvm_binding.get_process_triple()
         module.data_layout = str(tm.target_data)
         self.opt_level = opt_level
         self.optimized_ir = None
         self.object_code = object_code
-        self._target_machine = tm
+        self.target_machine = tm
         self._module = module
         self._engine = llvm_binding.create_mcjit_compiler(module, tm)
         self._engine.add_object_file(llvm_binding.ObjectFileRef.from_data(object_code))

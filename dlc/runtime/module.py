@@ -15,9 +15,10 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from dlc.dialects.abi import RNG_VAR
+from dlc.runtime.context import Contexts
 from dlc.runtime.convention import CompiledFunction
 from dlc.runtime.jit import JITModule
-from dlc.runtime.native import variable_storage
+from dlc.runtime.native import Messages, variable_storage
 
 LEVELS = ("graph", "tensor", "loop", "llvm")
 
@@ -38,17 +39,22 @@ class CompiledModule:
         jit: JITModule,
         funcs: dict[str, Any],
         native: set[str],
-        report: tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]],
+        report: tuple[dict[str, dict[str, int]], dict[str, dict[str, int]], int],
+        messages: list[str] | None,
         levels: Levels,
     ) -> None:
         """`funcs` maps names to the graph functions (their signatures), `native` names
         those with machine code, `report` is the compile report (loop-level facts per
-        function, statistics per pass) and `levels` gives the program at each level."""
+        function, statistics per pass, the arena a call needs), `messages` the status
+        messages of the code and `levels` gives the program at each level."""
         self._jit = jit
-        self._stats, self._pass_statistics = report
+        self._stats, self._pass_statistics, arena_bytes = report
         self._levels = levels
+        contexts = Contexts(arena_bytes)  # one call context per calling thread
+        status = Messages(messages) if messages else None
         self._functions = {
-            name: CompiledFunction(name, f, jit, name in native) for name, f in funcs.items()
+            name: CompiledFunction(name, f, jit, contexts, status, name in native)
+            for name, f in funcs.items()
         }
 
     def seed(self, value: int) -> None:

@@ -3,9 +3,9 @@
 `install(jit, meta)` gives a freshly loaded `JITModule` what its code expects besides
 the code itself, as described by the compile metadata (`Metadata`, which the compile
 cache stores as JSON): zeroed storage for module variables installed in their address
-slots, the status word and its messages (traps and bounds violations raise
-`TrapError` / `IndexError` from the call), and the set of functions that must run
-holding the GIL.
+slots, and dlc's signal handler (`interrupts.py`). `Messages` turns a call context's
+status word into the error a failed call raises (`TrapError` for traps, `IndexError`
+for bounds violations, the signal's exception for an interrupted loop).
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ import llvmlite.binding as llvm_binding
 import numpy as np
 
 from dlc.diagnostics import TrapError
-from dlc.dialects.abi import CALL_DEPTH, STATUS, VAR_PREFIX
+from dlc.dialects.abi import VAR_PREFIX
+from dlc.runtime import interrupts
+from dlc.runtime.context import CallContext
 from dlc.runtime.jit import JITModule
 
 
@@ -26,43 +28,31 @@ class Metadata(TypedDict):
     """What a compiled module needs besides its machine code (JSON-able)."""
 
     native: list[str]  # graph functions compiled to native code
-    keep_gil: list[str]  # functions that must not run concurrently
     externs: list[str]  # C symbols the code calls
-    messages: list[str] | None  # status messages ("trap\t..." / "bounds\t...")
-    recursive: bool  # the module has a call-depth counter
+    messages: list[str] | None  # status messages ("trap\t...", "bounds\t...", ...)
+    arena_bytes: int  # the arena one call context needs
     vars: dict[str, int]  # module variables: name -> byte size
     stats: dict[str, dict[str, int]]  # compile report per function
     passes: dict[str, dict[str, int]]  # statistics per pass
 
 
-class NativeStatus:
-    """The status word of a compiled module (`dlc.dialects.abi.STATUS`) and its
-    messages; `raise_status` resets the word and raises TrapError / IndexError."""
+class Messages:
+    """The status messages of a module ("trap\t...", "bounds\t...", "interrupt\t...");
+    `raise_for(ctx)` resets a context whose call failed and raises the error."""
 
-    def __init__(self, address: int, messages: list[str], depth: int | None = None) -> None:
-        self.word = ctypes.c_int64.from_address(address)
-        self.messages = messages
-        self.depth = ctypes.c_int64.from_address(depth) if depth is not None else None
+    def __init__(self, messages: list[str]) -> None:
+        self.messages = [m.partition("\t") for m in messages]
 
-    def raise_status(self) -> None:
-        code, self.word.value = self.word.value, 0
-        if self.depth is not None:  # every frame uncounts itself on the way out; be sure
-            self.depth.value = 0
-        kind, _, text = self.messages[code - 1].partition("\t")
+    def raise_for(self, ctx: CallContext) -> None:
+        code = ctx.status.value
+        ctx.reset()  # depth, arena and status as before the call
+        kind, _, text = self.messages[code - 1]
         if kind == "bounds":
             raise IndexError(text)
+        if kind == "interrupt":
+            interrupts.raise_pending()  # KeyboardInterrupt, or the user's handler's error
+            raise TrapError(f"{text} by a signal")
         raise TrapError(text)
-
-
-def _attach_status(jit: JITModule, messages: list[str] | None, recursive: bool) -> None:
-    jit.status = None
-    address = jit.global_address(STATUS) if messages is not None else None
-    if address is None:
-        return
-    depth = jit.global_address(CALL_DEPTH) if recursive else None
-    status = NativeStatus(address, list(messages or ()), depth)
-    jit.status = status.word
-    jit.raise_status = status.raise_status  # type: ignore[attr-defined]
 
 
 def _attach_vars(jit: JITModule, sizes: dict[str, int]) -> None:
@@ -80,9 +70,8 @@ def _attach_vars(jit: JITModule, sizes: dict[str, int]) -> None:
 
 def install(jit: JITModule, meta: Metadata) -> None:
     """Install the runtime state described by `meta` on a freshly loaded engine."""
-    jit.keep_gil = set(meta["keep_gil"])  # type: ignore[attr-defined]
-    _attach_status(jit, meta["messages"], meta["recursive"])
     _attach_vars(jit, meta["vars"])
+    interrupts.install()
 
 
 def variable_storage(jit: JITModule, name: str) -> np.ndarray | None:

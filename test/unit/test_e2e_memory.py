@@ -17,7 +17,8 @@ import dlc
 from dlc import TrapError
 from dlc.diagnostics import DiagnosticError, Location, set_loc
 from dlc.dialects import loop
-from dlc.lowering.loop_to_llvm.lower_loop_to_llvm import STATUS, LowerLoopToLLVMPass
+from dlc.lowering.loop_to_llvm.lower_loop_to_llvm import LowerLoopToLLVMPass
+from dlc.runtime.context import CallContext
 from dlc.runtime.jit import JITModule
 
 TRAP = """module "t"
@@ -73,11 +74,12 @@ def _run_checked(index: int) -> tuple[float, str | None]:
     LowerLoopToLLVMPass(bounds_check=True).apply(Context(), module)
     messages = [m.data for m in module.attributes["dlc.messages"].data]  # type: ignore[attr-defined]
     jit = JITModule(module)
-    fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(jit.address("f"))
+    fn = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 3)(jit.address("f"))
     x = np.arange(4, dtype=np.float32) + 1
     out = np.zeros((), np.float32)
-    fn(x.ctypes.data, out.ctypes.data)
-    word = ctypes.c_int64.from_address(jit.global_address(STATUS))  # type: ignore[arg-type]
+    ctx = CallContext(0)
+    fn(ctx.address, x.ctypes.data, out.ctypes.data)
+    word = ctx.status
     return float(out), (messages[word.value - 1] if word.value else None)
 
 
@@ -104,7 +106,7 @@ def test_bounds_check_pass_option_in_dlc_opt(tmp_path) -> None:
     out = tmp_path / "out.mlir"
     passes = "lower-graph-to-tensor,lower-tensor-to-loop,lower-loop-to-llvm{bounds_check=true}"
     assert main([str(path), "-p", passes, "-o", str(out)]) in (0, None)
-    assert "_dlc_status" in out.read_text() and "icmp" in out.read_text()
+    assert "dlc.messages" in out.read_text() and "icmp" in out.read_text()
 
 
 I7_ADD = """module "m"

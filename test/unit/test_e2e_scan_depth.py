@@ -9,7 +9,7 @@ import pytest
 
 import dlc
 from dlc import TrapError
-from dlc.lowering.loop_to_llvm.lower_loop_to_llvm import MAX_CALL_DEPTH
+from dlc.lowering.loop_to_llvm.context import MAX_CALL_DEPTH
 from dlc.parser import parse_module
 from dlc.semantics.interpreter import MAX_NESTED_INVOKES, UndefinedBehaviorError, run_function
 

@@ -30,6 +30,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from dlc.diagnostics import DiagnosticError
 from dlc.dialects import loop
 from dlc.lowering.loop_to_llvm.lower_loop_to_llvm import LowerLoopToLLVMPass
+from dlc.runtime.context import CallContext
 from dlc.runtime.jit import JITModule, assembly, llvm_ir
 
 NP = {f16: np.float16, f32: np.float32, f64: np.float64, i8: np.int8, i16: np.int16}
@@ -55,8 +56,11 @@ def lower_and_jit(funcs: Sequence[loop.FuncOp], opt_level: int = 2) -> tuple[Mod
 
 
 def call(jit: JITModule, name: str, *arrays: np.ndarray) -> None:
-    proto = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * len(arrays)))
-    proto(jit.address(name))(*[a.ctypes.data for a in arrays])
+    """Call `name(ctx, arrays...)` with a fresh call context (dlc.dialects.abi)."""
+    ctx = CallContext(0)
+    proto = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * (1 + len(arrays))))
+    proto(jit.address(name))(ctx.address, *[a.ctypes.data for a in arrays])
+    assert ctx.status.value == 0
 
 
 Body = Callable[[Builder, list[SSAValue]], SSAValue]

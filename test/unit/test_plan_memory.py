@@ -68,15 +68,16 @@ def test_planning_off_keeps_heap_buffers() -> None:
     assert "loop.dealloc" in text and OFFSET not in text
 
 
-def test_arena_allocated_once_not_per_call() -> None:
+def test_arena_is_the_call_contexts_not_allocated_per_call() -> None:
+    """A planned function takes its block of the calling thread's arena (dlc.dialects.abi
+    ctx words) on entry and gives it back on return: no allocation in the code."""
     module = parse_module(CHAIN)
     mod = compile_graph_module(module, fuse=False)
     ir = mod.ir("llvm")
     f_body = ir[ir.index("define void @f(") :]
     f_body = f_body[: f_body.index("\n}\n")]
-    # one allocation site, behind the null check of the cached arena pointer; no free
-    assert f_body.count("@aligned_alloc(i64") == 1 and "@free" not in f_body
-    assert "@_dlc_arena_f = internal" in ir and "load i64, ptr @_dlc_arena_f" in f_body
+    assert "@aligned_alloc" not in f_body and "@free" not in f_body
+    assert mod.stats("f")["arena_bytes"] > 0
     x = np.ones((64, 64), np.float32)
     first, second = mod.f(x), mod.f(x)
     np.testing.assert_array_equal(first, second)

@@ -23,10 +23,11 @@ from xdsl.passes import ModulePass
 
 from dlc.diagnostics import error_at, location_prefix
 from dlc.dialects import abi, loop
-from dlc.dialects.abi import CALL_DEPTH, STATUS, VAR_PREFIX
+from dlc.dialects import loop_memory as lm
+from dlc.dialects.abi import VAR_PREFIX
 from dlc.dialects.loop_callgraph import recursive_functions
 from dlc.dialects.loop_memory import MEMORY_OPS as RAW_MEMORY_OPS
-from dlc.lowering.loop_to_llvm.arena import arena_alloc, arena_support
+from dlc.lowering.loop_to_llvm.context import ContextEmitter, StatusTable, arena_element
 from dlc.lowering.loop_to_llvm.memory import lower_raw_memory
 from dlc.lowering.loop_to_llvm.scalar import const, icmp, lower_scalar_op
 
@@ -59,42 +60,25 @@ class _Frame:
     on_yield: Callable[[loop.YieldOp], None] | None = None
 
 
-MAX_CALL_DEPTH = 20_000
-"""Nesting limit of recursive calls (deep enough for tests like even/odd 2000 deep;
-small enough that typical frames stay well within an 8 MiB native stack)."""
-
-
 @dataclass
-class StatusTable:
-    """Messages of traps and bounds checks; `used` when the status global is needed."""
-
-    bounds_check: bool = False
-    messages: list[str] = field(default_factory=list)
-    used: bool = False
-    variables: dict[str, int] = field(default_factory=dict)
-    depth_used: bool = False
-
-    def code(self, kind: str, text: str) -> int:
-        self.messages.append(f"{kind}\t{text}")
-        return len(self.messages)
-
-
-@dataclass
-class FuncEmitter:
+class FuncEmitter(ContextEmitter):
     """Lowers one `loop.func` into the blocks of an `llvm.func`, without recursion.
 
     Structured ops become blocks: `loop.for` -> header(iv, iters) / body / exit(results),
     `loop.if` -> then / else / merge(results). A block joins the region when emission
-    starts in it, so every value is defined in an earlier block than its uses.
+    starts in it, so every value is defined in an earlier block than its uses. The
+    call context (`ctx`, the first argument) is handled by `ContextEmitter`.
     """
 
     externals: dict[str, llvm.LLVMFunctionType]
+    status: StatusTable = field(default_factory=StatusTable)
     region: Region = field(default_factory=Region)
     values: dict[SSAValue, SSAValue] = field(default_factory=dict)
     block: Block | None = None
     frames: list[_Frame] = field(default_factory=list)
     successors: dict[Block, Block] = field(default_factory=dict)
-    status: StatusTable | None = None
+    order: dict[Block, int] = field(default_factory=dict)  # loop-level block -> position
+    arena: SSAValue | None = None
 
     def emit(self, op: Operation) -> SSAValue:
         assert self.block is not None
@@ -111,17 +95,20 @@ class FuncEmitter:
     def get(self, value: SSAValue) -> SSAValue:
         return self.values[value]
 
-    def lower(self, func: loop.FuncOp, *, depth_guard: bool = False) -> Region:
+    def lower(self, func: loop.FuncOp, *, recursive: bool = False) -> Region:
         blocks = list(func.body.blocks)
-        entry = Block(arg_types=[PTR] * len(func.args))
+        entry = Block(arg_types=[PTR] * (1 + len(func.args)))
+        self.ctx = entry.args[0]
         self.successors = {blocks[0]: entry}
         self.successors.update((b, Block()) for b in blocks[1:])
-        self.values.update(zip(func.args, entry.args, strict=True))
-        overflow: Operation | None = None
+        self.order = {b: i for i, b in enumerate(blocks)}
+        self.values.update(zip(func.args, entry.args[1:], strict=True))
+        self.start(entry)
+        self.prologue(func, recursive)
+        early = set(self.returns())  # the prologue's traps: nothing to give back yet
         for block in blocks:  # the entry block (defining the buffers) comes first
-            self.start(self.successors[block])
-            if depth_guard and overflow is None:
-                overflow = self.enter_depth_guard(func)
+            if block is not blocks[0]:
+                self.start(self.successors[block])
             self.frames.append(_Frame(iter(block.ops)))
             while self.frames:
                 op = next(self.frames[-1].ops, None)
@@ -129,41 +116,29 @@ class FuncEmitter:
                     self.frames.pop()
                     continue
                 self.lower_op(op)
-        if overflow is not None:
-            self.leave_depth_guard(overflow)
+        later = [r for r in self.returns() if r not in early]
+        if recursive:
+            self.leave_depth_guard(later)
+        if self.arena is not None:
+            self.leave_arena(later)
         return self.region
 
-    def depth_address(self) -> SSAValue:
-        assert self.status is not None
-        self.status.depth_used = True
-        return self.emit(llvm.AddressOfOp(CALL_DEPTH, PTR))
+    def prologue(self, func: loop.FuncOp, recursive: bool) -> None:
+        """Guards and the arena block on entry (module docstring of context.py)."""
+        name = func.sym_name.data
+        frame = sum(max(1, op.size.data) for op in func.walk() if isinstance(op, lm.StackAllocOp))
+        calls = any(isinstance(op, loop.CallOp | lm.ScalarCallOp) for op in func.walk())
+        if recursive or calls or frame:
+            self.stack_guard(func, name, frame)
+        if recursive:
+            self.enter_depth_guard(func, name)
+            self.poll_interrupt(func)  # recursion may not end
+        size = getattr(func.attributes.get(loop.ARENA_BYTES), "data", 0)
+        if size:
+            self.arena = self.enter_arena(size, func)
 
-    def enter_depth_guard(self, func: loop.FuncOp) -> Operation:
-        """At entry: trap when `MAX_CALL_DEPTH` calls are active, else count this one.
-        Returns the trap's `llvm.return` (the one return that must not uncount)."""
-        text = f"call depth limit exceeded ({MAX_CALL_DEPTH}) in @{func.sym_name.data}"
-        address = self.depth_address()
-        depth = self.emit(llvm.LoadOp(address, i64, alignment=8))
-        full = icmp(self, "sge", depth, const(self, MAX_CALL_DEPTH, i64))
-        overflow = self.trap_when(full, func, "trap", text)
-        one_more = self.emit(llvm.AddOp(depth, const(self, 1, i64)))
-        self.emit(llvm.StoreOp(one_more, address, alignment=8))
-        return overflow
-
-    def leave_depth_guard(self, overflow: Operation) -> None:
-        """Uncount the call before every `llvm.return` but the overflow trap's."""
-        returns = [
-            op for block in self.region.blocks for op in block.ops if isinstance(op, llvm.ReturnOp)
-        ]
-        for ret in returns:
-            if ret is overflow:
-                continue
-            address = llvm.AddressOfOp(CALL_DEPTH, PTR)
-            depth = llvm.LoadOp(address.result, i64, alignment=8)
-            one = llvm.ConstantOp(IntegerAttr(1, i64), i64)
-            one_less = llvm.SubOp(depth.dereferenced_value, one.result)
-            store = llvm.StoreOp(one_less.res, address.result, alignment=8)
-            ret.parent_block().insert_ops_before([address, depth, one, one_less, store], ret)  # type: ignore[union-attr]
+    def returns(self) -> list[Operation]:
+        return [op for b in self.region.blocks for op in b.ops if isinstance(op, llvm.ReturnOp)]
 
     def lower_op(self, op: Operation) -> None:
         match op:
@@ -178,8 +153,10 @@ class FuncEmitter:
             case loop.ReturnOp():
                 self.emit(llvm.ReturnOp())
             case loop.BrOp():
+                self.poll_if_back_edge(op, [op.dest])
                 self.emit(llvm.BrOp(self.successors[op.dest]))
             case loop.CondBrOp():
+                self.poll_if_back_edge(op, [op.then_block, op.else_block])
                 then_block, else_block = (
                     self.successors[op.then_block],
                     self.successors[op.else_block],
@@ -203,6 +180,12 @@ class FuncEmitter:
                 operands = [self.get(v) for v in op.operands]
                 results = lower_scalar_op(op, operands, self)
                 self.values.update(zip(op.results, results, strict=True))
+
+    def poll_if_back_edge(self, op: Operation, targets: list[Block]) -> None:
+        """A branch to this block or an earlier one may close a loop that never ends."""
+        here = self.order[op.parent_block()]  # type: ignore[index]
+        if any(self.order[t] <= here for t in targets):
+            self.poll_interrupt(op)
 
     def lower_extern_call(self, op: loop.ExternCallOp) -> None:
         """A C call of an external symbol, scalars by value."""
@@ -234,7 +217,15 @@ class FuncEmitter:
         self.start(body)
         self.values.update(zip(op.body.block.args, header.args, strict=True))
 
+        # One poll per outer iteration of a nest keeps long nests interruptible; a flat
+        # loop (no inner loop: bounded, cheap work) is left alone, so it vectorizes.
+        outermost = isinstance(op.parent_op(), loop.FuncOp) and any(
+            isinstance(inner, loop.ForOp) for inner in op.body.walk()
+        )
+
         def on_yield(yield_op: loop.YieldOp) -> None:
+            if outermost:
+                self.poll_interrupt(op)
             next_iv = self.emit(llvm.AddOp(iv, step))
             self.emit(llvm.BrOp(header, next_iv, *[self.get(v) for v in yield_op.values]))
             self.start(exit_block)
@@ -281,7 +272,7 @@ class FuncEmitter:
         for dim, index in zip(shape[1:], indices[1:], strict=True):
             scaled = self.emit(llvm.MulOp(linear, const(self, dim, i64)))
             linear = self.emit(llvm.AddOp(scaled, self.get(index)))
-        if self.status is not None and self.status.bounds_check:
+        if self.status.bounds_check:
             linear = self.checked(op, linear, indices, shape)
         gep = llvm.GEPOp(
             base, [llvm.GEP_USE_SSA_VAL], mtype.element_type, ssa_indices=[linear], inbounds=True
@@ -291,7 +282,8 @@ class FuncEmitter:
     def lower_memory(self, op: Operation) -> None:
         match op:
             case loop.AllocOp() if OFFSET in op.attributes:  # planned by plan-memory
-                self.values[op.res] = arena_alloc(self, op)
+                assert self.arena is not None, "a planned alloc in a function without arena"
+                self.values[op.res] = arena_element(self, self.arena, op.attributes[OFFSET].data)  # type: ignore[attr-defined]
             case loop.AllocOp():
                 mtype = op.res.type
                 align = op.align.data
@@ -312,57 +304,13 @@ class FuncEmitter:
                 self.emit(llvm.CallIntrinsicOp("llvm.memcpy.p0.p0.i64", args, []))
             case loop.CallOp():
                 buffers = [self.get(v) for v in op.buffers]
-                self.emit(llvm.CallOp(op.callee.data, *buffers))
+                self.emit(llvm.CallOp(op.callee.data, self.ctx, *buffers))
                 self.return_if_status()
-
-    def status_address(self) -> SSAValue:
-        assert self.status is not None
-        self.status.used = True
-        return self.emit(llvm.AddressOfOp(STATUS, PTR))
-
-    def return_if_status(self) -> None:
-        """After a call: return at once when the callee trapped (status word set)."""
-        if self.status is None:
-            return
-        word = self.emit(llvm.LoadOp(self.status_address(), i64, alignment=8))
-        failed = icmp(self, "ne", word, const(self, 0, i64))
-        leave, resume = Block(), Block()
-        self.emit(llvm.CondBrOp(failed, leave, [], resume, []))
-        self.start(leave)
-        self.emit(llvm.ReturnOp())
-        self.start(resume)
-
-    def trap_when(self, failed: SSAValue, op: Operation, kind: str, message: str) -> Operation:
-        """If `failed` (i1): record "FILE:LINE:COL: message" of `op` in the status word
-        and return from the function (Python raises TrapError, or IndexError for kind
-        "bounds"); otherwise continue. Returns the `llvm.return` of the failing path."""
-        assert self.status is not None
-        code = self.status.code(kind, location_prefix(op) + message)
-        leave, resume = Block(), Block()
-        self.emit(llvm.CondBrOp(failed, leave, [], resume, []))
-        self.start(leave)
-        self.emit(llvm.StoreOp(const(self, code, i64), self.status_address(), alignment=8))
-        leaving = llvm.ReturnOp()
-        self.emit(leaving)
-        self.start(resume)
-        return leaving
-
-    def trap_if_null(self, pointer: SSAValue, op: Operation, nbytes: int) -> SSAValue:
-        """A NULL from an allocator becomes a trap ("out of memory") instead of a pointer
-        that later stores would write through."""
-        if self.status is None:
-            return pointer
-        as_int = self.emit(llvm.PtrToIntOp(pointer, i64))
-        failed = icmp(self, "eq", as_int, const(self, 0, i64))
-        self.trap_when(failed, op, "trap", f"out of memory allocating {nbytes} bytes")
-        return pointer
 
     def lower_trap(self, op: loop.TrapOp) -> None:
         """status = id of the message; return (the rest of the block is unreachable)."""
-        if self.status is None:
-            raise error_at(op, "not supported by the code generator yet: loop.trap")
         code = self.status.code("trap", op.message.data)
-        self.emit(llvm.StoreOp(const(self, code, i64), self.status_address(), alignment=8))
+        self.store_word(const(self, code, i64), abi.CTX_STATUS)
         self.emit(llvm.ReturnOp())
         self.start(Block())
 
@@ -371,7 +319,6 @@ class FuncEmitter:
     ) -> SSAValue:
         """Bounds check: an out-of-range index records the op's message in the status
         word (the first violation wins) and accesses element 0 instead."""
-        assert self.status is not None
         bad = None
         for dim, index in zip(shape, indices, strict=True):
             out = icmp(self, "uge", self.get(index), const(self, dim, i64))
@@ -380,14 +327,11 @@ class FuncEmitter:
         kind = "load from" if isinstance(op, loop.LoadOp) else "store to"
         text = f"{where}out-of-bounds {kind} a buffer of shape {list(shape)} ({op.name})"
         code = self.status.code("bounds", text)
-        address = self.status_address()
-        word = self.emit(llvm.LoadOp(address, i64, alignment=8))
+        word = self.load_word(abi.CTX_STATUS)
         first = icmp(self, "eq", word, const(self, 0, i64))
         record = self.emit(llvm.AndOp(bad, first))
-        self.emit(
-            llvm.StoreOp(
-                self.emit(llvm.SelectOp(record, const(self, code, i64), word)), address, alignment=8
-            )
+        self.store_word(
+            self.emit(llvm.SelectOp(record, const(self, code, i64), word)), abi.CTX_STATUS
         )
         return self.emit(llvm.SelectOp(bad, const(self, 0, i64), linear))
 
@@ -395,15 +339,15 @@ class FuncEmitter:
 def lower_func(
     func: loop.FuncOp,
     externals: dict[str, llvm.LLVMFunctionType],
-    status: StatusTable | None = None,
+    status: StatusTable,
     *,
-    depth_guard: bool = False,
+    recursive: bool = False,
 ) -> llvm.FuncOp:
-    """`loop.func @f(memrefs)` -> `llvm.func @f(ptr noalias, ...) -> void`; with
-    `depth_guard` (a recursive function, needs `status`) it counts its active calls in
-    `CALL_DEPTH` and traps past `MAX_CALL_DEPTH`."""
-    body = FuncEmitter(externals, status=status).lower(func, depth_guard=depth_guard)
-    n_args = len(func.args)
+    """`loop.func @f(memrefs)` -> `llvm.func @f(ptr noalias ctx, ptr noalias, ...) ->
+    void`; a `recursive` function counts its active calls in the ctx and traps past
+    `MAX_CALL_DEPTH`."""
+    body = FuncEmitter(externals, status).lower(func, recursive=recursive)
+    n_args = 1 + len(func.args)
     noalias = DictionaryAttr({"llvm.noalias": UnitAttr()})
     return llvm.FuncOp(
         func.sym_name.data,
@@ -429,10 +373,13 @@ class LowerLoopToLLVMPass(ModulePass):
     alignment. An op the code generator cannot lower raises a located DiagnosticError
     "not supported by the code generator yet: <op name>".
 
-    Status word (`STATUS`): `loop.trap` stores its message code and returns, and every
-    `loop.call` returns right after a callee that set it. Recursive functions guard
-    their call depth (`CALL_DEPTH`, `MAX_CALL_DEPTH`) and trap instead of overflowing
-    the native stack. With `bounds_check`
+    Every function takes the call context `ctx` first (`dlc.dialects.abi`, `context.py`):
+    `loop.trap` stores its message code in its status word and returns, and every
+    `loop.call` returns right after a callee that set it; functions that call others
+    or have stack slots check the stack limit, recursive ones also their call depth
+    (`MAX_CALL_DEPTH`), and trap instead of overflowing the native stack; CFG back
+    edges, outermost loops and recursive entries poll the interrupt flag; planned
+    arenas are blocks of the ctx's arena. With `bounds_check`
     (`-p 'lower-loop-to-llvm{bounds_check=true}'`), every load and store checks its
     indices against the buffer shape (see `FuncEmitter.checked`).
     """
@@ -449,12 +396,8 @@ class LowerLoopToLLVMPass(ModulePass):
         for child in list(op.body.block.ops):
             if not isinstance(child, loop.FuncOp):
                 raise error_at(child, f"not supported by the code generator yet: {child.name}")
-            guard = child.sym_name.data in recursive
-            lowered.append(lower_func(child, externals, status, depth_guard=guard))
-            support = arena_support(child)  # plan-memory's arena, if any
-            lowered.extend(support)
-            if support:
-                externals["aligned_alloc"] = llvm.LLVMFunctionType([i64, i64], PTR)
+            rec = child.sym_name.data in recursive
+            lowered.append(lower_func(child, externals, status, recursive=rec))
         defined = {f.sym_name.data for f in lowered if isinstance(f, llvm.FuncOp)}
         for name, ftype in externals.items():
             if name not in defined:
@@ -467,10 +410,8 @@ class LowerLoopToLLVMPass(ModulePass):
                 {name: IntegerAttr(size, i64) for name, size in status.variables.items()}
             )
         if status.depth_used:
-            lowered.append(llvm.GlobalOp(i64, CALL_DEPTH, "common", value=IntegerAttr(0, i64)))
             op.attributes[abi.RECURSIVE] = ArrayAttr([StringAttr(n) for n in sorted(recursive)])
-        if status.used:
-            lowered.append(llvm.GlobalOp(i64, STATUS, "common", value=IntegerAttr(0, i64)))
+        if status.messages:
             op.attributes[abi.MESSAGES] = ArrayAttr([StringAttr(m) for m in status.messages])
         for child in list(op.body.block.ops):
             child.detach()

@@ -50,7 +50,6 @@ def lower_raw_memory(em: FuncEmitter, op: Operation) -> None:
         case lm.AddressOp():
             em.values[op.res] = _int(em, get(op.buffer))
         case lm.GlobalAddressOp():
-            assert em.status is not None
             name = VAR_PREFIX + op.sym_name.data
             em.status.variables[op.sym_name.data] = op.size.data
             slot = em.emit(llvm.AddressOfOp(name, PTR))
@@ -104,8 +103,6 @@ def _heap_alloc(em: FuncEmitter, op: lm.RawAllocOp, nbytes: SSAValue) -> SSAValu
     handing out a null pointer whose bounds claim n bytes."""
     em.declare("calloc", [i64, i64], PTR)
     addr = _int(em, em.emit(llvm.CallOp("calloc", const(em, 1, i64), nbytes, return_type=PTR)))
-    if em.status is None:
-        return addr
     null = icmp(em, "eq", addr, const(em, 0, i64))
     failed = em.emit(llvm.AndOp(null, icmp(em, "ne", nbytes, const(em, 0, i64))))
     em.trap_when(failed, op, "trap", "heap allocation failed (out of memory or a negative count)")
@@ -122,10 +119,7 @@ def _check(em: FuncEmitter, op: lm.RawCheckOp) -> None:
     addresses come from the program's own arithmetic, and compiled code must never touch
     memory outside the object a pointer came from. Other checks (dynamic indices, which
     are also clamped) only exist in bounds-checking builds."""
-    status = em.status
-    if status is None:
-        return
-    if not status.bounds_check and op.access.data not in POINTER_ACCESSES:
+    if not em.status.bounds_check and op.access.data not in POINTER_ACCESSES:
         return
     addr, n, lo, hi = (em.get(v) for v in (op.addr, op.nbytes, op.lo, op.hi))
     end = em.emit(llvm.AddOp(addr, n))
@@ -179,8 +173,7 @@ def _stack_pop(em: FuncEmitter, op: lm.StackPopOp) -> SSAValue:
     header = em.get(op.header)
     size = _load_field(em, header, 1)
     n = const(em, op.nbytes.data, i64)
-    if em.status is not None:
-        em.trap_when(icmp(em, "ult", size, n), op, "trap", "pop from an empty stack")
+    em.trap_when(icmp(em, "ult", size, n), op, "trap", "pop from an empty stack")
     rest = em.emit(llvm.SubOp(size, n))
     _store_field(em, rest, header, 1)
     return em.emit(llvm.AddOp(_load_field(em, header, 0), rest))
@@ -212,7 +205,7 @@ def _scalar_call(em: FuncEmitter, op: lm.ScalarCallOp) -> SSAValue:
         slots.append(slot)
     rtype = op.res.type
     out = _entry_slot(em, i8 if rtype == i1 else rtype)
-    em.emit(llvm.CallOp(op.callee.data, *slots, out))
+    em.emit(llvm.CallOp(op.callee.data, em.ctx, *slots, out))
     em.return_if_status()
     if rtype == i1:
         return em.emit(llvm.TruncOp(em.emit(llvm.LoadOp(out, i8)), i1))

@@ -2,10 +2,11 @@
 
 builtin.module attributes {dlc.name = "lower_loop_to_llvm", dlc.stage = "raw"} {
 
-// Buffers become noalias pointers, loops become blocks with an i64 induction variable,
-// loads and stores address elements with GEPs and carry an explicit alignment.
+// The call context comes first; buffers become noalias pointers, loops become blocks
+// with an i64 induction variable, loads and stores address elements with GEPs and
+// carry an explicit alignment.
 // CHECK-LABEL: llvm.func @scale(
-// CHECK-SAME:    %[[X:.*]]: !llvm.ptr {llvm.noalias}, %[[Y:.*]]: !llvm.ptr {llvm.noalias})
+// CHECK-SAME:    %[[CTX:.*]]: !llvm.ptr {llvm.noalias}, %[[X:.*]]: !llvm.ptr {llvm.noalias}, %[[Y:.*]]: !llvm.ptr {llvm.noalias})
 // CHECK:         llvm.br ^[[HEAD:.*]](%{{.*}} : i64)
 // CHECK:       ^[[HEAD]](%[[I:.*]]: i64):
 // CHECK:         llvm.icmp "slt" %[[I]], %{{.*}} : i64
