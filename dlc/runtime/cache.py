@@ -8,12 +8,20 @@ engine from the object code, so each compiled module has its own globals, variab
 generator state and arenas.
 
 Two levels: an in-memory LRU (also keeps the optimized LLVM IR text) and a directory
-(`$DLC_CACHE_DIR`, else `$XDG_CACHE_HOME/dlc`, else `~/.cache/dlc`) holding
-`<key>.o` and `<key>.json`. `DLC_CACHE=0` turns both off. Nothing read from disk is
-executed as Python: the metadata is JSON checked field by field, the object file is
-checked against the size and SHA-256 recorded in the JSON. Files are written to a
-temporary name and renamed (the JSON last: it commits the entry); an unreadable,
-truncated or malformed entry is ignored and rewritten by the next full compile.
+(`$DLC_CACHE_DIR`, else `$XDG_CACHE_HOME/dlc`, else `~/.cache/dlc`) holding a per-user
+secret `key` and, under `v<FORMAT>/`, `<key>.o` and `<key>.json`. `DLC_CACHE=0` turns
+both off. Nothing read from disk is executed as Python: the metadata is JSON checked
+field by field. Files are written to a temporary name and renamed (the JSON last: it
+commits the entry); an unreadable, truncated or malformed entry is ignored and
+rewritten by the next full compile.
+
+Cached object code is run, so the disk cache trusts only what its user alone can write
+(`_problem` says what is checked, on descriptors opened without following symlinks). A
+failed check is one `UntrustedCacheWarning` per process and directory; the disk cache
+(for an entry file: that entry) is then not used, the memory cache is. Directories dlc
+creates are 0700, files 0600. Each record carries an HMAC-SHA256 under the per-user key
+of its format, cache key, metadata and object code: an entry planted by anyone who
+cannot read the key, or copied from another cache, never verifies.
 
 The key covers the printed graph module, the source locations of its ops (they appear in
 trap and bounds messages), the compile options, a fingerprint of dlc's own source files
@@ -23,22 +31,48 @@ the host triple, CPU name and features.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import hmac
 import json
 import os
-import tempfile
+import secrets
+import stat
 import threading
+import warnings
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-FORMAT = 3
+FORMAT = 4  # 4: a call context per call; 3: records carry an HMAC (2: a plain SHA-256)
+KEY_FILE = "key"
+KEY_BYTES = 32
 MEMORY_ENTRIES = 64
 MEMORY_BYTES = 64 << 20  # object code + optimized IR text kept in memory, at most
 _LOCK = threading.Lock()
 _MEMORY: OrderedDict[str, Entry] = OrderedDict()
 _FINGERPRINT: list[str] = []
+Kind = Literal["directory", "entry", "key"]  # what a checked path must be
+_WARNED: set[str] = set()  # directories already warned about in this process
+
+
+class UntrustedCacheWarning(UserWarning):
+    """A directory, key or entry of the disk cache failed an owner or mode check."""
+
+
+class _Untrusted(OSError):
+    """`path`, a `kind` of cache file, failed a trust check for `reason`. An OSError, so
+    it costs what an unreadable cache costs; `lookup` and `store` also warn about it
+    (once per `where`). A bad directory or key turns the disk cache off; a bad entry
+    file only its entry (the next store replaces it)."""
+
+    def __init__(self, path: Path, kind: Kind, reason: str) -> None:
+        off = "compiling without the disk cache"
+        if kind == "entry":
+            off = "the entry is ignored and rewritten"
+        super().__init__(f"dlc: compile cache: {path} {reason}; {off}")
+        self.where = path if kind == "directory" else path.parent
 
 
 @dataclass
@@ -126,7 +160,11 @@ def lookup(key: str) -> Entry | None:
         if entry is not None:
             _MEMORY.move_to_end(key)
             return entry
-    entry = _load(key)
+    try:
+        entry = _load(key)
+    except (OSError, ValueError) as error:  # missing, unreadable, malformed, untrusted
+        _warn_once(error)
+        return None
     if entry is not None:
         _remember(key, entry)
     return entry
@@ -139,8 +177,8 @@ def store(key: str, entry: Entry) -> None:
     _remember(key, entry)
     try:
         _write(key, entry)
-    except OSError:
-        pass  # a read-only or full cache directory only costs the next compile
+    except OSError as error:  # a read-only or full cache only costs the next compile
+        _warn_once(error)
 
 
 def forget(key: str) -> None:
@@ -158,54 +196,177 @@ def _remember(key: str, entry: Entry) -> None:
             total -= _MEMORY.popitem(last=False)[1].size()
 
 
-def _paths(key: str) -> tuple[Path, Path]:
-    base = cache_dir() / f"v{FORMAT}"
-    return base / f"{key}.json", base / f"{key}.o"
+def _warn_once(error: Exception) -> None:
+    """Warn about an untrusted cache path, once per process and directory: a refused
+    cache stays refused on every compile, and repeated warnings would bury the output."""
+    if not isinstance(error, _Untrusted):
+        return
+    where = str(error.where)
+    with _LOCK:
+        if where in _WARNED:
+            return
+        _WARNED.add(where)
+    # stacklevel 3: the line of dlc/api.py that called `lookup` or `store`
+    warnings.warn(str(error), UntrustedCacheWarning, stacklevel=3)
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Write `data` to a temporary file next to `path`, then rename it over `path`."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+def _problem(st: os.stat_result, kind: Kind) -> str | None:
+    """Why a `kind` of file with status `st` may hold someone else's code, or None.
+    Only its owner (the current effective user) may be able to write it; the key must
+    not be readable by anyone else either (whoever reads it can forge entries)."""
+    mode = st.st_mode
+    if stat.S_ISLNK(mode):
+        return "is a symbolic link"
+    if kind == "directory" and not stat.S_ISDIR(mode):
+        return "is not a directory"
+    if kind != "directory" and not stat.S_ISREG(mode):
+        return "is not a regular file"
+    uid = os.geteuid()
+    if st.st_uid != uid:
+        return f"is owned by uid {st.st_uid}, not by the current user (uid {uid})"
+    if mode & (0o066 if kind == "key" else 0o022):
+        access = "readable or writable" if kind == "key" else "writable"
+        return f"is {access} by group or others (mode {stat.S_IMODE(mode):04o})"
+    return None
+
+
+def _open_checked(path: Path, kind: Kind, dir_fd: int | None = None) -> int:
+    """A read descriptor of `path` (by name relative to `dir_fd` when given) that passed
+    `_problem`. The lstat names the reason for a symlink; O_NOFOLLOW and the fstat of
+    the open descriptor make a swap between check and use harmless.
+    Raises _Untrusted, OSError (FileNotFoundError when `path` is missing)."""
+    target = path.name if dir_fd is not None else path
+    problem = _problem(os.stat(target, dir_fd=dir_fd, follow_symlinks=False), kind)
+    if problem:
+        raise _Untrusted(path, kind, problem)
+    flags = os.O_RDONLY | os.O_NOFOLLOW | (os.O_DIRECTORY if kind == "directory" else 0)
+    fd = os.open(target, flags, dir_fd=dir_fd)
+    problem = _problem(os.fstat(fd), kind)
+    if problem:
+        os.close(fd)
+        raise _Untrusted(path, kind, problem)
+    return fd
+
+
+def _read(path: Path, kind: Kind, dir_fd: int) -> bytes:
+    """The contents of the file `path` in the directory open as `dir_fd`, if trusted."""
+    with os.fdopen(_open_checked(path, kind, dir_fd), "rb") as f:
+        return f.read()
+
+
+def _make_dirs(path: Path) -> None:
+    """Create the missing levels of `path` one by one with mode 0700: `mkdir(parents=True)`
+    would give the intermediate ones the umask's default (0777 under umask 0)."""
+    missing: list[Path] = []
+    while not os.path.lexists(path):
+        missing.append(path)
+        path = path.parent
+    for level in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # made meanwhile; the base is checked
+            os.mkdir(level, 0o700)
+
+
+def _write_new(dir_fd: int, name: str, data: bytes) -> None:
+    """Write `data` to a new 0600 file `name` in `dir_fd`. O_EXCL and O_NOFOLLOW: never
+    through a file or symlink that was there already."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+    with os.fdopen(os.open(name, flags, 0o600, dir_fd=dir_fd), "wb") as f:
+        f.write(data)
+
+
+def _atomic_write(dir_fd: int, name: str, data: bytes) -> None:
+    """Write `data` to a temporary file in `dir_fd`, then rename it over `name`."""
+    tmp = f"{name}.{secrets.token_hex(8)}.tmp"
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
+        _write_new(dir_fd, tmp, data)
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=dir_fd)
         raise
 
 
+def _create_secret(base_fd: int) -> None:
+    """A fresh random key in `key`, written to a private temporary file and hard-linked
+    into place: the link fails when another process made a key first (that one is
+    kept), and no reader ever sees a half-written key."""
+    tmp = f"{KEY_FILE}.{secrets.token_hex(8)}.tmp"
+    try:
+        _write_new(base_fd, tmp, secrets.token_bytes(KEY_BYTES))
+        os.link(tmp, KEY_FILE, src_dir_fd=base_fd, dst_dir_fd=base_fd, follow_symlinks=False)
+    except FileExistsError:
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=base_fd)
+
+
+def _secret(base: Path, base_fd: int, create: bool) -> bytes:
+    """The per-user HMAC key kept in the base directory (made first with `create`)."""
+    path = base / KEY_FILE
+    try:
+        secret = _read(path, "key", base_fd)
+    except FileNotFoundError:
+        if not create:
+            raise
+        _create_secret(base_fd)
+        secret = _read(path, "key", base_fd)
+    if len(secret) != KEY_BYTES:
+        raise _Untrusted(path, "key", f"does not hold a {KEY_BYTES}-byte key")
+    return secret
+
+
+def _open_disk(create: bool) -> tuple[Path, int, bytes]:
+    """The entry directory `v<FORMAT>`, a descriptor of it (the caller closes it) and
+    the key, after every check; with `create`, missing directories and key are made
+    first. Raises _Untrusted, OSError."""
+    base = cache_dir()
+    if create:
+        _make_dirs(base)
+    base_fd = _open_checked(base, "directory")
+    try:
+        secret = _secret(base, base_fd, create)
+        entries = base / f"v{FORMAT}"
+        if create:
+            with contextlib.suppress(FileExistsError):  # checked when opened
+                os.mkdir(entries.name, 0o700, dir_fd=base_fd)
+        return entries, _open_checked(entries, "directory", base_fd), secret
+    finally:
+        os.close(base_fd)
+
+
+def _mac(secret: bytes, record: dict[str, Any], obj: bytes) -> str:
+    """HMAC-SHA256 of a record (format, key, metadata; canonical JSON) and the object
+    code. JSON text holds no NUL byte, so the separator makes the message unambiguous."""
+    text = json.dumps(record, sort_keys=True, separators=(",", ":")).encode()
+    return hmac.new(secret, text + b"\0" + obj, hashlib.sha256).hexdigest()
+
+
 def _write(key: str, entry: Entry) -> None:
-    meta_path, obj_path = _paths(key)
-    record = {
-        "format": FORMAT,
-        "key": key,
-        "object_size": len(entry.obj),
-        "object_sha256": hashlib.sha256(entry.obj).hexdigest(),
-        "meta": entry.meta,
-    }
-    _atomic_write(obj_path, entry.obj)
-    _atomic_write(meta_path, json.dumps(record, sort_keys=True).encode())
+    _, fd, secret = _open_disk(create=True)
+    try:
+        record: dict[str, Any] = {"format": FORMAT, "key": key, "meta": entry.meta}
+        record["mac"] = _mac(secret, record, entry.obj)
+        _atomic_write(fd, f"{key}.o", entry.obj)
+        _atomic_write(fd, f"{key}.json", json.dumps(record, sort_keys=True).encode())
+    finally:
+        os.close(fd)
 
 
 def _load(key: str) -> Entry | None:
-    """The disk entry for `key`, or None when it is missing or fails any check."""
-    meta_path, obj_path = _paths(key)
+    """The disk entry for `key`, or None when it fails a check (OSError when missing)."""
+    entries, fd, secret = _open_disk(create=False)
     try:
-        record = json.loads(meta_path.read_bytes())
-        obj = obj_path.read_bytes()
-    except (OSError, ValueError):
-        return None
+        record = json.loads(_read(entries / f"{key}.json", "entry", fd))
+        obj = _read(entries / f"{key}.o", "entry", fd)
+    finally:
+        os.close(fd)
     if not isinstance(record, dict) or record.get("format") != FORMAT or record.get("key") != key:
         return None
-    if record.get("object_size") != len(obj):
-        return None
-    if record.get("object_sha256") != hashlib.sha256(obj).hexdigest():
-        return None
+    mac = record.pop("mac", None)
+    expected = _mac(secret, record, obj).encode()
+    if not isinstance(mac, str) or not hmac.compare_digest(mac.encode(), expected):
+        return None  # not written with this user's key: planted, copied or damaged
     meta = record.get("meta")
     if not valid_meta(meta):
         return None

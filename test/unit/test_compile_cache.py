@@ -15,6 +15,9 @@ from dlc.pipeline import Options
 from dlc.runtime import cache
 from dlc.runtime.module import CompiledModule
 
+# A trusted cache never warns (test_cache_trust.py tests the warnings).
+pytestmark = pytest.mark.filterwarnings("error::dlc.runtime.cache.UntrustedCacheWarning")
+
 PROGRAM = """module "c"
 stage raw
 
