@@ -22,6 +22,11 @@ array([2., 3., 4., 5.], dtype=float32)
   called with NumPy arrays and whose `.ir(level)` shows the program at each level;
 - `print_module(module)` prints a graph-level module in DLVM syntax.
 
+`[extern]` C functions are a capability, off by default: `compile(text,
+externs=["libm", "my_fn"])` names the C symbols a program may call (`"libm"` is the
+preset of libm's scalar math functions, `dlc.externs.LIBM`). An allowed extern runs
+with this process's rights: allowing externs to untrusted IR is running untrusted code.
+
 Every user error (bad syntax, a type error, an unsupported feature, a missing file)
 raises `DiagnosticError`, which carries `.filename`, `.line`, `.column` and `.message`
 and prints as `FILE:LINE:COL: error: MESSAGE` with the source line and a caret.
@@ -39,6 +44,7 @@ from dlc.version import __version__ as __version__  # re-exported
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
 
+    from dlc.externs import ExternsOption
     from dlc.runtime.module import CompiledModule
 
 __all__ = [
@@ -95,6 +101,7 @@ def compile(
     fuse: bool = True,
     plan_memory: bool = True,
     fast_math_functions: bool = True,
+    externs: ExternsOption = None,
 ) -> CompiledModule:
     """Parse, verify, differentiate, lower and JIT-compile DLVM text; the compiled
     functions are called with NumPy arrays.
@@ -107,13 +114,21 @@ def compile(
     - `fuse`, `plan_memory`: the tensor-level fusion and loop-level arena planning.
     - `fast_math_functions`: f32 exp/log/tanh as vectorizable polynomials (≤ 2, 2 and
       5 ULP); False keeps exact libm calls.
+    - `externs`: the `[extern]` C functions the program may call. None (the default)
+      allows none; `"libm"` allows libm's scalar math functions (`dlc.externs.LIBM`);
+      an iterable names C symbols and presets (`["libm", "my_fn"]`). Calling or
+      referencing any other extern is a `DiagnosticError` at its declaration, before
+      anything is compiled or looked up. An allowed extern runs native code with this
+      process's rights: never allow externs to IR you do not trust.
 
     Object code is cached in memory and on disk (`DLC_CACHE_DIR`, `DLC_CACHE=0` to turn
     it off): compiling the same program with the same options again is fast. Every call
     returns an independent module (its own globals, arenas and random state)."""
     from dlc.api import compile_graph_module
+    from dlc.externs import allowed_externs
 
     level = _check_opt_level(opt_level)
+    allowed = allowed_externs(externs)
     module = parse(text, filename)
     return compile_graph_module(
         module,
@@ -123,6 +138,7 @@ def compile(
         fuse=fuse,
         plan_memory=plan_memory,
         fast_math_functions=fast_math_functions,
+        externs=allowed,
     )
 
 

@@ -1,13 +1,15 @@
 """Compile a verified graph module to a `CompiledModule`: the pipeline, the cache, the JIT.
 
 `compile_graph_module(module, ...)` is what `dlc.compile`, `dlc.compile_file` and
-`dlc-run` call. It asks the compile cache (`dlc.runtime.cache`) for the machine code of
-the same program, options and host; on a miss it runs the pipeline of
-`dlc.pipeline.steps` on a clone of the module, adds the Python entry wrappers, JIT-
-compiles the result and stores the object code. A hit loads that object code into a
-fresh engine (so every compiled module has its own globals, variables, generator
-state and arenas) without lowering. Neither keeps the intermediate levels:
-`mod.ir(level)` lowers the module again on first use.
+`dlc-run` call. It first checks that every `[extern]` function the program calls is
+allowed (`dlc.externs`: none unless the caller names them), so nothing of a disallowed
+program is cached, lowered or looked up. Then it asks the compile cache
+(`dlc.runtime.cache`) for the machine code of the same program, options and host; on a
+miss it runs the pipeline of `dlc.pipeline.steps` on a clone of the module, adds the
+Python entry wrappers, JIT-compiles the result and stores the object code. A hit loads
+that object code into a fresh engine (so every compiled module has its own globals,
+variables, generator state and arenas) without lowering. Neither keeps the
+intermediate levels: `mod.ir(level)` lowers the module again on first use.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from dlc.diagnostics import clone_located, error_at, own_location
 from dlc.dialects import abi, loop
 from dlc.dialects.graph import FuncOp as GraphFuncOp
 from dlc.dialects.loop_callgraph import arena_bytes_needed
+from dlc.externs import ExternsOption, allowed_externs, check_externs, not_allowed_message
 from dlc.runtime import cache
 from dlc.runtime.convention import DATA_OFFSET
 from dlc.runtime.jit import JITModule, llvm_ir
@@ -50,11 +53,15 @@ class Report(NamedTuple):
 
 
 def lower(
-    module: ModuleOp, options: pipeline.Options, snapshots: dict[str, ModuleOp] | None = None
+    module: ModuleOp,
+    options: pipeline.Options,
+    snapshots: dict[str, ModuleOp] | None = None,
+    externs: frozenset[str] | None = None,
 ) -> tuple[ModuleOp, Report]:
     """A clone of graph `module` lowered to the llvm level (with Python entries), and
     the compile report. `snapshots` receives a copy of each level as the pipeline
-    leaves it (graph after the optimizer, tensor after fusion, ...)."""
+    leaves it (graph after the optimizer, tensor after fusion, ...). With `externs`,
+    every C call of the loop level must name one of them (a located error otherwise)."""
     from dlc.lowering.loop_to_llvm.python_entry import add_python_entries
     from dlc.passes.loop.plan_memory import function_stats
     from dlc.passes.statistics import PassStatistics
@@ -76,6 +83,8 @@ def lower(
             snapshots[level] = work.clone()
         if level == "loop":
             arena[0] = arena_bytes_needed(work)
+            if externs is not None:
+                check_extern_calls(work, externs)
             for f in work.body.block.ops:
                 if isinstance(f, loop.FuncOp):
                     stats[f.sym_name.data] = function_stats(f)
@@ -85,6 +94,14 @@ def lower(
     if DATA_OFFSET is not None:
         add_python_entries(work, set(defined_functions(module)), DATA_OFFSET)
     return work, Report(stats, passes, arena[0])
+
+
+def check_extern_calls(loop_level: ModuleOp, externs: frozenset[str]) -> None:
+    """Every `loop.extern_call` calls an allowed extern: the second line of defence
+    behind `check_externs` (the graph-level check), before anything is linked."""
+    for op in loop_level.walk():
+        if isinstance(op, loop.ExternCallOp) and op.callee.data not in externs:
+            raise error_at(op, not_allowed_message(op.callee.data))
 
 
 def external_names(llvm_level: ModuleOp) -> list[str]:
@@ -126,10 +143,13 @@ def metadata(llvm_level: ModuleOp, report: Report, native: set[str]) -> Metadata
     }
 
 
-def cache_key(module: ModuleOp, options: pipeline.Options) -> str:
+def cache_key(
+    module: ModuleOp, options: pipeline.Options, externs: frozenset[str] = frozenset()
+) -> str:
     """SHA-256 hex key of a graph module compiled with `options` on this host: its
     printed text and the source location of every op (they appear in trap and bounds
-    messages), with the options and the host (`cache.environment`)."""
+    messages), with the options, the extern symbols it is allowed to call and the host
+    (`cache.environment`)."""
     from dlc.parser import print_module
 
     digest = hashlib.sha256(print_module(module).encode())
@@ -139,7 +159,12 @@ def cache_key(module: ModuleOp, options: pipeline.Options) -> str:
         digest.update(b"\n" + where.encode())
     from dlc.version import __version__
 
-    facts = {**options.key(), "data_offset": DATA_OFFSET, "dlc": __version__}
+    facts = {
+        **options.key(),
+        "externs": sorted(externs),
+        "data_offset": DATA_OFFSET,
+        "dlc": __version__,
+    }
     return cache.key(facts, digest.hexdigest())
 
 
@@ -190,8 +215,10 @@ def _from_cache(
     )
 
 
-def _compile(module: ModuleOp, options: pipeline.Options, key: str | None) -> CompiledModule:
-    llvm_level, report = lower(module, options)
+def _compile(
+    module: ModuleOp, options: pipeline.Options, key: str | None, externs: frozenset[str]
+) -> CompiledModule:
+    llvm_level, report = lower(module, options, externs=externs)
     check_symbols(external_names(llvm_level), module)
     funcs = defined_functions(module)
     native = {f.sym_name.data for f in llvm_level.body.block.ops if isinstance(f, llvm.FuncOp)}
@@ -215,8 +242,14 @@ def compile_graph_module(
     fast_math_functions: bool = True,
     bounds_check: bool | None = None,
     seed: int = 0,
+    externs: ExternsOption = None,
 ) -> CompiledModule:
     """Compile every defined function of a verified graph module to native code.
+
+    `externs` allows `[extern]` C functions (see `dlc.externs.allowed_externs`): None
+    allows none, else a preset name (`"libm"`) or an iterable of C symbol names and
+    presets. A referenced extern it does not allow is a `DiagnosticError` at its
+    declaration, raised before the cache, the pipeline or the symbol lookup see it.
 
     `fuse` (tensor-level fusion, at opt_level >= 1), `plan_memory` (one static arena per
     function) and `fast_math_functions` (f32 exp/log/tanh as polynomials instead of libm
@@ -225,6 +258,7 @@ def compile_graph_module(
     DLC_BOUNDS_CHECK=1. `seed` seeds the `random` generator (`CompiledModule.seed`)."""
     from dlc.passes.graph.differentiate import differentiated
 
+    called = check_externs(module, allowed_externs(externs))
     if bounds_check is None:  # DLC_BOUNDS_CHECK=1 runs a whole test suite checked
         bounds_check = os.environ.get("DLC_BOUNDS_CHECK", "") == "1"
     options = pipeline.Options(
@@ -234,11 +268,13 @@ def compile_graph_module(
         fast_math_functions=fast_math_functions,
         bounds_check=bounds_check,
     )  # not `seed`: it only sets the generator state after loading
-    key = cache_key(module, options) if cache.enabled() else None
+    # The code depends on the allowed externs the program calls, not on the rest of the
+    # allow-list: `called` keys the entry (and check_externs already ran, before any lookup).
+    key = cache_key(module, options, called) if cache.enabled() else None
     module = differentiated(module)  # the signatures of synthesized adjoints
     entry = cache.lookup(key) if key is not None else None
     compiled = _from_cache(entry, module, options) if entry is not None else None
     if compiled is None:
-        compiled = _compile(module, options, key)
+        compiled = _compile(module, options, key, called)
     compiled.seed(seed)
     return compiled

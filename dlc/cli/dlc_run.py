@@ -2,10 +2,13 @@
 
     dlc-run examples/mlp.dl --entry mlp --random-inputs --seed 0 --time
     dlc-run model.dl --entry f --input x=x.npy --input w=w.npy
+    dlc-run model.dl --allow-extern libm --allow-extern my_fn
 
 Inputs are named by their entry-block parameter (`x` or `%x`) or their position (`0`).
 Random inputs: floats are standard normal, integers uniform in [-10, 10], bools fair
-coins. Every user error is one diagnostic on stderr and exit code 1.
+coins. `[extern]` C functions run only when named with `--allow-extern NAME` (repeatable;
+`libm` is the preset of libm's scalar math functions): an allowed extern runs native code
+with this process's rights. Every user error is one diagnostic on stderr and exit code 1.
 """
 
 from __future__ import annotations
@@ -55,6 +58,14 @@ def _argument_parser() -> argparse.ArgumentParser:
     parser.add_argument("--time", action="store_true", help="print the median time per call")
     parser.add_argument(
         "--stats", action="store_true", help="print the compile report (loop nests, buffers, arena)"
+    )
+    parser.add_argument(
+        "--allow-extern",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="let the program call the [extern] C function NAME (repeatable; 'libm': "
+        "libm's scalar math functions); it runs with this process's rights",
     )
     parser.add_argument(
         "--opt-level", "-O", type=int, choices=range(4), default=2, help="LLVM opt level"
@@ -227,16 +238,27 @@ def _call(fn: Callable[..., Any], inputs: Sequence[Any], path: str, text: bytes)
         raise runtime_diagnostic(e, path, text) from None
 
 
+def _allowed_externs(names: list[str]) -> frozenset[str]:
+    """The C symbols `--allow-extern` names (a bad name is a RunError)."""
+    from dlc.externs import allowed_externs
+
+    try:
+        return allowed_externs(names, option="--allow-extern")
+    except ValueError as e:
+        raise RunError(str(e)) from None
+
+
 def run(argv: Sequence[str] | None) -> None:
     """Compile, build inputs, run, print (raises RunError / DiagnosticError)."""
     args = _argument_parser().parse_args(argv)
+    externs = _allowed_externs(args.allow_extern)
     module, text = _parse_file(args.file)
     func = choose_function(module, args.entry)
     inputs = build_inputs(func, args.input, args.random_inputs, args.seed)
     from dlc.api import compile_graph_module
 
     start = time.perf_counter()
-    compiled = compile_graph_module(module, opt_level=args.opt_level)
+    compiled = compile_graph_module(module, opt_level=args.opt_level, externs=externs)
     compile_s = time.perf_counter() - start
     fn = compiled[func.sym_name.data]
     print_outputs(_call(fn, inputs, args.file, text), func)
