@@ -25,7 +25,7 @@ from dlc import pipeline
 from dlc.diagnostics import clone_located, error_at, own_location
 from dlc.dialects import abi, loop
 from dlc.dialects.graph import FuncOp as GraphFuncOp
-from dlc.dialects.loop_callgraph import arena_bytes_needed
+from dlc.dialects.loop_callgraph import arena_bytes_needed, unbounded_functions
 from dlc.externs import ExternsOption, allowed_externs, check_externs, not_allowed_message
 from dlc.runtime import cache
 from dlc.runtime.convention import DATA_OFFSET
@@ -44,12 +44,13 @@ def defined_functions(module: ModuleOp) -> dict[str, GraphFuncOp]:
 
 
 class Report(NamedTuple):
-    """The compile report: loop-level facts per function, counts per pass, and the
-    arena a call context needs."""
+    """The compile report: loop-level facts per function, counts per pass, the arena a
+    call context needs, and the functions that may run unboundedly long."""
 
     functions: dict[str, dict[str, int]]
     passes: dict[str, dict[str, int]]
     arena_bytes: int
+    unbounded: list[str]
 
 
 def lower(
@@ -69,6 +70,7 @@ def lower(
     stats: dict[str, dict[str, int]] = {}
     passes: dict[str, dict[str, int]] = {}
     arena = [0]
+    unbounded: list[str] = []
 
     def after(step: pipeline.Step, _work: ModuleOp) -> None:
         if isinstance(step.pass_, PassStatistics):
@@ -83,6 +85,7 @@ def lower(
             snapshots[level] = work.clone()
         if level == "loop":
             arena[0] = arena_bytes_needed(work)
+            unbounded.extend(sorted(unbounded_functions(work)))
             if externs is not None:
                 check_extern_calls(work, externs)
             for f in work.body.block.ops:
@@ -91,9 +94,8 @@ def lower(
 
     steps = pipeline.steps(options)
     work = pipeline.run(clone_located(module), steps, after=after, on_level=on_level)
-    if DATA_OFFSET is not None:
-        add_python_entries(work, set(defined_functions(module)), DATA_OFFSET)
-    return work, Report(stats, passes, arena[0])
+    add_python_entries(work, set(defined_functions(module)), DATA_OFFSET)
+    return work, Report(stats, passes, arena[0], unbounded)
 
 
 def check_extern_calls(loop_level: ModuleOp, externs: frozenset[str]) -> None:
@@ -137,6 +139,7 @@ def metadata(llvm_level: ModuleOp, report: Report, native: set[str]) -> Metadata
         "externs": external_names(llvm_level),
         "messages": None if messages is None else [m.data for m in messages.data],  # type: ignore[attr-defined]
         "arena_bytes": report.arena_bytes,
+        "unbounded": report.unbounded,
         "vars": {n: v.value.data for n, v in sizes.data.items()} if sizes else {},  # type: ignore[attr-defined]
         "stats": report.functions,
         "passes": report.passes,
@@ -209,7 +212,7 @@ def _from_cache(
         return None
     jit.optimized_ir = entry.optimized_ir
     install(jit, meta)
-    report = Report(meta["stats"], meta["passes"], meta["arena_bytes"])
+    report = Report(meta["stats"], meta["passes"], meta["arena_bytes"], meta["unbounded"])
     return CompiledModule(
         jit, funcs, native, report, meta["messages"], _Levels(module, options, jit)
     )

@@ -4,8 +4,10 @@ Code generation (`dlc.lowering`) writes these names; the runtime (`dlc.runtime`)
 them. They live here, below both, so neither imports the other.
 
 - Functions: `f(ptr ctx, ptr in0, ..., ptr out0, ...)` on C-contiguous data, tuple
-  results flattened, void result; `PY_ENTRY_PREFIX + f` takes the `PyArrayObject*`s
-  instead and loads their data pointers natively (a cheaper call from Python).
+  results flattened, void result; `PY_ENTRY_PREFIX + f` is the entry from Python: it
+  resets the ctx (status, depth, arena, interrupt flag: whatever an earlier call left)
+  and, where NumPy's array layout allows, takes the `PyArrayObject*`s themselves and
+  loads their data pointers natively (a cheaper call from Python).
 - The call context `ctx` (`CTX_WORDS` i64 words, one per calling thread, see below)
   holds everything a call changes besides its buffers: the status word, the call
   depth, the stack limit, the interrupt flag's address and the arena. So calls from
@@ -35,10 +37,11 @@ CTX_INTERRUPT = 3
 poll it and return with an "interrupt" status."""
 CTX_ARENA_TOP = 4
 CTX_ARENA_END = 5
-"""ctx words: the caller's arena, [top, end). A function with a planned arena takes
-its block at `top` on entry and gives it back on return (a stack discipline), so every
-call has its own arena."""
-CTX_WORDS = 6
+CTX_ARENA_BASE = 6
+"""ctx words: the caller's arena, [top, end) within [base, end). A function with a
+planned arena takes its block at `top` on entry and gives it back on return (a stack
+discipline), so every call has its own arena."""
+CTX_WORDS = 7
 
 VAR_PREFIX = "_dlc_var_"
 """`VAR_PREFIX + name`: an i64 global holding the address of module variable `name`'s

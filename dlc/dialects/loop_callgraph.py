@@ -58,3 +58,17 @@ def arena_bytes_needed(module: ModuleOp) -> int:
                 stack.append(callee)
         need = max(need, sum(sizes[n] for n in seen))
     return need
+
+
+def unbounded_functions(module: ModuleOp) -> set[str]:
+    """Functions whose run time no static bound limits: those with a CFG (a loop of
+    blocks may never end), recursive ones, and every function that can reach one."""
+    funcs = {f.sym_name.data: f for f in module.body.block.ops if isinstance(f, loop.FuncOp)}
+    edges = {n: callees(f) & set(funcs) for n, f in funcs.items()}
+    found = {n for n, f in funcs.items() if len(f.body.blocks) > 1 or is_recursive(f, funcs)}
+    changed = True
+    while changed:
+        grown = {n for n in funcs if n not in found and edges[n] & found}
+        found |= grown
+        changed = bool(grown)
+    return found

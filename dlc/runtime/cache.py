@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-FORMAT = 4  # 4: a call context per call; 3: records carry an HMAC (2: a plain SHA-256)
+FORMAT = 5  # 5: unbounded functions; 4: a call context per call; 3: records carry an HMAC (2: a plain SHA-256)
 KEY_FILE = "key"
 KEY_BYTES = 32
 MEMORY_ENTRIES = 64
@@ -387,7 +387,7 @@ def valid_meta(meta: object) -> bool:
     """Whether `meta` has exactly the shape dlc/api.py writes (see `metadata` there)."""
     if not isinstance(meta, dict):
         return False
-    lists = ("native", "externs")
+    lists = ("native", "externs", "unbounded")
     if not all(_str_list(meta.get(name)) for name in lists):
         return False
     messages = meta.get("messages")

@@ -80,9 +80,11 @@ class CallContext:
         self.reset()
 
     def reset(self) -> None:
-        """Back to the state before a call: after a trap the words may hold anything."""
+        """Back to the state before a call (the Python entry of every compiled function
+        does the same natively: status, depth, arena top)."""
         self.words[abi.CTX_STATUS] = 0
         self.words[abi.CTX_DEPTH] = 0
+        self.words[abi.CTX_ARENA_BASE] = self.arena_base
         self.words[abi.CTX_ARENA_TOP] = self.arena_base
         self.words[abi.CTX_ARENA_END] = self.arena_base + len(self.arena) - ARENA_ALIGN
 

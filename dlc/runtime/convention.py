@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from xdsl.ir import Attribute
 
+from dlc.dialects.abi import PY_ENTRY_PREFIX
 from dlc.dialects.graph_types import (
     NATIVE_DTYPES,
     TensorType,
@@ -130,9 +131,14 @@ class CompiledFunction:
         contexts: Contexts,
         messages: Messages | None,
         native: bool = True,
+        *,
+        long: bool = False,
     ) -> None:
         """`contexts` gives the calling thread's call context; `messages` explains a
-        status word a failed call leaves (None: the code cannot fail)."""
+        status word a failed call leaves (None: the code cannot fail); `long`: the
+        function may run unboundedly long (loops of blocks, recursion), so its calls
+        release the GIL whatever their size."""
+        self._long = long
         self.name = name
         self._jit = jit  # keeps the native code alive
         self._contexts = contexts
@@ -219,12 +225,12 @@ class CompiledFunction:
         """A cached ctypes callable of the native code (and how to pass an array to it)."""
         by_object = DATA_OFFSET is not None
         self._pointer: Callable[[np.ndarray], int] = id if by_object else _data_pointer
-        # Small calls keep the GIL (releasing and re-taking it costs more than the work).
-        small = sum(t.num_elements for t in buffers) <= SMALL_CALL_ELEMENTS
+        # Small calls keep the GIL (releasing and re-taking it costs more than the work),
+        # unless they may run long: other threads then keep running.
+        small = sum(t.num_elements for t in buffers) <= SMALL_CALL_ELEMENTS and not self._long
         factory = ctypes.PYFUNCTYPE if small else ctypes.CFUNCTYPE
         prototype = factory(None, *([ctypes.c_void_p] * (1 + len(buffers))))  # ctx first
-        symbol = f"_dlc_py_{self.name}" if by_object else self.name
-        return prototype(jit.address(symbol))
+        return prototype(jit.address(PY_ENTRY_PREFIX + self.name))
 
     def __repr__(self) -> str:
         return f"<CompiledFunction @{self.name}({', '.join(self.param_names)})>"

@@ -39,7 +39,7 @@ class CompiledModule:
         jit: JITModule,
         funcs: dict[str, Any],
         native: set[str],
-        report: tuple[dict[str, dict[str, int]], dict[str, dict[str, int]], int],
+        report: tuple[dict[str, dict[str, int]], dict[str, dict[str, int]], int, list[str]],
         messages: list[str] | None,
         levels: Levels,
     ) -> None:
@@ -48,12 +48,14 @@ class CompiledModule:
         function, statistics per pass, the arena a call needs), `messages` the status
         messages of the code and `levels` gives the program at each level."""
         self._jit = jit
-        self._stats, self._pass_statistics, arena_bytes = report
+        self._stats, self._pass_statistics, arena_bytes, unbounded = report
         self._levels = levels
         contexts = Contexts(arena_bytes)  # one call context per calling thread
         status = Messages(messages) if messages else None
         self._functions = {
-            name: CompiledFunction(name, f, jit, contexts, status, name in native)
+            name: CompiledFunction(
+                name, f, jit, contexts, status, name in native, long=name in unbounded
+            )
             for name, f in funcs.items()
         }
 

@@ -31,6 +31,7 @@ class Metadata(TypedDict):
     externs: list[str]  # C symbols the code calls
     messages: list[str] | None  # status messages ("trap\t...", "bounds\t...", ...)
     arena_bytes: int  # the arena one call context needs
+    unbounded: list[str]  # functions that may run unboundedly long (release the GIL)
     vars: dict[str, int]  # module variables: name -> byte size
     stats: dict[str, dict[str, int]]  # compile report per function
     passes: dict[str, dict[str, int]]  # statistics per pass
