@@ -3,14 +3,18 @@
 | level  | dialect  | module        |
 |--------|----------|---------------|
 | graph  | `graph`  | `graph.py` (+ `graph_*.py` op families and types) |
-| tensor | `tensor` | `tensor.py`   |
-| loop   | `loop`   | `loop.py`     |
+| tensor | `tensor` | `tensor.py` (+ `tensor_*.py` op families) |
+| loop   | `loop`   | `loop.py` (+ `loop_*.py` op families) |
 | llvm   | xDSL's `llvm` |           |
 
 Name clash: xDSL also has dialects named `tensor` and `llvm`. dlc's contexts load only
 the dialects returned by `get_all_dialects()`, which never include xDSL's `tensor`, so
 dlc's tensor-level dialect keeps the mnemonic `tensor` (ops `tensor.compute`, ...).
 xDSL's `llvm` dialect is used as is.
+
+The tensor and loop dialects print in custom assembly formats (`tensor.compute(%x) ...`,
+`loop.for %i = %lb to %ub step %s ...`; shared pieces in `formats.py`); every op also
+reads and prints in MLIR's generic form (`dlc-opt --print-op-generic`).
 """
 
 from __future__ import annotations

@@ -3,13 +3,18 @@
 They implement DLVM pointers, globals and allocations below the buffer (memref) model:
 `loop.raw_load`/`loop.raw_store` copy whole buffers from/to an address, `loop.raw_check`
 is the bounds check of the bounds-checking build (a no-op otherwise).
+
+    %h = loop.raw_alloc %nbytes
+    loop.raw_check %h, %nbytes, %lo, %hi access "store"
+    loop.raw_store %buf to %h : memref<2xf32>
+    %top = loop.stack_push %h nbytes 4
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import IntAttr, MemRefType, StringAttr, i64
+from xdsl.dialects.builtin import IntAttr, MemRefType, StringAttr, SymbolNameConstraint, i64
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -20,18 +25,17 @@ from xdsl.irdl import (
     var_operand_def,
 )
 
-
-def _ops(*values: SSAValue) -> list[SSAValue]:
-    return list(values)
+from dlc.dialects.formats import Int
 
 
 @irdl_op_definition
 class AddressOp(IRDLOperation):
-    """`loop.address %buf -> i64`: the address of a buffer's first element."""
+    """`loop.address %buf : memref<...>`: the address of a buffer's first element."""
 
     name = "loop.address"
     buffer = operand_def(MemRefType)
     res = result_def(i64)
+    assembly_format = "$buffer attr-dict `:` type($buffer)"
 
     def __init__(self, buffer: SSAValue):
         super().__init__(operands=[buffer], result_types=[i64])
@@ -39,13 +43,15 @@ class AddressOp(IRDLOperation):
 
 @irdl_op_definition
 class GlobalAddressOp(IRDLOperation):
-    """`loop.global_address @g {size}`: the address of module variable storage; the
+    """`loop.global_address @g size 16`: the address of module variable storage; the
     address lives in the i64 global `_dlc_var_<g>`, set by the runtime after JIT."""
 
     name = "loop.global_address"
-    sym_name = prop_def(StringAttr)
+    sym_name = prop_def(SymbolNameConstraint())
     size = prop_def(IntAttr)
     res = result_def(i64)
+    custom_directives = (Int,)
+    assembly_format = "$sym_name `size` custom<Int>($size) attr-dict"
 
     def __init__(self, name: str, size: int):
         super().__init__(
@@ -55,11 +61,13 @@ class GlobalAddressOp(IRDLOperation):
 
 @irdl_op_definition
 class RawLoadOp(IRDLOperation):
-    """`loop.raw_load %addr, %buf`: copy the buffer's byte size from `addr` into it."""
+    """`loop.raw_load %addr into %buf : memref<...>`: copy the buffer's byte size from
+    `addr` into it."""
 
     name = "loop.raw_load"
     addr = operand_def(i64)
     buffer = operand_def(MemRefType)
+    assembly_format = "$addr `into` $buffer attr-dict `:` type($buffer)"
 
     def __init__(self, addr: SSAValue, buffer: SSAValue):
         super().__init__(operands=[addr, buffer])
@@ -67,11 +75,12 @@ class RawLoadOp(IRDLOperation):
 
 @irdl_op_definition
 class RawStoreOp(IRDLOperation):
-    """`loop.raw_store %buf, %addr`: copy the buffer's bytes to `addr`."""
+    """`loop.raw_store %buf to %addr : memref<...>`: copy the buffer's bytes to `addr`."""
 
     name = "loop.raw_store"
     buffer = operand_def(MemRefType)
     addr = operand_def(i64)
+    assembly_format = "$buffer `to` $addr attr-dict `:` type($buffer)"
 
     def __init__(self, buffer: SSAValue, addr: SSAValue):
         super().__init__(operands=[buffer, addr])
@@ -85,6 +94,7 @@ class RawCopyOp(IRDLOperation):
     dst = operand_def(i64)
     src = operand_def(i64)
     nbytes = operand_def(i64)
+    assembly_format = "$dst `,` $src `,` $nbytes attr-dict"
 
     def __init__(self, dst: SSAValue, src: SSAValue, nbytes: SSAValue):
         super().__init__(operands=[dst, src, nbytes])
@@ -92,7 +102,7 @@ class RawCopyOp(IRDLOperation):
 
 @irdl_op_definition
 class RawCheckOp(IRDLOperation):
-    """`loop.raw_check %addr, %nbytes, %lo, %hi {access}`: in bounds-check builds, an
+    """`loop.raw_check %addr, %nbytes, %lo, %hi access "load"`: in bounds-check builds, an
     access of `nbytes` at `addr` outside [lo, hi) records the op's location in the
     status word and returns from the function (Python raises IndexError)."""
 
@@ -102,6 +112,7 @@ class RawCheckOp(IRDLOperation):
     lo = operand_def(i64)
     hi = operand_def(i64)
     access = prop_def(StringAttr)
+    assembly_format = "$addr `,` $nbytes `,` $lo `,` $hi `access` $access attr-dict"
 
     def __init__(self, args: Sequence[SSAValue], access: str):
         super().__init__(operands=list(args), properties={"access": StringAttr(access)})
@@ -109,11 +120,12 @@ class RawCheckOp(IRDLOperation):
 
 @irdl_op_definition
 class RawAllocOp(IRDLOperation):
-    """`loop.raw_alloc %nbytes -> i64`: zeroed heap memory (calloc)."""
+    """`loop.raw_alloc %nbytes`: the address of zeroed heap memory (calloc)."""
 
     name = "loop.raw_alloc"
     nbytes = operand_def(i64)
     res = result_def(i64)
+    assembly_format = "$nbytes attr-dict"
 
     def __init__(self, nbytes: SSAValue):
         super().__init__(operands=[nbytes], result_types=[i64])
@@ -125,6 +137,7 @@ class RawFreeOp(IRDLOperation):
 
     name = "loop.raw_free"
     addr = operand_def(i64)
+    assembly_format = "$addr attr-dict"
 
     def __init__(self, addr: SSAValue):
         super().__init__(operands=[addr])
@@ -132,12 +145,14 @@ class RawFreeOp(IRDLOperation):
 
 @irdl_op_definition
 class StackAllocOp(IRDLOperation):
-    """`loop.stack_alloc {size} -> i64`: an `alloca` of the function's entry block,
-    zeroed where the op stands."""
+    """`loop.stack_alloc size 16`: the address of an `alloca` of the function's entry
+    block, zeroed where the op stands."""
 
     name = "loop.stack_alloc"
     size = prop_def(IntAttr)
     res = result_def(i64)
+    custom_directives = (Int,)
+    assembly_format = "`size` custom<Int>($size) attr-dict"
 
     def __init__(self, size: int):
         super().__init__(properties={"size": IntAttr(size)}, result_types=[i64])
@@ -145,7 +160,7 @@ class StackAllocOp(IRDLOperation):
 
 @irdl_op_definition
 class StackPushOp(IRDLOperation):
-    """`loop.stack_push %header {nbytes} -> i64`: grow the stack whose header
+    """`loop.stack_push %header nbytes 4`: grow the stack whose header
     `[data, size, capacity]` is at `header` by `nbytes` (realloc to max(2 capacity,
     size + nbytes, 64) when full); the address of the new top bytes."""
 
@@ -153,6 +168,8 @@ class StackPushOp(IRDLOperation):
     header = operand_def(i64)
     nbytes = prop_def(IntAttr)
     res = result_def(i64)
+    custom_directives = (Int,)
+    assembly_format = "$header `nbytes` custom<Int>($nbytes) attr-dict"
 
     def __init__(self, header: SSAValue, nbytes: int):
         super().__init__(
@@ -162,13 +179,15 @@ class StackPushOp(IRDLOperation):
 
 @irdl_op_definition
 class StackPopOp(IRDLOperation):
-    """`loop.stack_pop %header {nbytes} -> i64`: shrink the stack by `nbytes`; the
+    """`loop.stack_pop %header nbytes 4`: shrink the stack by `nbytes`; the
     address of the removed bytes. Too few bytes: trap "pop from an empty stack"."""
 
     name = "loop.stack_pop"
     header = operand_def(i64)
     nbytes = prop_def(IntAttr)
     res = result_def(i64)
+    custom_directives = (Int,)
+    assembly_format = "$header `nbytes` custom<Int>($nbytes) attr-dict"
 
     def __init__(self, header: SSAValue, nbytes: int):
         super().__init__(
@@ -178,14 +197,15 @@ class StackPopOp(IRDLOperation):
 
 @irdl_op_definition
 class ScalarCallOp(IRDLOperation):
-    """`loop.scalar_call @f(%a, %b) -> T`: call the loop function `f` whose inputs and
+    """`loop.scalar_call @f(%a, %b) : (T, T) -> T`: call the loop function `f` whose inputs and
     output are rank-0 buffers with scalars (function combinators of reductions); the
     scalars go through stack slots. A trap in the callee returns at once."""
 
     name = "loop.scalar_call"
-    callee = prop_def(StringAttr)
+    callee = prop_def(SymbolNameConstraint())
     args = var_operand_def()
     res = result_def()
+    assembly_format = "$callee `(` $args `)` attr-dict `:` functional-type($args, $res)"
 
     def __init__(self, callee: str, args: Sequence[SSAValue], result_type: Attribute):
         super().__init__(

@@ -3,13 +3,18 @@
 Addresses are `i64` scalar tensors (`!graph.tensor<i64>`); a pointer of the graph level
 is three of them (address, lower bound, upper bound: see dlc/dialects/layout.py). The
 ops have side effects and keep their program order; their results are fresh tensors.
+
+    %p = tensor.heap_alloc %nbytes
+    tensor.mem_write %x, %p, %p, %end : !graph.tensor<2xf32>
+    %y = tensor.mem_read %p, %p, %end : !graph.tensor<2xf32>
+    tensor.heap_free %p
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import IntAttr, StringAttr
+from xdsl.dialects.builtin import IntAttr, StringAttr, SymbolNameConstraint
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -21,58 +26,51 @@ from xdsl.irdl import (
 )
 from xdsl.utils.exceptions import VerifyException
 
+from dlc.dialects.formats import Int
 from dlc.dialects.graph_types import TensorType
 
 I64 = TensorType((), "i64")
-
-
-def _i64(values: Sequence[SSAValue], what: str) -> None:
-    for v in values:
-        if v.type != I64:
-            raise VerifyException(f"{what}: addresses and sizes must be i64 scalars")
+"""The type of addresses and sizes."""
 
 
 @irdl_op_definition
 class MemReadOp(IRDLOperation):
-    """`tensor.mem_read(%addr, %lo, %hi) -> T`: the bytes at `addr` as a tensor of type
-    T (a copy); the access must lie within [lo, hi) (checked in bounds-check builds)."""
+    """`tensor.mem_read %addr, %lo, %hi : T`: the bytes at `addr` as a tensor of type T
+    (a copy); the access must lie within [lo, hi) (checked in bounds-check builds)."""
 
     name = "tensor.mem_read"
-    addr = operand_def(TensorType)
-    lo = operand_def(TensorType)
-    hi = operand_def(TensorType)
+    addr = operand_def(I64)
+    lo = operand_def(I64)
+    hi = operand_def(I64)
     result = result_def(TensorType)
+    assembly_format = "$addr `,` $lo `,` $hi attr-dict `:` type($result)"
 
     def __init__(self, addr: SSAValue, lo: SSAValue, hi: SSAValue, result_type: Attribute):
         super().__init__(operands=[addr, lo, hi], result_types=[result_type])
 
-    def verify_(self) -> None:
-        _i64([self.addr, self.lo, self.hi], self.name)
-
 
 @irdl_op_definition
 class MemWriteOp(IRDLOperation):
-    """`tensor.mem_write(%value, %addr, %lo, %hi)`: store the bytes of a tensor."""
+    """`tensor.mem_write %value, %addr, %lo, %hi : T`: store the bytes of a tensor."""
 
     name = "tensor.mem_write"
     value = operand_def(TensorType)
-    addr = operand_def(TensorType)
-    lo = operand_def(TensorType)
-    hi = operand_def(TensorType)
+    addr = operand_def(I64)
+    lo = operand_def(I64)
+    hi = operand_def(I64)
+    assembly_format = "$value `,` $addr `,` $lo `,` $hi attr-dict `:` type($value)"
 
     def __init__(self, value: SSAValue, addr: SSAValue, lo: SSAValue, hi: SSAValue):
         super().__init__(operands=[value, addr, lo, hi])
 
-    def verify_(self) -> None:
-        _i64([self.addr, self.lo, self.hi], self.name)
-
 
 @irdl_op_definition
 class MemCopyOp(IRDLOperation):
-    """`tensor.mem_copy(%dst, %dlo, %dhi, %src, %slo, %shi, %nbytes)`: memmove."""
+    """`tensor.mem_copy %dst, %dlo, %dhi, %src, %slo, %shi, %nbytes`: memmove."""
 
     name = "tensor.mem_copy"
-    args = var_operand_def(TensorType)
+    args = var_operand_def(I64)
+    assembly_format = "$args attr-dict"
 
     def __init__(self, args: Sequence[SSAValue]):
         super().__init__(operands=[list(args)])
@@ -80,18 +78,19 @@ class MemCopyOp(IRDLOperation):
     def verify_(self) -> None:
         if len(self.args) != 7:
             raise VerifyException("tensor.mem_copy: expects 7 operands")
-        _i64(self.args, self.name)
 
 
 @irdl_op_definition
 class GlobalAddressOp(IRDLOperation):
-    """`tensor.global_address @g {size}`: the address of a module variable's storage
+    """`tensor.global_address @g size 16`: the address of a module variable's storage
     (`size` zero-initialized bytes owned by the runtime)."""
 
     name = "tensor.global_address"
-    sym_name = prop_def(StringAttr)
+    sym_name = prop_def(SymbolNameConstraint())
     size = prop_def(IntAttr)
-    result = result_def(TensorType)
+    result = result_def(I64)
+    custom_directives = (Int,)
+    assembly_format = "$sym_name `size` custom<Int>($size) attr-dict"
 
     def __init__(self, name: str, size: int):
         super().__init__(
@@ -101,11 +100,12 @@ class GlobalAddressOp(IRDLOperation):
 
 @irdl_op_definition
 class HeapAllocOp(IRDLOperation):
-    """`tensor.heap_alloc(%nbytes) -> i64`: zeroed heap memory (calloc)."""
+    """`tensor.heap_alloc %nbytes`: the address of zeroed heap memory (calloc)."""
 
     name = "tensor.heap_alloc"
-    nbytes = operand_def(TensorType)
-    result = result_def(TensorType)
+    nbytes = operand_def(I64)
+    result = result_def(I64)
+    assembly_format = "$nbytes attr-dict"
 
     def __init__(self, nbytes: SSAValue):
         super().__init__(operands=[nbytes], result_types=[I64])
@@ -113,10 +113,11 @@ class HeapAllocOp(IRDLOperation):
 
 @irdl_op_definition
 class HeapFreeOp(IRDLOperation):
-    """`tensor.heap_free(%addr)`: free heap memory."""
+    """`tensor.heap_free %addr`: free heap memory."""
 
     name = "tensor.heap_free"
-    addr = operand_def(TensorType)
+    addr = operand_def(I64)
+    assembly_format = "$addr attr-dict"
 
     def __init__(self, addr: SSAValue):
         super().__init__(operands=[addr])
@@ -124,12 +125,15 @@ class HeapFreeOp(IRDLOperation):
 
 @irdl_op_definition
 class StackAllocOp(IRDLOperation):
-    """`tensor.stack_alloc {size} -> i64`: zeroed memory of the function's frame (one
-    slot per op, reused when executed again), released when the function returns."""
+    """`tensor.stack_alloc size 16`: the address of zeroed memory of the function's
+    frame (one slot per op, reused when executed again), released when the function
+    returns."""
 
     name = "tensor.stack_alloc"
     size = prop_def(IntAttr)
-    result = result_def(TensorType)
+    result = result_def(I64)
+    custom_directives = (Int,)
+    assembly_format = "`size` custom<Int>($size) attr-dict"
 
     def __init__(self, size: int):
         super().__init__(properties={"size": IntAttr(size)}, result_types=[I64])
@@ -137,11 +141,12 @@ class StackAllocOp(IRDLOperation):
 
 @irdl_op_definition
 class BitCastOp(IRDLOperation):
-    """`tensor.bitcast(%x) -> T`: the same bytes as another tensor type (equal size)."""
+    """`tensor.bitcast %x : T to R`: the same bytes as another tensor type (equal size)."""
 
     name = "tensor.bitcast"
     source = operand_def(TensorType)
     result = result_def(TensorType)
+    assembly_format = "$source attr-dict `:` type($source) `to` type($result)"
 
     def __init__(self, source: SSAValue, result_type: Attribute):
         super().__init__(operands=[source], result_types=[result_type])
@@ -149,14 +154,16 @@ class BitCastOp(IRDLOperation):
 
 @irdl_op_definition
 class StackPushOp(IRDLOperation):
-    """`tensor.stack_push(%header) {nbytes} -> i64`: reserve `nbytes` at the top of a
-    growable stack (header `[data, size, capacity]`, realloc when full); the address of
-    the reserved bytes."""
+    """`tensor.stack_push %header nbytes 4`: reserve `nbytes` at the top of a growable
+    stack (header `[data, size, capacity]`, realloc when full); the address of the
+    reserved bytes."""
 
     name = "tensor.stack_push"
-    header = operand_def(TensorType)
+    header = operand_def(I64)
     nbytes = prop_def(IntAttr)
-    result = result_def(TensorType)
+    result = result_def(I64)
+    custom_directives = (Int,)
+    assembly_format = "$header `nbytes` custom<Int>($nbytes) attr-dict"
 
     def __init__(self, header: SSAValue, nbytes: int):
         super().__init__(
@@ -166,14 +173,16 @@ class StackPushOp(IRDLOperation):
 
 @irdl_op_definition
 class StackPopOp(IRDLOperation):
-    """`tensor.stack_pop(%header) {nbytes} -> i64`: drop the top `nbytes` of a stack;
-    the address of the dropped bytes (valid until the next push). Popping more bytes
-    than the stack holds traps ("pop from an empty stack")."""
+    """`tensor.stack_pop %header nbytes 4`: drop the top `nbytes` of a stack; the
+    address of the dropped bytes (valid until the next push). Popping more bytes than
+    the stack holds traps ("pop from an empty stack")."""
 
     name = "tensor.stack_pop"
-    header = operand_def(TensorType)
+    header = operand_def(I64)
     nbytes = prop_def(IntAttr)
-    result = result_def(TensorType)
+    result = result_def(I64)
+    custom_directives = (Int,)
+    assembly_format = "$header `nbytes` custom<Int>($nbytes) attr-dict"
 
     def __init__(self, header: SSAValue, nbytes: int):
         super().__init__(
@@ -183,22 +192,21 @@ class StackPopOp(IRDLOperation):
 
 @irdl_op_definition
 class IndexCheckOp(IRDLOperation):
-    """`tensor.index_check(%index) {count, what}`: a value key `index` (i64 scalar)
+    """`tensor.index_check %index count 4 what "key"`: a value key `index` (i64 scalar)
     must lie in [0, count); bounds-check builds raise IndexError naming the op's
     location and `what` otherwise; other builds do nothing (the users clamp)."""
 
     name = "tensor.index_check"
-    index = operand_def(TensorType)
+    index = operand_def(I64)
     count = prop_def(IntAttr)
     what = prop_def(StringAttr)
+    custom_directives = (Int,)
+    assembly_format = "$index `count` custom<Int>($count) `what` $what attr-dict"
 
     def __init__(self, index: SSAValue, count: int, what: str):
         super().__init__(
             operands=[index], properties={"count": IntAttr(count), "what": StringAttr(what)}
         )
-
-    def verify_(self) -> None:
-        _i64([self.index], self.name)
 
 
 MEMORY_OPS = [

@@ -148,9 +148,9 @@ def test_scan_by_function_at_low_opt_levels_and_bounds_checked() -> None:
 def test_scan_lowers_to_tensor_scan_per_dimension(scans) -> None:  # noqa: ANN001
     tensor_ir = scans.ir("tensor")
     assert (
-        tensor_ir.count('"tensor.scan"') == 1 + 2 + 2 + 1 + 3 + 1 + 1
+        tensor_ir.count("= tensor.scan ") == 1 + 2 + 2 + 1 + 3 + 1 + 1
     )  # s6: none along its size-1 dim
-    assert 'combinator = "@f"' in tensor_ir
+    assert 'by "@f"' in tensor_ir
 
 
 TRAPPING = """module "t"

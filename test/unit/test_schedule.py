@@ -105,16 +105,14 @@ def test_unsupported_schedule_primitives_are_located_diagnostics(
 ) -> None:
     source = tmp_path / "v.mlir"
     source.write_text(
-        '"tensor.func"() <{sym_name = "f", function_type = (!graph.tensor<8xf32>) -> '
-        "!graph.tensor<8xf32>}> ({\n^bb0(%x: !graph.tensor<8xf32>):\n"
-        '    %e = "tensor.compute"(%x) <{operandSegmentSizes = array<i32: 1, 0>, '
-        f"schedule = #schedule.nest<{clause}>}}> ({{\n"
-        "    ^bb1(%i: i64):\n"
-        '      %v = "tensor.read"(%x, %i) : (!graph.tensor<8xf32>, i64) -> f32\n'
-        '      "tensor.yield"(%v) : (f32) -> ()\n'
-        "    }) : (!graph.tensor<8xf32>) -> !graph.tensor<8xf32>\n"
-        '    "tensor.return"(%e) : (!graph.tensor<8xf32>) -> ()\n}) : () -> ()\n'
+        "tensor.func @f(%x: !graph.tensor<8xf32>) -> !graph.tensor<8xf32> {\n"
+        f"    %e = tensor.compute(%x) schedule #schedule.nest<{clause}> {{\n"
+        "    ^bb0(%i: i64):\n"
+        "      %v = tensor.read %x[%i] : !graph.tensor<8xf32>\n"
+        "      tensor.yield %v : f32\n"
+        "    } : (!graph.tensor<8xf32>) -> !graph.tensor<8xf32>\n"
+        "    tensor.return %e : !graph.tensor<8xf32>\n}\n"
     )
     assert dlc_opt_main([str(source), "-p", "lower-tensor-to-loop"]) == 1
     err = capsys.readouterr().err
-    assert f"v.mlir:3:5: error: not supported by the code generator yet: {message}" in err
+    assert f"v.mlir:2:5: error: not supported by the code generator yet: {message}" in err

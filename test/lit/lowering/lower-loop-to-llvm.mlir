@@ -16,20 +16,17 @@ builtin.module attributes {dlc.name = "lower_loop_to_llvm", dlc.stage = "raw"} {
 // CHECK-NEXT:    %[[Q:.*]] = llvm.getelementptr inbounds %[[Y]][%[[I]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
 // CHECK-NEXT:    llvm.store %[[W]], %[[Q]] {alignment = 4 : i64} : f32, !llvm.ptr
 // CHECK:         llvm.return
-  "loop.func"() <{sym_name = "scale", function_type = (memref<8xf32>, memref<8xf32>) -> ()}> ({
-  ^bb0(%x: memref<8xf32>, %y: memref<8xf32>):
+  loop.func @scale(%x: memref<8xf32>, %y: memref<8xf32>) {
     %lb = arith.constant 0 : i64
     %ub = arith.constant 8 : i64
     %st = arith.constant 1 : i64
-    "loop.for"(%lb, %ub, %st) <{parallel}> ({
-    ^bb1(%i: i64):
-      %v = "loop.load"(%x, %i) : (memref<8xf32>, i64) -> f32
+    loop.for %i = %lb to %ub step %st parallel {
+      %v = loop.load %x[%i] : memref<8xf32>
       %w = arith.mulf %v, %v : f32
-      "loop.store"(%w, %y, %i) : (f32, memref<8xf32>, i64) -> ()
-      "loop.yield"() : () -> ()
-    }) : (i64, i64, i64) -> ()
-    "loop.return"() : () -> ()
-  }) : () -> ()
+      loop.store %w, %y[%i] : memref<8xf32>
+    }
+    loop.return
+  }
 
 // A row-major 2-D access: the flat index is i * 3 + j, computed in i64.
 // CHECK-LABEL: llvm.func @copy2d(
@@ -37,12 +34,11 @@ builtin.module attributes {dlc.name = "lower_loop_to_llvm", dlc.stage = "raw"} {
 // CHECK:         %[[FLAT:.*]] = llvm.add %[[ROW]], %{{.*}} : i64
 // CHECK:         llvm.getelementptr inbounds %{{.*}}[%[[FLAT]]] : (!llvm.ptr, i64) -> !llvm.ptr, f64
 // CHECK:         llvm.return
-  "loop.func"() <{sym_name = "copy2d", function_type = (memref<2x3xf64>, memref<2x3xf64>) -> ()}> ({
-  ^bb0(%a: memref<2x3xf64>, %b: memref<2x3xf64>):
+  loop.func @copy2d(%a: memref<2x3xf64>, %b: memref<2x3xf64>) {
     %i = arith.constant 1 : i64
     %j = arith.constant 2 : i64
-    %v = "loop.load"(%a, %i, %j) : (memref<2x3xf64>, i64, i64) -> f64
-    "loop.store"(%v, %b, %i, %j) : (f64, memref<2x3xf64>, i64, i64) -> ()
-    "loop.return"() : () -> ()
-  }) : () -> ()
+    %v = loop.load %a[%i, %j] : memref<2x3xf64>
+    loop.store %v, %b[%i, %j] : memref<2x3xf64>
+    loop.return
+  }
 }

@@ -1,0 +1,144 @@
+"""Buffer ops of the `loop` dialect: element loads and stores, allocation and copies of
+builtin `memref` buffers (static shapes, row-major, `i64` indices).
+
+    %buf = loop.alloc : memref<4x8xf32>
+    %v = loop.load %x[%i, %j] : memref<4x8xf32>
+    loop.store %v, %buf[%i, %j] : memref<4x8xf32>
+    loop.copy %buf to %out : memref<4x8xf32> to memref<32xf32>
+    loop.dealloc %buf : memref<4x8xf32>
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import IntAttr, MemRefType, i64
+from xdsl.ir import Operation, SSAValue
+from xdsl.irdl import (
+    AnyAttr,
+    IRDLOperation,
+    VarConstraint,
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    result_def,
+    var_operand_def,
+)
+from xdsl.utils.exceptions import VerifyException
+
+from dlc.dialects.formats import Int
+
+
+def memref_type(value: SSAValue, what: str) -> MemRefType:
+    """The memref type of `value`; a verifier error naming `what` otherwise."""
+    if not isinstance(value.type, MemRefType):
+        raise VerifyException(f"{what}: expected a memref, got {value.type}")
+    return value.type
+
+
+def _check_indices(buffer: SSAValue, indices: Sequence[SSAValue], what: str) -> MemRefType:
+    mtype = memref_type(buffer, what)
+    rank = len(mtype.get_shape())
+    if len(indices) != rank:
+        raise VerifyException(f"{what}: {len(indices)} indices for a rank-{rank} memref {mtype}")
+    return mtype
+
+
+def _element_count(mtype: MemRefType) -> int:
+    count = 1
+    for dim in mtype.get_shape():
+        count *= dim
+    return count
+
+
+@irdl_op_definition
+class LoadOp(IRDLOperation):
+    """`loop.load %buf[%i, %j] : memref<...>`: one element (row-major, i64 indices)."""
+
+    name = "loop.load"
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    buffer = operand_def(MemRefType.constr(T))
+    indices = var_operand_def(i64)
+    res = result_def(T)
+    assembly_format = "$buffer `[` $indices `]` attr-dict `:` type($buffer)"
+
+    def __init__(self, buffer: SSAValue | Operation, indices: Sequence[SSAValue | Operation]):
+        mtype = SSAValue.get(buffer).type
+        assert isinstance(mtype, MemRefType)
+        super().__init__(operands=[buffer, list(indices)], result_types=[mtype.element_type])
+
+    def verify_(self) -> None:
+        _check_indices(self.buffer, self.indices, "loop.load")
+
+
+@irdl_op_definition
+class StoreOp(IRDLOperation):
+    """`loop.store %v, %buf[%i, %j] : memref<...>`: `buffer[indices] = value`."""
+
+    name = "loop.store"
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    value = operand_def(T)
+    buffer = operand_def(MemRefType.constr(T))
+    indices = var_operand_def(i64)
+    assembly_format = "$value `,` $buffer `[` $indices `]` attr-dict `:` type($buffer)"
+
+    def __init__(
+        self,
+        value: SSAValue | Operation,
+        buffer: SSAValue | Operation,
+        indices: Sequence[SSAValue | Operation],
+    ) -> None:
+        super().__init__(operands=[value, buffer, list(indices)])
+
+    def verify_(self) -> None:
+        _check_indices(self.buffer, self.indices, "loop.store")
+
+
+@irdl_op_definition
+class AllocOp(IRDLOperation):
+    """`loop.alloc [align 128] : memref<...>`: a fresh intermediate buffer (aligned to
+    `align` bytes, 64 unless printed); freed by `loop.dealloc`."""
+
+    name = "loop.alloc"
+    res = result_def(MemRefType)
+    align = prop_def(IntAttr, default_value=IntAttr(64))
+    custom_directives = (Int,)
+    assembly_format = "(`align` custom<Int>($align)^)? attr-dict `:` type($res)"
+
+    def __init__(self, mtype: MemRefType, align: int = 64) -> None:
+        super().__init__(result_types=[mtype], properties={"align": IntAttr(align)})
+
+
+@irdl_op_definition
+class DeallocOp(IRDLOperation):
+    """`loop.dealloc %buf : memref<...>`: frees a buffer made by `loop.alloc`."""
+
+    name = "loop.dealloc"
+    buffer = operand_def(MemRefType)
+    assembly_format = "$buffer attr-dict `:` type($buffer)"
+
+    def __init__(self, buffer: SSAValue | Operation) -> None:
+        super().__init__(operands=[buffer])
+
+
+@irdl_op_definition
+class CopyOp(IRDLOperation):
+    """`loop.copy %src to %dst : memref<...> to memref<...>`: flat byte copy (same
+    element type and element count)."""
+
+    name = "loop.copy"
+    source = operand_def(MemRefType)
+    dest = operand_def(MemRefType)
+    assembly_format = "$source `to` $dest attr-dict `:` type($source) `to` type($dest)"
+
+    def __init__(self, source: SSAValue | Operation, dest: SSAValue | Operation) -> None:
+        super().__init__(operands=[source, dest])
+
+    def verify_(self) -> None:
+        src, dst = memref_type(self.source, "loop.copy"), memref_type(self.dest, "loop.copy")
+        if src.element_type != dst.element_type or _element_count(src) != _element_count(dst):
+            raise VerifyException(f"loop.copy: {src} and {dst} differ in element type or count")
+
+
+BUFFER_OPS = [LoadOp, StoreOp, AllocOp, DeallocOp, CopyOp]

@@ -1,0 +1,50 @@
+"""Scalar types of `tensor.compute` bodies and the verifier helpers the op families of
+the `tensor` dialect share (`tensor_control.py`, `tensor_compute.py`)."""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type, IntegerType, i1
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.utils.exceptions import VerifyException
+
+from dlc.dialects.graph_types import NATIVE_DTYPES, TensorType
+
+SUPPORTED_DTYPES = NATIVE_DTYPES
+
+
+def scalar_type(dtype: str) -> Attribute:
+    """The builtin scalar type of a data type inside compute bodies (bool -> i1)."""
+    if dtype == "f16":
+        return Float16Type()
+    if dtype == "f32":
+        return Float32Type()
+    if dtype == "f64":
+        return Float64Type()
+    if dtype == "bool":
+        return i1
+    assert dtype in SUPPORTED_DTYPES, f"unsupported data type {dtype}"
+    return IntegerType(int(dtype[1:]))
+
+
+def dtype_of_scalar(scalar: Attribute) -> str | None:
+    """The data type whose body scalars have type `scalar` (i1 -> bool), else None."""
+    for dtype in SUPPORTED_DTYPES:
+        if scalar_type(dtype) == scalar:
+            return dtype
+    return None
+
+
+class OpVerifyException(VerifyException):
+    """A verifier error that belongs to `op`, nested in the op being verified (dlc's
+    located verifier reports it at `op`'s location)."""
+
+    def __init__(self, op: Operation, message: str) -> None:
+        super().__init__(message)
+        self.op = op
+
+
+def tensor_type(value: SSAValue, what: str) -> TensorType:
+    """The tensor type of `value`; a verifier error naming `what` otherwise."""
+    if not isinstance(value.type, TensorType):
+        raise VerifyException(f"{what}: expected a tensor, got {value.type}")
+    return value.type

@@ -1,0 +1,30 @@
+// RUN: dlc-opt %s --split-input-file --verify-diagnostics | filecheck %s
+
+// Errors of the loop dialect's custom syntax, located where the parser stopped.
+
+// CHECK: loop-invalid.mlir:[[# @LINE + 1]]:11: error: loop.func: arguments and results take no attributes
+loop.func @f(%x: memref<f32> {llvm.noalias}) {
+  loop.return
+}
+
+// -----
+
+// CHECK: loop-invalid.mlir:[[# @LINE + 5]]:42: error: expected 1 operand types but had 2
+loop.func @f(%x: memref<f32>) {
+  %c0 = arith.constant 0 : i64
+  %c1 = arith.constant 1 : i64
+  %z = arith.constant 0.0 : f32
+  %s = loop.for %i = %c0 to %c1 step %c1 iter_args(%a = %z, %b = %z) -> (f32) {
+    loop.yield %a : f32
+  }
+  loop.return
+}
+
+// -----
+
+// CHECK: loop-invalid.mlir:[[# @LINE + 3]]:3: error: IR does not verify in the input: loop.load: 1 indices for a rank-2 memref memref<2x2xf32>
+loop.func @f(%x: memref<2x2xf32>) {
+  %c0 = arith.constant 0 : i64
+  %v = loop.load %x[%c0] : memref<2x2xf32>
+  loop.return
+}
