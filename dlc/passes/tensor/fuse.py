@@ -173,43 +173,73 @@ def _replace_compute(old: tensor.ComputeOp, inputs: list[SSAValue]) -> tensor.Co
     return new
 
 
-def _inline_read(read: tensor.ReadOp, producer: tensor.ComputeOp) -> list[SSAValue]:
-    """Replace one read of `producer` by a copy of its body; returns tensors it reads."""
+def _inline_read(
+    read: tensor.ReadOp, producer: tensor.ComputeOp
+) -> tuple[SSAValue, list[SSAValue]]:
+    """Replace one read of `producer` by a copy of its body; returns the value that
+    replaced the read and the tensors the copy reads."""
     source = producer.body.block
     mapping: dict[SSAValue, SSAValue] = dict(zip(source.args, read.indices, strict=True))
     block = read.parent_block()
     assert block is not None
     read_tensors: list[SSAValue] = []
+    value: SSAValue | None = None
     for op in source.ops:
         if isinstance(op, tensor.YieldOp):
-            read.result.replace_all_uses_with(mapping.get(op.value, op.value))
+            value = mapping.get(op.value, op.value)
+            read.result.replace_all_uses_with(value)
             break
         copy = op.clone(mapping)
         block.insert_op_before(copy, read)
         if isinstance(copy, tensor.ReadOp):
             read_tensors.append(copy.tensor)
+    assert value is not None, "compute body without tensor.yield"
     read.detach()
     read.erase()
-    return read_tensors
+    return value, read_tensors
 
 
 def inline_into_consumers(producer: tensor.ComputeOp) -> None:
-    """Inline `producer` into every consumer, then erase it."""
-    consumers = list(uses_of(producer.result).reads)
-    for consumer in consumers:
-        reads = [
-            op
-            for op in consumer.body.block.ops
-            if isinstance(op, tensor.ReadOp) and op.tensor == producer.result
-        ]
+    """Inline `producer` into every consumer, then erase it.
+
+    The reads are found through the producer's use list (not by scanning consumer
+    bodies, which grow as chains collapse: that was quadratic in the chain length),
+    and reads at the same indices share one copy of the body (inlining each copy
+    separately doubled a body at every `x + x`: exponential)."""
+    by_consumer: dict[tensor.ComputeOp, list[tensor.ReadOp]] = {}
+    for use in list(producer.result.uses):
+        read = use.operation
+        if isinstance(read, tensor.ReadOp):
+            compute = read.parent_op()
+            assert isinstance(compute, tensor.ComputeOp)
+            by_consumer.setdefault(compute, []).append(read)
+    for consumer, reads in by_consumer.items():
         inputs = [v for v in consumer.inputs if v != producer.result]
-        for read in reads:
-            for t in _inline_read(read, producer):
-                if t not in inputs:
+        known = set(inputs)
+        done: dict[tuple[SSAValue, ...], SSAValue] = {}
+        for read in sorted(reads, key=_position):
+            where = tuple(read.indices)
+            if where in done:  # the first read at these indices dominates this one
+                read.result.replace_all_uses_with(done[where])
+                read.detach()
+                read.erase()
+                continue
+            value, tensors = _inline_read(read, producer)
+            done[where] = value
+            for t in tensors:
+                if t not in known:
+                    known.add(t)
                     inputs.append(t)
         _replace_compute(consumer, inputs)
     producer.detach()
     producer.erase()
+
+
+def _position(read: tensor.ReadOp) -> int:
+    """Index of `read` in its block (reads of one producer are few: cheap)."""
+    block = read.parent_block()
+    assert block is not None
+    return block.get_operation_index(read)
 
 
 def inline_computes(func: tensor.FuncOp) -> int:
