@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -10,6 +11,7 @@ from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DictionaryAttr,
+    FloatAttr,
     IntegerAttr,
     MemRefType,
     ModuleOp,
@@ -79,11 +81,29 @@ class FuncEmitter(ContextEmitter):
     successors: dict[Block, Block] = field(default_factory=dict)
     order: dict[Block, int] = field(default_factory=dict)  # loop-level block -> position
     arena: SSAValue | None = None
+    constants: dict[tuple[object, Attribute], SSAValue] = field(default_factory=dict)
 
     def emit(self, op: Operation) -> SSAValue:
         assert self.block is not None
         self.block.add_op(op)
         return op.results[0] if op.results else None  # type: ignore[return-value]
+
+    def constant(self, value: IntegerAttr | FloatAttr, t: Attribute) -> SSAValue:
+        # floats by their bits: 0.0 == -0.0 and NaN != NaN as Python floats
+        bits = struct.pack("<d", value.value.data) if isinstance(value, FloatAttr) else value
+        key = (bits, t)
+        found = self.constants.get(key)
+        if found is not None:
+            return found
+        op = llvm.ConstantOp(value, t)
+        entry = self.region.blocks.first
+        assert entry is not None
+        if entry.first_op is None:
+            entry.add_op(op)
+        else:
+            entry.insert_op_before(op, entry.first_op)
+        self.constants[key] = op.result
+        return op.result
 
     def declare(self, name: str, inputs: Sequence[Attribute], output: Attribute) -> None:
         self.externals[name] = llvm.LLVMFunctionType(list(inputs), output)

@@ -42,6 +42,11 @@ class ScalarEmitter(Protocol):
         """Declare an external function (libm) in the module."""
         ...
 
+    def constant(self, value: IntegerAttr | FloatAttr, t: Attribute) -> SSAValue:
+        """`llvm.mlir.constant(value)`, one per function: defined at the top of its
+        entry block (so it dominates every use) and shared by all uses."""
+        ...
+
 
 def type_suffix(t: Attribute) -> str:
     """LLVM intrinsic name suffix: f16/f32/f64/iN."""
@@ -57,9 +62,9 @@ def type_suffix(t: Attribute) -> str:
 
 def const(out: ScalarEmitter, value: int | float, t: Attribute) -> SSAValue:
     if isinstance(t, IntegerType):
-        return out.emit(llvm.ConstantOp(IntegerAttr(int(value), t), t))
+        return out.constant(IntegerAttr(int(value), t), t)
     assert isinstance(t, AnyFloat)
-    return out.emit(llvm.ConstantOp(FloatAttr(float(value), t), t))
+    return out.constant(FloatAttr(float(value), t), t)
 
 
 def intrinsic(out: ScalarEmitter, name: str, args: Sequence[SSAValue], t: Attribute) -> SSAValue:
@@ -379,9 +384,9 @@ def _constant(op: arith.ConstantOp, out: ScalarEmitter) -> SSAValue:
         raw = value.value.data
         if t.width.data == 1:
             raw = int(raw != 0)
-        return out.emit(llvm.ConstantOp(IntegerAttr(raw, t), t))
+        return out.constant(IntegerAttr(raw, t), t)
     if isinstance(value, FloatAttr):
-        return out.emit(llvm.ConstantOp(FloatAttr(value.value.data, t), t))
+        return out.constant(FloatAttr(value.value.data, t), t)
     raise error_at(op, f"not supported by the code generator yet: {op.name} of {t}")
 
 
