@@ -117,10 +117,14 @@ class MatrixChainReorderPass(PassStatistics, ModulePass):
     right order, are the matrices M1…Mn. When the optimal parenthesization needs fewer
     multiply-adds than the current one, the chain is rebuilt (the top value keeps its
     name) and the old dots are erased; an already optimal chain is left alone.
-    Reports the FLOPs saved (2 per multiply-add) as a statistic and on stderr.
+    Reports the FLOPs saved (2 per multiply-add) as a statistic, and with
+    `remarks=true` as a `dlc-opt: remark:` line on stderr (off by default: the pass
+    runs inside `dlc.compile`, which must not write to stderr).
     """
 
     name = "matrix-chain-reorder"
+
+    remarks: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for func in functions(op):
@@ -138,8 +142,9 @@ class MatrixChainReorderPass(PassStatistics, ModulePass):
                 if saved:
                     self.count("chains reordered")
                     self.count("FLOPs saved", saved)
-                    print(
-                        f"dlc-opt: remark: matrix-chain-reorder: @{func.sym_name.data}: "
-                        f"saved {saved} FLOPs",
-                        file=sys.stderr,
-                    )
+                    if self.remarks:
+                        print(
+                            f"dlc-opt: remark: matrix-chain-reorder: @{func.sym_name.data}: "
+                            f"saved {saved} FLOPs",
+                            file=sys.stderr,
+                        )
