@@ -102,6 +102,8 @@ def compile(
     plan_memory: bool = True,
     fast_math_functions: bool = True,
     externs: ExternsOption = None,
+    fma: bool | None = None,
+    target_cpu: str = "host",
 ) -> CompiledModule:
     """Parse, verify, differentiate, lower and JIT-compile DLVM text; the compiled
     functions are called with NumPy arrays.
@@ -114,6 +116,13 @@ def compile(
     - `fuse`, `plan_memory`: the tensor-level fusion and loop-level arena planning.
     - `fast_math_functions`: f32 exp/log/tanh as vectorizable polynomials (≤ 2, 2 and
       5 ULP); False keeps exact libm calls.
+    - `fma`: float sums (`dot`, `convolve`, `reduce by add`) fuse their multiply-adds
+      (one rounding per step instead of two; within the K·ε bound of the reference for
+      a length-K sum). None: on at opt_level >= 2; False keeps results bit-identical to
+      the reference interpreter.
+    - `target_cpu`: the LLVM CPU model to compile for (`"host"`, or an older model this
+      machine can run, such as `"haswell"` or `"x86-64-v3"`): schedules and instructions
+      follow it.
     - `externs`: the `[extern]` C functions the program may call. None (the default)
       allows none; `"libm"` allows libm's scalar math functions (`dlc.externs.LIBM`);
       an iterable names C symbols and presets (`["libm", "my_fn"]`). Calling or
@@ -138,6 +147,8 @@ def compile(
         fuse=fuse,
         plan_memory=plan_memory,
         fast_math_functions=fast_math_functions,
+        fma=fma,
+        target_cpu=target_cpu,
         externs=allowed,
     )
 

@@ -32,6 +32,38 @@ from dlc.runtime.convention import DATA_OFFSET
 from dlc.runtime.jit import JITModule, llvm_ir
 from dlc.runtime.module import CompiledModule
 from dlc.runtime.native import Metadata, install, resolve_symbols
+from dlc.target import Target
+
+
+def _check_fma(fma: object) -> bool | None:
+    if fma is not None and not isinstance(fma, bool):
+        raise TypeError(f"fma must be None, True or False, got {type(fma).__name__}")
+    return fma
+
+
+def check_runnable(cpu: object) -> str:
+    """`cpu` when code compiled for it runs on this machine (JIT): the host itself, or a
+    model with no wider vectors and no FMA the host lacks; AVX-512 code only for the
+    host or `x86-64-v4` (other AVX-512 models may use extensions this host has not).
+    TypeError / ValueError otherwise."""
+    if not isinstance(cpu, str):
+        raise TypeError(f"target_cpu must be a str, got {type(cpu).__name__}")
+    try:
+        target = Target.from_cpu(cpu)
+    except ValueError as err:
+        raise ValueError(f"target_cpu: {err}") from None
+    host = Target.host()
+    if cpu in ("host", host.cpu):
+        return cpu
+    fits = target.vector_bytes <= host.vector_bytes and (host.fma or not target.fma)
+    if target.vector_bytes == 64 and cpu != "x86-64-v4":
+        fits = False
+    if not fits:
+        raise ValueError(
+            f"target_cpu {cpu!r} may use instructions this machine ({host.cpu}) lacks: "
+            "compiled code must run here; choose an older model such as 'x86-64-v3'"
+        )
+    return cpu
 
 
 def defined_functions(module: ModuleOp) -> dict[str, GraphFuncOp]:
@@ -188,7 +220,8 @@ class _Levels:
         from dlc.parser import print_module
 
         if level == "llvm" and self.jit.optimized_ir is None:
-            self.jit.optimized_ir = llvm_ir(self.module("llvm"), self.options.opt_level)
+            options = self.options
+            self.jit.optimized_ir = llvm_ir(self.module("llvm"), options.opt_level, options.target)
         if level == "llvm":
             return self.jit.optimized_ir  # type: ignore[return-value]
         if level == "graph":
@@ -207,7 +240,7 @@ def _from_cache(
         return None  # not this program's entry after all: compile it
     check_symbols(meta["externs"], module)
     try:
-        jit = JITModule.from_object(entry.obj, options.opt_level)
+        jit = JITModule.from_object(entry.obj, options.opt_level, options.target)
     except RuntimeError:  # LLVM rejected the object file: compile again
         return None
     jit.optimized_ir = entry.optimized_ir
@@ -226,7 +259,7 @@ def _compile(
     funcs = defined_functions(module)
     native = {f.sym_name.data for f in llvm_level.body.block.ops if isinstance(f, llvm.FuncOp)}
     native &= set(funcs)
-    jit = JITModule(llvm_level, options.opt_level)
+    jit = JITModule(llvm_level, options.opt_level, target=options.target)
     meta = metadata(llvm_level, report, native)
     install(jit, meta)
     if key is not None and jit.cacheable():
@@ -246,6 +279,8 @@ def compile_graph_module(
     bounds_check: bool | None = None,
     seed: int = 0,
     externs: ExternsOption = None,
+    fma: bool | None = None,
+    target_cpu: str = "host",
 ) -> CompiledModule:
     """Compile every defined function of a verified graph module to native code.
 
@@ -258,7 +293,9 @@ def compile_graph_module(
     function) and `fast_math_functions` (f32 exp/log/tanh as polynomials instead of libm
     calls) can be turned off. `bounds_check` guards every load and store (IndexError
     naming the op's location on a violation); None means the environment variable
-    DLC_BOUNDS_CHECK=1. `seed` seeds the `random` generator (`CompiledModule.seed`)."""
+    DLC_BOUNDS_CHECK=1. `seed` seeds the `random` generator (`CompiledModule.seed`).
+    `fma` (None: opt_level >= 2) lets float sums fuse multiply-adds; `target_cpu` is
+    the CPU model to compile for, one this machine can run (`check_runnable`)."""
     from dlc.passes.graph.differentiate import differentiated
 
     called = check_externs(module, allowed_externs(externs))
@@ -270,6 +307,8 @@ def compile_graph_module(
         plan_memory=plan_memory,
         fast_math_functions=fast_math_functions,
         bounds_check=bounds_check,
+        fma=_check_fma(fma),
+        target_cpu=check_runnable(target_cpu),
     )  # not `seed`: it only sets the generator state after loading
     # The code depends on the allowed externs the program calls, not on the rest of the
     # allow-list: `called` keys the entry (and check_externs already ran, before any lookup).

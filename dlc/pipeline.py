@@ -114,10 +114,17 @@ class Options:
     fast_math_functions: bool = True
     bounds_check: bool = False
     target_cpu: str = "host"  # an LLVM CPU model (dlc.target.Target.from_cpu)
+    fma: bool | None = None  # fused multiply-add in reductions; None: opt_level >= 2
 
     def __post_init__(self) -> None:
         if self.opt_level not in (0, 1, 2, 3):
             raise ValueError(f"opt_level must be 0, 1, 2 or 3, got {self.opt_level}")
+        Target.from_cpu(self.target_cpu)  # ValueError for an unknown CPU model
+
+    @property
+    def contract(self) -> bool:
+        """Whether reductions fuse multiply-adds (`fma`, by default at opt_level >= 2)."""
+        return self.opt_level >= 2 if self.fma is None else self.fma
 
     @property
     def target(self) -> Target:
@@ -132,6 +139,7 @@ class Options:
             "fast_math_functions": self.fast_math_functions,
             "bounds_check": self.bounds_check,
             "target": self.target.key(),
+            "fma": self.contract,
         }
 
 
@@ -143,7 +151,10 @@ def level_passes(level: str, options: Options) -> list[ModulePass]:
         return [make_pass(n) for n in names]
     if level == "tensor" and optimize:
         fuse = [make_pass("fuse")] if options.fuse else []
-        return [*fuse, make_pass("schedule", target=options.target_cpu, group=options.fuse)]
+        schedule = make_pass(
+            "schedule", target=options.target_cpu, group=options.fuse, fma=options.contract
+        )
+        return [*fuse, schedule]
     if level == "loop":
         names = ["plan-memory"] if options.plan_memory else []
         names += ["math-approx"] if options.fast_math_functions else []

@@ -44,12 +44,6 @@ class Target:
     l1_bytes: int = 32 << 10  # L1 data cache per core
     l2_bytes: int = 1 << 20  # L2 cache per core
 
-    @property
-    def preferred_vector_bytes(self) -> int:
-        """The vector width LLVM's vectorizers use by default: 256-bit even on AVX-512
-        hosts (their `prefer-vector-width`), so schedules plan with it."""
-        return min(self.vector_bytes, 32)
-
     def key(self) -> dict[str, object]:
         """A JSON-able description (part of the compile-cache key)."""
         return {

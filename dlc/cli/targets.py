@@ -68,12 +68,14 @@ class DlcOptTargets(xDSLOptMain):
     def emit_llvm(self, module: ModuleOp, out: IO[str]) -> None:
         from dlc.runtime.jit import llvm_ir
 
-        out.write(llvm_ir(self.lower_to_llvm(module), self.args.opt_level))
+        options = self.pipeline_options()
+        out.write(llvm_ir(self.lower_to_llvm(module), options.opt_level, options.target))
 
     def emit_asm(self, module: ModuleOp, out: IO[str]) -> None:
         from dlc.runtime.jit import assembly
 
-        out.write(assembly(self.lower_to_llvm(module), self.args.opt_level))
+        options = self.pipeline_options()
+        out.write(assembly(self.lower_to_llvm(module), options.opt_level, options.target))
 
     def lower_to_llvm(self, module: ModuleOp) -> ModuleOp:
         """Run the rest of the `-O` pipeline to bring `module` down to the llvm level

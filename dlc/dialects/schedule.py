@@ -25,6 +25,11 @@ front end can come later:
   bit-identical.
 - `parallel [...]`: output loops whose iterations are independent (run on threads).
 - `unroll [...]`: loops emitted once per iteration (their extent must be constant).
+- `fma`: a float `add` reduction folds `acc + x * y` as one fused multiply-add (one
+  rounding instead of two): each step's result differs from the separate multiply and
+  add by at most half an ulp, so a length-K fold stays within the usual K·ε relative
+  bound of the reference (and is usually closer to the exact sum). Without it results
+  are bit-identical to the reference interpreter.
 - `vectorize l x w`: loop `l` as vectors of `w` lanes (not carried out by the code
   generator yet: a located diagnostic).
 - `pack [i, ...]`: inputs copied into a panel layout (not carried out yet either).
@@ -53,7 +58,7 @@ from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-_CLAUSES = ("tile", "interchange", "parallel", "unroll", "vectorize", "pack", "group")
+_CLAUSES = ("tile", "interchange", "parallel", "unroll", "fma", "vectorize", "pack", "group")
 
 
 @dataclass(frozen=True)
@@ -93,6 +98,7 @@ class ScheduleAttr(ParametrizedAttribute):
     vectorize: ArrayAttr[Attribute]  # [] or [loop, width]
     pack: ArrayAttr[IntAttr]
     group: ArrayAttr[IntAttr]  # [] or [id, at, feeds, internal]
+    contract: IntAttr  # 1: fuse multiply-adds (fma)
 
     def __init__(
         self,
@@ -104,6 +110,7 @@ class ScheduleAttr(ParametrizedAttribute):
         vectorize: tuple[str, int] | None = None,
         pack: Sequence[int] = (),
         group: tuple[int, int, bool, bool] | None = None,
+        fma: bool = False,
     ) -> None:
         def names(items: Sequence[str]) -> ArrayAttr[StringAttr]:
             return ArrayAttr([StringAttr(n) for n in items])
@@ -125,6 +132,7 @@ class ScheduleAttr(ParametrizedAttribute):
             ArrayAttr(vec),
             ArrayAttr([IntAttr(i) for i in pack]),
             ArrayAttr(grp),
+            IntAttr(int(fma)),
         )
 
     # -- Python views -------------------------------------------------------------------
@@ -168,16 +176,27 @@ class ScheduleAttr(ParametrizedAttribute):
         gid, at, feeds, internal = (v.data for v in self.group.data)
         return gid, at, bool(feeds), bool(internal)
 
+    @property
+    def fma(self) -> bool:
+        return bool(self.contract.data)
+
+    def replaced(self, **changes: object) -> ScheduleAttr:
+        """This schedule with some clauses changed (constructor keywords)."""
+        fields: dict[str, object] = {
+            "tiles": self.tile_sizes,
+            "order": self.loop_order,
+            "parallel": sorted(self.parallel_loops),
+            "unroll": sorted(self.unrolled_loops),
+            "vectorize": self.vector,
+            "pack": self.packed,
+            "group": self.fusion,
+            "fma": self.fma,
+        }
+        fields.update(changes)
+        return ScheduleAttr(**fields)  # type: ignore[arg-type]
+
     def with_group(self, group: tuple[int, int, bool, bool] | None) -> ScheduleAttr:
-        return ScheduleAttr(
-            tiles=self.tile_sizes,
-            order=self.loop_order,
-            parallel=sorted(self.parallel_loops),
-            unroll=sorted(self.unrolled_loops),
-            vectorize=self.vector,
-            pack=self.packed,
-            group=group,
-        )
+        return self.replaced(group=group)
 
     # -- structure ------------------------------------------------------------------------
 
@@ -260,6 +279,8 @@ class ScheduleAttr(ParametrizedAttribute):
         ):
             if names:
                 clauses.append(f"{clause} [{', '.join(names)}]")
+        if self.fma:
+            clauses.append("fma")
         if self.vector is not None:
             clauses.append(f"vectorize {self.vector[0]} x {self.vector[1]}")
         if self.packed:
@@ -303,6 +324,8 @@ def _parse_clause(parser: AttrParser, clause: str) -> object:
         return dict(parser.parse_comma_separated_list(square, entry))
     if clause in ("interchange", "parallel", "unroll"):
         return parser.parse_comma_separated_list(square, parser.parse_identifier)
+    if clause == "fma":
+        return True
     if clause == "vectorize":
         loop = parser.parse_identifier("a loop name")
         parser.parse_keyword("x")

@@ -266,7 +266,24 @@ def wrap_int(value: int, bits: int) -> int:
     return value - (1 << bits) if value >= 1 << (bits - 1) else value
 
 
-REASSOC = arith.FastMathFlagsAttr([FastMathFlag.REASSOC])
+def mark_contractible(add: arith.AddfOp, element: SSAValue) -> None:
+    """Let LLVM fuse `acc + x * y` (the `add` folding a product `element`) into one
+    fused multiply-add: both ops get `contract`, nothing else (no reassociation). The
+    schedule's `fma` decides; see `dlc.dialects.schedule` for the error bound."""
+    owner = element.owner
+    if not isinstance(owner, arith.MulfOp):
+        return
+    add.fastmath = _with_flag(add.fastmath, FastMathFlag.ALLOW_CONTRACT)
+    owner.fastmath = _with_flag(owner.fastmath, FastMathFlag.ALLOW_CONTRACT)
+
+
+def _with_flag(
+    flags: arith.FastMathFlagsAttr | None, flag: FastMathFlag
+) -> arith.FastMathFlagsAttr:
+    present = set(flags.data) if flags is not None else set()
+    return arith.FastMathFlagsAttr([*present, flag])
+
+
 """Fast-math flags of a reduction's float combine (`mark_reassociable`)."""
 
 
@@ -307,5 +324,5 @@ def mark_reassociable(op: ComputeOp, value: SSAValue) -> SSAValue:
     """
     combine = value.owner
     if isinstance(combine, arith.AddfOp | arith.MulfOp) and contiguous_reduction(op):
-        combine.fastmath = REASSOC
+        combine.fastmath = _with_flag(combine.fastmath, FastMathFlag.REASSOC)
     return value

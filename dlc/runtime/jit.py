@@ -13,6 +13,8 @@ import llvmlite.binding as llvm_binding
 from xdsl.backend.llvm.convert import convert_module
 from xdsl.dialects.builtin import ModuleOp
 
+from dlc.target import Target
+
 _INIT_LOCK = threading.Lock()
 _initialized = False
 
@@ -28,13 +30,18 @@ def _initialize() -> None:
         _initialized = True
 
 
-def target_machine(opt_level: int) -> llvm_binding.TargetMachine:
-    """A fresh target machine for the host CPU (one per engine: MCJIT takes ownership)."""
+def target_machine(opt_level: int, target: Target | None = None) -> llvm_binding.TargetMachine:
+    """A fresh target machine for `target` (the host by default; one per engine: MCJIT
+    takes ownership). On AVX-512 targets LLVM's vectorizers are told to use the full
+    width (`-prefer-256-bit`: some CPU models prefer 256-bit vectors by default), the
+    width the schedule policy plans register tiles for."""
     _initialize()
-    target = llvm_binding.Target.from_default_triple()
-    features = llvm_binding.get_host_cpu_features().flatten()
-    return target.create_target_machine(
-        cpu=llvm_binding.get_host_cpu_name(),
+    target = target or Target.host()
+    features = target.features
+    if target.vector_bytes == 64:
+        features = ",".join(f for f in (features, "-prefer-256-bit") if f)
+    return llvm_binding.Target.from_default_triple().create_target_machine(
+        cpu=target.cpu,
         features=features,
         opt=opt_level,
         reloc="default",
@@ -70,23 +77,23 @@ def _parsed(llvm_level: ModuleOp, tm: llvm_binding.TargetMachine) -> llvm_bindin
     return module
 
 
-def _compiled(llvm_level: ModuleOp, opt_level: int):
+def _compiled(llvm_level: ModuleOp, opt_level: int, target: Target | None = None):
     _check_level(opt_level)
-    tm = target_machine(opt_level)
+    tm = target_machine(opt_level, target)
     module = _parsed(llvm_level, tm)
     _optimize(module, tm, opt_level)
     return module, tm
 
 
-def llvm_ir(llvm_level: ModuleOp, opt_level: int = 2) -> str:
+def llvm_ir(llvm_level: ModuleOp, opt_level: int = 2, target: Target | None = None) -> str:
     """The optimized LLVM IR text of an llvm-level module."""
-    module, _ = _compiled(llvm_level, opt_level)
+    module, _ = _compiled(llvm_level, opt_level, target)
     return str(module)
 
 
-def assembly(llvm_level: ModuleOp, opt_level: int = 2) -> str:
-    """Host assembly of an llvm-level module."""
-    module, tm = _compiled(llvm_level, opt_level)
+def assembly(llvm_level: ModuleOp, opt_level: int = 2, target: Target | None = None) -> str:
+    """Assembly of an llvm-level module for `target` (the host by default)."""
+    module, tm = _compiled(llvm_level, opt_level, target)
     return tm.emit_assembly(module)
 
 
@@ -101,14 +108,20 @@ class JITModule:
     optimized_ir: str | None = None
 
     def __init__(
-        self, llvm_level: ModuleOp | None, opt_level: int = 2, *, object_code: bytes | None = None
+        self,
+        llvm_level: ModuleOp | None,
+        opt_level: int = 2,
+        *,
+        object_code: bytes | None = None,
+        target: Target | None = None,
     ) -> None:
-        """JIT `llvm_level`, or (llvm_level None) load `object_code` a previous
-        `JITModule` produced for the same target (`from_object`)."""
+        """JIT `llvm_level` for `target` (the host by default: the code must run
+        here), or (llvm_level None) load `object_code` a previous `JITModule` produced
+        for the same target (`from_object`)."""
         if llvm_level is None:
-            self._load_object(object_code or b"", opt_level)
+            self._load_object(object_code or b"", opt_level, target)
             return
-        module, tm = _compiled(llvm_level, opt_level)
+        module, tm = _compiled(llvm_level, opt_level, target)
         self.opt_level = opt_level
         self.optimized_ir = str(module)
         self.target_machine = tm
@@ -121,13 +134,15 @@ class JITModule:
         self.object_code = objects[0] if len(objects) == 1 else None
 
     @classmethod
-    def from_object(cls, object_code: bytes, opt_level: int = 2) -> JITModule:
+    def from_object(
+        cls, object_code: bytes, opt_level: int = 2, target: Target | None = None
+    ) -> JITModule:
         """A fresh engine running `object_code` (own copies of every global)."""
-        return cls(None, opt_level, object_code=object_code)
+        return cls(None, opt_level, object_code=object_code, target=target)
 
-    def _load_object(self, object_code: bytes, opt_level: int) -> None:
+    def _load_object(self, object_code: bytes, opt_level: int, target: Target | None) -> None:
         _check_level(opt_level)
-        tm = target_machine(opt_level)
+        tm = target_machine(opt_level, target)
         module = llvm_binding.parse_assembly("")
         module.triple = llvm_binding.get_process_triple()
         module.data_layout = str(tm.target_data)

@@ -36,12 +36,16 @@ def _source(lhs: tuple[int, ...], rhs: tuple[int, ...], out: tuple[int, ...], dt
     )
 
 
-def _check(lhs: tuple[int, ...], rhs: tuple[int, ...], out: tuple[int, ...], dt: str) -> None:
+def _check(
+    lhs: tuple[int, ...], rhs: tuple[int, ...], out: tuple[int, ...], dt: str, **options: object
+) -> None:
+    """Compiled (with `options`) against an exact product and the reference, within the
+    bound of a length-K float sum (with or without fused multiply-adds)."""
     module = parse_module(_source(lhs, rhs, out, dt))
     rng = np.random.default_rng(7)
     a = rng.standard_normal(lhs).astype(dt.replace("f", "float"))
     b = rng.standard_normal(rhs).astype(dt.replace("f", "float"))
-    got = compile_graph_module(module)["mm"](a, b)
+    got = compile_graph_module(module, **options)["mm"](a, b)  # type: ignore[arg-type]
     want = run_function(module, "mm", [a, b])
     k = lhs[-1]
     scale = np.matmul(np.abs(a).astype(np.float64), np.abs(b))
@@ -62,8 +66,36 @@ def _check(lhs: tuple[int, ...], rhs: tuple[int, ...], out: tuple[int, ...], dt:
         (6, 600, 16),  # exactly one tile, three K blocks
     ],
 )
-def test_tiled_matrix_product(m: int, k: int, n: int) -> None:
-    _check((m, k), (k, n), (m, n), "f32")
+@pytest.mark.parametrize("fma", [True, False])
+def test_tiled_matrix_product(m: int, k: int, n: int, fma: bool) -> None:
+    _check((m, k), (k, n), (m, n), "f32", fma=fma)
+
+
+def test_tiled_product_bounds_checked_and_fused() -> None:
+    _check((67, 50, 83)[:2], (50, 83), (67, 83), "f32", bounds_check=True, fma=True)
+
+
+def test_without_fma_the_tiled_product_is_bit_identical_to_opt_level_0() -> None:
+    """Schedules never change the fold order: only `fma` changes rounding."""
+    module = parse_module(_source((37, 300), (300, 41), (37, 41), "f32"))
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((37, 300)).astype(np.float32)
+    b = rng.standard_normal((300, 41)).astype(np.float32)
+    plain = compile_graph_module(module, opt_level=0)["mm"](a, b)
+    tiled = compile_graph_module(module, fma=False)["mm"](a, b)
+    fused = compile_graph_module(module, fma=True)["mm"](a, b)
+    np.testing.assert_array_equal(tiled, plain)
+    assert not np.array_equal(fused, plain)  # fma did change some roundings
+
+
+def test_non_contiguous_and_f16_products() -> None:
+    _check((33, 65), (65, 7), (33, 7), "f16")  # f16: not tiled, fused sums
+    module = parse_module(_source((40, 64), (64, 48), (40, 48), "f32"))
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((64, 40)).astype(np.float32).T  # Fortran-ordered views
+    b = rng.standard_normal((48, 64)).astype(np.float32).T
+    got = compile_graph_module(module)["mm"](a, b)
+    np.testing.assert_allclose(got, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
 
 
 def test_tiled_matrix_product_f64() -> None:
@@ -84,14 +116,16 @@ def _schedules(m: int, k: int, n: int, target: str) -> list[str]:
     return [str(op.schedule) for op in module.walk() if isinstance(op, tensor.ComputeOp)]
 
 
-@pytest.mark.parametrize(("target", "nr"), [("x86-64", 8), ("haswell", 16), ("znver4", 16)])
-def test_tiles_follow_the_target(target: str, nr: int) -> None:
-    """Two of the target's preferred vectors of columns (LLVM vectorizes 256-bit wide on
-    AVX-512 too), six rows; a tiny product keeps the reduction-outer order only."""
+@pytest.mark.parametrize(
+    ("target", "mr", "nr"), [("x86-64", 6, 8), ("haswell", 6, 16), ("znver4", 12, 32)]
+)
+def test_tiles_follow_the_target(target: str, mr: int, nr: int) -> None:
+    """Two of the target's vectors of columns (SSE: 8 f32, AVX2: 16, AVX-512: 32) and
+    rows enough to fill its vector registers (6 of 16, 12 of 32)."""
     from dlc.target import Target
 
     (tiled,) = _schedules(64, 64, 64, target)
-    assert f"tile [d0 = [6], d1 = [{nr}]]" in tiled
+    assert f"tile [d0 = [{mr}], d1 = [{nr}]]" in tiled
     assert "interchange [d0.0, d1.0, r0, d0.1, d1.1]" in tiled and "unroll [d0.1, d1.1]" in tiled
     assert Target.from_cpu(target).cpu == target
 

@@ -39,7 +39,12 @@ from xdsl.ir import Operation, SSAValue
 from dlc.diagnostics import copy_loc, error_at
 from dlc.dialects import loop, tensor
 from dlc.dialects.schedule import Loop, ScheduleAttr, axis_names
-from dlc.lowering.scalar_ops import ScalarBuilder, Unsupported, mark_reassociable
+from dlc.lowering.scalar_ops import (
+    ScalarBuilder,
+    Unsupported,
+    mark_contractible,
+    mark_reassociable,
+)
 from dlc.lowering.tensor_to_loop.body import dtype_of, index, inline_body, load, store
 
 MAX_UNROLLED_POINTS = 4096
@@ -91,6 +96,7 @@ class NestBuilder:
         self.loops = all_loops[len(prefix) :]
         self.unrolled = schedule.unrolled_loops
         self.parallel = schedule.parallel_loops
+        self.fma = schedule.fma
         self._plan_accumulators()
 
     def _check(self, schedule: ScheduleAttr) -> None:
@@ -269,13 +275,17 @@ class NestBuilder:
             self.result = value  # one point of the nest: later members read the register
 
     def _combine(self, b: Builder, acc: SSAValue, element: SSAValue) -> SSAValue:
+        """combine(acc, element); with `fma`, an `acc + x * y` may contract."""
         assert self.op.combinator is not None
         try:
-            return ScalarBuilder(b).binary(self.op.combinator.data, self.dt, acc, element)
+            value = ScalarBuilder(b).binary(self.op.combinator.data, self.dt, acc, element)
         except Unsupported as err:
             raise error_at(
                 self.op, f"not supported by the code generator yet: reduce by {err}"
             ) from None
+        if self.fma and isinstance(value.owner, arith.AddfOp):
+            mark_contractible(value.owner, element)
+        return value
 
     def _init_value(self, b: Builder) -> SSAValue:
         init = self.op.init

@@ -26,9 +26,10 @@ as written), in three steps, from a `Target` (dlc/target.py):
    rows.
 3. **Register and cache tiles** for large `add` reductions in the reduction-outer
    order that are in no group (`dot_tiles`): an `MR x NR` register tile (NR two of
-   the target's preferred vectors, MR rows so the accumulators fill most of the
-   vector registers), unrolled and carried in registers through the K loop, which is
-   blocked by `K_BLOCK` so the B block stays in L2.
+   the target's vectors: 32 f32 with AVX-512, 16 with AVX2; MR rows so the 2·MR
+   accumulators fill most of the vector registers: 12 of 32, 6 of 16), unrolled and
+   carried in registers through the K loop, which is blocked by `K_BLOCK` so the B
+   block stays in L2. With `fma` (float sums) each step is one fused multiply-add.
 
 Every output loop that is not unrolled is marked `parallel`.
 
@@ -63,6 +64,7 @@ MAX_BODY_OPS = 16  # larger bodies keep the plain i-k-j schedule
 MIN_WORK = 1 << 16  # M * N * K below this: the plain schedule is as good
 K_BLOCK = 256  # KC: the B block K_BLOCK x N stays in L2 across the row blocks
 ROWS = 6  # MR of a 16-register target (12 accumulators + A broadcasts + B loads)
+ROWS_32 = 12  # MR of a 32-register (AVX-512) target: 24 accumulators, 12x2 vectors
 
 
 def _depends_on(value: SSAValue, targets: set[SSAValue]) -> bool:
@@ -304,10 +306,10 @@ def dot_tiles(op: tensor.ComputeOp, target: Target) -> DotTiles | None:
         return None
     n, k = dims[-1], extents[0]
     m = dims[-2] if len(dims) >= 2 else 1
-    nr = 2 * target.preferred_vector_bytes // dtype_bytes(t.dt)
+    nr = 2 * target.vector_bytes // dtype_bytes(t.dt)
     if n < nr or m * n * k < MIN_WORK:
         return None
-    rows = max(1, min(ROWS, (target.vector_registers - 4) // 2))
+    rows = ROWS_32 if target.vector_registers >= 32 else ROWS
     mr = min(rows, m) if len(dims) >= 2 else 1
     return DotTiles(mr, nr, K_BLOCK)
 
@@ -338,13 +340,16 @@ class SchedulePass(ModulePass):
 
     Input: verified tensor level. Afterwards every compute has a schedule; computes
     that had one keep it. `target` names the CPU model (`host`, or an LLVM name such as
-    `haswell`); `group=false` forms no fusion groups.
+    `haswell`); `group=false` forms no fusion groups; `fma=true` lets float sums fuse
+    their multiply-adds where the target has FMA (the pipeline's default at
+    opt_level >= 2).
     """
 
     name = "schedule"
 
     target: str = "host"
     group: bool = True
+    fma: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = Target.from_cpu(self.target)
@@ -363,6 +368,18 @@ class SchedulePass(ModulePass):
                         tiles = dot_tiles(c, target)
                         if tiles is not None:
                             c.schedule = tiled_schedule(c, tiles)
+                        if self.fma and target.fma and _float_sum(c):
+                            c.schedule = c.schedule.replaced(fma=True)  # type: ignore[union-attr]
+
+
+def _float_sum(op: tensor.ComputeOp) -> bool:
+    t = op.result.type
+    return (
+        op.combinator is not None
+        and op.combinator.data == "add"
+        and isinstance(t, TensorType)
+        and t.dt in ("f16", "f32", "f64")
+    )
 
 
 def _runs_to_schedule(ops: list[Operation]) -> list[list[tensor.ComputeOp]]:
