@@ -104,6 +104,7 @@ def compile(
     externs: ExternsOption = None,
     fma: bool | None = None,
     target_cpu: str = "host",
+    num_threads: int | None = None,
 ) -> CompiledModule:
     """Parse, verify, differentiate, lower and JIT-compile DLVM text; the compiled
     functions are called with NumPy arrays.
@@ -123,6 +124,9 @@ def compile(
     - `target_cpu`: the LLVM CPU model to compile for (`"host"`, or an older model this
       machine can run, such as `"haswell"` or `"x86-64-v3"`): schedules and instructions
       follow it.
+    - `num_threads`: threads for parallel loops (None: `DLC_NUM_THREADS`, else the
+      cores this process may use), through the OpenMP runtime (libgomp); results are
+      the same for any count.
     - `externs`: the `[extern]` C functions the program may call. None (the default)
       allows none; `"libm"` allows libm's scalar math functions (`dlc.externs.LIBM`);
       an iterable names C symbols and presets (`["libm", "my_fn"]`). Calling or
@@ -149,6 +153,7 @@ def compile(
         fast_math_functions=fast_math_functions,
         fma=fma,
         target_cpu=target_cpu,
+        num_threads=num_threads,
         externs=allowed,
     )
 

@@ -31,8 +31,24 @@ from dlc.runtime import cache
 from dlc.runtime.convention import DATA_OFFSET
 from dlc.runtime.jit import JITModule, llvm_ir
 from dlc.runtime.module import CompiledModule
-from dlc.runtime.native import Metadata, install, resolve_symbols
+from dlc.runtime.native import (
+    Metadata,
+    default_threads,
+    install,
+    openmp_available,
+    resolve_symbols,
+)
 from dlc.target import Target
+
+
+def _check_threads(num_threads: object) -> int:
+    if num_threads is None:
+        return default_threads()
+    if isinstance(num_threads, bool) or not isinstance(num_threads, int):
+        raise TypeError(f"num_threads must be None or an int, got {type(num_threads).__name__}")
+    if num_threads < 1:
+        raise ValueError(f"num_threads must be at least 1, got {num_threads}")
+    return num_threads
 
 
 def _check_fma(fma: object) -> bool | None:
@@ -230,7 +246,7 @@ class _Levels:
 
 
 def _from_cache(
-    entry: cache.Entry, module: ModuleOp, options: pipeline.Options
+    entry: cache.Entry, module: ModuleOp, options: pipeline.Options, threads: int
 ) -> CompiledModule | None:
     """A fresh compiled module from a cache entry's object code and metadata."""
     meta = entry.meta
@@ -246,13 +262,16 @@ def _from_cache(
     jit.optimized_ir = entry.optimized_ir
     install(jit, meta)
     report = Report(meta["stats"], meta["passes"], meta["arena_bytes"], meta["unbounded"])
-    return CompiledModule(
-        jit, funcs, native, report, meta["messages"], _Levels(module, options, jit)
-    )
+    levels = _Levels(module, options, jit)
+    return CompiledModule(jit, funcs, native, report, meta["messages"], levels, threads)
 
 
 def _compile(
-    module: ModuleOp, options: pipeline.Options, key: str | None, externs: frozenset[str]
+    module: ModuleOp,
+    options: pipeline.Options,
+    key: str | None,
+    externs: frozenset[str],
+    threads: int,
 ) -> CompiledModule:
     llvm_level, report = lower(module, options, externs=externs)
     check_symbols(external_names(llvm_level), module)
@@ -264,9 +283,8 @@ def _compile(
     install(jit, meta)
     if key is not None and jit.cacheable():
         cache.store(key, cache.Entry(jit.object_code, meta, jit.optimized_ir))  # type: ignore[arg-type]
-    return CompiledModule(
-        jit, funcs, native, report, meta["messages"], _Levels(module, options, jit)
-    )
+    levels = _Levels(module, options, jit)
+    return CompiledModule(jit, funcs, native, report, meta["messages"], levels, threads)
 
 
 def compile_graph_module(
@@ -281,6 +299,7 @@ def compile_graph_module(
     externs: ExternsOption = None,
     fma: bool | None = None,
     target_cpu: str = "host",
+    num_threads: int | None = None,
 ) -> CompiledModule:
     """Compile every defined function of a verified graph module to native code.
 
@@ -295,7 +314,9 @@ def compile_graph_module(
     naming the op's location on a violation); None means the environment variable
     DLC_BOUNDS_CHECK=1. `seed` seeds the `random` generator (`CompiledModule.seed`).
     `fma` (None: opt_level >= 2) lets float sums fuse multiply-adds; `target_cpu` is
-    the CPU model to compile for, one this machine can run (`check_runnable`)."""
+    the CPU model to compile for, one this machine can run (`check_runnable`).
+    `num_threads` caps the threads parallel loops use (None: `DLC_NUM_THREADS`, else
+    the cores this process may run on); results do not depend on it."""
     from dlc.passes.graph.differentiate import differentiated
 
     called = check_externs(module, allowed_externs(externs))
@@ -309,14 +330,16 @@ def compile_graph_module(
         bounds_check=bounds_check,
         fma=_check_fma(fma),
         target_cpu=check_runnable(target_cpu),
+        openmp=openmp_available(),
     )  # not `seed`: it only sets the generator state after loading
     # The code depends on the allowed externs the program calls, not on the rest of the
     # allow-list: `called` keys the entry (and check_externs already ran, before any lookup).
     key = cache_key(module, options, called) if cache.enabled() else None
     module = differentiated(module)  # the signatures of synthesized adjoints
     entry = cache.lookup(key) if key is not None else None
-    compiled = _from_cache(entry, module, options) if entry is not None else None
+    threads = _check_threads(num_threads)
+    compiled = _from_cache(entry, module, options, threads) if entry is not None else None
     if compiled is None:
-        compiled = _compile(module, options, key, called)
+        compiled = _compile(module, options, key, called, threads)
     compiled.seed(seed)
     return compiled

@@ -115,6 +115,7 @@ class Options:
     bounds_check: bool = False
     target_cpu: str = "host"  # an LLVM CPU model (dlc.target.Target.from_cpu)
     fma: bool | None = None  # fused multiply-add in reductions; None: opt_level >= 2
+    openmp: bool = True  # parallel loops on the OpenMP runtime (else serial)
 
     def __post_init__(self) -> None:
         if self.opt_level not in (0, 1, 2, 3):
@@ -140,6 +141,7 @@ class Options:
             "bounds_check": self.bounds_check,
             "target": self.target.key(),
             "fma": self.contract,
+            "openmp": self.openmp,
         }
 
 
@@ -165,7 +167,7 @@ def level_passes(level: str, options: Options) -> list[ModulePass]:
 def lowering(level: str, options: Options) -> ModulePass:
     """The pass that lowers `level` one level down."""
     if level == "loop":
-        return make_pass(LOWERINGS[level], bounds_check=options.bounds_check)
+        return make_pass(LOWERINGS[level], bounds_check=options.bounds_check, openmp=options.openmp)
     return make_pass(LOWERINGS[level])
 
 

@@ -277,8 +277,9 @@ class DlcOptMain(DlcOptTargets):
 
     def pipeline_options(self):  # noqa: ANN201 -- dlc.pipeline.Options
         from dlc.pipeline import Options
+        from dlc.runtime.native import openmp_available
 
-        return Options(opt_level=self.args.opt_level)
+        return Options(opt_level=self.args.opt_level, openmp=openmp_available())
 
     def after_step(self, step, module: ModuleOp) -> None:  # noqa: ANN001 -- pipeline.Step
         """A step of the `-t llvm|asm` pipeline: timed and verified like a `-p` pass."""

@@ -41,7 +41,9 @@ CTX_ARENA_BASE = 6
 """ctx words: the caller's arena, [top, end) within [base, end). A function with a
 planned arena takes its block at `top` on entry and gives it back on return (a stack
 discipline), so every call has its own arena."""
-CTX_WORDS = 7
+CTX_THREADS = 8
+"""ctx word: how many threads parallel loops may use (1: serial; set by the runtime)."""
+CTX_WORDS = 9
 
 VAR_PREFIX = "_dlc_var_"
 """`VAR_PREFIX + name`: an i64 global holding the address of module variable `name`'s

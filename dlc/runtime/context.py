@@ -63,8 +63,9 @@ def _read_stack_bounds() -> tuple[int, int] | None:
 class CallContext:
     """The ctx of one thread: `address` is what native calls take first."""
 
-    def __init__(self, arena_bytes: int) -> None:
+    def __init__(self, arena_bytes: int, threads: int = 1) -> None:
         self.words = np.zeros(abi.CTX_WORDS, np.int64)
+        self.words[abi.CTX_THREADS] = max(1, threads)
         self.address = int(self.words.ctypes.data)
         self.status = ctypes.c_int64.from_address(self.address + 8 * abi.CTX_STATUS)
         try:
@@ -90,14 +91,16 @@ class CallContext:
 
 
 class Contexts(threading.local):
-    """One `CallContext` per thread, made on the thread's first call."""
+    """One `CallContext` per thread, made on the thread's first call; `threads` is how
+    many threads its parallel loops may use."""
 
-    def __init__(self, arena_bytes: int) -> None:
+    def __init__(self, arena_bytes: int, threads: int = 1) -> None:
         self.arena_bytes = arena_bytes
+        self.threads = threads
         self.current: CallContext | None = None
 
     def get(self) -> CallContext:
         ctx = self.current
         if ctx is None:
-            ctx = self.current = CallContext(self.arena_bytes)
+            ctx = self.current = CallContext(self.arena_bytes, self.threads)
         return ctx

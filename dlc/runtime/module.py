@@ -42,15 +42,17 @@ class CompiledModule:
         report: tuple[dict[str, dict[str, int]], dict[str, dict[str, int]], int, list[str]],
         messages: list[str] | None,
         levels: Levels,
+        threads: int = 1,
     ) -> None:
         """`funcs` maps names to the graph functions (their signatures), `native` names
         those with machine code, `report` is the compile report (loop-level facts per
         function, statistics per pass, the arena a call needs), `messages` the status
-        messages of the code and `levels` gives the program at each level."""
+        messages of the code and `levels` gives the program at each level; `threads` is
+        how many threads its parallel loops use."""
         self._jit = jit
         self._stats, self._pass_statistics, arena_bytes, unbounded = report
         self._levels = levels
-        contexts = Contexts(arena_bytes)  # one call context per calling thread
+        contexts = Contexts(arena_bytes, threads)  # one call context per calling thread
         status = Messages(messages) if messages else None
         self._functions = {
             name: CompiledFunction(

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
+import warnings
 from typing import Any, TypedDict
 
 import llvmlite.binding as llvm_binding
@@ -82,6 +84,45 @@ def variable_storage(jit: JITModule, name: str) -> np.ndarray | None:
     if buffer is None:
         return None
     return buffer[(-buffer.ctypes.data) % 16 :]
+
+
+_OPENMP: list[bool] = []
+
+
+def openmp_available() -> bool:
+    """Whether the OpenMP runtime (libgomp) is loaded for JIT code; loaded on first
+    use. Without it parallel loops run serially, and dlc says so once."""
+    if not _OPENMP:
+        path = ctypes.util.find_library("gomp")
+        if path is not None:
+            try:
+                llvm_binding.load_library_permanently(path)
+            except RuntimeError:
+                path = None
+        if path is None:
+            warnings.warn(
+                "dlc: no OpenMP runtime (libgomp) found: compiled code runs on one thread "
+                "(install libgomp, e.g. the gcc package, to use several cores)",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+        _OPENMP.append(path is not None)
+    return _OPENMP[0]
+
+
+def default_threads() -> int:
+    """Threads parallel loops use: `DLC_NUM_THREADS`, else the cores this process may
+    run on (`os.sched_getaffinity`)."""
+    text = os.environ.get("DLC_NUM_THREADS", "").strip()
+    if text:
+        try:
+            return max(1, int(text))
+        except ValueError:
+            warnings.warn(f"dlc: DLC_NUM_THREADS={text!r} is not a number: ignored", stacklevel=2)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
 
 
 def _process_symbol(name: str) -> int | None:

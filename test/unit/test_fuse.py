@@ -14,7 +14,7 @@ from dlc.dialects.graph import FuncOp
 from dlc.dialects.graph_types import TensorType
 from dlc.dialects.tensor_groups import fusion_of
 from dlc.parser import parse_module
-from dlc.passes.tensor.schedule import kept_outside
+from dlc.passes.tensor.schedule_policy import kept_outside
 from dlc.semantics.interpreter import numpy_dtype, run_function
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")

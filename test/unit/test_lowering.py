@@ -216,8 +216,8 @@ def test_control_flow_lowers_to_a_tensor_cfg() -> None:
 # ---------------------------------------------------------------------------
 
 
-def _exp_log() -> ModuleOp:
-    fb = FunctionBuilder("f", [T((2, 3), "f32")])
+def _exp_log(shape: tuple[int, ...] = (2, 3)) -> ModuleOp:
+    fb = FunctionBuilder("f", [T(shape, "f32")])
     e = fb.op(ge.ExpOp, fb.args[0])
     out = fb.op(ge.LogOp, e)
     return graph_module(fb.ret(out))
@@ -233,9 +233,11 @@ def test_results_write_into_output_buffers_and_intermediates_are_freed() -> None
     assert [s.buffer for s in stores] == [allocs[0].res, result]
     fors = ops_of(func, loop.ForOp)
     assert len(fors) == 4 and all(f.parallel is None for f in fors)  # no schedule: serial
-    scheduled = only_func(to_loop(_exp_log(), scheduled=True))
-    fors = ops_of(scheduled, loop.ForOp)
-    assert len(fors) == 4 and all(f.parallel is not None for f in fors)
+    small = only_func(to_loop(_exp_log(), scheduled=True))
+    assert all(f.parallel is None for f in ops_of(small, loop.ForOp))  # not worth threads
+    large = only_func(to_loop(_exp_log((512, 512)), scheduled=True))
+    flags = [f.parallel is not None for f in ops_of(large, loop.ForOp)]
+    assert flags == [True, False, True, False]  # each nest's outer loop
 
 
 def test_returned_argument_and_duplicate_results_are_copied() -> None:
@@ -258,7 +260,7 @@ def test_reduction_loop_carries_an_accumulator() -> None:
     s = fb.op(gt.ReduceOp, x, fb.const(0.0, "f32"), combinator="add", dims=[1])
     func = only_func(to_loop(graph_module(fb.ret(s)), scheduled=True))
     outer, inner = ops_of(func, loop.ForOp)
-    assert outer.parallel is not None and inner.parallel is None
+    assert outer.parallel is None and inner.parallel is None  # small: serial
     assert len(inner.iter_inits) == 1 and len(inner.res) == 1
     (store,) = ops_of(func, loop.StoreOp)
     assert store.value is inner.res[0]

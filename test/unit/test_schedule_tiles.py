@@ -13,7 +13,7 @@ import pytest
 from dlc.api import compile_graph_module
 from dlc.dialects import tensor
 from dlc.parser import parse_module
-from dlc.passes.tensor import schedule
+from dlc.passes.tensor import schedule_policy as schedule
 from dlc.passes.tensor.schedule import SchedulePass
 from dlc.semantics.interpreter import run_function
 

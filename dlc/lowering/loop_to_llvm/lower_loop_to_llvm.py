@@ -29,8 +29,9 @@ from dlc.dialects import loop_memory as lm
 from dlc.dialects.abi import VAR_PREFIX
 from dlc.dialects.loop_callgraph import recursive_functions
 from dlc.dialects.loop_memory import MEMORY_OPS as RAW_MEMORY_OPS
-from dlc.lowering.loop_to_llvm.context import ContextEmitter, StatusTable, arena_element
+from dlc.lowering.loop_to_llvm.context import StatusTable, arena_element
 from dlc.lowering.loop_to_llvm.memory import lower_raw_memory
+from dlc.lowering.loop_to_llvm.parallel import ParallelEmitter, can_outline
 from dlc.lowering.loop_to_llvm.scalar import const, icmp, lower_scalar_op
 
 PTR = llvm.LLVMPointerType()
@@ -63,7 +64,7 @@ class _Frame:
 
 
 @dataclass
-class FuncEmitter(ContextEmitter):
+class FuncEmitter(ParallelEmitter):
     """Lowers one `loop.func` into the blocks of an `llvm.func`, without recursion.
 
     Structured ops become blocks: `loop.for` -> header(iv, iters) / body / exit(results),
@@ -74,6 +75,9 @@ class FuncEmitter(ContextEmitter):
 
     externals: dict[str, llvm.LLVMFunctionType]
     status: StatusTable = field(default_factory=StatusTable)
+    name: str = ""
+    openmp: bool = False  # outline parallel loops for GOMP_parallel (parallel.py)
+    outlined: list[Operation] = field(default_factory=list)
     region: Region = field(default_factory=Region)
     values: dict[SSAValue, SSAValue] = field(default_factory=dict)
     block: Block | None = None
@@ -115,7 +119,39 @@ class FuncEmitter(ContextEmitter):
     def get(self, value: SSAValue) -> SSAValue:
         return self.values[value]
 
+    def child(self) -> FuncEmitter:
+        """An emitter for a function outlined from this one (no nested outlining)."""
+        return FuncEmitter(self.externals, self.status, name=self.name)
+
+    def run_loop(self, op: loop.ForOp, begin: SSAValue, end: SSAValue) -> None:
+        """Emit `op`'s body for iteration numbers j in [begin, end), iv = lb + j * step,
+        and leave the emitter after the loop."""
+        header, body, exit_block = Block(arg_types=[i64]), Block(), Block()
+        self.emit(llvm.BrOp(header, begin))
+        self.start(header)
+        (j,) = header.args
+        self.emit(llvm.CondBrOp(icmp(self, "slt", j, end), body, [], exit_block, []))
+        self.start(body)
+        offset = self.emit(llvm.MulOp(j, self.get(op.step)))
+        self.values[op.iv] = self.emit(llvm.AddOp(self.get(op.lb), offset))
+        nested = any(isinstance(inner, loop.ForOp) for inner in op.body.walk())
+
+        def on_yield(yield_op: loop.YieldOp) -> None:
+            if nested:
+                self.poll_interrupt(op)
+            self.emit(llvm.BrOp(header, self.emit(llvm.AddOp(j, const(self, 1, i64)))))
+            self.start(exit_block)
+
+        self.frames.append(_Frame(iter(op.body.block.ops), on_yield))
+        while self.frames:
+            inner = next(self.frames[-1].ops, None)
+            if inner is None:
+                self.frames.pop()
+                continue
+            self.lower_op(inner)
+
     def lower(self, func: loop.FuncOp, *, recursive: bool = False) -> Region:
+        self.name = func.sym_name.data
         blocks = list(func.body.blocks)
         entry = Block(arg_types=[PTR] * (1 + len(func.args)))
         self.ctx = entry.args[0]
@@ -223,7 +259,11 @@ class FuncEmitter(ContextEmitter):
             self.values[op.res[0]] = value
 
     def lower_for(self, op: loop.ForOp) -> None:
-        """br header(lb, inits); header: iv < ub ? body : exit(iters); body ... br header."""
+        """br header(lb, inits); header: iv < ub ? body : exit(iters); body ... br header;
+        a parallel loop is outlined for the OpenMP runtime (parallel.py)."""
+        if self.openmp and can_outline(op):
+            self.lower_parallel_for(op)
+            return
         iter_types = [v.type for v in op.iter_inits]
         header = Block(arg_types=[i64, *iter_types])
         body, exit_block = Block(), Block(arg_types=iter_types)
@@ -362,11 +402,16 @@ def lower_func(
     status: StatusTable,
     *,
     recursive: bool = False,
+    openmp: bool = False,
+    outlined: list[Operation] | None = None,
 ) -> llvm.FuncOp:
     """`loop.func @f(memrefs)` -> `llvm.func @f(ptr noalias ctx, ptr noalias, ...) ->
     void`; a `recursive` function counts its active calls in the ctx and traps past
     `MAX_CALL_DEPTH`."""
-    body = FuncEmitter(externals, status).lower(func, recursive=recursive)
+    emitter = FuncEmitter(externals, status, openmp=openmp)
+    body = emitter.lower(func, recursive=recursive)
+    if outlined is not None:
+        outlined.extend(emitter.outlined)
     n_args = 1 + len(func.args)
     noalias = DictionaryAttr({"llvm.noalias": UnitAttr()})
     return llvm.FuncOp(
@@ -407,6 +452,7 @@ class LowerLoopToLLVMPass(ModulePass):
     name = "lower-loop-to-llvm"
 
     bounds_check: bool = False
+    openmp: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         externals: dict[str, llvm.LLVMFunctionType] = {}
@@ -417,7 +463,11 @@ class LowerLoopToLLVMPass(ModulePass):
             if not isinstance(child, loop.FuncOp):
                 raise error_at(child, f"not supported by the code generator yet: {child.name}")
             rec = child.sym_name.data in recursive
-            lowered.append(lower_func(child, externals, status, recursive=rec))
+            outlined: list[Operation] = []
+            func = lower_func(
+                child, externals, status, recursive=rec, openmp=self.openmp, outlined=outlined
+            )
+            lowered.extend([func, *outlined])
         defined = {f.sym_name.data for f in lowered if isinstance(f, llvm.FuncOp)}
         for name, ftype in externals.items():
             if name not in defined:

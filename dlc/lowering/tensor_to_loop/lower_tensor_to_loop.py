@@ -146,7 +146,7 @@ class FunctionLowering:
         for d, n in enumerate(t.dims):
             if d == dim:
                 continue
-            nest = b.insert(loop.ForOp(zero, index(b, n), one, parallel=True))
+            nest = b.insert(loop.ForOp(zero, index(b, n), one))
             copy_loc(op, nest)
             ivs.append(nest.iv)
             blocks.append(nest.body.block)

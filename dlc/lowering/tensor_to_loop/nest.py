@@ -300,7 +300,7 @@ class NestBuilder:
         for a in inside:
             block = env[a]
             ub = block.extent if isinstance(block.extent, SSAValue) else index(b, block.extent)
-            nest = b.insert(loop.ForOp(index(b, 0), ub, index(b, 1), parallel=True))
+            nest = b.insert(loop.ForOp(index(b, 0), ub, index(b, 1)))
             copy_loc(self.op, nest)
             nest.body.block.add_op(loop.YieldOp())
             b = Builder(InsertPoint.before(nest.body.block.last_op))  # type: ignore[arg-type]

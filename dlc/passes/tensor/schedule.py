@@ -31,7 +31,9 @@ as written), in three steps, from a `Target` (dlc/target.py):
    carried in registers through the K loop, which is blocked by `K_BLOCK` so the B
    block stays in L2. With `fma` (float sums) each step is one fused multiply-add.
 
-Every output loop that is not unrolled is marked `parallel`.
+4. **Threads.** A nest (or a group) whose work is at least `PARALLEL_WORK` gets one
+   `parallel` loop: its first output loop with two or more iterations (a group's:
+   one of its shared loops), which the code generator runs on the OpenMP runtime.
 
 Input: verified tensor level (after `fuse`). Output: the same computes, each with a
 schedule; `lower-tensor-to-loop` carries the schedules out and decides nothing.
@@ -49,107 +51,26 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from dlc.dialects import tensor
-from dlc.dialects.graph_types import TensorType, dtype_bytes
-from dlc.dialects.schedule import ScheduleAttr
 from dlc.dialects.tensor_groups import (
+    group_members,
     identity_dims,
     reads_at_identity,
     reads_of,
     uses_of,
     verify_group,
 )
+from dlc.passes.tensor.schedule_policy import (
+    PARALLEL_WORK,
+    default_order,
+    dot_tiles,
+    float_sum,
+    kept_outside,
+    parallel_loop,
+    plain_schedule,
+    tiled_schedule,
+    work,
+)
 from dlc.target import Target
-
-MAX_BODY_OPS = 16  # larger bodies keep the plain i-k-j schedule
-MIN_WORK = 1 << 16  # M * N * K below this: the plain schedule is as good
-K_BLOCK = 256  # KC: the B block K_BLOCK x N stays in L2 across the row blocks
-ROWS = 6  # MR of a 16-register target (12 accumulators + A broadcasts + B loads)
-ROWS_32 = 12  # MR of a 32-register (AVX-512) target: 24 accumulators, 12x2 vectors
-
-
-def _depends_on(value: SSAValue, targets: set[SSAValue]) -> bool:
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if v in targets:
-            return True
-        if isinstance(v.owner, Operation):
-            stack.extend(v.owner.operands)
-    return False
-
-
-def _walks(index: SSAValue, iv: SSAValue) -> bool:
-    """`index` is `iv` or `iv + e` with `e` independent of `iv` (a unit stride)."""
-    if index is iv:
-        return True
-    owner = index.owner
-    if not isinstance(owner, Operation) or owner.name != "arith.addi":
-        return False
-    lhs, rhs = owner.operands
-    return (lhs is iv and not _depends_on(rhs, {iv})) or (rhs is iv and not _depends_on(lhs, {iv}))
-
-
-def reduction_outer_pays(op: tensor.ComputeOp) -> bool:
-    """Step 1 of the module docstring for `op`."""
-    if op.combinator is None or op.init is not None:
-        return False
-    if not op.domain or not op.reduction_extents or op.domain[-1] < 8:
-        return False
-    args = op.body.block.args
-    last = args[len(op.domain) - 1]
-    reduction_args = set(args[len(op.domain) :])
-    strided_row = False
-    for read in op.body.block.ops:
-        if not isinstance(read, tensor.ReadOp) or not read.indices:
-            continue
-        *outer, inner = read.indices
-        if any(_depends_on(i, {last}) for i in outer):
-            return False  # the last output axis would stride this operand
-        if _walks(inner, last) and any(_depends_on(i, reduction_args) for i in outer):
-            strided_row = True
-    return strided_row
-
-
-def default_order(op: tensor.ComputeOp, target: Target) -> list[str]:
-    """Output loops then reduction loops, or the reduction-outer order (step 1)."""
-    outputs = [f"d{i}" for i in range(len(op.domain))]
-    reductions = [f"r{i}" for i in range(len(op.reduction_extents))]
-    if not reduction_outer_pays(op):
-        return [*outputs, *reductions]
-    keep = len(outputs) - 1
-    if len(reductions) > 1:  # short tap loops: amortize them over a 2-D accumulator block
-        block = dtype_bytes(op.result.type.dt) * op.domain[-1]  # type: ignore[attr-defined]
-        while keep > 0 and block * op.domain[keep - 1] <= target.l1_bytes // 2:
-            if _strides(op, keep - 1):
-                break
-            keep -= 1
-            block *= op.domain[keep]
-    return [*outputs[:keep], *reductions, *outputs[keep:]]
-
-
-def _strides(op: tensor.ComputeOp, axis: int) -> bool:
-    """Some read uses output axis `axis` in its last (contiguous) index."""
-    iv = op.body.block.args[axis]
-    reads = [r for r in op.body.block.ops if isinstance(r, tensor.ReadOp) and r.indices]
-    return any(_depends_on(r.indices[-1], {iv}) for r in reads)
-
-
-def plain_schedule(op: tensor.ComputeOp, order: list[str]) -> ScheduleAttr:
-    """Loops in `order` (left out when it is the default), output loops parallel."""
-    outputs = [f"d{i}" for i in range(len(op.domain))]
-    default = [*outputs, *(f"r{i}" for i in range(len(op.reduction_extents)))]
-    return ScheduleAttr(order=[] if order == default else order, parallel=outputs)
-
-
-def kept_outside(op: tensor.ComputeOp) -> int:
-    """Output loops before the first reduction loop (all of them for element-wise)."""
-    assert op.schedule is not None
-    n = 0
-    for loop in op.schedule.loops(op.domain, op.reduction_extents):
-        if loop.is_reduction or loop.name != f"d{n}":
-            break
-        n += 1
-    return n
 
 
 class _Group:
@@ -284,57 +205,6 @@ def group_computes(computes: list[tensor.ComputeOp], first_id: int) -> int:
 
 
 @dataclass(frozen=True)
-class DotTiles:
-    """Register and cache tiles of a dot-like compute: rows `mr`, columns `nr`, `kc`."""
-
-    mr: int
-    nr: int
-    kc: int
-
-
-def dot_tiles(op: tensor.ComputeOp, target: Target) -> DotTiles | None:
-    """Step 3 of the module docstring, or None to keep the reduction-outer order."""
-    t = op.result.type
-    if not isinstance(t, TensorType) or t.dt not in ("f32", "f64") or op.combinator is None:
-        return None
-    if op.combinator.data != "add" or op.init is not None:
-        return None
-    dims, extents = op.domain, op.reduction_extents
-    if len(extents) != 1 or not dims or op.schedule is None or op.schedule.fusion is not None:
-        return None
-    if kept_outside(op) != len(dims) - 1 or len(op.body.block.ops) > MAX_BODY_OPS:
-        return None
-    n, k = dims[-1], extents[0]
-    m = dims[-2] if len(dims) >= 2 else 1
-    nr = 2 * target.vector_bytes // dtype_bytes(t.dt)
-    if n < nr or m * n * k < MIN_WORK:
-        return None
-    rows = ROWS_32 if target.vector_registers >= 32 else ROWS
-    mr = min(rows, m) if len(dims) >= 2 else 1
-    return DotTiles(mr, nr, K_BLOCK)
-
-
-def tiled_schedule(op: tensor.ComputeOp, tiles: DotTiles) -> ScheduleAttr:
-    """The tiled nest: batch loops, K blocks, row blocks, column panels, then the K
-    loop over the unrolled MR x NR register tile."""
-    rank = len(op.domain)
-    matrix = rank >= 2
-    j = f"d{rank - 1}"
-    batch = [f"d{i}" for i in range(rank - 2 if matrix else 0)]
-    sizes: dict[str, list[int]] = {j: [tiles.nr]}
-    outer, inner = [f"{j}.0"], [f"{j}.1"]
-    if matrix:
-        i = f"d{rank - 2}"
-        sizes[i] = [tiles.mr]
-        outer, inner = [f"{i}.0", *outer], [f"{i}.1", *inner]
-    k_blocks = op.reduction_extents[0] > tiles.kc
-    if k_blocks:
-        sizes["r0"] = [tiles.kc]
-    order = [*batch, *(["r0.0"] if k_blocks else []), *outer, "r0.1" if k_blocks else "r0", *inner]
-    return ScheduleAttr(tiles=sizes, order=order, parallel=[*batch, *outer], unroll=inner)
-
-
-@dataclass(frozen=True)
 class SchedulePass(ModulePass):
     """Write the default schedule of every `tensor.compute` that has none (module doc).
 
@@ -368,18 +238,25 @@ class SchedulePass(ModulePass):
                         tiles = dot_tiles(c, target)
                         if tiles is not None:
                             c.schedule = tiled_schedule(c, tiles)
-                        if self.fma and target.fma and _float_sum(c):
+                        if self.fma and target.fma and float_sum(c):
                             c.schedule = c.schedule.replaced(fma=True)  # type: ignore[union-attr]
+                    mark_parallel(run)
 
 
-def _float_sum(op: tensor.ComputeOp) -> bool:
-    t = op.result.type
-    return (
-        op.combinator is not None
-        and op.combinator.data == "add"
-        and isinstance(t, TensorType)
-        and t.dt in ("f16", "f32", "f64")
-    )
+def mark_parallel(run: list[tensor.ComputeOp]) -> None:
+    """Step 4: the parallel loop of each nest (a group's: of its shared loops), when the
+    nest's work is worth threads (`PARALLEL_WORK`)."""
+    index = 0
+    while index < len(run):
+        members = group_members(run[index]) or [run[index]]
+        index += len(members)
+        fusion = members[0].schedule.fusion  # type: ignore[union-attr]
+        limit = fusion[1] if fusion is not None else None
+        chosen = parallel_loop(members[0], limit)
+        if sum(work(m) for m in members) < PARALLEL_WORK:
+            chosen = None
+        for m in members:
+            m.schedule = m.schedule.replaced(parallel=[chosen] if chosen else [])  # type: ignore[union-attr]
 
 
 def _runs_to_schedule(ops: list[Operation]) -> list[list[tensor.ComputeOp]]:

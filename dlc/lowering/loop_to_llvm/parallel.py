@@ -1,0 +1,207 @@
+"""Parallel loops on the OpenMP runtime (libgomp): outlining for `GOMP_parallel`.
+
+The outermost `loop.for` marked `parallel` (by its schedule) of a nest becomes
+
+    data = {ctx, every value the loop uses from outside}      (stack slots)
+    if ctx.threads > 1: GOMP_parallel(@f.omp<k>, &data, ctx.threads, 0)
+    else:               @f.omp<k>(&data)
+    return if the status word is set
+
+    @f.omp<k>(data):                                          (internal)
+      tid = omp_get_thread_num(); n = omp_get_num_threads()
+      trip = ceil((ub - lb) / step); chunk = ceil(trip / n)
+      for j in [tid * chunk, min(trip, (tid + 1) * chunk)): iv = lb + j * step; body
+
+a static schedule: every iteration runs on exactly one thread, and each output
+element's fold stays sequential within its iteration, so results do not depend on the
+thread count. Loops whose body calls functions or uses stack slots are not outlined
+(the callee's stack guard knows only the calling thread's stack), nor loops carrying
+values. The thread count travels in the call context (`abi.CTX_THREADS`); without an
+OpenMP runtime (`openmp=False`) parallel loops run serially.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import (
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    i32,
+    i64,
+)
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
+
+from dlc.dialects import abi, loop
+from dlc.dialects import loop_memory as lm
+from dlc.lowering.loop_to_llvm.context import ContextEmitter
+from dlc.lowering.loop_to_llvm.scalar import const, icmp
+
+PTR = llvm.LLVMPointerType()
+VOID = llvm.LLVMVoidType()
+
+
+def can_outline(op: loop.ForOp) -> bool:
+    """A parallel loop the runtime can split across threads (module docstring)."""
+    if op.parallel is None or op.iter_inits:
+        return False
+    unsafe = (loop.CallOp, lm.ScalarCallOp, lm.StackAllocOp, loop.ExternCallOp)
+    return not any(isinstance(inner, unsafe) for inner in op.body.walk())
+
+
+def free_values(op: loop.ForOp) -> list[SSAValue]:
+    """Values used inside `op` (and its bounds) but defined outside it."""
+    seen: dict[SSAValue, None] = {op.lb: None, op.ub: None, op.step: None}
+    for inner in op.body.walk():
+        for value in inner.operands:
+            if value not in seen and not _defined_inside(value, op):
+                seen[value] = None
+    return list(seen)
+
+
+def _float_bits(t: Attribute) -> int:
+    return {Float16Type: 16, Float32Type: 32, Float64Type: 64}[type(t)]  # type: ignore[index]
+
+
+def _defined_inside(value: SSAValue, op: Operation) -> bool:
+    owner = value.owner
+    parent = owner.parent_op() if isinstance(value, BlockArgument) else owner  # type: ignore[union-attr]
+    while parent is not None:
+        if parent is op:
+            return True
+        parent = parent.parent_op()  # type: ignore[union-attr]
+    return False
+
+
+class ParallelEmitter(ContextEmitter):
+    """The outlining half of the function emitter (module docstring)."""
+
+    values: dict[SSAValue, SSAValue]
+    region: Region
+    outlined: list[Operation]
+    name: str
+
+    def declare(self, name: str, inputs: list[Attribute], output: Attribute) -> None:
+        raise NotImplementedError  # provided by the function emitter
+
+    def get(self, value: SSAValue) -> SSAValue:
+        raise NotImplementedError
+
+    def child(self) -> ParallelEmitter:
+        """A fresh emitter for an outlined function (same module state)."""
+        raise NotImplementedError
+
+    def run_loop(self, op: loop.ForOp, begin: SSAValue, end: SSAValue) -> None:
+        """Emit `op`'s body for iteration numbers [begin, end) (provided)."""
+        raise NotImplementedError
+
+    def lower_parallel_for(self, op: loop.ForOp) -> None:
+        captured = free_values(op)
+        data = self._pack(captured)
+        name = f"{self.name}.omp{len(self.outlined)}"
+        worker = self.child()
+        entry = Block(arg_types=[PTR])
+        worker.start(entry)
+        worker.unpack(entry.args[0], captured)
+        lb, ub, step = (worker.get(v) for v in (op.lb, op.ub, op.step))
+        begin, end = worker.chunk(lb, ub, step)
+        worker.run_loop(op, begin, end)
+        worker.emit(llvm.ReturnOp())
+        self.outlined.append(
+            llvm.FuncOp(
+                name,
+                llvm.LLVMFunctionType([PTR]),
+                linkage=llvm.LinkageAttr("internal"),
+                body=worker.region,
+            )
+        )
+        self.outlined.extend(worker.outlined)
+        self._call(name, data)
+        self.return_if_status()
+
+    def _pack(self, values: list[SSAValue]) -> SSAValue:
+        """Stack slots holding ctx then `values` (8 bytes each)."""
+        entry = self.region.blocks.first
+        assert entry is not None
+        count = llvm.ConstantOp(IntegerAttr(1 + len(values), i64), i64)
+        data = llvm.AllocaOp(count, i64, alignment=16)
+        if entry.first_op is None:
+            entry.add_ops([count, data])
+        else:
+            entry.insert_ops_before([count, data], entry.first_op)
+        slots = data.results[0]
+        self.emit(llvm.StoreOp(self.emit(llvm.PtrToIntOp(self.ctx, i64)), slots, alignment=8))
+        for i, value in enumerate(values, start=1):
+            slot = self.emit(llvm.GEPOp(slots, [i], i64, inbounds=True))
+            self.emit(llvm.StoreOp(self._to_word(self.get(value)), slot, alignment=8))
+        return slots
+
+    def unpack(self, data: SSAValue, values: list[SSAValue]) -> None:
+        """Load ctx and `values` from the slots into this emitter's value map."""
+        self.ctx = self.emit(llvm.IntToPtrOp(self.emit(llvm.LoadOp(data, i64, alignment=8))))
+        for i, value in enumerate(values, start=1):
+            t: Attribute = PTR if isinstance(value.type, MemRefType) else value.type
+            slot = self.emit(llvm.GEPOp(data, [i], i64, inbounds=True))
+            word = self.emit(llvm.LoadOp(slot, i64, alignment=8))
+            self.values[value] = self._from_word(word, t)
+
+    def _to_word(self, value: SSAValue) -> SSAValue:
+        """`value` (a pointer, an integer or a float) as the bits of an i64."""
+        t = value.type
+        if isinstance(t, llvm.LLVMPointerType):
+            return self.emit(llvm.PtrToIntOp(value, i64))
+        if isinstance(t, IntegerType):
+            return value if t.width.data == 64 else self.emit(llvm.ZExtOp(value, i64))
+        bits = IntegerType(_float_bits(t))
+        as_int = self.emit(llvm.BitcastOp(value, bits))
+        return as_int if bits.width.data == 64 else self.emit(llvm.ZExtOp(as_int, i64))
+
+    def _from_word(self, word: SSAValue, t: Attribute) -> SSAValue:
+        if isinstance(t, llvm.LLVMPointerType):
+            return self.emit(llvm.IntToPtrOp(word))
+        if isinstance(t, IntegerType):
+            return word if t.width.data == 64 else self.emit(llvm.TruncOp(word, t))
+        bits = IntegerType(_float_bits(t))
+        narrow = word if bits.width.data == 64 else self.emit(llvm.TruncOp(word, bits))
+        return self.emit(llvm.BitcastOp(narrow, t))
+
+    def _call(self, name: str, data: SSAValue) -> None:
+        """`GOMP_parallel(@name, data, threads, 0)`, or a plain call with one thread."""
+        threads = self.emit(llvm.TruncOp(self.load_word(abi.CTX_THREADS), i32))
+        team, alone, join = Block(), Block(), Block()
+        many = icmp(self, "sgt", threads, const(self, 1, i32))
+        self.emit(llvm.CondBrOp(many, team, [], alone, []))
+        self.start(team)
+        self.declare("GOMP_parallel", [PTR, PTR, i32, i32], VOID)
+        fn = self.emit(llvm.AddressOfOp(name, PTR))
+        self.emit(llvm.CallOp("GOMP_parallel", fn, data, threads, const(self, 0, i32)))
+        self.emit(llvm.BrOp(join))
+        self.start(alone)
+        self.emit(llvm.CallOp(name, data))
+        self.emit(llvm.BrOp(join))
+        self.start(join)
+
+    def chunk(self, lb: SSAValue, ub: SSAValue, step: SSAValue) -> tuple[SSAValue, SSAValue]:
+        """This thread's [begin, end) of the iteration numbers 0 .. trip - 1."""
+        self.declare("omp_get_thread_num", [], i32)
+        self.declare("omp_get_num_threads", [], i32)
+        tid = self._omp("omp_get_thread_num")
+        nth = self._omp("omp_get_num_threads")
+        zero, one = const(self, 0, i64), const(self, 1, i64)
+        span = self.emit(
+            llvm.AddOp(self.emit(llvm.SubOp(ub, lb)), self.emit(llvm.SubOp(step, one)))
+        )
+        trip = self.emit(llvm.SDivOp(span, step))
+        trip = self.emit(llvm.SelectOp(icmp(self, "sgt", trip, zero), trip, zero))
+        chunk = self.emit(
+            llvm.SDivOp(self.emit(llvm.AddOp(trip, self.emit(llvm.SubOp(nth, one)))), nth)
+        )
+        begin = self.emit(llvm.MulOp(tid, chunk))
+        end = self.emit(llvm.AddOp(begin, chunk))
+        return begin, self.emit(llvm.SelectOp(icmp(self, "slt", end, trip), end, trip))
+
+    def _omp(self, name: str) -> SSAValue:
+        return self.emit(llvm.SExtOp(self.emit(llvm.CallOp(name, return_type=i32)), i64))

@@ -1,0 +1,196 @@
+"""The default schedule policy of the `schedule` pass: loop orders, register and cache
+tiles, parallel loops and fused multiply-adds for one `tensor.compute` at a time
+(`schedule.py` has the pass and the fusion groups; its docstring states the policy)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.dialects import arith
+from xdsl.ir import Operation, SSAValue
+
+from dlc.dialects import tensor
+from dlc.dialects.graph_types import TensorType, dtype_bytes
+from dlc.dialects.schedule import ScheduleAttr
+from dlc.target import Target
+
+MAX_BODY_OPS = 16  # larger bodies keep the plain i-k-j schedule
+MIN_WORK = 1 << 16  # M * N * K below this: the plain schedule is as good
+K_BLOCK = 256  # KC: the B block K_BLOCK x N stays in L2 across the row blocks
+ROWS = 6  # MR of a 16-register target (12 accumulators + A broadcasts + B loads)
+ROWS_32 = 12  # MR of a 32-register (AVX-512) target: 24 accumulators, 12x2 vectors
+
+
+def _depends_on(value: SSAValue, targets: set[SSAValue]) -> bool:
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if v in targets:
+            return True
+        if isinstance(v.owner, Operation):
+            stack.extend(v.owner.operands)
+    return False
+
+
+def _walks(index: SSAValue, iv: SSAValue) -> bool:
+    """`index` is `iv` or `iv + e` with `e` independent of `iv` (a unit stride)."""
+    if index is iv:
+        return True
+    owner = index.owner
+    if not isinstance(owner, Operation) or owner.name != "arith.addi":
+        return False
+    lhs, rhs = owner.operands
+    return (lhs is iv and not _depends_on(rhs, {iv})) or (rhs is iv and not _depends_on(lhs, {iv}))
+
+
+def reduction_outer_pays(op: tensor.ComputeOp) -> bool:
+    """Step 1 of the module docstring for `op`."""
+    if op.combinator is None or op.init is not None:
+        return False
+    if not op.domain or not op.reduction_extents or op.domain[-1] < 8:
+        return False
+    args = op.body.block.args
+    last = args[len(op.domain) - 1]
+    reduction_args = set(args[len(op.domain) :])
+    strided_row = False
+    for read in op.body.block.ops:
+        if not isinstance(read, tensor.ReadOp) or not read.indices:
+            continue
+        *outer, inner = read.indices
+        if any(_depends_on(i, {last}) for i in outer):
+            return False  # the last output axis would stride this operand
+        if _walks(inner, last) and any(_depends_on(i, reduction_args) for i in outer):
+            strided_row = True
+    return strided_row
+
+
+def default_order(op: tensor.ComputeOp, target: Target) -> list[str]:
+    """Output loops then reduction loops, or the reduction-outer order (step 1)."""
+    outputs = [f"d{i}" for i in range(len(op.domain))]
+    reductions = [f"r{i}" for i in range(len(op.reduction_extents))]
+    if not reduction_outer_pays(op):
+        return [*outputs, *reductions]
+    keep = len(outputs) - 1
+    if len(reductions) > 1:  # short tap loops: amortize them over a 2-D accumulator block
+        block = dtype_bytes(op.result.type.dt) * op.domain[-1]  # type: ignore[attr-defined]
+        while keep > 0 and block * op.domain[keep - 1] <= target.l1_bytes // 2:
+            if _strides(op, keep - 1):
+                break
+            keep -= 1
+            block *= op.domain[keep]
+    return [*outputs[:keep], *reductions, *outputs[keep:]]
+
+
+def _strides(op: tensor.ComputeOp, axis: int) -> bool:
+    """Some read uses output axis `axis` in its last (contiguous) index."""
+    iv = op.body.block.args[axis]
+    reads = [r for r in op.body.block.ops if isinstance(r, tensor.ReadOp) and r.indices]
+    return any(_depends_on(r.indices[-1], {iv}) for r in reads)
+
+
+def plain_schedule(op: tensor.ComputeOp, order: list[str]) -> ScheduleAttr:
+    """Loops in `order` (left out when it is the default)."""
+    outputs = [f"d{i}" for i in range(len(op.domain))]
+    default = [*outputs, *(f"r{i}" for i in range(len(op.reduction_extents)))]
+    return ScheduleAttr(order=[] if order == default else order)
+
+
+def kept_outside(op: tensor.ComputeOp) -> int:
+    """Output loops before the first reduction loop (all of them for element-wise)."""
+    assert op.schedule is not None
+    n = 0
+    for loop in op.schedule.loops(op.domain, op.reduction_extents):
+        if loop.is_reduction or loop.name != f"d{n}":
+            break
+        n += 1
+    return n
+
+
+@dataclass(frozen=True)
+class DotTiles:
+    """Register and cache tiles of a dot-like compute: rows `mr`, columns `nr`, `kc`."""
+
+    mr: int
+    nr: int
+    kc: int
+
+
+def dot_tiles(op: tensor.ComputeOp, target: Target) -> DotTiles | None:
+    """Step 3 of the module docstring, or None to keep the reduction-outer order."""
+    t = op.result.type
+    if not isinstance(t, TensorType) or t.dt not in ("f32", "f64") or op.combinator is None:
+        return None
+    if op.combinator.data != "add" or op.init is not None:
+        return None
+    dims, extents = op.domain, op.reduction_extents
+    if len(extents) != 1 or not dims or op.schedule is None or op.schedule.fusion is not None:
+        return None
+    if kept_outside(op) != len(dims) - 1 or len(op.body.block.ops) > MAX_BODY_OPS:
+        return None
+    n, k = dims[-1], extents[0]
+    m = dims[-2] if len(dims) >= 2 else 1
+    nr = 2 * target.vector_bytes // dtype_bytes(t.dt)
+    if n < nr or m * n * k < MIN_WORK:
+        return None
+    rows = ROWS_32 if target.vector_registers >= 32 else ROWS
+    mr = min(rows, m) if len(dims) >= 2 else 1
+    return DotTiles(mr, nr, K_BLOCK)
+
+
+def tiled_schedule(op: tensor.ComputeOp, tiles: DotTiles) -> ScheduleAttr:
+    """The tiled nest: batch loops, K blocks, row blocks, column panels, then the K
+    loop over the unrolled MR x NR register tile."""
+    rank = len(op.domain)
+    matrix = rank >= 2
+    j = f"d{rank - 1}"
+    batch = [f"d{i}" for i in range(rank - 2 if matrix else 0)]
+    sizes: dict[str, list[int]] = {j: [tiles.nr]}
+    outer, inner = [f"{j}.0"], [f"{j}.1"]
+    if matrix:
+        i = f"d{rank - 2}"
+        sizes[i] = [tiles.mr]
+        outer, inner = [f"{i}.0", *outer], [f"{i}.1", *inner]
+    k_blocks = op.reduction_extents[0] > tiles.kc
+    if k_blocks:
+        sizes["r0"] = [tiles.kc]
+    order = [*batch, *(["r0.0"] if k_blocks else []), *outer, "r0.1" if k_blocks else "r0", *inner]
+    return ScheduleAttr(tiles=sizes, order=order, unroll=inner)
+
+
+def float_sum(op: tensor.ComputeOp) -> bool:
+    """A float `add` reduction of products (`dot`, `convolve`): its multiply-adds can
+    fuse (a plain sum has nothing to fuse)."""
+    t = op.result.type
+    if op.combinator is None or op.combinator.data != "add":
+        return False
+    if not isinstance(t, TensorType) or t.dt not in ("f16", "f32", "f64"):
+        return False
+    last = op.body.block.last_op
+    return isinstance(last, tensor.YieldOp) and isinstance(last.value.owner, arith.MulfOp)
+
+
+PARALLEL_WORK = 1 << 18
+"""Scalar operations (iteration points x body ops) below which a nest stays on one
+thread: forking and joining a parallel region costs microseconds."""
+
+
+def work(op: tensor.ComputeOp) -> int:
+    """Iteration points times body ops: the nest's work, roughly."""
+    points = 1
+    for n in (*op.domain, *op.reduction_extents):
+        points *= n
+    return points * max(1, len(op.body.block.ops))
+
+
+def parallel_loop(op: tensor.ComputeOp, limit: int | None = None) -> str | None:
+    """The loop that runs on several threads: the first output loop of the schedule
+    (among the first `limit` loops) with at least two iterations that is not
+    unrolled. Its iterations write disjoint outputs, each folded on one thread, so
+    results do not depend on the thread count."""
+    assert op.schedule is not None
+    loops = op.schedule.loops(op.domain, op.reduction_extents)[:limit]
+    for lp in loops:
+        iterations = -(-lp.block // lp.step)
+        if not lp.is_reduction and iterations >= 2 and lp.name not in op.schedule.unrolled_loops:
+            return lp.name
+    return None
