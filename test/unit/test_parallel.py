@@ -1,0 +1,87 @@
+"""Parallel loops on the OpenMP runtime (dlc/lowering/loop_to_llvm/parallel.py): results
+are bit-identical for any thread count, small nests stay serial, and the thread count
+comes from `num_threads`, `DLC_NUM_THREADS` or the process's cores."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dlc
+from dlc.runtime.native import default_threads, openmp_available
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.skipif(not openmp_available(), reason="no OpenMP runtime")
+
+PROGRAMS = {
+    "matmul": ("benchmarks/matmul.dl", None),
+    "conv2d": ("benchmarks/conv2d.dl", None),
+    "mlp_b64": ("benchmarks/mlp_b64.dl", None),
+    "layernorm_gelu": ("benchmarks/layernorm_gelu.dl", None),
+    "lstm_tail": ("benchmarks/lstm_tail.dl", None),
+}
+
+
+def _inputs(mod: dlc.runtime.module.CompiledModule, name: str, seed: int = 0) -> list:
+    rng = np.random.default_rng(seed)
+    checks = mod[name]._checks  # type: ignore[union-attr]
+    return [rng.standard_normal(shape).astype(dtype) for dtype, shape, _ in checks]
+
+
+@pytest.mark.parametrize("program", sorted(PROGRAMS))
+def test_results_do_not_depend_on_the_thread_count(program: str) -> None:
+    path = ROOT / PROGRAMS[program][0]
+    mods = {n: dlc.compile_file(path, num_threads=n) for n in (1, 2, 3)}
+    name = mods[1].functions[0]
+    assert "GOMP_parallel" in mods[1].ir("llvm")  # big enough to be parallel
+    args = _inputs(mods[1], name)
+    results = {n: mod[name](*args) for n, mod in mods.items()}
+    for n in (2, 3):
+        for got, want in zip(
+            *(
+                np.atleast_1d(r) if not isinstance(r, tuple) else r
+                for r in (results[n], results[1])
+            ),
+            strict=True,
+        ):
+            np.testing.assert_array_equal(got, want)
+
+
+def test_tiled_products_of_awkward_shapes_on_three_threads_match_the_reference() -> None:
+    from dlc.semantics.interpreter import run_function
+
+    rng = np.random.default_rng(4)
+    for m, k, n in ((131, 257, 67), (1, 700, 97), (97, 1, 300)):
+        text = (
+            'module "mm"\nstage raw\n'
+            f"func @mm: (<{m} x {k} x f32>, <{k} x {n} x f32>) -> <{m} x {n} x f32> {{\n"
+            f"'entry(%a: <{m} x {k} x f32>, %b: <{k} x {n} x f32>):\n"
+            f"    %c = dot %a: <{m} x {k} x f32>, %b: <{k} x {n} x f32>\n"
+            f"    return %c: <{m} x {n} x f32>\n}}\n"
+        )
+        a = rng.standard_normal((m, k)).astype(np.float32)
+        b = rng.standard_normal((k, n)).astype(np.float32)
+        want = run_function(dlc.parse(text), "mm", [a, b])
+        bound = 4 * np.sqrt(k) * np.finfo(np.float32).eps * (np.abs(a) @ np.abs(b)) + 1e-30
+        for threads, checked in ((1, False), (3, False), (3, m == 131)):
+            got = dlc.compile(text, num_threads=threads, bounds_check=checked).mm(a, b)
+            assert np.all(np.abs(got - want) <= 2 * bound), (m, k, n, threads, checked)
+
+
+def test_small_nests_stay_serial() -> None:
+    mod = dlc.compile_file(ROOT / "benchmarks" / "call_overhead.dl", num_threads=4)
+    assert "GOMP_parallel" not in mod.ir("llvm")
+
+
+def test_thread_count_options(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DLC_NUM_THREADS", "3")
+    assert default_threads() == 3
+    monkeypatch.delenv("DLC_NUM_THREADS")
+    assert default_threads() >= 1
+    text = (ROOT / "benchmarks" / "call_overhead.dl").read_text()
+    with pytest.raises(ValueError, match="num_threads must be at least 1, got 0"):
+        dlc.compile(text, num_threads=0)
+    with pytest.raises(TypeError, match="num_threads must be None or an int, got float"):
+        dlc.compile(text, num_threads=2.0)  # type: ignore[arg-type]
