@@ -42,6 +42,7 @@ from dlc.dialects.loop_func import (
 )
 from dlc.dialects.loop_memory import MEMORY_OPS
 from dlc.dialects.loop_scalar import SCALAR_OPS, ErfcOp, RemFOp
+from dlc.dialects.loop_vector import VECTOR_OPS, BroadcastOp, VLoadOp, VStoreOp
 from dlc.dialects.tensor import scalar_type
 
 
@@ -62,7 +63,9 @@ ARENA_BYTES = "dlc.arena_bytes"
 MIN_LIVE_BYTES = "dlc.min_live_bytes"
 """`loop.func` attribute set by plan-memory: the peak bytes of live intermediates."""
 
-Loop = Dialect("loop", [*MEMORY_OPS, *FUNC_OPS, *CONTROL_OPS, *BUFFER_OPS, *SCALAR_OPS], [])
+Loop = Dialect(
+    "loop", [*MEMORY_OPS, *FUNC_OPS, *CONTROL_OPS, *BUFFER_OPS, *SCALAR_OPS, *VECTOR_OPS], []
+)
 
 __all__ = [
     "ARENA_ALIGN",
@@ -70,6 +73,7 @@ __all__ = [
     "ARENA_OFFSET",
     "AllocOp",
     "BrOp",
+    "BroadcastOp",
     "CallOp",
     "CondBrOp",
     "CopyOp",
@@ -86,6 +90,8 @@ __all__ = [
     "ReturnOp",
     "StoreOp",
     "TrapOp",
+    "VLoadOp",
+    "VStoreOp",
     "YieldOp",
     "element_bytes",
 ]

@@ -95,6 +95,41 @@ def test_bounds_check_reports_the_access_location() -> None:
     assert message is not None and "out-of-bounds load" in message
 
 
+def _run_vector_checked(index: int) -> tuple[np.ndarray, str | None]:
+    """out[0:4] = x[index : index + 4] with one loop.vload / loop.vstore, x of 8."""
+    func = loop.FuncOp("f", [MemRefType(f32, [8]), MemRefType(f32, [4])])
+    x, out = func.args
+    b = Builder(InsertPoint.at_end(func.body.block))
+    i = b.insert(arith.ConstantOp(IntegerAttr(index, i64))).result
+    zero = b.insert(arith.ConstantOp(IntegerAttr(0, i64))).result
+    value = b.insert(loop.VLoadOp(x, [i], 4))
+    set_loc(value, Location("oob.dl", 3, 5, ""))
+    b.insert(loop.VStoreOp(value.res, out, [zero]))
+    b.insert(loop.ReturnOp())
+    module = ModuleOp([func])
+    LowerLoopToLLVMPass(bounds_check=True).apply(Context(), module)
+    messages = [m.data for m in module.attributes["dlc.messages"].data]  # type: ignore[attr-defined]
+    jit = JITModule(module)
+    fn = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 3)(jit.address("f"))
+    data = np.arange(8, dtype=np.float32) + 1
+    result = np.zeros(4, np.float32)
+    ctx = CallContext(0)
+    fn(ctx.address, data.ctypes.data, result.ctypes.data)
+    word = ctx.status
+    return result, (messages[word.value - 1] if word.value else None)
+
+
+def test_vector_bounds_check_covers_every_lane() -> None:
+    """A vector access is in bounds only if its last lane is: x[4:8] is, x[5:9] not."""
+    value, message = _run_vector_checked(4)
+    np.testing.assert_array_equal(value, [5, 6, 7, 8])
+    assert message is None
+    value, message = _run_vector_checked(5)
+    np.testing.assert_array_equal(value, [1, 2, 3, 4])  # redirected to element 0
+    assert message is not None
+    assert "oob.dl:3:5: out-of-bounds load from a buffer of shape [8] (loop.vload)" in message
+
+
 def test_bounds_check_pass_option_in_dlc_opt(tmp_path) -> None:
     from dlc.cli.dlc_opt import main
 

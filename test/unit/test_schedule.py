@@ -98,7 +98,13 @@ def test_plain_nest_has_no_tiles_and_scheduled_matmul_does() -> None:
 
 @pytest.mark.parametrize(
     ("clause", "message"),
-    [("vectorize d0 x 8", "schedule vectorize"), ("pack [0]", "schedule pack")],
+    [
+        (
+            "vectorize d0 x 8",
+            "vectorize d0: only the innermost level of an axis in an unrolled register tile",
+        ),
+        ("pack [0]", "schedule pack"),
+    ],
 )
 def test_unsupported_schedule_primitives_are_located_diagnostics(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], clause: str, message: str
@@ -112,6 +118,42 @@ def test_unsupported_schedule_primitives_are_located_diagnostics(
         "      tensor.yield %v : f32\n"
         "    } : (!graph.tensor<8xf32>) -> !graph.tensor<8xf32>\n"
         "    tensor.return %e : !graph.tensor<8xf32>\n}\n"
+    )
+    assert dlc_opt_main([str(source), "-p", "lower-tensor-to-loop"]) == 1
+    err = capsys.readouterr().err
+    assert f"v.mlir:2:5: error: not supported by the code generator yet: {message}" in err
+
+
+_TILE = "tile [d1 = [8]], interchange [d0, d1.0, r0, d1.1], unroll [d1.1], vectorize d1.1 x 4"
+
+
+@pytest.mark.parametrize(
+    ("dt", "read_w", "message"),
+    [
+        ("i32", "%w[%k, %j]", "vectorize d1.1: only float results, not i32"),
+        ("f32", "%w[%j, %k]", "vectorize d1.1: tensor.read depends on the vectorized index"),
+    ],
+)
+def test_vectorize_refuses_what_it_cannot_lane(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], dt: str, read_w: str, message: str
+) -> None:
+    """A vectorized register tile needs float lanes and unit-stride reads along the
+    axis (dlc/dialects/tensor_lanes.py); anything else is a located diagnostic."""
+    t = f"!graph.tensor<16x16x{dt}>"
+    mul = "arith.muli" if dt == "i32" else "arith.mulf"
+    init = "0 : i32" if dt == "i32" else "0.000000e+00 : f32"
+    source = tmp_path / "v.mlir"
+    source.write_text(
+        f"tensor.func @f(%a: {t}, %w: {t}) -> {t} {{\n"
+        f'    %e = tensor.compute(%a, %w) reduce [16] by "add" init {init}'
+        f" schedule #schedule.nest<{_TILE}> {{\n"
+        "    ^bb0(%i: i64, %j: i64, %k: i64):\n"
+        f"      %x = tensor.read %a[%i, %k] : {t}\n"
+        f"      %y = tensor.read {read_w} : {t}\n"
+        f"      %p = {mul} %x, %y : {dt}\n"
+        f"      tensor.yield %p : {dt}\n"
+        f"    }} : ({t}, {t}) -> {t}\n"
+        f"    tensor.return %e : {t}\n}}\n"
     )
     assert dlc_opt_main([str(source), "-p", "lower-tensor-to-loop"]) == 1
     err = capsys.readouterr().err

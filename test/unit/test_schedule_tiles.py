@@ -88,6 +88,23 @@ def test_without_fma_the_tiled_product_is_bit_identical_to_opt_level_0() -> None
     assert not np.array_equal(fused, plain)  # fma did change some roundings
 
 
+def test_vector_lanes_keep_the_bits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A vectorized register tile folds every element in the same order as the scalar
+    tile, with and without fused multiply-adds, for the host and an SSE target."""
+    module = parse_module(_source((29, 70), (70, 45), (29, 45), "f32"))
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((29, 70)).astype(np.float32)
+    b = rng.standard_normal((70, 45)).astype(np.float32)
+    options = [{"fma": True}, {"fma": False}, {"target_cpu": "x86-64"}]
+    vector = [compile_graph_module(module, **o)["mm"](a, b) for o in options]  # type: ignore[arg-type]
+    assert "vectorize d1.1" in compile_graph_module(module).ir("tensor")
+    monkeypatch.setattr(schedule, "lane_plan", lambda op, axis: "scalar tiles")
+    scalar = [compile_graph_module(module, **o)["mm"](a, b) for o in options]  # type: ignore[arg-type]
+    assert "vectorize" not in compile_graph_module(module).ir("tensor")
+    for v, s in zip(vector, scalar, strict=True):
+        np.testing.assert_array_equal(v, s)
+
+
 def test_non_contiguous_and_f16_products() -> None:
     _check((33, 65), (65, 7), (33, 7), "f16")  # f16: not tiled, fused sums
     module = parse_module(_source((40, 64), (64, 48), (40, 48), "f32"))
@@ -127,6 +144,7 @@ def test_tiles_follow_the_target(target: str, mr: int, nr: int) -> None:
     (tiled,) = _schedules(64, 64, 64, target)
     assert f"tile [d0 = [{mr}], d1 = [{nr}]]" in tiled
     assert "interchange [d0.0, d1.0, r0, d0.1, d1.1]" in tiled and "unroll [d0.1, d1.1]" in tiled
+    assert f"vectorize d1.1 x {nr // 2}" in tiled
     assert Target.from_cpu(target).cpu == target
 
 

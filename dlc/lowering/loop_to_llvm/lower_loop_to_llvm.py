@@ -10,6 +10,7 @@ from xdsl.context import Context
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    DenseArrayBase,
     DictionaryAttr,
     FloatAttr,
     IntegerAttr,
@@ -18,6 +19,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     UnitAttr,
     i1,
+    i32,
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
@@ -230,6 +232,8 @@ class FuncEmitter(ParallelEmitter):
                 self.emit(llvm.StoreOp(self.get(op.value), ptr, alignment=align))
             case loop.AllocOp() | loop.DeallocOp() | loop.CopyOp() | loop.CallOp():
                 self.lower_memory(op)
+            case loop.VLoadOp() | loop.VStoreOp() | loop.BroadcastOp():
+                self.lower_vector(op)
             case _ if type(op) in RAW_MEMORY_OPS:
                 lower_raw_memory(self, op)
             case _:
@@ -318,9 +322,10 @@ class FuncEmitter(ParallelEmitter):
         self.frames.append(_Frame(iter(op.then_region.block.ops), then_done))
 
     def address(
-        self, op: Operation, buffer: SSAValue, indices: Sequence[SSAValue]
+        self, op: Operation, buffer: SSAValue, indices: Sequence[SSAValue], lanes: int = 1
     ) -> tuple[SSAValue, int]:
-        """Element pointer `&buffer[indices]` (row-major GEP) and its alignment."""
+        """Element pointer `&buffer[indices]` (row-major GEP) and its alignment; `lanes`
+        elements from there along the last dimension are accessed (vectors)."""
         mtype = buffer.type
         assert isinstance(mtype, MemRefType)
         align = element_bytes(mtype, op)
@@ -333,11 +338,33 @@ class FuncEmitter(ParallelEmitter):
             scaled = self.emit(llvm.MulOp(linear, const(self, dim, i64)))
             linear = self.emit(llvm.AddOp(scaled, self.get(index)))
         if self.status.bounds_check:
-            linear = self.checked(op, linear, indices, shape)
+            linear = self.checked(op, linear, indices, shape, lanes)
         gep = llvm.GEPOp(
             base, [llvm.GEP_USE_SSA_VAL], mtype.element_type, ssa_indices=[linear], inbounds=True
         )
         return self.emit(gep), align
+
+    def lower_vector(self, op: Operation) -> None:
+        """Whole-register loads, stores and broadcasts (dlc/dialects/loop_vector.py)."""
+        match op:
+            case loop.VLoadOp():
+                lanes = op.res.type.get_shape()[0]  # type: ignore[attr-defined]
+                ptr, align = self.address(op, op.buffer, op.indices, lanes)
+                self.values[op.res] = self.emit(llvm.LoadOp(ptr, op.res.type, alignment=align))
+            case loop.VStoreOp():
+                lanes = op.value.type.get_shape()[0]  # type: ignore[attr-defined]
+                ptr, align = self.address(op, op.buffer, op.indices, lanes)
+                self.emit(llvm.StoreOp(self.get(op.value), ptr, alignment=align))
+            case loop.BroadcastOp():
+                vtype = op.res.type
+                lanes = vtype.get_shape()[0]  # type: ignore[attr-defined]
+                first = self.emit(
+                    llvm.InsertElementOp(
+                        self.emit(llvm.UndefOp(vtype)), self.get(op.source), const(self, 0, i32)
+                    )
+                )
+                mask = DenseArrayBase.from_list(i32, [0] * lanes)
+                self.values[op.res] = self.emit(llvm.ShuffleVectorOp(first, first, mask, vtype))
 
     def lower_memory(self, op: Operation) -> None:
         match op:
@@ -375,16 +402,18 @@ class FuncEmitter(ParallelEmitter):
         self.start(Block())
 
     def checked(
-        self, op: Operation, linear: SSAValue, indices: Sequence[SSAValue], shape
+        self, op: Operation, linear: SSAValue, indices: Sequence[SSAValue], shape, lanes: int = 1
     ) -> SSAValue:
-        """Bounds check: an out-of-range index records the op's message in the status
-        word (the first violation wins) and accesses element 0 instead."""
+        """Bounds check: an out-of-range index (the last one: with `lanes` elements from
+        it) records the op's message in the status word (the first violation wins) and
+        accesses element 0 instead."""
         bad = None
-        for dim, index in zip(shape, indices, strict=True):
-            out = icmp(self, "uge", self.get(index), const(self, dim, i64))
+        limits = [*shape[:-1], shape[-1] - lanes + 1]
+        for dim, index in zip(limits, indices, strict=True):
+            out = icmp(self, "uge", self.get(index), const(self, max(dim, 0), i64))
             bad = out if bad is None else self.emit(llvm.OrOp(bad, out))
         where = location_prefix(op)
-        kind = "load from" if isinstance(op, loop.LoadOp) else "store to"
+        kind = "load from" if isinstance(op, loop.LoadOp | loop.VLoadOp) else "store to"
         text = f"{where}out-of-bounds {kind} a buffer of shape {list(shape)} ({op.name})"
         code = self.status.code("bounds", text)
         word = self.load_word(abi.CTX_STATUS)

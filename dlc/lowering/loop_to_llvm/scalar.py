@@ -22,6 +22,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerAttr,
     IntegerType,
+    VectorType,
     f32,
     i1,
 )
@@ -49,7 +50,9 @@ class ScalarEmitter(Protocol):
 
 
 def type_suffix(t: Attribute) -> str:
-    """LLVM intrinsic name suffix: f16/f32/f64/iN."""
+    """LLVM intrinsic name suffix: f16/f32/f64/iN, v16f32 for vectors."""
+    if isinstance(t, VectorType):
+        return f"v{t.get_shape()[0]}{type_suffix(t.element_type)}"
     if isinstance(t, Float16Type):
         return "f16"
     if isinstance(t, Float32Type):
@@ -404,7 +407,10 @@ def _with_fastmath(op: Operation, result: SSAValue) -> SSAValue:
 def lower_scalar_op(op: Operation, operands: list[SSAValue], out: ScalarEmitter) -> list[SSAValue]:
     """The llvm values replacing `op`'s results; raises for unsupported ops."""
     for value in (*operands, *op.results):
-        if not isinstance(value.type, IntegerType | Float16Type | Float32Type | Float64Type):
+        t = value.type
+        if isinstance(t, VectorType) and type(op) in SIMPLE:
+            t = t.element_type  # element-wise arithmetic on whole registers
+        if not isinstance(t, IntegerType | Float16Type | Float32Type | Float64Type):
             raise error_at(
                 op, f"not supported by the code generator yet: {op.name} on {value.type}"
             )

@@ -1,5 +1,6 @@
 """Scalar pieces of the tensor -> loop lowering: buffer types, loads, stores, and a
-compute body inlined at an index point (its reads become loads)."""
+compute body inlined at an index point (its reads become loads) or at W consecutive
+points of one axis at once (vector lanes, `inline_body_lanes`)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ from collections.abc import Mapping, Sequence
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import IntegerAttr, MemRefType, i1, i8, i64
-from xdsl.ir import Attribute, SSAValue
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, VectorType, i1, i8, i64
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from dlc.dialects import loop, tensor
 from dlc.dialects.graph_types import TensorType
@@ -72,4 +73,56 @@ def inline_body(
             mapping[inner.result] = load(b, buffers[inner.tensor], where, dtype)
             continue
         b.insert(inner.clone(mapping))
+    raise AssertionError("compute body without tensor.yield")
+
+
+def inline_body_lanes(
+    b: Builder,
+    op: tensor.ComputeOp,
+    indices: Sequence[SSAValue],
+    buffers: Mapping[SSAValue, SSAValue],
+    plan: Mapping[Operation, str],
+    lanes: int,
+) -> SSAValue:
+    """Inline `op`'s body at `lanes` consecutive points of the axis `plan` was made
+    for (`dlc.dialects.tensor_lanes.lane_plan`); `indices` hold that axis' first point.
+    Returns the yielded value as a `vector<lanes x T>`."""
+    block = op.body.block
+    mapping: dict[SSAValue, SSAValue] = dict(zip(block.args, indices, strict=True))
+    broadcasts: dict[SSAValue, SSAValue] = {}
+
+    def vector(value: SSAValue) -> SSAValue:
+        if isinstance(value.type, VectorType):
+            return value
+        if value not in broadcasts:
+            broadcasts[value] = b.insert(loop.BroadcastOp(value, lanes)).res
+        return broadcasts[value]
+
+    for inner in block.ops:
+        kind = plan[inner]
+        if isinstance(inner, tensor.YieldOp):
+            return vector(mapping.get(inner.value, inner.value))
+        if isinstance(inner, tensor.ReadOp):
+            where = [mapping.get(i, i) for i in inner.indices]
+            if kind == "vload":
+                read = loop.VLoadOp(buffers[inner.tensor], where, lanes)
+                mapping[inner.result] = b.insert(read).res
+            else:
+                mapping[inner.result] = load(
+                    b, buffers[inner.tensor], where, dtype_of(inner.tensor)
+                )
+            continue
+        if kind != "vector":  # scalar, or the first lane's index
+            b.insert(inner.clone(mapping))
+            continue
+        operands = [vector(mapping.get(v, v)) for v in inner.operands]
+        result_type = VectorType(inner.results[0].type, [lanes])
+        new = type(inner).create(
+            operands=operands,
+            result_types=[result_type],
+            properties=dict(inner.properties),
+            attributes=dict(inner.attributes),
+        )
+        b.insert(new)
+        mapping[inner.results[0]] = new.results[0]
     raise AssertionError("compute body without tensor.yield")

@@ -16,6 +16,13 @@ nothing itself:
   it. Otherwise each reduction point updates the output buffer in place. Whenever
   partial sums go through the buffer, it is set to `init` right before the
   outermost reduction loop, over the output points inside that loop.
+- Vectors: `vectorize l x W` of a register tile's loop `l` (the innermost level of an
+  output axis) groups each W consecutive points of `l` into one point of W lanes: one
+  vector accumulator, the body as `lane_plan` says (loads of what does not vary
+  along the axis stay scalar and are broadcast, unit-stride reads are vector loads),
+  `loop.vload` / `loop.vstore` of the output. Points left over (fewer than W) stay
+  scalar. Lanes are independent sums, each folded in the same order as before: the
+  bits do not change.
 
 Every element is folded in the order of its reduction indices (the schedule verifier
 keeps reduction loops in order), so any schedule gives the same bits as the plain
@@ -34,32 +41,30 @@ from dataclasses import dataclass, replace
 
 from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects import arith
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import SSAValue
 
 from dlc.diagnostics import copy_loc, error_at
 from dlc.dialects import loop, tensor
-from dlc.dialects.schedule import Loop, ScheduleAttr, axis_names
+from dlc.dialects.schedule import ScheduleAttr, axis_names
 from dlc.lowering.scalar_ops import (
     ScalarBuilder,
     Unsupported,
     mark_contractible,
-    mark_reassociable,
 )
-from dlc.lowering.tensor_to_loop.body import dtype_of, index, inline_body, load, store
-
-MAX_UNROLLED_POINTS = 4096
-"""At most this many copies of a body per unrolled nest (or accumulator tile)."""
-
-Extent = int | SSAValue
-
-
-@dataclass(frozen=True)
-class Block_:
-    """The part of one axis the loops emitted so far leave to the inner loops."""
-
-    base: SSAValue | None  # first index (None: 0)
-    offset: int  # constant added to base (unrolled and peeled iterations)
-    extent: Extent  # size of the block (a constant, or a dynamic `min`)
+from dlc.lowering.tensor_to_loop.body import (
+    dtype_of,
+    index,
+    inline_body,
+    inline_body_lanes,
+    load,
+    store,
+)
+from dlc.lowering.tensor_to_loop.tile import (
+    MAX_UNROLLED_POINTS,
+    Block_,
+    RegisterTile,
+    constant_extent,
+)
 
 
 @dataclass(frozen=True)
@@ -70,7 +75,7 @@ class Feeder:
     buffer: SSAValue | None
 
 
-class NestBuilder:
+class NestBuilder(RegisterTile):
     """Emits the loops of one compute (module docstring)."""
 
     def __init__(
@@ -98,35 +103,11 @@ class NestBuilder:
         self.parallel = schedule.parallel_loops
         self.fma = schedule.fma
         self._plan_accumulators()
+        self._plan_lanes(schedule)
 
     def _check(self, schedule: ScheduleAttr) -> None:
-        if schedule.vector is not None:
-            raise error_at(self.op, "not supported by the code generator yet: schedule vectorize")
         if schedule.packed:
             raise error_at(self.op, "not supported by the code generator yet: schedule pack")
-
-    def _plan_accumulators(self) -> None:
-        """Where the reduction's accumulators live (module docstring)."""
-        positions = [i for i, lp in enumerate(self.loops) if lp.is_reduction]
-        self.first_reduction = positions[0] if positions else None
-        self.chain: tuple[int, int] | None = None  # [start, end) of the register chain
-        self.tile: list[Loop] = []
-        self.memory_init = False
-        if self.op.combinator is None:
-            return
-        if not positions:  # no reduction loops left (only in a group: none at all)
-            self.chain = (len(self.loops), len(self.loops))
-            return
-        last = positions[-1]
-        trailing = self.loops[last + 1 :]
-        if all(lp.name in self.unrolled for lp in trailing):
-            start = last
-            while start > 0 and self.loops[start - 1].is_reduction:
-                start -= 1
-            self.chain, self.tile = (start, last + 1), trailing
-        self.memory_init = self.chain is None or self.chain[0] != positions[0]
-        if self.memory_init and self.buffer is None:
-            raise error_at(self.op, "schedule: a reduction accumulating in memory needs a buffer")
 
     # -- emission -------------------------------------------------------------------------
 
@@ -158,8 +139,8 @@ class NestBuilder:
         extent)."""
         lp = self.loops[pos]
         block = env[lp.axis]
-        if lp.name in self.unrolled or self._needs_constant(pos):
-            extent = _constant(block.extent, self.op, lp.name)
+        if lp.name in self.unrolled or self._needsconstant_extent(pos):
+            extent = constant_extent(block.extent, self.op, lp.name)
             full = extent - extent % lp.step
             if lp.name in self.unrolled:
                 self._check_unroll(extent // max(1, lp.step))
@@ -214,7 +195,7 @@ class NestBuilder:
         rest = b.insert(arith.SubiOp(ub, iv)).result
         return Block_(base, block.offset, b.insert(arith.MinSIOp(rest, index(b, step))).result)
 
-    def _needs_constant(self, pos: int) -> bool:
+    def _needsconstant_extent(self, pos: int) -> bool:
         """A deeper level of this loop's axis is unrolled: peel instead of `min`."""
         lp = self.loops[pos]
         return any(
@@ -246,10 +227,13 @@ class NestBuilder:
         return self.axes[: len(self.op.domain)]
 
     def _element(
-        self, b: Builder, env: dict[str, Block_], known: dict[SSAValue, SSAValue]
+        self, b: Builder, env: dict[str, Block_], known: dict[SSAValue, SSAValue], lanes: int = 1
     ) -> SSAValue:
-        """The body at the current point; feeders first (stored, then in registers)."""
+        """The body at the current point (`lanes` > 1: a vector of the points from
+        there along the vectorized axis); feeders first (stored, then in registers)."""
         point = self._indices(b, env, self.axes)
+        if lanes > 1:
+            return inline_body_lanes(b, self.op, point, self.buffers, self.lane_plan, lanes)
         for feeder in self.feeders:
             known[feeder.op.result] = inline_body(b, feeder.op, point, self.buffers, known)
             if feeder.buffer is not None:
@@ -268,8 +252,10 @@ class NestBuilder:
         acc = load(b, self.buffer, where, self.dt)
         store(b, self._combine(b, acc, element), self.buffer, where, self.dt)
 
-    def _deliver(self, b: Builder, value: SSAValue, where: list[SSAValue]) -> None:
-        if self.buffer is not None:
+    def _deliver(self, b: Builder, value: SSAValue, where: list[SSAValue], lanes: int = 1) -> None:
+        if self.buffer is not None and lanes > 1:
+            b.insert(loop.VStoreOp(value, self.buffer, where))
+        elif self.buffer is not None:
             store(b, value, self.buffer, where, self.dt)
         if not self.op.domain[len(self.prefix) :]:
             self.result = value  # one point of the nest: later members read the register
@@ -307,110 +293,3 @@ class NestBuilder:
             env[a] = self._child(b, replace(block, extent=ub), nest.iv, ub, 1)
         assert self.buffer is not None
         store(b, self._init_value(b), self.buffer, self._indices(b, env, self._outputs()), self.dt)
-
-    # -- register accumulators ------------------------------------------------------------
-
-    def _tile_points(self, env: dict[str, Block_]) -> list[dict[str, Block_]]:
-        """The environments of the register tile's points (its unrolled loops)."""
-        points = [env]
-        for lp in self.tile:
-            grown = []
-            for point in points:
-                block = point[lp.axis]
-                extent = _constant(block.extent, self.op, lp.name)
-                for x in range(0, extent, lp.step):
-                    step = min(lp.step, extent - x)
-                    grown.append(
-                        {**point, lp.axis: replace(block, offset=block.offset + x, extent=step)}
-                    )
-            points = grown
-        self._check_unroll(len(points))
-        return points
-
-    def _register_chain(self, b: Builder, env: dict[str, Block_]) -> None:
-        """Accumulators for the tile's points through the chain of reduction loops."""
-        assert self.chain is not None
-        points = self._tile_points(env)
-        wheres = [self._indices(b, p, self._outputs()) for p in points]
-        if self.memory_init:
-            accs = [load(b, self.buffer, w, self.dt) for w in wheres]  # type: ignore[arg-type]
-        else:
-            init = self._init_value(b)
-            accs = [init] * len(points)
-        finals = self._chain(self.chain[0], b, env, points, accs)
-        for value, where in zip(finals, wheres, strict=True):
-            self._deliver(b, value, where)
-
-    def _chain(
-        self,
-        pos: int,
-        b: Builder,
-        env: dict[str, Block_],
-        points: list[dict[str, Block_]],
-        accs: list[SSAValue],
-    ) -> list[SSAValue]:
-        """Reduction loops [pos, chain end) carrying `accs`; returns the final values."""
-        assert self.chain is not None
-        if pos == self.chain[1]:
-            known = dict(self.known)
-            out = []
-            for point, acc in zip(points, accs, strict=True):
-                merged = {**point, **{a: env[a] for a in env if a.startswith("r")}}
-                out.append(self._combine(b, acc, self._element(b, merged, known)))
-            if len(out) == 1 and not self.tile and not self.memory_init:
-                mark_reassociable(self.op, out[0])  # vectorizable fold order (see there)
-            return out
-        results: list[list[SSAValue]] = [accs]
-
-        def inner(b2: Builder, env2: dict[str, Block_]) -> None:
-            results.append(self._chain(pos + 1, b2, env2, points, results[-1]))
-
-        lp = self.loops[pos]
-        block = env[lp.axis]
-        if lp.name in self.unrolled:
-            self._loop(pos, b, env, inner)  # iterations in order, each threading the values
-            return results[-1]
-        if self._needs_constant(pos):  # full blocks carrying the values, then the rest
-            extent = _constant(block.extent, self.op, lp.name)
-            full = extent - extent % lp.step
-            if full:
-                whole = {**env, lp.axis: replace(block, extent=full)}
-                results.append(self._carried(pos, b, whole, index(b, full), points, results[-1]))
-            if extent % lp.step:
-                inner(
-                    b,
-                    {
-                        **env,
-                        lp.axis: replace(
-                            block, offset=block.offset + full, extent=extent % lp.step
-                        ),
-                    },
-                )
-            return results[-1]
-        ub = block.extent if isinstance(block.extent, SSAValue) else index(b, block.extent)
-        return self._carried(pos, b, env, ub, points, accs)
-
-    def _carried(
-        self,
-        pos: int,
-        b: Builder,
-        env: dict[str, Block_],
-        ub: SSAValue,
-        points: list[dict[str, Block_]],
-        accs: list[SSAValue],
-    ) -> list[SSAValue]:
-        """Reduction loop `pos` up to `ub` with `accs` as loop-carried values."""
-        lp = self.loops[pos]
-        nest = b.insert(loop.ForOp(index(b, 0), ub, index(b, lp.step), accs))
-        copy_loc(self.op, nest)
-        body = Builder(InsertPoint.at_end(nest.body.block))
-        child = self._child(body, env[lp.axis], nest.iv, ub, lp.step)
-        values = self._chain(pos + 1, body, {**env, lp.axis: child}, points, list(nest.iter_args))
-        body.insert(loop.YieldOp(*values))
-        return list(nest.res)
-
-
-def _constant(extent: Extent, op: Operation, name: str) -> int:
-    if isinstance(extent, int):
-        return extent
-    raise error_at(op, f"schedule: loop {name} needs a constant extent (unrolled)")

@@ -29,7 +29,9 @@ as written), in three steps, from a `Target` (dlc/target.py):
    the target's vectors: 32 f32 with AVX-512, 16 with AVX2; MR rows so the 2·MR
    accumulators fill most of the vector registers: 12 of 32, 6 of 16), unrolled and
    carried in registers through the K loop, which is blocked by `K_BLOCK` so the B
-   block stays in L2. With `fma` (float sums) each step is one fused multiply-add.
+   block stays in L2. The tile's columns are vectors of the target's width
+   (`vectorize`) when the body allows (`dlc.dialects.tensor_lanes`); with `fma`
+   (float sums) each step is one fused multiply-add per vector.
 
 4. **Threads.** A nest (or a group) whose work is at least `PARALLEL_WORK` gets one
    `parallel` loop: its first output loop with two or more iterations (a group's:

@@ -12,6 +12,7 @@ from xdsl.ir import Operation, SSAValue
 from dlc.dialects import tensor
 from dlc.dialects.graph_types import TensorType, dtype_bytes
 from dlc.dialects.schedule import ScheduleAttr
+from dlc.dialects.tensor_lanes import lane_plan
 from dlc.target import Target
 
 MAX_BODY_OPS = 16  # larger bodies keep the plain i-k-j schedule
@@ -108,11 +109,13 @@ def kept_outside(op: tensor.ComputeOp) -> int:
 
 @dataclass(frozen=True)
 class DotTiles:
-    """Register and cache tiles of a dot-like compute: rows `mr`, columns `nr`, `kc`."""
+    """Register and cache tiles of a dot-like compute: rows `mr`, columns `nr`, `kc`;
+    `lanes` per vector when the columns are vectorized (0: left to LLVM)."""
 
     mr: int
     nr: int
     kc: int
+    lanes: int
 
 
 def dot_tiles(op: tensor.ComputeOp, target: Target) -> DotTiles | None:
@@ -134,12 +137,13 @@ def dot_tiles(op: tensor.ComputeOp, target: Target) -> DotTiles | None:
         return None
     rows = ROWS_32 if target.vector_registers >= 32 else ROWS
     mr = min(rows, m) if len(dims) >= 2 else 1
-    return DotTiles(mr, nr, K_BLOCK)
+    lanes = nr // 2 if isinstance(lane_plan(op, len(dims) - 1), dict) else 0
+    return DotTiles(mr, nr, K_BLOCK, lanes)
 
 
 def tiled_schedule(op: tensor.ComputeOp, tiles: DotTiles) -> ScheduleAttr:
     """The tiled nest: batch loops, K blocks, row blocks, column panels, then the K
-    loop over the unrolled MR x NR register tile."""
+    loop over the unrolled MR x NR register tile, its columns in vectors."""
     rank = len(op.domain)
     matrix = rank >= 2
     j = f"d{rank - 1}"
@@ -154,7 +158,8 @@ def tiled_schedule(op: tensor.ComputeOp, tiles: DotTiles) -> ScheduleAttr:
     if k_blocks:
         sizes["r0"] = [tiles.kc]
     order = [*batch, *(["r0.0"] if k_blocks else []), *outer, "r0.1" if k_blocks else "r0", *inner]
-    return ScheduleAttr(tiles=sizes, order=order, unroll=inner)
+    vector = (f"{j}.1", tiles.lanes) if tiles.lanes else None
+    return ScheduleAttr(tiles=sizes, order=order, unroll=inner, vectorize=vector)
 
 
 def float_sum(op: tensor.ComputeOp) -> bool:

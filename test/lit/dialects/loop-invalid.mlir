@@ -28,3 +28,21 @@ loop.func @f(%x: memref<2x2xf32>) {
   %v = loop.load %x[%c0] : memref<2x2xf32>
   loop.return
 }
+
+// -----
+
+// CHECK: loop-invalid.mlir:[[# @LINE + 3]]:3: error: IR does not verify in the input: loop.vload: expected a 1-D vector of f32, got vector<4xf64>
+loop.func @f(%x: memref<8xf32>) {
+  %c0 = arith.constant 0 : i64
+  %v = loop.vload %x[%c0] : memref<8xf32> -> vector<4xf64>
+  loop.return
+}
+
+// -----
+
+// CHECK: loop-invalid.mlir:[[# @LINE + 3]]:3: error: IR does not verify in the input: loop.broadcast: f64 cannot fill vector<4xf32>
+loop.func @f(%x: memref<8xf32>) {
+  %z = arith.constant 0.0 : f64
+  %b = loop.broadcast %z : f64 -> vector<4xf32>
+  loop.return
+}

@@ -152,4 +152,23 @@ builtin.module {
     loop.raw_free %h
     loop.return
   }
+
+// Vector loads, stores and broadcasts: W consecutive elements along the last
+// dimension; arithmetic on them is arith on vectors.
+// CHECK-LABEL: loop.func @lanes(
+// CHECK:         %[[V:.*]] = loop.vload %{{.*}}[%[[I:.*]], %[[J:.*]]] : memref<4x8xf32> -> vector<4xf32>
+// CHECK-NEXT:    %[[S:.*]] = loop.load %{{.*}}[%[[I]], %[[J]]] : memref<4x8xf32>
+// CHECK-NEXT:    %[[B:.*]] = loop.broadcast %[[S]] : f32 -> vector<4xf32>
+// CHECK-NEXT:    %[[P:.*]] = arith.mulf %[[V]], %[[B]] : vector<4xf32>
+// CHECK-NEXT:    loop.vstore %[[P]], %{{.*}}[%[[I]], %[[J]]] : vector<4xf32>, memref<4x8xf32>
+  loop.func @lanes(%x: memref<4x8xf32>, %y: memref<4x8xf32>) {
+    %i = arith.constant 1 : i64
+    %j = arith.constant 4 : i64
+    %v = loop.vload %x[%i, %j] : memref<4x8xf32> -> vector<4xf32>
+    %s = loop.load %x[%i, %j] : memref<4x8xf32>
+    %b = loop.broadcast %s : f32 -> vector<4xf32>
+    %p = arith.mulf %v, %b : vector<4xf32>
+    loop.vstore %p, %y[%i, %j] : vector<4xf32>, memref<4x8xf32>
+    loop.return
+  }
 }

@@ -41,4 +41,24 @@ builtin.module attributes {dlc.name = "lower_loop_to_llvm", dlc.stage = "raw"} {
     loop.store %v, %b[%i, %j] : memref<2x3xf64>
     loop.return
   }
+
+// Vector accesses load and store whole registers with the element's alignment; a
+// broadcast is an insertelement and a zero shufflevector.
+// CHECK-LABEL: llvm.func @lanes(
+// CHECK:         %[[P:.*]] = llvm.getelementptr inbounds %{{.*}}[%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-NEXT:    %[[V:.*]] = llvm.load %[[P]] {alignment = 4 : i64} : !llvm.ptr -> vector<4xf32>
+// CHECK:         %[[E:.*]] = llvm.insertelement %{{.*}}, %{{.*}}[%{{.*}} : i32] : vector<4xf32>
+// CHECK-NEXT:    %[[B:.*]] = llvm.shufflevector %[[E]], %[[E]] [0, 0, 0, 0] : vector<4xf32>
+// CHECK-NEXT:    %[[S:.*]] = llvm.fadd %[[V]], %[[B]] : vector<4xf32>
+// CHECK:         llvm.store %[[S]], %{{.*}} {alignment = 4 : i64} : vector<4xf32>, !llvm.ptr
+  loop.func @lanes(%x: memref<2x8xf32>, %y: memref<2x8xf32>) {
+    %i = arith.constant 1 : i64
+    %j = arith.constant 4 : i64
+    %v = loop.vload %x[%i, %j] : memref<2x8xf32> -> vector<4xf32>
+    %h = arith.constant 0.5 : f32
+    %b = loop.broadcast %h : f32 -> vector<4xf32>
+    %s = arith.addf %v, %b : vector<4xf32>
+    loop.vstore %s, %y[%i, %j] : vector<4xf32>, memref<2x8xf32>
+    loop.return
+  }
 }

@@ -1,0 +1,124 @@
+"""Vector ops of the `loop` dialect: whole SIMD registers of a buffer's elements.
+
+`loop.vload` reads W consecutive elements along a buffer's last dimension, starting
+at an index; `loop.vstore` writes them; `loop.broadcast` copies a scalar into every
+lane. Arithmetic on vectors is `arith` on `vector<W x T>` values. The nest builder
+emits these where a schedule vectorizes a register tile (`vectorize`).
+
+    %b = loop.vload %w[%k, %j] : memref<64x64xf32> -> vector<16xf32>
+    %a = loop.broadcast %s : f32 -> vector<16xf32>
+    loop.vstore %acc, %out[%i, %j] : vector<16xf32>, memref<64x64xf32>
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import MemRefType, VectorType, i64
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_op_definition,
+    operand_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+
+from dlc.dialects.loop_buffer import memref_type
+
+
+def _check_vector(value_type: Attribute, mtype: MemRefType, what: str) -> None:
+    if (
+        not isinstance(value_type, VectorType)
+        or len(value_type.get_shape()) != 1
+        or value_type.element_type != mtype.element_type
+    ):
+        raise VerifyException(
+            f"{what}: expected a 1-D vector of {mtype.element_type}, got {value_type}"
+        )
+    if len(mtype.get_shape()) == 0:
+        raise VerifyException(f"{what}: a vector access needs a buffer of rank >= 1")
+
+
+def _check_indices(buffer: SSAValue, indices: Sequence[SSAValue], what: str) -> MemRefType:
+    mtype = memref_type(buffer, what)
+    if len(indices) != len(mtype.get_shape()):
+        raise VerifyException(f"{what}: {len(indices)} indices for {mtype}")
+    return mtype
+
+
+@irdl_op_definition
+class VLoadOp(IRDLOperation):
+    """`loop.vload %buf[%i, %j] : memref<...> -> vector<W x T>`: the W elements
+    `buf[i, j .. j + W - 1]` (the last index walks; it must stay in bounds)."""
+
+    name = "loop.vload"
+    buffer = operand_def(MemRefType)
+    indices = var_operand_def(i64)
+    res = result_def(VectorType)
+    assembly_format = "$buffer `[` $indices `]` attr-dict `:` type($buffer) `->` type($res)"
+
+    def __init__(
+        self, buffer: SSAValue | Operation, indices: Sequence[SSAValue | Operation], lanes: int
+    ) -> None:
+        mtype = SSAValue.get(buffer).type
+        assert isinstance(mtype, MemRefType)
+        vtype = VectorType(mtype.element_type, [lanes])
+        super().__init__(operands=[buffer, list(indices)], result_types=[vtype])
+
+    def verify_(self) -> None:
+        mtype = _check_indices(self.buffer, self.indices, self.name)
+        _check_vector(self.res.type, mtype, self.name)
+
+
+@irdl_op_definition
+class VStoreOp(IRDLOperation):
+    """`loop.vstore %v, %buf[%i, %j] : vector<W x T>, memref<...>`: writes the W lanes
+    to `buf[i, j .. j + W - 1]`."""
+
+    name = "loop.vstore"
+    value = operand_def(VectorType)
+    buffer = operand_def(MemRefType)
+    indices = var_operand_def(i64)
+    assembly_format = (
+        "$value `,` $buffer `[` $indices `]` attr-dict `:` type($value) `,` type($buffer)"
+    )
+
+    def __init__(
+        self,
+        value: SSAValue | Operation,
+        buffer: SSAValue | Operation,
+        indices: Sequence[SSAValue | Operation],
+    ) -> None:
+        super().__init__(operands=[value, buffer, list(indices)])
+
+    def verify_(self) -> None:
+        mtype = _check_indices(self.buffer, self.indices, self.name)
+        _check_vector(self.value.type, mtype, self.name)
+
+
+@irdl_op_definition
+class BroadcastOp(IRDLOperation):
+    """`loop.broadcast %s : T -> vector<W x T>`: `s` in every lane."""
+
+    name = "loop.broadcast"
+    source = operand_def()
+    res = result_def(VectorType)
+    traits = traits_def(Pure())
+    assembly_format = "$source attr-dict `:` type($source) `->` type($res)"
+
+    def __init__(self, source: SSAValue | Operation, lanes: int) -> None:
+        scalar = SSAValue.get(source).type
+        super().__init__(operands=[source], result_types=[VectorType(scalar, [lanes])])
+
+    def verify_(self) -> None:
+        vtype = self.res.type
+        assert isinstance(vtype, VectorType)
+        if vtype.element_type != self.source.type or len(vtype.get_shape()) != 1:
+            raise VerifyException(f"{self.name}: {self.source.type} cannot fill {vtype}")
+
+
+VECTOR_OPS = [VLoadOp, VStoreOp, BroadcastOp]

@@ -1,0 +1,58 @@
+"""Which ops of a `tensor.compute` body vary along one index (vector lanes).
+
+A schedule may vectorize a register tile along an output axis `j`: W consecutive
+values of `j` become the W lanes of one vector. `lane_plan(op, j)` classifies the body
+for that: reads that do not depend on `j` stay scalar loads (broadcast when a vector
+op needs them); reads whose last index is `j + e` (`e` independent of `j`: unit
+stride) become vector loads; float arithmetic on lane values becomes vector
+arithmetic; index arithmetic `j + e` stays scalar, computing the first lane's index.
+Anything else that depends on `j` (a strided or gathered read, a compare, a select, a
+cast, a math function) makes the body not vectorizable: the plan is the reason why.
+
+The schedule policy asks before it writes `vectorize`; the nest builder follows the
+same plan, so what the policy accepts is what the code generator emits.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import i64
+from xdsl.ir import Operation, SSAValue
+
+from dlc.dialects import tensor
+
+LANE_ARITH = (arith.AddfOp, arith.SubfOp, arith.MulfOp, arith.DivfOp, arith.NegfOp)
+"""Float ops carried out on whole vectors."""
+
+
+def lane_plan(op: tensor.ComputeOp, axis: int) -> dict[Operation, str] | str:
+    """op -> "scalar" | "vload" | "vector" | "lane-index" for every body op of `op`
+    vectorized along index argument `axis`, or the reason it cannot be."""
+    lane = op.body.block.args[axis]
+    varying: set[SSAValue] = {lane}
+    plan: dict[Operation, str] = {}
+    for inner in op.body.block.ops:
+        touched = [v for v in inner.operands if v in varying]
+        if isinstance(inner, tensor.YieldOp) or not touched:
+            plan[inner] = "scalar"
+            continue
+        kind = _kind(inner, varying)
+        if kind is None:
+            return f"{inner.name} depends on the vectorized index"
+        plan[inner] = kind
+        varying.update(inner.results)
+    return plan
+
+
+def _kind(inner: Operation, varying: set[SSAValue]) -> str | None:
+    if isinstance(inner, tensor.ReadOp):
+        *outer, last = inner.indices
+        if any(i in varying for i in outer) or last not in varying:
+            return None  # a strided or gathered access
+        return "vload"
+    if isinstance(inner, arith.AddiOp) and inner.result.type == i64:
+        lhs, rhs = inner.operands
+        return "lane-index" if (lhs in varying) != (rhs in varying) else None
+    if isinstance(inner, LANE_ARITH):
+        return "vector"
+    return None

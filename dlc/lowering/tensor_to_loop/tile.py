@@ -1,0 +1,233 @@
+"""Register tiles of the nest builder (`nest.py`): where a reduction's accumulators
+live, the tile's points (scalar or vector lanes), and the chain of reduction loops
+that carries the accumulators in registers. `RegisterTile` is a base class of
+`NestBuilder`, which provides the loop and point emission it calls
+(`_loop`, `_element`, `_combine`, `_deliver`, ...); the rules are in `nest.py`'s
+docstring ("Reductions", "Vectors").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from xdsl.builder import Builder, InsertPoint
+from xdsl.ir import Operation, SSAValue
+
+from dlc.diagnostics import copy_loc, error_at
+from dlc.dialects import loop, tensor
+from dlc.dialects.schedule import Loop, ScheduleAttr
+from dlc.dialects.tensor_lanes import lane_plan
+from dlc.lowering.scalar_ops import mark_reassociable
+from dlc.lowering.tensor_to_loop.body import index, load
+
+MAX_UNROLLED_POINTS = 4096
+"""At most this many copies of a body per unrolled nest (or accumulator tile)."""
+
+Extent = int | SSAValue
+
+
+@dataclass(frozen=True)
+class Block_:
+    """The part of one axis the loops emitted so far leave to the inner loops."""
+
+    base: SSAValue | None  # first index (None: 0)
+    offset: int  # constant added to base (unrolled and peeled iterations)
+    extent: Extent  # size of the block (a constant, or a dynamic `min`)
+
+
+Point = tuple[dict[str, "Block_"], int]
+"""One point of a register tile: its environment and its lanes (1: a scalar)."""
+
+
+class RegisterTile:
+    """Accumulator placement and the register chain (module docstring)."""
+
+    op: tensor.ComputeOp
+    buffer: SSAValue | None
+    dt: str
+    axes: list[str]
+    loops: list[Loop]
+    unrolled: frozenset[str] | set[str] | tuple[str, ...]
+    known: dict[SSAValue, SSAValue]
+    feeders: list
+    prefix: dict[str, SSAValue]
+    # provided by NestBuilder
+    _loop: Callable[..., None]
+    _child: Callable[..., Block_]
+    _needs_constant: Callable[[int], bool]
+    _check_unroll: Callable[[int], None]
+    _indices: Callable[..., list[SSAValue]]
+    _outputs: Callable[[], list[str]]
+    _element: Callable[..., SSAValue]
+    _combine: Callable[..., SSAValue]
+    _deliver: Callable[..., None]
+    _init_value: Callable[[Builder], SSAValue]
+
+    def _plan_accumulators(self) -> None:
+        """Where the reduction's accumulators live (module docstring)."""
+        positions = [i for i, lp in enumerate(self.loops) if lp.is_reduction]
+        self.first_reduction = positions[0] if positions else None
+        self.chain: tuple[int, int] | None = None  # [start, end) of the register chain
+        self.tile: list[Loop] = []
+        self.memory_init = False
+        if self.op.combinator is None:
+            return
+        if not positions:  # no reduction loops left (only in a group: none at all)
+            self.chain = (len(self.loops), len(self.loops))
+            return
+        last = positions[-1]
+        trailing = self.loops[last + 1 :]
+        if all(lp.name in self.unrolled for lp in trailing):
+            start = last
+            while start > 0 and self.loops[start - 1].is_reduction:
+                start -= 1
+            self.chain, self.tile = (start, last + 1), trailing
+        self.memory_init = self.chain is None or self.chain[0] != positions[0]
+        if self.memory_init and self.buffer is None:
+            raise error_at(self.op, "schedule: a reduction accumulating in memory needs a buffer")
+
+    def _plan_lanes(self, schedule: ScheduleAttr) -> None:
+        """The vectorized loop and its lane plan (module docstring), or a diagnostic."""
+        self.lanes, self.lane_loop, self.lane_plan = 1, "", {}
+        if schedule.vector is None:
+            return
+        name, width = schedule.vector
+        tile = {lp.name: lp for lp in self.tile}
+        why = None
+        if name not in tile or tile[name].step != 1:
+            why = "only the innermost level of an axis in an unrolled register tile"
+        elif self.feeders or self.prefix or self.known:
+            why = "not inside a fusion group"
+        elif self.dt not in ("f16", "f32", "f64"):
+            why = f"only float results, not {self.dt}"
+        else:
+            plan = lane_plan(self.op, self.axes.index(tile[name].axis))
+            if isinstance(plan, str):
+                why = plan
+            else:
+                self.lanes, self.lane_loop, self.lane_plan = width, name, plan
+        if why is not None:
+            raise error_at(
+                self.op, f"not supported by the code generator yet: vectorize {name}: {why}"
+            )
+
+    # -- the register chain ------------------------------------------------------------
+
+    def _tile_points(self, env: dict[str, Block_]) -> list[Point]:
+        """The register tile's points (its unrolled loops): environments and lanes."""
+        points: list[Point] = [(env, 1)]
+        for lp in self.tile:
+            grown: list[Point] = []
+            for point, lanes in points:
+                block = point[lp.axis]
+                extent = constant_extent(block.extent, self.op, lp.name)
+                width = self.lanes if lp.name == self.lane_loop else 1
+                vectors = extent - extent % width
+                for x in range(0, extent, lp.step):
+                    if vectors > x and x % width:
+                        continue  # inside a vector point
+                    wide = width if x < vectors else 1
+                    step = min(lp.step * wide, extent - x)
+                    moved = replace(block, offset=block.offset + x, extent=step)
+                    grown.append(({**point, lp.axis: moved}, max(lanes, wide)))
+            points = grown
+        self._check_unroll(len(points))
+        return points
+
+    def _register_chain(self, b: Builder, env: dict[str, Block_]) -> None:
+        """Accumulators for the tile's points through the chain of reduction loops."""
+        assert self.chain is not None
+        points = self._tile_points(env)
+        wheres = [self._indices(b, p, self._outputs()) for p, _ in points]
+        accs = []
+        if self.memory_init:
+            assert self.buffer is not None
+            for (_, lanes), where in zip(points, wheres, strict=True):
+                if lanes > 1:
+                    accs.append(b.insert(loop.VLoadOp(self.buffer, where, lanes)).res)
+                else:
+                    accs.append(load(b, self.buffer, where, self.dt))
+        else:
+            init = self._init_value(b)
+            wide = {
+                n: b.insert(loop.BroadcastOp(init, n)).res for n in {n for _, n in points} - {1}
+            }
+            accs = [wide.get(lanes, init) for _, lanes in points]
+        finals = self._chain(self.chain[0], b, env, points, accs)
+        for value, where, (_, lanes) in zip(finals, wheres, points, strict=True):
+            self._deliver(b, value, where, lanes)
+
+    def _chain(
+        self,
+        pos: int,
+        b: Builder,
+        env: dict[str, Block_],
+        points: list[Point],
+        accs: list[SSAValue],
+    ) -> list[SSAValue]:
+        """Reduction loops [pos, chain end) carrying `accs`; returns the final values."""
+        assert self.chain is not None
+        if pos == self.chain[1]:
+            known = dict(self.known)
+            out = []
+            for (point, lanes), acc in zip(points, accs, strict=True):
+                merged = {**point, **{a: env[a] for a in env if a.startswith("r")}}
+                out.append(self._combine(b, acc, self._element(b, merged, known, lanes)))
+            if len(out) == 1 and not self.tile and not self.memory_init:
+                mark_reassociable(self.op, out[0])  # vectorizable fold order (see there)
+            return out
+        results: list[list[SSAValue]] = [accs]
+
+        def inner(b2: Builder, env2: dict[str, Block_]) -> None:
+            results.append(self._chain(pos + 1, b2, env2, points, results[-1]))
+
+        lp = self.loops[pos]
+        block = env[lp.axis]
+        if lp.name in self.unrolled:
+            self._loop(pos, b, env, inner)  # iterations in order, each threading the values
+            return results[-1]
+        if self._needsconstant_extent(pos):  # full blocks carrying the values, then the rest
+            extent = constant_extent(block.extent, self.op, lp.name)
+            full = extent - extent % lp.step
+            if full:
+                whole = {**env, lp.axis: replace(block, extent=full)}
+                results.append(self._carried(pos, b, whole, index(b, full), points, results[-1]))
+            if extent % lp.step:
+                inner(
+                    b,
+                    {
+                        **env,
+                        lp.axis: replace(
+                            block, offset=block.offset + full, extent=extent % lp.step
+                        ),
+                    },
+                )
+            return results[-1]
+        ub = block.extent if isinstance(block.extent, SSAValue) else index(b, block.extent)
+        return self._carried(pos, b, env, ub, points, accs)
+
+    def _carried(
+        self,
+        pos: int,
+        b: Builder,
+        env: dict[str, Block_],
+        ub: SSAValue,
+        points: list[Point],
+        accs: list[SSAValue],
+    ) -> list[SSAValue]:
+        """Reduction loop `pos` up to `ub` with `accs` as loop-carried values."""
+        lp = self.loops[pos]
+        nest = b.insert(loop.ForOp(index(b, 0), ub, index(b, lp.step), accs))
+        copy_loc(self.op, nest)
+        body = Builder(InsertPoint.at_end(nest.body.block))
+        child = self._child(body, env[lp.axis], nest.iv, ub, lp.step)
+        values = self._chain(pos + 1, body, {**env, lp.axis: child}, points, list(nest.iter_args))
+        body.insert(loop.YieldOp(*values))
+        return list(nest.res)
+
+
+def constant_extent(extent: Extent, op: Operation, name: str) -> int:
+    if isinstance(extent, int):
+        return extent
+    raise error_at(op, f"schedule: loop {name} needs a constant extent (unrolled)")
