@@ -143,7 +143,7 @@ def test_split_input_file_counts_lines_in_whole_file(
     assert f":{ADD_ONE.count(chr(10)) + 1 + 6}:10: error: add:" in second
 
 
-def test_split_input_file_without_verify_stops_at_first_error(
+def test_split_input_file_without_verify_goes_on_after_an_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     r = opt(
@@ -151,6 +151,7 @@ def test_split_input_file_without_verify_stops_at_first_error(
     )
     assert r.code == 1
     assert ":6:10: error:" in r.err
+    assert r.out == "// -----\n" + ADD_ONE
 
 
 def test_output_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
