@@ -49,6 +49,7 @@ from xdsl.passes import ModulePass
 
 from dlc.dialects import tensor
 from dlc.dialects.graph_types import TensorType, dtype_bytes
+from dlc.dialects.levels import require_level
 from dlc.dialects.schedule import ScheduleAttr
 from dlc.dialects.tensor_groups import (
     identity_dims,
@@ -347,6 +348,7 @@ class SchedulePass(ModulePass):
     group: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_level(op, "tensor", self.name)
         target = Target.from_cpu(self.target)
         next_id = 1 + max(_group_ids(op), default=-1)
         for func in op.body.block.ops:
