@@ -313,7 +313,7 @@ def test_run_random_inputs_and_time(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert (r.code, r.err) == (0, "")
     lines = r.out.splitlines()
     assert lines[0] == "output 0: <4 x f32>"
-    expected = np.random.default_rng(5).standard_normal(4).astype(np.float32) + np.float32(1)
+    expected = np.random.default_rng(5).standard_normal(4, dtype=np.float32) + np.float32(1)
     assert lines[1] == repr(expected)
     assert lines[-2].startswith("compile time: ")
     assert lines[-1].startswith("time per call: ") and lines[-1].endswith("calls)")
