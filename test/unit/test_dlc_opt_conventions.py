@@ -298,3 +298,10 @@ def test_stdout_write_error(
         1,
         "dlc-opt: error: cannot write to stdout: No space left on device\n",
     )
+
+
+def test_input_read_error_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """/proc/self/mem opens but cannot be read at offset 0."""
+    r = opt(capsys, "/proc/self/mem")
+    assert_one_line_error(r)
+    assert r.err == "dlc-opt: error: cannot read '/proc/self/mem': Input/output error\n"
