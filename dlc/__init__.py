@@ -30,7 +30,8 @@ with this process's rights: allowing externs to untrusted IR is running untruste
 Every user error (bad syntax, a type error, an unsupported feature, a missing file)
 raises `DiagnosticError`, which carries `.filename`, `.line`, `.column` and `.message`
 and prints as `FILE:LINE:COL: error: MESSAGE` with the source line and a caret.
-Calling a compiled function wrongly raises `TypeError` / `ValueError`.
+Compiled functions take their arguments positionally or by the DLVM parameter names
+(`mod.axpy(a=2.0, x=x, y=y)`); calling one wrongly raises `TypeError` / `ValueError`.
 """
 
 from __future__ import annotations
@@ -109,11 +110,15 @@ def compile(
     """Parse, verify, differentiate, lower and JIT-compile DLVM text; the compiled
     functions are called with NumPy arrays.
 
-    - `opt_level` (0..3): LLVM's optimization level; fusion needs at least 1.
+    - `opt_level` (0..3): LLVM's optimization level; fusion needs at least 1. At 2 and
+      3 float sums over a contiguous axis use vectorized partial sums, so they differ
+      from levels 0 and 1 in the last bits, within the bound the README states ("Float
+      reductions and `opt_level`").
     - `bounds_check=True` guards every generated load and store: a violation raises
       IndexError("FILE:LINE:COL: out-of-bounds ...") from the call (None: the
       environment variable DLC_BOUNDS_CHECK=1).
-    - `seed` seeds the `random` generator (reseed with `mod.seed(n)`).
+    - `seed` seeds the `random` generator (any int, taken mod 2**64; reseed with
+      `mod.seed(n)`).
     - `fuse`, `plan_memory`: the tensor-level fusion and loop-level arena planning.
     - `fast_math_functions`: f32 exp/log/tanh as vectorizable polynomials (≤ 2, 2 and
       5 ULP); False keeps exact libm calls.

@@ -28,15 +28,8 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from dlc.dialects.levels import LEVELS
+from dlc.dialects.levels import LEVELS, LOWERINGS
 from dlc.target import Target
-
-LOWERINGS = {
-    "graph": "lower-graph-to-tensor",
-    "tensor": "lower-tensor-to-loop",
-    "loop": "lower-loop-to-llvm",
-}
-"""level -> the pass that lowers it to the next level of `LEVELS`."""
 
 GRAPH_OPTIMIZER = (
     "inline{max-ops=32}",

@@ -1,8 +1,11 @@
 """`dlc-opt`: parse a dlc program, run passes, print it (DLVM, MLIR, LLVM IR or assembly).
 
-A thin subclass of xDSL's `xDSLOptMain` that loads only dlc's dialects and passes,
-reads `.dl` (DLVM syntax, also the default for stdin) and `.mlir` files, and reports
-every user error as one diagnostic with exit code 1, never a traceback:
+A thin subclass of xDSL's `xDSLOptMain` with dlc's dialects and passes. It reads `.dl`
+(DLVM syntax; also stdin, `-` and files without an extension) and `.mlir`, follows
+`mlir-opt`'s conventions (`--split-input-file` processes every chunk, fails if any
+failed; `--verify-diagnostics` checks `// expected-error {{...}}` comments, see
+`opt_diagnostics.py`; `--print-ir-after-all`, `--mlir-print-ir-after-failure`), and
+reports every user error as one diagnostic with exit code 1, never a traceback:
 
     dlc-opt model.dl -p lower-graph-to-tensor,lower-tensor-to-loop
     dlc-opt model.dl -t llvm -O 3 -o model.ll
@@ -23,18 +26,45 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.tools.command_line_tool import CommandLineTool
 from xdsl.utils.arg_spec import parse_pipeline
-from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
 from xdsl.xdsl_opt_main import VersionAction
 
-from dlc.cli.targets import TARGETS, DlcOptTargets, UsageError
-from dlc.diagnostics import DiagnosticError, Location, verify_located
+from dlc.cli.opt_diagnostics import (
+    IRVerifyError,
+    as_diagnostic,
+    differences,
+    first_line,
+    format_diagnostic,
+    has_expectations,
+)
+from dlc.cli.targets import TARGETS, DlcOptTargets, Output, UsageError
+from dlc.diagnostics import DiagnosticError, verify_located
 from dlc.dialects.levels import level_of
 from dlc.passes.statistics import PassStatistics
 from dlc.version import __version__
 
-
-class IRVerifyError(Exception):
-    """The IR failed xDSL's structural verifier: a one-line diagnostic."""
+SWITCHES: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("--split-input-file",), "process each `// -----` chunk on its own (exit 1 if any fails)"),
+    (
+        ("--verify-diagnostics",),
+        "check the input's `// expected-error {{...}}` comments (without any: print "
+        "diagnostics to stdout and exit 0)",
+    ),
+    (("--print-between-passes",), "print the IR after every pass but the last"),
+    (
+        ("--print-ir-after-all", "--mlir-print-ir-after-all"),
+        "print the IR to stderr after every pass (and -t llvm|asm step)",
+    ),
+    (
+        ("--print-ir-after-failure", "--mlir-print-ir-after-failure"),
+        "print the IR to stderr when a pass fails",
+    ),
+    (("--timing", "--time-passes"), "print per-pass wall time to stderr"),
+    (("--print-op-generic",), "MLIR output in the generic format"),
+    (("--report-changes",), "print `<pass>: changed|unchanged` per pass"),
+    (("--pass-statistics",), "print per-pass statistics to stderr"),
+)
+"""dlc-opt's on/off options: their names (the first names the attribute) and help."""
 
 
 class _ArgumentParser(argparse.ArgumentParser):
@@ -63,6 +93,8 @@ class DlcOptMain(DlcOptTargets):
         self.args = arg_parser.parse_args(args=args)
         self.ctx.allow_unregistered = self.args.allow_unregistered_dialect
         self.input_is_verified = False
+        self.expecting = False  # --verify-diagnostics and the input has expected-* comments
+        self.running: ModulePass | None = None  # the pass at work (for after-failure dumps)
         self.setup_pipeline()
 
     # -- registries -------------------------------------------------------------------
@@ -126,80 +158,54 @@ class DlcOptMain(DlcOptTargets):
             default=2,
             help="the pipeline of dlc.compile(opt_level=N) that -t llvm/asm runs (default 2)",
         )
-        add(
-            "--split-input-file",
-            action="store_true",
-            help="process each `// -----` chunk on its own",
-        )
-        add(
-            "--verify-diagnostics",
-            action="store_true",
-            help="print diagnostics to stdout and exit 0",
-        )
-        add(
-            "--print-between-passes",
-            action="store_true",
-            help="print the IR after every pass but the last",
-        )
-        add(
-            "--timing",
-            "--time-passes",
-            dest="timing",
-            action="store_true",
-            help="print per-pass wall time to stderr",
-        )
-        add("--print-op-generic", action="store_true", help="MLIR output in the generic format")
-        add(
-            "--report-changes",
-            action="store_true",
-            help="print `<pass>: changed|unchanged` per pass",
-        )
-        add("--pass-statistics", action="store_true", help="print per-pass statistics to stderr")
+        for names, description in SWITCHES:
+            add(*names, action="store_true", help=description)
         add("-v", "--version", action=VersionAction, version_format=self.version_format)
 
     # -- input ------------------------------------------------------------------------
 
+    def reads_stdin(self) -> bool:
+        return self.args.input_file in (None, "-")
+
     def get_input_stream(self) -> tuple[IO[bytes], str]:
-        if self.args.input_file is None:
+        """The input and its syntax by extension: stdin (no name or `-`) and files
+        without an extension are DLVM text (`.dl`), dlc's own syntax."""
+        if self.reads_stdin():
             return sys.stdin.buffer, "dl"
         path: str = self.args.input_file
         try:
-            f = open(path, "rb")  # noqa: SIM115 -- closed by the chunk loop
+            f = open(path, "rb")  # noqa: SIM115 -- closed by prepare_input
         except OSError as e:
             raise UsageError(f"cannot read '{path}': {e.strerror or e}") from None
-        extension = path.rsplit(".", 1)[-1] if "." in path.rsplit("/", 1)[-1] else ""
+        base = path.rsplit("/", 1)[-1]
+        extension = base.rsplit(".", 1)[-1] if "." in base.lstrip(".") else "dl"
         return f, extension
 
     def get_input_name(self) -> str:
-        return self.args.input_file or "<stdin>"
+        return "<stdin>" if self.reads_stdin() else self.args.input_file
 
     def prepare_input(self) -> tuple[list[tuple[IO[bytes], int]], str]:
         """The input as (chunk, line offset of the chunk) pairs, and its syntax."""
         f, extension = self.get_input_stream()
         extension = self.args.frontend or extension
-        if extension not in self.available_frontends:
-            f.close()
-            raise UsageError(
-                f"cannot tell the input syntax from extension '{extension}'; use -f dl or -f mlir"
-            )
-        if not self.args.split_input_file:
-            return [(f, 0)], extension
-        pieces = f.read().split(b"// -----")
-        f.close()
+        try:
+            if extension not in self.available_frontends:
+                raise UsageError(
+                    f"cannot tell the input syntax from extension '{extension}'; use -f dl or -f mlir"
+                )
+            text = f.read()
+        except OSError as e:
+            raise UsageError(f"cannot read '{self.get_input_name()}': {e.strerror or e}") from None
+        finally:
+            if f is not sys.stdin.buffer:
+                f.close()
+        pieces = text.split(b"// -----") if self.args.split_input_file else [text]
         chunks: list[tuple[IO[bytes], int]] = []
         offset = 0
         for piece in pieces:
             chunks.append((BytesIO(piece), offset))
             offset += piece.count(b"\n")
         return chunks, extension
-
-    def prepare_output(self) -> IO[str]:
-        if self.args.output_file is None:
-            return sys.stdout
-        try:
-            return open(self.args.output_file, "w")  # noqa: SIM115 -- closed by run()
-        except OSError as e:
-            raise UsageError(f"cannot write '{self.args.output_file}': {e.strerror or e}") from None
 
     # -- passes -----------------------------------------------------------------------
 
@@ -238,12 +244,15 @@ class DlcOptMain(DlcOptTargets):
             self.report_time(done.name, self.pass_start)
         if self.args.report_changes or self.args.pass_statistics:
             self.report_pass(done, module)
+        if done is not None and self.args.print_ir_after_all:
+            self.dump_ir(f"IR Dump After {done.name}", module)
         if done is not None or not self.input_is_verified:
             self.verify(module, done)
         if done is not None and upcoming is not None and self.args.print_between_passes:
             sys.stdout.write(
                 f"// -----// IR after {done.name} //----- //\n{self.default_text(module)}\n"
             )
+        self.running = upcoming
         self.pass_start = time.perf_counter()
 
     def report_pass(self, done: ModulePass | None, module: ModuleOp) -> None:
@@ -275,47 +284,44 @@ class DlcOptMain(DlcOptTargets):
                 raise IRVerifyError(message) from None
             raise DiagnosticError(message, e.location) from None
 
-    def pipeline_options(self):  # noqa: ANN201 -- dlc.pipeline.Options
-        from dlc.pipeline import Options
-        from dlc.runtime.native import openmp_available
-
-        return Options(opt_level=self.args.opt_level, openmp=openmp_available())
-
-    def after_step(self, step, module: ModuleOp) -> None:  # noqa: ANN001 -- pipeline.Step
-        """A step of the `-t llvm|asm` pipeline: timed and verified like a `-p` pass."""
-        self.after_pass(step.pass_, module, None)
-
     def report_time(self, what: str, start: float) -> None:
-        print(
-            f"dlc-opt: timing: {what}: {(time.perf_counter() - start) * 1e3:.3f} ms",
-            file=sys.stderr,
-        )
+        elapsed_ms = (time.perf_counter() - start) * 1e3
+        print(f"dlc-opt: timing: {what}: {elapsed_ms:.3f} ms", file=sys.stderr)
 
     def apply_passes(self, prog: ModuleOp) -> None:
-        if self.auto_differentiate:
-            self.available_passes["differentiate"]()().apply(self.ctx, prog)
+        if self.auto_differentiate and level_of(prog) == "graph":
+            self.running = self.available_passes["differentiate"]()()
+            self.running.apply(self.ctx, prog)
         self.pipeline.apply(self.ctx, prog)
 
     # -- driver -----------------------------------------------------------------------
 
-    def run(self) -> None:
+    def run(self) -> int:
+        """Process every chunk; the exit code: 1 if any chunk failed (with
+        --verify-diagnostics: if any chunk's diagnostics differ from its expectations)."""
         chunks, extension = self.prepare_input()
-        output = self.prepare_output()
         self.input_is_verified = extension == "dl"
+        texts = [chunk.read() for chunk, _ in chunks]
+        self.expecting = self.args.verify_diagnostics and any(map(has_expectations, texts))
+        output = Output(self.args.output_file)
+        failed = False
         try:
-            for i, (chunk, offset) in enumerate(chunks):
+            for i, (text, (_, offset)) in enumerate(zip(texts, chunks, strict=True)):
                 if i > 0:
                     output.write("// -----\n")
-                try:
-                    self.run_chunk(chunk, extension, offset, output)
-                finally:
-                    chunk.close()
+                produced = self.run_chunk(BytesIO(text), extension, offset, output)
+                failed |= self.report(produced, text, offset, output)
         finally:
-            if output is not sys.stdout:
-                output.close()
+            output.close()
+        return 1 if failed else 0
 
-    def run_chunk(self, chunk: IO[bytes], extension: str, offset: int, output: IO[str]) -> None:
-        """Parse, transform and print one chunk; diagnostics go to stdout with --verify-diagnostics."""
+    def run_chunk(
+        self, chunk: IO[bytes], extension: str, offset: int, output: Output
+    ) -> DiagnosticError | None:
+        """Parse, transform and print one chunk; its diagnostic, if any (located in the
+        whole file, or without a location)."""
+        module: ModuleOp | None = None
+        self.running = None
         try:
             start = time.perf_counter()
             module = self.parse_chunk(chunk, extension, offset)
@@ -327,72 +333,53 @@ class DlcOptMain(DlcOptTargets):
                 self.pass_start = time.perf_counter()
                 self.lower_to_llvm(module)
             start = time.perf_counter()
-            output.write(self.output_resulting_program(module))
+            text = self.output_resulting_program(module)
             if self.args.timing:
                 self.report_time(f"emit {self.args.target or 'default'}", start)
-        except DiagnosticError as e:
-            self.report_diagnostic(_shifted(e, offset).format(), output)
-        except ParseError as e:
-            self.report_diagnostic(_from_parse_error(e, offset).format(), output)
-        except IRVerifyError as e:
-            self.report_diagnostic(f"dlc-opt: error: {e}", output)
+        except Exception as e:
+            if module is not None and self.running is not None and self.args.print_ir_after_failure:
+                self.dump_ir(f"IR Dump After {self.running.name} Failed", module)
+            diagnostic = as_diagnostic(e, offset)
+            if diagnostic is None:
+                raise
+            return diagnostic
+        output.write(text)
         output.flush()
+        return None
 
-    def report_diagnostic(self, text: str, output: IO[str]) -> None:
-        if not self.args.verify_diagnostics:
-            raise _Reported(text)
-        output.flush()
-        sys.stdout.write(text.rstrip("\n") + "\n")
-        sys.stdout.flush()
-
-
-class _Reported(Exception):
-    """A diagnostic already formatted for stderr; exit 1."""
-
-
-def _first_line(e: BaseException) -> str:
-    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
-    return lines[0] if lines else type(e).__name__
-
-
-def _from_parse_error(e: ParseError, line_offset: int) -> DiagnosticError:
-    """xDSL's MLIR parse error as a dlc diagnostic, its line counted in the whole file."""
-    span = e.span
-    where = span.get_location()
-    start = span.input.get_start_of_line(span.start)
-    source = span.input.content[start : span.input.get_end_of_line(span.start)]
-    if isinstance(source, bytes):
-        source = source.decode("utf-8", "replace")
-    message = " ".join(e.msg.split())
-    return DiagnosticError(
-        message, Location(where.file, where.line + line_offset, where.col, source)
-    )
-
-
-def _shifted(e: DiagnosticError, line_offset: int) -> DiagnosticError:
-    """`e` with its line counted from the start of the whole file, not of its chunk."""
-    loc = e.location
-    if loc is None or line_offset == 0 or loc.line <= 0:
-        return e
-    moved = Location(loc.filename, loc.line + line_offset, loc.column, loc.source_line)
-    return DiagnosticError(e.message, moved)
+    def report(
+        self, produced: DiagnosticError | None, text: bytes, offset: int, output: Output
+    ) -> bool:
+        """Report a chunk's diagnostic (or, when the input has `expected-*` comments, its
+        differences from them); whether the chunk failed."""
+        if self.expecting:
+            errors = differences(text, self.get_input_name(), offset, produced)
+            for error in errors:
+                print(format_diagnostic(error), file=sys.stderr)
+            return bool(errors)
+        if produced is None:
+            return False
+        if self.args.verify_diagnostics:  # no expectations: the diagnostic is the output
+            output.flush()
+            sys.stdout.write(format_diagnostic(produced) + "\n")
+            sys.stdout.flush()
+            return False
+        print(format_diagnostic(produced), file=sys.stderr)
+        return True
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run dlc-opt; return the exit code (0 ok, 1 user error, 2 internal error)."""
     try:
-        DlcOptMain(args=argv).run()
-    except _Reported as e:
-        print(str(e), file=sys.stderr)
-        return 1
+        return DlcOptMain(args=argv).run()
     except DiagnosticError as e:
-        print(e.format(), file=sys.stderr)
+        print(format_diagnostic(e), file=sys.stderr)
         return 1
     except UsageError as e:
         print(f"dlc-opt: error: {e}", file=sys.stderr)
         return 1
     except DiagnosticException as e:
-        print(f"dlc-opt: error: {_first_line(e)}", file=sys.stderr)
+        print(f"dlc-opt: error: {first_line(e)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
@@ -401,7 +388,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (Exception, ArgSpecParseError, RecursionError) as e:
         print(f"dlc-opt: internal error: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
-    return 0
 
 
 if __name__ == "__main__":

@@ -5,15 +5,21 @@
     dlc-run model.dl --allow-extern libm --allow-extern my_fn
 
 Inputs are named by their entry-block parameter (`x` or `%x`) or their position (`0`).
-Random inputs: floats are standard normal, integers uniform in [-10, 10], bools fair
-coins. `[extern]` C functions run only when named with `--allow-extern NAME` (repeatable;
-`libm` is the preset of libm's scalar math functions): an allowed extern runs native code
-with this process's rights. Every user error is one diagnostic on stderr and exit code 1.
+Random inputs are made in the parameter's dtype: floats standard normal, integers
+uniform in [-10, 10], bools fair coins; `--seed` takes any int, mod 2**64 like
+`CompiledModule.seed` (so -1 is 2**64 - 1), and an input above
+`MAX_RANDOM_INPUT_BYTES` is refused. `--entry` also finds the functions that
+differentiation defines (`[adjoint ...]` declarations and the `@g_grad` they
+synthesize). `[extern]` C functions run only when named with `--allow-extern NAME`
+(repeatable; `libm` is the preset of libm's scalar math functions): an allowed extern
+runs native code with this process's rights. Every user error is one diagnostic on
+stderr and exit code 1.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import statistics
 import sys
@@ -24,6 +30,9 @@ from typing import Any, NoReturn
 import numpy as np
 
 from dlc.diagnostics import DiagnosticError, Location, location_in
+
+MAX_RANDOM_INPUT_BYTES = 1 << 31
+"""The largest input `--random-inputs` makes (2 GiB); larger ones come from --input files."""
 
 _MIN_CALLS = 7
 _MAX_CALLS = 10_000
@@ -54,7 +63,12 @@ def _argument_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--random-inputs", action="store_true", help="random values for inputs not given"
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of --random-inputs (default 0)")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of --random-inputs (default 0; any int, taken mod 2**64)",
+    )
     parser.add_argument("--time", action="store_true", help="print the median time per call")
     parser.add_argument(
         "--stats", action="store_true", help="print the compile report (loop nests, buffers, arena)"
@@ -134,6 +148,17 @@ def _tensor_param(t: Any, name: str) -> tuple[tuple[int, ...], Any]:
     return t.dims, numpy_dtype(t.dt)
 
 
+def _check_random_size(t: Any, name: str, shape: tuple[int, ...], dtype: Any) -> None:
+    from dlc.dialects.graph_types import format_type
+
+    nbytes = math.prod(shape) * np.dtype(dtype).itemsize
+    if nbytes > MAX_RANDOM_INPUT_BYTES:
+        raise RunError(
+            f"--random-inputs: parameter %{name} ({format_type(t)}) takes {nbytes} bytes, "
+            f"more than the limit of {MAX_RANDOM_INPUT_BYTES}; give it with --input {name}=PATH.npy"
+        )
+
+
 def _load_npy(path: str, name: str) -> np.ndarray:
     try:
         return np.load(path, allow_pickle=False)
@@ -142,13 +167,16 @@ def _load_npy(path: str, name: str) -> np.ndarray:
 
 
 def random_array(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
-    """Standard normal floats, integers in [-10, 10], fair-coin bools."""
-    kind = np.dtype(dtype).kind
-    if kind == "f":
-        return rng.standard_normal(shape).astype(dtype)
-    if kind == "b":
-        return rng.random(shape) < 0.5
-    return rng.integers(-10, 11, size=shape).astype(dtype)
+    """Standard normal floats, integers in [-10, 10], fair-coin bools, made in `dtype`
+    (f16 through f32: NumPy draws normals in f32 and f64 only)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f" and dtype.itemsize < 4:
+        return rng.standard_normal(shape, dtype=np.float32).astype(dtype)
+    if dtype.kind == "f":
+        return rng.standard_normal(shape, dtype=dtype)
+    if dtype.kind == "b":
+        return rng.integers(0, 2, size=shape, dtype=np.bool_)
+    return rng.integers(-10, 11, size=shape, dtype=dtype)
 
 
 def build_inputs(
@@ -157,13 +185,14 @@ def build_inputs(
     """One array per parameter, from --input files or, with --random-inputs, random."""
     names = _param_names(func)
     from_files = _parse_input_specs(specs, names)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(seed % (1 << 64))  # default_rng refuses negative seeds
     inputs: list[np.ndarray] = []
     for index, (name, t) in enumerate(zip(names, func.function_type.args, strict=True)):
         shape, dtype = _tensor_param(t, name)
         if index in from_files:
             inputs.append(_load_npy(from_files[index], name))
         elif random_inputs:
+            _check_random_size(t, name, shape, dtype)
             inputs.append(random_array(rng, shape, dtype))
         else:
             raise RunError(
@@ -272,14 +301,17 @@ def run(argv: Sequence[str] | None) -> None:
 
 
 def _parse_file(path: str) -> tuple[Any, bytes]:
+    """The program of `path`, differentiated (so `--entry` finds the functions of
+    `[adjoint ...]` declarations and the `@g_grad` they synthesize), and its text."""
     import dlc
+    from dlc.passes.graph.differentiate import differentiated
 
     try:
         with open(path, "rb") as f:
             text = f.read()
     except OSError as e:
         raise RunError(f"cannot read '{path}': {e.strerror or e}") from None
-    return dlc.parse(text, path), text
+    return differentiated(dlc.parse(text, path)), text
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -2,6 +2,7 @@
 IR level (DLVM text at the graph level, MLIR below), plus the lowering to llvm they need:
 the rest of the `-O` pipeline of `dlc.pipeline` from the module's level, the same
 passes `dlc.compile(opt_level=...)` runs, so `-t llvm` prints the code the API runs.
+`Output` is where the result goes (stdout or `-o FILE`).
 
 `DlcOptTargets` is the base of `DlcOptMain` (`dlc_opt.py`), so the emitters reach the
 parsed arguments, the pass registry and the context of the driver.
@@ -9,11 +10,13 @@ parsed arguments, the pass registry and the context of the driver.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from io import StringIO
-from typing import IO
+from typing import IO, TypeVar
 
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
 from xdsl.printer import Printer
 from xdsl.xdsl_opt_main import xDSLOptMain
 
@@ -21,13 +24,46 @@ from dlc.dialects.levels import level_of
 
 TARGETS = ("dl", "mlir", "llvm", "asm")
 
+T = TypeVar("T")
+
 
 class UsageError(Exception):
     """A command-line error (bad option, unreadable file, unknown pass): one line, exit 1."""
 
 
+class Output:
+    """stdout, or the `-o` file. An OSError while opening, writing or closing it (a full
+    disk, `-o /proc/version`) is a UsageError naming it, never a traceback."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self.stream: IO[str] = sys.stdout
+        if path is not None:
+            self.stream = self.guard(lambda: open(path, "w"))  # noqa: SIM115 -- closed by close()
+
+    def write(self, text: str) -> None:
+        self.guard(lambda: self.stream.write(text))
+
+    def flush(self) -> None:
+        self.guard(self.stream.flush)
+
+    def close(self) -> None:
+        self.guard(self.stream.flush if self.path is None else self.stream.close)
+
+    def guard(self, action: Callable[[], T]) -> T:
+        try:
+            return action()
+        except BrokenPipeError:  # a closed pipe ends dlc-opt quietly (exit 1)
+            raise
+        except OSError as e:
+            where = "to stdout" if self.path is None else f"'{self.path}'"
+            raise UsageError(f"cannot write {where}: {e.strerror or e}") from None
+
+
 class DlcOptTargets(xDSLOptMain):
     """The output half of the dlc-opt driver: target registry, emitters, llvm lowering."""
+
+    running: ModulePass | None  # the pass at work (dlc-opt dumps the IR when it fails)
 
     def register_all_targets(self) -> None:
         emitters: dict[str, Callable[[ModuleOp, IO[str]], None]] = {
@@ -44,6 +80,21 @@ class DlcOptTargets(xDSLOptMain):
         out = StringIO()
         (self.emit_dl if level_of(module) == "graph" else self.emit_mlir)(module, out)
         return out.getvalue()
+
+    def generic_text(self, module: ModuleOp) -> str:
+        out = StringIO()
+        Printer(stream=out, print_generic_format=True).print_op(module)
+        return out.getvalue() + "\n"
+
+    def dump_ir(self, title: str, module: ModuleOp) -> None:
+        """mlir-opt's `// -----// IR Dump After <pass> //----- //` and the IR, on stderr
+        (generic MLIR when the IR no longer prints in its own syntax)."""
+        try:
+            text = self.default_text(module)
+        except Exception:  # noqa: BLE001 -- a failed pass may leave IR that only prints generically
+            text = self.generic_text(module)
+        sys.stderr.write(f"// -----// {title} //----- //\n{text}\n")
+        sys.stderr.flush()
 
     def output_resulting_program(self, prog: ModuleOp) -> str:
         target = self.args.target or ("dl" if level_of(prog) == "graph" else "mlir")
@@ -84,11 +135,22 @@ class DlcOptTargets(xDSLOptMain):
 
         if level_of(module) == "llvm":
             return module
-        steps = pipeline.steps(self.pipeline_options(), start=level_of(module))
-        return pipeline.run(module, steps, after=self.after_step, ctx=self.ctx)
+        for step in pipeline.steps(self.pipeline_options(), start=level_of(module)):
+            self.running = step.pass_
+            pipeline.run(module, [step], after=self.after_step, ctx=self.ctx)
+        return module
 
     def pipeline_options(self):  # noqa: ANN201 -- dlc.pipeline.Options, imported lazily
-        raise NotImplementedError
+        from dlc.pipeline import Options
+        from dlc.runtime.native import openmp_available
 
-    def after_step(self, step, module: ModuleOp) -> None:  # noqa: ANN001
+        return Options(opt_level=self.args.opt_level, openmp=openmp_available())
+
+    def after_step(self, step, module: ModuleOp) -> None:  # noqa: ANN001 -- pipeline.Step
+        """A step of the `-t llvm|asm` pipeline: timed, verified and printed like a `-p` pass."""
+        self.after_pass(step.pass_, module, None)
+
+    def after_pass(
+        self, done: ModulePass | None, module: ModuleOp, upcoming: ModulePass | None
+    ) -> None:  # the driver's pipeline callback
         raise NotImplementedError

@@ -14,8 +14,10 @@ them. They live here, below both, so neither imports the other.
   several threads never share state, and a compiled function is re-entrant.
 - Globals: `VAR_PREFIX + name` (address slot of a module variable, filled by the
   runtime; module variables are the program's shared state, like C globals).
-- Module attributes: `MESSAGES` (status messages, "trap\\t<text>" or
-  "bounds\\t<text>"), `VARS` (variable name -> byte size), `RECURSIVE` (names of
+- Module attributes: `MESSAGES` (status messages, "trap\\t<text>", "bounds\\t<text>",
+  "interrupt\\t<text>", or "bounds-value\\t<before>\\t<after>": an out-of-bounds
+  access whose offending index the code stored in ctx word `CTX_FAULT`, shown between
+  <before> and <after>), `VARS` (variable name -> byte size), `RECURSIVE` (names of
   recursive functions).
 """
 
@@ -41,6 +43,10 @@ CTX_ARENA_BASE = 6
 """ctx words: the caller's arena, [top, end) within [base, end). A function with a
 planned arena takes its block at `top` on entry and gives it back on return (a stack
 discipline), so every call has its own arena."""
+CTX_FAULT = 7
+"""ctx word: the value a failed check stores with a "bounds-value" status (the index of
+an out-of-range dynamic index, the byte offset of an out-of-bounds pointer access): the
+message is baked into the code, the value only known at run time."""
 CTX_THREADS = 8
 """ctx word: how many threads parallel loops may use (1: serial; set by the runtime)."""
 CTX_WORDS = 9

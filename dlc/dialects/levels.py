@@ -2,15 +2,26 @@
 
 A module is at the highest level any of its ops belongs to (a module in the middle of
 a lowering can mix levels). dlc-opt uses this to choose the default output syntax and
-which lowerings `-t llvm` / `-t asm` still have to run.
+which lowerings `-t llvm` / `-t asm` still have to run, and every pass that works on one
+level checks its input with `require_level` (a pass run at the wrong level would
+otherwise find nothing it knows and silently do nothing, or drop what it does not know).
 """
 
 from __future__ import annotations
 
 from xdsl.dialects.builtin import ModuleOp
 
+from dlc.diagnostics import DiagnosticError
+
 LEVELS = ("graph", "tensor", "loop", "llvm")
-"""From highest to lowest; `dlc.pipeline.LOWERINGS[level]` lowers a level to the next."""
+"""From highest to lowest; `LOWERINGS[level]` lowers a level to the next."""
+
+LOWERINGS = {
+    "graph": "lower-graph-to-tensor",
+    "tensor": "lower-tensor-to-loop",
+    "loop": "lower-loop-to-llvm",
+}
+"""level -> the pass that lowers it to the next level of `LEVELS`."""
 
 
 def level_of(module: ModuleOp) -> str:
@@ -26,3 +37,20 @@ def level_of(module: ModuleOp) -> str:
 
 def is_graph_level(module: ModuleOp) -> bool:
     return level_of(module) == "graph"
+
+
+def require_level(module: ModuleOp, level: str, pass_name: str) -> None:
+    """Raise a `DiagnosticError` unless `module`, the input of pass `pass_name`, is at
+    `level` (it may hold ops of lower levels, as a module in the middle of a lowering
+    does; an empty module is at every level). Above `level`, the message names the
+    lowerings to run first."""
+    if module.body.block.first_op is None:
+        return
+    actual = level_of(module)
+    if actual == level:
+        return
+    message = f"{pass_name}: expected a module at the {level} level, got the {actual} level"
+    if LEVELS.index(actual) < LEVELS.index(level):
+        missing = LEVELS[LEVELS.index(actual) : LEVELS.index(level)]
+        message += f" (run {','.join(LOWERINGS[m] for m in missing)} first)"
+    raise DiagnosticError(message)

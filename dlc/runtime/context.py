@@ -2,7 +2,7 @@
 
 A `CallContext` is `CTX_WORDS` i64 words and an arena, owned by one thread: the status
 word, the recursion depth, the thread's stack limit, the address of the interrupt
-flag, and the arena's `[top, end)`. `Contexts(arena_bytes)` hands each thread its own
+flag, the arena's `[top, end)` and the value of the last failed bounds check. `Contexts(arena_bytes)` hands each thread its own
 (created on its first call), so concurrent calls of one module from several threads
 never share a status word, a depth counter or an arena, and no call needs the GIL
 for correctness.
@@ -84,6 +84,7 @@ class CallContext:
         """Back to the state before a call (the Python entry of every compiled function
         does the same natively: status, depth, arena top)."""
         self.words[abi.CTX_STATUS] = 0
+        self.words[abi.CTX_FAULT] = 0
         self.words[abi.CTX_DEPTH] = 0
         self.words[abi.CTX_ARENA_BASE] = self.arena_base
         self.words[abi.CTX_ARENA_TOP] = self.arena_base

@@ -2,8 +2,10 @@
 
 A `CompiledFunction` calls native code `f(ptr in0, ..., ptr out0, ...)` on
 C-contiguous data (tuple results flattened, void result; see `dlc.dialects.abi`).
-Arguments are checked (count, dtype, shape) before any native code runs: a wrong call
-raises `TypeError` / `ValueError` naming the argument. For a small per-call cost each
+Arguments, positional or by keyword (the DLVM parameter names, `%x` -> `x`), are
+checked (count, dtype, shape, and for scalars kind and range: `True` is no f32, `10**40`
+no finite f32) before any native code runs: a wrong call raises `TypeError` /
+`ValueError` naming the argument. For a small per-call cost each
 function also has an entry `_dlc_py_<f>` that takes the `PyArrayObject*`s themselves
 (`id(array)`) and loads their data pointers natively (`array.ctypes.data` alone costs
 about a microsecond). The caller keeps every array alive during the call. Structs,
@@ -98,22 +100,36 @@ class Param:
         raise TypeError(f"{self.expected()}, got {type(value).__name__}")
 
     def scalar(self, value: Any) -> np.ndarray:
-        """A Python / NumPy scalar converted exactly (no lossy conversion) to the dtype."""
+        """A Python / NumPy scalar converted to the dtype: exactly for integers and
+        bools; for floats rounded, but never from a bool nor from a finite value to inf."""
         kind = self.dtype.kind
+        is_bool = isinstance(value, bool | np.bool_)
         ok = False
         if kind == "b":
-            ok = isinstance(value, bool | np.bool_) or (
-                isinstance(value, numbers.Integral) and int(value) in (0, 1)
-            )
-        elif kind == "i" and isinstance(value, numbers.Real | np.bool_):
+            ok = is_bool or (isinstance(value, numbers.Integral) and int(value) in (0, 1))
+        elif is_bool:
+            ok = False  # a bool is no number here, though Python's bool is an int
+        elif kind == "i" and isinstance(value, numbers.Real):
             info = np.iinfo(self.dtype)
-            whole = isinstance(value, numbers.Integral | np.bool_) or float(value).is_integer()
+            whole = isinstance(value, numbers.Integral) or float(value).is_integer()
             ok = whole and info.min <= int(value) <= info.max
         elif kind == "f":
-            ok = isinstance(value, numbers.Real | np.bool_)
+            ok = isinstance(value, numbers.Real)
         if not ok:
             raise TypeError(f"{self.expected()}, got {type(value).__name__} {value!r}")
-        return np.array(value, dtype=self.dtype)
+        if kind != "f":
+            return np.array(value, dtype=self.dtype)
+        try:
+            with np.errstate(over="ignore"):
+                array = np.array(value, dtype=self.dtype)
+        except OverflowError:  # an int beyond float64's range
+            array = None
+        if array is None or (np.isinf(array) and not _is_infinite(value)):
+            raise ValueError(
+                f"{self.expected()}, got {type(value).__name__} {value!r}, out of the range of "
+                f"{format_type(self.ttype)}"
+            )
+        return array
 
 
 class CompiledFunction:
@@ -235,10 +251,38 @@ class CompiledFunction:
     def __repr__(self) -> str:
         return f"<CompiledFunction @{self.name}({', '.join(self.param_names)})>"
 
-    def __call__(self, *args: object) -> Any:
+    def _bind(self, args: tuple[object, ...], kwargs: dict[str, object]) -> tuple[object, ...]:
+        """Positional and keyword arguments in parameter order, by Python's rules."""
+        names = self.param_names
+        if len(args) > len(names):
+            raise TypeError(
+                f"{self.name}() takes {len(names)} arguments ({', '.join(names)}), got {len(args)}"
+            )
+        bound: list[object] = [*args, *[_MISSING] * (len(names) - len(args))]
+        for key, value in kwargs.items():
+            if key not in names:
+                raise TypeError(
+                    f"{self.name}() got an unexpected keyword argument '{key}' "
+                    f"(parameters: {', '.join(names)})"
+                )
+            index = names.index(key)
+            if bound[index] is not _MISSING:
+                raise TypeError(f"{self.name}() got multiple values for argument '{key}'")
+            bound[index] = value
+        missing = [f"'{n}'" for n, v in zip(names, bound, strict=True) if v is _MISSING]
+        if missing:
+            arguments = "argument" if len(missing) == 1 else "arguments"
+            raise TypeError(
+                f"{self.name}() missing {len(missing)} {arguments}: {', '.join(missing)}"
+            )
+        return tuple(bound)
+
+    def __call__(self, *args: object, **kwargs: object) -> Any:
         checks = self._checks
         if checks is None:
             raise TypeError(self._error)
+        if kwargs:  # the positional fast path stays as it is
+            args = self._bind(args, kwargs)
         if self._structured is not None:
             args = tuple(self._flatten_args(args))
         if len(args) != len(checks):
@@ -249,10 +293,7 @@ class CompiledFunction:
         pointer = self._pointer
         converted = []  # keeps converted arguments alive during the call
         pointers = []
-        i = 0
-        for value in args:
-            dtype, shape, param = checks[i]
-            i += 1
+        for value, (dtype, shape, param) in zip(args, checks):
             # fast path: an ndarray of the exact dtype and shape, C-contiguous
             if (
                 type(value) is not np.ndarray
@@ -263,9 +304,13 @@ class CompiledFunction:
                 value = param.convert(value)
                 converted.append(value)
             pointers.append(pointer(value))
-        outputs = [np.empty(shape, dtype) for shape, dtype in self._outputs]
+        outputs = []
+        for shape, dtype in self._outputs:
+            output = np.empty(shape, dtype)
+            outputs.append(output)
+            pointers.append(pointer(output))
         ctx = self._contexts.current or self._contexts.get()
-        self._native(ctx.address, *pointers, *map(pointer, outputs))
+        self._native(ctx.address, *pointers)
         if self._messages is not None and ctx.status.value:
             self._messages.raise_for(ctx)
         if self._structured is not None:
@@ -275,6 +320,15 @@ class CompiledFunction:
         if not outputs and not self._output_type.types:
             return None
         return rebuild(self._output_type, iter(outputs))
+
+
+_MISSING = object()
+"""A parameter no argument was bound to (`CompiledFunction._bind`)."""
+
+
+def _is_infinite(value: object) -> bool:
+    """Whether a Python / NumPy real is ±inf (ints and other reals are finite)."""
+    return isinstance(value, float | np.floating) and bool(np.isinf(value))
 
 
 def _symbols_of(graph_func: Any) -> Any:

@@ -62,8 +62,10 @@ class CompiledModule:
         }
 
     def seed(self, value: int) -> None:
-        """Restart the `random` generator: seed `value` (any int, taken mod 2**64),
-        counter 0. Draws are a pure function of (seed, number of earlier draws).
+        """Restart the `random` generator: seed `value`, counter 0. Any int is a seed,
+        taken mod 2**64 (the state is one u64 word): -1 seeds like 2**64 - 1, as C's
+        `(uint64_t)-1` would, and `dlc-run --seed` does the same. Draws are a pure
+        function of (seed, number of earlier draws).
 
         On a module that never uses `random` (no generator state) this does nothing
         and raises nothing (the type check still applies): seeding is then harmless."""

@@ -5,7 +5,8 @@ the code itself, as described by the compile metadata (`Metadata`, which the com
 cache stores as JSON): zeroed storage for module variables installed in their address
 slots, and dlc's signal handler (`interrupts.py`). `Messages` turns a call context's
 status word into the error a failed call raises (`TrapError` for traps, `IndexError`
-for bounds violations, the signal's exception for an interrupted loop).
+for bounds violations, with the offending index from ctx word `CTX_FAULT` where the
+code stored one, the signal's exception for an interrupted loop).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import llvmlite.binding as llvm_binding
 import numpy as np
 
 from dlc.diagnostics import TrapError
-from dlc.dialects.abi import VAR_PREFIX
+from dlc.dialects.abi import CTX_FAULT, VAR_PREFIX
 from dlc.runtime import interrupts
 from dlc.runtime.context import CallContext
 from dlc.runtime.jit import JITModule
@@ -31,7 +32,7 @@ class Metadata(TypedDict):
 
     native: list[str]  # graph functions compiled to native code
     externs: list[str]  # C symbols the code calls
-    messages: list[str] | None  # status messages ("trap\t...", "bounds\t...", ...)
+    messages: list[str] | None  # status messages ("trap\t...", "bounds\t...", ...; abi.MESSAGES)
     arena_bytes: int  # the arena one call context needs
     unbounded: list[str]  # functions that may run unboundedly long (release the GIL)
     vars: dict[str, int]  # module variables: name -> byte size
@@ -40,18 +41,23 @@ class Metadata(TypedDict):
 
 
 class Messages:
-    """The status messages of a module ("trap\t...", "bounds\t...", "interrupt\t...");
-    `raise_for(ctx)` resets a context whose call failed and raises the error."""
+    """The status messages of a module ("trap\t...", "bounds\t...", "interrupt\t...",
+    "bounds-value\tbefore\tafter": see `dlc.dialects.abi.MESSAGES`); `raise_for(ctx)`
+    resets a context whose call failed and raises the error."""
 
     def __init__(self, messages: list[str]) -> None:
         self.messages = [m.partition("\t") for m in messages]
 
     def raise_for(self, ctx: CallContext) -> None:
         code = ctx.status.value
+        value = int(ctx.words[CTX_FAULT])
         ctx.reset()  # depth, arena and status as before the call
         kind, _, text = self.messages[code - 1]
         if kind == "bounds":
             raise IndexError(text)
+        if kind == "bounds-value":  # the value goes at the last tab (a path may hold one)
+            before, _, after = text.rpartition("\t")
+            raise IndexError(f"{before}{value}{after}")
         if kind == "interrupt":
             interrupts.raise_pending()  # KeyboardInterrupt, or the user's handler's error
             raise TrapError(f"{text} by a signal")

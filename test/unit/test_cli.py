@@ -143,7 +143,7 @@ def test_split_input_file_counts_lines_in_whole_file(
     assert f":{ADD_ONE.count(chr(10)) + 1 + 6}:10: error: add:" in second
 
 
-def test_split_input_file_without_verify_stops_at_first_error(
+def test_split_input_file_without_verify_goes_on_after_an_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     r = opt(
@@ -151,6 +151,7 @@ def test_split_input_file_without_verify_stops_at_first_error(
     )
     assert r.code == 1
     assert ":6:10: error:" in r.err
+    assert r.out == "// -----\n" + ADD_ONE
 
 
 def test_output_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -312,7 +313,7 @@ def test_run_random_inputs_and_time(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert (r.code, r.err) == (0, "")
     lines = r.out.splitlines()
     assert lines[0] == "output 0: <4 x f32>"
-    expected = np.random.default_rng(5).standard_normal(4).astype(np.float32) + np.float32(1)
+    expected = np.random.default_rng(5).standard_normal(4, dtype=np.float32) + np.float32(1)
     assert lines[1] == repr(expected)
     assert lines[-2].startswith("compile time: ")
     assert lines[-1].startswith("time per call: ") and lines[-1].endswith("calls)")

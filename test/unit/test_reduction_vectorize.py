@@ -4,6 +4,7 @@ for awkward lengths, NaN / inf for min and max, exact integer folds."""
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -168,3 +169,22 @@ def test_int_reduction_is_exact(n: int, dtype: str, comb: str) -> None:
     x = rng.integers(info.min, info.max, n, dtype=info.dtype)  # add / multiply wrap
     got, want = _run_both(_reduce_program((n,), dtype, comb), x)
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("data", ["normal", "uniform"])
+def test_opt_levels_differ_within_the_documented_bound(data: str) -> None:
+    """README, "Float reductions and opt_level": at opt_level 0/1 a float sum is the
+    strict left fold, at 2/3 K partial sums; each within its error bound of the exact sum,
+    (n - 1) u S and (n / K + log2 K + 1) u S (u = 2**-24, S = sum |x_i|, K >= 4 lanes), so
+    they differ by at most (n - 1 + n / K + log2 K + 1) u S."""
+    n, u, k = 10**6, 2.0**-24, 4
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(n, dtype=np.float32) if data == "normal" else rng.random(n, np.float32)
+    program = parse_module(_reduce_program((n,), "f32", "add"))
+    strict, vectorized = (float(compile_graph_module(program, opt_level=o).f(x)) for o in (0, 2))
+    assert float(compile_graph_module(program, opt_level=1).f(x)) == strict
+    exact = math.fsum(x.astype(np.float64))
+    s = float(np.abs(x.astype(np.float64)).sum())
+    assert abs(strict - exact) <= (n - 1) * u * s
+    assert abs(vectorized - exact) <= (n / k + math.log2(k) + 1) * u * s
+    assert abs(vectorized - strict) <= (n - 1 + n / k + math.log2(k) + 1) * u * s

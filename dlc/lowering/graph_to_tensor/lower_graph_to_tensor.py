@@ -19,6 +19,7 @@ from dlc.dialects.graph import Symbols
 from dlc.dialects.graph_literal import LitTree
 from dlc.dialects.graph_types import NominalType, TensorType, TupleType, format_type, nest_leaves
 from dlc.dialects.layout import I64, LayoutError, children, leaves
+from dlc.dialects.levels import require_level
 from dlc.dialects.tensor_memory import GlobalAddressOp
 from dlc.lowering.graph_to_tensor.compute_builder import BodyBuilder, Lowered, Splat, build_compute
 from dlc.lowering.graph_to_tensor.memory import MemoryRules, lower_aggregate_key_op, zero
@@ -451,6 +452,7 @@ class LowerGraphToTensorPass(ModulePass):
     name = "lower-graph-to-tensor"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_level(op, "graph", self.name)
         for func in op.body.block.ops:
             if isinstance(func, graph.FuncOp):
                 _check_size(func)

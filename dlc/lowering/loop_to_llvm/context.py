@@ -89,16 +89,25 @@ class ContextEmitter:
         self.start(resume)
 
     def trap_when(
-        self, failed: SSAValue, op: Operation | None, kind: str, message: str
+        self,
+        failed: SSAValue,
+        op: Operation | None,
+        kind: str,
+        message: str,
+        value: SSAValue | None = None,
     ) -> Operation:
         """If `failed` (i1): record "FILE:LINE:COL: message" of `op` in the status word
-        and return (Python raises TrapError, IndexError for kind "bounds",
-        KeyboardInterrupt for "interrupt"); otherwise continue. Returns the failing
-        path's `llvm.return`."""
+        and return (Python raises TrapError, IndexError for kinds "bounds" and
+        "bounds-value", KeyboardInterrupt for "interrupt"); otherwise continue. With
+        `value` (i64, kind "bounds-value") `message` is "before\\tafter" and the value,
+        stored in ctx word `CTX_FAULT`, is shown between. Returns the failing path's
+        `llvm.return`."""
         code = self.status.code(kind, location_prefix(op) + message)
         leave, resume = Block(), Block()
         self.emit(llvm.CondBrOp(failed, leave, [], resume, []))
         self.start(leave)
+        if value is not None:
+            self.store_word(value, abi.CTX_FAULT)
         self.store_word(const(self, code, i64), abi.CTX_STATUS)
         leaving = llvm.ReturnOp()
         self.emit(leaving)

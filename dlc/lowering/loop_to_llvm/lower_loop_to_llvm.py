@@ -29,6 +29,7 @@ from dlc.diagnostics import error_at, location_prefix
 from dlc.dialects import abi, loop
 from dlc.dialects import loop_memory as lm
 from dlc.dialects.abi import VAR_PREFIX
+from dlc.dialects.levels import require_level
 from dlc.dialects.loop_callgraph import recursive_functions
 from dlc.dialects.loop_memory import MEMORY_OPS as RAW_MEMORY_OPS
 from dlc.lowering.loop_to_llvm.context import StatusTable, arena_element
@@ -484,6 +485,7 @@ class LowerLoopToLLVMPass(ModulePass):
     openmp: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_level(op, "loop", self.name)
         externals: dict[str, llvm.LLVMFunctionType] = {}
         lowered: list[Operation] = []
         status = StatusTable(self.bounds_check)

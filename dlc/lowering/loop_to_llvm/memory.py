@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from xdsl.dialects import llvm
+from xdsl.dialects import arith, llvm
 from xdsl.dialects.builtin import IntegerAttr, MemRefType, i1, i8, i64
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
@@ -113,22 +113,49 @@ POINTER_ACCESSES = ("load", "store")
 
 
 def _check(em: FuncEmitter, op: lm.RawCheckOp) -> None:
-    """addr < lo or addr + n > hi: record the location, return from the function.
+    """addr < lo or addr + n > hi: record the location and the offending value (ctx word
+    `CTX_FAULT`), return from the function.
 
     Accesses through user pointers (`load`, `store`, `copy`) are always checked: their
     addresses come from the program's own arithmetic, and compiled code must never touch
-    memory outside the object a pointer came from. Other checks (dynamic indices, which
-    are also clamped) only exist in bounds-checking builds."""
-    if not em.status.bounds_check and op.access.data not in POINTER_ACCESSES:
+    memory outside the object a pointer came from; the message gives the byte offset
+    into the object ("out-of-bounds load of 4 bytes through a pointer at byte offset
+    16"). Other checks are dynamic indices (the access is `what` of a
+    `tensor.index_check`, the address the index itself, also clamped by its users); they
+    only exist in bounds-checking builds and give the index ("out-of-bounds extract index
+    9 into <4 x f32>")."""
+    access = op.access.data
+    if not em.status.bounds_check and access not in POINTER_ACCESSES:
         return
     addr, n, lo, hi = (em.get(v) for v in (op.addr, op.nbytes, op.lo, op.hi))
     end = em.emit(llvm.AddOp(addr, n))
     below = icmp(em, "ult", addr, lo)
     above = icmp(em, "ugt", end, hi)
     bad = em.emit(llvm.OrOp(below, above))
-    access = op.access.data
-    through = " through a pointer" if access in ("load", "store") else ""  # else an index
-    em.trap_when(bad, op, "bounds", f"out-of-bounds {access}{through} ({op.name})")
+    if access not in POINTER_ACCESSES:
+        em.trap_when(bad, op, "bounds-value", _index_message(access), addr)
+        return
+    size = _static_int(op.nbytes)
+    of = f" of {size} bytes" if size is not None else ""
+    message = f"out-of-bounds {access}{of} through a pointer at byte offset \t"
+    em.trap_when(bad, op, "bounds-value", message, em.emit(llvm.SubOp(addr, lo)))
+
+
+def _index_message(what: str) -> str:
+    """The message of a failed index check `what` with a tab where the index goes:
+    `extract index into <4 x f32>` -> `out-of-bounds extract index \\t into <4 x f32>`."""
+    head, index, tail = what.partition(" index")
+    if not index:
+        return f"out-of-bounds {what}: index \t"
+    return f"out-of-bounds {head} index \t{tail}"
+
+
+def _static_int(value: SSAValue) -> int | None:
+    """The value of an `arith.constant` integer, else None."""
+    owner = value.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return owner.value.value.data
+    return None
 
 
 def _field(em: FuncEmitter, header: SSAValue, index: int) -> SSAValue:

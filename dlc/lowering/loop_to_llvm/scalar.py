@@ -1,11 +1,13 @@
 """Scalar part of `lower-loop-to-llvm`: xDSL `arith` / `math` ops -> `llvm` ops.
 
 `lower_scalar_op(op, operands, out)` emits the llvm ops for one scalar op through the
-`ScalarEmitter` and returns the values that replace its results. Semantics follow
-/work/notes/conventions.md: integer division and remainder by zero give 0 and
-`INT_MIN / -1` wraps instead of trapping; float->int casts saturate (NaN -> 0);
-`maximumf`/`minimumf` propagate NaN. Math functions without an LLVM intrinsic call libm
-(`tanhf`, `erf`, ...); f16 goes through f32 for those calls.
+`ScalarEmitter` and returns the values that replace its results. The semantics are
+the reference interpreter's (`dlc/semantics/ops.py`; the README's "Semantics decisions"):
+integer division and remainder by zero give 0 and `INT_MIN / -1` wraps instead of
+trapping (LLVM's `sdiv`/`srem` would be undefined); float->int casts saturate, NaN
+giving 0 (`fptosi` would be poison); `maximumf`/`minimumf` propagate NaN. Math
+functions without an LLVM intrinsic call libm (`tanhf`, `erf`, ...); f16 goes through
+f32 for those calls.
 """
 
 from __future__ import annotations

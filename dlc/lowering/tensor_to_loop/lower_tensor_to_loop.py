@@ -17,6 +17,7 @@ from xdsl.passes import ModulePass
 from dlc.diagnostics import copy_loc, error_at, location_prefix
 from dlc.dialects import loop, tensor
 from dlc.dialects.graph_types import TensorType
+from dlc.dialects.levels import require_level
 from dlc.dialects.tensor_groups import fusion_of
 from dlc.dialects.tensor_memory import MEMORY_OPS
 from dlc.lowering.scalar_ops import ScalarBuilder, Unsupported
@@ -287,11 +288,11 @@ class LowerTensorToLoopPass(ModulePass):
     name = "lower-tensor-to-loop"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_level(op, "tensor", self.name)
         for child in list(op.body.block.ops):
-            if isinstance(child, tensor.FuncOp):
-                lowering = CFGLowering if len(child.body.blocks) > 1 else FunctionLowering
-                op.body.block.insert_op_before(lowering(child).run(), child)
-            elif not child.name.startswith("graph."):
+            if not isinstance(child, tensor.FuncOp):
                 continue
+            lowering = CFGLowering if len(child.body.blocks) > 1 else FunctionLowering
+            op.body.block.insert_op_before(lowering(child).run(), child)
             child.detach()
             child.erase(safe_erase=False)

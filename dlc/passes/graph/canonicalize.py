@@ -17,6 +17,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.transforms.canonicalize import CanonicalizationRewritePattern
 
+from dlc.dialects.levels import require_level
 from dlc.passes.graph import canonicalization_patterns
 from dlc.passes.graph.pass_support import erase_dead_ops, pure_functions
 from dlc.passes.statistics import PassStatistics
@@ -50,6 +51,7 @@ class CanonicalizePass(PassStatistics, ModulePass):
     fast_math: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_level(op, "graph", self.name)
         # the op's rules, registered with the dialect by canonicalization_patterns
         patterns: list[RewritePattern] = [CanonicalizationRewritePattern()]
         if self.fast_math:

@@ -19,6 +19,7 @@ from xdsl.passes import ModulePass
 
 from dlc.dialects.cfg import dominates, immediate_dominators, predecessors, successors
 from dlc.dialects.graph import BranchEnumOp, BranchOp, FuncOp, ReturnOp, is_void
+from dlc.dialects.levels import require_level
 from dlc.passes.graph.inline import fresh
 from dlc.passes.graph.pass_support import edges, functions, rebuild_terminator
 from dlc.passes.statistics import PassStatistics
@@ -315,6 +316,7 @@ class CFGCanonicalizePass(PassStatistics, ModulePass):
     name = "cfg-canonicalize"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_level(op, "graph", self.name)
         for func in functions(op):
             self.count("exit blocks created", unique_exit(func))
             self.count("join blocks created", form_joins(func))

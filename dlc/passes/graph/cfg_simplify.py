@@ -11,6 +11,7 @@ from xdsl.passes import ModulePass
 
 from dlc.dialects.cfg import predecessors
 from dlc.dialects.graph import BranchOp, FuncOp
+from dlc.dialects.levels import require_level
 from dlc.passes.graph.dce import remove_unreachable_blocks
 from dlc.passes.graph.pass_support import (
     edges,
@@ -107,6 +108,7 @@ class CFGSimplifyPass(PassStatistics, ModulePass):
     name = "cfg-simplify"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_level(op, "graph", self.name)
         for func in functions(op):
             steps = {
                 "blocks erased": remove_unreachable_blocks,

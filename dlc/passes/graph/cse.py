@@ -12,6 +12,7 @@ from xdsl.passes import ModulePass
 
 from dlc.dialects.cfg import dominator_tree, successors
 from dlc.dialects.graph import FuncOp, LiteralOp
+from dlc.dialects.levels import require_level
 from dlc.passes.graph.pass_support import functions, is_pure, pure_functions
 from dlc.passes.statistics import PassStatistics
 
@@ -84,5 +85,6 @@ class CSEPass(PassStatistics, ModulePass):
     name = "cse"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_level(op, "graph", self.name)
         pure = pure_functions(op)
         self.count("ops merged", sum(eliminate(f, pure) for f in functions(op)))

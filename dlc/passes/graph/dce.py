@@ -11,6 +11,7 @@ from xdsl.passes import ModulePass
 
 from dlc.dialects.cfg import predecessors, reachable
 from dlc.dialects.graph import FuncOp
+from dlc.dialects.levels import require_level
 from dlc.passes.graph.pass_support import (
     edges,
     erase_blocks,
@@ -77,6 +78,7 @@ class DCEPass(PassStatistics, ModulePass):
     name = "dce"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_level(op, "graph", self.name)
         pure = pure_functions(op)
         changed = True
         while changed:

@@ -42,6 +42,7 @@ from dlc.dialects.graph_memory import ApplyOp
 from dlc.dialects.graph_tensor import int_array
 from dlc.dialects.graph_types import FunctionType, TensorType, TupleType
 from dlc.dialects.graph_verify import adjoint_type, is_differentiable
+from dlc.dialects.levels import require_level
 from dlc.passes.graph.adjoint_rules import Adj, Emitter
 from dlc.passes.graph.differentiate_paths import PathUnfolder, reject_loops
 from dlc.passes.graph.differentiate_sweep import PathSweep, erase_dead_code, has_float
@@ -79,6 +80,7 @@ class DifferentiatePass(ModulePass):
     name = "differentiate"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_level(op, "graph", self.name)
         Differentiator(op).run()
 
 

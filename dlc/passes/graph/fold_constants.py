@@ -15,6 +15,7 @@ from xdsl.traits import Pure
 from dlc.dialects.graph import GlobalRefOp, LiteralOp
 from dlc.dialects.graph_literal import LiteralAttr, LitTree
 from dlc.dialects.graph_types import TensorType, dtype_is_bool, dtype_is_float
+from dlc.dialects.levels import require_level
 from dlc.passes.graph.pass_support import erase_dead_ops, functions, pure_functions
 from dlc.passes.statistics import PassStatistics
 
@@ -94,6 +95,7 @@ class FoldConstantsPass(PassStatistics, ModulePass):
     max_elements: int = 1 << 16
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_level(op, "graph", self.name)
         folded = fold_all(op, self.max_elements)
         erase_dead_ops(op, pure_functions(op))
         self.count("ops folded", folded)

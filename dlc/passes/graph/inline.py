@@ -12,6 +12,7 @@ from xdsl.passes import ModulePass
 from dlc.diagnostics import copy_loc
 from dlc.dialects.graph import BranchOp, FuncOp, ReturnOp
 from dlc.dialects.graph_memory import ApplyOp
+from dlc.dialects.levels import require_level
 from dlc.passes.graph.pass_support import functions
 from dlc.passes.statistics import PassStatistics
 
@@ -159,6 +160,7 @@ class InlinePass(PassStatistics, ModulePass):
     max_ops: int = 0
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_level(op, "graph", self.name)
         recursive = recursive_functions(op)
         table = {f.sym_name.data: f for f in functions(op)}
         wanted = {n for n, f in table.items() if n not in recursive and self.wants(f)}

@@ -12,6 +12,7 @@ from xdsl.passes import ModulePass
 from dlc.dialects.graph import LiteralOp
 from dlc.dialects.graph_elementwise import BinaryOp
 from dlc.dialects.graph_types import TensorType
+from dlc.dialects.levels import require_level
 from dlc.passes.graph.pass_support import (
     erase_dead_ops,
     functions,
@@ -55,6 +56,7 @@ class LiteralBroadcastingPromotionPass(PassStatistics, ModulePass):
     name = "literal-broadcasting-promotion"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_level(op, "graph", self.name)
         promoted = 0
         for func in functions(op):
             for inst in list(func.body.walk()):

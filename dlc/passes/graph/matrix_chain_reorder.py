@@ -12,6 +12,7 @@ from xdsl.passes import ModulePass
 
 from dlc.dialects.graph_tensor import DotOp
 from dlc.dialects.graph_types import TensorType
+from dlc.dialects.levels import require_level
 from dlc.passes.graph.pass_support import functions
 from dlc.passes.statistics import PassStatistics
 
@@ -127,6 +128,7 @@ class MatrixChainReorderPass(PassStatistics, ModulePass):
     remarks: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_level(op, "graph", self.name)
         for func in functions(op):
             roots = [d for d in func.body.walk() if isinstance(d, DotOp) and is_matrix(d.result)]
             for root in reversed(roots):

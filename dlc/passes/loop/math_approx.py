@@ -38,6 +38,8 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
+from dlc.dialects.levels import require_level
+
 _EXP_TAYLOR = [1 / 5040, 1 / 720, 1 / 120, 1 / 24, 1 / 6, 1 / 2]  # r^7 .. r^2
 _LOG_CEPHES = [
     7.0376836292e-2,
@@ -200,6 +202,7 @@ class MathApproxPass(ModulePass):
     name = "math-approx"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_level(op, "loop", self.name)
         for inner in list(op.walk()):
             expand(inner)
 

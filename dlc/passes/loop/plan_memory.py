@@ -44,6 +44,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from dlc.dialects import loop
+from dlc.dialects.levels import require_level
 from dlc.dialects.loop_callgraph import is_recursive
 
 ALIGN = loop.ARENA_ALIGN
@@ -313,6 +314,7 @@ class PlanMemoryPass(ModulePass):
     name = "plan-memory"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_level(op, "loop", self.name)
         funcs = {f.sym_name.data: f for f in op.body.block.ops if isinstance(f, loop.FuncOp)}
         for func in funcs.values():
             if OFFSET in func.attributes or ARENA_BYTES in func.attributes:

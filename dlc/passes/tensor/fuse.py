@@ -62,6 +62,7 @@ from xdsl.passes import ModulePass
 from dlc.diagnostics import copy_loc
 from dlc.dialects import tensor
 from dlc.dialects.graph_types import TensorType
+from dlc.dialects.levels import require_level
 from dlc.dialects.tensor_groups import reads_at_identity, uses_of
 
 EXPENSIVE_COST = 20
@@ -280,6 +281,7 @@ class FusePass(ModulePass):
     name = "fuse"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_level(op, "tensor", self.name)
         for func in op.body.block.ops:
             if isinstance(func, tensor.FuncOp):
                 while inline_computes(func):

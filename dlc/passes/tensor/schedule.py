@@ -53,6 +53,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from dlc.dialects import tensor
+from dlc.dialects.levels import require_level
 from dlc.dialects.tensor_groups import (
     group_members,
     identity_dims,
@@ -224,6 +225,7 @@ class SchedulePass(ModulePass):
     fma: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_level(op, "tensor", self.name)
         target = Target.from_cpu(self.target)
         next_id = 1 + max(_group_ids(op), default=-1)
         for func in op.body.block.ops:
