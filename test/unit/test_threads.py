@@ -243,7 +243,8 @@ def test_ctrl_c_raises_keyboard_interrupt_from_an_endless_native_loop(tmp_path: 
     program = tmp_path / "spin.dl"
     program.write_text(SPIN)
     script.write_text(
-        "import time, numpy as np, dlc\n"
+        "import signal, time, numpy as np, dlc\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         f"mod = dlc.compile_file({str(program)!r})\n"
         "print('ready', flush=True)\n"
         "start = time.monotonic()\n"
@@ -258,7 +259,7 @@ def test_ctrl_c_raises_keyboard_interrupt_from_an_endless_native_loop(tmp_path: 
     )
     assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
     threading.Timer(0.5, lambda: os.kill(proc.pid, signal.SIGINT)).start()
-    out, err = proc.communicate(timeout=60)
+    out, err = _communicate(proc)
     assert proc.returncode == 0, err
     lines = out.splitlines()
     assert lines[0].startswith("KeyboardInterrupt") and lines[1] == "-99"
@@ -267,7 +268,12 @@ def test_ctrl_c_raises_keyboard_interrupt_from_an_endless_native_loop(tmp_path: 
 def test_dlc_run_exits_130_on_ctrl_c(tmp_path: Path) -> None:
     source = tmp_path / "spin.dl"
     source.write_text(SPIN)
-    cmd = [sys.executable, "-c", "import sys; from dlc.cli.dlc_run import main; sys.exit(main())"]
+    cmd = [
+        sys.executable,
+        "-c",
+        "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler);"
+        " from dlc.cli.dlc_run import main; sys.exit(main())",
+    ]
     proc = subprocess.Popen(
         [*cmd, str(source), "--entry", "spin", "--random-inputs"],
         stdout=subprocess.PIPE,
@@ -275,5 +281,17 @@ def test_dlc_run_exits_130_on_ctrl_c(tmp_path: Path) -> None:
         text=True,
     )
     threading.Timer(3.0, lambda: os.kill(proc.pid, signal.SIGINT)).start()
-    _, err = proc.communicate(timeout=60)
+    _, err = _communicate(proc)
     assert proc.returncode == 130 and "Traceback" not in err
+
+
+def _communicate(proc: subprocess.Popen[str]) -> tuple[str, str]:
+    """The child's output; a child still running after 60 s is killed (a failure).
+    The children install Python's SIGINT handler themselves: a runner that ignores
+    SIGINT (a background shell) passes SIG_IGN on."""
+    try:
+        return proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
