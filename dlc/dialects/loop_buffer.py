@@ -37,7 +37,8 @@ def memref_type(value: SSAValue, what: str) -> MemRefType:
     return value.type
 
 
-def _check_indices(buffer: SSAValue, indices: Sequence[SSAValue], what: str) -> MemRefType:
+def check_indices(buffer: SSAValue, indices: Sequence[SSAValue], what: str) -> MemRefType:
+    """The memref type of `buffer`, indexed by `indices` (one per dimension)."""
     mtype = memref_type(buffer, what)
     rank = len(mtype.get_shape())
     if len(indices) != rank:
@@ -69,7 +70,7 @@ class LoadOp(IRDLOperation):
         super().__init__(operands=[buffer, list(indices)], result_types=[mtype.element_type])
 
     def verify_(self) -> None:
-        _check_indices(self.buffer, self.indices, "loop.load")
+        check_indices(self.buffer, self.indices, "loop.load")
 
 
 @irdl_op_definition
@@ -92,7 +93,7 @@ class StoreOp(IRDLOperation):
         super().__init__(operands=[value, buffer, list(indices)])
 
     def verify_(self) -> None:
-        _check_indices(self.buffer, self.indices, "loop.store")
+        check_indices(self.buffer, self.indices, "loop.store")
 
 
 @irdl_op_definition

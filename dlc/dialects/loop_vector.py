@@ -27,7 +27,7 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from dlc.dialects.loop_buffer import memref_type
+from dlc.dialects.loop_buffer import check_indices
 
 
 def _check_vector(value_type: Attribute, mtype: MemRefType, what: str) -> None:
@@ -41,13 +41,6 @@ def _check_vector(value_type: Attribute, mtype: MemRefType, what: str) -> None:
         )
     if len(mtype.get_shape()) == 0:
         raise VerifyException(f"{what}: a vector access needs a buffer of rank >= 1")
-
-
-def _check_indices(buffer: SSAValue, indices: Sequence[SSAValue], what: str) -> MemRefType:
-    mtype = memref_type(buffer, what)
-    if len(indices) != len(mtype.get_shape()):
-        raise VerifyException(f"{what}: {len(indices)} indices for {mtype}")
-    return mtype
 
 
 @irdl_op_definition
@@ -70,7 +63,7 @@ class VLoadOp(IRDLOperation):
         super().__init__(operands=[buffer, list(indices)], result_types=[vtype])
 
     def verify_(self) -> None:
-        mtype = _check_indices(self.buffer, self.indices, self.name)
+        mtype = check_indices(self.buffer, self.indices, self.name)
         _check_vector(self.res.type, mtype, self.name)
 
 
@@ -96,7 +89,7 @@ class VStoreOp(IRDLOperation):
         super().__init__(operands=[value, buffer, list(indices)])
 
     def verify_(self) -> None:
-        mtype = _check_indices(self.buffer, self.indices, self.name)
+        mtype = check_indices(self.buffer, self.indices, self.name)
         _check_vector(self.value.type, mtype, self.name)
 
 
