@@ -33,19 +33,11 @@ from dlc.dialects.graph import (
     is_void,
     prints_at_use,
 )
-from dlc.dialects.graph_types import (
-    ArrayType,
-    BoxType,
-    FunctionType,
-    PointerType,
-    TensorType,
-    TupleType,
-    format_type,
-    size_error,
-)
+from dlc.dialects.graph_types import TensorType, format_type
 from dlc.dialects.graph_types import is_differentiable as is_differentiable
 from dlc.dialects.graph_verify_adjoint import adjoint_type as adjoint_type
 from dlc.dialects.graph_verify_adjoint import verify_adjoint
+from dlc.dialects.graph_verify_types import TypeSizes, check_recursive_types
 
 TERMINATORS = (BranchOp, ConditionalOp, BranchEnumOp, ReturnOp)
 
@@ -68,7 +60,8 @@ def verify_module(module: ModuleOp) -> None:
     """Verify a graph-level module; raises a located `DiagnosticError`."""
     symbols = Symbols.of_module(module)
     _check_module_names(module)
-    sizes = _TypeSizes()
+    check_recursive_types(module)
+    sizes = TypeSizes()
     for op in module.ops:
         if isinstance(op, FuncOp):
             sizes.check(op, op.function_type)
@@ -119,7 +112,7 @@ def _check_module_names(module: ModuleOp) -> None:
         table.add(name)
 
 
-def _check_declaration(op: Operation, sizes: _TypeSizes) -> None:
+def _check_declaration(op: Operation, sizes: TypeSizes) -> None:
     if isinstance(op, StructOp):
         names = [n for n, _ in op.fields]
         _no_duplicates(op, names, "field #", f"struct ${op.sym_name.data}")
@@ -143,36 +136,6 @@ def _no_duplicates(op: Operation, names: Sequence[str], what: str, where: str) -
         if name in seen:
             raise error_at(op, f"duplicate {what}{name} in {where}")
         seen.add(name)
-
-
-class _TypeSizes:
-    """Checks every tensor nested in a type against dlc's size limits (memoised)."""
-
-    def __init__(self) -> None:
-        self.ok: set[Attribute] = set()
-
-    def check(self, op: Operation, t: Attribute) -> None:
-        if t in self.ok:
-            return
-        work = [t]
-        while work:
-            current = work.pop()
-            if isinstance(current, TensorType):
-                message = size_error(current)
-                if message is not None:
-                    raise error_at(op, message)
-            elif isinstance(current, TupleType):
-                work.extend(current.types)
-            elif isinstance(current, FunctionType):
-                work.extend(current.args)
-                work.append(current.output)
-            elif isinstance(current, ArrayType):
-                work.append(current.element)
-            elif isinstance(current, PointerType):
-                work.append(current.pointee)
-            elif isinstance(current, BoxType):
-                work.append(current.element)
-        self.ok.add(t)
 
 
 def value_name(value: SSAValue) -> str:
@@ -200,7 +163,7 @@ def _types_text(types: Sequence[Attribute]) -> str:
 class FunctionVerifier:
     """Function-level rules of DLVM.md §5.2–5.3 for one `graph.func`."""
 
-    def __init__(self, func: FuncOp, symbols: Symbols, sizes: _TypeSizes):
+    def __init__(self, func: FuncOp, symbols: Symbols, sizes: TypeSizes):
         self.func = func
         self.symbols = symbols
         self.sizes = sizes

@@ -69,18 +69,8 @@ def children(t: Attribute, symbols: Symbols) -> list[Attribute] | None:
 
 
 def leaves(t: Attribute, symbols: Symbols) -> list[TensorType]:
-    """Tensor leaves of `t` in order (iterative)."""
-    out: list[TensorType] = []
-    stack = [t]
-    while stack:
-        item = stack.pop()
-        kids = children(item, symbols)
-        if kids is None:
-            assert isinstance(item, TensorType)
-            out.append(item)
-        else:
-            stack.extend(reversed(kids))
-    return out
+    """Tensor leaves of `t` in order."""
+    return [leaf for _, leaf in layout(t, symbols).fields]
 
 
 def enum_tag(t: NominalType, case: str, symbols: Symbols) -> int:
@@ -102,9 +92,13 @@ def _leaf_layout(t: TensorType) -> Layout:
 
 
 def layout(t: Attribute, symbols: Symbols) -> Layout:
-    """C layout of `t` (post-order over the value tree, no recursion)."""
+    """C layout of `t` (post-order over the value tree, no recursion).
+
+    A struct or enum met again inside itself is a LayoutError: the verifier rejects
+    such types, and unverified IR must not make this loop forever."""
     done: dict[int, Layout] = {}
     keep: list[Attribute] = []  # keeps every node alive, so ids stay unique
+    open_nominals: set[str] = set()  # structs and enums being laid out
     stack: list[tuple[Attribute, list[Attribute] | None]] = [(t, None)]
     while stack:
         item, kids = stack.pop()
@@ -115,9 +109,15 @@ def layout(t: Attribute, symbols: Symbols) -> Layout:
                 assert isinstance(item, TensorType)
                 done[id(item)] = _leaf_layout(item)
                 continue
+            if isinstance(item, NominalType):
+                if item.ident in open_nominals:
+                    raise LayoutError(f"values of the recursive type {format_type(item)}")
+                open_nominals.add(item.ident)
             stack.append((item, kids))
             stack.extend((k, None) for k in kids)
             continue
+        if isinstance(item, NominalType):
+            open_nominals.discard(item.ident)
         offset, align, fields = 0, 1, []
         for kid in kids:
             sub = done[id(kid)]

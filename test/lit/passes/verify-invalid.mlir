@@ -24,3 +24,15 @@ builtin.module attributes {dlc.name = "m", dlc.stage = "raw"} {
     "graph.return"(%x) : (!graph.tensor<f32>) -> ()
   }) : () -> ()
 }
+
+// -----
+
+// Structs and enums in MLIR syntax may refer to later ones: a cycle of them holding each
+// other by value is reported at the first one declared.
+// CHECK: verify-invalid.mlir:[[# @LINE + 3]]:3: error: recursive type $A has infinite size: it contains itself by value through $B, $C (hold it through a pointer or a box)
+builtin.module attributes {dlc.name = "m", dlc.stage = "raw"} {
+  "graph.struct"() <{sym_name = "Ok", field_names = ["a"], field_types = [!graph.ptr<!graph.nominal<"Ok", "struct">>]}> : () -> ()
+  "graph.struct"() <{sym_name = "A", field_names = ["b"], field_types = [!graph.tuple<!graph.nominal<"B", "enum">>]}> : () -> ()
+  "graph.enum"() <{sym_name = "B", case_names = ["c"], case_types = [[!graph.array<#builtin.int<2>, !graph.nominal<"C", "struct">>]]}> : () -> ()
+  "graph.struct"() <{sym_name = "C", field_names = ["a"], field_types = [!graph.nominal<"A", "struct">]}> : () -> ()
+}
