@@ -23,6 +23,7 @@ In MLIR syntax the payload prints as JSON: `#graph.lit<"[\"int\", 3]">`.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from xdsl.ir import Data
@@ -44,7 +45,9 @@ class LiteralAttr(Data[LitTree]):
         with parser.in_angle_brackets():
             text = parser.parse_str_literal()
         try:
-            return _freeze(json.loads(text))
+            return _freeze(json.loads(text, parse_float=_parse_float))
+        except _OutOfRange as err:
+            parser.raise_error(f"float {err} in #graph.lit is out of range for f64")
         except (ValueError, RecursionError):
             parser.raise_error("malformed #graph.lit payload")
 
@@ -52,6 +55,17 @@ class LiteralAttr(Data[LitTree]):
         printer.print_string("<")
         printer.print_string_literal(json.dumps(self.data))
         printer.print_string(">")
+
+
+class _OutOfRange(ValueError):
+    """A finite JSON number beyond f64's range (Python would read it as infinity)."""
+
+
+def _parse_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise _OutOfRange(text)
+    return value
 
 
 def _freeze(obj: Any) -> Any:

@@ -36,3 +36,36 @@ builtin.module attributes {dlc.name = "m", dlc.stage = "raw"} {
   "graph.enum"() <{sym_name = "B", case_names = ["c"], case_types = [[!graph.array<#builtin.int<2>, !graph.nominal<"C", "struct">>]]}> : () -> ()
   "graph.struct"() <{sym_name = "C", field_names = ["a"], field_types = [!graph.nominal<"A", "struct">]}> : () -> ()
 }
+
+// -----
+
+// CHECK: verify-invalid.mlir:[[# @LINE + 4]]:5: error: float literal 1e+39 is out of range for f32
+builtin.module attributes {dlc.name = "m", dlc.stage = "raw"} {
+  "graph.func"() <{sym_name = "f", function_type = !graph.fn<[], !graph.tensor<f32>>}> ({
+  ^entry:
+    %x = "graph.literal"() <{value = #graph.lit<"[\22float\22, 1e39]">}> : () -> !graph.tensor<f32>
+    "graph.return"(%x) : (!graph.tensor<f32>) -> ()
+  }) : () -> ()
+}
+
+// -----
+
+// CHECK: verify-invalid.mlir:[[# @LINE + 4]]:5: error: integer literal 65520 is out of range for f16
+builtin.module attributes {dlc.name = "m", dlc.stage = "raw"} {
+  "graph.func"() <{sym_name = "f", function_type = !graph.fn<[], !graph.tensor<2xf16>>}> ({
+  ^entry:
+    %x = "graph.literal"() <{value = #graph.lit<"[\22tensor\22, [[\22float\22, 1.0], [\22int\22, 65520]]]">}> : () -> !graph.tensor<2xf16>
+    "graph.return"(%x) : (!graph.tensor<2xf16>) -> ()
+  }) : () -> ()
+}
+
+// -----
+
+// CHECK: verify-invalid.mlir:[[# @LINE + 4]]:72: error: float 1e400 in #graph.lit is out of range for f64
+builtin.module attributes {dlc.name = "m", dlc.stage = "raw"} {
+  "graph.func"() <{sym_name = "f", function_type = !graph.fn<[], !graph.tensor<f64>>}> ({
+  ^entry:
+    %x = "graph.literal"() <{value = #graph.lit<"[\22float\22, 1e400]">}> : () -> !graph.tensor<f64>
+    "graph.return"(%x) : (!graph.tensor<f64>) -> ()
+  }) : () -> ()
+}
