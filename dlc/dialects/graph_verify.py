@@ -37,7 +37,11 @@ from dlc.dialects.graph_types import TensorType, format_type
 from dlc.dialects.graph_types import is_differentiable as is_differentiable
 from dlc.dialects.graph_verify_adjoint import adjoint_type as adjoint_type
 from dlc.dialects.graph_verify_adjoint import verify_adjoint
-from dlc.dialects.graph_verify_types import TypeSizes, check_recursive_types
+from dlc.dialects.graph_verify_types import (
+    TypeSizes,
+    check_recursive_types,
+    check_stack_bytes,
+)
 
 TERMINATORS = (BranchOp, ConditionalOp, BranchEnumOp, ReturnOp)
 
@@ -61,7 +65,7 @@ def verify_module(module: ModuleOp) -> None:
     symbols = Symbols.of_module(module)
     _check_module_names(module)
     check_recursive_types(module)
-    sizes = TypeSizes()
+    sizes = TypeSizes(symbols)
     for op in module.ops:
         if isinstance(op, FuncOp):
             sizes.check(op, op.function_type)
@@ -186,6 +190,7 @@ class FunctionVerifier:
         for block in blocks:
             for op in block.ops:
                 self._check_op(op)
+        check_stack_bytes(func, self.sizes)
         check_dominance(func, blocks)
 
     def _check_blocks(self, blocks: list[Block]) -> None:

@@ -1,6 +1,8 @@
 """Type checks of the `graph` verifier (shared/DLVM.md §5.1, with dlc's limits):
 
-- `TypeSizes`: every tensor nested in a type stays within dlc's size limits;
+- `TypeSizes`: every tensor nested in a type, and every value as a whole, stays within
+  dlc's size limits;
+- `check_stack_bytes`: a function's `allocateStack`s fit in a native stack frame;
 - `check_recursive_types`: no struct or enum contains itself by value, directly or
   through other structs, enums, tuples or arrays. Such a type has no finite layout;
   holding it through a pointer or a box (or a function type) is fine. DLVM's own
@@ -15,8 +17,12 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Attribute, Operation
 
 from dlc.diagnostics import error_at
-from dlc.dialects.graph import EnumOp, StructOp
+from dlc.dialects.graph import EnumOp, FuncOp, StructOp, Symbols
+from dlc.dialects.graph_memory import AllocateStackOp
 from dlc.dialects.graph_types import (
+    MAX_BYTES,
+    MAX_PARTS,
+    MAX_STACK_BYTES,
     ArrayType,
     BoxType,
     FunctionType,
@@ -24,27 +30,34 @@ from dlc.dialects.graph_types import (
     PointerType,
     TensorType,
     TupleType,
+    format_type,
     size_error,
 )
+from dlc.dialects.layout import Extent, extent
 
 
 class TypeSizes:
-    """Checks every tensor nested in a type against dlc's size limits (memoised)."""
+    """Checks a type and every type nested in it (memoised) against dlc's limits: each
+    tensor (`size_error`), and each value as a whole, at most `MAX_PARTS` parts (array
+    elements and fields, all levels; values are flattened into their tensors) and
+    `MAX_BYTES` bytes. Array sizes must not be negative (MLIR input can say so)."""
 
-    def __init__(self) -> None:
+    def __init__(self, symbols: Symbols) -> None:
+        self.symbols = symbols
         self.ok: set[Attribute] = set()
+        self.extents: dict[Attribute, Extent] = {}
 
     def check(self, op: Operation, t: Attribute) -> None:
-        if t in self.ok:
-            return
         work = [t]
         while work:
             current = work.pop()
-            if isinstance(current, TensorType):
-                message = size_error(current)
-                if message is not None:
-                    raise error_at(op, message)
-            elif isinstance(current, TupleType):
+            if current in self.ok:
+                continue
+            message = self._error(current)
+            if message is not None:
+                raise error_at(op, message)
+            self.ok.add(current)
+            if isinstance(current, TupleType):
                 work.extend(current.types)
             elif isinstance(current, FunctionType):
                 work.extend(current.args)
@@ -55,7 +68,36 @@ class TypeSizes:
                 work.append(current.pointee)
             elif isinstance(current, BoxType):
                 work.append(current.element)
-        self.ok.add(t)
+
+    def _error(self, t: Attribute) -> str | None:
+        if isinstance(t, TensorType):
+            return size_error(t)
+        if isinstance(t, ArrayType) and t.count.data < 0:
+            return f"array size must be non-negative, got {t.count.data}"
+        if isinstance(t, FunctionType):
+            return None
+        size = extent(t, self.symbols, self.extents)
+        if size.parts > MAX_PARTS:
+            return f"type {format_type(t)} has more than 2^16 parts (elements and fields at all levels)"
+        if size.size > MAX_BYTES:
+            return f"type {format_type(t)} is larger than 2^42 bytes"
+        return None
+
+
+def check_stack_bytes(func: FuncOp, sizes: TypeSizes) -> None:
+    """The `allocateStack`s of `func` hold at most `MAX_STACK_BYTES` in all: each is one
+    slot of the native stack frame, and a larger frame would overflow the stack."""
+    total = 0
+    for op in func.walk():
+        if not isinstance(op, AllocateStackOp):
+            continue
+        total += op.count.data * extent(op.elem_type, sizes.symbols, sizes.extents).size
+        if total > MAX_STACK_BYTES:
+            raise error_at(
+                op,
+                f"allocateStack: @{func.sym_name.data} would hold {total} bytes on the stack, "
+                "more than the limit of 2^20 (use allocateHeap)",
+            )
 
 
 def held_by_value(types: list[Attribute]) -> list[str]:

@@ -101,3 +101,82 @@ def test_float_literals_at_the_edge_of_the_range_compile() -> None:
     )
     got = dlc.compile(text).f()
     assert got.tolist() == [np.float32(3.4028235e38), -np.inf, 0.0]
+
+
+HUGE = 18446744073709551616  # 2^64: once an xDSL VerifyException (i64 IntegerAttr)
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            f"    %y = random 0 x {HUGE} from 0.0: f32 upto 1.0: f32",
+            f"tensor type <0 x {HUGE} x f32> has more than 2^40 elements in its nonzero dimensions",
+        ),
+        (
+            f"    %y = literal undefined: [{HUGE} x ()]",
+            f"type [{HUGE} x ()] has more than 2^16 parts (elements and fields at all levels)",
+        ),
+        (
+            f"    %y = allocateStack f32 count {HUGE}",
+            f"allocateStack: @f would hold {4 * HUGE} bytes on the stack, more than the limit "
+            "of 2^20 (use allocateHeap)",
+        ),
+        (
+            f"    %y = random 1 x {HUGE} from 0.0: f32 upto 1.0: f32",
+            f"tensor type <1 x {HUGE} x f32> has more than 2^40 elements",
+        ),
+    ],
+)
+def test_huge_integers_are_located_errors(body: str, message: str) -> None:
+    text = _one_op(f"{body}\n    return %x: f32")
+    with pytest.raises(dlc.DiagnosticError) as info:
+        dlc.compile(text)
+    assert (info.value.line, info.value.column, info.value.message) == (6, 10, message)
+
+
+@pytest.mark.parametrize(
+    ("clause", "message"),
+    [
+        (f"strides {HUGE}", "convolve: strides must be ≤ 2^40"),
+        (f"padding (0, {HUGE})", "convolve: padding must be ≤ 2^40"),
+        (f"leftDilation {HUGE}", "convolve: left dilation must be ≤ 2^40"),
+        (f"rightDilation {HUGE}", "convolve: right dilation must be ≤ 2^40"),
+    ],
+)
+def test_huge_convolution_clauses_are_located_errors(clause: str, message: str) -> None:
+    t = "<1 x 1 x 5 x f32>"
+    text = _one_op(
+        f"    %y = convolve %x: {t} kernel %x: {t} {clause}\n    return 0.0: f32",
+        f"({t}) -> f32",
+        f"%x: {t}",
+    )
+    with pytest.raises(dlc.DiagnosticError) as info:
+        dlc.compile(text)
+    assert (info.value.line, info.value.column, info.value.message) == (6, 10, message)
+
+
+def test_deep_recursion_through_large_stack_frames_traps() -> None:
+    """20,000 calls with 8 KiB `allocateStack` frames once overflowed the native stack
+    (a segfault): a call now counts for its frame's size towards the depth limit."""
+    text = _one_op(
+        """    %p = allocateStack i64 count 1024
+    store %d: i64 to %p: *i64
+    %c = greaterThan %d: i64, 0: i64
+    conditional %c: bool then 'rec() else 'done()
+'rec():
+    %e = subtract %d: i64, 1: i64
+    %r = apply @f(%e: i64): (i64) -> i64
+    %v = load %p: *i64
+    %s = add %r: i64, %v: i64
+    return %s: i64
+'done():
+    return 0: i64""",
+        "(i64) -> i64",
+        "%d: i64",
+    )
+    compiled = dlc.compile(text, filename="deep.dl")
+    assert compiled.f(100) == 5050
+    with pytest.raises(dlc.TrapError, match=r"deep.dl:4:6: call depth limit exceeded \(20000\)"):
+        compiled.f(19_000)
+    assert compiled.f(10) == 55

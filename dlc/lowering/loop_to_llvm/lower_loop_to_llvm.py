@@ -23,6 +23,7 @@ from xdsl.passes import ModulePass
 
 from dlc.diagnostics import error_at, location_prefix
 from dlc.dialects import abi, loop
+from dlc.dialects import loop_memory as lm
 from dlc.dialects.abi import CALL_DEPTH, STATUS, VAR_PREFIX
 from dlc.dialects.loop_callgraph import recursive_functions
 from dlc.dialects.loop_memory import MEMORY_OPS as RAW_MEMORY_OPS
@@ -62,6 +63,17 @@ class _Frame:
 MAX_CALL_DEPTH = 20_000
 """Nesting limit of recursive calls (deep enough for tests like even/odd 2000 deep;
 small enough that typical frames stay well within an 8 MiB native stack)."""
+
+STACK_UNIT = 256
+"""A call counts as 1 + (bytes of its `allocateStack` slots) // STACK_UNIT calls towards
+MAX_CALL_DEPTH: deep recursion through large frames traps before the native stack
+overflows (20,000 units of 256 bytes stay within 5 MiB; a frame holds ≤ 2^20 bytes)."""
+
+
+def call_weight(func: loop.FuncOp) -> int:
+    """How many calls towards MAX_CALL_DEPTH one active call of `func` counts for."""
+    frame = sum(op.size.data for op in func.walk() if isinstance(op, lm.StackAllocOp))
+    return 1 + frame // STACK_UNIT
 
 
 @dataclass
@@ -118,10 +130,11 @@ class _FuncEmitter:
         self.successors.update((b, Block()) for b in blocks[1:])
         self.values.update(zip(func.args, entry.args, strict=True))
         overflow: Operation | None = None
+        weight = call_weight(func)
         for block in blocks:  # the entry block (defining the buffers) comes first
             self.start(self.successors[block])
             if depth_guard and overflow is None:
-                overflow = self.enter_depth_guard(func)
+                overflow = self.enter_depth_guard(func, weight)
             self.frames.append(_Frame(iter(block.ops)))
             while self.frames:
                 op = next(self.frames[-1].ops, None)
@@ -130,7 +143,7 @@ class _FuncEmitter:
                     continue
                 self.lower_op(op)
         if overflow is not None:
-            self.leave_depth_guard(overflow)
+            self.leave_depth_guard(overflow, weight)
         return self.region
 
     def depth_address(self) -> SSAValue:
@@ -138,19 +151,19 @@ class _FuncEmitter:
         self.status.depth_used = True
         return self.emit(llvm.AddressOfOp(CALL_DEPTH, PTR))
 
-    def enter_depth_guard(self, func: loop.FuncOp) -> Operation:
-        """At entry: trap when `MAX_CALL_DEPTH` calls are active, else count this one.
-        Returns the trap's `llvm.return` (the one return that must not uncount)."""
+    def enter_depth_guard(self, func: loop.FuncOp, weight: int) -> Operation:
+        """At entry: trap when this call's `weight` does not fit under `MAX_CALL_DEPTH`,
+        else count it. Returns the trap's `llvm.return` (the one that must not uncount)."""
         text = f"call depth limit exceeded ({MAX_CALL_DEPTH}) in @{func.sym_name.data}"
         address = self.depth_address()
         depth = self.emit(llvm.LoadOp(address, i64, alignment=8))
-        full = icmp(self, "sge", depth, const(self, MAX_CALL_DEPTH, i64))
+        full = icmp(self, "sgt", depth, const(self, MAX_CALL_DEPTH - weight, i64))
         overflow = self.trap_when(full, func, "trap", text)
-        one_more = self.emit(llvm.AddOp(depth, const(self, 1, i64)))
-        self.emit(llvm.StoreOp(one_more, address, alignment=8))
+        counted = self.emit(llvm.AddOp(depth, const(self, weight, i64)))
+        self.emit(llvm.StoreOp(counted, address, alignment=8))
         return overflow
 
-    def leave_depth_guard(self, overflow: Operation) -> None:
+    def leave_depth_guard(self, overflow: Operation, weight: int) -> None:
         """Uncount the call before every `llvm.return` but the overflow trap's."""
         returns = [
             op for block in self.region.blocks for op in block.ops if isinstance(op, llvm.ReturnOp)
@@ -160,10 +173,10 @@ class _FuncEmitter:
                 continue
             address = llvm.AddressOfOp(CALL_DEPTH, PTR)
             depth = llvm.LoadOp(address.result, i64, alignment=8)
-            one = llvm.ConstantOp(IntegerAttr(1, i64), i64)
-            one_less = llvm.SubOp(depth.dereferenced_value, one.result)
-            store = llvm.StoreOp(one_less.res, address.result, alignment=8)
-            ret.parent_block().insert_ops_before([address, depth, one, one_less, store], ret)  # type: ignore[union-attr]
+            count = llvm.ConstantOp(IntegerAttr(weight, i64), i64)
+            uncounted = llvm.SubOp(depth.dereferenced_value, count.result)
+            store = llvm.StoreOp(uncounted.res, address.result, alignment=8)
+            ret.parent_block().insert_ops_before([address, depth, count, uncounted, store], ret)  # type: ignore[union-attr]
 
     def lower_op(self, op: Operation) -> None:
         match op:

@@ -69,3 +69,17 @@ builtin.module attributes {dlc.name = "m", dlc.stage = "raw"} {
     "graph.return"(%x) : (!graph.tensor<f64>) -> ()
   }) : () -> ()
 }
+
+// -----
+
+// CHECK: verify-invalid.mlir:[[# @LINE + 2]]:3: error: array size must be non-negative, got -1
+builtin.module attributes {dlc.name = "m", dlc.stage = "raw"} {
+  "graph.var"() <{sym_name = "g", var_type = !graph.array<#builtin.int<-1>, !graph.tensor<f32>>}> : () -> ()
+}
+
+// -----
+
+// CHECK: verify-invalid.mlir:[[# @LINE + 2]]:3: error: tensor type <0 x 18446744073709551616 x f32> has more than 2^40 elements in its nonzero dimensions
+builtin.module attributes {dlc.name = "m", dlc.stage = "raw"} {
+  "graph.var"() <{sym_name = "g", var_type = !graph.tensor<0x18446744073709551616xf32>}> : () -> ()
+}
