@@ -133,11 +133,13 @@ def cache_key(module: ModuleOp, options: pipeline.Options) -> str:
     messages), with the options and the host (`cache.environment`)."""
     from dlc.parser import print_module
 
-    digest = hashlib.sha256(print_module(module).encode())
+    # surrogatepass: a file name from os.fsdecode, or a module built in Python, may hold
+    # lone surrogates, which plain UTF-8 refuses to encode.
+    digest = hashlib.sha256(print_module(module).encode("utf-8", "surrogatepass"))
     for op in module.walk():
         loc = own_location(op)
         where = f"{loc.filename}\0{loc.line}\0{loc.column}\0{loc.source_line}" if loc else ""
-        digest.update(b"\n" + where.encode())
+        digest.update(b"\n" + where.encode("utf-8", "surrogatepass"))
     from dlc import __version__
 
     facts = {**options.key(), "data_offset": DATA_OFFSET, "dlc": __version__}

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from xdsl.dialects.builtin import StringAttr
 
 import dlc
+from dlc.api import cache_key, compile_graph_module
 from dlc.dialects.graph import Symbols
 from dlc.dialects.graph_types import NominalType, PointerType, TensorType, TupleType
 from dlc.dialects.layout import LayoutError, layout
+from dlc.pipeline import Options
 
 # DLVM's own examples/enum.dl declares this enum.
 RECURSIVE_ENUM = """module "enum"
@@ -180,3 +183,28 @@ def test_deep_recursion_through_large_stack_frames_traps() -> None:
     with pytest.raises(dlc.TrapError, match=r"deep.dl:4:6: call depth limit exceeded \(20000\)"):
         compiled.f(19_000)
     assert compiled.f(10) == 55
+
+
+SURROGATE_NAME = 'module "\ud800"\nstage raw\n\nfunc @f: (f32) -> f32 {\n\'entry(%x: f32):\n    return %x: f32\n}\n'
+
+
+@pytest.mark.parametrize("entry", [dlc.parse, dlc.compile])
+def test_lone_surrogate_in_the_source_is_a_located_error(entry) -> None:  # noqa: ANN001
+    """A module name with a lone surrogate once raised UnicodeEncodeError from the
+    compile cache's key; no file can hold such text, so the parser rejects it."""
+    with pytest.raises(dlc.DiagnosticError) as info:
+        entry(SURROGATE_NAME, filename="s.dl")
+    assert (info.value.line, info.value.column) == (1, 9)
+    assert info.value.message == "invalid character U+D800 (a lone surrogate is not Unicode text)"
+    str(info.value).encode("utf-8")  # the shown source line is printable
+
+
+def test_surrogates_in_names_do_not_break_the_compile_cache() -> None:
+    """A file name decoded by os.fsdecode may hold surrogates, and so may a module
+    built in Python: the cache key encodes them (surrogatepass)."""
+    module = dlc.parse(SURROGATE_NAME.replace("\ud800", "m"), filename="\udcff.dl")
+    module.attributes["dlc.name"] = StringAttr("\udcff")
+    compiled = compile_graph_module(module)
+    assert compiled.f(np.float32(2)) == 2
+    other = dlc.parse(SURROGATE_NAME.replace("\ud800", "m"))
+    assert cache_key(module, Options()) != cache_key(other, Options())
