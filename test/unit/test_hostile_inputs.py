@@ -3,6 +3,8 @@ a located `DiagnosticError` (or a correct result), never a traceback or a hang."
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from xdsl.dialects.builtin import StringAttr
@@ -208,3 +210,67 @@ def test_surrogates_in_names_do_not_break_the_compile_cache() -> None:
     assert compiled.f(np.float32(2)) == 2
     other = dlc.parse(SURROGATE_NAME.replace("\ud800", "m"))
     assert cache_key(module, Options()) != cache_key(other, Options())
+
+
+HERE = Path(__file__).parent
+
+
+def test_heap_byte_counts_that_overflow_trap() -> None:
+    """`allocateHeap <8 x f32> count 2^59` once computed 32 · 2^59 bytes in i64, which
+    wrapped around to 0: an empty block instead of an out-of-memory trap."""
+    text = (HERE / "regress_heap_failure.dl").read_text()
+    compiled = dlc.compile(text, filename="regress_heap_failure.dl")
+    for count in (1 << 59, (1 << 62) + 1, -(1 << 59), (1 << 63) - 1):
+        with pytest.raises(
+            dlc.TrapError, match="regress_heap_failure.dl:6:10: heap allocation failed"
+        ):
+            compiled.f(count)
+    assert compiled.f(6) == 1.0
+
+
+def test_constant_heap_byte_count_that_overflows_traps() -> None:
+    text = _one_op(
+        "    %p = allocateHeap f32 count 4611686018427387904: i64\n"
+        "    store %x: f32 to %p: *f32\n"
+        "    return %x: f32"
+    )
+    compiled = dlc.compile(text, filename="heap.dl")
+    with pytest.raises(dlc.TrapError, match="heap.dl:6:10: heap allocation failed"):
+        compiled.f(np.float32(1))
+
+
+COPY = """module "copy"
+stage raw
+
+func @f: (*<4 x f32>, *<4 x f32>, i64) -> () {
+'entry(%from: *<4 x f32>, %to: *<4 x f32>, %n: i64):
+    copy from %from: *<4 x f32> to %to: *<4 x f32> count %n: i64
+    return
+}
+"""
+
+
+def test_copy_counts_that_overflow_or_are_negative_are_out_of_bounds() -> None:
+    """`copy … count -1` once passed the bounds check (addr + n < hi) and memcpy'd 2^64
+    bytes (a segfault); `count 2^60` wrapped to 0 bytes and copied nothing."""
+    compiled = dlc.compile(COPY, filename="copy.dl")
+    source = np.arange(8, dtype=np.float32).reshape(2, 4)
+    dest = np.zeros((2, 4), np.float32)
+    for count in (-1, -(1 << 62), 1 << 60, 3):
+        with pytest.raises(IndexError, match="copy.dl:6:5: out-of-bounds load through a pointer"):
+            compiled.f(source, dest, count)
+    assert not dest.any()
+    compiled.f(source, dest, 2)
+    np.testing.assert_array_equal(dest, source)
+
+
+def test_pointer_arithmetic_that_wraps_around_is_out_of_bounds() -> None:
+    """An address that wraps past 2^64 (here 2^64 - 4) once passed the bounds check,
+    because addr + n wrapped to 0 <= hi: a segfault."""
+    text = (HERE / "regress_pointer_oob.dl").read_text()
+    compiled = dlc.compile(text, filename="regress_pointer_oob.dl", bounds_check=False)
+    buffer = np.arange(4, dtype=np.float32)
+    index = -(buffer.ctypes.data + 4) // 4  # the address 2^64 - 4
+    with pytest.raises(IndexError, match="regress_pointer_oob.dl:7:10: out-of-bounds load"):
+        compiled.f(buffer, index)
+    assert compiled.f(buffer, 3) == 3.0

@@ -116,7 +116,8 @@ POINTER_ACCESSES = ("load", "store")
 
 
 def _check(em: _FuncEmitter, op: lm.RawCheckOp) -> None:
-    """addr < lo or addr + n > hi: record the location, return from the function.
+    """addr < lo or addr + n > hi (or addr + n wraps around): record the location,
+    return from the function.
 
     Accesses through user pointers (`load`, `store`, `copy`) are always checked: their
     addresses come from the program's own arithmetic, and compiled code must never touch
@@ -131,7 +132,8 @@ def _check(em: _FuncEmitter, op: lm.RawCheckOp) -> None:
     end = em.emit(llvm.AddOp(addr, n))
     below = icmp(em, "ult", addr, lo)
     above = icmp(em, "ugt", end, hi)
-    bad = em.emit(llvm.OrOp(below, above))
+    wrapped = icmp(em, "ult", end, addr)  # addr + n past 2^64: an address near the top
+    bad = em.emit(llvm.OrOp(em.emit(llvm.OrOp(below, above)), wrapped))
     access = op.access.data
     through = " through a pointer" if access in ("load", "store") else ""  # else an index
     em.trap_when(bad, op, "bounds", f"out-of-bounds {access}{through} ({op.name})")
