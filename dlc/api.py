@@ -69,7 +69,7 @@ def lower(
         if level != "graph":
             work.verify()
         if snapshots is not None:
-            snapshots[level] = work.clone()
+            snapshots[level] = clone_located(work)  # keeps block and value names
         if level == "loop":
             for f in work.body.block.ops:
                 if isinstance(f, loop.FuncOp):

@@ -10,14 +10,13 @@ All walks are iterative.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
-from dlc.diagnostics import DiagnosticError, Location, error_at, get_loc
+from dlc.diagnostics import DiagnosticError, block_location, error_at, get_loc
 from dlc.dialects.cfg import dominates, immediate_dominators, successors
 from dlc.dialects.graph import (
     BranchEnumOp,
@@ -45,16 +44,9 @@ from dlc.dialects.graph_verify_types import (
 
 TERMINATORS = (BranchOp, ConditionalOp, BranchEnumOp, ReturnOp)
 
-_BLOCK_LOCS: weakref.WeakKeyDictionary[Block, Location] = weakref.WeakKeyDictionary()
-
-
-def set_block_loc(block: Block, loc: Location) -> None:
-    """Remember where a block's label was written (for block-level diagnostics)."""
-    _BLOCK_LOCS[block] = loc
-
 
 def block_error(block: Block, message: str) -> DiagnosticError:
-    loc = _BLOCK_LOCS.get(block)
+    loc = block_location(block)
     if loc is None:
         loc = get_loc(block.first_op) if block.first_op is not None else get_loc(block.parent_op())
     return DiagnosticError(message, loc)
@@ -142,6 +134,14 @@ def _no_duplicates(op: Operation, names: Sequence[str], what: str, where: str) -
         seen.add(name)
 
 
+def block_name(block: Block) -> str:
+    """A block's name, or `bb<index>` (as the printer names it) for an unnamed block."""
+    if block.name_hint:
+        return block.name_hint
+    region = block.parent
+    return f"bb{list(region.blocks).index(block) if region is not None else 0}"
+
+
 def value_name(value: SSAValue) -> str:
     """DLVM spelling of a value: `%name` or its positional `%b.i`."""
     name = getattr(value, "_name", None)
@@ -196,11 +196,12 @@ class FunctionVerifier:
     def _check_blocks(self, blocks: list[Block]) -> None:
         names: set[str] = set()
         for block in blocks:
-            name = getattr(block, "_name", None) or ""
-            if name in names:
+            name = block.name_hint
+            if name is not None and name in names:
                 raise block_error(block, f"redefinition of block '{name}")
-            names.add(name)
-            self._check_terminator(block, name)
+            if name is not None:
+                names.add(name)
+            self._check_terminator(block, block_name(block))
         entry = blocks[0]
         if getattr(entry, "_name", None) != "entry":
             raise block_error(entry, f"the first block of {self.name} must be 'entry")
@@ -277,7 +278,7 @@ class FunctionVerifier:
     def _check_args(
         self, op: Operation, dest: Block, args: Sequence[SSAValue], opcode: str
     ) -> None:
-        label = f"'{getattr(dest, '_name', '')}"
+        label = f"'{block_name(dest)}"
         params = [a.type for a in dest.args]
         if len(args) != len(params):
             raise error_at(op, f"{opcode}: {label} takes {len(params)} arguments, got {len(args)}")
@@ -304,7 +305,7 @@ class FunctionVerifier:
             if params != list(cases[case.data]):
                 raise error_at(
                     op,
-                    f"branchEnum: block '{getattr(dest, '_name', '')} takes {_types_text(params)} "
+                    f"branchEnum: block '{block_name(dest)} takes {_types_text(params)} "
                     f"but case ?{case.data} carries {_types_text(cases[case.data])}",
                 )
 

@@ -83,3 +83,39 @@ builtin.module attributes {dlc.name = "m", dlc.stage = "raw"} {
 builtin.module attributes {dlc.name = "m", dlc.stage = "raw"} {
   "graph.var"() <{sym_name = "g", var_type = !graph.tensor<0x18446744073709551616xf32>}> : () -> ()
 }
+
+// -----
+
+// Unnamed blocks (`^bb1` carries no name in xDSL) are not redefinitions of each other;
+// diagnostics and the printer call them 'bb<index>.
+// CHECK: verify-invalid.mlir:[[# @LINE + 6]]:5: error: branch: 'bb2 takes 1 arguments, got 2
+builtin.module attributes {dlc.name = "m", dlc.stage = "raw"} {
+  "graph.func"() <{sym_name = "f", function_type = !graph.fn<[!graph.tensor<f32>], !graph.tensor<f32>>}> ({
+  ^entry(%x: !graph.tensor<f32>):
+    "graph.branch"(%x)[^bb1] : (!graph.tensor<f32>) -> ()
+  ^bb1(%y: !graph.tensor<f32>):
+    "graph.branch"(%y, %y)[^bb2] : (!graph.tensor<f32>, !graph.tensor<f32>) -> ()
+  ^bb2(%z: !graph.tensor<f32>):
+    "graph.return"(%z) : (!graph.tensor<f32>) -> ()
+  }) : () -> ()
+}
+
+// -----
+
+// CHECK: func @g: (f32) -> f32 {
+// CHECK-NEXT: 'entry(%x: f32):
+// CHECK-NEXT:     branch 'bb1(%x: f32)
+// CHECK-NEXT: 'bb1(%y: f32):
+// CHECK-NEXT:     branch 'bb2(%y: f32)
+// CHECK-NEXT: 'bb2(%z: f32):
+// CHECK-NEXT:     return %z: f32
+builtin.module attributes {dlc.name = "m", dlc.stage = "raw"} {
+  "graph.func"() <{sym_name = "g", function_type = !graph.fn<[!graph.tensor<f32>], !graph.tensor<f32>>}> ({
+  ^entry(%x: !graph.tensor<f32>):
+    "graph.branch"(%x)[^bb1] : (!graph.tensor<f32>) -> ()
+  ^bb1(%y: !graph.tensor<f32>):
+    "graph.branch"(%y)[^bb2] : (!graph.tensor<f32>) -> ()
+  ^bb2(%z: !graph.tensor<f32>):
+    "graph.return"(%z) : (!graph.tensor<f32>) -> ()
+  }) : () -> ()
+}
