@@ -17,7 +17,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.printer import Printer
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from dlc.dialects.levels import level_of
+from dlc.dialects.levels import check_llvm_level, level_of
 
 TARGETS = ("dl", "mlir", "llvm", "asm")
 
@@ -80,10 +80,11 @@ class DlcOptTargets(xDSLOptMain):
         (each step timed, verified and printed like a `-p` pass)."""
         from dlc import pipeline
 
-        if level_of(module) == "llvm":
-            return module
-        steps = pipeline.steps(self.pipeline_options(), start=level_of(module))
-        return pipeline.run(module, steps, after=self.after_step, ctx=self.ctx)
+        if level_of(module) != "llvm":
+            steps = pipeline.steps(self.pipeline_options(), start=level_of(module))
+            module = pipeline.run(module, steps, after=self.after_step, ctx=self.ctx)
+        check_llvm_level(module)
+        return module
 
     def pipeline_options(self):  # noqa: ANN201 -- dlc.pipeline.Options, imported lazily
         raise NotImplementedError

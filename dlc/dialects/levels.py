@@ -7,7 +7,9 @@ which lowerings `-t llvm` / `-t asm` still have to run.
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, UnregisteredOp
+
+from dlc.diagnostics import error_at
 
 LEVELS = ("graph", "tensor", "loop", "llvm")
 """From highest to lowest; `dlc.pipeline.LOWERINGS[level]` lowers a level to the next."""
@@ -26,3 +28,13 @@ def level_of(module: ModuleOp) -> str:
 
 def is_graph_level(module: ModuleOp) -> bool:
     return level_of(module) == "graph"
+
+
+def check_llvm_level(module: ModuleOp) -> None:
+    """A located error at the first op of an llvm-level module that LLVM IR translation
+    cannot take (a nested module, an `arith` op in MLIR input, ...)."""
+    for op in module.walk():
+        if op is module or op.name.startswith("llvm."):
+            continue
+        name = op.op_name.data if isinstance(op, UnregisteredOp) else op.name
+        raise error_at(op, f"not supported by the code generator yet: {name}")

@@ -1,6 +1,12 @@
 """MLIR text (any level of dlc's IR) with source locations: every parsed op remembers
 where it was written, so verifier errors and code-generator diagnostics on `.mlir`
-input are located like those on `.dl` input."""
+input are located like those on `.dl` input.
+
+xDSL parses nested regions, attributes and types by recursion: input that nests deeper
+than Python's recursion limit allows (about 140 nested modules, 90 nested dialect
+types) is the located error "input nests too deeply" at the point the parser reached,
+like `.dl` input that exhausts the stack (`dlc.parser.parse_module`).
+"""
 
 from __future__ import annotations
 
@@ -10,7 +16,7 @@ from xdsl.ir import Operation
 from xdsl.parser import Parser
 from xdsl.utils.lexer import Span
 
-from dlc.diagnostics import Location, set_loc
+from dlc.diagnostics import DiagnosticError, Location, location_in, set_loc
 
 
 def span_location(span: Span, line_offset: int = 0) -> Location:
@@ -40,5 +46,14 @@ class LocatedParser(Parser):
 def parse_mlir(
     ctx: Context, text: str, name: str, *, line_offset: int = 0, implicit_module: bool = True
 ) -> ModuleOp:
-    """A module parsed from MLIR text, its ops located (xDSL's `ParseError` on errors)."""
-    return LocatedParser(ctx, text, name, line_offset).parse_module(implicit_module)
+    """A module parsed from MLIR text, its ops located (xDSL's `ParseError` on errors,
+    a `DiagnosticError` when the input nests too deeply)."""
+    parser = LocatedParser(ctx, text, name, line_offset)
+    try:
+        return parser.parse_module(implicit_module)
+    except RecursionError:
+        before = text[: parser.pos]
+        line = before.count("\n") + 1
+        column = len(before) - (before.rfind("\n") + 1) + 1
+        where = location_in(text, name, line, column)
+        raise DiagnosticError("input nests too deeply", where) from None
