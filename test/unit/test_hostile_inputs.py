@@ -3,6 +3,7 @@ a located `DiagnosticError` (or a correct result), never a traceback or a hang."
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -338,3 +339,23 @@ def test_compiled_graph_ir_keeps_the_source_names_and_reparses() -> None:
     assert "%y_1 = negate %x: f32" in text
     assert dlc.print_module(dlc.parse(text)) == text
     assert compiled.df(np.float32(-3))[0] == 6
+
+
+def test_function_with_more_buffers_than_ctypes_takes_still_compiles() -> None:
+    """A `[2000 x f32]` argument is 2000 buffers: ctypes' 1024-parameter limit once
+    failed the whole compile with ctypes.ArgumentError."""
+    text = _one_op(
+        "    %y = extract 5 from %a: [2000 x f32]\n    %z = add %y: f32, %x: f32\n"
+        "    return %z: f32",
+        "([2000 x f32], f32) -> f32",
+        "%a: [2000 x f32], %x: f32",
+    )
+    text += "\nfunc @g: (f32) -> f32 {\n'entry(%x: f32):\n    return %x: f32\n}\n"
+    compiled = dlc.compile(text)
+    assert compiled.g(np.float32(3)) == 3
+    message = (
+        "@f is not callable from Python: it takes 2002 buffers (arguments and results, "
+        "flattened), more than ctypes' 1024"
+    )
+    with pytest.raises(TypeError, match=re.escape(message)):
+        compiled.f(tuple(np.float32(i) for i in range(2000)), np.float32(1))
