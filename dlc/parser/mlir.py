@@ -14,6 +14,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.parser import Parser
+from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.lexer import Span
 
 from dlc.diagnostics import DiagnosticError, Location, location_in, set_loc
@@ -35,10 +36,13 @@ class LocatedParser(Parser):
     def __init__(self, ctx: Context, text: str, name: str, line_offset: int = 0) -> None:
         super().__init__(ctx, text, name)
         self.line_offset = line_offset
+        self.open_ops: list[int] = []  # where the ops being parsed start (innermost last)
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span
+        self.open_ops.append(start.start)
         op = super().parse_operation()
+        self.open_ops.pop()  # left in place on an error: the op the error is in
         set_loc(op, span_location(start, self.line_offset))
         return op
 
@@ -46,14 +50,22 @@ class LocatedParser(Parser):
 def parse_mlir(
     ctx: Context, text: str, name: str, *, line_offset: int = 0, implicit_module: bool = True
 ) -> ModuleOp:
-    """A module parsed from MLIR text, its ops located (xDSL's `ParseError` on errors,
-    a `DiagnosticError` when the input nests too deeply)."""
+    """A module parsed from MLIR text, its ops located (xDSL's `ParseError` on syntax
+    errors; a `DiagnosticError` when the input nests too deeply or an attribute does
+    not verify)."""
     parser = LocatedParser(ctx, text, name, line_offset)
     try:
         return parser.parse_module(implicit_module)
     except RecursionError:
-        before = text[: parser.pos]
-        line = before.count("\n") + 1
-        column = len(before) - (before.rfind("\n") + 1) + 1
-        where = location_in(text, name, line, column)
-        raise DiagnosticError("input nests too deeply", where) from None
+        raise DiagnosticError("input nests too deeply", _at(text, name, parser.pos)) from None
+    except VerifyException as err:  # an attribute or type that does not verify
+        message = " ".join(line.strip() for line in str(err).splitlines() if line.strip())
+        where = parser.open_ops[-1] if parser.open_ops else parser.pos
+        raise DiagnosticError(message, _at(text, name, where)) from None
+
+
+def _at(text: str, name: str, pos: int) -> Location:
+    """The location of offset `pos` in `text`."""
+    before = text[:pos]
+    line = before.count("\n") + 1
+    return location_in(text, name, line, len(before) - (before.rfind("\n") + 1) + 1)
