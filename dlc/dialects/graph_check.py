@@ -64,6 +64,9 @@ def _check_node(
     if kind == "null":
         return None if isinstance(ty, PointerType | BoxType) else bad
     if kind == "operand":
+        if not 0 <= node[1] < len(operand_types):
+            count = len(operand_types)
+            return f"literal element refers to operand {node[1]}, but the literal has {count}"
         got = operand_types[node[1]]
         if got != ty:
             return f"literal element of type {format_type(got)} where {format_type(ty)} is expected"

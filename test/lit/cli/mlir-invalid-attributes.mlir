@@ -18,3 +18,26 @@ builtin.module {
     "loop.return"() : () -> ()
   }) : () -> ()
 }
+
+// -----
+
+// A `#graph.lit` payload of the wrong shape was an internal IndexError in the literal check.
+// CHECK: mlir-invalid-attributes.mlir:[[# @LINE + 4]]:{{[0-9]+}}: error: malformed #graph.lit payload
+builtin.module attributes {dlc.name = "m", dlc.stage = "raw"} {
+  "graph.func"() <{sym_name = "f", function_type = !graph.fn<[], !graph.tensor<f32>>}> ({
+  ^entry:
+    %x = "graph.literal"() <{value = #graph.lit<"[\22int\22]">}> : () -> !graph.tensor<f32>
+    "graph.return"(%x) : (!graph.tensor<f32>) -> ()
+  }) : () -> ()
+}
+
+// -----
+
+// CHECK: mlir-invalid-attributes.mlir:[[# @LINE + 4]]:5: error: literal element refers to operand 18446744073709551616, but the literal has 1
+builtin.module attributes {dlc.name = "m", dlc.stage = "raw"} {
+  "graph.func"() <{sym_name = "f", function_type = !graph.fn<[!graph.tensor<f32>], !graph.tuple<!graph.tensor<f32>>>}> ({
+  ^entry(%a: !graph.tensor<f32>):
+    %x = "graph.literal"(%a) <{value = #graph.lit<"[\22tuple\22, [[\22operand\22, 18446744073709551616]]]">}> : (!graph.tensor<f32>) -> !graph.tuple<!graph.tensor<f32>>
+    "graph.return"(%x) : (!graph.tuple<!graph.tensor<f32>>) -> ()
+  }) : () -> ()
+}
