@@ -37,7 +37,7 @@ T = TypeVar("T")
 MAX_RANK = 64
 MAX_ELEMENTS = 2**40
 MAX_BYTES = 2**42
-MAX_PARTS = 2**16  # array elements and fields of one value, all levels (they are flattened)
+MAX_PARTS = 2**16  # elements and fields of one value at all levels (values are flattened)
 MAX_STACK_BYTES = 2**20  # allocateStack bytes per function (one native stack frame)
 
 _DTYPE_RE = re.compile(r"f16|f32|f64|bool|i[1-9][0-9]*")
@@ -153,8 +153,7 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> tuple[ArrayAttr[IntAttr], StringAttr]:
         parser.parse_punctuation("<")
-        # xDSL's shape parsing splits `0x5` (a hex literal to its lexer) into 0 and x5.
-        dims = parser.parse_dimension_list()
+        dims = parser.parse_dimension_list()  # splits `0x5` (hex to xDSL's lexer) into 0, x5
         if any(d < 0 for d in dims):
             parser.raise_error("graph tensor dimensions must be static")
         if dims:
@@ -340,10 +339,8 @@ def nest_leaves(t: Attribute, leaves: Iterator[T], make: Callable[[list[Any]], A
 
 
 def size_error(t: TensorType) -> str | None:
-    """Why a tensor type exceeds dlc's limits, or None (see MAX_RANK, MAX_ELEMENTS, MAX_BYTES).
-
-    An empty tensor is held to the limit too, by the product of its nonzero dimensions:
-    its strides and loop bounds are computed in i64 all the same."""
+    """Why a tensor type exceeds dlc's limits, or None; an empty tensor counts the elements
+    of its nonzero dimensions (its strides and loop bounds are i64 all the same)."""
     if t.rank > MAX_RANK:
         return f"tensor rank {t.rank} exceeds the limit of {MAX_RANK}"
     extent = 1
