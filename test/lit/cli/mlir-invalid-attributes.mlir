@@ -41,3 +41,10 @@ builtin.module attributes {dlc.name = "m", dlc.stage = "raw"} {
     "graph.return"(%x) : (!graph.tuple<!graph.tensor<f32>>) -> ()
   }) : () -> ()
 }
+
+// -----
+
+// CHECK: mlir-invalid-attributes.mlir:[[# @LINE + 2]]:{{[0-9]+}}: error: graph tensor dimensions must be static
+builtin.module attributes {dlc.name = "m", dlc.stage = "raw"} {
+  "graph.var"() <{sym_name = "g", var_type = !graph.tensor<?x3xf32>}> : () -> ()
+}
