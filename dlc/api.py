@@ -130,7 +130,7 @@ def lower(
         if level != "graph":
             work.verify()
         if snapshots is not None:
-            snapshots[level] = work.clone()
+            snapshots[level] = clone_located(work)  # keeps block and value names
         if level == "loop":
             arena[0] = arena_bytes_needed(work)
             unbounded.extend(sorted(unbounded_functions(work)))
@@ -203,11 +203,13 @@ def cache_key(
     (`cache.environment`)."""
     from dlc.parser import print_module
 
-    digest = hashlib.sha256(print_module(module).encode())
+    # surrogatepass: a file name from os.fsdecode, or a module built in Python, may hold
+    # lone surrogates, which plain UTF-8 refuses to encode.
+    digest = hashlib.sha256(print_module(module).encode("utf-8", "surrogatepass"))
     for op in module.walk():
         loc = own_location(op)
         where = f"{loc.filename}\0{loc.line}\0{loc.column}\0{loc.source_line}" if loc else ""
-        digest.update(b"\n" + where.encode())
+        digest.update(b"\n" + where.encode("utf-8", "surrogatepass"))
     from dlc.version import __version__
 
     facts = {

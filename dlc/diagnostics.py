@@ -2,8 +2,9 @@
 
 Every user error in dlc, from the parser, the verifier, a pass, the code generator or
 the runtime, is a `DiagnosticError`. Ops remember where they came from through
-`set_loc` / `get_loc` (a side table, so IR printing stays clean); passes that create
-ops copy the location of the op they replace with `copy_loc`.
+`set_loc` / `get_loc` (a side table, so IR printing stays clean), blocks through
+`set_block_loc` / `block_location`; passes that create ops copy the location of the op
+they replace with `copy_loc`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import weakref
 from dataclasses import dataclass
 from typing import TypeVar
 
-from xdsl.ir import Operation
+from xdsl.ir import Block, Operation
 
 OpT = TypeVar("OpT", bound=Operation)
 
@@ -72,6 +73,7 @@ class DiagnosticError(Exception):
 
 
 _LOCATIONS: weakref.WeakKeyDictionary[Operation, Location] = weakref.WeakKeyDictionary()
+_BLOCK_LOCATIONS: weakref.WeakKeyDictionary[Block, Location] = weakref.WeakKeyDictionary()
 
 
 def set_loc(op: Operation, loc: Location | None) -> None:
@@ -101,12 +103,33 @@ def copy_loc(source: Operation, *targets: Operation) -> None:
             _LOCATIONS[target] = loc
 
 
+def set_block_loc(block: Block, loc: Location) -> None:
+    """Remember where a block's label was written (for block-level diagnostics)."""
+    _BLOCK_LOCATIONS[block] = loc
+
+
+def block_location(block: Block) -> Location | None:
+    return _BLOCK_LOCATIONS.get(block)
+
+
 def clone_located(op: OpT) -> OpT:
-    """A clone of `op` (e.g. a module) whose ops keep the source locations of the
-    originals: passes that work on a copy still raise located diagnostics."""
+    """A clone of `op` (e.g. a module) that keeps what xDSL's `clone` drops: the source
+    locations of its ops and blocks, the names of its blocks, and value names exactly
+    (xDSL's name hints lose a `_1` suffix). Passes that work on a copy still raise
+    located diagnostics and print the names the source gave."""
     copy = op.clone()
     for original, cloned in zip(op.walk(), copy.walk(), strict=True):
         copy_loc(original, cloned)
+        for old, new in zip(original.results, cloned.results, strict=True):
+            new._name = old._name
+        for old_region, new_region in zip(original.regions, cloned.regions, strict=True):
+            for old_block, new_block in zip(old_region.blocks, new_region.blocks, strict=True):
+                new_block._name = old_block._name
+                for old_arg, new_arg in zip(old_block.args, new_block.args, strict=True):
+                    new_arg._name = old_arg._name
+                loc = _BLOCK_LOCATIONS.get(old_block)
+                if loc is not None:
+                    _BLOCK_LOCATIONS[new_block] = loc
     return copy
 
 

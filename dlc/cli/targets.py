@@ -20,7 +20,7 @@ from xdsl.passes import ModulePass
 from xdsl.printer import Printer
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from dlc.dialects.levels import level_of
+from dlc.dialects.levels import check_llvm_level, level_of
 
 TARGETS = ("dl", "mlir", "llvm", "asm")
 
@@ -133,11 +133,11 @@ class DlcOptTargets(xDSLOptMain):
         (each step timed, verified and printed like a `-p` pass)."""
         from dlc import pipeline
 
-        if level_of(module) == "llvm":
-            return module
-        for step in pipeline.steps(self.pipeline_options(), start=level_of(module)):
-            self.running = step.pass_
-            pipeline.run(module, [step], after=self.after_step, ctx=self.ctx)
+        if level_of(module) != "llvm":
+            for step in pipeline.steps(self.pipeline_options(), start=level_of(module)):
+                self.running = step.pass_
+                pipeline.run(module, [step], after=self.after_step, ctx=self.ctx)
+        check_llvm_level(module)
         return module
 
     def pipeline_options(self):  # noqa: ANN201 -- dlc.pipeline.Options, imported lazily

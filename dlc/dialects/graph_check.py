@@ -1,14 +1,18 @@
 """Literal checking (shared/DLVM.md §5.4), with dlc's fixes.
 
 Differences from DLVM: `null` is valid for pointers and boxes; integer literals must
-fit their data type (signed or unsigned range of the width); enum literals must give
-exactly the case's number of values. The walk is iterative: literals may nest deeply.
+fit their data type (signed or unsigned range of the width); a finite literal of a float
+type must not round to infinity in it (`1e39: f32`, `70000: f16`: C and LLVM would round
+it to inf, dlc reports it; write `inf` for infinity); enum literals must give exactly
+the case's number of values. The walk is iterative: literals may nest deeply.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
+import numpy as np
 from xdsl.ir import Attribute
 
 from dlc.dialects.graph_literal import LitTree
@@ -24,6 +28,7 @@ from dlc.dialects.graph_types import (
     dtype_is_float,
     dtype_is_int,
     format_type,
+    numpy_dtype,
 )
 
 
@@ -59,6 +64,9 @@ def _check_node(
     if kind == "null":
         return None if isinstance(ty, PointerType | BoxType) else bad
     if kind == "operand":
+        if not 0 <= node[1] < len(operand_types):
+            count = len(operand_types)
+            return f"literal element refers to operand {node[1]}, but the literal has {count}"
         got = operand_types[node[1]]
         if got != ty:
             return f"literal element of type {format_type(got)} where {format_type(ty)} is expected"
@@ -94,7 +102,13 @@ def _check_scalar(kind: str, value: object, ty: Attribute) -> str | None:
     if dtype_is_bool(ty.dt):
         return None if kind == "bool" else f"{kind} literal is not a valid {ty.dt} value"
     if dtype_is_float(ty.dt):
-        return None if kind in ("int", "float") else f"{kind} literal is not a valid {ty.dt} value"
+        if kind not in ("int", "float"):
+            return f"{kind} literal is not a valid {ty.dt} value"
+        assert isinstance(value, int | float)
+        if overflows_float(value, ty.dt):
+            what = "integer" if kind == "int" else "float"
+            return f"{what} literal {value!r} is out of range for {ty.dt}"
+        return None
     if kind != "int":
         return f"{kind} literal is not a valid {ty.dt} value"
     assert isinstance(value, int) and dtype_is_int(ty.dt)
@@ -102,6 +116,18 @@ def _check_scalar(kind: str, value: object, ty: Attribute) -> str | None:
     if not -(2 ** (bits - 1)) <= value < 2**bits:
         return f"integer literal {value} does not fit in {ty.dt}"
     return None
+
+
+def overflows_float(value: int | float, dtype: str) -> bool:
+    """`value` is finite but rounds to ±inf in float `dtype` (IEEE round to nearest)."""
+    try:
+        x = float(value)
+    except OverflowError:  # an int beyond f64's range
+        return True
+    if not math.isfinite(x):
+        return False
+    with np.errstate(over="ignore"):
+        return bool(np.isinf(np.asarray(x, dtype=numpy_dtype(dtype))))
 
 
 def _check_struct(

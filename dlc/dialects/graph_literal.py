@@ -23,6 +23,7 @@ In MLIR syntax the payload prints as JSON: `#graph.lit<"[\"int\", 3]">`.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from xdsl.ir import Data
@@ -44,14 +45,30 @@ class LiteralAttr(Data[LitTree]):
         with parser.in_angle_brackets():
             text = parser.parse_str_literal()
         try:
-            return _freeze(json.loads(text))
+            tree = _freeze(json.loads(text, parse_float=_parse_float))
+        except _OutOfRange as err:
+            parser.raise_error(f"float {err} in #graph.lit is out of range for f64")
         except (ValueError, RecursionError):
             parser.raise_error("malformed #graph.lit payload")
+        if not well_formed(tree):
+            parser.raise_error("malformed #graph.lit payload")
+        return tree
 
     def print_parameter(self, printer: Printer) -> None:
         printer.print_string("<")
         printer.print_string_literal(json.dumps(self.data))
         printer.print_string(">")
+
+
+class _OutOfRange(ValueError):
+    """A finite JSON number beyond f64's range (Python would read it as infinity)."""
+
+
+def _parse_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise _OutOfRange(text)
+    return value
 
 
 def _freeze(obj: Any) -> Any:
@@ -72,6 +89,48 @@ def _freeze(obj: Any) -> Any:
             if not stack:
                 return done
             stack[-1][1].append(done)
+
+
+_LEAVES = {"zero", "undefined", "null"}
+_SEQUENCES = {"tensor", "tuple", "array"}
+
+
+def well_formed(tree: object) -> bool:
+    """`tree` has the shape of the module docstring's table (iteratively): what MLIR
+    input must give before the literal checks (`graph_check`) look at its values."""
+    work = [tree]
+    while work:
+        node = work.pop()
+        if not isinstance(node, tuple) or not node or not isinstance(node[0], str):
+            return False
+        kind, rest = node[0], node[1:]
+        if kind in _LEAVES:
+            ok = not rest
+        elif kind in ("int", "operand"):
+            ok = len(rest) == 1 and type(rest[0]) is int
+        elif kind == "float":
+            ok = len(rest) == 1 and type(rest[0]) in (int, float)
+        elif kind == "bool":
+            ok = len(rest) == 1 and type(rest[0]) is bool
+        elif kind in _SEQUENCES:
+            ok = len(rest) == 1 and isinstance(rest[0], tuple)
+            work.extend(rest[0] if ok else ())
+        elif kind == "struct":
+            ok = len(rest) == 1 and isinstance(rest[0], tuple)
+            ok = ok and all(_is_field(f) for f in rest[0])
+            work.extend(f[1] for f in rest[0] if ok)
+        elif kind == "enum":
+            ok = len(rest) == 2 and isinstance(rest[0], str) and isinstance(rest[1], tuple)
+            work.extend(rest[1] if ok else ())
+        else:
+            ok = False
+        if not ok:
+            return False
+    return True
+
+
+def _is_field(field: object) -> bool:
+    return isinstance(field, tuple) and len(field) == 2 and isinstance(field[0], str)
 
 
 def is_scalar_lit(tree: LitTree) -> bool:

@@ -26,6 +26,7 @@ from dlc.dialects.graph import GraphInstruction, InferenceError, Props, Symbols
 from dlc.dialects.graph_elementwise import tensor_operand
 from dlc.dialects.graph_props import check_dims, int_prop, ints
 from dlc.dialects.graph_types import (
+    MAX_ELEMENTS,
     FunctionType,
     TensorType,
     dtype_is_bool,
@@ -155,6 +156,8 @@ class ReduceWindowOp(GraphInstruction):
             raise InferenceError(f"reduceWindow: {len(strides)} strides for {format_type(x)}")
         if any(w <= 0 for w in window) or any(s < 1 for s in strides):
             raise InferenceError("reduceWindow: window sizes must be > 0 and strides ≥ 1")
+        if any(v > MAX_ELEMENTS for v in window + strides):  # like tensor dimensions
+            raise InferenceError("reduceWindow: window sizes and strides must be ≤ 2^40")
         if padding.data not in PADDINGS:
             raise InferenceError(f"reduceWindow: unknown padding '{padding.data}'")
         return [TensorType(window_shape(x.dims, window, strides, padding.data), x.dt)]
@@ -250,4 +253,7 @@ def conv_config(props: Props, n: int) -> dict[str, list[int]]:
         raise InferenceError("convolve: padding must be ≥ 0")
     if any(d < 1 for d in cfg["left_dilation"] + cfg["right_dilation"]):
         raise InferenceError("convolve: dilations must be ≥ 1")
+    for key in ("strides", "padding", "left_dilation", "right_dilation"):
+        if any(v > MAX_ELEMENTS for v in cfg[key]):  # like tensor dimensions
+            raise InferenceError(f"convolve: {key.replace('_', ' ')} must be ≤ 2^40")
     return cfg

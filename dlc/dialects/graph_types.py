@@ -37,6 +37,8 @@ T = TypeVar("T")
 MAX_RANK = 64
 MAX_ELEMENTS = 2**40
 MAX_BYTES = 2**42
+MAX_PARTS = 2**16  # elements and fields of one value at all levels (values are flattened)
+MAX_STACK_BYTES = 2**20  # allocateStack bytes per function (one native stack frame)
 
 _DTYPE_RE = re.compile(r"f16|f32|f64|bool|i[1-9][0-9]*")
 
@@ -151,15 +153,12 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> tuple[ArrayAttr[IntAttr], StringAttr]:
         parser.parse_punctuation("<")
-        dims: list[int] = []
-        while True:
-            num = parser.parse_optional_integer(allow_boolean=False, allow_negative=False)
-            if num is None:
-                break
-            dims.append(num)
+        dims = parser.parse_dimension_list()  # splits `0x5` (hex to xDSL's lexer) into 0, x5
+        if any(d < 0 for d in dims):
+            parser.raise_error("graph tensor dimensions must be static")
+        if dims:
             parser.parse_shape_delimiter()
         word = parser.parse_identifier()
-        # The lexer may glue the dtype to a following 'x' (e.g. "f32"); the dtype is last.
         parser.parse_punctuation(">")
         return ArrayAttr([IntAttr(d) for d in dims]), StringAttr(word)
 
@@ -340,15 +339,17 @@ def nest_leaves(t: Attribute, leaves: Iterator[T], make: Callable[[list[Any]], A
 
 
 def size_error(t: TensorType) -> str | None:
-    """Why a tensor type exceeds dlc's limits, or None (see MAX_RANK, MAX_ELEMENTS, MAX_BYTES)."""
+    """Why a tensor type exceeds dlc's limits, or None; an empty tensor counts the elements
+    of its nonzero dimensions (its strides and loop bounds are i64 all the same)."""
     if t.rank > MAX_RANK:
         return f"tensor rank {t.rank} exceeds the limit of {MAX_RANK}"
-    count = 1
+    extent = 1
     for d in t.dims:
-        count *= d
-        if count > MAX_ELEMENTS:
-            return f"tensor type {format_type(t)} has more than 2^40 elements"
-    if count * dtype_bytes(t.dt) > MAX_BYTES:
+        extent *= max(d, 1)
+        if extent > MAX_ELEMENTS:
+            where = " in its nonzero dimensions" if 0 in t.dims else ""
+            return f"tensor type {format_type(t)} has more than 2^40 elements{where}"
+    if t.num_elements * dtype_bytes(t.dt) > MAX_BYTES:
         return f"tensor type {format_type(t)} is larger than 2^42 bytes"
     return None
 

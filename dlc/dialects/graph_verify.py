@@ -10,14 +10,13 @@ All walks are iterative.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
-from dlc.diagnostics import DiagnosticError, Location, error_at, get_loc
+from dlc.diagnostics import DiagnosticError, block_location, error_at, get_loc
 from dlc.dialects.cfg import dominates, immediate_dominators, successors
 from dlc.dialects.graph import (
     BranchEnumOp,
@@ -33,32 +32,21 @@ from dlc.dialects.graph import (
     is_void,
     prints_at_use,
 )
-from dlc.dialects.graph_types import (
-    ArrayType,
-    BoxType,
-    FunctionType,
-    PointerType,
-    TensorType,
-    TupleType,
-    format_type,
-    size_error,
-)
+from dlc.dialects.graph_types import TensorType, format_type
 from dlc.dialects.graph_types import is_differentiable as is_differentiable
 from dlc.dialects.graph_verify_adjoint import adjoint_type as adjoint_type
 from dlc.dialects.graph_verify_adjoint import verify_adjoint
+from dlc.dialects.graph_verify_types import (
+    TypeSizes,
+    check_recursive_types,
+    check_stack_bytes,
+)
 
 TERMINATORS = (BranchOp, ConditionalOp, BranchEnumOp, ReturnOp)
 
-_BLOCK_LOCS: weakref.WeakKeyDictionary[Block, Location] = weakref.WeakKeyDictionary()
-
-
-def set_block_loc(block: Block, loc: Location) -> None:
-    """Remember where a block's label was written (for block-level diagnostics)."""
-    _BLOCK_LOCS[block] = loc
-
 
 def block_error(block: Block, message: str) -> DiagnosticError:
-    loc = _BLOCK_LOCS.get(block)
+    loc = block_location(block)
     if loc is None:
         loc = get_loc(block.first_op) if block.first_op is not None else get_loc(block.parent_op())
     return DiagnosticError(message, loc)
@@ -68,7 +56,8 @@ def verify_module(module: ModuleOp) -> None:
     """Verify a graph-level module; raises a located `DiagnosticError`."""
     symbols = Symbols.of_module(module)
     _check_module_names(module)
-    sizes = _TypeSizes()
+    check_recursive_types(module)
+    sizes = TypeSizes(symbols)
     for op in module.ops:
         if isinstance(op, FuncOp):
             sizes.check(op, op.function_type)
@@ -119,7 +108,7 @@ def _check_module_names(module: ModuleOp) -> None:
         table.add(name)
 
 
-def _check_declaration(op: Operation, sizes: _TypeSizes) -> None:
+def _check_declaration(op: Operation, sizes: TypeSizes) -> None:
     if isinstance(op, StructOp):
         names = [n for n, _ in op.fields]
         _no_duplicates(op, names, "field #", f"struct ${op.sym_name.data}")
@@ -145,34 +134,12 @@ def _no_duplicates(op: Operation, names: Sequence[str], what: str, where: str) -
         seen.add(name)
 
 
-class _TypeSizes:
-    """Checks every tensor nested in a type against dlc's size limits (memoised)."""
-
-    def __init__(self) -> None:
-        self.ok: set[Attribute] = set()
-
-    def check(self, op: Operation, t: Attribute) -> None:
-        if t in self.ok:
-            return
-        work = [t]
-        while work:
-            current = work.pop()
-            if isinstance(current, TensorType):
-                message = size_error(current)
-                if message is not None:
-                    raise error_at(op, message)
-            elif isinstance(current, TupleType):
-                work.extend(current.types)
-            elif isinstance(current, FunctionType):
-                work.extend(current.args)
-                work.append(current.output)
-            elif isinstance(current, ArrayType):
-                work.append(current.element)
-            elif isinstance(current, PointerType):
-                work.append(current.pointee)
-            elif isinstance(current, BoxType):
-                work.append(current.element)
-        self.ok.add(t)
+def block_name(block: Block) -> str:
+    """A block's name, or `bb<index>` (as the printer names it) for an unnamed block."""
+    if block.name_hint:
+        return block.name_hint
+    region = block.parent
+    return f"bb{list(region.blocks).index(block) if region is not None else 0}"
 
 
 def value_name(value: SSAValue) -> str:
@@ -200,7 +167,7 @@ def _types_text(types: Sequence[Attribute]) -> str:
 class FunctionVerifier:
     """Function-level rules of DLVM.md §5.2–5.3 for one `graph.func`."""
 
-    def __init__(self, func: FuncOp, symbols: Symbols, sizes: _TypeSizes):
+    def __init__(self, func: FuncOp, symbols: Symbols, sizes: TypeSizes):
         self.func = func
         self.symbols = symbols
         self.sizes = sizes
@@ -223,16 +190,18 @@ class FunctionVerifier:
         for block in blocks:
             for op in block.ops:
                 self._check_op(op)
+        check_stack_bytes(func, self.sizes)
         check_dominance(func, blocks)
 
     def _check_blocks(self, blocks: list[Block]) -> None:
         names: set[str] = set()
         for block in blocks:
-            name = getattr(block, "_name", None) or ""
-            if name in names:
+            name = block.name_hint
+            if name is not None and name in names:
                 raise block_error(block, f"redefinition of block '{name}")
-            names.add(name)
-            self._check_terminator(block, name)
+            if name is not None:
+                names.add(name)
+            self._check_terminator(block, block_name(block))
         entry = blocks[0]
         if getattr(entry, "_name", None) != "entry":
             raise block_error(entry, f"the first block of {self.name} must be 'entry")
@@ -309,7 +278,7 @@ class FunctionVerifier:
     def _check_args(
         self, op: Operation, dest: Block, args: Sequence[SSAValue], opcode: str
     ) -> None:
-        label = f"'{getattr(dest, '_name', '')}"
+        label = f"'{block_name(dest)}"
         params = [a.type for a in dest.args]
         if len(args) != len(params):
             raise error_at(op, f"{opcode}: {label} takes {len(params)} arguments, got {len(args)}")
@@ -336,7 +305,7 @@ class FunctionVerifier:
             if params != list(cases[case.data]):
                 raise error_at(
                     op,
-                    f"branchEnum: block '{getattr(dest, '_name', '')} takes {_types_text(params)} "
+                    f"branchEnum: block '{block_name(dest)} takes {_types_text(params)} "
                     f"but case ?{case.data} carries {_types_text(cases[case.data])}",
                 )
 

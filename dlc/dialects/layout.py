@@ -69,18 +69,8 @@ def children(t: Attribute, symbols: Symbols) -> list[Attribute] | None:
 
 
 def leaves(t: Attribute, symbols: Symbols) -> list[TensorType]:
-    """Tensor leaves of `t` in order (iterative)."""
-    out: list[TensorType] = []
-    stack = [t]
-    while stack:
-        item = stack.pop()
-        kids = children(item, symbols)
-        if kids is None:
-            assert isinstance(item, TensorType)
-            out.append(item)
-        else:
-            stack.extend(reversed(kids))
-    return out
+    """Tensor leaves of `t` in order."""
+    return [leaf for _, leaf in layout(t, symbols).fields]
 
 
 def enum_tag(t: NominalType, case: str, symbols: Symbols) -> int:
@@ -102,9 +92,13 @@ def _leaf_layout(t: TensorType) -> Layout:
 
 
 def layout(t: Attribute, symbols: Symbols) -> Layout:
-    """C layout of `t` (post-order over the value tree, no recursion)."""
+    """C layout of `t` (post-order over the value tree, no recursion).
+
+    A struct or enum met again inside itself is a LayoutError: the verifier rejects
+    such types, and unverified IR must not make this loop forever."""
     done: dict[int, Layout] = {}
     keep: list[Attribute] = []  # keeps every node alive, so ids stay unique
+    open_nominals: set[str] = set()  # structs and enums being laid out
     stack: list[tuple[Attribute, list[Attribute] | None]] = [(t, None)]
     while stack:
         item, kids = stack.pop()
@@ -115,9 +109,15 @@ def layout(t: Attribute, symbols: Symbols) -> Layout:
                 assert isinstance(item, TensorType)
                 done[id(item)] = _leaf_layout(item)
                 continue
+            if isinstance(item, NominalType):
+                if item.ident in open_nominals:
+                    raise LayoutError(f"values of the recursive type {format_type(item)}")
+                open_nominals.add(item.ident)
             stack.append((item, kids))
             stack.extend((k, None) for k in kids)
             continue
+        if isinstance(item, NominalType):
+            open_nominals.discard(item.ident)
         offset, align, fields = 0, 1, []
         for kid in kids:
             sub = done[id(kid)]
@@ -128,6 +128,65 @@ def layout(t: Attribute, symbols: Symbols) -> Layout:
         size = (offset + align - 1) // align * align
         done[id(item)] = Layout(size, align, tuple(fields))
     return done[id(t)]
+
+
+@dataclass(frozen=True)
+class Extent:
+    """How large a value of a type is: `parts` counts the nodes of its value tree below
+    the root (array elements, tuple elements, fields, enum payloads, pointer words)."""
+
+    parts: int
+    size: int
+    align: int
+
+
+def extent(t: Attribute, symbols: Symbols, memo: dict[Attribute, Extent]) -> Extent:
+    """The parts and C layout size of `t`, memoised in `memo` and without expanding
+    arrays (linear in the declarations, where `layout` is linear in the value): what
+    the verifier checks dlc's limits with. Opaque types count as empty."""
+    open_nominals: set[str] = set()
+    stack: list[tuple[Attribute, list[Attribute] | None]] = [(t, None)]
+    while stack:
+        item, kids = stack.pop()
+        if item in memo:
+            continue
+        if kids is None:
+            if isinstance(item, TensorType):
+                leaf = _leaf_layout(item)
+                memo[item] = Extent(0, leaf.size, leaf.align)
+                continue
+            if isinstance(item, ArrayType) and item.count.data <= 0:  # holds no element
+                memo[item] = Extent(0, 0, 1)
+                continue
+            try:
+                kids = [item.element] if isinstance(item, ArrayType) else children(item, symbols)
+            except LayoutError:
+                memo[item] = Extent(0, 0, 1)
+                continue
+            assert kids is not None
+            if isinstance(item, NominalType):
+                if item.ident in open_nominals:
+                    raise LayoutError(f"values of the recursive type {format_type(item)}")
+                open_nominals.add(item.ident)
+            stack.append((item, kids))
+            stack.extend((k, None) for k in kids)
+            continue
+        if isinstance(item, NominalType):
+            open_nominals.discard(item.ident)
+        memo[item] = _combine(item, [memo[k] for k in kids])
+    return memo[t]
+
+
+def _combine(t: Attribute, kids: list[Extent]) -> Extent:
+    if isinstance(t, ArrayType):  # n > 0 copies; an element's size is a multiple of its align
+        n, element = t.count.data, kids[0]
+        return Extent(n * (1 + element.parts), n * element.size, element.align)
+    offset, align, parts = 0, 1, 0
+    for kid in kids:
+        offset = (offset + kid.align - 1) // kid.align * kid.align + kid.size
+        align = max(align, kid.align)
+        parts += 1 + kid.parts
+    return Extent(parts, (offset + align - 1) // align * align, align)
 
 
 def key_offset(t: Attribute, key: int | str, symbols: Symbols) -> tuple[int, Attribute, int | None]:

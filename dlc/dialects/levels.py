@@ -9,9 +9,9 @@ otherwise find nothing it knows and silently do nothing, or drop what it does no
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, UnregisteredOp
 
-from dlc.diagnostics import DiagnosticError
+from dlc.diagnostics import DiagnosticError, error_at
 
 LEVELS = ("graph", "tensor", "loop", "llvm")
 """From highest to lowest; `LOWERINGS[level]` lowers a level to the next."""
@@ -54,3 +54,13 @@ def require_level(module: ModuleOp, level: str, pass_name: str) -> None:
         missing = LEVELS[LEVELS.index(actual) : LEVELS.index(level)]
         message += f" (run {','.join(LOWERINGS[m] for m in missing)} first)"
     raise DiagnosticError(message)
+
+
+def check_llvm_level(module: ModuleOp) -> None:
+    """A located error at the first op of an llvm-level module that LLVM IR translation
+    cannot take (a nested module, an `arith` op in MLIR input, ...)."""
+    for op in module.walk():
+        if op is module or op.name.startswith("llvm."):
+            continue
+        name = op.op_name.data if isinstance(op, UnregisteredOp) else op.name
+        raise error_at(op, f"not supported by the code generator yet: {name}")

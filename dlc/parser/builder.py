@@ -13,9 +13,9 @@ from lark import Token, Tree
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, ModuleOp, StringAttr, UnitAttr
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
+from dlc.diagnostics import set_block_loc
 from dlc.dialects.graph import EnumOp, FuncOp, StructOp, TypeAliasOp, VarOp
 from dlc.dialects.graph_types import FunctionType, NominalType, format_type
-from dlc.dialects.graph_verify import set_block_loc
 from dlc.parser.builder_instructions import InstructionBuilder
 from dlc.parser.builder_literals import FunctionScope
 from dlc.parser.builder_types import first_token, ints_of

@@ -11,7 +11,7 @@ from xdsl.dialects.builtin import StringAttr, UnitAttr
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from dlc.dialects.graph import GlobalRefOp, LiteralOp, Symbols
-from dlc.dialects.graph_check import check_literal
+from dlc.dialects.graph_check import check_literal, overflows_float
 from dlc.dialects.graph_literal import LiteralAttr, LitTree
 from dlc.dialects.graph_types import (
     ArrayType,
@@ -19,6 +19,7 @@ from dlc.dialects.graph_types import (
     PointerType,
     TensorType,
     TupleType,
+    dtype_is_float,
     format_type,
 )
 from dlc.parser.builder_types import TypeBuilder
@@ -135,7 +136,7 @@ class LiteralBuilder(TypeBuilder):
                 f"only scalar literals can be operands; use a 'literal' instruction for {format_type(annotated)}",
                 node,
             )
-        tree = self._scalar_tree(node)
+        tree = self._scalar_tree(node, annotated)
         message = check_literal(tree, annotated, [], self.symbols)
         if message is not None:
             raise self.error(message, node)
@@ -143,15 +144,23 @@ class LiteralBuilder(TypeBuilder):
         op = LiteralOp.create(result_types=[annotated], properties=props)
         return self._helper_op(op, node).results[0]
 
-    def _scalar_tree(self, node: Tree) -> LitTree:
+    def _scalar_tree(self, node: Tree, t: Attribute) -> LitTree:
+        """A scalar literal for a value of type `t`; a finite number that rounds to
+        infinity in `t`'s float type is an error located at its spelling."""
         tok = node.children[0]
+        if node.data == "bool_lit":
+            return ("bool", tok == "true")
+        dtype = t.dt if isinstance(t, TensorType) and dtype_is_float(t.dt) else None
         if node.data == "int_lit":
+            if dtype is not None and overflows_float(int(tok), dtype):
+                raise self.error(f"integer literal {tok} is out of range for {dtype}", node)
             return ("int", int(tok))
-        if node.data == "float_lit":
-            value = float(tok)
-            # One shared NaN object, so equal literals compare equal (nan != nan otherwise).
-            return ("float", math.nan if math.isnan(value) else value)
-        return ("bool", tok == "true")
+        value = float(tok)
+        beyond_f64 = math.isinf(value) and "inf" not in tok  # 1e400 reads as inf
+        if dtype is not None and (beyond_f64 or overflows_float(value, dtype)):
+            raise self.error(f"float literal {tok} is out of range for {dtype}", node)
+        # One shared NaN object, so equal literals compare equal (nan != nan otherwise).
+        return ("float", math.nan if math.isnan(value) else value)
 
     # ---- the literal instruction ------------------------------------------------------
 
@@ -169,7 +178,7 @@ class LiteralBuilder(TypeBuilder):
         """The payload of a literal; aggregate elements are checked against `t`'s parts."""
         kind = lit.data
         if kind in SCALAR_LITS:
-            return self._scalar_tree(lit)
+            return self._scalar_tree(lit, t)
         if kind in ("zero_lit", "undefined_lit", "null_lit"):
             return (kind[: -len("_lit")],)
         result: list[LitTree] = []
@@ -203,7 +212,7 @@ class LiteralBuilder(TypeBuilder):
             )
         kind = value_node.data
         if kind in SCALAR_LITS:
-            return self._scalar_tree(value_node)
+            return self._scalar_tree(value_node, annotated)
         if kind in TOP_ONLY_LITS:
             raise self.error(
                 f"{TOP_ONLY_LITS[kind]} is only allowed as the literal of a 'literal' instruction",

@@ -149,6 +149,7 @@ _TOKEN_RE = re.compile(
 )
 _WORD_CHAR = re.compile(r"[A-Za-z0-9_.]")
 _NEWLINE_RE = re.compile(r"\r\n|\r|\n")
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
 DISPLAY: dict[str, str] = {
     "_NL": "newline",
@@ -204,9 +205,21 @@ class SourceText:
 
 
 def decode_source(data: str | bytes, filename: str) -> SourceText:
-    """Decode UTF-8 input; an invalid byte is a located diagnostic."""
+    """Decode UTF-8 input; an invalid byte, or a lone surrogate in `str` input (text no
+    file can hold: a module name with one broke the compile cache's key), is a located
+    diagnostic."""
     if isinstance(data, str):
-        return SourceText(data, filename)
+        surrogate = _SURROGATE_RE.search(data)
+        if surrogate is None:
+            return SourceText(data, filename)
+        lines = split_lines(data[: surrogate.start()])
+        shown = SourceText(_SURROGATE_RE.sub("\ufffd", data), filename)
+        code = ord(surrogate.group())
+        raise shown.error(
+            f"invalid character U+{code:04X} (a lone surrogate is not Unicode text)",
+            len(lines),
+            len(lines[-1]) + 1,
+        )
     try:
         return SourceText(data.decode("utf-8"), filename)
     except UnicodeDecodeError as err:

@@ -1,6 +1,12 @@
 """MLIR text (any level of dlc's IR) with source locations: every parsed op remembers
 where it was written, so verifier errors and code-generator diagnostics on `.mlir`
-input are located like those on `.dl` input."""
+input are located like those on `.dl` input.
+
+xDSL parses nested regions, attributes and types by recursion: input that nests deeper
+than Python's recursion limit allows (about 140 nested modules, 90 nested dialect
+types) is the located error "input nests too deeply" at the point the parser reached,
+like `.dl` input that exhausts the stack (`dlc.parser.parse_module`).
+"""
 
 from __future__ import annotations
 
@@ -8,9 +14,10 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.parser import Parser
+from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.lexer import Span
 
-from dlc.diagnostics import Location, set_loc
+from dlc.diagnostics import DiagnosticError, Location, location_in, set_loc
 
 
 def span_location(span: Span, line_offset: int = 0) -> Location:
@@ -29,10 +36,13 @@ class LocatedParser(Parser):
     def __init__(self, ctx: Context, text: str, name: str, line_offset: int = 0) -> None:
         super().__init__(ctx, text, name)
         self.line_offset = line_offset
+        self.open_ops: list[int] = []  # where the ops being parsed start (innermost last)
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span
+        self.open_ops.append(start.start)
         op = super().parse_operation()
+        self.open_ops.pop()  # left in place on an error: the op the error is in
         set_loc(op, span_location(start, self.line_offset))
         return op
 
@@ -40,5 +50,22 @@ class LocatedParser(Parser):
 def parse_mlir(
     ctx: Context, text: str, name: str, *, line_offset: int = 0, implicit_module: bool = True
 ) -> ModuleOp:
-    """A module parsed from MLIR text, its ops located (xDSL's `ParseError` on errors)."""
-    return LocatedParser(ctx, text, name, line_offset).parse_module(implicit_module)
+    """A module parsed from MLIR text, its ops located (xDSL's `ParseError` on syntax
+    errors; a `DiagnosticError` when the input nests too deeply or an attribute does
+    not verify)."""
+    parser = LocatedParser(ctx, text, name, line_offset)
+    try:
+        return parser.parse_module(implicit_module)
+    except RecursionError:
+        raise DiagnosticError("input nests too deeply", _at(text, name, parser.pos)) from None
+    except VerifyException as err:  # an attribute or type that does not verify
+        message = " ".join(line.strip() for line in str(err).splitlines() if line.strip())
+        where = parser.open_ops[-1] if parser.open_ops else parser.pos
+        raise DiagnosticError(message, _at(text, name, where)) from None
+
+
+def _at(text: str, name: str, pos: int) -> Location:
+    """The location of offset `pos` in `text`."""
+    before = text[:pos]
+    line = before.count("\n") + 1
+    return location_in(text, name, line, len(before) - (before.rfind("\n") + 1) + 1)

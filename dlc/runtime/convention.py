@@ -51,6 +51,12 @@ def _array_data_offset() -> int | None:
 
 DATA_OFFSET = _array_data_offset()
 SMALL_CALL_ELEMENTS = 1 << 14
+MAX_NATIVE_ARGS = 1024  # ctypes' limit on the parameters of a foreign function
+
+
+def _never_called(*_: object) -> None:
+    """The entry of a function without one: `CompiledFunction.__call__` raises first."""
+    raise AssertionError("unreachable")
 
 
 def tensor_leaves(t: Attribute) -> list[TensorType] | None:
@@ -238,7 +244,16 @@ class CompiledFunction:
         return flat
 
     def _entry_point(self, jit: JITModule, buffers: list[TensorType]) -> Callable[..., None]:
-        """A cached ctypes callable of the native code (and how to pass an array to it)."""
+        """A cached ctypes callable of the native code (and how to pass an array to it).
+        Beyond ctypes' parameter limit the function is not callable from Python (calling
+        it raises TypeError); the module still compiles."""
+        if len(buffers) > MAX_NATIVE_ARGS:
+            self._checks = None
+            self._error = (
+                f"@{self.name} is not callable from Python: it takes {len(buffers)} buffers "
+                f"(arguments and results, flattened), more than ctypes' {MAX_NATIVE_ARGS}"
+            )
+            return _never_called
         by_object = DATA_OFFSET is not None
         self._pointer: Callable[[np.ndarray], int] = id if by_object else _data_pointer
         # Small calls keep the GIL (releasing and re-taking it costs more than the work),

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
+from dlc.diagnostics import clone_located
 from dlc.dialects.abi import RNG_VAR
 from dlc.runtime.context import Contexts
 from dlc.runtime.convention import CompiledFunction
@@ -120,7 +121,7 @@ class CompiledModule:
         """A copy of the program at `level` as an xDSL module (graph|tensor|loop|llvm;
         llvm before LLVM's own optimizations), to inspect or to run passes on."""
         _check_level(level)
-        return self._levels.module(level).clone()
+        return clone_located(self._levels.module(level))
 
 
 def _check_level(level: str) -> None:

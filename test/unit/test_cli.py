@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -303,6 +304,30 @@ def test_mlir_parse_error_is_a_located_diagnostic(
     assert r.code == 1
     assert r.err.startswith(f"{path}:2:")
     assert "error: Operation foo.bar is not registered" in r.err.splitlines()[0]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "builtin.module {" * 200 + "}" * 200,
+        "builtin.module attributes {a = " + "[" * 2000 + "]" * 2000 + "} {}",
+        "builtin.module {\n"
+        + '"graph.var"() <{sym_name = "g", var_type = '
+        + "!graph.ptr<" * 500
+        + "!graph.stack"
+        + ">" * 500
+        + "}> : () -> ()\n}",
+    ],
+)
+def test_deeply_nested_mlir_is_a_located_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str
+) -> None:
+    """200 nested modules once ended in a RecursionError reported as an internal error."""
+    path = write(tmp_path, "deep.mlir", text + "\n")
+    r = opt(capsys, path)
+    assert r.code == 1
+    assert re.match(rf"{re.escape(str(path))}:\d+:\d+: error: input nests too deeply\n", r.err)
+    assert "Traceback" not in r.err
 
 
 # -- dlc-run ----------------------------------------------------------------------------

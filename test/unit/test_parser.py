@@ -71,7 +71,7 @@ stage canonical
 
 enum $E {
     ?none()
-    ?some(f32, $E)
+    ?some(f32, *$E)
 }
 struct $S {
     #a: f32
@@ -95,7 +95,7 @@ func @all: ($T, <2 x 3 x bool>, i64, *(f32, f32) -> f32) -> () {
     %l3 = literal [1: i32, 2: i32]: [2 x i32]
     %l4 = literal {#a = 1.0: f32, #b = <1: i32, 2: i32>: <2 x i32>}: $S
     %e0 = literal ?none(): $E
-    %l5 = literal ?some(1: f32, %e0: $E): $E
+    %l5 = literal ?some(1: f32, @g: *$E): $E
     %z = literal zero: <4 x f32>
     %u = literal undefined: $O
     %nl = literal null: *f32
@@ -154,7 +154,7 @@ func @all: ($T, <2 x 3 x bool>, i64, *(f32, f32) -> f32) -> () {
 'a():
     trap
     return
-'b(%v: f32, %rest: $E):
+'b(%v: f32, %rest: *$E):
     return
 }
 """
@@ -244,7 +244,10 @@ def test_alias_resolution_and_opaque() -> None:
     aliases = [op for op in module.ops if isinstance(op, TypeAliasOp)]
     assert aliases[0].aliased is None and aliases[1].aliased == TensorType((2, 3), "f32")
     enum = next(op for op in module.ops if isinstance(op, EnumOp))
-    assert enum.cases[1] == ("some", (TensorType((), "f32"), NominalType("E", "enum")))
+    assert enum.cases[1] == (
+        "some",
+        (TensorType((), "f32"), PointerType(NominalType("E", "enum"))),
+    )
 
 
 def test_literal_payloads() -> None:

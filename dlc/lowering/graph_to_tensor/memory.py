@@ -50,6 +50,26 @@ def i64_op(b: Builder, opcode: str, x: Lowered, y: Lowered | int) -> Lowered:
     return build_compute(b, I64, body).result
 
 
+I64_MAX = 2**63 - 1
+
+
+def byte_count(b: Builder, count: Lowered, size: int) -> Lowered:
+    """count · size bytes as an i64 scalar. A negative count, or a product beyond i64,
+    gives I64_MAX instead of a wrapped-around small size: no allocation can satisfy it
+    (calloc fails: a trap) and no bounds check admits it."""
+    limit = I64_MAX // max(size, 1)
+    if isinstance(count, Splat):
+        n = int(count.value)
+        return Splat(n * size if 0 <= n <= limit else I64_MAX, I64)
+
+    def body(s: BodyBuilder, i: Sequence[SSAValue], _: Sequence[SSAValue]) -> SSAValue:
+        n = s.read(count, [])
+        over = s.cmpi("ugt", n, s.index(limit))  # unsigned: negative counts are over too
+        return s.select(over, s.index(I64_MAX), s.emit(arith.MuliOp(n, s.index(size))))
+
+    return build_compute(b, I64, body).result
+
+
 def unflatten(t: Attribute, items: Iterator[Lowered], symbols: Symbols) -> Lowered:
     """The value of type `t` made of its leaves `items` in order (iterative)."""
     root: list[Lowered] = []
@@ -128,7 +148,7 @@ class MemoryRules:
                 addr = b.insert(tm.StackAllocOp(size)).result
                 return self.allocation(b, addr, size)
             case gm.AllocateHeapOp():
-                nbytes = i64_op(b, "multiply", args[0], self.size(op.elem_type))
+                nbytes = byte_count(b, args[0], self.size(op.elem_type))
                 addr = b.insert(tm.HeapAllocOp(_materialize(b, nbytes))).result
                 return self.allocation(b, addr, nbytes)
             case gm.AllocateBoxOp():
@@ -210,7 +230,7 @@ class MemoryRules:
             nbytes: Lowered = Splat(size, I64)
         else:
             assert isinstance(t, PointerType)
-            nbytes = i64_op(b, "multiply", count, self.size(t.pointee))
+            nbytes = byte_count(b, count, self.size(t.pointee))
         operands = [*dest, *source, nbytes]  # type: ignore[misc]
         b.insert(tm.MemCopyOp([_materialize(b, v) for v in operands]))
         return None

@@ -113,8 +113,8 @@ POINTER_ACCESSES = ("load", "store")
 
 
 def _check(em: FuncEmitter, op: lm.RawCheckOp) -> None:
-    """addr < lo or addr + n > hi: record the location and the offending value (ctx word
-    `CTX_FAULT`), return from the function.
+    """addr < lo or addr + n > hi (or addr + n wraps around past 2^64): record the
+    location and the offending value (ctx word `CTX_FAULT`), return from the function.
 
     Accesses through user pointers (`load`, `store`, `copy`) are always checked: their
     addresses come from the program's own arithmetic, and compiled code must never touch
@@ -131,7 +131,8 @@ def _check(em: FuncEmitter, op: lm.RawCheckOp) -> None:
     end = em.emit(llvm.AddOp(addr, n))
     below = icmp(em, "ult", addr, lo)
     above = icmp(em, "ugt", end, hi)
-    bad = em.emit(llvm.OrOp(below, above))
+    wrapped = icmp(em, "ult", end, addr)  # addr + n past 2^64: an address near the top
+    bad = em.emit(llvm.OrOp(em.emit(llvm.OrOp(below, above)), wrapped))
     if access not in POINTER_ACCESSES:
         em.trap_when(bad, op, "bounds-value", _index_message(access), addr)
         return

@@ -14,6 +14,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from dlc.diagnostics import copy_loc, error_at
 from dlc.dialects.cfg import successors
 from dlc.dialects.graph import BranchEnumOp, BranchOp, ConditionalOp, FuncOp, ReturnOp
+from dlc.dialects.graph_verify import block_name
 
 MAX_BLOCK_COPIES = 4096
 
@@ -129,7 +130,7 @@ class PathUnfolder:
         dests = []
         for case, block in zip(term.cases.data, term.dests, strict=False):
             copy = Block(arg_types=[a.type for a in block.args])
-            copy._name = self.fresh(block._name)  # type: ignore[attr-defined]
+            copy._name = self.fresh(block_name(block))  # type: ignore[attr-defined]
             self.adjoint.body.add_block(copy)
             vm2 = dict(vm)
             for a_old, a_new in zip(block.args, copy.args, strict=False):
@@ -147,7 +148,7 @@ class PathUnfolder:
     ) -> tuple[Block, dict[SSAValue, SSAValue]]:
         """A parameterless copy of `block` whose parameters alias the branch operands."""
         copy = Block()
-        copy._name = self.fresh(block._name)  # type: ignore[attr-defined]
+        copy._name = self.fresh(block_name(block))  # type: ignore[attr-defined]
         self.adjoint.body.add_block(copy)
         vm2 = dict(vm)
         for param, arg in zip(block.args, args, strict=False):
@@ -171,8 +172,8 @@ def reject_loops(func: FuncOp) -> None:
         if state.get(nxt) == 1:
             raise error_at(
                 block.last_op,
-                f"cannot differentiate @{func.sym_name.data}: the branch to '{nxt._name} closes a loop; "  # type: ignore[attr-defined]
-                "loops are not supported by autodiff yet",
+                f"cannot differentiate @{func.sym_name.data}: the branch to '{block_name(nxt)} "
+                "closes a loop; loops are not supported by autodiff yet",
             )
         if nxt not in state:
             state[nxt] = 1

@@ -1,0 +1,168 @@
+"""Type checks of the `graph` verifier (shared/DLVM.md §5.1, with dlc's limits):
+
+- `TypeSizes`: every tensor nested in a type, and every value as a whole, stays within
+  dlc's size limits;
+- `check_stack_bytes`: a function's `allocateStack`s fit in a native stack frame;
+- `check_recursive_types`: no struct or enum contains itself by value, directly or
+  through other structs, enums, tuples or arrays. Such a type has no finite layout;
+  holding it through a pointer or a box (or a function type) is fine. DLVM's own
+  `enum.dl` example declares one, and dlc once looped forever laying it out.
+
+All walks are iterative.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Attribute, Operation
+
+from dlc.diagnostics import error_at
+from dlc.dialects.graph import EnumOp, FuncOp, StructOp, Symbols
+from dlc.dialects.graph_memory import AllocateStackOp
+from dlc.dialects.graph_types import (
+    MAX_BYTES,
+    MAX_PARTS,
+    MAX_STACK_BYTES,
+    ArrayType,
+    BoxType,
+    FunctionType,
+    NominalType,
+    PointerType,
+    TensorType,
+    TupleType,
+    format_type,
+    size_error,
+)
+from dlc.dialects.layout import Extent, extent
+
+
+class TypeSizes:
+    """Checks a type and every type nested in it (memoised) against dlc's limits: each
+    tensor (`size_error`), and each value as a whole, at most `MAX_PARTS` parts (array
+    elements and fields, all levels; values are flattened into their tensors) and
+    `MAX_BYTES` bytes. Array sizes must not be negative (MLIR input can say so)."""
+
+    def __init__(self, symbols: Symbols) -> None:
+        self.symbols = symbols
+        self.ok: set[Attribute] = set()
+        self.extents: dict[Attribute, Extent] = {}
+
+    def check(self, op: Operation, t: Attribute) -> None:
+        work = [t]
+        while work:
+            current = work.pop()
+            if current in self.ok:
+                continue
+            message = self._error(current)
+            if message is not None:
+                raise error_at(op, message)
+            self.ok.add(current)
+            if isinstance(current, TupleType):
+                work.extend(current.types)
+            elif isinstance(current, FunctionType):
+                work.extend(current.args)
+                work.append(current.output)
+            elif isinstance(current, ArrayType):
+                work.append(current.element)
+            elif isinstance(current, PointerType):
+                work.append(current.pointee)
+            elif isinstance(current, BoxType):
+                work.append(current.element)
+
+    def _error(self, t: Attribute) -> str | None:
+        if isinstance(t, TensorType):
+            return size_error(t)
+        if isinstance(t, ArrayType) and t.count.data < 0:
+            return f"array size must be non-negative, got {t.count.data}"
+        if isinstance(t, FunctionType):
+            return None
+        size = extent(t, self.symbols, self.extents)
+        if size.parts > MAX_PARTS:
+            return f"type {format_type(t)} has more than 2^16 parts (elements and fields at all levels)"
+        if size.size > MAX_BYTES:
+            return f"type {format_type(t)} is larger than 2^42 bytes"
+        return None
+
+
+def check_stack_bytes(func: FuncOp, sizes: TypeSizes) -> None:
+    """The `allocateStack`s of `func` hold at most `MAX_STACK_BYTES` in all: each is one
+    slot of the native stack frame, and a larger frame would overflow the stack."""
+    total = 0
+    for op in func.walk():
+        if not isinstance(op, AllocateStackOp):
+            continue
+        total += op.count.data * extent(op.elem_type, sizes.symbols, sizes.extents).size
+        if total > MAX_STACK_BYTES:
+            raise error_at(
+                op,
+                f"allocateStack: @{func.sym_name.data} would hold {total} bytes on the stack, "
+                "more than the limit of 2^20 (use allocateHeap)",
+            )
+
+
+def held_by_value(types: list[Attribute]) -> list[str]:
+    """The structs and enums that values of `types` hold inline: through tuples and
+    non-empty arrays, not behind pointers, boxes or function types."""
+    names: list[str] = []
+    work = list(types)
+    while work:
+        current = work.pop()
+        if isinstance(current, TupleType):
+            work.extend(current.types)
+        elif isinstance(current, ArrayType) and current.count.data > 0:
+            work.append(current.element)
+        elif isinstance(current, NominalType) and current.kind.data in ("struct", "enum"):
+            names.append(current.ident)
+    return names
+
+
+def check_recursive_types(module: ModuleOp) -> None:
+    """A located error at a struct or enum that contains itself by value (the member of
+    the first cycle found that is declared first)."""
+    decls: dict[str, Operation] = {}
+    contains: dict[str, list[str]] = {}
+    for op in module.ops:
+        if isinstance(op, StructOp):
+            types = [t for _, t in op.fields]
+        elif isinstance(op, EnumOp):
+            types = [t for _, ts in op.cases for t in ts]
+        else:
+            continue
+        decls[op.sym_name.data] = op
+        contains[op.sym_name.data] = held_by_value(types)
+    cycle = _find_cycle(list(decls), contains)
+    if cycle is None:
+        return
+    order = list(decls)
+    first = min(range(len(cycle)), key=lambda i: order.index(cycle[i]))
+    cycle = cycle[first:] + cycle[:first]
+    through = "".join(
+        f" through ${name}" if i == 0 else f", ${name}" for i, name in enumerate(cycle[1:])
+    )
+    raise error_at(
+        decls[cycle[0]],
+        f"recursive type ${cycle[0]} has infinite size: it contains itself by value"
+        f"{through} (hold it through a pointer or a box)",
+    )
+
+
+def _find_cycle(order: list[str], contains: dict[str, list[str]]) -> list[str] | None:
+    """The nodes of the first cycle a depth-first search in `order` meets, or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    for root in order:
+        if root in state:
+            continue
+        path, stack = [root], [iter(contains[root])]
+        state[root] = 1
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                state[path.pop()] = 2
+                stack.pop()
+            elif state.get(nxt) == 1:
+                return path[path.index(nxt) :]
+            elif nxt in contains and nxt not in state:
+                state[nxt] = 1
+                path.append(nxt)
+                stack.append(iter(contains[nxt]))
+    return None
