@@ -12,6 +12,7 @@ import pytest
 
 from dlc.api import compile_graph_module
 from dlc.dialects import tensor
+from dlc.lowering.tensor_to_loop.tile import vector_pieces
 from dlc.parser import parse_module
 from dlc.passes.tensor import schedule_policy as schedule
 from dlc.passes.tensor.schedule import SchedulePass
@@ -61,7 +62,8 @@ def _check(
         (64, 64, 64),  # whole tiles, one K block
         (67, 50, 83),  # partial row block and column panel
         (7, 300, 17),  # two K blocks (the second partial), tiny partial panel
-        (1, 513, 40),  # one row
+        (1, 513, 40),  # one row (a vector x matrix product: not tiled)
+        (2, 513, 40),  # two rows: tiled, one row block, K not blocked
         (13, 1, 64),  # K = 1
         (6, 600, 16),  # exactly one tile, three K blocks
     ],
@@ -103,6 +105,34 @@ def test_vector_lanes_keep_the_bits(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "vectorize" not in compile_graph_module(module).ir("tensor")
     for v, s in zip(vector, scalar, strict=True):
         np.testing.assert_array_equal(v, s)
+
+
+def test_remainder_columns_are_narrower_vectors() -> None:
+    """45 columns for 8-lane vectors (haswell: NR = 16): two panels, then 13 columns as
+    8 + 4 lanes and one scalar, with the same bits as the scalar tile."""
+    module = parse_module(_source((29, 70), (70, 45), (29, 45), "f32"))
+    mod = compile_graph_module(module, target_cpu="haswell", fma=False)
+    ir = mod.ir("loop")
+    assert "vector<8xf32>" in ir and "vector<4xf32>" in ir and "vector<2xf32>" not in ir
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((29, 70)).astype(np.float32)
+    b = rng.standard_normal((70, 45)).astype(np.float32)
+    plain = compile_graph_module(module, opt_level=0)["mm"](a, b)
+    np.testing.assert_array_equal(mod.mm(a, b), plain)
+
+
+@pytest.mark.parametrize(
+    ("extent", "width", "pieces"),
+    [
+        (32, 16, [(0, 16, 16), (16, 16, 16)]),
+        (13, 16, [(0, 8, 8), (8, 4, 4), (12, 1, 1)]),
+        (31, 16, [(0, 16, 16), (16, 8, 8), (24, 4, 4), (28, 2, 2), (30, 1, 1)]),
+        (3, 1, [(0, 1, 1), (1, 1, 1), (2, 1, 1)]),
+        (0, 8, []),
+    ],
+)
+def test_vector_pieces(extent: int, width: int, pieces: list[tuple[int, int, int]]) -> None:
+    assert vector_pieces(extent, width) == pieces
 
 
 def test_non_contiguous_and_f16_products() -> None:

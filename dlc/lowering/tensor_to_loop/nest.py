@@ -20,8 +20,9 @@ nothing itself:
   output axis) groups each W consecutive points of `l` into one point of W lanes: one
   vector accumulator, the body as `lane_plan` says (loads of what does not vary
   along the axis stay scalar and are broadcast, unit-stride reads are vector loads),
-  `loop.vload` / `loop.vstore` of the output. Points left over (fewer than W) stay
-  scalar. Lanes are independent sums, each folded in the same order as before: the
+  `loop.vload` / `loop.vstore` of the output. Points left over (fewer than W) are
+  narrower vectors of halving power-of-two widths and a last scalar
+  (`tile.vector_pieces`: 13 columns of 16-lane vectors are 8 + 4 + 1). Lanes are independent sums, each folded in the same order as before: the
   bits do not change.
 
 Every element is folded in the order of its reduction indices (the schedule verifier

@@ -122,14 +122,12 @@ class RegisterTile:
             for point, lanes in points:
                 block = point[lp.axis]
                 extent = constant_extent(block.extent, self.op, lp.name)
-                width = self.lanes if lp.name == self.lane_loop else 1
-                vectors = extent - extent % width
-                for x in range(0, extent, lp.step):
-                    if vectors > x and x % width:
-                        continue  # inside a vector point
-                    wide = width if x < vectors else 1
-                    step = min(lp.step * wide, extent - x)
-                    moved = replace(block, offset=block.offset + x, extent=step)
+                if lp.name == self.lane_loop:  # step 1 (`_plan_lanes`)
+                    pieces = vector_pieces(extent, self.lanes)
+                else:
+                    pieces = [(x, min(lp.step, extent - x), 1) for x in range(0, extent, lp.step)]
+                for x, size, wide in pieces:
+                    moved = replace(block, offset=block.offset + x, extent=size)
                     grown.append(({**point, lp.axis: moved}, max(lanes, wide)))
             points = grown
         self._check_unroll(len(points))
@@ -225,6 +223,20 @@ class RegisterTile:
         values = self._chain(pos + 1, body, {**env, lp.axis: child}, points, list(nest.iter_args))
         body.insert(loop.YieldOp(*values))
         return list(nest.res)
+
+
+def vector_pieces(extent: int, width: int) -> list[tuple[int, int, int]]:
+    """(start, size, lanes) covering [0, extent): vectors of `width` lanes, then the
+    remainder in narrower vectors of halving power-of-two widths (a 12-column rest of
+    16-lane vectors is 8 + 4 lanes), then a last scalar."""
+    pieces = [(x, width, width) for x in range(0, extent - extent % width, width)]
+    x, w = extent - extent % width, width // 2
+    while x < extent:
+        while w > 1 and extent - x < w:
+            w //= 2
+        pieces.append((x, w, w))
+        x += w
+    return pieces
 
 
 def constant_extent(extent: Extent, op: Operation, name: str) -> int:

@@ -24,18 +24,25 @@ as written), in three steps, from a `Target` (dlc/target.py):
    extra buffer). For the softmax chain of W2 the whole function is one group with an
    empty base; a row-wise softmax (W3) or LayerNorm + GELU (W7) is one nest over the
    rows.
+   A product that gets register tiles (step 3) joins no group: in a group it would
+   run one untiled row at a time, streaming its whole B operand once per row (W3 at
+   B = 64 took 220 µs that way, 93 µs tiled with its epilogue as a nest of its own).
 3. **Register and cache tiles** for large `add` reductions in the reduction-outer
-   order that are in no group (`dot_tiles`): an `MR x NR` register tile (NR two of
-   the target's vectors: 32 f32 with AVX-512, 16 with AVX2; MR rows so the 2·MR
-   accumulators fill most of the vector registers: 12 of 32, 6 of 16), unrolled and
-   carried in registers through the K loop, which is blocked by `K_BLOCK` so the B
-   block stays in L2. The tile's columns are vectors of the target's width
+   order with more than one row (`dot_tiles`; a vector x matrix product streams B
+   row by row in i-k-j order, which beats a column panel's strided walk over B): an
+   `MR x NR` register tile (NR two of the target's vectors: 32 f32 with AVX-512, 16
+   with AVX2; MR rows so the 2·MR accumulators fill most of the vector registers: 12
+   of 32, 6 of 16), unrolled and carried in registers through the K loop, which is
+   blocked by `K_BLOCK` so the B block stays in L2 across row blocks (with one row
+   block it is not blocked). The tile's columns are vectors of the target's width
    (`vectorize`) when the body allows (`dlc.dialects.tensor_lanes`); with `fma`
    (float sums) each step is one fused multiply-add per vector.
 
 4. **Threads.** A nest (or a group) whose work is at least `PARALLEL_WORK` gets one
    `parallel` loop: its first output loop with two or more iterations (a group's:
-   one of its shared loops), which the code generator runs on the OpenMP runtime.
+   one of its shared loops), which the code generator runs on the OpenMP runtime,
+   unless more than `MAX_FORKS` reduction iterations enclose that loop (each would
+   fork and join the threads again).
 
 Input: verified tensor level (after `fuse`). Output: the same computes, each with a
 schedule; `lower-tensor-to-loop` carries the schedules out and decides nothing.
@@ -45,6 +52,7 @@ loops) with the same results.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -180,11 +188,17 @@ class _Group:
         return reads_at_identity(after, member.result)
 
 
-def group_computes(computes: list[tensor.ComputeOp], first_id: int) -> int:
-    """Write the groups of the (default-scheduled) `computes`; returns the next free id."""
+def group_computes(
+    computes: list[tensor.ComputeOp], first_id: int, alone: Callable[[tensor.ComputeOp], bool]
+) -> int:
+    """Write the groups of the (default-scheduled) `computes`, leaving out those that
+    are better `alone` (register-tiled contractions); returns the next free id."""
     groups: list[_Group] = []
     current: _Group | None = None
     for op in computes:
+        if alone(op):
+            current = None
+            continue
         if current is not None and current.add(op):
             continue
         current = _Group(op.domain[: kept_outside(op)])
@@ -237,7 +251,8 @@ class SchedulePass(ModulePass):
                     for c in run:
                         c.schedule = plain_schedule(c, default_order(c, target))
                     if self.group:
-                        next_id = group_computes(run, next_id)
+                        tiled = {c for c in run if dot_tiles(c, target) is not None}
+                        next_id = group_computes(run, next_id, tiled.__contains__)
                     for c in run:
                         tiles = dot_tiles(c, target)
                         if tiles is not None:

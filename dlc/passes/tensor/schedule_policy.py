@@ -133,8 +133,8 @@ def dot_tiles(op: tensor.ComputeOp, target: Target) -> DotTiles | None:
     n, k = dims[-1], extents[0]
     m = dims[-2] if len(dims) >= 2 else 1
     nr = 2 * target.vector_bytes // dtype_bytes(t.dt)
-    if n < nr or m * n * k < MIN_WORK:
-        return None
+    if n < nr or m * n * k < MIN_WORK or m == 1:
+        return None  # a vector x matrix product streams B row by row (i-k-j) best
     rows = ROWS_32 if target.vector_registers >= 32 else ROWS
     mr = min(rows, m) if len(dims) >= 2 else 1
     lanes = nr // 2 if isinstance(lane_plan(op, len(dims) - 1), dict) else 0
@@ -154,7 +154,10 @@ def tiled_schedule(op: tensor.ComputeOp, tiles: DotTiles) -> ScheduleAttr:
         i = f"d{rank - 2}"
         sizes[i] = [tiles.mr]
         outer, inner = [f"{i}.0", *outer], [f"{i}.1", *inner]
-    k_blocks = op.reduction_extents[0] > tiles.kc
+    rows = op.domain[-2] if matrix else 1
+    # K blocks keep the B block in L2 across row blocks: with one row block (a
+    # matrix x vector product) there is nothing to keep, only parallel regions to fork.
+    k_blocks = op.reduction_extents[0] > tiles.kc and rows > tiles.mr
     if k_blocks:
         sizes["r0"] = [tiles.kc]
     order = [*batch, *(["r0.0"] if k_blocks else []), *outer, "r0.1" if k_blocks else "r0", *inner]
@@ -187,15 +190,27 @@ def work(op: tensor.ComputeOp) -> int:
     return points * max(1, len(op.body.block.ops))
 
 
+MAX_FORKS = 16
+"""Reduction iterations outside a parallel loop above which it is not chosen: each
+one forks and joins the threads again (K blocks outside a tiled product's row blocks
+are a few; an i-k-j product's whole K loop is too many)."""
+
+
 def parallel_loop(op: tensor.ComputeOp, limit: int | None = None) -> str | None:
     """The loop that runs on several threads: the first output loop of the schedule
     (among the first `limit` loops) with at least two iterations that is not
-    unrolled. Its iterations write disjoint outputs, each folded on one thread, so
-    results do not depend on the thread count."""
+    unrolled and is inside at most `MAX_FORKS` reduction iterations. Its iterations
+    write disjoint outputs, each folded on one thread, so results do not depend on the
+    thread count."""
     assert op.schedule is not None
     loops = op.schedule.loops(op.domain, op.reduction_extents)[:limit]
+    forks = 1
     for lp in loops:
         iterations = -(-lp.block // lp.step)
-        if not lp.is_reduction and iterations >= 2 and lp.name not in op.schedule.unrolled_loops:
+        if lp.is_reduction:
+            forks *= iterations
+            if forks > MAX_FORKS:
+                return None
+        elif iterations >= 2 and lp.name not in op.schedule.unrolled_loops:
             return lp.name
     return None
