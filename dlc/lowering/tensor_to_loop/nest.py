@@ -13,9 +13,10 @@ nothing itself:
   unrolled form a register tile: one accumulator per tile point, carried through the
   run of reduction loops that ends there, starting from `init` (or, when reduction
   loops lie further out, from the partial sums in the output buffer) and stored after
-  it. Otherwise each reduction point updates the output buffer in place. Whenever
-  partial sums go through the buffer, it is set to `init` right before the
-  outermost reduction loop, over the output points inside that loop.
+  it; when reduction loops lie further out, the chain of their first iteration
+  starts from `init` instead of the (not yet written) buffer. Otherwise each
+  reduction point updates the output buffer in place, and the buffer is set to `init`
+  right before the outermost reduction loop, over the output points inside that loop.
 - Vectors: `vectorize l x W` of a register tile's loop `l` (the innermost level of an
   output axis) groups each W consecutive points of `l` into one point of W lanes: one
   vector accumulator, the body as `lane_plan` says (loads of what does not vary
@@ -124,7 +125,7 @@ class NestBuilder(RegisterTile):
         return self.result
 
     def _emit(self, pos: int, b: Builder, env: dict[str, Block_]) -> None:
-        if pos == self.first_reduction and self.memory_init:
+        if pos == self.first_reduction and self.memory_init and self.chain is None:
             self._init_nest(b, env, pos)
         if self.chain is not None and pos == self.chain[0]:
             self._register_chain(b, env)

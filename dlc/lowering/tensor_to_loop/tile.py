@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from xdsl.builder import Builder, InsertPoint
+from xdsl.dialects import arith
 from xdsl.ir import Operation, SSAValue
 
 from dlc.diagnostics import copy_loc, error_at
@@ -138,23 +139,50 @@ class RegisterTile:
         assert self.chain is not None
         points = self._tile_points(env)
         wheres = [self._indices(b, p, self._outputs()) for p, _ in points]
-        accs = []
-        if self.memory_init:
-            assert self.buffer is not None
-            for (_, lanes), where in zip(points, wheres, strict=True):
-                if lanes > 1:
-                    accs.append(b.insert(loop.VLoadOp(self.buffer, where, lanes)).res)
-                else:
-                    accs.append(load(b, self.buffer, where, self.dt))
-        else:
+        accs: list[SSAValue] = []
+        first = self._first_block(b, env) if self.memory_init else True
+        if first is not False:
             init = self._init_value(b)
             wide = {
                 n: b.insert(loop.BroadcastOp(init, n)).res for n in {n for _, n in points} - {1}
             }
             accs = [wide.get(lanes, init) for _, lanes in points]
+        if first is not True:
+            assert self.buffer is not None
+            partial = []
+            for (_, lanes), where in zip(points, wheres, strict=True):
+                if lanes > 1:
+                    partial.append(b.insert(loop.VLoadOp(self.buffer, where, lanes)).res)
+                else:
+                    partial.append(load(b, self.buffer, where, self.dt))
+            if first is False:
+                accs = partial
+            else:  # the first block: init; later ones: the partial sums so far
+                accs = [
+                    b.insert(arith.SelectOp(first, a, p)).result
+                    for a, p in zip(accs, partial, strict=True)
+                ]
         finals = self._chain(self.chain[0], b, env, points, accs)
         for value, where, (_, lanes) in zip(finals, wheres, points, strict=True):
             self._deliver(b, value, where, lanes)
+
+    def _first_block(self, b: Builder, env: dict[str, Block_]) -> SSAValue | bool:
+        """Whether the chain at `env` is the first for its outputs: every reduction
+        axis starts at index 0 (an i1 value, or a constant when known here)."""
+        conditions: list[SSAValue] = []
+        for a in self.axes[len(self.op.domain) :]:
+            block = env[a]
+            if block.offset and block.base is None:
+                return False
+            if block.base is not None:
+                (start,) = self._indices(b, env, [a])
+                conditions.append(b.insert(arith.CmpiOp(start, index(b, 0), "eq")).result)
+        if not conditions:
+            return True
+        first = conditions[0]
+        for c in conditions[1:]:
+            first = b.insert(arith.AndIOp(first, c)).result
+        return first
 
     def _chain(
         self,

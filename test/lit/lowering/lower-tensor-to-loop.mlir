@@ -101,4 +101,22 @@ builtin.module attributes {dlc.name = "lower_tensor_to_loop", dlc.stage = "raw"}
     } : (!graph.tensor<4x6xf32>, !graph.tensor<6x10xf32>) -> !graph.tensor<4x10xf32>
     tensor.return %c : !graph.tensor<4x10xf32>
   }
+// K blocks outside the register tile: no nest sets the output to 0 first; the chain
+// of the first K block starts from 0, later ones from the partial sums in the buffer.
+// CHECK-LABEL: loop.func @kblocks(
+// CHECK-NOT:     loop.store
+// CHECK:         loop.for %[[KB:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK:           %[[FIRST:.*]] = arith.cmpi eq, %{{.*}}, %{{.*}} : i64
+// CHECK:           %[[OLD:.*]] = loop.vload %{{.*}}[%{{.*}}, %{{.*}}] : memref<2x4xf32> -> vector<4xf32>
+// CHECK:           %{{.*}} = arith.select %[[FIRST]], %{{.*}}, %[[OLD]] : vector<4xf32>
+  tensor.func @kblocks(%a: !graph.tensor<2x8xf32>, %w: !graph.tensor<8x4xf32>) -> !graph.tensor<2x4xf32> {
+    %c = tensor.compute(%a, %w) reduce [8] by "add" init 0.000000e+00 : f32 schedule #schedule.nest<tile [r0 = [4]], interchange [r0.0, d0, r0.1, d1], unroll [d1], vectorize d1 x 4> {
+    ^bb0(%i: i64, %j: i64, %k: i64):
+      %x = tensor.read %a[%i, %k] : !graph.tensor<2x8xf32>
+      %y = tensor.read %w[%k, %j] : !graph.tensor<8x4xf32>
+      %p = arith.mulf %x, %y : f32
+      tensor.yield %p : f32
+    } : (!graph.tensor<2x8xf32>, !graph.tensor<8x4xf32>) -> !graph.tensor<2x4xf32>
+    tensor.return %c : !graph.tensor<2x4xf32>
+  }
 }
