@@ -1,6 +1,6 @@
 """Mutation fuzzer: mangled `.dl` sources through `dlc.parse`, `dlc.compile` and the run.
 
-    python tools/fuzz_mutate.py --seed 0 --count 100000 [--jobs 2] [--out DIR]
+    python tools/fuzz_mutate.py --seed 0 --count 100000 [--timeout S] [--out DIR]
 
 The corpus is every `.dl` file of the repository (each `// -----` chunk of the lit
 tests on its own). Each mutant is one to three byte or token mutations of a corpus

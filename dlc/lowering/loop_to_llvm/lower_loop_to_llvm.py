@@ -10,52 +10,31 @@ from xdsl.context import Context
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
     ArrayAttr,
-    DenseArrayBase,
     DictionaryAttr,
     FloatAttr,
     IntegerAttr,
-    MemRefType,
     ModuleOp,
     StringAttr,
     UnitAttr,
-    i1,
-    i32,
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
-from dlc.diagnostics import error_at, location_prefix
+from dlc.diagnostics import error_at
 from dlc.dialects import abi, loop
 from dlc.dialects import loop_memory as lm
 from dlc.dialects.abi import VAR_PREFIX
 from dlc.dialects.levels import require_level
 from dlc.dialects.loop_callgraph import recursive_functions
 from dlc.dialects.loop_memory import MEMORY_OPS as RAW_MEMORY_OPS
-from dlc.lowering.loop_to_llvm.context import StatusTable, arena_element
+from dlc.lowering.loop_to_llvm.buffers import BufferEmitter
+from dlc.lowering.loop_to_llvm.context import StatusTable
 from dlc.lowering.loop_to_llvm.memory import lower_raw_memory
 from dlc.lowering.loop_to_llvm.parallel import ParallelEmitter, can_outline
 from dlc.lowering.loop_to_llvm.scalar import const, icmp, lower_scalar_op
 
 PTR = llvm.LLVMPointerType()
-OFFSET = loop.ARENA_OFFSET  # set by plan-memory on arena-placed allocs
-
-
-def element_bytes(mtype: MemRefType, op: Operation) -> int:
-    """Byte size of a memref element; other element types are rejected."""
-    size = loop.element_bytes(mtype.element_type)
-    if size is None:
-        raise error_at(
-            op, f"not supported by the code generator yet: {mtype.element_type} data type"
-        )
-    return size
-
-
-def element_count(mtype: MemRefType) -> int:
-    count = 1
-    for dim in mtype.get_shape():
-        count *= dim
-    return count
 
 
 @dataclass
@@ -67,7 +46,7 @@ class _Frame:
 
 
 @dataclass
-class FuncEmitter(ParallelEmitter):
+class FuncEmitter(ParallelEmitter, BufferEmitter):
     """Lowers one `loop.func` into the blocks of an `llvm.func`, without recursion.
 
     Structured ops become blocks: `loop.for` -> header(iv, iters) / body / exit(results),
@@ -322,108 +301,12 @@ class FuncEmitter(ParallelEmitter):
         self.start(then_block)
         self.frames.append(_Frame(iter(op.then_region.block.ops), then_done))
 
-    def address(
-        self, op: Operation, buffer: SSAValue, indices: Sequence[SSAValue], lanes: int = 1
-    ) -> tuple[SSAValue, int]:
-        """Element pointer `&buffer[indices]` (row-major GEP) and its alignment; `lanes`
-        elements from there along the last dimension are accessed (vectors)."""
-        mtype = buffer.type
-        assert isinstance(mtype, MemRefType)
-        align = element_bytes(mtype, op)
-        base = self.get(buffer)
-        if not indices:
-            return base, align
-        shape = mtype.get_shape()
-        linear = self.get(indices[0])
-        for dim, index in zip(shape[1:], indices[1:], strict=True):
-            scaled = self.emit(llvm.MulOp(linear, const(self, dim, i64)))
-            linear = self.emit(llvm.AddOp(scaled, self.get(index)))
-        if self.status.bounds_check:
-            linear = self.checked(op, linear, indices, shape, lanes)
-        gep = llvm.GEPOp(
-            base, [llvm.GEP_USE_SSA_VAL], mtype.element_type, ssa_indices=[linear], inbounds=True
-        )
-        return self.emit(gep), align
-
-    def lower_vector(self, op: Operation) -> None:
-        """Whole-register loads, stores and broadcasts (dlc/dialects/loop_vector.py)."""
-        match op:
-            case loop.VLoadOp():
-                lanes = op.res.type.get_shape()[0]  # type: ignore[attr-defined]
-                ptr, align = self.address(op, op.buffer, op.indices, lanes)
-                self.values[op.res] = self.emit(llvm.LoadOp(ptr, op.res.type, alignment=align))
-            case loop.VStoreOp():
-                lanes = op.value.type.get_shape()[0]  # type: ignore[attr-defined]
-                ptr, align = self.address(op, op.buffer, op.indices, lanes)
-                self.emit(llvm.StoreOp(self.get(op.value), ptr, alignment=align))
-            case loop.BroadcastOp():
-                vtype = op.res.type
-                lanes = vtype.get_shape()[0]  # type: ignore[attr-defined]
-                first = self.emit(
-                    llvm.InsertElementOp(
-                        self.emit(llvm.UndefOp(vtype)), self.get(op.source), const(self, 0, i32)
-                    )
-                )
-                mask = DenseArrayBase.from_list(i32, [0] * lanes)
-                self.values[op.res] = self.emit(llvm.ShuffleVectorOp(first, first, mask, vtype))
-
-    def lower_memory(self, op: Operation) -> None:
-        match op:
-            case loop.AllocOp() if OFFSET in op.attributes:  # planned by plan-memory
-                assert self.arena is not None, "a planned alloc in a function without arena"
-                self.values[op.res] = arena_element(self, self.arena, op.attributes[OFFSET].data)  # type: ignore[attr-defined]
-            case loop.AllocOp():
-                mtype = op.res.type
-                align = op.align.data
-                nbytes = element_count(mtype) * element_bytes(mtype, op)
-                size = max(align, (nbytes + align - 1) // align * align)  # a multiple of align
-                self.declare("aligned_alloc", [i64, i64], PTR)
-                args = [const(self, align, i64), const(self, size, i64)]
-                call = llvm.CallOp("aligned_alloc", *args, return_type=PTR)
-                self.values[op.res] = self.trap_if_null(self.emit(call), op, size)
-            case loop.DeallocOp():
-                self.declare("free", [PTR], llvm.LLVMVoidType())
-                self.emit(llvm.CallOp("free", self.get(op.buffer)))
-            case loop.CopyOp():
-                mtype = op.source.type
-                nbytes = element_count(mtype) * element_bytes(mtype, op)
-                args = [self.get(op.dest), self.get(op.source), const(self, nbytes, i64)]
-                args.append(const(self, 0, i1))
-                self.emit(llvm.CallIntrinsicOp("llvm.memcpy.p0.p0.i64", args, []))
-            case loop.CallOp():
-                buffers = [self.get(v) for v in op.buffers]
-                self.emit(llvm.CallOp(op.callee.data, self.ctx, *buffers))
-                self.return_if_status()
-
     def lower_trap(self, op: loop.TrapOp) -> None:
         """status = id of the message; return (the rest of the block is unreachable)."""
         code = self.status.code("trap", op.message.data)
         self.store_word(const(self, code, i64), abi.CTX_STATUS)
         self.emit(llvm.ReturnOp())
         self.start(Block())
-
-    def checked(
-        self, op: Operation, linear: SSAValue, indices: Sequence[SSAValue], shape, lanes: int = 1
-    ) -> SSAValue:
-        """Bounds check: an out-of-range index (the last one: with `lanes` elements from
-        it) records the op's message in the status word (the first violation wins) and
-        accesses element 0 instead."""
-        bad = None
-        limits = [*shape[:-1], shape[-1] - lanes + 1]
-        for dim, index in zip(limits, indices, strict=True):
-            out = icmp(self, "uge", self.get(index), const(self, max(dim, 0), i64))
-            bad = out if bad is None else self.emit(llvm.OrOp(bad, out))
-        where = location_prefix(op)
-        kind = "load from" if isinstance(op, loop.LoadOp | loop.VLoadOp) else "store to"
-        text = f"{where}out-of-bounds {kind} a buffer of shape {list(shape)} ({op.name})"
-        code = self.status.code("bounds", text)
-        word = self.load_word(abi.CTX_STATUS)
-        first = icmp(self, "eq", word, const(self, 0, i64))
-        record = self.emit(llvm.AndOp(bad, first))
-        self.store_word(
-            self.emit(llvm.SelectOp(record, const(self, code, i64), word)), abi.CTX_STATUS
-        )
-        return self.emit(llvm.SelectOp(bad, const(self, 0, i64), linear))
 
 
 def lower_func(

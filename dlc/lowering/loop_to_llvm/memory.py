@@ -16,6 +16,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from dlc.dialects import loop_memory as lm
 from dlc.dialects.abi import VAR_PREFIX
+from dlc.lowering.loop_to_llvm.buffers import element_bytes, element_count
 from dlc.lowering.loop_to_llvm.scalar import const, icmp, select
 
 if TYPE_CHECKING:
@@ -33,8 +34,6 @@ def _int(em: FuncEmitter, ptr: SSAValue) -> SSAValue:
 
 
 def _buffer_bytes(em: FuncEmitter, op: Operation, mtype: MemRefType) -> int:
-    from dlc.lowering.loop_to_llvm.lower_loop_to_llvm import element_bytes, element_count
-
     return element_count(mtype) * element_bytes(mtype, op)
 
 
