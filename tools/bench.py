@@ -272,27 +272,32 @@ def report_gflops(rows: list[tuple[Workload, dict[str, float]]], names: list[str
 def report_ceiling(w4: Workload, threads: int) -> None:
     """W4 against NumPy's matmul on OpenBLAS's AVX-512 kernel, at `threads` and 1 thread."""
     print(
-        f"\nW4 ceiling: NumPy matmul 1024³ on OpenBLAS's {bench_host.CEILING_CORETYPE} (AVX-512)"
-        " kernel, in a subprocess (OPENBLAS_CORETYPE set, OPENBLAS_L2_SIZE unset), GFLOP/s"
+        "\nW4 ceiling, GFLOP/s: NumPy's matmul 1024³ in subprocesses on N threads, 'ceiling' on"
+        f" OpenBLAS's AVX-512 kernel (OPENBLAS_CORETYPE={bench_host.CEILING_CORETYPE},"
+        " OPENBLAS_L2_SIZE unset), 'numpy' on this environment's kernel; dlc on N threads"
     )
+    import dlc
+
     if not bench_host.host_has_avx512():
         print("  not measured: this CPU has no AVX-512")
         return
-    print(f"{'threads':>7} {'ceiling':>8} {'numpy':>8} {'dlc':>8} {'dlc/ceiling':>11}")
+    print(f"{'N':>7} {'ceiling':>8} {'numpy':>8} {'dlc':>8} {'dlc/ceiling':>11}   ceiling's kernel")
     text = (ROOT / w4.source).read_text()
     inputs = w4.inputs(np.random.default_rng(0))
     assert w4.flops is not None
     for n in sorted({threads, 1}, reverse=True):
         try:
-            ceiling, blas = bench_host.ceiling(n)
+            ceiling, kernel = bench_host.matmul_subprocess(n, bench_host.CEILING_CORETYPE)
+            numpy, _ = bench_host.matmul_subprocess(n, None)
         except (RuntimeError, OSError, ValueError) as e:
-            print(f"{n:>7} ceiling subprocess failed: {e}")
+            print(f"{n:>7} subprocess failed: {e}")
             continue
-        with bench_host.blas_threads(n):
-            numpy = bench_host.matmul_gflops()
-        fn = compile_source(text, w4.source, n)[0][w4.entry]
-        dlc = w4.flops / median_seconds(fn, inputs) / 1e9
-        print(f"{n:>7} {ceiling:8.1f} {numpy:8.1f} {dlc:8.1f} {dlc / ceiling:10.0%}   ({blas})")
+        fn = dlc.compile(text, filename=w4.source, num_threads=n)[w4.entry]
+        gflops = w4.flops / median_seconds(fn, inputs) / 1e9
+        kernel = kernel or "unknown (no threadpoolctl)"
+        print(
+            f"{n:>7} {ceiling:8.1f} {numpy:8.1f} {gflops:8.1f} {gflops / ceiling:10.0%}   {kernel}"
+        )
 
 
 def make_peers(names: str, threads: int, cores: int) -> list[Peer]:

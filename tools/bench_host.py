@@ -90,7 +90,7 @@ def blas_info() -> list[dict[str, Any]] | None:
 def numpy_blas() -> str:
     info = blas_info()
     if info is None:
-        return "kernel and threads unknown: threadpoolctl not installed (pip install -e '.[bench]')"
+        return "OpenBLAS kernel and threads unknown (threadpoolctl is not installed)"
     return blas_summary(info)
 
 
@@ -104,12 +104,14 @@ def blas_threads(threads: int) -> contextlib.AbstractContextManager[Any]:
     return threadpool_limits(limits=threads, user_api="blas")
 
 
-def ceiling_env(environ: Mapping[str, str], threads: int) -> dict[str, str]:
-    """The subprocess's environment: OpenBLAS's AVX-512 kernel on `threads` threads."""
+def matmul_env(environ: Mapping[str, str], threads: int, coretype: str | None) -> dict[str, str]:
+    """A subprocess's environment: OpenBLAS on `threads` threads, with kernel
+    `coretype` (None: the kernel `environ` gets, e.g. the host's OPENBLAS_CORETYPE)."""
     env = dict(environ)
-    env.pop("OPENBLAS_L2_SIZE", None)  # a cache size set for another kernel mistunes SkylakeX
-    env["OPENBLAS_CORETYPE"] = CEILING_CORETYPE
     env["OPENBLAS_NUM_THREADS"] = str(threads)
+    if coretype is not None:
+        env.pop("OPENBLAS_L2_SIZE", None)  # a cache size set for another kernel mistunes it
+        env["OPENBLAS_CORETYPE"] = coretype
     return env
 
 
@@ -120,21 +122,25 @@ def matmul_gflops() -> float:
     return MATMUL_FLOPS / median_seconds(np.matmul, [a, b]) / 1e9
 
 
-def ceiling(threads: int) -> tuple[float, str]:
-    """GFLOP/s of NumPy's matmul 1024³ with OPENBLAS_CORETYPE=SkylakeX on `threads`
-    threads, in a subprocess, and the BLAS it reports (RuntimeError when it fails)."""
-    result = subprocess.run(
-        [sys.executable, __file__, "--matmul-gflops", str(threads)],
-        env=ceiling_env(os.environ, threads),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+def matmul_subprocess(threads: int, coretype: str | None) -> tuple[float, str | None]:
+    """GFLOP/s of NumPy's matmul 1024³ in a subprocess on `threads` threads with
+    OpenBLAS kernel `coretype` (see matmul_env), and the kernel OpenBLAS reports there
+    (None without threadpoolctl); RuntimeError when it fails."""
+    try:
+        result = subprocess.run(
+            [sys.executable, __file__, "--matmul-gflops", str(threads)],
+            env=matmul_env(os.environ, threads, coretype),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    except subprocess.TimeoutExpired as e:
+        raise RuntimeError(f"no result after {e.timeout} s") from e
     if result.returncode != 0 or not result.stdout.strip():
         errors = result.stderr.strip().splitlines()
         raise RuntimeError(errors[-1] if errors else f"exit status {result.returncode}")
     data = json.loads(result.stdout.strip().splitlines()[-1])
-    return float(data["gflops"]), str(data["blas"])
+    return float(data["gflops"]), data["kernel"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -142,7 +148,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--matmul-gflops", type=int, metavar="THREADS", required=True)
     args = parser.parse_args(argv)
     with blas_threads(args.matmul_gflops):
-        print(json.dumps({"gflops": matmul_gflops(), "blas": numpy_blas()}))
+        info = blas_info()
+        kernel = None if info is None else blas_kernel(info)
+        print(json.dumps({"gflops": matmul_gflops(), "kernel": kernel}))
     return 0
 
 

@@ -49,13 +49,20 @@ def test_has_avx512_reads_the_flags_line() -> None:
     assert not bench_host.has_avx512("model name\t: no flags here\n")
 
 
-def test_ceiling_env_picks_the_avx512_kernel_and_drops_the_cache_size() -> None:
-    host = {"OPENBLAS_CORETYPE": "Haswell", "OPENBLAS_L2_SIZE": "512", "HOME": "/root"}
-    env = bench_host.ceiling_env(host, 2)
+HOST = {"OPENBLAS_CORETYPE": "Haswell", "OPENBLAS_L2_SIZE": "512", "HOME": "/root"}
+
+
+def test_matmul_env_for_the_ceiling_picks_the_kernel_and_drops_the_cache_size() -> None:
+    env = bench_host.matmul_env(HOST, 2, bench_host.CEILING_CORETYPE)
     assert env["OPENBLAS_CORETYPE"] == "SkylakeX"
     assert env["OPENBLAS_NUM_THREADS"] == "2"
     assert "OPENBLAS_L2_SIZE" not in env and env["HOME"] == "/root"
-    assert host["OPENBLAS_CORETYPE"] == "Haswell"  # the caller's mapping is left alone
+    assert HOST["OPENBLAS_CORETYPE"] == "Haswell"  # the caller's mapping is left alone
+
+
+def test_matmul_env_for_the_host_kernel_sets_only_the_threads() -> None:
+    env = bench_host.matmul_env(HOST, 1, None)
+    assert env == {**HOST, "OPENBLAS_NUM_THREADS": "1"}
 
 
 W0 = next(w for w in bench.WORKLOADS if w.id == "W0")
