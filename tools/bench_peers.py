@@ -155,14 +155,14 @@ def torch_twin(w: Workload) -> Callable[..., Any]:
         h = torch.relu(z1)
         probs = torch.softmax(torch.addmm(b2, h, w2), 1)
         dlogits = (probs - t) * (1.0 / x.shape[0])
-        dw2, db2 = h.t() @ dlogits, dlogits.sum(0, keepdim=True)
         dz1 = (dlogits @ w2.t()).masked_fill_(z1 <= 0, 0.0)
-        dw1, db1 = x.t() @ dz1, dz1.sum(0, keepdim=True)
+        # w - 0.01·(aᵀ·d) in one addmm; torch.add(w, dw, alpha=-0.01) is miscompiled by
+        # torch.compile 2.13's inductor (wrong dw1, dw2), addmm's alpha is not
         return (
-            torch.add(w1, dw1, alpha=-0.01),
-            torch.add(b1, db1, alpha=-0.01),
-            torch.add(w2, dw2, alpha=-0.01),
-            torch.add(b2, db2, alpha=-0.01),
+            torch.addmm(w1, x.t(), dz1, alpha=-0.01),
+            b1 - 0.01 * dz1.sum(0, keepdim=True),
+            torch.addmm(w2, h.t(), dlogits, alpha=-0.01),
+            b2 - 0.01 * dlogits.sum(0, keepdim=True),
         )
 
     def layernorm_gelu(x: Any, gamma: Any, beta: Any) -> Any:
