@@ -302,7 +302,7 @@ def report_ceiling(w4: Workload, threads: int) -> None:
 
 def make_peers(names: str, threads: int, cores: int) -> list[Peer]:
     factories: dict[str, Callable[[], Peer]] = {
-        "np": NumPyPeer,
+        "np": lambda: NumPyPeer(threads),
         "ort": lambda: OnnxRuntimePeer(threads),
         "jax": lambda: JaxPeer(threads, cores),
         "torch": lambda: TorchPeer(threads),
@@ -319,15 +319,15 @@ def print_header(peers: list[Peer], threads: int, cores: int) -> None:
 
     cpu = bench_host.cpu_model()
     avx512 = "yes" if bench_host.host_has_avx512() else "no"
-    print(f"threads: {threads} for every system ({cores} cores this process may use)")
+    print(
+        f"threads: {threads} ({cores} cores this process may use); each system's line below says how"
+    )
     print(f"cpu: {cpu}; AVX-512: {avx512}")
-    print(f"dlc {dlc.__version__}: num_threads={threads}")
+    print(f"dlc {dlc.__version__}: compiled with num_threads={threads}")
     openblas_env = " ".join(
         f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("OPENBLAS_")
     )
-    print(
-        f"blas: numpy {np.__version__} on {bench_host.numpy_blas()}; env: {openblas_env or 'none'}"
-    )
+    print(f"blas: numpy {np.__version__}, {bench_host.numpy_blas()}; env: {openblas_env or 'none'}")
     for peer in peers:
         print(f"{peer.name:5} = {peer.status()}")
     columns = "".join(f" {peer.name + ' µs':>10} {'dlc/' + peer.name:>9}" for peer in peers)

@@ -30,13 +30,18 @@ class NumPyPeer:
 
     name = "np"
 
+    def __init__(self, threads: int) -> None:
+        self.threads = threads
+
     def installed(self) -> bool:
         return True
 
     def status(self) -> str:
         import numpy as np
 
-        return f"numpy {np.__version__} (BLAS: the line above)"
+        if importlib.util.find_spec("threadpoolctl") is None:
+            return f"numpy {np.__version__}: BLAS threads not limited (no threadpoolctl)"
+        return f"numpy {np.__version__}: BLAS limited to {self.threads} threads by threadpoolctl"
 
     def prepare(self, w: Workload, inputs: Arrays) -> Prepared | None:
         return w.numpy, inputs

@@ -121,6 +121,6 @@ def test_unknown_peer_names_are_refused() -> None:
 def test_bench_runs_w0_with_numpy_only(capsys: pytest.CaptureFixture[str]) -> None:
     assert bench.main(["--only", "W0", "--peers", "np", "--threads", "1"]) == 0
     out = capsys.readouterr().out
-    assert "threads: 1 for every system" in out
+    assert "threads: 1 (" in out and "num_threads=1" in out
     row = next(line for line in out.splitlines() if line.startswith("W0 "))
     assert row.endswith("ok")
