@@ -114,11 +114,8 @@ def np_layernorm_gelu(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray) -> np.
     xc = x - mean
     var = (xc * xc).mean(axis=1, keepdims=True)
     y = xc / np.sqrt(var + np.float32(1e-5)) * gamma + beta
-    return (
-        0.5
-        * y
-        * (1 + np.tanh(np.float32(0.7978845608028654) * (y + np.float32(0.044715) * (y * y * y))))
-    )
+    inner = np.float32(0.7978845608028654) * (y + np.float32(0.044715) * (y * y * y))
+    return 0.5 * y * (1 + np.tanh(inner))
 
 
 # -- inputs ---------------------------------------------------------------------------

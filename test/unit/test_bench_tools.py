@@ -3,6 +3,7 @@ the peer columns' words, all without any peer installed."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 
 import bench  # noqa: E402
 import bench_host  # noqa: E402
-from bench_common import Arrays, Prepared, Workload  # noqa: E402
+from bench_common import TOLERANCE, Arrays, Prepared, Workload, max_error  # noqa: E402
 
 OPENBLAS = {
     "user_api": "blas",
@@ -124,3 +125,20 @@ def test_bench_runs_w0_with_numpy_only(capsys: pytest.CaptureFixture[str]) -> No
     assert "threads: 1 (" in out and "num_threads=1" in out
     row = next(line for line in out.splitlines() if line.startswith("W0 "))
     assert row.endswith("ok")
+
+
+@pytest.mark.parametrize("name", ["ort", "jax", "torch"])
+def test_installed_peer_twins_match_numpy(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every twin of an installed peer computes what the NumPy twin computes (the peers
+    come with the bench extra, not the test extra: skipped without them)."""
+    monkeypatch.setenv("JAX_PLATFORMS", "cpu")
+    cores = len(os.sched_getaffinity(0))
+    peer = bench.make_peers(name, threads=cores, cores=cores)[0]
+    if not peer.installed():
+        pytest.skip(f"{name} is not installed (pip install -e '.[bench]')")
+    for w in bench.WORKLOADS:
+        inputs = w.inputs(np.random.default_rng(0))
+        prepared = peer.prepare(w, inputs)
+        assert prepared is not None, f"{name} has no twin of {w.id} {w.title}"
+        fn, args = prepared
+        assert max_error(fn(*args), w.numpy(*inputs)) < TOLERANCE, f"{name}: {w.id} {w.title}"
