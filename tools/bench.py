@@ -1,19 +1,30 @@
-"""Time dlc against NumPy on the BENCHMARKS.md workloads, in one process.
+"""Time dlc against NumPy and the other installed systems on the BENCHMARKS.md
+workloads, in one process.
 
-    python tools/bench.py              # every workload
-    python tools/bench.py --only W0,W3 # a subset
+    python tools/bench.py                  # every workload, every installed peer
+    python tools/bench.py --only W0,W4     # a subset
+    python tools/bench.py --threads 1      # another thread count for every system
+    python tools/bench.py --peers np,tcomp # other columns (tcomp = torch.compile)
 
-Per workload: dlc's median µs per call, NumPy's, their ratio (dlc / NumPy, lower is
-better for dlc), onnxruntime's median and dlc / onnxruntime when `onnx` and
-`onnxruntime` are importable (optional; the ONNX twins are built with onnx.helper),
-GFLOP/s where FLOPs are defined, dlc's compile time (first: a cold compile, the
-compile cache lives in a fresh temporary DLC_CACHE_DIR for the run; "again": a second
-compile of the same text, served by the in-memory cache; "disk": a third one after
-forgetting the in-memory entries, served by the on-disk cache), the
-top-level loop nests per call (`stats()["loop_nests"]`), and whether dlc's result
-matches NumPy's. Workloads that dlc cannot compile yet are skipped with the reason. Medians are over at least 7 timed
-samples after a warm-up; compare ratios within one run, never absolute times across
-runs (the machine is shared and noisy).
+The header says how many threads each system runs on, which OpenBLAS kernel NumPy
+runs (threadpoolctl) and each peer's version and settings. Per workload: dlc's median
+µs per call, then for each peer (np = NumPy, ort = onnxruntime, jax = `jax.jit`,
+torch = eager PyTorch, tcomp = `torch.compile`, opt-in because it compiles for
+seconds per workload) its median and dlc / peer (below 1: dlc is faster), or why there
+is no number ("not installed", "mismatch" when its result differs from NumPy's,
+"failed"); dlc's GFLOP/s where FLOPs are defined; dlc's compile time (first: a cold
+compile, the compile cache lives in a fresh temporary DLC_CACHE_DIR for the run;
+"again": a second compile of the same text, served by the in-memory cache; "disk": a
+third one after forgetting the in-memory entries, served by the on-disk cache); the
+top-level loop nests per call (`stats()["loop_nests"]`); whether dlc's result matches
+NumPy's. A GFLOP/s table of every column follows, then the W4 ceiling: NumPy's matmul
+on OpenBLAS's AVX-512 kernel (`OPENBLAS_CORETYPE=SkylakeX`, in a subprocess) at the
+bench's thread count and at 1 thread, next to dlc's W4 as a percentage of it.
+
+Peers come with `pip install -e '.[bench]'` (torch: see README); a missing one is a
+column saying so. Medians are over at least 7 timed samples after a warm-up; compare
+ratios within one run, never absolute times across runs (the machine is shared and
+noisy).
 """
 
 from __future__ import annotations
@@ -22,39 +33,27 @@ import argparse
 import atexit
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_host  # noqa: E402
+from bench_common import TOLERANCE, Arrays, Peer, Workload, max_error, median_seconds  # noqa: E402
+from bench_onnx import OnnxRuntimePeer  # noqa: E402
+from bench_peers import JaxPeer, NumPyPeer, TorchPeer  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
-MIN_SAMPLES = 7
-SAMPLE_SECONDS = 2e-3
-BUDGET_SECONDS = 0.5
+DEFAULT_PEERS = "np,ort,jax,torch"
+ALL_PEERS = "np,ort,jax,torch,tcomp"
 
-Arrays = list[np.ndarray]
-
-
-@dataclass(frozen=True)
-class Workload:
-    """One BENCHMARKS.md row: a DLVM source, its inputs and a NumPy twin."""
-
-    id: str
-    title: str
-    source: str  # relative to the repository root
-    entry: str
-    inputs: Callable[[np.random.Generator], Arrays]
-    numpy: Callable[..., Any]
-    flops: float | None = None
-
-
-# -- NumPy twins ----------------------------------------------------------------------
+# -- NumPy twins, written the fast way (y*y*y, not y**3) ----------------------------
 
 
 def np_sigmoid(v: np.ndarray) -> np.ndarray:
@@ -115,140 +114,8 @@ def np_layernorm_gelu(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray) -> np.
     xc = x - mean
     var = (xc * xc).mean(axis=1, keepdims=True)
     y = xc / np.sqrt(var + np.float32(1e-5)) * gamma + beta
-    return (
-        0.5 * y * (1 + np.tanh(np.float32(0.7978845608028654) * (y + np.float32(0.044715) * y**3)))
-    )
-
-
-# -- onnxruntime twins (optional: only when onnx and onnxruntime import) --------------
-
-
-def _onnx_model(nodes: list, inputs: list[tuple[str, tuple]], outputs: list[tuple[str, tuple]]):
-    """A float32 ONNX model (opset 17) from onnx.helper nodes."""
-    from onnx import TensorProto, helper
-
-    def info(name: str, shape: tuple) -> Any:
-        return helper.make_tensor_value_info(name, TensorProto.FLOAT, list(shape))
-
-    graph = helper.make_graph(
-        nodes, "dlc_bench", [info(*i) for i in inputs], [info(*o) for o in outputs]
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8  # what every onnxruntime release accepts for opset 17
-    return model
-
-
-def _const(name: str, value: float) -> Any:
-    from onnx import TensorProto, helper
-
-    return helper.make_node(
-        "Constant",
-        [],
-        [name],
-        value=helper.make_tensor(name + "_v", TensorProto.FLOAT, [], [value]),
-    )
-
-
-def onnx_graph(w: Workload, inputs: Arrays):
-    """The workload as an ONNX model, or None when there is no ONNX twin (W6)."""
-    from onnx import helper
-
-    n = helper.make_node
-    shapes = [(f"in{k}", a.shape) for k, a in enumerate(inputs)]
-    if w.id == "W0":
-        nodes = [_const("one", 1.0), n("Add", ["in0", "one"], ["out"])]
-        return _onnx_model(nodes, shapes, [("out", inputs[0].shape)])
-    if w.id == "W1":
-        nodes = [
-            _const("one", 1.0),
-            n("Add", ["in1", "one"], ["f1"]),  # inputs: c, f, i, j, o
-            n("Sigmoid", ["f1"], ["sf"]),
-            n("Mul", ["in0", "sf"], ["cf"]),
-            n("Sigmoid", ["in2"], ["si"]),
-            n("Tanh", ["in3"], ["tj"]),
-            n("Mul", ["si", "tj"], ["ij"]),
-            n("Add", ["cf", "ij"], ["new_c"]),
-            n("Tanh", ["new_c"], ["tc"]),
-            n("Sigmoid", ["in4"], ["so"]),
-            n("Mul", ["tc", "so"], ["new_h"]),
-        ]
-        shape = inputs[0].shape
-        return _onnx_model(nodes, shapes, [("new_c", shape), ("new_h", shape)])
-    if w.id == "W2":
-        count = 200 if "200" in w.title else 20
-        nodes = [
-            n("Softmax", [f"x{k}" if k else "in0"], [f"x{k + 1}" if k + 1 < count else "out"])
-            for k in range(count)
-        ]
-        return _onnx_model(nodes, shapes, [("out", inputs[0].shape)])
-    if w.id == "W3":
-        nodes = [
-            n("MatMul", ["in0", "in1"], ["xw1"]),
-            n("Add", ["xw1", "in2"], ["z1"]),
-            n("Relu", ["z1"], ["h"]),
-            n("MatMul", ["h", "in3"], ["hw2"]),
-            n("Add", ["hw2", "in4"], ["logits"]),
-            n("Softmax", ["logits"], ["out"], axis=1),
-        ]
-        return _onnx_model(nodes, shapes, [("out", (inputs[0].shape[0], 10))])
-    if w.id == "W4":
-        nodes = [n("MatMul", ["in0", "in1"], ["out"])]
-        return _onnx_model(nodes, shapes, [("out", (1024, 1024))])
-    if w.id == "W5":
-        nodes = [n("Conv", ["in0", "in1"], ["out"], pads=[1, 1, 1, 1])]
-        return _onnx_model(nodes, shapes, [("out", (1, 64, 56, 56))])
-    if w.id == "W7":
-        nodes = [
-            n("Reshape", ["in1", "flat"], ["gamma"]),
-            n("Reshape", ["in2", "flat"], ["beta"]),
-            n("LayerNormalization", ["in0", "gamma", "beta"], ["y"], axis=-1, epsilon=1e-5),
-            n("Mul", ["y", "y"], ["y2"]),
-            n("Mul", ["y2", "y"], ["y3"]),
-            _const("c1", 0.044715),
-            n("Mul", ["y3", "c1"], ["cube"]),
-            n("Add", ["y", "cube"], ["inner"]),
-            _const("c2", 0.7978845608028654),
-            n("Mul", ["inner", "c2"], ["arg"]),
-            n("Tanh", ["arg"], ["t"]),
-            _const("one", 1.0),
-            n("Add", ["t", "one"], ["t1"]),
-            _const("half", 0.5),
-            n("Mul", ["y", "half"], ["hy"]),
-            n("Mul", ["hy", "t1"], ["out"]),
-        ]
-        from onnx import TensorProto
-
-        flat = helper.make_node(
-            "Constant",
-            [],
-            ["flat"],
-            value=helper.make_tensor("flat_v", TensorProto.INT64, [1], [768]),
-        )
-        return _onnx_model([flat, *nodes], shapes, [("out", inputs[0].shape)])
-    return None
-
-
-def onnxruntime_runner(w: Workload, inputs: Arrays) -> Callable[..., Any] | None:
-    """A callable running the workload's ONNX twin in onnxruntime (2 threads), or None."""
-    try:
-        import onnxruntime as ort
-    except ImportError:
-        return None
-    model = onnx_graph(w, inputs)
-    if model is None:
-        return None
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 2
-    session = ort.InferenceSession(
-        model.SerializeToString(), options, providers=["CPUExecutionProvider"]
-    )
-    names = [i.name for i in session.get_inputs()]
-
-    def run(*args: np.ndarray) -> Any:
-        out = session.run(None, dict(zip(names, args, strict=True)))
-        return out[0] if len(out) == 1 else tuple(out)
-
-    return run
+    inner = np.float32(0.7978845608028654) * (y + np.float32(0.044715) * (y * y * y))
+    return 0.5 * y * (1 + np.tanh(inner))
 
 
 # -- inputs ---------------------------------------------------------------------------
@@ -293,8 +160,8 @@ def mlp_flops(batch: int) -> float:
 WORKLOADS = [
     Workload("W0", "call overhead x+1", "benchmarks/call_overhead.dl", "add_one", normal((1,)), lambda x: x + 1),
     Workload("W1", "LSTM cell tail", "benchmarks/lstm_tail.dl", "lstm_tail", normal(*[(64, 1024)] * 5), np_lstm_tail),
-    Workload("W2", "softmax chain x20", "benchmarks/softmax_chain20.dl", "softmax_chain", normal((1000,)), np_softmax_chain(20)),
-    Workload("W2", "softmax chain x200", "benchmarks/softmax_chain200.dl", "softmax_chain", normal((1000,)), np_softmax_chain(200)),
+    Workload("W2", "softmax chain x20", "benchmarks/softmax_chain20.dl", "softmax_chain", normal((1000,)), np_softmax_chain(20), chain=20),
+    Workload("W2", "softmax chain x200", "benchmarks/softmax_chain200.dl", "softmax_chain", normal((1000,)), np_softmax_chain(200), chain=200),
     Workload("W3", "MLP B=1", "examples/mlp.dl", "mlp", mlp_inputs(1), np_mlp, mlp_flops(1)),
     Workload("W3", "MLP B=64", "benchmarks/mlp_b64.dl", "mlp", mlp_inputs(64), np_mlp, mlp_flops(64)),
     Workload("W4", "matmul 1024^3", "benchmarks/matmul.dl", "matmul", normal((1024, 1024), (1024, 1024)), np.matmul, 2.0 * 1024**3),
@@ -304,58 +171,10 @@ WORKLOADS = [
 ]  # fmt: skip
 
 
-# -- timing ---------------------------------------------------------------------------
-
-
-def median_seconds(fn: Callable[..., Any], args: Sequence[Any]) -> float:
-    """Median seconds per call: ≥ 7 samples of enough calls to last ≥ 2 ms, after a warm-up."""
-    start = time.perf_counter()
-    fn(*args)
-    once = max(time.perf_counter() - start, 1e-7)
-    inner = max(1, int(SAMPLE_SECONDS / once))
-    samples: list[float] = []
-    deadline = time.perf_counter() + BUDGET_SECONDS
-    while len(samples) < MIN_SAMPLES or time.perf_counter() < deadline:
-        start = time.perf_counter()
-        for _ in range(inner):
-            fn(*args)
-        samples.append((time.perf_counter() - start) / inner)
-        if len(samples) >= 200:
-            break
-    return statistics.median(samples)
-
-
-def leaves(result: Any) -> Arrays:
-    if isinstance(result, tuple | list):
-        return [np.asarray(r) for r in result]
-    return [np.asarray(result)]
-
-
-def max_error(got: Any, want: Any) -> float:
-    """Largest |got - want| / (1 + |want|) over all outputs (inf on a shape mismatch)."""
-    worst = 0.0
-    got_leaves, want_leaves = leaves(got), leaves(want)
-    if len(got_leaves) != len(want_leaves):
-        return float("inf")
-    for g, w in zip(got_leaves, want_leaves, strict=True):
-        if g.shape != w.shape:
-            return float("inf")
-        diff = np.abs(g.astype(np.float64) - w.astype(np.float64)) / (
-            1 + np.abs(w.astype(np.float64))
-        )
-        worst = max(worst, float(np.nanmax(diff)) if diff.size else 0.0)
-    return worst
-
-
-def count_loop_nests(compiled: Any, entry: str) -> int:
-    """Top-level loop nests executed per call of `entry` (the compile report)."""
-    return compiled.stats(entry)["loop_nests"]
-
-
 # -- driver ---------------------------------------------------------------------------
 
 
-def compile_source(text: str, filename: str) -> tuple[Any, float, float, float]:
+def compile_source(text: str, filename: str, threads: int) -> tuple[Any, float, float, float]:
     """Compile three times; return the module and the cold, memory-cached and
     disk-cached compile times."""
     import dlc
@@ -365,7 +184,7 @@ def compile_source(text: str, filename: str) -> tuple[Any, float, float, float]:
     compiled = None
     for _ in range(3):
         start = time.perf_counter()
-        module = dlc.compile(text, filename=filename)
+        module = dlc.compile(text, filename=filename, num_threads=threads)
         times.append(time.perf_counter() - start)
         compiled = compiled or module
         if len(times) == 2:
@@ -373,88 +192,175 @@ def compile_source(text: str, filename: str) -> tuple[Any, float, float, float]:
     return compiled, times[0], times[1], times[2]
 
 
-def run_workload(w: Workload) -> str:
-    """One report line: timings, or the reason the workload was skipped."""
+def time_peer(peer: Peer, w: Workload, inputs: Arrays, want: Any) -> float | str:
+    """The peer's median seconds on the workload, or the word its cell shows instead."""
+    if not peer.installed():
+        return "not installed"
+    try:
+        prepared = peer.prepare(w, inputs)
+        if prepared is None:
+            return "-"
+        fn, args = prepared
+        if max_error(fn(*args), want) >= TOLERANCE:
+            return "mismatch"
+        return median_seconds(fn, args)
+    except Exception as e:  # a twin the peer rejects: report it, keep going
+        print(
+            f"    ({peer.name} failed on {w.id} {w.title}: {type(e).__name__}: {e})",
+            file=sys.stderr,
+        )
+        return "failed"
+
+
+def cell(dlc_s: float, peer_s: float | str) -> str:
+    if isinstance(peer_s, str):
+        return f" {peer_s:>20}"
+    return f" {peer_s * 1e6:10.1f} {dlc_s / peer_s:9.2f}"
+
+
+def run_workload(w: Workload, peers: list[Peer], threads: int) -> tuple[str, dict[str, float]]:
+    """One report line (timings, or why the workload was skipped) and the seconds of
+    every column that has a number."""
     from dlc.diagnostics import DiagnosticError
 
     label = f"{w.id:3} {w.title:24}"
     text = (ROOT / w.source).read_text()
     try:
-        compiled, first, second, disk = compile_source(text, w.source)
+        compiled, first, second, disk = compile_source(text, w.source, threads)
         fn = compiled[w.entry]
         inputs = w.inputs(np.random.default_rng(0))
-        error = max_error(fn(*inputs), w.numpy(*inputs))
+        want = w.numpy(*inputs)
+        error = max_error(fn(*inputs), want)
     except DiagnosticError as e:
-        return f"{label} skipped: dlc cannot compile it yet: {e.message}"
+        return f"{label} skipped: dlc cannot compile it yet: {e.message}", {}
     except (NotImplementedError, TypeError, ValueError) as e:
-        return f"{label} skipped: {type(e).__name__}: {e}"
-    dlc_s = median_seconds(fn, inputs)
-    numpy_s = median_seconds(w.numpy, inputs)
-    ort = ort_column(w, inputs, dlc_s)
-    gflops = f"{w.flops / dlc_s / 1e9:7.1f}" if w.flops else "      -"
-    nests = count_loop_nests(compiled, w.entry)
-    check = "ok" if error < 1e-3 else f"MISMATCH max rel err {error:.2g}"
-    return (
-        f"{label} {dlc_s * 1e6:10.1f} {numpy_s * 1e6:10.1f} {dlc_s / numpy_s:7.2f}{ort} {gflops}"
+        return f"{label} skipped: {type(e).__name__}: {e}", {}
+    seconds = {"dlc": median_seconds(fn, inputs)}
+    cells = ""
+    for peer in peers:
+        result = time_peer(peer, w, inputs, want)
+        cells += cell(seconds["dlc"], result)
+        if not isinstance(result, str):
+            seconds[peer.name] = result
+    gflops = f"{w.flops / seconds['dlc'] / 1e9:7.1f}" if w.flops else "      -"
+    nests = compiled.stats(w.entry)["loop_nests"]
+    check = "ok" if error < TOLERANCE else f"MISMATCH max rel err {error:.2g}"
+    line = (
+        f"{label} {seconds['dlc'] * 1e6:10.1f}{cells} {gflops}"
         f" {first * 1e3:8.0f} {second * 1e3:8.0f} {disk * 1e3:8.0f} {nests:>5}  {check}"
+    )
+    return line, seconds
+
+
+def report_gflops(rows: list[tuple[Workload, dict[str, float]]], names: list[str]) -> None:
+    """GFLOP/s of every column, for the workloads with a FLOP count."""
+    rows = [(w, s) for w, s in rows if w.flops and s]
+    if not rows:
+        return
+    print(f"\nGFLOP/s\n{'id':3} {'workload':24}" + "".join(f" {n:>8}" for n in names))
+    for w, seconds in rows:
+        assert w.flops is not None
+        values = "".join(
+            f" {w.flops / seconds[n] / 1e9:8.1f}" if n in seconds else f" {'-':>8}" for n in names
+        )
+        print(f"{w.id:3} {w.title:24}{values}")
+
+
+def report_ceiling(w4: Workload, threads: int) -> None:
+    """W4 against NumPy's matmul on OpenBLAS's AVX-512 kernel, at `threads` and 1 thread."""
+    print(
+        "\nW4 ceiling, GFLOP/s: NumPy's matmul 1024³ in subprocesses on N threads, 'ceiling' on"
+        f" OpenBLAS's AVX-512 kernel (OPENBLAS_CORETYPE={bench_host.CEILING_CORETYPE},"
+        " OPENBLAS_L2_SIZE unset), 'numpy' on this environment's kernel; dlc on N threads"
+    )
+    import dlc
+
+    if not bench_host.host_has_avx512():
+        print("  not measured: this CPU has no AVX-512")
+        return
+    print(f"{'N':>7} {'ceiling':>8} {'numpy':>8} {'dlc':>8} {'dlc/ceiling':>11}   ceiling's kernel")
+    text = (ROOT / w4.source).read_text()
+    inputs = w4.inputs(np.random.default_rng(0))
+    assert w4.flops is not None
+    for n in sorted({threads, 1}, reverse=True):
+        try:
+            ceiling, kernel = bench_host.matmul_subprocess(n, bench_host.CEILING_CORETYPE)
+            numpy, _ = bench_host.matmul_subprocess(n, None)
+        except (RuntimeError, OSError, ValueError) as e:
+            print(f"{n:>7} subprocess failed: {e}")
+            continue
+        fn = dlc.compile(text, filename=w4.source, num_threads=n)[w4.entry]
+        gflops = w4.flops / median_seconds(fn, inputs) / 1e9
+        kernel = kernel or "unknown (no threadpoolctl)"
+        print(
+            f"{n:>7} {ceiling:8.1f} {numpy:8.1f} {gflops:8.1f} {gflops / ceiling:10.0%}   {kernel}"
+        )
+
+
+def make_peers(names: str, threads: int, cores: int) -> list[Peer]:
+    factories: dict[str, Callable[[], Peer]] = {
+        "np": lambda: NumPyPeer(threads),
+        "ort": lambda: OnnxRuntimePeer(threads),
+        "jax": lambda: JaxPeer(threads, cores),
+        "torch": lambda: TorchPeer(threads),
+        "tcomp": lambda: TorchPeer(threads, compiled=True),
+    }
+    unknown = set(names.split(",")) - factories.keys()
+    if unknown:
+        raise SystemExit(f"bench: unknown peers {sorted(unknown)}; known: {ALL_PEERS}")
+    return [factories[name]() for name in names.split(",")]
+
+
+def print_header(peers: list[Peer], threads: int, cores: int) -> None:
+    import dlc
+
+    cpu = bench_host.cpu_model()
+    avx512 = "yes" if bench_host.host_has_avx512() else "no"
+    print(
+        f"threads: {threads} ({cores} cores this process may use); each system's line below says how"
+    )
+    print(f"cpu: {cpu}; AVX-512: {avx512}")
+    print(f"dlc {dlc.__version__}: compiled with num_threads={threads}")
+    openblas_env = " ".join(
+        f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("OPENBLAS_")
+    )
+    print(f"blas: numpy {np.__version__}, {bench_host.numpy_blas()}; env: {openblas_env or 'none'}")
+    for peer in peers:
+        print(f"{peer.name:5} = {peer.status()}")
+    columns = "".join(f" {peer.name + ' µs':>10} {'dlc/' + peer.name:>9}" for peer in peers)
+    print(
+        f"\n{'id':3} {'workload':24} {'dlc µs':>10}{columns} {'GFLOP/s':>7}"
+        f" {'cold ms':>8} {'again ms':>8} {'disk ms':>8} {'nests':>5}  check"
     )
 
 
-def ort_column(w: Workload, inputs: Arrays, dlc_s: float) -> str:
-    """onnxruntime's median and dlc / onnxruntime, when onnxruntime is installed."""
-    if not ORT_AVAILABLE:
-        return ""
-    try:
-        run = onnxruntime_runner(w, inputs)
-    except Exception as e:  # an ONNX graph onnxruntime rejects: report, keep going
-        print(f"    (onnxruntime failed on {w.id}: {type(e).__name__}: {e})", file=sys.stderr)
-        run = None
-    if run is None:
-        return f" {'-':>10} {'-':>7}"
-    if max_error(run(*inputs), w.numpy(*inputs)) >= 1e-3:
-        return f" {'mismatch':>10} {'-':>7}"
-    ort_s = median_seconds(run, inputs)
-    return f" {ort_s * 1e6:10.1f} {dlc_s / ort_s:7.2f}"
-
-
 def main(argv: Sequence[str] | None = None) -> int:
+    from dlc.runtime.native import default_threads
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", help="comma-separated workload ids, e.g. W0,W3")
+    parser.add_argument("--threads", type=int, default=default_threads(),
+                        help="threads of every system (default: DLC_NUM_THREADS, else the cores)")  # fmt: skip
+    parser.add_argument("--peers", default=DEFAULT_PEERS, help=f"columns, of {ALL_PEERS}")
     args = parser.parse_args(argv)
     wanted = set(args.only.split(",")) if args.only else None
     if "DLC_CACHE_DIR" not in os.environ:  # cold first compiles, nothing left behind
         os.environ["DLC_CACHE_DIR"] = tempfile.mkdtemp(prefix="dlc-bench-cache-")
         atexit.register(shutil.rmtree, os.environ["DLC_CACHE_DIR"], ignore_errors=True)
-    print(f"numpy {np.__version__}; onnxruntime: {onnxruntime_status()}")
-    ort = f" {'ort µs':>10} {'dlc/ort':>7}" if ORT_AVAILABLE else ""
-    print(
-        f"{'id':3} {'workload':24} {'dlc µs':>10} {'numpy µs':>10} {'dlc/np':>7}{ort} {'GFLOP/s':>7}"
-        f" {'compile ms':>8} {'again ms':>8} {'disk ms':>8} {'nests':>5}  check"
-    )
-    for w in WORKLOADS:
-        if wanted is None or w.id in wanted:
-            print(run_workload(w), flush=True)
+    cores = len(os.sched_getaffinity(0))
+    peers = make_peers(args.peers, args.threads, cores)
+    rows = []
+    with bench_host.blas_threads(args.threads):
+        print_header(peers, args.threads, cores)
+        for w in WORKLOADS:
+            if wanted is None or w.id in wanted:
+                line, seconds = run_workload(w, peers, args.threads)
+                print(line, flush=True)
+                rows.append((w, seconds))
+        report_gflops(rows, ["dlc", *(peer.name for peer in peers)])
+    if wanted is None or "W4" in wanted:
+        report_ceiling(next(w for w in WORKLOADS if w.id == "W4"), args.threads)
     return 0
-
-
-def _ort_available() -> bool:
-    try:
-        import onnx  # noqa: F401
-        import onnxruntime  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-ORT_AVAILABLE = _ort_available()
-
-
-def onnxruntime_status() -> str:
-    if not ORT_AVAILABLE:
-        return "not installed (needs onnx and onnxruntime), not compared"
-    import onnxruntime
-
-    return f"{onnxruntime.__version__}, 2 intra-op threads, compared (W6 has no ONNX twin)"
 
 
 if __name__ == "__main__":
