@@ -21,7 +21,9 @@ from dlc.semantics.interpreter import run_function
 
 @pytest.fixture(autouse=True)
 def _always_tile(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tile small products, and block K above K_BLOCK however small B is."""
     monkeypatch.setattr(schedule, "MIN_WORK", 0)
+    monkeypatch.setattr(schedule, "k_block", lambda k, row_bytes, target: schedule.K_BLOCK)
 
 
 def _source(lhs: tuple[int, ...], rhs: tuple[int, ...], out: tuple[int, ...], dt: str) -> str:
@@ -184,3 +186,9 @@ def test_tiling_thresholds(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "tile" not in small
     (large,) = _schedules(8, 600, 32, "haswell")  # K above K_BLOCK: K blocks
     assert "r0 = [256]" in large and "interchange [r0.0, d0.0, d1.0, r0.1, d0.1, d1.1]" in large
+    monkeypatch.undo()
+    monkeypatch.setattr(schedule, "MIN_WORK", 1 << 16)
+    (fits,) = _schedules(8, 600, 32, "haswell")  # B (75 KB) fits in L2: no K blocks
+    assert "r0 = [" not in fits and "interchange [d0.0, d1.0, r0, d0.1, d1.1]" in fits
+    (big,) = _schedules(16, 8192, 64, "haswell")  # B (2 MiB) does not: K blocks
+    assert "r0 = [256]" in big

@@ -33,8 +33,8 @@ as written), in three steps, from a `Target` (dlc/target.py):
    `MR x NR` register tile (NR two of the target's vectors: 32 f32 with AVX-512, 16
    with AVX2; MR rows so the 2·MR accumulators fill most of the vector registers: 12
    of 32, 6 of 16), unrolled and carried in registers through the K loop, which is
-   blocked by `K_BLOCK` so the B block stays in L2 across row blocks (with one row
-   block it is not blocked). The tile's columns are vectors of the target's width
+   blocked by `K_BLOCK` so the B block stays in L2 across row blocks (not when B
+   fits in L2 or there is one row block: `k_block`). The tile's columns are vectors of the target's width
    (`vectorize`) when the body allows (`dlc.dialects.tensor_lanes`); with `fma`
    (float sums) each step is one fused multiply-add per vector.
 
