@@ -123,14 +123,15 @@ class RegisterTile:
                 block = point[lp.axis]
                 extent = constant_extent(block.extent, self.op, lp.name)
                 width = self.lanes if lp.name == self.lane_loop else 1
-                vectors = extent - extent % width
-                for x in range(0, extent, lp.step):
-                    if vectors > x and x % width:
-                        continue  # inside a vector point
-                    wide = width if x < vectors else 1
-                    step = min(lp.step * wide, extent - x)
+                x = 0
+                while x < extent:
+                    wide = width
+                    while wide > 1 and x + wide > extent:
+                        wide //= 2  # the rest: narrower vectors (W/2, W/4, ...), no cliff
+                    step = wide if wide > 1 else min(lp.step, extent - x)
                     moved = replace(block, offset=block.offset + x, extent=step)
                     grown.append(({**point, lp.axis: moved}, max(lanes, wide)))
+                    x += step
             points = grown
         self._check_unroll(len(points))
         return points
