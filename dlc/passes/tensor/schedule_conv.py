@@ -1,0 +1,130 @@
+"""Register tiles of convolution-like computes for the `schedule` pass (step 3 of
+`schedule.py`'s docstring): an `add` reduction of products over several reduction
+axes (a convolution's channels and taps) whose last output axis is read at unit
+stride (`lane_plan`) gets an unrolled tile of output channels x vectors of columns,
+its accumulators carried in registers through all the reduction loops."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.ir import Operation, SSAValue
+
+from dlc.dialects import tensor
+from dlc.dialects.graph_types import TensorType, dtype_bytes
+from dlc.dialects.schedule import ScheduleAttr
+from dlc.dialects.tensor_lanes import lane_plan
+from dlc.target import Target
+
+MAX_BODY_OPS = 16  # larger bodies keep the reduction-outer order (code size)
+MIN_WORK = 1 << 16  # output points x reduction points below this: not tiled
+ACCUMULATORS = 24  # vector accumulators of a 32-register target (12 x 2, as for dot)
+ACCUMULATORS_16 = 12  # of a 16-register target (6 x 2)
+
+
+@dataclass(frozen=True)
+class ConvTiles:
+    """The register tile of a convolution-like compute: `mr` values of output axis
+    `channel` (each sharing the tile's vector loads; its own operand values are
+    broadcast), `rows` values of output axis `row` (the one before the last; 1: not
+    tiled) and `nr` columns of the last output axis in vectors of `lanes`."""
+
+    channel: int
+    mr: int
+    row: int
+    rows: int
+    nr: int
+    lanes: int
+
+
+def _depends_on(value: SSAValue, target: SSAValue) -> bool:
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if v is target:
+            return True
+        if isinstance(v.owner, Operation):
+            stack.extend(v.owner.operands)
+    return False
+
+
+def _vectors(columns: int, lanes: int) -> int:
+    """Vector (and last scalar) points of a tile row of `columns`: whole vectors, then
+    halving widths (the nest builder's narrower remainder vectors)."""
+    count, width = columns // lanes, lanes
+    rest = columns % lanes
+    while rest:
+        width = max(1, width // 2)
+        count += rest // width
+        rest %= width
+    return count
+
+
+def _channel_axis(op: tensor.ComputeOp, plan: dict[Operation, str]) -> int | None:
+    """The output axis (before the last) that a broadcast (scalar) read depends on,
+    preferring one the vector reads do not depend on: its tile values share those
+    loads (a convolution's output channels)."""
+    args = op.body.block.args
+    reads = [r for r in op.body.block.ops if isinstance(r, tensor.ReadOp)]
+    found: list[tuple[bool, bool, int]] = []
+    for axis in range(len(op.domain) - 1):
+        uses = [r for r in reads if any(_depends_on(i, args[axis]) for i in r.indices)]
+        if any(plan[r] == "scalar" for r in uses):
+            shared = not any(plan[r] == "vload" for r in uses)
+            found.append((shared, op.domain[axis] > 1, axis))
+    return max(found)[2] if found else None
+
+
+def conv_tiles(op: tensor.ComputeOp, target: Target) -> ConvTiles | None:
+    """The register tile of `op`, or None to keep its schedule (module docstring)."""
+    t = op.result.type
+    if not isinstance(t, TensorType) or t.dt not in ("f32", "f64") or op.combinator is None:
+        return None
+    if op.combinator.data != "add" or op.init is not None or len(op.reduction_extents) < 2:
+        return None
+    if op.schedule is None or op.schedule.fusion is not None or len(op.domain) < 2:
+        return None
+    if len(op.body.block.ops) > MAX_BODY_OPS:
+        return None
+    plan = lane_plan(op, len(op.domain) - 1)
+    if isinstance(plan, str) or "vload" not in plan.values():
+        return None  # a strided or gathered row: the reduction-outer order stays
+    points = 1
+    for n in (*op.domain, *op.reduction_extents):
+        points *= n
+    channel = _channel_axis(op, plan)
+    if channel is None or points < MIN_WORK:
+        return None
+    lanes = target.vector_bytes // dtype_bytes(t.dt)
+    width = op.domain[-1]
+    nr = width if width <= 4 * lanes else 2 * lanes  # a whole short row: no column tail
+    row, rows = len(op.domain) - 2, 1
+    if nr < 2 * lanes and row != channel:  # short rows: rows of the axis before too
+        rows = min(op.domain[row], max(1, 2 * lanes // nr))
+    budget = ACCUMULATORS if target.vector_registers >= 32 else ACCUMULATORS_16
+    cap = min(op.domain[channel], max(1, budget // (rows * _vectors(nr, lanes))))
+    even = [d for d in range(cap, cap // 2, -1) if op.domain[channel] % d == 0]
+    mr = even[0] if even else cap  # whole tiles where a divisor is close: no remainder
+    return ConvTiles(channel, mr, row, rows, nr, lanes)
+
+
+def conv_schedule(op: tensor.ComputeOp, tiles: ConvTiles) -> ScheduleAttr:
+    """Batch and spatial loops, the channel blocks, the rows, the column panels, then
+    the reduction loops in their order around the unrolled channels x rows x columns
+    tile, its columns in vectors."""
+    rank = len(op.domain)
+    j, c, h = f"d{rank - 1}", f"d{tiles.channel}", f"d{tiles.row}"
+    sizes: dict[str, list[int]] = {c: [tiles.mr], j: [tiles.nr]}
+    if tiles.rows > 1:
+        sizes[h] = [tiles.rows]
+    outer: list[str] = []
+    for axis in range(rank - 1):
+        name = f"d{axis}"
+        if name != c:
+            outer.append(f"{name}.0" if name in sizes else name)
+    outer.insert(tiles.channel, f"{c}.0")  # channel blocks stay in axis order
+    inner = [f"{c}.1", *([f"{h}.1"] if tiles.rows > 1 else []), f"{j}.1"]
+    reductions = [f"r{i}" for i in range(len(op.reduction_extents))]
+    order = [*outer, f"{j}.0", *reductions, *inner]
+    vector = (f"{j}.1", tiles.lanes) if tiles.lanes > 1 else None
+    return ScheduleAttr(tiles=sizes, order=order, unroll=inner, vectorize=vector)
