@@ -14,6 +14,7 @@ from dlc.dialects import tensor
 from dlc.dialects.graph_types import TensorType, dtype_bytes
 from dlc.dialects.schedule import ScheduleAttr
 from dlc.dialects.tensor_lanes import lane_plan
+from dlc.passes.tensor.schedule_policy import float_sum
 from dlc.target import Target
 
 MAX_BODY_OPS = 16  # larger bodies keep the reduction-outer order (code size)
@@ -84,6 +85,8 @@ def conv_tiles(op: tensor.ComputeOp, target: Target) -> ConvTiles | None:
         return None
     if op.schedule is None or op.schedule.fusion is not None or len(op.domain) < 2:
         return None
+    if not float_sum(op):
+        return None  # a plain sum (average pooling) has no broadcast operand to share
     if len(op.body.block.ops) > MAX_BODY_OPS:
         return None
     plan = lane_plan(op, len(op.domain) - 1)
