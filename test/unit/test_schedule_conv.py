@@ -90,7 +90,7 @@ CONVS: list[Conv] = [
     ((1, 6, 7, 7), (10, 6, 3, 3), [1, 1], [1, 1], [1, 1], 1),  # short rows: rows tiled too
     ((1, 6, 7, 37), (9, 2, 3, 3), [1, 1], [1, 1], [2, 2], 3),  # dilated, grouped
     ((1, 4, 9, 33), (4, 1, 3, 3), [1, 1], [1, 1], [1, 1], 4),  # depthwise
-    ((1, 4, 12, 40), (6, 4, 3, 3), [2, 2], [1, 1], [1, 1], 1),  # stride 2: not tiled
+    ((1, 4, 12, 40), (6, 4, 3, 3), [2, 2], [1, 1], [1, 1], 1),  # stride 2: scalar tile
     ((2, 3, 50), (5, 3, 4), [1], [2], [1], 1),  # one spatial dim
     ((1, 2, 3, 4, 19), (3, 2, 2, 2, 3), [1, 1, 1], [0, 1, 1], [1, 1, 1], 1),  # three
 ]
@@ -130,15 +130,21 @@ def test_thread_counts_do_not_change_the_bits(threads: int) -> None:
     np.testing.assert_array_equal(many, one)
 
 
+BIT_CONVS: list[Conv] = [
+    ((1, 5, 9, 45), (11, 5, 3, 3), [1, 1], [1, 1], [1, 1], 1),  # vector tiles with tails
+    ((1, 3, 10, 23), (9, 3, 3, 3), [2, 2], [1, 1], [1, 1], 1),  # a scalar tile (strided)
+]
+
+
+@pytest.mark.parametrize("conv", BIT_CONVS, ids=["vector", "scalar"])
 @pytest.mark.parametrize("target", ["host", "x86-64"])
-def test_without_fma_the_tiles_are_bit_identical_to_opt_level_0(target: str) -> None:
+def test_without_fma_the_tiles_are_bit_identical_to_opt_level_0(conv: Conv, target: str) -> None:
     """The tile folds every element in the order ci, kh, kw, as the plain nest does."""
-    conv: Conv = ((1, 5, 9, 45), (11, 5, 3, 3), [1, 1], [1, 1], [1, 1], 1)
     module = parse_module(_source(conv, "f32"))
     x, k = _inputs(conv, "f32")
     plain = compile_graph_module(module, opt_level=0)["conv"](x, k)
     tiled = compile_graph_module(module, fma=False, target_cpu=target)
-    assert "vectorize" in tiled.ir("tensor")
+    assert "unroll [d1.1, d3.1]" in tiled.ir("tensor")
     np.testing.assert_array_equal(tiled["conv"](x, k), plain)
 
 
@@ -181,9 +187,9 @@ def test_short_rows_tile_rows_too() -> None:
     assert "unroll [d1.1, d2.1, d3.1]" in schedule
 
 
-def test_what_is_not_tiled() -> None:
+def test_strided_rows_get_a_scalar_tile() -> None:
     strided = _schedule(CONVS[8], "znver4")  # a strided row is not a vector load
-    assert "tile" not in strided and "vectorize" not in strided
+    assert "tile [d1 = [6], d3 = [4]]" in strided and "vectorize" not in strided
 
 
 def test_tiling_threshold(monkeypatch: pytest.MonkeyPatch) -> None:

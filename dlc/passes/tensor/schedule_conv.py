@@ -2,7 +2,8 @@
 `schedule.py`'s docstring): an `add` reduction of products over several reduction
 axes (a convolution's channels and taps) whose last output axis is read at unit
 stride (`lane_plan`) gets an unrolled tile of output channels x vectors of columns,
-its accumulators carried in registers through all the reduction loops."""
+its accumulators carried in registers through all the reduction loops; a strided row
+(no vector loads) gets a tile of scalars instead."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ MAX_BODY_OPS = 16  # larger bodies keep the reduction-outer order (code size)
 MIN_WORK = 1 << 16  # output points x reduction points below this: not tiled
 ACCUMULATORS = 24  # vector accumulators of a 32-register target (12 x 2, as for dot)
 ACCUMULATORS_16 = 12  # of a 16-register target (6 x 2)
+SCALAR_COLUMNS = 4  # columns of a scalar tile (a strided row); channels fill the registers
 
 
 @dataclass(frozen=True)
@@ -61,53 +63,66 @@ def _vectors(columns: int, lanes: int) -> int:
     return count
 
 
-def _channel_axis(op: tensor.ComputeOp, plan: dict[Operation, str]) -> int | None:
-    """The output axis (before the last) that a broadcast (scalar) read depends on,
-    preferring one the vector reads do not depend on: its tile values share those
-    loads (a convolution's output channels)."""
+def _channel_axis(op: tensor.ComputeOp) -> int | None:
+    """The output axis (before the last) that a broadcast read (one not depending on
+    the last axis) depends on, preferring one the row reads do not depend on: its tile
+    values share those loads (a convolution's output channels)."""
     args = op.body.block.args
     reads = [r for r in op.body.block.ops if isinstance(r, tensor.ReadOp)]
+    last = args[len(op.domain) - 1]
+    rows = {r for r in reads if any(_depends_on(i, last) for i in r.indices)}
     found: list[tuple[bool, bool, int]] = []
     for axis in range(len(op.domain) - 1):
         uses = [r for r in reads if any(_depends_on(i, args[axis]) for i in r.indices)]
-        if any(plan[r] == "scalar" for r in uses):
-            shared = not any(plan[r] == "vload" for r in uses)
+        if any(r not in rows for r in uses):
+            shared = not any(r in rows for r in uses)
             found.append((shared, op.domain[axis] > 1, axis))
     return max(found)[2] if found else None
 
 
+def _sum_of_products(op: tensor.ComputeOp) -> bool:
+    """A float `add` reduction of products over several axes, in no group, small body."""
+    t = op.result.type
+    if not isinstance(t, TensorType) or t.dt not in ("f32", "f64") or not float_sum(op):
+        return False  # a plain sum (average pooling) has no broadcast operand to share
+    if op.init is not None or len(op.reduction_extents) < 2 or len(op.domain) < 2:
+        return False
+    if op.schedule is None or op.schedule.fusion is not None:
+        return False
+    return len(op.body.block.ops) <= MAX_BODY_OPS
+
+
+def _block(extent: int, cap: int) -> int:
+    """At most `cap` (at least 1), a divisor of `extent` when one is close (no tail)."""
+    cap = min(extent, max(1, cap))
+    even = [d for d in range(cap, cap // 2, -1) if extent % d == 0]
+    return even[0] if even else cap
+
+
 def conv_tiles(op: tensor.ComputeOp, target: Target) -> ConvTiles | None:
     """The register tile of `op`, or None to keep its schedule (module docstring)."""
-    t = op.result.type
-    if not isinstance(t, TensorType) or t.dt not in ("f32", "f64") or op.combinator is None:
+    if not _sum_of_products(op):
         return None
-    if op.combinator.data != "add" or op.init is not None or len(op.reduction_extents) < 2:
-        return None
-    if op.schedule is None or op.schedule.fusion is not None or len(op.domain) < 2:
-        return None
-    if not float_sum(op):
-        return None  # a plain sum (average pooling) has no broadcast operand to share
-    if len(op.body.block.ops) > MAX_BODY_OPS:
-        return None
-    plan = lane_plan(op, len(op.domain) - 1)
-    if isinstance(plan, str) or "vload" not in plan.values():
-        return None  # a strided or gathered row: the reduction-outer order stays
     points = 1
     for n in (*op.domain, *op.reduction_extents):
         points *= n
-    channel = _channel_axis(op, plan)
+    channel = _channel_axis(op)
     if channel is None or points < MIN_WORK:
         return None
-    lanes = target.vector_bytes // dtype_bytes(t.dt)
-    width = op.domain[-1]
+    width, row = op.domain[-1], len(op.domain) - 2
+    plan = lane_plan(op, len(op.domain) - 1)
+    if isinstance(plan, str) or "vload" not in plan.values():  # a strided row: scalars
+        nr = min(width, SCALAR_COLUMNS)
+        return ConvTiles(
+            channel, _block(op.domain[channel], target.vector_registers // nr), row, 1, nr, 1
+        )
+    lanes = target.vector_bytes // dtype_bytes(op.result.type.dt)  # type: ignore[attr-defined]
     nr = width if width <= 4 * lanes else 2 * lanes  # a whole short row: no column tail
-    row, rows = len(op.domain) - 2, 1
+    rows = 1
     if nr < 2 * lanes and row != channel:  # short rows: rows of the axis before too
         rows = min(op.domain[row], max(1, 2 * lanes // nr))
     budget = ACCUMULATORS if target.vector_registers >= 32 else ACCUMULATORS_16
-    cap = min(op.domain[channel], max(1, budget // (rows * _vectors(nr, lanes))))
-    even = [d for d in range(cap, cap // 2, -1) if op.domain[channel] % d == 0]
-    mr = even[0] if even else cap  # whole tiles where a divisor is close: no remainder
+    mr = _block(op.domain[channel], budget // (rows * _vectors(nr, lanes)))
     return ConvTiles(channel, mr, row, rows, nr, lanes)
 
 
