@@ -51,9 +51,10 @@ as written), in three steps, from a `Target` (dlc/target.py):
    and a store per multiply-add (W5: 6.1 ms on one core); in registers the tile is
    FMA-bound, 1.1 ms (210 GFLOP/s of a ~230 peak per core, zmm; 2.3 ms with AVX2
    ymm), with a first compile of ~0.35 s. A strided or gathered row (stride 2) is
-   not a vector load: it gets a scalar tile of 4 columns x channels to fill the
-   registers (8 of 32), which still shares each load across the tile (a 64 -> 128
-   channel, 56 -> 28 stride-2 3x3 convolution: 35 ms -> 3.7 ms on one core).
+   not a vector load: it gets a scalar tile of 4 columns x as many channels as the
+   registers hold (8 x 4 scalars with 32 registers), which still shares each load
+   across the tile (a 64 -> 128 channel, 56 -> 28 stride-2 3x3 convolution: 35 ms ->
+   3.7 ms on one core).
 
 4. **Threads.** A nest (or a group) whose work is at least `PARALLEL_WORK` gets one
    `parallel` loop: its first output loop with two or more iterations (a group's:
