@@ -137,6 +137,21 @@ def test_vector_pieces(extent: int, width: int, pieces: list[tuple[int, int, int
     assert vector_pieces(extent, width) == pieces
 
 
+def test_partial_panels_are_narrower_vectors() -> None:
+    """The columns left over after whole vectors (46 = 5 x 8 + 4 + 2 with SSE's 4-lane
+    vectors) become vectors of 4 and 2 lanes, not scalars; the bits stay those of the
+    plain nest."""
+    module = parse_module(_source((9, 40), (40, 46), (9, 46), "f32"))
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((9, 40)).astype(np.float32)
+    b = rng.standard_normal((40, 46)).astype(np.float32)
+    compiled = compile_graph_module(module, fma=False, target_cpu="x86-64")
+    loops = compiled.ir("loop")
+    assert "-> vector<2xf32>" in loops and "-> vector<4xf32>" in loops
+    plain = compile_graph_module(module, opt_level=0)["mm"](a, b)
+    np.testing.assert_array_equal(compiled["mm"](a, b), plain)
+
+
 def test_non_contiguous_and_f16_products() -> None:
     _check((33, 65), (65, 7), (33, 7), "f16")  # f16: not tiled, fused sums
     module = parse_module(_source((40, 64), (64, 48), (40, 48), "f32"))

@@ -21,10 +21,10 @@ nothing itself:
   output axis) groups each W consecutive points of `l` into one point of W lanes: one
   vector accumulator, the body as `lane_plan` says (loads of what does not vary
   along the axis stay scalar and are broadcast, unit-stride reads are vector loads),
-  `loop.vload` / `loop.vstore` of the output. Points left over (fewer than W) are
-  narrower vectors of halving power-of-two widths and a last scalar
-  (`tile.vector_pieces`: 13 columns of 16-lane vectors are 8 + 4 + 1). Lanes are independent sums, each folded in the same order as before: the
-  bits do not change.
+  `loop.vload` / `loop.vstore` of the output. Points left over (fewer than W)
+  become narrower vectors (W/2, W/4, ... lanes; a last odd point stays scalar:
+  `tile.vector_pieces`), so a partial tile has no scalar cliff. Lanes are independent sums, each folded in the
+  same order as before: the bits do not change.
 
 Every element is folded in the order of its reduction indices (the schedule verifier
 keeps reduction loops in order), so any schedule gives the same bits as the plain

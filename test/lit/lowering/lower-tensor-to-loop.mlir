@@ -80,7 +80,8 @@ builtin.module attributes {dlc.name = "lower_tensor_to_loop", dlc.stage = "raw"}
 
 // A vectorized register tile: 2 rows x 8 columns as 2 x 2 vectors of 4 lanes, carried
 // through the K loop; A's element is loaded once per row and broadcast, B's row is a
-// vector load; the partial last panel (2 columns of 10) is one vector of 2 lanes per row.
+// vector load; the partial last panel (2 columns of 10) is one narrower vector of 2
+// lanes per row (no scalar cliff).
 // CHECK-LABEL: loop.func @tile(
 // CHECK:         %[[Z:.*]] = loop.broadcast %{{.*}} : f32 -> vector<4xf32>
 // CHECK:         loop.for %[[K:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %[[Z]], %{{.*}} = %[[Z]], %{{.*}} = %[[Z]], %{{.*}} = %[[Z]]) -> (vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>) {
@@ -90,7 +91,10 @@ builtin.module attributes {dlc.name = "lower_tensor_to_loop", dlc.stage = "raw"}
 // CHECK-NEXT:      %[[P:.*]] = arith.mulf %[[AV]], %[[B]] : vector<4xf32>
 // CHECK-NEXT:      %{{.*}} = arith.addf %{{.*}}, %[[P]] : vector<4xf32>
 // CHECK:         loop.vstore %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] : vector<4xf32>, memref<4x10xf32>
-// CHECK:         loop.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (vector<2xf32>, vector<2xf32>) {
+// CHECK:         %[[Z2:.*]] = loop.broadcast %{{.*}} : f32 -> vector<2xf32>
+// CHECK:         loop.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %[[Z2]], %{{.*}} = %[[Z2]]) -> (vector<2xf32>, vector<2xf32>) {
+// CHECK:           loop.vload %{{.*}}[%{{.*}}, %{{.*}}] : memref<6x10xf32> -> vector<2xf32>
+// CHECK:         loop.vstore %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] : vector<2xf32>, memref<4x10xf32>
   tensor.func @tile(%a: !graph.tensor<4x6xf32>, %w: !graph.tensor<6x10xf32>) -> !graph.tensor<4x10xf32> {
     %c = tensor.compute(%a, %w) reduce [6] by "add" init 0.000000e+00 : f32 schedule #schedule.nest<tile [d0 = [2], d1 = [8]], interchange [d0.0, d1.0, r0, d0.1, d1.1], unroll [d0.1, d1.1], vectorize d1.1 x 4> {
     ^bb0(%i: i64, %j: i64, %k: i64):

@@ -1,0 +1,148 @@
+"""Register tiles of convolution-like computes for the `schedule` pass (step 3 of
+`schedule.py`'s docstring): an `add` reduction of products over several reduction
+axes (a convolution's channels and taps) whose last output axis is read at unit
+stride (`lane_plan`) gets an unrolled tile of output channels x vectors of columns,
+its accumulators carried in registers through all the reduction loops; a strided row
+(no vector loads) gets a tile of scalars instead."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.ir import Operation, SSAValue
+
+from dlc.dialects import tensor
+from dlc.dialects.graph_types import TensorType, dtype_bytes
+from dlc.dialects.schedule import ScheduleAttr
+from dlc.dialects.tensor_lanes import lane_plan
+from dlc.passes.tensor.schedule_policy import float_sum
+from dlc.target import Target
+
+MAX_BODY_OPS = 16  # larger bodies keep the reduction-outer order (code size)
+MIN_WORK = 1 << 16  # output points x reduction points below this: not tiled
+ACCUMULATORS = 24  # vector accumulators of a 32-register target (12 x 2, as for dot)
+ACCUMULATORS_16 = 12  # of a 16-register target (6 x 2)
+SCALAR_COLUMNS = 4  # columns of a scalar tile (a strided row); channels fill the registers
+
+
+@dataclass(frozen=True)
+class ConvTiles:
+    """The register tile of a convolution-like compute: `mr` values of output axis
+    `channel` (each sharing the tile's vector loads; its own operand values are
+    broadcast), `rows` values of output axis `row` (the one before the last; 1: not
+    tiled) and `nr` columns of the last output axis in vectors of `lanes`."""
+
+    channel: int
+    mr: int
+    row: int
+    rows: int
+    nr: int
+    lanes: int
+
+
+def _depends_on(value: SSAValue, target: SSAValue) -> bool:
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if v is target:
+            return True
+        if isinstance(v.owner, Operation):
+            stack.extend(v.owner.operands)
+    return False
+
+
+def _vectors(columns: int, lanes: int) -> int:
+    """Vector (and last scalar) points of a tile row of `columns`: whole vectors, then
+    halving widths (the nest builder's narrower remainder vectors)."""
+    count, width = columns // lanes, lanes
+    rest = columns % lanes
+    while rest:
+        width = max(1, width // 2)
+        count += rest // width
+        rest %= width
+    return count
+
+
+def _channel_axis(op: tensor.ComputeOp) -> int | None:
+    """The output axis (before the last) that a broadcast read (one not depending on
+    the last axis) depends on, preferring one the row reads do not depend on: its tile
+    values share those loads (a convolution's output channels)."""
+    args = op.body.block.args
+    reads = [r for r in op.body.block.ops if isinstance(r, tensor.ReadOp)]
+    last = args[len(op.domain) - 1]
+    rows = {r for r in reads if any(_depends_on(i, last) for i in r.indices)}
+    found: list[tuple[bool, bool, int]] = []
+    for axis in range(len(op.domain) - 1):
+        uses = [r for r in reads if any(_depends_on(i, args[axis]) for i in r.indices)]
+        if any(r not in rows for r in uses):
+            shared = not any(r in rows for r in uses)
+            found.append((shared, op.domain[axis] > 1, axis))
+    return max(found)[2] if found else None
+
+
+def _sum_of_products(op: tensor.ComputeOp) -> bool:
+    """A float `add` reduction of products over several axes, in no group, small body."""
+    t = op.result.type
+    if not isinstance(t, TensorType) or t.dt not in ("f32", "f64") or not float_sum(op):
+        return False  # a plain sum (average pooling) has no broadcast operand to share
+    if op.init is not None or len(op.reduction_extents) < 2 or len(op.domain) < 2:
+        return False
+    if op.schedule is None or op.schedule.fusion is not None:
+        return False
+    return len(op.body.block.ops) <= MAX_BODY_OPS
+
+
+def _block(extent: int, cap: int) -> int:
+    """At most `cap` (at least 1), a divisor of `extent` when one is close (no tail)."""
+    cap = min(extent, max(1, cap))
+    even = [d for d in range(cap, cap // 2, -1) if extent % d == 0]
+    return even[0] if even else cap
+
+
+def conv_tiles(op: tensor.ComputeOp, target: Target) -> ConvTiles | None:
+    """The register tile of `op`, or None to keep its schedule (module docstring)."""
+    if not _sum_of_products(op):
+        return None
+    points = 1
+    for n in (*op.domain, *op.reduction_extents):
+        points *= n
+    channel = _channel_axis(op)
+    if channel is None or points < MIN_WORK:
+        return None
+    width, row = op.domain[-1], len(op.domain) - 2
+    plan = lane_plan(op, len(op.domain) - 1)
+    if isinstance(plan, str) or "vload" not in plan.values():  # a strided row: scalars
+        nr = min(width, SCALAR_COLUMNS)
+        return ConvTiles(
+            channel, _block(op.domain[channel], target.vector_registers // nr), row, 1, nr, 1
+        )
+    lanes = target.vector_bytes // dtype_bytes(op.result.type.dt)  # type: ignore[attr-defined]
+    nr = width if width <= 4 * lanes else 2 * lanes  # a whole short row: no column tail
+    rows = 1
+    if nr < 2 * lanes and row != channel:  # short rows: rows of the axis before too
+        rows = min(op.domain[row], max(1, 2 * lanes // nr))
+    budget = ACCUMULATORS if target.vector_registers >= 32 else ACCUMULATORS_16
+    mr = _block(op.domain[channel], budget // (rows * _vectors(nr, lanes)))
+    return ConvTiles(channel, mr, row, rows, nr, lanes)
+
+
+def conv_schedule(op: tensor.ComputeOp, tiles: ConvTiles) -> ScheduleAttr:
+    """Batch and spatial loops, the channel blocks, the rows, the column panels, then
+    the reduction loops in their order around the unrolled channels x rows x columns
+    tile, its columns in vectors."""
+    rank = len(op.domain)
+    j, c, h = f"d{rank - 1}", f"d{tiles.channel}", f"d{tiles.row}"
+    sizes: dict[str, list[int]] = {c: [tiles.mr], j: [tiles.nr]}
+    if tiles.rows > 1:
+        sizes[h] = [tiles.rows]
+    outer: list[str] = []
+    for axis in range(rank - 1):
+        name = f"d{axis}"
+        if name != c:
+            outer.append(f"{name}.0" if name in sizes else name)
+    outer.insert(tiles.channel, f"{c}.0")  # channel blocks stay in axis order
+    inner = [f"{c}.1", *([f"{h}.1"] if tiles.rows > 1 else []), f"{j}.1"]
+    reductions = [f"r{i}" for i in range(len(op.reduction_extents))]
+    order = [*outer, f"{j}.0", *reductions, *inner]
+    vector = (f"{j}.1", tiles.lanes) if tiles.lanes > 1 else None
+    return ScheduleAttr(tiles=sizes, order=order, unroll=inner, vectorize=vector)

@@ -1,0 +1,198 @@
+"""The register-tiled convolution schedule (dlc/passes/tensor/schedule_conv.py, carried
+out by dlc/lowering/tensor_to_loop/nest.py): awkward shapes (sizes 1, primes, tails
+smaller than a tile, short rows), strides, padding, dilations, groups, 1-3 spatial
+dims, f64, bounds checks and thread counts, tiled even when small (MIN_WORK patched to
+0), compiled and compared with an exact float64 convolution within the bound of a
+length-K float sum, and bit for bit with the plain nest without fma; the tiles the
+policy picks for the host and for older CPU models."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from dlc.api import check_runnable, compile_graph_module
+from dlc.dialects import tensor
+from dlc.parser import parse_module
+from dlc.passes.tensor import schedule_conv
+from dlc.passes.tensor.schedule import SchedulePass
+from dlc.semantics.interpreter import run_function
+
+Conv = tuple[tuple[int, ...], tuple[int, ...], list[int], list[int], list[int], int]
+"""x shape, kernel shape, strides, padding (same both sides), right dilation, groups."""
+
+
+@pytest.fixture(autouse=True)
+def _always_tile(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(schedule_conv, "MIN_WORK", 0)
+
+
+def _ty(dims: Sequence[int], dt: str) -> str:
+    return "<" + " x ".join([*map(str, dims), dt]) + ">"
+
+
+def _out_shape(conv: Conv) -> list[int]:
+    xs, ks, strides, pads, dilations, _ = conv
+    out = [xs[0], ks[0]]
+    for i in range(len(xs) - 2):
+        window = (ks[2 + i] - 1) * dilations[i] + 1
+        out.append((xs[2 + i] + 2 * pads[i] - window) // strides[i] + 1)
+    return out
+
+
+def _source(conv: Conv, dt: str) -> str:
+    xs, ks, strides, pads, dilations, groups = conv
+    x, k, y = _ty(xs, dt), _ty(ks, dt), _ty(_out_shape(conv), dt)
+    padding = ", ".join(f"({p}, {p})" for p in pads)
+    clauses = (
+        f"strides {', '.join(map(str, strides))} padding {padding} "
+        f"rightDilation {', '.join(map(str, dilations))} groups {groups}"
+    )
+    return (
+        'module "c"\nstage raw\n'
+        f"func @conv: ({x}, {k}) -> {y} {{\n'entry(%x: {x}, %k: {k}):\n"
+        f"    %y = convolve %x: {x} kernel %k: {k} {clauses}\n    return %y: {y}\n}}\n"
+    )
+
+
+def _inputs(conv: Conv, dt: str) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(sum(conv[0]) + sum(conv[1]))
+    x = rng.standard_normal(conv[0]).astype(dt.replace("f", "float"))
+    k = rng.standard_normal(conv[1]).astype(dt.replace("f", "float"))
+    return x, k
+
+
+def _check(conv: Conv, dt: str = "f32", **options: object) -> str:
+    """Compiled (with `options`) against the exact convolution (the reference on
+    float64) within K eps (|x| * |k|), K the taps per output; returns the tensor IR."""
+    module = parse_module(_source(conv, dt))
+    x, k = _inputs(conv, dt)
+    compiled = compile_graph_module(module, **options)  # type: ignore[arg-type]
+    got = compiled["conv"](x, k)
+    wide = parse_module(_source(conv, "f64"))
+    exact = np.asarray(run_function(wide, "conv", [x.astype(np.float64), k.astype(np.float64)]))
+    scale = np.asarray(run_function(wide, "conv", [np.abs(x).astype(np.float64), np.abs(k)]))
+    taps = int(np.prod(conv[1][1:]))
+    bound = taps * np.finfo(x.dtype).eps * scale + np.finfo(x.dtype).tiny
+    assert got.shape == exact.shape and got.dtype == x.dtype
+    assert np.all(np.abs(got - exact) <= bound), "compiled vs float64 convolution"
+    return compiled.ir("tensor")
+
+
+CONVS: list[Conv] = [
+    ((1, 8, 9, 20), (16, 8, 3, 3), [1, 1], [1, 1], [1, 1], 1),  # whole tiles, padded
+    ((1, 1, 1, 1), (1, 1, 1, 1), [1, 1], [0, 0], [1, 1], 1),  # every size 1
+    ((2, 3, 5, 13), (7, 3, 2, 3), [1, 1], [0, 1], [1, 1], 1),  # primes, batch 2
+    ((1, 5, 4, 3), (3, 5, 3, 3), [1, 1], [1, 1], [1, 1], 1),  # row shorter than a vector
+    ((1, 4, 11, 70), (13, 4, 3, 3), [1, 1], [1, 1], [1, 1], 1),  # column and channel tails
+    ((1, 6, 7, 7), (10, 6, 3, 3), [1, 1], [1, 1], [1, 1], 1),  # short rows: rows tiled too
+    ((1, 6, 7, 37), (9, 2, 3, 3), [1, 1], [1, 1], [2, 2], 3),  # dilated, grouped
+    ((1, 4, 9, 33), (4, 1, 3, 3), [1, 1], [1, 1], [1, 1], 4),  # depthwise
+    ((1, 4, 12, 40), (6, 4, 3, 3), [2, 2], [1, 1], [1, 1], 1),  # stride 2: scalar tile
+    ((2, 3, 50), (5, 3, 4), [1], [2], [1], 1),  # one spatial dim
+    ((1, 2, 3, 4, 19), (3, 2, 2, 2, 3), [1, 1, 1], [0, 1, 1], [1, 1, 1], 1),  # three
+]
+
+
+@pytest.mark.parametrize("conv", CONVS, ids=[str(i) for i in range(len(CONVS))])
+@pytest.mark.parametrize("fma", [True, False])
+def test_tiled_convolution(conv: Conv, fma: bool) -> None:
+    ir = _check(conv, fma=fma)
+    if conv[2][0] == 1:
+        assert "vectorize" in ir
+
+
+@pytest.mark.parametrize("target", ["x86-64", "haswell"])
+def test_tiled_convolution_on_older_cpus(target: str) -> None:
+    try:
+        check_runnable(target)
+    except ValueError:
+        pytest.skip(f"this machine cannot run {target} code")
+    for conv in (CONVS[0], CONVS[4], CONVS[5], CONVS[6]):
+        assert "vectorize" in _check(conv, target_cpu=target)
+
+
+def test_tiled_convolution_f64_bounds_checked() -> None:
+    _check(CONVS[4], "f64")
+    _check(CONVS[6], bounds_check=True, fma=True)
+    _check(CONVS[5], bounds_check=True)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_thread_counts_do_not_change_the_bits(threads: int) -> None:
+    conv: Conv = ((2, 8, 10, 40), (13, 8, 3, 3), [1, 1], [1, 1], [1, 1], 1)
+    module = parse_module(_source(conv, "f32"))
+    x, k = _inputs(conv, "f32")
+    one = compile_graph_module(module, num_threads=1)["conv"](x, k)
+    many = compile_graph_module(module, num_threads=threads)["conv"](x, k)
+    np.testing.assert_array_equal(many, one)
+
+
+BIT_CONVS: list[Conv] = [
+    ((1, 5, 9, 45), (11, 5, 3, 3), [1, 1], [1, 1], [1, 1], 1),  # vector tiles with tails
+    ((1, 3, 10, 23), (9, 3, 3, 3), [2, 2], [1, 1], [1, 1], 1),  # a scalar tile (strided)
+]
+
+
+@pytest.mark.parametrize("conv", BIT_CONVS, ids=["vector", "scalar"])
+@pytest.mark.parametrize("target", ["host", "x86-64"])
+def test_without_fma_the_tiles_are_bit_identical_to_opt_level_0(conv: Conv, target: str) -> None:
+    """The tile folds every element in the order ci, kh, kw, as the plain nest does."""
+    module = parse_module(_source(conv, "f32"))
+    x, k = _inputs(conv, "f32")
+    plain = compile_graph_module(module, opt_level=0)["conv"](x, k)
+    tiled = compile_graph_module(module, fma=False, target_cpu=target)
+    assert "unroll [d1.1, d3.1]" in tiled.ir("tensor")
+    np.testing.assert_array_equal(tiled["conv"](x, k), plain)
+
+
+def _schedule(conv: Conv, target: str) -> str:
+    from dlc.lowering.graph_to_tensor.lower_graph_to_tensor import LowerGraphToTensorPass
+    from dlc.passes.tensor.fuse import FusePass
+    from dlc.pipeline import context
+
+    module = parse_module(_source(conv, "f32"))
+    LowerGraphToTensorPass().apply(context(), module)
+    FusePass().apply(context(), module)
+    SchedulePass(target=target).apply(context(), module)
+    computes = [op for op in module.walk() if isinstance(op, tensor.ComputeOp)]
+    return str(computes[-1].schedule)
+
+
+W5: Conv = ((1, 64, 56, 56), (64, 64, 3, 3), [1, 1], [1, 1], [1, 1], 1)
+
+
+@pytest.mark.parametrize(
+    ("target", "tiles", "lanes"),
+    [
+        ("znver4", "d1 = [4], d3 = [56]", 16),  # a whole row in 4 zmm, 4 channels: 16 acc.
+        ("haswell", "d1 = [4], d3 = [16]", 8),  # 2 ymm x 4 channels: 8 of 16 registers
+        ("x86-64", "d1 = [4], d3 = [8]", 4),
+    ],
+)
+def test_tiles_follow_the_target(target: str, tiles: str, lanes: int) -> None:
+    schedule = _schedule(W5, target)
+    assert f"tile [{tiles}]" in schedule
+    order = "interchange [d0, d1.0, d2, d3.0, r0, r1, r2, d1.1, d3.1]"
+    assert order in schedule and "unroll [d1.1, d3.1]" in schedule
+    assert f"vectorize d3.1 x {lanes}" in schedule
+
+
+def test_short_rows_tile_rows_too() -> None:
+    """A 7-wide row (4 + 2 + 1 lanes) takes 4 rows of the axis before it."""
+    schedule = _schedule(((1, 32, 7, 7), (32, 32, 3, 3), [1, 1], [1, 1], [1, 1], 1), "znver4")
+    assert "tile [d1 = [2], d2 = [4], d3 = [7]]" in schedule
+    assert "unroll [d1.1, d2.1, d3.1]" in schedule
+
+
+def test_strided_rows_get_a_scalar_tile() -> None:
+    strided = _schedule(CONVS[8], "znver4")  # a strided row is not a vector load
+    assert "tile [d1 = [6], d3 = [4]]" in strided and "vectorize" not in strided
+
+
+def test_tiling_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(schedule_conv, "MIN_WORK", 1 << 16)
+    assert "tile" not in _schedule(CONVS[3], "znver4")
+    assert "tile" in _schedule(W5, "znver4")
