@@ -207,3 +207,5 @@ def test_tiling_thresholds(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "r0 = [" not in fits and "interchange [d0.0, d1.0, r0, d0.1, d1.1]" in fits
     (big,) = _schedules(16, 8192, 64, "haswell")  # B (2 MiB) does not: K blocks
     assert "r0 = [256]" in big
+    (wide,) = _schedules(64, 784, 256, "haswell")  # 16 column panels, 11 row blocks
+    assert "interchange [d1.0, d0.0, r0, d0.1, d1.1], parallel [d1.0]" in wide

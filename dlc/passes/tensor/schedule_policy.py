@@ -159,11 +159,18 @@ def tiled_schedule(op: tensor.ComputeOp, tiles: DotTiles) -> ScheduleAttr:
     batch = [f"d{i}" for i in range(rank - 2 if matrix else 0)]
     sizes: dict[str, list[int]] = {j: [tiles.nr]}
     outer, inner = [f"{j}.0"], [f"{j}.1"]
+    rows = op.domain[-2] if matrix else 1
     if matrix:
         i = f"d{rank - 2}"
         sizes[i] = [tiles.mr]
-        outer, inner = [f"{i}.0", *outer], [f"{i}.1", *inner]
-    rows = op.domain[-2] if matrix else 1
+        inner = [f"{i}.1", *inner]
+        # the outer of the two block loops is the parallel one: the one with more blocks
+        # splits more evenly over the threads and leaves no serial remainder block (W3
+        # at B = 64, 6 row blocks and 8 column panels: 68 µs rows, 56 µs columns outer)
+        if -(-op.domain[-1] // tiles.nr) > -(-rows // tiles.mr):
+            outer = [f"{j}.0", f"{i}.0"]
+        else:
+            outer = [f"{i}.0", f"{j}.0"]
     # K blocks keep the B block in L2 across row blocks: with one row block (a
     # matrix x vector product) there is nothing to keep, only parallel regions to fork.
     k_blocks = op.reduction_extents[0] > tiles.kc and rows > tiles.mr
