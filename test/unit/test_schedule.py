@@ -93,7 +93,9 @@ def test_without_the_schedule_pass_plain_nests_give_the_same_results(
 def test_plain_nest_has_no_tiles_and_scheduled_matmul_does() -> None:
     text = (ROOT / "benchmarks" / "matmul.dl").read_text()
     tensor_ir = dlc.compile(text).ir("tensor")
-    assert "tile [d0 = [" in tensor_ir and "unroll [d0.1, d1.1]" in tensor_ir
+    # column blocks (d1.0) when B does not fit in the host's L2: the lanes are d1.2
+    assert "tile [d0 = [" in tensor_ir
+    assert "unroll [d0.1, d1.1]" in tensor_ir or "unroll [d0.1, d1.2]" in tensor_ir
 
 
 @pytest.mark.parametrize(

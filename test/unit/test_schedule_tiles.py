@@ -24,6 +24,7 @@ def _always_tile(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tile small products, and block K above K_BLOCK however small B is."""
     monkeypatch.setattr(schedule, "MIN_WORK", 0)
     monkeypatch.setattr(schedule, "k_block", lambda k, row_bytes, target: schedule.K_BLOCK)
+    monkeypatch.setattr(schedule, "n_block", lambda kc, dt_bytes, nr, target: 2 * nr)
 
 
 def _source(lhs: tuple[int, ...], rhs: tuple[int, ...], out: tuple[int, ...], dt: str) -> str:
@@ -68,6 +69,7 @@ def _check(
         (2, 513, 40),  # two rows: tiled, one row block, K not blocked
         (13, 1, 64),  # K = 1
         (6, 600, 16),  # exactly one tile, three K blocks
+        (30, 520, 100),  # column blocks of 32 (n_block patched), the last partial
     ],
 )
 @pytest.mark.parametrize("fma", [True, False])
@@ -207,5 +209,8 @@ def test_tiling_thresholds(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "r0 = [" not in fits and "interchange [d0.0, d1.0, r0, d0.1, d1.1]" in fits
     (big,) = _schedules(16, 8192, 64, "haswell")  # B (2 MiB) does not: K blocks
     assert "r0 = [256]" in big
+    (wide_b,) = _schedules(64, 2048, 512, "haswell")  # and column blocks of 256
+    assert "d1 = [256, 16]" in wide_b and "interchange [d1.0, r0.0, d1.1, d0.0" in wide_b
+    assert "parallel [d1.0]" in wide_b
     (wide,) = _schedules(64, 784, 256, "haswell")  # 16 column panels, 11 row blocks
     assert "interchange [d1.0, d0.0, r0, d0.1, d1.1], parallel [d1.0]" in wide
