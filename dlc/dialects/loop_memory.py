@@ -14,12 +14,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import IntAttr, MemRefType, StringAttr, SymbolNameConstraint, i64
+from xdsl.dialects.builtin import (
+    IntAttr,
+    MemRefType,
+    StringAttr,
+    SymbolNameConstraint,
+    UnitAttr,
+    i64,
+)
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
     operand_def,
+    opt_prop_def,
     prop_def,
     result_def,
     var_operand_def,
@@ -133,14 +141,16 @@ class RawAllocOp(IRDLOperation):
 
 @irdl_op_definition
 class RawFreeOp(IRDLOperation):
-    """`loop.raw_free %addr` (free)."""
+    """`loop.raw_free %addr` (free; `raw`: memory without the
+    heap header of `raw_alloc`)."""
 
     name = "loop.raw_free"
     addr = operand_def(i64)
-    assembly_format = "$addr attr-dict"
+    raw = opt_prop_def(UnitAttr)
+    assembly_format = "(`raw` $raw^)? $addr attr-dict"
 
-    def __init__(self, addr: SSAValue):
-        super().__init__(operands=[addr])
+    def __init__(self, addr: SSAValue, *, raw: bool = False):
+        super().__init__(operands=[addr], properties={"raw": UnitAttr()} if raw else {})
 
 
 @irdl_op_definition

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import IntAttr, StringAttr, SymbolNameConstraint
+from xdsl.dialects.builtin import IntAttr, StringAttr, SymbolNameConstraint, UnitAttr
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
     operand_def,
+    opt_prop_def,
     prop_def,
     result_def,
     var_operand_def,
@@ -113,14 +114,16 @@ class HeapAllocOp(IRDLOperation):
 
 @irdl_op_definition
 class HeapFreeOp(IRDLOperation):
-    """`tensor.heap_free %addr`: free heap memory."""
+    """`tensor.heap_free %addr`: free heap memory (`raw`: memory
+    without the heap header of `heap_alloc`, such as a stack's data)."""
 
     name = "tensor.heap_free"
     addr = operand_def(I64)
-    assembly_format = "$addr attr-dict"
+    raw = opt_prop_def(UnitAttr)
+    assembly_format = "(`raw` $raw^)? $addr attr-dict"
 
-    def __init__(self, addr: SSAValue):
-        super().__init__(operands=[addr])
+    def __init__(self, addr: SSAValue, *, raw: bool = False):
+        super().__init__(operands=[addr], properties={"raw": UnitAttr()} if raw else {})
 
 
 @irdl_op_definition

@@ -359,3 +359,61 @@ def test_function_with_more_buffers_than_ctypes_takes_still_compiles() -> None:
     )
     with pytest.raises(TypeError, match=re.escape(message)):
         compiled.f(tuple(np.float32(i) for i in range(2000)), np.float32(1))
+
+
+@pytest.mark.parametrize(
+    ("body", "line"),
+    [
+        # a box deallocated twice (the mutation fuzzer's find: glibc aborted the process)
+        (
+            """    %b = allocateBox f32
+    deallocate %b: box{f32}
+    deallocate %b: box{f32}
+    return %x: f32""",
+            8,
+        ),
+        # heap memory deallocated twice
+        (
+            """    %p = allocateHeap f32 count 4: i64
+    deallocate %p: *f32
+    deallocate %p: *f32
+    return %x: f32""",
+            8,
+        ),
+        # a pointer into the middle of a heap object is not an object to deallocate
+        (
+            """    %p = allocateHeap [4 x f32] count 1: i64
+    %q = elementPointer %p: *[4 x f32] at 2
+    deallocate %q: *f32
+    return %x: f32""",
+            8,
+        ),
+    ],
+)
+def test_invalid_deallocation_traps(body: str, line: int) -> None:
+    compiled = dlc.compile(_one_op(body), filename="free.dl")
+    message = rf"free.dl:{line}:5: deallocate of memory that is not a live heap object"
+    with pytest.raises(dlc.TrapError, match=message):
+        compiled.f(1.0)
+
+
+def test_valid_deallocations_still_work() -> None:
+    """A box released to zero, heap memory freed once and a stack destroyed after pushes
+    go through the checked and the raw free paths without a trap."""
+    body = """    %b = allocateBox f32
+    %bp = projectBox %b: box{f32}
+    store %x: f32 to %bp: *f32
+    retain %b: box{f32}
+    release %b: box{f32}
+    %y = load %bp: *f32
+    release %b: box{f32}
+    %p = allocateHeap f32 count 4: i64
+    store %y: f32 to %p: *f32
+    %z = load %p: *f32
+    deallocate %p: *f32
+    %s = createStack
+    push %z: f32 to %s: stack
+    %w = pop f32 from %s: stack
+    destroyStack %s: stack
+    return %w: f32"""
+    assert dlc.compile(_one_op(body)).f(2.5) == 2.5

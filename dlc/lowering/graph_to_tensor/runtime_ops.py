@@ -151,7 +151,7 @@ def lower_stack_op(
             header = materialize(b, args[0][0])
             end = materialize(b, _offset(b, header, STACK_HEADER))
             data = b.insert(tm.MemReadOp(header, header, end, I64)).result
-            b.insert(tm.HeapFreeOp(data))
+            b.insert(tm.HeapFreeOp(data, raw=True))  # grown by realloc: no heap header
             b.insert(tm.HeapFreeOp(header))
             return None
     raise AssertionError(op.name)

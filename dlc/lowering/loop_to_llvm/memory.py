@@ -63,9 +63,11 @@ def lower_raw_memory(em: FuncEmitter, op: Operation) -> None:
             _memmove(em, _ptr(em, get(op.dst)), _ptr(em, get(op.src)), get(op.nbytes))
         case lm.RawAllocOp():
             em.values[op.res] = _heap_alloc(em, op, get(op.nbytes))
-        case lm.RawFreeOp():
+        case lm.RawFreeOp() if op.raw is not None:
             em.declare("free", [PTR], llvm.LLVMVoidType())
             em.emit(llvm.CallOp("free", _ptr(em, get(op.addr))))
+        case lm.RawFreeOp():
+            _heap_free(em, op)
         case lm.StackAllocOp():
             em.values[op.res] = _stack_alloc(em, op)
         case lm.RawCheckOp():
@@ -97,15 +99,42 @@ def _stack_alloc(em: FuncEmitter, op: lm.StackAllocOp) -> SSAValue:
     return _int(em, alloca.results[0])
 
 
+HEAP_HEADER = 16
+"""Bytes before each heap object (`raw_alloc`): a word saying whether it is live."""
+LIVE, DEAD = 0x6576696C2D636C64, 0x646165642D636C64  # "dlc-live", "dlc-dead"
+
+
 def _heap_alloc(em: FuncEmitter, op: lm.RawAllocOp, nbytes: SSAValue) -> SSAValue:
-    """calloc(1, n); a failed allocation (n negative or too large: NULL) traps instead of
-    handing out a null pointer whose bounds claim n bytes."""
+    """calloc(1, HEAP_HEADER + n), the header word set to LIVE; the object starts after
+    it. A failed allocation (n negative or too large: NULL) traps instead of handing out
+    a null pointer whose bounds claim n bytes."""
     em.declare("calloc", [i64, i64], PTR)
-    addr = _int(em, em.emit(llvm.CallOp("calloc", const(em, 1, i64), nbytes, return_type=PTR)))
-    null = icmp(em, "eq", addr, const(em, 0, i64))
-    failed = em.emit(llvm.AndOp(null, icmp(em, "ne", nbytes, const(em, 0, i64))))
+    total = em.emit(llvm.AddOp(nbytes, const(em, HEAP_HEADER, i64)))
+    base = em.emit(llvm.CallOp("calloc", const(em, 1, i64), total, return_type=PTR))
+    null = icmp(em, "eq", _int(em, base), const(em, 0, i64))
+    failed = em.emit(llvm.OrOp(null, icmp(em, "slt", nbytes, const(em, 0, i64))))
     em.trap_when(failed, op, "trap", "heap allocation failed (out of memory or a negative count)")
-    return addr
+    em.emit(llvm.StoreOp(const(em, LIVE, i64), base, alignment=8))
+    return em.emit(llvm.AddOp(_int(em, base), const(em, HEAP_HEADER, i64)))
+
+
+def _heap_free(em: FuncEmitter, op: lm.RawFreeOp) -> None:
+    """free of a `raw_alloc` object (address 0: nothing): its header must say LIVE, else
+    (freed twice, or not the start of a heap object) trap instead of corrupting the
+    allocator; the header says DEAD before the memory goes back."""
+    addr = em.get(op.addr)
+    check, done = Block(), Block()
+    em.emit(llvm.CondBrOp(icmp(em, "eq", addr, const(em, 0, i64)), done, [], check, []))
+    em.start(check)
+    base = _ptr(em, em.emit(llvm.SubOp(addr, const(em, HEAP_HEADER, i64))))
+    word = em.emit(llvm.LoadOp(base, i64, alignment=8))
+    message = "deallocate of memory that is not a live heap object (deallocated twice?)"
+    em.trap_when(icmp(em, "ne", word, const(em, LIVE, i64)), op, "trap", message)
+    em.emit(llvm.StoreOp(const(em, DEAD, i64), base, alignment=8))
+    em.declare("free", [PTR], llvm.LLVMVoidType())
+    em.emit(llvm.CallOp("free", base))
+    em.emit(llvm.BrOp(done))
+    em.start(done)
 
 
 POINTER_ACCESSES = ("load", "store")

@@ -62,7 +62,7 @@ class MemoryOpLowering:
             case tm.HeapAllocOp():
                 self.result(op, b.insert(lm.RawAllocOp(self.scalar(op.nbytes))).res)
             case tm.HeapFreeOp():
-                b.insert(lm.RawFreeOp(self.scalar(op.addr)))
+                b.insert(lm.RawFreeOp(self.scalar(op.addr), raw=op.raw is not None))
             case tm.MemReadOp():
                 addr, lo, hi = (self.scalar(v) for v in (op.addr, op.lo, op.hi))
                 self.check(op, addr, self.const(_nbytes(op.result.type)), lo, hi, "load")
