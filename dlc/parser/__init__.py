@@ -7,24 +7,22 @@ Every user error is one located `DiagnosticError`; no lark exception escapes.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import lark
 from lark.exceptions import UnexpectedInput, UnexpectedToken
 from xdsl.dialects.builtin import ModuleOp
 
 from dlc.diagnostics import DiagnosticError, Location
-from dlc.parser.lexer import DISPLAY, DLVMLexer, SourceText, decode_source, tokenize
+from dlc.parser.lexer import DISPLAY, SourceText, decode_source, tokenize
 
-_GRAMMAR = Path(__file__).with_name("grammar.lark")
 _PARSER: lark.Lark | None = None
 
 
 def _parser() -> lark.Lark:
     global _PARSER
     if _PARSER is None:
-        with open(_GRAMMAR, encoding="utf-8") as grammar:
-            _PARSER = lark.Lark(grammar, parser="lalr", lexer=DLVMLexer, propagate_positions=True)
+        from dlc.parser.tables import load_parser
+
+        _PARSER = load_parser()
     return _PARSER
 
 
