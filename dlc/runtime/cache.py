@@ -26,7 +26,9 @@ cannot read the key, or copied from another cache, never verifies.
 The key covers the printed graph module, the source locations of its ops (they appear in
 trap and bounds messages), the compile options, a fingerprint of dlc's own source files
 (so an edited compiler never reuses stale code), the xDSL / llvmlite / LLVM versions and
-the host triple, CPU name and features.
+the host triple, CPU name and features. The entries of the current format are kept
+under `DLC_CACHE_MAX_BYTES` (default 1 GiB), least recently used first out
+(`cache_evict.py`).
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+from dlc.runtime import cache_evict
 
 FORMAT = 5  # 5: unbounded functions; 4: a call context per call; 3: records carry an HMAC (2: a plain SHA-256)
 KEY_FILE = "key"
@@ -349,6 +353,7 @@ def _write(key: str, entry: Entry) -> None:
         record["mac"] = _mac(secret, record, entry.obj)
         _atomic_write(fd, f"{key}.o", entry.obj)
         _atomic_write(fd, f"{key}.json", json.dumps(record, sort_keys=True).encode())
+        cache_evict.evict(fd)  # the least recently used entries beyond the size limit
     finally:
         os.close(fd)
 
@@ -359,6 +364,7 @@ def _load(key: str) -> Entry | None:
     try:
         record = json.loads(_read(entries / f"{key}.json", "entry", fd))
         obj = _read(entries / f"{key}.o", "entry", fd)
+        cache_evict.touch(fd, key)
     finally:
         os.close(fd)
     if not isinstance(record, dict) or record.get("format") != FORMAT or record.get("key") != key:
