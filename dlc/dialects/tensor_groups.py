@@ -132,11 +132,39 @@ def reduction_fed(
     members: list[tensor.ComputeOp], feeder: tensor.ComputeOp
 ) -> tensor.ComputeOp | None:
     """The member `feeder` is evaluated in: the next member that is not a feeder."""
-    for m in members[members.index(feeder) + 1 :]:
-        fusion = fusion_of(m)
-        if fusion is None or not fusion[2]:
-            return m
-    return None
+    return _Members(members).fed(feeder)
+
+
+class _Members:
+    """A group's members with their positions and the reduction each one feeds,
+    computed once (a group can have hundreds of members: W2 x 200 has 800)."""
+
+    def __init__(self, members: list[tensor.ComputeOp]) -> None:
+        self.list = members
+        self.position = {id(m): i for i, m in enumerate(members)}
+        self._fed: dict[int, tensor.ComputeOp | None] = {}
+        self.feeders: dict[int, list[tensor.ComputeOp]] = {}
+        nxt: tensor.ComputeOp | None = None  # the next member that is not a feeder
+        for m in reversed(members):
+            self._fed[id(m)] = nxt
+            if nxt is not None:
+                self.feeders.setdefault(id(nxt), []).append(m)
+            fusion = fusion_of(m)
+            if fusion is None or not fusion[2]:
+                nxt = m
+
+    def __contains__(self, op: object) -> bool:
+        return id(op) in self.position
+
+    def index(self, op: tensor.ComputeOp) -> int:
+        return self.position[id(op)]
+
+    def fed(self, op: tensor.ComputeOp) -> tensor.ComputeOp | None:
+        return self._fed[id(op)]
+
+    def fed_into(self, reduction: tensor.ComputeOp) -> list[tensor.ComputeOp]:
+        """`reduction` and the members evaluated in it."""
+        return [reduction, *self.feeders.get(id(reduction), [])]
 
 
 def verify_group(members: list[tensor.ComputeOp]) -> tuple[Operation, str] | None:
@@ -144,6 +172,7 @@ def verify_group(members: list[tensor.ComputeOp]) -> tuple[Operation, str] | Non
     base = base_of(members)
     k = len(base)
     results = {m.result: m for m in members}
+    view = _Members(members)
     for i, m in enumerate(members):
         fusion = fusion_of(m)
         assert fusion is not None
@@ -158,22 +187,22 @@ def verify_group(members: list[tensor.ComputeOp]) -> tuple[Operation, str] | Non
             return m, f"group {fusion[0]}: a reduction init cannot come from the same group"
         for value in m.inputs:
             producer = results.get(value)
-            if producer is not None and members.index(producer) >= i:
+            if producer is not None and view.index(producer) >= i:
                 return m, f"group {fusion[0]}: members read only earlier members"
             if producer is not None and not all(
                 identity_dims(m, r, base) for r in reads_of(m, value)
             ):
                 return m, f"group {fusion[0]}: a member reads another point of the shared loops"
-        why = _check_feeds(members, m) if fusion[2] else None
-        why = why or (_check_internal(members, m) if fusion[3] else None)
+        why = _check_feeds(view, m) if fusion[2] else None
+        why = why or (_check_internal(view, m) if fusion[3] else None)
         if why:
             return m, f"group {fusion[0]}: {why}"
     return None
 
 
-def _check_feeds(members: list[tensor.ComputeOp], feeder: tensor.ComputeOp) -> str | None:
-    base = base_of(members)
-    reduction = reduction_fed(members, feeder)
+def _check_feeds(members: _Members, feeder: tensor.ComputeOp) -> str | None:
+    base = base_of(members.list)
+    reduction = members.fed(feeder)
     if feeder.combinator is not None:
         return "a feeder must be element-wise"
     if reduction is None or reduction.combinator is None or reduction.domain != base:
@@ -183,31 +212,30 @@ def _check_feeds(members: list[tensor.ComputeOp], feeder: tensor.ComputeOp) -> s
     loops = reduction.schedule.loops(reduction.domain, reduction.reduction_extents)  # type: ignore[union-attr]
     if any(not lp.is_reduction for lp in loops[len(base) :]):
         return "the reduction a feeder feeds must loop over its reduction axes only"
-    readers = [m for m in members if m is reduction or reduction_fed(members, m) is reduction]
-    for reader in readers:
+    for reader in members.fed_into(reduction):
         if not reads_at_identity(reader, feeder.result):
             return "a feeder must be read at the reduction's current point"
     return None
 
 
-def _check_internal(members: list[tensor.ComputeOp], m: tensor.ComputeOp) -> str | None:
+def _check_internal(members: _Members, m: tensor.ComputeOp) -> str | None:
     """An internal member needs no buffer: every use is a register read, or (a
     reduction over more than the shared loops) it accumulates in the next member's."""
     uses = uses_of(m.result)
     if uses.blocked or not uses.reads or not all(c in members for c in uses.reads):
         return "an internal member must be used only by later members"
-    base = base_of(members)
+    base = base_of(members.list)
     fusion = fusion_of(m)
     assert fusion is not None
     if m.domain == base:
         return None  # base values are in registers for everything later in the nest
     if fusion[2]:
-        reduction = reduction_fed(members, m)
-        if all(c is reduction or reduction_fed(members, c) is reduction for c in uses.reads):
+        reduction = members.fed(m)
+        if all(c is reduction or members.fed(c) is reduction for c in uses.reads):
             return None
         return "an internal feeder must be read only by its reduction and its feeders"
     i = members.index(m)
-    after = members[i + 1] if i + 1 < len(members) else None
+    after = members.list[i + 1] if i + 1 < len(members.list) else None
     if (
         m.combinator is not None
         and after is not None
