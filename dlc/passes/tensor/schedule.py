@@ -66,6 +66,11 @@ as written), in three steps, from a `Target` (dlc/target.py):
    across the tile (a 64 -> 128 channel, 56 -> 28 stride-2 3x3 convolution: 35 ms ->
    3.7 ms on one core).
 
+   **Transposes** (`transpose_schedule`): an element-wise nest in no group that reads
+   an operand across its axes (the read's contiguous index follows another output
+   axis than the last) runs in 16 x 16 blocks of that axis and the last one, so each
+   cache line read is used whole.
+
 4. **Threads.** A nest (or a group) whose work is at least `PARALLEL_WORK` gets one
    `parallel` loop: its first output loop with two or more iterations (a group's:
    one of its shared loops), which the code generator runs on the OpenMP runtime,
@@ -100,6 +105,7 @@ from dlc.passes.tensor.schedule_policy import (
     parallel_loop,
     plain_schedule,
     tiled_schedule,
+    transpose_schedule,
     work,
 )
 from dlc.target import Target
@@ -145,6 +151,9 @@ class SchedulePass(ModulePass):
                         conv = convs[c]
                         if conv is not None:
                             c.schedule = conv_schedule(c, conv)
+                        blocks = transpose_schedule(c)
+                        if blocks is not None:
+                            c.schedule = blocks
                         if self.fma and target.fma and float_sum(c):
                             c.schedule = c.schedule.replaced(fma=True)  # type: ignore[union-attr]
                     mark_parallel(run)
