@@ -128,13 +128,6 @@ def base_of(members: list[tensor.ComputeOp]) -> tuple[int, ...]:
     return members[0].domain[: fusion[1]]
 
 
-def reduction_fed(
-    members: list[tensor.ComputeOp], feeder: tensor.ComputeOp
-) -> tensor.ComputeOp | None:
-    """The member `feeder` is evaluated in: the next member that is not a feeder."""
-    return _Members(members).fed(feeder)
-
-
 class _Members:
     """A group's members with their positions and the reduction each one feeds,
     computed once (a group can have hundreds of members: W2 x 200 has 800)."""
@@ -160,6 +153,8 @@ class _Members:
         return self.position[id(op)]
 
     def fed(self, op: tensor.ComputeOp) -> tensor.ComputeOp | None:
+        """The member `op` is evaluated in, if it is a feeder: the next member that is
+        not a feeder."""
         return self._fed[id(op)]
 
     def fed_into(self, reduction: tensor.ComputeOp) -> list[tensor.ComputeOp]:
