@@ -158,7 +158,7 @@ class Emitter:
             return x
         if len(perm) > MAX_PERMUTE_RANK:
             raise ImportProblem(f"transposes of rank > {MAX_PERMUTE_RANK} are not supported")
-        for blocks in _block_reversals(perm):
+        for blocks in block_reversals(perm):
             dims = shape_of(x)
             sizes = [int(np.prod([dims[i] for i in block])) for block in blocks]
             merged = self.reshape(x, sizes)
@@ -181,7 +181,7 @@ class Emitter:
 
 
 @cache
-def _block_reversals(perm: tuple[int, ...]) -> list[tuple[tuple[int, ...], ...]]:
+def block_reversals(perm: tuple[int, ...]) -> list[tuple[tuple[int, ...], ...]]:
     """The shortest list of block reversals that turns axis order 0..n-1 into `perm`.
 
     A step splits the current axes into blocks of adjacent axes and reverses the order
