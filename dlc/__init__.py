@@ -203,3 +203,12 @@ def compile_onnx(
     if "opt_level" in options:
         options["opt_level"] = _check_opt_level(options["opt_level"])
     return compile_graph_module(load(path_or_model, input_shapes), **options)
+
+
+def __getattr__(name: str) -> Any:
+    """`dlc.onnx` without `import dlc.onnx` (imported on first use: it needs `onnx`)."""
+    if name == "onnx":
+        import importlib
+
+        return importlib.import_module("dlc.onnx")
+    raise AttributeError(f"module 'dlc' has no attribute '{name}'")

@@ -24,8 +24,9 @@ if TYPE_CHECKING:
 __all__ = ["load", "read_model"]
 
 
-def read_model(path_or_model: object) -> tuple[ModelProto, str]:
-    """The model and the file name diagnostics name (`<model>` for a `ModelProto`)."""
+def read_model(path_or_model: object, filename: str | None = None) -> tuple[ModelProto, str]:
+    """The model and the file name diagnostics name: the path, else `filename`, else
+    `<model>` (a `ModelProto`, or the bytes of a serialized model)."""
     try:
         import onnx
     except ImportError:
@@ -33,7 +34,13 @@ def read_model(path_or_model: object) -> tuple[ModelProto, str]:
             "the ONNX front end needs the onnx package: pip install 'dlc[onnx]'"
         ) from None
     if isinstance(path_or_model, onnx.ModelProto):
-        return path_or_model, "<model>"
+        return path_or_model, filename or "<model>"
+    if isinstance(path_or_model, bytes):
+        name = filename or "<model>"
+        try:
+            return onnx.load_model_from_string(path_or_model), name
+        except Exception as e:  # protobuf's DecodeError and friends
+            raise DiagnosticError(f"not an ONNX model: {e}", Location(name, 0, 0)) from None
     if not isinstance(path_or_model, str | os.PathLike):
         raise TypeError(
             f"expected an onnx.ModelProto or a path, got {type(path_or_model).__name__}"
@@ -53,16 +60,20 @@ def read_model(path_or_model: object) -> tuple[ModelProto, str]:
 
 
 def load(
-    path_or_model: object, input_shapes: Mapping[str, Sequence[int]] | None = None
+    path_or_model: object,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    *,
+    filename: str | None = None,
 ) -> ModuleOp:
-    """Import an ONNX model (a `ModelProto` or a file path) as a verified graph-level
-    module. `input_shapes` gives the shapes of inputs with dynamic dimensions.
+    """Import an ONNX model (a `ModelProto`, a file path or a serialized model's bytes)
+    as a verified graph-level module. `input_shapes` gives the shapes of inputs with
+    dynamic dimensions; `filename` names a model that is not a path in diagnostics.
 
     Raises `dlc.onnx.OnnxImportError` (a `DiagnosticError`) naming every unsupported
     node, attribute and dynamic input at once."""
     from dlc.onnx.importer import import_model
 
-    model, filename = read_model(path_or_model)
+    model, filename = read_model(path_or_model, filename)
     if input_shapes is not None and not isinstance(input_shapes, Mapping):
         raise TypeError(f"input_shapes: expected a mapping, got {type(input_shapes).__name__}")
     return import_model(model, filename, input_shapes)

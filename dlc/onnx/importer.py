@@ -118,7 +118,9 @@ class GraphImporter:
             if value.name in self.constants:
                 continue  # an initializer listed as an input (IR version < 4)
             t = self._input_type(value.name, value.type)
-            if t is not None:
+            if t is None:
+                self.unknown.add(value.name)
+            else:
                 types.append(t)
                 names.append(value.name)
         for name in self.input_shapes:
@@ -142,8 +144,8 @@ class GraphImporter:
         if given is None:
             if None in declared:
                 self.problems.append(
-                    f"input '{name}': dynamic dimension {self._dims_text(tensor)}; pass its "
-                    f"shape, e.g. input_shapes={{'{name}': (...)}}"
+                    f"input '{name}': dynamic shape {self._dims_text(tensor)}; give its shape "
+                    f"with input_shapes={{'{name}': (...)}} (dlc-run: --input-shape {name}=...)"
                 )
                 return None
             return TensorType(declared, dt)
@@ -243,8 +245,9 @@ class GraphImporter:
         node = Node(
             proto,
             opset,
-            [self._value(n) if n else None for n in proto.input],
+            list(proto.input),
             [self.constants.get(n) if n else None for n in proto.input],
+            self._value,
             self.emit,
         )
         results = convert(node)

@@ -15,13 +15,16 @@ from dlc.onnx.emitter import Emitter, ImportProblem, shape_of
 
 @dataclass
 class Node:
-    """A node with its resolved inputs (None for an omitted optional input) and the
-    constant value of every input that is an initializer or a `Constant`'s output."""
+    """A node with its input names ("" for an omitted optional input), the constant
+    value of every input that is an initializer or a `Constant`'s output, and
+    `resolve`, which gives an input as a tensor (a constant becomes a literal only
+    when a converter reads it as one)."""
 
     proto: NodeProto
     opset: int
-    inputs: list[SSAValue | None]
+    names: list[str]
     constants: list[np.ndarray | None]
+    resolve: Callable[[str], SSAValue]
     emit: Emitter
     used: set[str] = field(default_factory=set)
 
@@ -46,17 +49,18 @@ class Node:
         return any(a.name == name for a in self.proto.attribute)
 
     def input(self, i: int) -> SSAValue:
-        value = self.inputs[i] if i < len(self.inputs) else None
+        value = self.optional(i)
         if value is None:
             raise ImportProblem(f"input {i} is missing")
         return value
 
     def optional(self, i: int) -> SSAValue | None:
-        return self.inputs[i] if i < len(self.inputs) else None
+        name = self.names[i] if i < len(self.names) else ""
+        return self.resolve(name) if name else None
 
     def constant(self, i: int, what: str) -> np.ndarray | None:
         """Input i's value, which must be known at import time (None when omitted)."""
-        if i >= len(self.inputs) or self.inputs[i] is None:
+        if i >= len(self.names) or not self.names[i]:
             return None
         value = self.constants[i]
         if value is None:

@@ -104,13 +104,7 @@ def matmul(node: Node) -> list[SSAValue]:
 def gemm(node: Node) -> list[SSAValue]:
     """alpha · op(A) · op(B) + beta · C, C broadcast to the result."""
     e = node.emit
-    a, b = node.input(0), node.input(1)
-    if len(shape_of(a)) != 2 or len(shape_of(b)) != 2:
-        raise ImportProblem("Gemm needs 2-D A and B")
-    if node.attr("transA", 0):
-        a = e.transpose(a, (1, 0))
-    if node.attr("transB", 0):
-        b = e.transpose(b, (1, 0))
+    a, b = (_transposed(node, i, node.attr(flag, 0)) for i, flag in ((0, "transA"), (1, "transB")))
     y = e.op(DotOp, [a, b])
     dt = tensor_type(y).dt
     alpha, beta = node.attr("alpha", 1.0), node.attr("beta", 1.0)
@@ -123,7 +117,20 @@ def gemm(node: Node) -> list[SSAValue]:
         return [y]
     if beta != 1.0:
         c = e.binary("multiply", c, e.scalar(beta, dt))
-    return [e.binary("add", y, e.broadcast_to(e.to_rank(c, 2), shape_of(y)))]
+    return [e.binary("add", y, c)]
+
+
+def _transposed(node: Node, i: int, transpose: int) -> SSAValue:
+    """Gemm's input i, transposed if asked: a constant (a weight) at import time."""
+    x = node.input(i)
+    if len(shape_of(x)) != 2:
+        raise ImportProblem(f"Gemm needs 2-D A and B, got {list(shape_of(x))}")
+    if not transpose:
+        return x
+    value = node.constants[i]
+    if value is not None:
+        return node.emit.constant(np.ascontiguousarray(value.T))
+    return node.emit.transpose(x, (1, 0))
 
 
 def softmax(node: Node) -> list[SSAValue]:

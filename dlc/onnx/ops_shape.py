@@ -58,7 +58,7 @@ def transpose(node: Node) -> list[SSAValue]:
 
 
 def concat(node: Node) -> list[SSAValue]:
-    values = [node.input(i) for i in range(len(node.inputs))]
+    values = [node.input(i) for i in range(len(node.names))]
     axis = node.axis(node.attr("axis", 1 if node.opset < 4 else 0), len(shape_of(values[0])))
     return [node.emit.concatenate(values, axis)]
 
