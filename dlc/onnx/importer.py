@@ -22,7 +22,13 @@ from xdsl.ir import Block, Region, SSAValue
 from dlc.diagnostics import DiagnosticError, Location
 from dlc.dialects.graph import FuncOp, LiteralOp, ReturnOp
 from dlc.dialects.graph_literal import LiteralAttr
-from dlc.dialects.graph_types import FunctionType, TensorType, TupleType, format_type
+from dlc.dialects.graph_types import (
+    FunctionType,
+    TensorType,
+    TupleType,
+    format_type,
+    size_error,
+)
 from dlc.dialects.graph_verify import verify_module
 from dlc.onnx import ops_math, ops_nn, ops_shape
 from dlc.onnx.emitter import Emitter, ImportProblem
@@ -124,7 +130,7 @@ class GraphImporter:
                 types.append(t)
                 names.append(value.name)
         for name in self.input_shapes:
-            if name not in names:
+            if name not in {v.name for v in graph.input} - self.constants.keys():
                 self.problems.append(f"input_shapes names '{name}', which is not a graph input")
         for name, t in zip(names, types, strict=True):
             arg = self.block.insert_arg(t, len(self.block.args))
@@ -148,7 +154,7 @@ class GraphImporter:
                     f"with input_shapes={{'{name}': (...)}} (dlc-run: --input-shape {name}=...)"
                 )
                 return None
-            return TensorType(declared, dt)
+            return self._sized(name, TensorType(declared, dt))
         given = [int(d) for d in given]
         clash = len(given) != len(declared) or any(
             d is not None and d != g for d, g in zip(declared, given, strict=False)
@@ -159,7 +165,14 @@ class GraphImporter:
                 f"{self._dims_text(tensor)}"
             )
             return None
-        return TensorType(given, dt)
+        return self._sized(name, TensorType(given, dt))
+
+    def _sized(self, name: str, t: TensorType) -> TensorType | None:
+        message = size_error(t)
+        if message is None:
+            return t
+        self.problems.append(f"input '{name}': {message}")
+        return None
 
     @staticmethod
     def _dims_text(tensor: object) -> str:
@@ -228,6 +241,9 @@ class GraphImporter:
             self._convert(proto, opset)
         except ImportProblem as err:
             self.problems.append(f"{label}: {err}")
+            self.unknown.update(proto.output)
+        except (ValueError, TypeError, KeyError, IndexError) as err:  # a malformed node
+            self.problems.append(f"{label}: malformed node: {type(err).__name__}: {err}")
             self.unknown.update(proto.output)
 
     def _convert(self, proto: NodeProto, opset: int) -> None:
