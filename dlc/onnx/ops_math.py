@@ -12,8 +12,13 @@ from dlc.dialects.graph_tensor import DotOp
 from dlc.onnx.emitter import ImportProblem, shape_of, tensor_type
 from dlc.onnx.node import Converter, Node
 
-BINARY = {"Add": "add", "Sub": "subtract", "Mul": "multiply", "Div": "divide"}
-UNARY = {"Tanh": "tanh", "Exp": "exp", "Log": "log", "Sqrt": "sqrt", "Neg": "negate"}
+BINARY = {"Add": "add", "Sub": "subtract", "Mul": "multiply", "Div": "divide", "Pow": "power"}
+UNARY = {
+    "Tanh": "tanh", "Exp": "exp", "Log": "log", "Sqrt": "sqrt", "Neg": "negate",
+    "Sin": "sin", "Cos": "cos", "Tan": "tan", "Sinh": "sinh", "Cosh": "cosh",
+    "Asin": "asin", "Acos": "acos", "Atan": "atan", "Erf": "erf", "Sign": "sign",
+    "Floor": "floor", "Ceil": "ceil", "Round": "rint",  # ONNX rounds half to even
+}  # fmt: skip
 
 
 def binary(node: Node) -> list[SSAValue]:
@@ -24,6 +29,24 @@ def binary(node: Node) -> list[SSAValue]:
 
 def unary(node: Node) -> list[SSAValue]:
     return [node.emit.unary(UNARY[node.op_type], node.input(0))]
+
+
+def reciprocal(node: Node) -> list[SSAValue]:
+    x = node.input(0)
+    return [node.emit.binary("divide", node.emit.scalar(1.0, tensor_type(x).dt), x)]
+
+
+def variadic(node: Node) -> list[SSAValue]:
+    """Max, Min, Sum, Mean of one or more inputs, broadcast together."""
+    e = node.emit
+    opcode = {"Max": "max", "Min": "min", "Sum": "add", "Mean": "add"}[node.op_type]
+    count = len(node.names)
+    y = node.input(0)
+    for i in range(1, count):
+        y = e.binary(opcode, y, node.input(i))
+    if node.op_type == "Mean" and count > 1:
+        y = e.binary("divide", y, e.scalar(float(count), tensor_type(y).dt))
+    return [y]
 
 
 def relu(node: Node) -> list[SSAValue]:
@@ -189,6 +212,8 @@ def reduce(node: Node) -> list[SSAValue]:
 CONVERTERS: dict[str, Converter] = {
     **dict.fromkeys(BINARY, binary),
     **dict.fromkeys(UNARY, unary),
+    "Reciprocal": reciprocal,
+    **dict.fromkeys(("Max", "Min", "Sum", "Mean"), variadic),
     "Relu": relu,
     "Sigmoid": sigmoid,
     "Abs": abs_,

@@ -45,16 +45,62 @@ UNARY = {
     "Sqrt": lambda x: np.sqrt(np.abs(x)),
     "Neg": np.negative,
     "Abs": np.abs,
+    "Sin": np.sin,
+    "Cos": np.cos,
+    "Tan": np.tan,
+    "Sinh": np.sinh,
+    "Cosh": np.cosh,
+    "Asin": lambda x: np.arcsin(np.tanh(x)),
+    "Acos": lambda x: np.arccos(np.tanh(x)),
+    "Atan": np.arctan,
+    "Sign": np.sign,
+    "Floor": np.floor,
+    "Ceil": np.ceil,
+    "Round": np.round,  # half to even, as ONNX
+    "Reciprocal": np.reciprocal,
 }
 
 
 @pytest.mark.parametrize("op", sorted(UNARY))
 def test_unary(op):
     x = randn(3, 5)
+    nodes = [node(op, ["x"], ["y"])]
     if op in ("Log", "Sqrt"):
         x = np.abs(x)
-    model = make([node(op, ["x"], ["y"])], {"x": (3, 5)}, {"y": (3, 5)})
+    if op in ("Asin", "Acos"):  # inputs in (-1, 1)
+        nodes = [node("Tanh", ["x"], ["t"]), node(op, ["t"], ["y"])]
+    if op == "Round":
+        x = np.array(
+            [[-2.5, -1.5, -0.5, 0.5, 1.5], [2.5, 0.4, -0.6, 3.7, 2.0], [0, 1, 2, 3, 4]], np.float32
+        )
+    model = make(nodes, {"x": (3, 5)}, {"y": (3, 5)})
     np.testing.assert_allclose(run(model, x), UNARY[op](x), rtol=2e-6, atol=1e-7)
+
+
+def test_erf():
+    x = np.array([-2.0, -0.5, 0.0, 0.3, 1.5], np.float32)
+    expected = [-0.9953222650, -0.5204998778, 0.0, 0.3286267595, 0.9661051465]
+    model = make([node("Erf", ["x"], ["y"])], {"x": (5,)}, {"y": (5,)})
+    np.testing.assert_allclose(run(model, x), expected, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize(
+    ("op", "reference"), [("Max", np.maximum), ("Min", np.minimum), ("Sum", np.add)]
+)
+def test_variadic(op, reference):
+    a, b, c = randn(2, 3), randn(3, seed=1), randn(1, 1, seed=2)
+    model = make(
+        [node(op, ["a", "b", "c"], ["y"])], {"a": (2, 3), "b": (3,), "c": (1, 1)}, {"y": None}
+    )
+    np.testing.assert_allclose(run(model, a, b, c), reference(reference(a, b), c), **TOL)
+    mean = make([node("Mean", ["a", "b"], ["y"])], {"a": (2, 3), "b": (3,)}, {"y": None})
+    np.testing.assert_allclose(interpret(mean, a, b), (a + b) / 2, **TOL)
+
+
+def test_pow_broadcasts():
+    x, p = np.abs(randn(2, 3)) + 0.5, np.array([1.0, 2.0, 0.5], np.float32)
+    model = make([node("Pow", ["x", "p"], ["y"])], {"x": (2, 3), "p": (3,)}, {"y": None})
+    np.testing.assert_allclose(run(model, x, p), x**p, rtol=1e-5)
 
 
 def test_leaky_relu_and_abs_keep_nan():
