@@ -193,6 +193,12 @@ class GraphImporter:
         declared = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
         t = value.type
         assert isinstance(t, TensorType)
+        if tensor.elem_type and DTYPES.get(tensor.elem_type) != t.dt:
+            kind = TensorProto.DataType.Name(tensor.elem_type)
+            self.problems.append(
+                f"output '{name}': dlc computes {format_type(t)}, the model declares {kind}"
+            )
+            return value
         if tensor.HasField("shape") and (
             len(declared) != t.rank
             or any(d not in (None, a) for d, a in zip(declared, t.dims, strict=False))

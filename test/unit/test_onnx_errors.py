@@ -264,6 +264,14 @@ def test_input_element_type():
     assert _errors(model) == [message]  # and nothing about the nodes that read it
 
 
+def test_output_element_type():
+    model = make([node("Relu", ["x"], ["y"])], {"x": (2,)}, {"y": (2,)})
+    model.graph.output[0].type.tensor_type.elem_type = onnx.TensorProto.INT64
+    assert _errors(model) == [
+        "<model>: error: output 'y': dlc computes <2 x f32>, the model declares INT64"
+    ]
+
+
 def test_no_default_opset():
     model = make([node("Relu", ["x"], ["y"])], {"x": (2,)}, {"y": None})
     del model.opset_import[:]
