@@ -181,6 +181,8 @@ REDUCTIONS = {
     "ReduceSum": ("add", 0.0),
     "ReduceMean": ("add", 0.0),
     "ReduceMax": ("max", -math.inf),
+    "ReduceMin": ("min", math.inf),
+    "ReduceProd": ("multiply", 1.0),
 }
 
 

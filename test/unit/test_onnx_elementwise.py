@@ -156,7 +156,13 @@ def test_softmax_before_opset_13_coerces_to_2d():
     np.testing.assert_allclose(interpret(default, x), expected, **TOL)
 
 
-REDUCE = {"ReduceSum": np.sum, "ReduceMean": np.mean, "ReduceMax": np.max}
+REDUCE = {
+    "ReduceSum": np.sum,
+    "ReduceMean": np.mean,
+    "ReduceMax": np.max,
+    "ReduceMin": np.min,
+    "ReduceProd": np.prod,
+}
 
 
 @pytest.mark.parametrize("op", sorted(REDUCE))
@@ -174,7 +180,7 @@ def test_reduce_axes_attribute(op, keepdims):
 
 
 @pytest.mark.parametrize(
-    ("op", "opset"), [("ReduceSum", 13), ("ReduceMean", 18), ("ReduceMax", 18)]
+    ("op", "opset"), [("ReduceSum", 13), ("ReduceMean", 18), ("ReduceMax", 18), ("ReduceProd", 18)]
 )
 def test_reduce_axes_input(op, opset):
     x = randn(2, 3, 4)
