@@ -53,6 +53,7 @@ __all__ = [
     "TrapError",
     "compile",
     "compile_file",
+    "compile_onnx",
     "parse",
     "print_module",
 ]
@@ -180,3 +181,34 @@ def compile_file(path: str | os.PathLike[str], **options: Any) -> CompiledModule
             f"cannot read '{filename}': {reason}", Location(filename, 0, 0)
         ) from None
     return compile(data, filename=filename, **options)
+
+
+def compile_onnx(
+    path_or_model: object,
+    *,
+    input_shapes: dict[str, tuple[int, ...]] | None = None,
+    **options: Any,
+) -> CompiledModule:
+    """Import an ONNX model (an `onnx.ModelProto` or a file path; needs the `onnx`
+    extra) and compile it with `compile`'s keyword options. The compiled module has
+    one function named after the graph, called with NumPy arrays in graph-input order
+    or by input name; `input_shapes` fixes dynamic input dimensions. An unsupported
+    model raises `dlc.onnx.OnnxImportError` (a `DiagnosticError`) naming every
+    unsupported node at once."""
+    from dlc.api import compile_graph_module
+    from dlc.onnx import load
+
+    if "filename" in options:
+        raise TypeError("compile_onnx: the file name is the model's path")
+    if "opt_level" in options:
+        options["opt_level"] = _check_opt_level(options["opt_level"])
+    return compile_graph_module(load(path_or_model, input_shapes), **options)
+
+
+def __getattr__(name: str) -> Any:
+    """`dlc.onnx` without `import dlc.onnx` (imported on first use: it needs `onnx`)."""
+    if name == "onnx":
+        import importlib
+
+        return importlib.import_module("dlc.onnx")
+    raise AttributeError(f"module 'dlc' has no attribute '{name}'")

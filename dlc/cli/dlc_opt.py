@@ -129,8 +129,14 @@ class DlcOptMain(DlcOptTargets):
                 self.ctx, text, name, implicit_module=not self.args.no_implicit_module
             )
 
+        def parse_onnx(io: IO[bytes]) -> ModuleOp:
+            from dlc.onnx import load
+
+            return load(io.read(), filename=self.get_input_name())
+
         self.available_frontends["dl"] = parse_dl
         self.available_frontends["mlir"] = parse_mlir
+        self.available_frontends["onnx"] = parse_onnx
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         CommandLineTool.register_all_arguments(self, arg_parser)

@@ -50,7 +50,7 @@ class _ArgumentParser(argparse.ArgumentParser):
 
 def _argument_parser() -> argparse.ArgumentParser:
     parser = _ArgumentParser(prog="dlc-run", description=__doc__.splitlines()[0])
-    parser.add_argument("file", help="a .dl file")
+    parser.add_argument("file", help="a .dl file or an ONNX model (.onnx)")
     parser.add_argument("--entry", "-e", help="function to run (default: the only defined one)")
     parser.add_argument(
         "--input",
@@ -62,6 +62,13 @@ def _argument_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--random-inputs", action="store_true", help="random values for inputs not given"
+    )
+    parser.add_argument(
+        "--input-shape",
+        action="append",
+        default=[],
+        metavar="NAME=1x3x224x224",
+        help="the shape of an ONNX graph input with dynamic dimensions",
     )
     parser.add_argument(
         "--seed",
@@ -281,7 +288,7 @@ def run(argv: Sequence[str] | None) -> None:
     """Compile, build inputs, run, print (raises RunError / DiagnosticError)."""
     args = _argument_parser().parse_args(argv)
     externs = _allowed_externs(args.allow_extern)
-    module, text = _parse_file(args.file)
+    module, text = _parse_file(args.file, _input_shapes(args.input_shape))
     func = choose_function(module, args.entry)
     inputs = build_inputs(func, args.input, args.random_inputs, args.seed)
     from dlc.api import compile_graph_module
@@ -300,11 +307,33 @@ def run(argv: Sequence[str] | None) -> None:
         print(f"time per call: {per_call * 1e6:.2f} µs (median of {calls} calls)")
 
 
-def _parse_file(path: str) -> tuple[Any, bytes]:
+def _input_shapes(specs: Sequence[str]) -> dict[str, tuple[int, ...]]:
+    """`--input-shape NAME=2x3` options as a mapping (a malformed one is a RunError)."""
+    shapes: dict[str, tuple[int, ...]] = {}
+    for spec in specs:
+        name, _, dims = spec.partition("=")
+        try:
+            shapes[name] = tuple(int(d) for d in dims.split("x")) if dims else ()
+        except ValueError:
+            raise RunError(f"--input-shape {spec}: expected NAME=DIMxDIMx...") from None
+        if not name or any(d < 0 for d in shapes[name]):
+            raise RunError(f"--input-shape {spec}: expected NAME=DIMxDIMx...")
+    return shapes
+
+
+def _parse_file(path: str, input_shapes: dict[str, tuple[int, ...]]) -> tuple[Any, bytes]:
     """The program of `path`, differentiated (so `--entry` finds the functions of
-    `[adjoint ...]` declarations and the `@g_grad` they synthesize), and its text."""
+    `[adjoint ...]` declarations and the `@g_grad` they synthesize), and its text.
+    An `.onnx` file is imported (its text is empty: diagnostics name nodes, not lines)."""
     import dlc
     from dlc.passes.graph.differentiate import differentiated
+
+    if path.endswith(".onnx"):
+        import dlc.onnx
+
+        return dlc.onnx.load(path, input_shapes), b""
+    if input_shapes:
+        raise RunError("--input-shape applies to ONNX models only")
 
     try:
         with open(path, "rb") as f:

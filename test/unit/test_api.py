@@ -40,6 +40,7 @@ def test_public_names() -> None:
         "TrapError",
         "compile",
         "compile_file",
+        "compile_onnx",
         "parse",
         "print_module",
     }

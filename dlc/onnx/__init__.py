@@ -1,0 +1,87 @@
+"""dlc's ONNX front end: an ONNX model -> a verified graph-level dlc module.
+
+>>> module = dlc.onnx.load("model.onnx", input_shapes={"x": (1, 3, 224, 224)})
+>>> mod = dlc.compile_onnx("model.onnx")   # compiled; mod.main_graph(x) or mod["..."]
+
+The module holds one function named after the graph, with one parameter per graph
+input (named after it, characters outside `[A-Za-z0-9_.]` replaced by `_`) and the
+graph outputs as its result (a tuple when there are several). Initializers become
+literals. Needs the optional dependency `onnx` (`pip install 'dlc[onnx]'`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from dlc.diagnostics import DiagnosticError, Location
+
+if TYPE_CHECKING:
+    from onnx import ModelProto
+    from xdsl.dialects.builtin import ModuleOp
+
+__all__ = ["load", "read_model"]
+
+
+def read_model(path_or_model: object, filename: str | None = None) -> tuple[ModelProto, str]:
+    """The model and the file name diagnostics name: the path, else `filename`, else
+    `<model>` (a `ModelProto`, or the bytes of a serialized model)."""
+    try:
+        import onnx
+    except ImportError:
+        raise DiagnosticError(
+            "the ONNX front end needs the onnx package: pip install 'dlc[onnx]'"
+        ) from None
+    if isinstance(path_or_model, onnx.ModelProto):
+        return path_or_model, filename or "<model>"
+    if isinstance(path_or_model, bytes):
+        name = filename or "<model>"
+        try:
+            return onnx.load_model_from_string(path_or_model), name
+        except Exception as e:  # protobuf's DecodeError and friends
+            raise DiagnosticError(f"not an ONNX model: {e}", Location(name, 0, 0)) from None
+    if not isinstance(path_or_model, str | os.PathLike):
+        raise TypeError(
+            f"expected an onnx.ModelProto or a path, got {type(path_or_model).__name__}"
+        )
+    filename = os.fspath(path_or_model)
+    try:
+        return onnx.load(filename), filename
+    except OSError as e:
+        reason = e.strerror or str(e)
+        raise DiagnosticError(
+            f"cannot read '{filename}': {reason}", Location(filename, 0, 0)
+        ) from None
+    except Exception as e:  # protobuf's DecodeError and friends
+        raise DiagnosticError(
+            f"cannot read '{filename}' as an ONNX model: {e}", Location(filename, 0, 0)
+        ) from None
+
+
+def load(
+    path_or_model: object,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    *,
+    filename: str | None = None,
+) -> ModuleOp:
+    """Import an ONNX model (a `ModelProto`, a file path or a serialized model's bytes)
+    as a verified graph-level module. `input_shapes` gives the shapes of inputs with
+    dynamic dimensions; `filename` names a model that is not a path in diagnostics.
+
+    Raises `dlc.onnx.OnnxImportError` (a `DiagnosticError`) naming every unsupported
+    node, attribute and dynamic input at once."""
+    from dlc.onnx.importer import import_model
+
+    model, filename = read_model(path_or_model, filename)
+    if input_shapes is not None and not isinstance(input_shapes, Mapping):
+        raise TypeError(f"input_shapes: expected a mapping, got {type(input_shapes).__name__}")
+    return import_model(model, filename, input_shapes)
+
+
+def __getattr__(name: str) -> object:
+    if name == "OnnxImportError":
+        from dlc.onnx.importer import OnnxImportError
+
+        return OnnxImportError
+    raise AttributeError(f"module 'dlc.onnx' has no attribute '{name}'")

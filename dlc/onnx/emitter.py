@@ -1,0 +1,236 @@
+"""Building graph-dialect ops in memory for the ONNX importer.
+
+`Emitter` appends ops to one block, typing each with its op class's `infer` (as the
+DLVM parser does), and supplies the small compositions ONNX needs and DLVM lacks:
+NumPy rank extension before broadcasting, broadcasting to a shape, transposes with a
+permutation, reductions that keep their dimensions and explicit padding.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from functools import cache
+
+import numpy as np
+from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+
+from dlc.dialects.graph import InferenceError, LiteralOp
+from dlc.dialects.graph_elementwise import BINARY_OPS, UNARY_OPS
+from dlc.dialects.graph_literal import LiteralAttr
+from dlc.dialects.graph_tensor import (
+    ConcatenateOp,
+    PadShapeOp,
+    ReduceOp,
+    ShapeCastOp,
+    TransposeOp,
+)
+from dlc.dialects.graph_types import TensorType, format_type, size_error
+from dlc.passes.graph.fold_constants import literal_of, scalar_tree
+
+MAX_PERMUTE_RANK = 6
+"""Transposes with a permutation are searched for among reshape + reverse sequences up
+to this rank (720 permutations)."""
+
+
+class ImportProblem(Exception):
+    """One node cannot be imported; the message says what is missing."""
+
+
+def ints_attr(values: Sequence[int]) -> ArrayAttr[IntAttr]:
+    return ArrayAttr([IntAttr(int(v)) for v in values])
+
+
+def tensor_type(value: SSAValue) -> TensorType:
+    t = value.type
+    assert isinstance(t, TensorType)
+    return t
+
+
+def shape_of(value: SSAValue) -> tuple[int, ...]:
+    return tensor_type(value).dims
+
+
+class Emitter:
+    """Appends typed graph ops to `block`."""
+
+    def __init__(self, block: Block):
+        self.block = block
+
+    def op(
+        self, cls: type[Operation], operands: Sequence[SSAValue], **props: Attribute
+    ) -> SSAValue:
+        """Create `cls` with inferred result types; a type error is an `ImportProblem`."""
+        try:
+            results = cls.infer([o.type for o in operands], props)  # type: ignore[attr-defined]
+        except InferenceError as err:
+            raise ImportProblem(str(err)) from None
+        for t in results:
+            if isinstance(t, TensorType) and (message := size_error(t)) is not None:
+                raise ImportProblem(message)
+        op = cls.create(operands=list(operands), result_types=list(results), properties=props)
+        self.block.add_op(op)
+        return op.results[0]
+
+    def unary(self, opcode: str, x: SSAValue) -> SSAValue:
+        return self.op(UNARY_OPS[opcode], [x])
+
+    def binary(self, opcode: str, a: SSAValue, b: SSAValue) -> SSAValue:
+        """`opcode a, b` with NumPy broadcasting (ranks extended on the left)."""
+        a, b = self.rank_extended(a, b)
+        return self.op(BINARY_OPS[opcode], [a, b])
+
+    # ---- literals -------------------------------------------------------------------
+
+    def constant(self, value: np.ndarray) -> SSAValue:
+        """A literal of `value` (a splat when all elements are equal)."""
+        t = TensorType(value.shape, _dtype_name(value.dtype))
+        op = literal_of(np.ascontiguousarray(value), t)
+        self.block.add_op(op)
+        return op.result
+
+    def scalar(self, value: float, dt: str) -> SSAValue:
+        """An inline scalar literal (`1.0: f32`)."""
+        op = LiteralOp(LiteralAttr(scalar_tree(value, dt)), TensorType((), dt), inline=True)
+        self.block.add_op(op)
+        return op.result
+
+    def splat(self, value: float, shape: Sequence[int], dt: str) -> SSAValue:
+        op = LiteralOp(LiteralAttr(scalar_tree(value, dt)), TensorType(shape, dt))
+        self.block.add_op(op)
+        return op.result
+
+    # ---- shapes ---------------------------------------------------------------------
+
+    def reshape(self, x: SSAValue, shape: Sequence[int]) -> SSAValue:
+        if tuple(shape) == shape_of(x):
+            return x
+        return self.op(ShapeCastOp, [x], shape=ints_attr(shape))
+
+    def pad_shape(self, x: SSAValue, index: int) -> SSAValue:
+        return self.op(PadShapeOp, [x], index=IntAttr(index))
+
+    def to_rank(self, x: SSAValue, rank: int) -> SSAValue:
+        """Leading 1s up to `rank` (NumPy's rank extension)."""
+        dims = shape_of(x)
+        if not dims or len(dims) >= rank:
+            return x  # scalars broadcast in DLVM already
+        return self.reshape(x, (1,) * (rank - len(dims)) + dims)
+
+    def rank_extended(self, a: SSAValue, b: SSAValue) -> tuple[SSAValue, SSAValue]:
+        rank = max(len(shape_of(a)), len(shape_of(b)))
+        return self.to_rank(a, rank), self.to_rank(b, rank)
+
+    def broadcast_to(self, x: SSAValue, shape: Sequence[int]) -> SSAValue:
+        """`x` broadcast to `shape` (x + -0.0 keeps every value, -0.0 included)."""
+        if shape_of(x) == tuple(shape):
+            return x
+        zero = self.splat(-0.0, shape, tensor_type(x).dt)
+        return self.binary("add", x, zero)
+
+    def concatenate(self, values: Sequence[SSAValue], axis: int) -> SSAValue:
+        if len(values) == 1:
+            return values[0]
+        return self.op(ConcatenateOp, values, axis=IntAttr(axis))
+
+    def pad(self, x: SSAValue, pads: Sequence[tuple[int, int]], value: float) -> SSAValue:
+        """`x` with `pads[i] = (lo, hi)` elements of `value` around dimension i."""
+        dt = tensor_type(x).dt
+        for axis, (lo, hi) in enumerate(pads):
+            parts = []
+            for count, position in ((lo, 0), (hi, 1)):
+                if count:
+                    dims = list(shape_of(x))
+                    dims[axis] = count
+                    parts.append((position, self.splat(value, dims, dt)))
+            before = [v for p, v in parts if p == 0]
+            after = [v for p, v in parts if p == 1]
+            x = self.concatenate([*before, x, *after], axis)
+        return x
+
+    def transpose(self, x: SSAValue, perm: Sequence[int]) -> SSAValue:
+        """Axes permuted as NumPy's `transpose(x, perm)`, from reshapes and `transpose`
+        (which reverses all axes): reversing blocks of adjacent axes is a reshape that
+        merges each block, a transpose, and a reshape that splits the blocks again."""
+        perm = tuple(perm)
+        if perm == tuple(range(len(perm))):
+            return x
+        if len(perm) > MAX_PERMUTE_RANK:
+            raise ImportProblem(f"transposes of rank > {MAX_PERMUTE_RANK} are not supported")
+        for blocks in block_reversals(perm):
+            dims = shape_of(x)
+            sizes = [int(np.prod([dims[i] for i in block])) for block in blocks]
+            merged = self.reshape(x, sizes)
+            flipped = self.op(TransposeOp, [merged])
+            x = self.reshape(flipped, [dims[i] for block in reversed(blocks) for i in block])
+        return x
+
+    def reduce(
+        self, x: SSAValue, combinator: str, init: float, axes: Sequence[int], keepdims: bool
+    ) -> SSAValue:
+        """`reduce x by combinator init init along axes`, keeping size-1 dims if asked."""
+        if not axes:
+            return x
+        dt = tensor_type(x).dt
+        props = {"dims": ints_attr(sorted(axes)), "combinator": StringAttr(combinator)}
+        y = self.op(ReduceOp, [x, self.scalar(init, dt)], **props)
+        if keepdims:
+            y = self.reshape(y, [1 if i in axes else d for i, d in enumerate(shape_of(x))])
+        return y
+
+
+@cache
+def block_reversals(perm: tuple[int, ...]) -> list[tuple[tuple[int, ...], ...]]:
+    """The shortest list of block reversals that turns axis order 0..n-1 into `perm`.
+
+    A step splits the current axes into blocks of adjacent axes and reverses the order
+    of the blocks. Each entry lists the blocks as positions of the current axes."""
+    n = len(perm)
+    start = tuple(range(n))
+    seen: dict[tuple[int, ...], tuple[tuple[int, ...], tuple[tuple[int, ...], ...]] | None] = {
+        start: None
+    }
+    queue = deque([start])
+    while queue:
+        order = queue.popleft()
+        if order == perm:
+            break
+        for blocks in _splits(n):
+            new = tuple(order[i] for block in reversed(blocks) for i in block)
+            if new not in seen:
+                seen[new] = (order, blocks)
+                queue.append(new)
+    steps: list[tuple[tuple[int, ...], ...]] = []
+    order = perm
+    while (prev := seen[order]) is not None:
+        order, blocks = prev
+        steps.append(blocks)
+    return steps[::-1]
+
+
+@cache
+def _splits(n: int) -> list[tuple[tuple[int, ...], ...]]:
+    """Every split of positions 0..n-1 into at least two blocks of adjacent positions."""
+    out = []
+    for mask in range(1, 1 << (n - 1)):
+        blocks, current = [], [0]
+        for i in range(1, n):
+            if mask >> (i - 1) & 1:
+                blocks.append(tuple(current))
+                current = []
+            current.append(i)
+        blocks.append(tuple(current))
+        out.append(tuple(blocks))
+    return out
+
+
+def _dtype_name(dtype: np.dtype) -> str:
+    names = {"float32": "f32", "float64": "f64", "int64": "i64", "int32": "i32", "bool": "bool"}
+    if dtype.name not in names:
+        raise ImportProblem(f"constants of type {dtype.name} are not supported")
+    return names[dtype.name]
+
+
+def describe(value: SSAValue) -> str:
+    return format_type(value.type)

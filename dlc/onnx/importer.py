@@ -1,0 +1,305 @@
+"""ONNX graph -> one graph-level dlc function, built in memory.
+
+Nodes are imported in the graph's (topological) order. A node that cannot be imported
+is recorded and its outputs are marked unknown; nodes that read an unknown value are
+skipped without a second report, so one `OnnxImportError` names every node that is
+itself unsupported. Initializers and `Constant` outputs stay NumPy arrays until an op
+reads them as tensors, so shape inputs (Reshape's, the axes of reductions) never
+become literals.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from onnx import GraphProto, ModelProto, NodeProto, TensorProto, numpy_helper
+from onnx.helper import get_attribute_value
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.ir import Block, Region, SSAValue
+
+from dlc.diagnostics import DiagnosticError, Location
+from dlc.dialects.graph import FuncOp, LiteralOp, ReturnOp
+from dlc.dialects.graph_literal import LiteralAttr
+from dlc.dialects.graph_types import (
+    FunctionType,
+    TensorType,
+    TupleType,
+    format_type,
+    size_error,
+)
+from dlc.dialects.graph_verify import verify_module
+from dlc.onnx import ops_math, ops_nn, ops_shape
+from dlc.onnx.emitter import Emitter, ImportProblem
+from dlc.onnx.node import Converter, Node
+
+CONVERTERS: dict[str, Converter] = {
+    **ops_math.CONVERTERS,
+    **ops_nn.CONVERTERS,
+    **ops_shape.CONVERTERS,
+}
+DTYPES = {TensorProto.FLOAT: "f32", TensorProto.DOUBLE: "f64"}
+
+
+class OnnxImportError(DiagnosticError):
+    """Everything in a model that dlc cannot import, one problem a line
+    (`model.onnx: error: node 'conv1' (Conv): ceil_mode=1 is not supported`)."""
+
+    def __init__(self, problems: Sequence[str], filename: str):
+        super().__init__("\n".join(problems), Location(filename, 0, 0))
+        self.problems = list(problems)
+
+    def format(self) -> str:
+        return "\n".join(f"{self.filename}: error: {p}" for p in self.problems)
+
+
+class Names:
+    """Unique DLVM value names from ONNX names (`[A-Za-z_][A-Za-z0-9_.]*`)."""
+
+    def __init__(self) -> None:
+        self.taken: set[str] = set()
+
+    def __call__(self, name: str) -> str:
+        base = re.sub(r"[^A-Za-z0-9_.]", "_", name) or "v"
+        if not re.match(r"[A-Za-z_]", base):
+            base = "_" + base
+        candidate, k = base, 0
+        while candidate in self.taken:
+            k += 1
+            candidate = f"{base}_{k}"
+        self.taken.add(candidate)
+        return candidate
+
+
+def node_label(node: NodeProto, index: int) -> str:
+    name = f"'{node.name}'" if node.name else f"#{index}"
+    return f"node {name} ({node.op_type})"
+
+
+def default_opset(model: ModelProto) -> int | None:
+    for entry in model.opset_import:
+        if entry.domain in ("", "ai.onnx"):
+            return entry.version
+    return None
+
+
+class GraphImporter:
+    """Imports one `GraphProto` into a function named after the graph."""
+
+    def __init__(self, model: ModelProto, filename: str, input_shapes: Mapping[str, Sequence[int]]):
+        self.model, self.graph, self.filename = model, model.graph, filename
+        self.input_shapes = dict(input_shapes)
+        self.problems: list[str] = []
+        self.names = Names()
+        self.values: dict[str, SSAValue] = {}
+        self.constants: dict[str, np.ndarray] = {}
+        self.unknown: set[str] = set()
+        self.block = Block()
+        self.emit = Emitter(self.block)
+
+    def run(self) -> ModuleOp:
+        opset = default_opset(self.model)
+        if opset is None:
+            raise OnnxImportError(
+                ["the model imports no default-domain (ai.onnx) opset"], self.filename
+            )
+        graph = self.graph
+        for init in graph.initializer:
+            self.constants[init.name] = numpy_helper.to_array(init)
+        params = self._parameters(graph)
+        for index, proto in enumerate(graph.node):
+            self._node(proto, index, opset)
+        results = [self._output(o.name, o.type) for o in graph.output]
+        if self.problems:
+            raise OnnxImportError(self.problems, self.filename)
+        return self._module(params, [r for r in results if r is not None])
+
+    # ---- graph inputs and outputs ---------------------------------------------------
+
+    def _parameters(self, graph: GraphProto) -> list[TensorType]:
+        types: list[TensorType] = []
+        names: list[str] = []
+        for value in graph.input:
+            if value.name in self.constants:
+                continue  # an initializer listed as an input (IR version < 4)
+            t = self._input_type(value.name, value.type)
+            if t is None:
+                self.unknown.add(value.name)
+            else:
+                types.append(t)
+                names.append(value.name)
+        for name in self.input_shapes:
+            if name not in {v.name for v in graph.input} - self.constants.keys():
+                self.problems.append(f"input_shapes names '{name}', which is not a graph input")
+        for name, t in zip(names, types, strict=True):
+            arg = self.block.insert_arg(t, len(self.block.args))
+            arg._name = self.names(name)
+            self.values[name] = arg
+        return types
+
+    def _input_type(self, name: str, type_proto: object) -> TensorType | None:
+        tensor = type_proto.tensor_type  # type: ignore[attr-defined]
+        dt = DTYPES.get(tensor.elem_type)
+        if dt is None:
+            kind = TensorProto.DataType.Name(tensor.elem_type)
+            self.problems.append(f"input '{name}': element type {kind} is not supported (f32, f64)")
+            return None
+        declared = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
+        given = self.input_shapes.get(name)
+        if given is None:
+            if None in declared:
+                self.problems.append(
+                    f"input '{name}': dynamic shape {self._dims_text(tensor)}; give its shape "
+                    f"with input_shapes={{'{name}': (...)}} (dlc-run: --input-shape {name}=...)"
+                )
+                return None
+            return self._sized(name, TensorType(declared, dt))
+        given = [int(d) for d in given]
+        clash = len(given) != len(declared) or any(
+            d is not None and d != g for d, g in zip(declared, given, strict=False)
+        )
+        if clash or min(given, default=0) < 0:
+            self.problems.append(
+                f"input '{name}': input_shapes gives {tuple(given)}, the model declares "
+                f"{self._dims_text(tensor)}"
+            )
+            return None
+        return self._sized(name, TensorType(given, dt))
+
+    def _sized(self, name: str, t: TensorType) -> TensorType | None:
+        message = size_error(t)
+        if message is None:
+            return t
+        self.problems.append(f"input '{name}': {message}")
+        return None
+
+    @staticmethod
+    def _dims_text(tensor: object) -> str:
+        dims = [
+            str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?")
+            for d in tensor.shape.dim  # type: ignore[attr-defined]
+        ]
+        return "(" + ", ".join(dims) + ")"
+
+    def _output(self, name: str, type_proto: object) -> SSAValue | None:
+        if name in self.unknown:
+            return None
+        if name not in self.values and name not in self.constants:
+            self.problems.append(f"output '{name}' is not computed by any node")
+            return None
+        value = self._value(name)
+        tensor = type_proto.tensor_type  # type: ignore[attr-defined]
+        declared = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
+        t = value.type
+        assert isinstance(t, TensorType)
+        if tensor.elem_type and DTYPES.get(tensor.elem_type) != t.dt:
+            kind = TensorProto.DataType.Name(tensor.elem_type)
+            self.problems.append(
+                f"output '{name}': dlc computes {format_type(t)}, the model declares {kind}"
+            )
+            return value
+        if tensor.HasField("shape") and (
+            len(declared) != t.rank
+            or any(d not in (None, a) for d, a in zip(declared, t.dims, strict=False))
+        ):
+            self.problems.append(
+                f"output '{name}': dlc computes {format_type(t)}, the model declares "
+                f"{self._dims_text(tensor)}"
+            )
+        return value
+
+    def _module(self, params: list[TensorType], results: list[SSAValue]) -> ModuleOp:
+        if len(results) == 1:
+            out, out_type = results[0], results[0].type
+        else:
+            out_type = TupleType([r.type for r in results])
+            tree = ("tuple", tuple(("operand", k) for k in range(len(results))))
+            literal = LiteralOp(LiteralAttr(tree), out_type, results)
+            self.block.add_op(literal)
+            out = literal.result
+        self.block.add_op(ReturnOp(out))
+        self.block._name = "entry"
+        name = Names()(self.graph.name or "main")
+        func = FuncOp(name, FunctionType(params, out_type), Region([self.block]))
+        module = ModuleOp([func])
+        module.attributes["dlc.name"] = StringAttr(self.graph.name or "main")
+        module.attributes["dlc.stage"] = StringAttr("raw")
+        verify_module(module)
+        return module
+
+    # ---- nodes ----------------------------------------------------------------------
+
+    def _value(self, name: str) -> SSAValue:
+        """The tensor `name`; a constant becomes a literal when first read as one."""
+        if name not in self.values:
+            value = self.emit.constant(self.constants[name])
+            value._name = self.names(name)
+            self.values[name] = value
+        return self.values[name]
+
+    def _node(self, proto: NodeProto, index: int, opset: int) -> None:
+        label = node_label(proto, index)
+        if any(name in self.unknown for name in proto.input):
+            self.unknown.update(proto.output)  # the cause is reported already
+            return
+        try:
+            self._convert(proto, opset)
+        except ImportProblem as err:
+            self.problems.append(f"{label}: {err}")
+            self.unknown.update(proto.output)
+        except (ValueError, TypeError, KeyError, IndexError) as err:  # a malformed node
+            self.problems.append(f"{label}: malformed node: {type(err).__name__}: {err}")
+            self.unknown.update(proto.output)
+
+    def _convert(self, proto: NodeProto, opset: int) -> None:
+        if proto.domain not in ("", "ai.onnx"):
+            raise ImportProblem(f"operator domain '{proto.domain}' is not supported")
+        if proto.op_type == "Constant":
+            self._constant(proto)
+            return
+        convert = CONVERTERS.get(proto.op_type)
+        if convert is None:
+            raise ImportProblem(f"operator {proto.op_type} is not supported")
+        missing = [n for n in proto.input if n and n not in self.values and n not in self.constants]
+        if missing:
+            raise ImportProblem(f"input '{missing[0]}' is not defined before the node")
+        node = Node(
+            proto,
+            opset,
+            list(proto.input),
+            [self.constants.get(n) if n else None for n in proto.input],
+            self._value,
+            self.emit,
+        )
+        results = convert(node)
+        unused = [a.name for a in proto.attribute if a.name not in node.used]
+        if unused:
+            raise ImportProblem(f"attribute '{unused[0]}' is not supported")
+        for name, value in zip(proto.output, results, strict=False):
+            if value._name is None:
+                value._name = self.names(name)
+            self.values[name] = value
+
+    def _constant(self, proto: NodeProto) -> None:
+        attrs = {a.name: a for a in proto.attribute}
+        if len(attrs) != 1:
+            raise ImportProblem("needs exactly one value attribute")
+        name, attr = next(iter(attrs.items()))
+        value = get_attribute_value(attr)
+        if name == "value":
+            array = numpy_helper.to_array(value)
+        elif name in ("value_float", "value_floats"):
+            array = np.asarray(value, np.float32)
+        elif name in ("value_int", "value_ints"):
+            array = np.asarray(value, np.int64)
+        else:
+            raise ImportProblem(f"attribute '{name}' is not supported")
+        self.constants[proto.output[0]] = array
+
+
+def import_model(
+    model: ModelProto, filename: str, input_shapes: Mapping[str, Sequence[int]] | None
+) -> ModuleOp:
+    """The verified graph-level module of `model`; raises `OnnxImportError`."""
+    return GraphImporter(model, filename, input_shapes or {}).run()

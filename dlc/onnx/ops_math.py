@@ -1,0 +1,228 @@
+"""ONNX element-wise, matrix-product, softmax and reduction ops as graph ops."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from xdsl.ir import SSAValue
+
+from dlc.dialects.graph_elementwise import SelectOp
+from dlc.dialects.graph_tensor import DotOp
+from dlc.onnx.emitter import ImportProblem, shape_of, tensor_type
+from dlc.onnx.node import Converter, Node
+
+BINARY = {"Add": "add", "Sub": "subtract", "Mul": "multiply", "Div": "divide", "Pow": "power"}
+UNARY = {
+    "Tanh": "tanh", "Exp": "exp", "Log": "log", "Sqrt": "sqrt", "Neg": "negate",
+    "Sin": "sin", "Cos": "cos", "Tan": "tan", "Sinh": "sinh", "Cosh": "cosh",
+    "Asin": "asin", "Acos": "acos", "Atan": "atan", "Erf": "erf", "Sign": "sign",
+    "Floor": "floor", "Ceil": "ceil", "Round": "rint",  # ONNX rounds half to even
+}  # fmt: skip
+
+
+def binary(node: Node) -> list[SSAValue]:
+    if node.opset < 7 and node.has_attr("broadcast"):
+        raise ImportProblem("legacy broadcast attribute (opset < 7) is not supported")
+    return [node.emit.binary(BINARY[node.op_type], node.input(0), node.input(1))]
+
+
+def unary(node: Node) -> list[SSAValue]:
+    return [node.emit.unary(UNARY[node.op_type], node.input(0))]
+
+
+def reciprocal(node: Node) -> list[SSAValue]:
+    x = node.input(0)
+    return [node.emit.binary("divide", node.emit.scalar(1.0, tensor_type(x).dt), x)]
+
+
+def variadic(node: Node) -> list[SSAValue]:
+    """Max, Min, Sum, Mean of one or more inputs, broadcast together."""
+    e = node.emit
+    opcode = {"Max": "max", "Min": "min", "Sum": "add", "Mean": "add"}[node.op_type]
+    count = len(node.names)
+    y = node.input(0)
+    for i in range(1, count):
+        y = e.binary(opcode, y, node.input(i))
+    if node.op_type == "Mean" and count > 1:
+        y = e.binary("divide", y, e.scalar(float(count), tensor_type(y).dt))
+    return [y]
+
+
+def relu(node: Node) -> list[SSAValue]:
+    x = node.input(0)
+    return [node.emit.binary("max", x, node.emit.scalar(0.0, tensor_type(x).dt))]
+
+
+def sigmoid(node: Node) -> list[SSAValue]:
+    """1 / (1 + exp(-x))"""
+    e, x = node.emit, node.input(0)
+    dt = tensor_type(x).dt
+    denominator = e.binary("add", e.scalar(1.0, dt), e.unary("exp", e.unary("negate", x)))
+    return [e.binary("divide", e.scalar(1.0, dt), denominator)]
+
+
+def _negative_select(node: Node, negative: SSAValue, x: SSAValue) -> SSAValue:
+    """select(negative, x by x < 0): NaN takes the x branch."""
+    e = node.emit
+    is_negative = e.binary("lessThan", x, e.scalar(0.0, tensor_type(x).dt))
+    return e.op(SelectOp, [negative, x, is_negative])
+
+
+def abs_(node: Node) -> list[SSAValue]:
+    x = node.input(0)
+    return [_negative_select(node, node.emit.unary("negate", x), x)]
+
+
+def leaky_relu(node: Node) -> list[SSAValue]:
+    x = node.input(0)
+    alpha = node.emit.scalar(node.attr("alpha", 0.01), tensor_type(x).dt)
+    return [_negative_select(node, node.emit.binary("multiply", x, alpha), x)]
+
+
+def clip(node: Node) -> list[SSAValue]:
+    """min(max(x, lo), hi); bounds are attributes before opset 11, inputs after."""
+    e, x = node.emit, node.input(0)
+    dt = tensor_type(x).dt
+    if node.opset < 11:
+        lo, hi = node.attr("min", -math.inf), node.attr("max", math.inf)
+    else:
+        lo_value, hi_value = node.constant(1, "min"), node.constant(2, "max")
+        lo = float(lo_value) if lo_value is not None else -math.inf
+        hi = float(hi_value) if hi_value is not None else math.inf
+    if lo != -math.inf:
+        x = e.binary("max", x, e.scalar(lo, dt))
+    if hi != math.inf:
+        x = e.binary("min", x, e.scalar(hi, dt))
+    return [x]
+
+
+def matmul(node: Node) -> list[SSAValue]:
+    """NumPy matmul: 1-D operands gain a dimension that is dropped afterwards, batch
+    dimensions broadcast."""
+    e = node.emit
+    a, b = node.input(0), node.input(1)
+    a_vector, b_vector = len(shape_of(a)) == 1, len(shape_of(b)) == 1
+    if a_vector:
+        a = e.reshape(a, (1, *shape_of(a)))
+    if b_vector:
+        b = e.reshape(b, (*shape_of(b), 1))
+    a, b = e.rank_extended(a, b)
+    sa, sb = shape_of(a), shape_of(b)
+    try:
+        batch = np.broadcast_shapes(sa[:-2], sb[:-2])
+    except ValueError:
+        raise ImportProblem(f"batch dimensions of {sa} and {sb} do not broadcast") from None
+    a = e.broadcast_to(a, (*batch, *sa[-2:]))
+    b = e.broadcast_to(b, (*batch, *sb[-2:]))
+    y = e.op(DotOp, [a, b])
+    dims = list(shape_of(y))
+    if b_vector:
+        dims.pop()
+    if a_vector:
+        dims.pop(-1 if b_vector else -2)
+    return [e.reshape(y, dims)]
+
+
+def gemm(node: Node) -> list[SSAValue]:
+    """alpha · op(A) · op(B) + beta · C, C broadcast to the result."""
+    e = node.emit
+    a, b = (_transposed(node, i, node.attr(flag, 0)) for i, flag in ((0, "transA"), (1, "transB")))
+    y = e.op(DotOp, [a, b])
+    dt = tensor_type(y).dt
+    alpha, beta = node.attr("alpha", 1.0), node.attr("beta", 1.0)
+    if node.opset < 7:
+        node.attr("broadcast")
+    if alpha != 1.0:
+        y = e.binary("multiply", y, e.scalar(alpha, dt))
+    c = node.optional(2)
+    if c is None or beta == 0.0:
+        return [y]
+    if beta != 1.0:
+        c = e.binary("multiply", c, e.scalar(beta, dt))
+    return [e.binary("add", y, c)]
+
+
+def _transposed(node: Node, i: int, transpose: int) -> SSAValue:
+    """Gemm's input i, transposed if asked: a constant (a weight) at import time."""
+    x = node.input(i)
+    if len(shape_of(x)) != 2:
+        raise ImportProblem(f"Gemm needs 2-D A and B, got {list(shape_of(x))}")
+    if not transpose:
+        return x
+    value = node.constants[i]
+    if value is not None:
+        return node.emit.constant(np.ascontiguousarray(value.T))
+    return node.emit.transpose(x, (1, 0))
+
+
+def softmax(node: Node) -> list[SSAValue]:
+    """exp(x - max) / sum(exp(x - max)) along `axis` (opset ≥ 13) or over the 2-D
+    coercion [prod(dims[:axis]), prod(dims[axis:])] (opset < 13)."""
+    e, x = node.emit, node.input(0)
+    dims = shape_of(x)
+    axis = node.axis(node.attr("axis", -1 if node.opset >= 13 else 1), max(len(dims), 1))
+    if node.opset < 13:
+        flat = (int(np.prod(dims[:axis])), int(np.prod(dims[axis:])))
+        y = _softmax(node, e.reshape(x, flat), 1)
+        return [e.reshape(y, dims)]
+    return [_softmax(node, x, axis)]
+
+
+def _softmax(node: Node, x: SSAValue, axis: int) -> SSAValue:
+    e = node.emit
+    peak = e.reduce(x, "max", -math.inf, [axis], keepdims=True)
+    exp = e.unary("exp", e.binary("subtract", x, peak))
+    total = e.reduce(exp, "add", 0.0, [axis], keepdims=True)
+    return e.binary("divide", exp, total)
+
+
+REDUCTIONS = {
+    "ReduceSum": ("add", 0.0),
+    "ReduceMean": ("add", 0.0),
+    "ReduceMax": ("max", -math.inf),
+    "ReduceMin": ("min", math.inf),
+    "ReduceProd": ("multiply", 1.0),
+}
+
+
+def reduce(node: Node) -> list[SSAValue]:
+    """Axes are an attribute (an input for ReduceSum from opset 13, the others from
+    18); no axes reduce everything unless noop_with_empty_axes."""
+    e, x = node.emit, node.input(0)
+    rank = len(shape_of(x))
+    axes_input = node.opset >= (13 if node.op_type == "ReduceSum" else 18)
+    if axes_input:
+        value = node.constant(1, "axes")
+        axes = None if value is None else [int(a) for a in value.reshape(-1)]
+    else:
+        axes = node.attr("axes")
+    keepdims = bool(node.attr("keepdims", 1))
+    if not axes:
+        if node.attr("noop_with_empty_axes", 0):
+            return [x]
+        axes = list(range(rank))
+    axes = sorted({node.axis(a, rank) for a in axes})
+    combinator, init = REDUCTIONS[node.op_type]
+    y = e.reduce(x, combinator, init, axes, keepdims)
+    if node.op_type == "ReduceMean":
+        count = int(np.prod([shape_of(x)[a] for a in axes]))
+        y = e.binary("divide", y, e.scalar(float(count), tensor_type(x).dt))
+    return [y]
+
+
+CONVERTERS: dict[str, Converter] = {
+    **dict.fromkeys(BINARY, binary),
+    **dict.fromkeys(UNARY, unary),
+    "Reciprocal": reciprocal,
+    **dict.fromkeys(("Max", "Min", "Sum", "Mean"), variadic),
+    "Relu": relu,
+    "Sigmoid": sigmoid,
+    "Abs": abs_,
+    "LeakyRelu": leaky_relu,
+    "Clip": clip,
+    "MatMul": matmul,
+    "Gemm": gemm,
+    "Softmax": softmax,
+    **dict.fromkeys(REDUCTIONS, reduce),
+}

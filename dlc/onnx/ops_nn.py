@@ -1,0 +1,194 @@
+"""ONNX convolution, pooling and batch normalization as graph ops."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from xdsl.dialects.builtin import IntAttr, StringAttr
+from xdsl.ir import SSAValue
+
+from dlc.dialects.graph_tensor import ConvolveOp, ReduceWindowOp
+from dlc.onnx.emitter import ImportProblem, ints_attr, shape_of, tensor_type
+from dlc.onnx.node import Converter, Node
+
+Pads = list[tuple[int, int]]
+
+
+def _window_attrs(node: Node, spatial: int) -> tuple[list[int], list[int]]:
+    strides = node.attr("strides") or [1] * spatial
+    dilations = node.attr("dilations") or [1] * spatial
+    if len(strides) != spatial or len(dilations) != spatial:
+        raise ImportProblem(f"strides and dilations need {spatial} entries")
+    return strides, dilations
+
+
+def _pads(
+    node: Node, dims: Sequence[int], kernel: Sequence[int], strides: Sequence[int],
+    dilations: Sequence[int],
+) -> Pads:  # fmt: skip
+    """(lo, hi) per spatial dimension from `auto_pad` and `pads`."""
+    spatial = len(kernel)
+    auto_pad = node.require("auto_pad", ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"), "NOTSET")
+    pads = node.attr("pads")
+    if auto_pad == "NOTSET":
+        pads = pads or [0] * (2 * spatial)
+        if len(pads) != 2 * spatial or min(pads) < 0:
+            raise ImportProblem(f"pads must be {2 * spatial} non-negative integers")
+        return [(pads[i], pads[spatial + i]) for i in range(spatial)]
+    if auto_pad == "VALID":
+        return [(0, 0)] * spatial
+    out: Pads = []
+    for n, k, s, d in zip(dims, kernel, strides, dilations, strict=True):
+        total = max((math.ceil(n / s) - 1) * s + (k - 1) * d + 1 - n, 0)
+        small = total // 2
+        out.append((small, total - small) if auto_pad == "SAME_UPPER" else (total - small, small))
+    return out
+
+
+def conv(node: Node) -> list[SSAValue]:
+    e, x, w = node.emit, node.input(0), node.input(1)
+    xs, ws = shape_of(x), shape_of(w)
+    if len(xs) < 3 or len(ws) != len(xs):
+        raise ImportProblem(f"input {xs} and weight {ws} need equal rank ≥ 3")
+    spatial = len(xs) - 2
+    kernel = node.attr("kernel_shape") or list(ws[2:])
+    if list(kernel) != list(ws[2:]):
+        raise ImportProblem(f"kernel_shape {kernel} differs from the weight's {list(ws[2:])}")
+    strides, dilations = _window_attrs(node, spatial)
+    pads = _pads(node, xs[2:], kernel, strides, dilations)
+    props = {
+        "strides": ints_attr(strides),
+        "padding": ints_attr([p for pair in pads for p in pair]),
+        "right_dilation": ints_attr(dilations),
+        "groups": IntAttr(node.attr("group", 1)),
+    }
+    y = e.op(ConvolveOp, [x, w], **props)
+    bias = node.optional(2)
+    if bias is not None:
+        bias = e.reshape(bias, (1, ws[0]) + (1,) * spatial)
+        y = e.binary("add", y, bias)
+    return [y]
+
+
+def _pool_pads(
+    node: Node, dims: Sequence[int], kernel: Sequence[int], strides: Sequence[int]
+) -> Pads:
+    """Explicit pads, widened on the high side for `ceil_mode=1`: the last window must
+    start inside the input or its low padding (ONNX's and PyTorch's rule)."""
+    pads = _pads(node, dims, kernel, strides, [1] * len(kernel))
+    if not node.attr("ceil_mode", 0):
+        return pads
+    out: Pads = []
+    for n, k, s, (lo, hi) in zip(dims, kernel, strides, pads, strict=True):
+        count = math.ceil((n + lo + hi - k) / s) + 1
+        if (count - 1) * s >= n + lo:
+            count -= 1
+        out.append((lo, max(hi, (count - 1) * s + k - n - lo)))
+    return out
+
+
+def pool(node: Node) -> list[SSAValue]:
+    """Max or average over windows: explicit padding (-inf or 0), `reduceWindow`, and
+    for averages a division by each window's element count."""
+    e, x = node.emit, node.input(0)
+    dims = shape_of(x)
+    if len(dims) < 3:
+        raise ImportProblem(f"input {dims} needs rank ≥ 3")
+    if len(node.proto.output) > 1 and node.proto.output[1]:
+        raise ImportProblem("the Indices output is not supported")
+    kernel = node.attr("kernel_shape")
+    if not kernel or len(kernel) != len(dims) - 2:
+        raise ImportProblem(f"kernel_shape needs {len(dims) - 2} entries")
+    strides, dilations = _window_attrs(node, len(kernel))
+    if any(d != 1 for d in dilations):
+        raise ImportProblem(f"dilations={dilations} are not supported")
+    node.require("storage_order", (0,), 0)
+    pads = _pool_pads(node, dims[2:], kernel, strides)
+    is_max = node.op_type == "MaxPool"
+    padded = e.pad(x, [(0, 0), (0, 0), *pads], -math.inf if is_max else 0.0)
+    props = {
+        "window": ints_attr([1, 1, *kernel]),
+        "strides": ints_attr([1, 1, *strides]),
+        "padding": StringAttr("none"),
+        "combinator": StringAttr("max" if is_max else "add"),
+    }
+    dt = tensor_type(x).dt
+    init = e.scalar(-math.inf if is_max else 0.0, dt)
+    y = e.op(ReduceWindowOp, [padded, init], **props)
+    if is_max:
+        return [y]
+    counts = _window_counts(node, dims[2:], kernel, strides, pads, shape_of(y)[2:])
+    divisor = e.constant(counts.astype(np.float64 if dt == "f64" else np.float32))
+    return [e.binary("divide", y, divisor)]
+
+
+def _window_counts(
+    node: Node, dims: Sequence[int], kernel: Sequence[int], strides: Sequence[int],
+    pads: Pads, out: Sequence[int],
+) -> np.ndarray:  # fmt: skip
+    """Elements each window averages: those of the input, or with count_include_pad
+    those of the input and its explicit pads (never the ceil_mode overhang)."""
+    include = node.attr("count_include_pad", 0)
+    explicit = _pads(node, dims, kernel, strides, [1] * len(kernel))
+    counts = np.ones((), np.int64)
+    for n, k, s, (lo, _), (elo, ehi), m in zip(
+        dims, kernel, strides, pads, explicit, out, strict=True
+    ):
+        start = np.arange(m) * s - lo
+        low, high = (-elo, n + ehi) if include else (0, n)
+        per_axis = np.minimum(start + k, high) - np.maximum(start, low)
+        counts = np.multiply.outer(counts, per_axis)
+    return counts.reshape((1, 1, *out))
+
+
+def global_pool(node: Node) -> list[SSAValue]:
+    e, x = node.emit, node.input(0)
+    dims = shape_of(x)
+    axes = list(range(2, len(dims)))
+    if node.op_type == "GlobalMaxPool":
+        return [e.reduce(x, "max", -math.inf, axes, keepdims=True)]
+    total = e.reduce(x, "add", 0.0, axes, keepdims=True)
+    count = float(np.prod(dims[2:]))
+    return [e.binary("divide", total, e.scalar(count, tensor_type(x).dt))]
+
+
+def batch_norm(node: Node) -> list[SSAValue]:
+    """Inference form: y = x · scale' + shift' with scale' = scale / sqrt(var + ε) and
+    shift' = bias - mean · scale', folded at import time when the parameters are
+    constants."""
+    e, x = node.emit, node.input(0)
+    if len([o for o in node.proto.output if o]) > 1:
+        raise ImportProblem("training outputs (mean, var) are not supported")
+    node.require("training_mode", (0,), 0)
+    node.require("spatial", (1,), 1)
+    node.attr("momentum")
+    node.attr("is_test")
+    node.attr("consumed_inputs")
+    eps = node.attr("epsilon", 1e-5)
+    dims = shape_of(x)
+    channel = (1, dims[1]) + (1,) * (len(dims) - 2)
+    params = [node.constants[i] if i < len(node.constants) else None for i in range(1, 5)]
+    dt = tensor_type(x).dt
+    if all(p is not None for p in params):
+        scale, bias, mean, var = (np.asarray(p, np.float64) for p in params)  # type: ignore[arg-type]
+        factor = scale / np.sqrt(var + eps)
+        shift = bias - mean * factor
+        np_dt = np.float64 if dt == "f64" else np.float32
+        y = e.binary("multiply", x, e.constant(factor.reshape(channel).astype(np_dt)))
+        return [e.binary("add", y, e.constant(shift.reshape(channel).astype(np_dt)))]
+    scale, bias, mean, var = (e.reshape(node.input(i), channel) for i in range(1, 5))
+    std = e.unary("sqrt", e.binary("add", var, e.scalar(eps, dt)))
+    y = e.binary("divide", e.binary("subtract", x, mean), std)
+    return [e.binary("add", e.binary("multiply", y, scale), bias)]
+
+
+CONVERTERS: dict[str, Converter] = {
+    "Conv": conv,
+    "MaxPool": pool,
+    "AveragePool": pool,
+    "GlobalAveragePool": global_pool,
+    "GlobalMaxPool": global_pool,
+    "BatchNormalization": batch_norm,
+}

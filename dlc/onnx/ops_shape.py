@@ -1,0 +1,126 @@
+"""ONNX shape ops (Reshape, Flatten, Transpose, Concat, Squeeze, Unsqueeze) and the
+identities of inference (Identity, Dropout)."""
+
+from __future__ import annotations
+
+import numpy as np
+from xdsl.ir import SSAValue
+
+from dlc.onnx.emitter import ImportProblem, shape_of
+from dlc.onnx.node import Converter, Node
+
+
+def reshape(node: Node) -> list[SSAValue]:
+    """0 copies the input's dimension (unless allowzero), -1 takes the rest."""
+    x = node.input(0)
+    dims = shape_of(x)
+    if node.opset < 5:
+        target = node.attr("shape")
+    else:
+        value = node.constant(1, "shape")
+        if value is None:
+            raise ImportProblem("the shape input is missing")
+        target = [int(d) for d in value.reshape(-1)]
+    allowzero = node.attr("allowzero", 0)
+    out = [dims[i] if d == 0 and not allowzero else d for i, d in enumerate(target)]
+    if out.count(-1) > 1 or any(d < -1 for d in out):
+        raise ImportProblem(f"shape {target} is not a valid target shape")
+    if -1 in out:
+        known = int(np.prod([d for d in out if d != -1]))
+        size = int(np.prod(dims))
+        if known == 0 or size % known:
+            raise ImportProblem(f"cannot reshape {list(dims)} to {target}")
+        out[out.index(-1)] = size // known
+    if int(np.prod(out)) != int(np.prod(dims)):
+        raise ImportProblem(f"cannot reshape {list(dims)} to {target}")
+    return [node.emit.reshape(x, out)]
+
+
+def flatten(node: Node) -> list[SSAValue]:
+    x = node.input(0)
+    dims = shape_of(x)
+    axis = node.attr("axis", 1)
+    if not -len(dims) <= axis <= len(dims):
+        raise ImportProblem(f"axis {axis} is out of range for rank {len(dims)}")
+    if axis < 0:
+        axis += len(dims)
+    shape = (int(np.prod(dims[:axis])), int(np.prod(dims[axis:])))
+    return [node.emit.reshape(x, shape)]
+
+
+def transpose(node: Node) -> list[SSAValue]:
+    x = node.input(0)
+    rank = len(shape_of(x))
+    perm = node.attr("perm") or list(range(rank))[::-1]
+    if sorted(perm) != list(range(rank)):
+        raise ImportProblem(f"perm {perm} is not a permutation of {rank} axes")
+    return [node.emit.transpose(x, perm)]
+
+
+def concat(node: Node) -> list[SSAValue]:
+    values = [node.input(i) for i in range(len(node.names))]
+    axis = node.axis(node.attr("axis", 1 if node.opset < 4 else 0), len(shape_of(values[0])))
+    return [node.emit.concatenate(values, axis)]
+
+
+def _axes(node: Node, rank: int) -> list[int] | None:
+    if node.opset >= 13:
+        value = node.constant(1, "axes")
+        axes = None if value is None else [int(a) for a in value.reshape(-1)]
+    else:
+        axes = node.attr("axes")
+    return None if axes is None else sorted({node.axis(a, rank) for a in axes})
+
+
+def squeeze(node: Node) -> list[SSAValue]:
+    x = node.input(0)
+    dims = shape_of(x)
+    axes = _axes(node, len(dims))
+    if axes is None:
+        axes = [i for i, d in enumerate(dims) if d == 1]
+    if any(dims[a] != 1 for a in axes):
+        raise ImportProblem(f"cannot squeeze axes {axes} of {list(dims)}")
+    return [node.emit.reshape(x, [d for i, d in enumerate(dims) if i not in axes])]
+
+
+def unsqueeze(node: Node) -> list[SSAValue]:
+    x = node.input(0)
+    dims = list(shape_of(x))
+    count = len(node.attr("axes") or []) if node.opset < 13 else None
+    if count is None:
+        value = node.constant(1, "axes")
+        count = 0 if value is None else value.size
+    axes = _axes(node, len(dims) + count) or []
+    for a in axes:
+        dims.insert(a, 1)
+    return [node.emit.reshape(x, dims)]
+
+
+def identity(node: Node) -> list[SSAValue]:
+    return [node.input(0)]
+
+
+def dropout(node: Node) -> list[SSAValue]:
+    """The identity in inference; a requested mask or training mode is refused."""
+    if len(node.proto.output) > 1 and node.proto.output[1]:
+        raise ImportProblem("the mask output is not supported")
+    training = node.constant(2, "training_mode") if node.opset >= 12 else None
+    if training is not None and training.any():
+        raise ImportProblem("training_mode=true is not supported")
+    for name in ("ratio", "seed", "is_test", "consumed_inputs"):
+        node.attr(name)
+    if node.opset < 7 and not node.attr("is_test", 0):
+        raise ImportProblem("is_test=0 (training) is not supported")
+    return [node.input(0)]
+
+
+CONVERTERS: dict[str, Converter] = {
+    "Reshape": reshape,
+    "Flatten": flatten,
+    "Transpose": transpose,
+    "Concat": concat,
+    "Squeeze": squeeze,
+    "Unsqueeze": unsqueeze,
+    "Identity": identity,
+    "Dropout": dropout,
+}
