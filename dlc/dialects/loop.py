@@ -28,7 +28,15 @@ from __future__ import annotations
 from xdsl.ir import Attribute, Dialect
 
 from dlc.dialects.graph_types import NATIVE_DTYPES, dtype_bytes
-from dlc.dialects.loop_buffer import BUFFER_OPS, AllocOp, CopyOp, DeallocOp, LoadOp, StoreOp
+from dlc.dialects.loop_buffer import (
+    BUFFER_OPS,
+    AllocOp,
+    ConstCopyOp,
+    CopyOp,
+    DeallocOp,
+    LoadOp,
+    StoreOp,
+)
 from dlc.dialects.loop_control import CONTROL_OPS, ForOp, IfOp, YieldOp
 from dlc.dialects.loop_func import (
     FUNC_OPS,
@@ -76,6 +84,7 @@ __all__ = [
     "BroadcastOp",
     "CallOp",
     "CondBrOp",
+    "ConstCopyOp",
     "CopyOp",
     "DeallocOp",
     "ErfcOp",

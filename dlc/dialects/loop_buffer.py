@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import IntAttr, MemRefType, i64
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntAttr, MemRefType, i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.irdl import (
     AnyAttr,
@@ -142,4 +142,29 @@ class CopyOp(IRDLOperation):
             raise VerifyException(f"loop.copy: {src} and {dst} differ in element type or count")
 
 
-BUFFER_OPS = [LoadOp, StoreOp, AllocOp, DeallocOp, CopyOp]
+@irdl_op_definition
+class ConstCopyOp(IRDLOperation):
+    """`loop.const_copy dense<...> : tensor<...> to %dst : memref<...>`: fill a buffer
+    with literal data, which the code generator keeps as read-only data of the object
+    file and copies (one store per element compiled too slowly: a 128 x 128 weight took
+    ~27 s, a 1024 x 1024 one did not finish)."""
+
+    name = "loop.const_copy"
+    value = prop_def(DenseIntOrFPElementsAttr)
+    dest = operand_def(MemRefType)
+    assembly_format = "$value `to` $dest attr-dict `:` type($dest)"
+
+    def __init__(self, value: DenseIntOrFPElementsAttr, dest: SSAValue | Operation) -> None:
+        super().__init__(operands=[dest], properties={"value": value})
+
+    def verify_(self) -> None:
+        dst = memref_type(self.dest, "loop.const_copy")
+        data = self.value.get_element_type()
+        if data != dst.element_type or self.value.get_shape() != dst.get_shape():
+            raise VerifyException(
+                f"loop.const_copy: data of {data} with shape {self.value.get_shape()} "
+                f"does not fill {dst}"
+            )
+
+
+BUFFER_OPS = [LoadOp, StoreOp, AllocOp, DeallocOp, CopyOp, ConstCopyOp]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import DenseArrayBase, MemRefType, i1, i32, i64
+from xdsl.dialects.builtin import DenseArrayBase, IntAttr, MemRefType, i1, i32, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from dlc.diagnostics import error_at, location_prefix
@@ -18,6 +18,7 @@ from dlc.lowering.loop_to_llvm.scalar import const, icmp
 
 PTR = llvm.LLVMPointerType()
 OFFSET = loop.ARENA_OFFSET  # set by plan-memory on arena-placed allocs
+CONST_PREFIX = "__dlc_const_"  # read-only data of `loop.const_copy`
 
 
 def element_bytes(mtype: MemRefType, op: Operation) -> int:
@@ -111,6 +112,19 @@ class BufferEmitter(ContextEmitter):
             case loop.DeallocOp():
                 self.declare("free", [PTR], llvm.LLVMVoidType())
                 self.emit(llvm.CallOp("free", self.get(op.buffer)))
+            case loop.ConstCopyOp():
+                mtype = op.dest.type
+                count = element_count(mtype)
+                name = f"{CONST_PREFIX}{len(self.status.constants)}"
+                array = llvm.LLVMArrayType(IntAttr(count), mtype.element_type)
+                self.status.constants.append((name, array, op.value))
+                # through an integer: llvmlite types the global's address [N x T]*,
+                # and memcpy's declaration takes the plain pointer of its first use
+                address = self.emit(llvm.PtrToIntOp(self.emit(llvm.AddressOfOp(name, PTR)), i64))
+                source = self.emit(llvm.IntToPtrOp(address))
+                nbytes = const(self, count * element_bytes(mtype, op), i64)
+                args = [self.get(op.dest), source, nbytes, const(self, 0, i1)]
+                self.emit(llvm.CallIntrinsicOp("llvm.memcpy.p0.p0.i64", args, []))
             case loop.CopyOp():
                 mtype = op.source.type
                 nbytes = element_count(mtype) * element_bytes(mtype, op)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import IntegerAttr, i8, i32, i64
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from dlc.diagnostics import location_prefix
 from dlc.dialects import abi
@@ -46,6 +46,8 @@ class StatusTable:
     messages: list[str] = field(default_factory=list)
     variables: dict[str, int] = field(default_factory=dict)
     depth_used: bool = False
+    constants: list[tuple[str, Attribute, Attribute]] = field(default_factory=list)
+    """(symbol, llvm array type, dense data) of the read-only data of `loop.const_copy`."""
 
     def code(self, kind: str, text: str) -> int:
         self.messages.append(f"{kind}\t{text}")

@@ -210,7 +210,9 @@ class FuncEmitter(ParallelEmitter, BufferEmitter):
             case loop.StoreOp():
                 ptr, align = self.address(op, op.buffer, op.indices)
                 self.emit(llvm.StoreOp(self.get(op.value), ptr, alignment=align))
-            case loop.AllocOp() | loop.DeallocOp() | loop.CopyOp() | loop.CallOp():
+            case loop.AllocOp() | loop.DeallocOp() | loop.CopyOp() | loop.ConstCopyOp():
+                self.lower_memory(op)
+            case loop.CallOp():
                 self.lower_memory(op)
             case loop.VLoadOp() | loop.VStoreOp() | loop.BroadcastOp():
                 self.lower_vector(op)
@@ -389,6 +391,8 @@ class LowerLoopToLLVMPass(ModulePass):
         for name in status.variables:
             slot = VAR_PREFIX + name
             lowered.append(llvm.GlobalOp(i64, slot, "common", value=IntegerAttr(0, i64)))
+        for name, array, data in status.constants:
+            lowered.append(llvm.GlobalOp(array, name, "internal", constant=True, value=data))
         if status.variables:
             op.attributes[abi.VARS] = DictionaryAttr(
                 {name: IntegerAttr(size, i64) for name, size in status.variables.items()}

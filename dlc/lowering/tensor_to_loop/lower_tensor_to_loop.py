@@ -26,6 +26,10 @@ from dlc.lowering.tensor_to_loop.group import emit_group
 from dlc.lowering.tensor_to_loop.memory import MemoryOpLowering
 from dlc.lowering.tensor_to_loop.nest import NestBuilder
 
+CONSTANT_STORES = 16
+"""Constants of at most this many elements are stored element by element (the
+stores fold into their uses); larger ones are one `loop.const_copy` of their data."""
+
 
 class FunctionLowering:
     """Lowers one `tensor.func`: assigns buffers, then emits one loop nest per compute."""
@@ -117,8 +121,13 @@ class FunctionLowering:
             store(self.b, value, buf, [], r.type.dt)  # type: ignore[attr-defined]
 
     def _constant(self, op: tensor.ConstantOp, buffer: SSAValue) -> None:
+        """A few elements: one store each; more: one `loop.const_copy` of the data."""
         t = op.result.type
         assert isinstance(t, TensorType)
+        element = buffer.type.element_type  # type: ignore[attr-defined]
+        if t.num_elements > CONSTANT_STORES and op.value.get_element_type() == element:
+            self.b.insert(loop.ConstCopyOp(op.value, buffer))
+            return
         scalars = ScalarBuilder(self.b)
         for flat, value in enumerate(op.values):
             indices, rest = [], flat

@@ -46,3 +46,11 @@ loop.func @f(%x: memref<8xf32>) {
   %b = loop.broadcast %z : f64 -> vector<4xf32>
   loop.return
 }
+
+// -----
+
+// CHECK: loop-invalid.mlir:[[# @LINE + 2]]:3: error: IR does not verify in the input: loop.const_copy: data of f32 with shape (3,) does not fill memref<4xf32>
+loop.func @f(%x: memref<4xf32>) {
+  loop.const_copy dense<[1.0, 2.0, 3.0]> : tensor<3xf32> to %x : memref<4xf32>
+  loop.return
+}

@@ -61,4 +61,16 @@ builtin.module attributes {dlc.name = "lower_loop_to_llvm", dlc.stage = "raw"} {
     loop.vstore %s, %y[%i, %j] : vector<4xf32>, memref<2x8xf32>
     loop.return
   }
+
+// Literal data is a read-only global of the object file, copied into the buffer.
+// CHECK-LABEL: llvm.func @weights(
+// CHECK:         %[[G:.*]] = llvm.mlir.addressof @__dlc_const_0 : !llvm.ptr
+// CHECK:         %[[A:.*]] = llvm.ptrtoint %[[G]] : !llvm.ptr to i64
+// CHECK:         %[[P:.*]] = llvm.inttoptr %[[A]] : i64 to !llvm.ptr
+// CHECK:         llvm.call_intrinsic "llvm.memcpy.p0.p0.i64"(%{{.*}}, %[[P]], %{{.*}}, %{{.*}})
+// CHECK:       llvm.mlir.global internal constant @__dlc_const_0(dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00]> : tensor<4xf32>) {addr_space = 0 : i32} : !llvm.array<4 x f32>
+  loop.func @weights(%y: memref<4xf32>) {
+    loop.const_copy dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32> to %y : memref<4xf32>
+    loop.return
+  }
 }

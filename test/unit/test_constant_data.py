@@ -1,0 +1,63 @@
+"""Literal tensors as read-only data (`loop.const_copy`, dlc/dialects/loop_buffer.py;
+lowered to an internal constant global and a memcpy): values of every dtype survive
+exactly, small literals stay element stores, and a large weight compiles fast."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dlc
+
+
+def _literal_source(values: np.ndarray, dt: str) -> str:
+    shape = " x ".join(map(str, values.shape))
+    elements = ", ".join(f"{v!r}: {dt}" for v in values.ravel().tolist())
+    return (
+        'module "c"\nstage raw\n'
+        f"func @f: () -> <{shape} x {dt}> {{\n'entry():\n"
+        f"    %w = literal <{elements}>: <{shape} x {dt}>\n"
+        f"    return %w: <{shape} x {dt}>\n}}\n"
+    )
+
+
+@pytest.mark.parametrize("dt", ["f32", "f64", "i32", "i64", "i8"])
+def test_large_literals_are_data_with_exact_values(dt: str) -> None:
+    rng = np.random.default_rng(3)
+    dtype = np.dtype(dt.replace("f", "float").replace("i", "int"))
+    values = (
+        rng.standard_normal(40).astype(dtype)
+        if dt.startswith("f")
+        else rng.integers(-100, 100, 40).astype(dtype)
+    )
+    mod = dlc.compile(_literal_source(values, dt), bounds_check=True)
+    assert "loop.const_copy" in mod.ir("loop")
+    np.testing.assert_array_equal(mod.f(), values)
+
+
+def test_small_literals_stay_stores() -> None:
+    mod = dlc.compile(_literal_source(np.arange(8, dtype=np.float32), "f32"))
+    assert "loop.const_copy" not in mod.ir("loop")
+    np.testing.assert_array_equal(mod.f(), np.arange(8, dtype=np.float32))
+
+
+def test_an_imported_weight_is_data() -> None:
+    """A 128 x 128 ONNX weight (it took ~27 s to compile with one store per element,
+    ~0.6 s as data; speed is measured outside the tests)."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = np.random.default_rng(0).standard_normal((128, 128)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 128])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 128])],
+        [numpy_helper.from_array(w, "w")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    assert onnx is not None
+    mod = dlc.compile_onnx(model)
+    assert mod.ir("loop").count("loop.const_copy") == 1
+    x = np.random.default_rng(1).standard_normal((4, 128)).astype(np.float32)
+    np.testing.assert_allclose(mod.g(x), x @ w, rtol=1e-5, atol=1e-4)
