@@ -137,8 +137,7 @@ def dot_tiles(op: tensor.ComputeOp, target: Target) -> DotTiles | None:
     nr = 2 * target.vector_bytes // dtype_bytes(t.dt)
     if n < nr or m * n * k < MIN_WORK or m == 1:
         return None  # a vector x matrix product streams B row by row (i-k-j) best
-    rows = ROWS_32 if target.vector_registers >= 32 else ROWS
-    mr = min(rows, m) if len(dims) >= 2 else 1
+    mr = min(ROWS_32 if target.vector_registers >= 32 else ROWS, m)
     lanes = nr // 2 if isinstance(lane_plan(op, len(dims) - 1), dict) else 0
     kc = k_block(k, n * dtype_bytes(t.dt), target)
     nc = n_block(kc, dtype_bytes(t.dt), nr, target) if kc < k else 0
