@@ -31,6 +31,7 @@ from dlc.dialects.graph_types import NATIVE_DTYPES, dtype_bytes
 from dlc.dialects.loop_buffer import (
     BUFFER_OPS,
     AllocOp,
+    ConstBufferOp,
     ConstCopyOp,
     CopyOp,
     DeallocOp,
@@ -84,6 +85,7 @@ __all__ = [
     "BroadcastOp",
     "CallOp",
     "CondBrOp",
+    "ConstBufferOp",
     "ConstCopyOp",
     "CopyOp",
     "DeallocOp",

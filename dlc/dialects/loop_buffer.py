@@ -23,8 +23,10 @@ from xdsl.irdl import (
     operand_def,
     prop_def,
     result_def,
+    traits_def,
     var_operand_def,
 )
+from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from dlc.dialects.formats import Int
@@ -167,4 +169,30 @@ class ConstCopyOp(IRDLOperation):
             )
 
 
-BUFFER_OPS = [LoadOp, StoreOp, AllocOp, DeallocOp, CopyOp, ConstCopyOp]
+@irdl_op_definition
+class ConstBufferOp(IRDLOperation):
+    """`%w = loop.const_buffer dense<...> : tensor<...> : memref<...>`: a read-only
+    buffer holding literal data (read-only data of the object file, nothing copied);
+    only for values that nothing writes (`lower-tensor-to-loop` uses it for the
+    large literals of straight-line functions)."""
+
+    name = "loop.const_buffer"
+    value = prop_def(DenseIntOrFPElementsAttr)
+    res = result_def(MemRefType)
+    assembly_format = "$value attr-dict `:` type($res)"
+    traits = traits_def(Pure())
+
+    def __init__(self, value: DenseIntOrFPElementsAttr, result_type: MemRefType) -> None:
+        super().__init__(result_types=[result_type], properties={"value": value})
+
+    def verify_(self) -> None:
+        buffer = memref_type(self.res, "loop.const_buffer")
+        data = self.value.get_element_type()
+        if data != buffer.element_type or self.value.get_shape() != buffer.get_shape():
+            raise VerifyException(
+                f"loop.const_buffer: data of {data} with shape {self.value.get_shape()} "
+                f"is not a {buffer}"
+            )
+
+
+BUFFER_OPS = [LoadOp, StoreOp, AllocOp, DeallocOp, CopyOp, ConstCopyOp, ConstBufferOp]

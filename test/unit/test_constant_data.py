@@ -1,6 +1,7 @@
-"""Literal tensors as read-only data (`loop.const_copy`, dlc/dialects/loop_buffer.py;
-lowered to an internal constant global and a memcpy): values of every dtype survive
-exactly, small literals stay element stores, and a large weight compiles fast."""
+"""Literal tensors as read-only data (`loop.const_buffer` / `loop.const_copy`,
+dlc/dialects/loop_buffer.py; an internal constant global, read in place or copied into
+a result): values of every dtype survive exactly, small literals stay element stores,
+and an imported weight is data."""
 
 from __future__ import annotations
 
@@ -35,6 +36,24 @@ def test_large_literals_are_data_with_exact_values(dt: str) -> None:
     np.testing.assert_array_equal(mod.f(), values)
 
 
+@pytest.mark.parametrize("options", [{}, {"bounds_check": True}, {"opt_level": 0}])
+def test_a_literal_only_read_is_a_read_only_buffer(options: dict[str, object]) -> None:
+    """Not a result: the literal's data is read where it lies (`loop.const_buffer`)."""
+    w = np.random.default_rng(5).standard_normal((6, 5)).astype(np.float32)
+    rows = ", ".join("<" + ", ".join(f"{v!r}: f32" for v in r.tolist()) + ">: <5 x f32>" for r in w)
+    text = (
+        'module "c"\nstage raw\nfunc @f: (<2 x 6 x f32>) -> <2 x 5 x f32> {\n'
+        "'entry(%x: <2 x 6 x f32>):\n"
+        f"    %w = literal <{rows}>: <6 x 5 x f32>\n"
+        "    %y = dot %x: <2 x 6 x f32>, %w: <6 x 5 x f32>\n"
+        "    return %y: <2 x 5 x f32>\n}\n"
+    )
+    mod = dlc.compile(text, **options)  # type: ignore[arg-type]
+    assert "loop.const_buffer" in mod.ir("loop") and "loop.const_copy" not in mod.ir("loop")
+    x = np.random.default_rng(6).standard_normal((2, 6)).astype(np.float32)
+    np.testing.assert_allclose(mod.f(x), x @ w, rtol=1e-5, atol=1e-5)
+
+
 def test_small_literals_stay_stores() -> None:
     mod = dlc.compile(_literal_source(np.arange(8, dtype=np.float32), "f32"))
     assert "loop.const_copy" not in mod.ir("loop")
@@ -58,6 +77,6 @@ def test_an_imported_weight_is_data() -> None:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     assert onnx is not None
     mod = dlc.compile_onnx(model)
-    assert mod.ir("loop").count("loop.const_copy") == 1
+    assert mod.ir("loop").count("loop.const_buffer") == 1  # read in place, never copied
     x = np.random.default_rng(1).standard_normal((4, 128)).astype(np.float32)
     np.testing.assert_allclose(mod.g(x), x @ w, rtol=1e-5, atol=1e-4)

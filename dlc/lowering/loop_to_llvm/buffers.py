@@ -95,6 +95,16 @@ class BufferEmitter(ContextEmitter):
                 mask = DenseArrayBase.from_list(i32, [0] * lanes)
                 self.values[op.res] = self.emit(llvm.ShuffleVectorOp(first, first, mask, vtype))
 
+    def constant_data(self, value: Attribute, mtype: MemRefType) -> SSAValue:
+        """A pointer to `value` as an internal constant global of the module; through an
+        integer, since llvmlite types a global's address `[N x T]*` and intrinsics and
+        GEPs here take plain pointers."""
+        name = f"{CONST_PREFIX}{len(self.status.constants)}"
+        array = llvm.LLVMArrayType(IntAttr(element_count(mtype)), mtype.element_type)
+        self.status.constants.append((name, array, value))
+        address = self.emit(llvm.PtrToIntOp(self.emit(llvm.AddressOfOp(name, PTR)), i64))
+        return self.emit(llvm.IntToPtrOp(address))
+
     def lower_memory(self, op: Operation) -> None:
         match op:
             case loop.AllocOp() if OFFSET in op.attributes:  # planned by plan-memory
@@ -112,18 +122,13 @@ class BufferEmitter(ContextEmitter):
             case loop.DeallocOp():
                 self.declare("free", [PTR], llvm.LLVMVoidType())
                 self.emit(llvm.CallOp("free", self.get(op.buffer)))
+            case loop.ConstBufferOp():
+                self.values[op.res] = self.constant_data(op.value, op.res.type)
             case loop.ConstCopyOp():
                 mtype = op.dest.type
-                count = element_count(mtype)
-                name = f"{CONST_PREFIX}{len(self.status.constants)}"
-                array = llvm.LLVMArrayType(IntAttr(count), mtype.element_type)
-                self.status.constants.append((name, array, op.value))
-                # through an integer: llvmlite types the global's address [N x T]*,
-                # and memcpy's declaration takes the plain pointer of its first use
-                address = self.emit(llvm.PtrToIntOp(self.emit(llvm.AddressOfOp(name, PTR)), i64))
-                source = self.emit(llvm.IntToPtrOp(address))
-                nbytes = const(self, count * element_bytes(mtype, op), i64)
-                args = [self.get(op.dest), source, nbytes, const(self, 0, i1)]
+                nbytes = element_count(mtype) * element_bytes(mtype, op)
+                source = self.constant_data(op.value, mtype)
+                args = [self.get(op.dest), source, const(self, nbytes, i64), const(self, 0, i1)]
                 self.emit(llvm.CallIntrinsicOp("llvm.memcpy.p0.p0.i64", args, []))
             case loop.CopyOp():
                 mtype = op.source.type

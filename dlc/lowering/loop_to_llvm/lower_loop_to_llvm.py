@@ -210,7 +210,9 @@ class FuncEmitter(ParallelEmitter, BufferEmitter):
             case loop.StoreOp():
                 ptr, align = self.address(op, op.buffer, op.indices)
                 self.emit(llvm.StoreOp(self.get(op.value), ptr, alignment=align))
-            case loop.AllocOp() | loop.DeallocOp() | loop.CopyOp() | loop.ConstCopyOp():
+            case loop.AllocOp() | loop.DeallocOp() | loop.CopyOp():
+                self.lower_memory(op)
+            case loop.ConstCopyOp() | loop.ConstBufferOp():
                 self.lower_memory(op)
             case loop.CallOp():
                 self.lower_memory(op)

@@ -28,7 +28,17 @@ from dlc.lowering.tensor_to_loop.nest import NestBuilder
 
 CONSTANT_STORES = 16
 """Constants of at most this many elements are stored element by element (the
-stores fold into their uses); larger ones are one `loop.const_copy` of their data."""
+stores fold into their uses); larger ones are read-only data: a `loop.const_buffer`
+in straight-line functions when they are not a result (nothing writes them there),
+else a `loop.const_copy` into their buffer."""
+
+
+def _as_data(op: tensor.ConstantOp) -> bool:
+    """Whether the literal `op` is kept as read-only data (`CONSTANT_STORES`); bool data
+    (i1) is stored element by element into its i8 buffer."""
+    t = op.result.type
+    assert isinstance(t, TensorType)
+    return t.num_elements > CONSTANT_STORES and t.dt != "bool"
 
 
 class FunctionLowering:
@@ -53,7 +63,11 @@ class FunctionLowering:
         assert isinstance(ret, tensor.ReturnOp)
         dests, copies = self._assign_outputs(ret)
         for op in self.func.body.block.ops:
-            if isinstance(op, tensor.ConstantOp):
+            if isinstance(op, tensor.ConstantOp) and op.result not in dests and _as_data(op):
+                self.buffers[op.result] = self.b.insert(
+                    loop.ConstBufferOp(op.value, memref_type(op.result.type))
+                ).res
+            elif isinstance(op, tensor.ConstantOp):
                 self._constant(op, self._buffer(op.result, dests))
             elif isinstance(op, tensor.ComputeOp):
                 self._compute(op, lambda v: self._buffer(v, dests))
@@ -124,8 +138,7 @@ class FunctionLowering:
         """A few elements: one store each; more: one `loop.const_copy` of the data."""
         t = op.result.type
         assert isinstance(t, TensorType)
-        element = buffer.type.element_type  # type: ignore[attr-defined]
-        if t.num_elements > CONSTANT_STORES and op.value.get_element_type() == element:
+        if _as_data(op):
             self.b.insert(loop.ConstCopyOp(op.value, buffer))
             return
         scalars = ScalarBuilder(self.b)

@@ -54,3 +54,11 @@ loop.func @f(%x: memref<4xf32>) {
   loop.const_copy dense<[1.0, 2.0, 3.0]> : tensor<3xf32> to %x : memref<4xf32>
   loop.return
 }
+
+// -----
+
+// CHECK: loop-invalid.mlir:[[# @LINE + 2]]:3: error: IR does not verify in the input: loop.const_buffer: data of f64 with shape (2,) is not a memref<2xf32>
+loop.func @f() {
+  %t = loop.const_buffer dense<[1.0, 2.0]> : tensor<2xf64> : memref<2xf32>
+  loop.return
+}

@@ -68,9 +68,25 @@ builtin.module attributes {dlc.name = "lower_loop_to_llvm", dlc.stage = "raw"} {
 // CHECK:         %[[A:.*]] = llvm.ptrtoint %[[G]] : !llvm.ptr to i64
 // CHECK:         %[[P:.*]] = llvm.inttoptr %[[A]] : i64 to !llvm.ptr
 // CHECK:         llvm.call_intrinsic "llvm.memcpy.p0.p0.i64"(%{{.*}}, %[[P]], %{{.*}}, %{{.*}})
-// CHECK:       llvm.mlir.global internal constant @__dlc_const_0(dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00]> : tensor<4xf32>) {addr_space = 0 : i32} : !llvm.array<4 x f32>
   loop.func @weights(%y: memref<4xf32>) {
     loop.const_copy dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32> to %y : memref<4xf32>
+    loop.return
+  }
+
+// A read-only buffer is the global itself: loads address it directly.
+// CHECK-LABEL: llvm.func @table(
+// CHECK:         %[[T:.*]] = llvm.mlir.addressof @__dlc_const_1 : !llvm.ptr
+// CHECK:         %[[A:.*]] = llvm.ptrtoint %[[T]] : !llvm.ptr to i64
+// CHECK:         %[[P:.*]] = llvm.inttoptr %[[A]] : i64 to !llvm.ptr
+// CHECK:         llvm.getelementptr inbounds %[[P]][%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// The module's read-only data follows its functions.
+// CHECK:       llvm.mlir.global internal constant @__dlc_const_0(dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00]> : tensor<4xf32>) {addr_space = 0 : i32} : !llvm.array<4 x f32>
+// CHECK:       llvm.mlir.global internal constant @__dlc_const_1(dense<[5.000000e-01, 1.500000e+00]> : tensor<2xf32>) {addr_space = 0 : i32} : !llvm.array<2 x f32>
+  loop.func @table(%y: memref<f32>) {
+    %t = loop.const_buffer dense<[0.5, 1.5]> : tensor<2xf32> : memref<2xf32>
+    %c1 = arith.constant 1 : i64
+    %v = loop.load %t[%c1] : memref<2xf32>
+    loop.store %v, %y[] : memref<f32>
     loop.return
   }
 }
