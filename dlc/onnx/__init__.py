@@ -7,6 +7,9 @@ The module holds one function named after the graph, with one parameter per grap
 input (named after it, characters outside `[A-Za-z0-9_.]` replaced by `_`) and the
 graph outputs as its result (a tuple when there are several). Initializers become
 literals. Needs the optional dependency `onnx` (`pip install 'dlc[onnx]'`).
+
+Departure from DESIGN.md, which places front ends under `frontends/onnx/`: the
+importer is `dlc/onnx/` so that its public name is `dlc.onnx`, like `dlc.semantics`.
 """
 
 from __future__ import annotations
