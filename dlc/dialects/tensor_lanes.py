@@ -56,3 +56,17 @@ def _kind(inner: Operation, varying: set[SSAValue]) -> str | None:
     if isinstance(inner, LANE_ARITH):
         return "vector"
     return None
+
+
+def vector_pieces(extent: int, width: int) -> list[tuple[int, int, int]]:
+    """(start, size, lanes) covering [0, extent): vectors of `width` lanes, then the
+    remainder in narrower vectors of halving power-of-two widths (a 12-column rest of
+    16-lane vectors is 8 + 4 lanes), then a last scalar."""
+    pieces = [(x, width, width) for x in range(0, extent - extent % width, width)]
+    x, w = extent - extent % width, width // 2
+    while x < extent:
+        while w > 1 and extent - x < w:
+            w //= 2
+        pieces.append((x, w, w))
+        x += w
+    return pieces

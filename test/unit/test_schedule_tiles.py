@@ -12,7 +12,7 @@ import pytest
 
 from dlc.api import compile_graph_module
 from dlc.dialects import tensor
-from dlc.lowering.tensor_to_loop.tile import vector_pieces
+from dlc.dialects.tensor_lanes import vector_pieces
 from dlc.parser import parse_module
 from dlc.passes.tensor import schedule_policy as schedule
 from dlc.passes.tensor.schedule import SchedulePass

@@ -23,8 +23,8 @@ nothing itself:
   along the axis stay scalar and are broadcast, unit-stride reads are vector loads),
   `loop.vload` / `loop.vstore` of the output. Points left over (fewer than W)
   become narrower vectors (W/2, W/4, ... lanes; a last odd point stays scalar:
-  `tile.vector_pieces`), so a partial tile has no scalar cliff. Lanes are independent sums, each folded in the
-  same order as before: the bits do not change.
+  `tensor_lanes.vector_pieces`), so a partial tile has no scalar cliff. Lanes are
+  independent sums, each folded in the same order as before: the bits do not change.
 
 Every element is folded in the order of its reduction indices (the schedule verifier
 keeps reduction loops in order), so any schedule gives the same bits as the plain

@@ -18,7 +18,7 @@ from xdsl.ir import Operation, SSAValue
 from dlc.diagnostics import copy_loc, error_at
 from dlc.dialects import loop, tensor
 from dlc.dialects.schedule import Loop, ScheduleAttr
-from dlc.dialects.tensor_lanes import lane_plan
+from dlc.dialects.tensor_lanes import lane_plan, vector_pieces
 from dlc.lowering.scalar_ops import mark_reassociable
 from dlc.lowering.tensor_to_loop.body import index, load
 
@@ -251,20 +251,6 @@ class RegisterTile:
         values = self._chain(pos + 1, body, {**env, lp.axis: child}, points, list(nest.iter_args))
         body.insert(loop.YieldOp(*values))
         return list(nest.res)
-
-
-def vector_pieces(extent: int, width: int) -> list[tuple[int, int, int]]:
-    """(start, size, lanes) covering [0, extent): vectors of `width` lanes, then the
-    remainder in narrower vectors of halving power-of-two widths (a 12-column rest of
-    16-lane vectors is 8 + 4 lanes), then a last scalar."""
-    pieces = [(x, width, width) for x in range(0, extent - extent % width, width)]
-    x, w = extent - extent % width, width // 2
-    while x < extent:
-        while w > 1 and extent - x < w:
-            w //= 2
-        pieces.append((x, w, w))
-        x += w
-    return pieces
 
 
 def constant_extent(extent: Extent, op: Operation, name: str) -> int:

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.ir import Operation, SSAValue
-
 from dlc.dialects import tensor
 from dlc.dialects.graph_types import TensorType, dtype_bytes
 from dlc.dialects.schedule import ScheduleAttr
-from dlc.dialects.tensor_lanes import lane_plan
-from dlc.passes.tensor.schedule_policy import float_sum
+from dlc.dialects.tensor_lanes import lane_plan, vector_pieces
+from dlc.passes.tensor.schedule_policy import depends_on, float_sum
 from dlc.target import Target
 
 MAX_BODY_OPS = 16  # larger bodies keep the reduction-outer order (code size)
@@ -40,29 +38,6 @@ class ConvTiles:
     lanes: int
 
 
-def _depends_on(value: SSAValue, target: SSAValue) -> bool:
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if v is target:
-            return True
-        if isinstance(v.owner, Operation):
-            stack.extend(v.owner.operands)
-    return False
-
-
-def _vectors(columns: int, lanes: int) -> int:
-    """Vector (and last scalar) points of a tile row of `columns`: whole vectors, then
-    halving widths (the nest builder's narrower remainder vectors)."""
-    count, width = columns // lanes, lanes
-    rest = columns % lanes
-    while rest:
-        width = max(1, width // 2)
-        count += rest // width
-        rest %= width
-    return count
-
-
 def _channel_axis(op: tensor.ComputeOp) -> int | None:
     """The output axis (before the last) that a broadcast read (one not depending on
     the last axis) depends on, preferring one the row reads do not depend on: its tile
@@ -70,10 +45,10 @@ def _channel_axis(op: tensor.ComputeOp) -> int | None:
     args = op.body.block.args
     reads = [r for r in op.body.block.ops if isinstance(r, tensor.ReadOp)]
     last = args[len(op.domain) - 1]
-    rows = {r for r in reads if any(_depends_on(i, last) for i in r.indices)}
+    rows = {r for r in reads if any(depends_on(i, {last}) for i in r.indices)}
     found: list[tuple[bool, bool, int]] = []
     for axis in range(len(op.domain) - 1):
-        uses = [r for r in reads if any(_depends_on(i, args[axis]) for i in r.indices)]
+        uses = [r for r in reads if any(depends_on(i, {args[axis]}) for i in r.indices)]
         if any(r not in rows for r in uses):
             shared = not any(r in rows for r in uses)
             found.append((shared, op.domain[axis] > 1, axis))
@@ -122,7 +97,7 @@ def conv_tiles(op: tensor.ComputeOp, target: Target) -> ConvTiles | None:
     if nr < 2 * lanes and row != channel:  # short rows: rows of the axis before too
         rows = min(op.domain[row], max(1, 2 * lanes // nr))
     budget = ACCUMULATORS if target.vector_registers >= 32 else ACCUMULATORS_16
-    mr = _block(op.domain[channel], budget // (rows * _vectors(nr, lanes)))
+    mr = _block(op.domain[channel], budget // (rows * len(vector_pieces(nr, lanes))))
     return ConvTiles(channel, mr, row, rows, nr, lanes)
 
 

@@ -22,7 +22,7 @@ ROWS = 6  # MR of a 16-register target (12 accumulators + A broadcasts + B loads
 ROWS_32 = 12  # MR of a 32-register (AVX-512) target: 24 accumulators, 12x2 vectors
 
 
-def _depends_on(value: SSAValue, targets: set[SSAValue]) -> bool:
+def depends_on(value: SSAValue, targets: set[SSAValue]) -> bool:
     stack = [value]
     while stack:
         v = stack.pop()
@@ -41,7 +41,7 @@ def _walks(index: SSAValue, iv: SSAValue) -> bool:
     if not isinstance(owner, Operation) or owner.name != "arith.addi":
         return False
     lhs, rhs = owner.operands
-    return (lhs is iv and not _depends_on(rhs, {iv})) or (rhs is iv and not _depends_on(lhs, {iv}))
+    return (lhs is iv and not depends_on(rhs, {iv})) or (rhs is iv and not depends_on(lhs, {iv}))
 
 
 def reduction_outer_pays(op: tensor.ComputeOp) -> bool:
@@ -58,9 +58,9 @@ def reduction_outer_pays(op: tensor.ComputeOp) -> bool:
         if not isinstance(read, tensor.ReadOp) or not read.indices:
             continue
         *outer, inner = read.indices
-        if any(_depends_on(i, {last}) for i in outer):
+        if any(depends_on(i, {last}) for i in outer):
             return False  # the last output axis would stride this operand
-        if _walks(inner, last) and any(_depends_on(i, reduction_args) for i in outer):
+        if _walks(inner, last) and any(depends_on(i, reduction_args) for i in outer):
             strided_row = True
     return strided_row
 
@@ -86,7 +86,7 @@ def _strides(op: tensor.ComputeOp, axis: int) -> bool:
     """Some read uses output axis `axis` in its last (contiguous) index."""
     iv = op.body.block.args[axis]
     reads = [r for r in op.body.block.ops if isinstance(r, tensor.ReadOp) and r.indices]
-    return any(_depends_on(r.indices[-1], {iv}) for r in reads)
+    return any(depends_on(r.indices[-1], {iv}) for r in reads)
 
 
 def plain_schedule(op: tensor.ComputeOp, order: list[str]) -> ScheduleAttr:
@@ -222,7 +222,7 @@ def transpose_schedule(op: tensor.ComputeOp) -> ScheduleAttr | None:
         a
         for a in range(rank - 1)
         for r in reads
-        if _depends_on(r.indices[-1], {args[a]}) and not _depends_on(r.indices[-1], {last})
+        if depends_on(r.indices[-1], {args[a]}) and not depends_on(r.indices[-1], {last})
     ]
     t = TRANSPOSE_BLOCK
     if not across or op.domain[across[0]] < 2 * t or op.domain[-1] < 2 * t:
