@@ -144,6 +144,18 @@ class CopyOp(IRDLOperation):
             raise VerifyException(f"loop.copy: {src} and {dst} differ in element type or count")
 
 
+def _check_data(
+    value: DenseIntOrFPElementsAttr, buffer: SSAValue, name: str, relation: str
+) -> None:
+    """Literal data of `name` has the element type and shape of the memref `buffer`."""
+    mtype = memref_type(buffer, name)
+    data = value.get_element_type()
+    if data != mtype.element_type or value.get_shape() != mtype.get_shape():
+        raise VerifyException(
+            f"{name}: data of {data} with shape {value.get_shape()} {relation} {mtype}"
+        )
+
+
 @irdl_op_definition
 class ConstCopyOp(IRDLOperation):
     """`loop.const_copy dense<...> : tensor<...> to %dst : memref<...>`: fill a buffer
@@ -160,13 +172,7 @@ class ConstCopyOp(IRDLOperation):
         super().__init__(operands=[dest], properties={"value": value})
 
     def verify_(self) -> None:
-        dst = memref_type(self.dest, "loop.const_copy")
-        data = self.value.get_element_type()
-        if data != dst.element_type or self.value.get_shape() != dst.get_shape():
-            raise VerifyException(
-                f"loop.const_copy: data of {data} with shape {self.value.get_shape()} "
-                f"does not fill {dst}"
-            )
+        _check_data(self.value, self.dest, "loop.const_copy", "does not fill")
 
 
 @irdl_op_definition
@@ -186,13 +192,7 @@ class ConstBufferOp(IRDLOperation):
         super().__init__(result_types=[result_type], properties={"value": value})
 
     def verify_(self) -> None:
-        buffer = memref_type(self.res, "loop.const_buffer")
-        data = self.value.get_element_type()
-        if data != buffer.element_type or self.value.get_shape() != buffer.get_shape():
-            raise VerifyException(
-                f"loop.const_buffer: data of {data} with shape {self.value.get_shape()} "
-                f"is not a {buffer}"
-            )
+        _check_data(self.value, self.res, "loop.const_buffer", "is not a")
 
 
 BUFFER_OPS = [LoadOp, StoreOp, AllocOp, DeallocOp, CopyOp, ConstCopyOp, ConstBufferOp]
