@@ -1,15 +1,49 @@
 """Test-suite defaults: an isolated compile cache (never the user's ~/.cache/dlc).
 
 Every test process gets its own temporary DLC_CACHE_DIR, removed at exit, unless the
-environment already names one (or turns the cache off with DLC_CACHE=0).
+environment already names one (or turns the cache off with DLC_CACHE=0). Fixtures of
+the cache tests: `cache_dir` (a fresh, empty cache for one test) and `lowerings`
+(counts full compiles).
 """
 
 import atexit
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
 
 if "DLC_CACHE_DIR" not in os.environ:
     _CACHE_DIR = tempfile.mkdtemp(prefix="dlc-test-cache-")
     os.environ["DLC_CACHE_DIR"] = _CACHE_DIR
     atexit.register(shutil.rmtree, _CACHE_DIR, ignore_errors=True)
+
+
+@pytest.fixture
+def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A fresh, empty cache (disk and memory) for one test."""
+    from dlc.runtime import cache
+
+    monkeypatch.setenv("DLC_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("DLC_CACHE", raising=False)
+    cache.clear_memory()
+    yield tmp_path
+    cache.clear_memory()
+
+
+@pytest.fixture
+def lowerings(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts calls of the lowering pipeline (one per full compile)."""
+    from dlc import api
+
+    calls: list[int] = []
+    original = api.lower
+
+    def counting(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(api, "lower", counting)
+    return calls

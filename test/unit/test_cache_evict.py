@@ -70,20 +70,14 @@ def test_limit_from_the_environment(
 
 
 def test_stores_keep_the_cache_under_its_limit(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cache_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("DLC_CACHE_DIR", str(tmp_path))
-    monkeypatch.delenv("DLC_CACHE", raising=False)
     monkeypatch.setenv("DLC_CACHE_MAX_BYTES", "1")  # every store evicts all but nothing new
-    cache.clear_memory()
-    try:
-        for n in range(3):
-            dlc.compile(
-                f'module "m{n}"\nstage raw\nfunc @f: (f32) -> f32 {{\n'
-                f"'entry(%x: f32):\n    return %x: f32\n}}\n"
-            )
-        entries = list((tmp_path / f"v{cache.FORMAT}").glob("*.o"))
-        assert entries == []  # each store went over the 1-byte limit and was evicted
-        assert (tmp_path / "key").exists()  # the key is never touched
-    finally:
-        cache.clear_memory()
+    for n in range(3):
+        dlc.compile(
+            f'module "m{n}"\nstage raw\nfunc @f: (f32) -> f32 {{\n'
+            f"'entry(%x: f32):\n    return %x: f32\n}}\n"
+        )
+    entries = list((cache_dir / f"v{cache.FORMAT}").glob("*.o"))
+    assert entries == []  # each store went over the 1-byte limit and was evicted
+    assert (cache_dir / "key").exists()  # the key is never touched

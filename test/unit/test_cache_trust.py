@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 
 import dlc
-from dlc import api
 from dlc.runtime import cache
 
 # Any untrusted-cache warning a test does not expect with pytest.warns is a failure.
@@ -51,20 +50,6 @@ def base(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     cache.clear_memory()
     yield directory
     cache.clear_memory()
-
-
-@pytest.fixture
-def lowerings(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts calls of the lowering pipeline (one per full compile)."""
-    calls: list[int] = []
-    original = api.lower
-
-    def counting(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-        calls.append(1)
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(api, "lower", counting)
-    return calls
 
 
 def entry_dir(base: Path) -> Path:

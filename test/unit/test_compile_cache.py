@@ -38,30 +38,6 @@ func @u: () -> <8 x f64> {
 X = np.arange(4, dtype=np.float32)
 
 
-@pytest.fixture
-def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A fresh, empty cache (disk and memory) for one test."""
-    monkeypatch.setenv("DLC_CACHE_DIR", str(tmp_path))
-    monkeypatch.delenv("DLC_CACHE", raising=False)
-    cache.clear_memory()
-    yield tmp_path
-    cache.clear_memory()
-
-
-@pytest.fixture
-def lowerings(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts calls of the lowering pipeline (one per full compile)."""
-    calls: list[int] = []
-    original = api.lower
-
-    def counting(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-        calls.append(1)
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(api, "lower", counting)
-    return calls
-
-
 def entries(directory: Path, suffix: str) -> list[Path]:
     return sorted((directory / f"v{cache.FORMAT}").glob(f"*{suffix}"))
 
