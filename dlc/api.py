@@ -36,6 +36,8 @@ from dlc.runtime.native import (
     default_threads,
     install,
     openmp_available,
+    portable_messages,
+    rendered_messages,
     resolve_symbols,
 )
 from dlc.target import Target
@@ -198,18 +200,17 @@ def cache_key(
     module: ModuleOp, options: pipeline.Options, externs: frozenset[str] = frozenset()
 ) -> str:
     """SHA-256 hex key of a graph module compiled with `options` on this host: its
-    printed text and the source location of every op (they appear in trap and bounds
-    messages), with the options, the extern symbols it is allowed to call and the host
-    (`cache.environment`)."""
+    printed text and which of its ops have a source location, with the options, the
+    extern symbols it is allowed to call and the host (`cache.environment`). Not the
+    locations themselves: the machine code does not depend on them, and the trap and
+    bounds messages that name them are stored location-free (`portable_messages`), so
+    one program read through any spelling of its path, or reformatted, is one entry."""
     from dlc.parser import print_module
 
     # surrogatepass: a file name from os.fsdecode, or a module built in Python, may hold
     # lone surrogates, which plain UTF-8 refuses to encode.
     digest = hashlib.sha256(print_module(module).encode("utf-8", "surrogatepass"))
-    for op in module.walk():
-        loc = own_location(op)
-        where = f"{loc.filename}\0{loc.line}\0{loc.column}\0{loc.source_line}" if loc else ""
-        digest.update(b"\n" + where.encode("utf-8", "surrogatepass"))
+    digest.update(bytes(own_location(op) is not None for op in module.walk()))
     from dlc.version import __version__
 
     facts = {
@@ -219,6 +220,13 @@ def cache_key(
         "dlc": __version__,
     }
     return cache.key(facts, digest.hexdigest())
+
+
+def _location_prefixes(module: ModuleOp) -> list[str]:
+    """`FILE:LINE:COL: ` of every located op of `module`, in walk order (the order the
+    cache key fixes)."""
+    located = (own_location(op) for op in module.walk())
+    return [f"{loc.filename}:{loc.line}:{loc.column}: " for loc in located if loc is not None]
 
 
 class _Levels:
@@ -248,13 +256,19 @@ class _Levels:
 
 
 def _from_cache(
-    entry: cache.Entry, module: ModuleOp, options: pipeline.Options, threads: int
+    entry: cache.Entry,
+    module: ModuleOp,
+    options: pipeline.Options,
+    threads: int,
+    prefixes: list[str],
 ) -> CompiledModule | None:
-    """A fresh compiled module from a cache entry's object code and metadata."""
+    """A fresh compiled module from a cache entry's object code and metadata, its
+    messages naming this program's locations (`prefixes`)."""
     meta = entry.meta
     funcs = defined_functions(module)
     native = set(meta["native"])
-    if not native <= set(funcs):
+    messages = rendered_messages(meta["messages"], prefixes)
+    if not native <= set(funcs) or (messages is None) != (meta["messages"] is None):
         return None  # not this program's entry after all: compile it
     check_symbols(meta["externs"], module)
     try:
@@ -265,7 +279,7 @@ def _from_cache(
     install(jit, meta)
     report = Report(meta["stats"], meta["passes"], meta["arena_bytes"], meta["unbounded"])
     levels = _Levels(module, options, jit)
-    return CompiledModule(jit, funcs, native, report, meta["messages"], levels, threads)
+    return CompiledModule(jit, funcs, native, report, messages, levels, threads)
 
 
 def _compile(
@@ -274,6 +288,7 @@ def _compile(
     key: str | None,
     externs: frozenset[str],
     threads: int,
+    prefixes: list[str],
 ) -> CompiledModule:
     llvm_level, report = lower(module, options, externs=externs)
     check_symbols(external_names(llvm_level), module)
@@ -283,8 +298,10 @@ def _compile(
     jit = JITModule(llvm_level, options.opt_level, target=options.target)
     meta = metadata(llvm_level, report, native)
     install(jit, meta)
-    if key is not None and jit.cacheable():
-        cache.store(key, cache.Entry(jit.object_code, meta, jit.optimized_ir))  # type: ignore[arg-type]
+    portable = portable_messages(meta["messages"], prefixes)
+    if key is not None and jit.cacheable() and (portable is None) == (meta["messages"] is None):
+        stored: Metadata = {**meta, "messages": portable}  # type: ignore[typeddict-item]
+        cache.store(key, cache.Entry(jit.object_code, stored, jit.optimized_ir))  # type: ignore[arg-type]
     levels = _Levels(module, options, jit)
     return CompiledModule(jit, funcs, native, report, meta["messages"], levels, threads)
 
@@ -337,11 +354,14 @@ def compile_graph_module(
     # The code depends on the allowed externs the program calls, not on the rest of the
     # allow-list: `called` keys the entry (and check_externs already ran, before any lookup).
     key = cache_key(module, options, called) if cache.enabled() else None
+    prefixes = _location_prefixes(module)
     module = differentiated(module)  # the signatures of synthesized adjoints
     entry = cache.lookup(key) if key is not None else None
     threads = _check_threads(num_threads)
-    compiled = _from_cache(entry, module, options, threads) if entry is not None else None
+    compiled = None
+    if entry is not None:
+        compiled = _from_cache(entry, module, options, threads, prefixes)
     if compiled is None:
-        compiled = _compile(module, options, key, called, threads)
+        compiled = _compile(module, options, key, called, threads, prefixes)
     compiled.seed(seed)
     return compiled
