@@ -10,7 +10,6 @@ from __future__ import annotations
 import threading
 
 import llvmlite.binding as llvm_binding
-from xdsl.backend.llvm.convert import convert_module
 from xdsl.dialects.builtin import ModuleOp
 
 from dlc.target import Target
@@ -70,7 +69,13 @@ def _optimize(module: llvm_binding.ModuleRef, tm: llvm_binding.TargetMachine, op
 
 def _parsed(llvm_level: ModuleOp, tm: llvm_binding.TargetMachine) -> llvm_binding.ModuleRef:
     """Convert an llvm-level xDSL module and parse it into an LLVM module for `tm`."""
+    from xdsl.backend.llvm.convert import convert_module  # only when compiling
+    from xdsl.dialects import llvm
+
     ir_module = convert_module(llvm_level, fallback_target_triple=llvm_binding.get_process_triple())
+    for op in llvm_level.body.block.ops:  # xDSL's converter drops function attributes
+        if isinstance(op, llvm.FuncOp) and op.no_inline is not None:
+            ir_module.get_global(op.sym_name.data).attributes.add("noinline")
     ir_module.data_layout = str(tm.target_data)
     module = llvm_binding.parse_assembly(str(ir_module))
     module.verify()
