@@ -18,14 +18,12 @@ import hashlib
 import os
 from typing import NamedTuple
 
-from xdsl.dialects import llvm
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp
 
 from dlc import pipeline
 from dlc.diagnostics import clone_located, error_at, own_location
-from dlc.dialects import abi, loop
+from dlc.dialects import abi
 from dlc.dialects.graph import FuncOp as GraphFuncOp
-from dlc.dialects.loop_callgraph import arena_bytes_needed, unbounded_functions
 from dlc.externs import ExternsOption, allowed_externs, check_externs, not_allowed_message
 from dlc.runtime import cache
 from dlc.runtime.convention import DATA_OFFSET
@@ -113,6 +111,8 @@ def lower(
     the compile report. `snapshots` receives a copy of each level as the pipeline
     leaves it (graph after the optimizer, tensor after fusion, ...). With `externs`,
     every C call of the loop level must name one of them (a located error otherwise)."""
+    from dlc.dialects import loop
+    from dlc.dialects.loop_callgraph import arena_bytes_needed, unbounded_functions
     from dlc.lowering.loop_to_llvm.python_entry import add_python_entries
     from dlc.passes.loop.plan_memory import function_stats
     from dlc.passes.statistics import PassStatistics
@@ -151,6 +151,8 @@ def lower(
 def check_extern_calls(loop_level: ModuleOp, externs: frozenset[str]) -> None:
     """Every `loop.extern_call` calls an allowed extern: the second line of defence
     behind `check_externs` (the graph-level check), before anything is linked."""
+    from dlc.dialects import loop
+
     for op in loop_level.walk():
         if isinstance(op, loop.ExternCallOp) and op.callee.data not in externs:
             raise error_at(op, not_allowed_message(op.callee.data))
@@ -158,6 +160,8 @@ def check_extern_calls(loop_level: ModuleOp, externs: frozenset[str]) -> None:
 
 def external_names(llvm_level: ModuleOp) -> list[str]:
     """The functions an llvm-level module declares without defining them."""
+    from xdsl.dialects import llvm
+
     return [
         f.sym_name.data
         for f in llvm_level.body.block.ops
@@ -290,6 +294,8 @@ def _compile(
     threads: int,
     prefixes: list[str],
 ) -> CompiledModule:
+    from xdsl.dialects import llvm
+
     llvm_level, report = lower(module, options, externs=externs)
     check_symbols(external_names(llvm_level), module)
     funcs = defined_functions(module)
