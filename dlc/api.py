@@ -24,9 +24,11 @@ from dlc import pipeline
 from dlc.diagnostics import clone_located, error_at, own_location
 from dlc.dialects import abi
 from dlc.dialects.graph import FuncOp as GraphFuncOp
+from dlc.dialects.graph_types import NATIVE_DTYPES
 from dlc.externs import ExternsOption, allowed_externs, check_externs, not_allowed_message
 from dlc.runtime import cache
-from dlc.runtime.convention import DATA_OFFSET
+from dlc.runtime.convention import entry_checks
+from dlc.runtime.fastcall import ARRAY_LAYOUT, FAST_CALLS
 from dlc.runtime.jit import JITModule, llvm_ir
 from dlc.runtime.module import CompiledModule
 from dlc.runtime.native import (
@@ -144,7 +146,8 @@ def lower(
 
     steps = pipeline.steps(options)
     work = pipeline.run(clone_located(module), steps, after=after, on_level=on_level)
-    add_python_entries(work, set(defined_functions(module)), DATA_OFFSET)
+    checks = {name: entry_checks(f) for name, f in defined_functions(module).items()}
+    add_python_entries(work, checks, ARRAY_LAYOUT, len(NATIVE_DTYPES), fast=FAST_CALLS)
     return work, Report(stats, passes, arena[0], unbounded)
 
 
@@ -220,7 +223,8 @@ def cache_key(
     facts = {
         **options.key(),
         "externs": sorted(externs),
-        "data_offset": DATA_OFFSET,
+        "array_layout": ARRAY_LAYOUT,
+        "fast_calls": FAST_CALLS,
         "dlc": __version__,
     }
     return cache.key(facts, digest.hexdigest())

@@ -23,6 +23,8 @@ them. They live here, below both, so neither imports the other.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 CTX_STATUS = 0
 """ctx word: 0, or the 1-based index of a message in the module attribute `MESSAGES`
 recorded by the first trap / out-of-bounds access / interrupt; every function returns
@@ -56,7 +58,38 @@ VAR_PREFIX = "_dlc_var_"
 storage, which the runtime allocates and installs after loading the code."""
 
 PY_ENTRY_PREFIX = "_dlc_py_"
-"""`PY_ENTRY_PREFIX + f`: f's entry taking `PyArrayObject*`s (see the module doc)."""
+"""`PY_ENTRY_PREFIX + f`: f's entry taking `PyArrayObject*`s (see the module doc). It
+returns the status word after the call (0: success), or `BAD_ARGUMENTS` without
+calling when an argument fails the entry's native checks."""
+
+FAST_ENTRY_PREFIX = "_dlc_pyfast_"
+"""`FAST_ENTRY_PREFIX + f`: f's entry as a CPython METH_FASTCALL function (the runtime
+wraps it in a builtin function object): the cheapest call from Python there is, used
+where the interpreter's object layout is the one the code assumes (see
+`dlc.lowering.loop_to_llvm.python_entry.fast_entry`)."""
+
+PY_TYPES = "_dlc_py_types"
+"""An i64 global array the runtime fills after loading: the address of NumPy's
+`ndarray` type, then that of the `numpy.dtype` of each of `graph_types.NATIVE_DTYPES`
+in order. Python entries compare an argument's type and dtype with them."""
+
+BAD_ARGUMENTS = -1
+"""A Python entry's result when an argument is not an `ndarray` (exactly) of the
+parameter's dtype and shape, C-contiguous: nothing ran; the runtime takes its general
+path (conversions, or the error naming the argument)."""
+
+
+class ArrayLayout(NamedTuple):
+    """Byte offsets in a `PyArrayObject` (and its `PyObject` head) of the fields a
+    Python entry reads; the runtime probes them in its own process."""
+
+    type: int  # ob_type
+    data: int  # char *data
+    nd: int  # int nd
+    dims: int  # npy_intp *dimensions
+    descr: int  # PyArray_Descr *descr
+    flags: int  # int flags (bit 0: C-contiguous)
+
 
 RNG_VAR = "dlc.rng"
 """Name of the `random` generator's state variable (not a DLVM identifier, so it

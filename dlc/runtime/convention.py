@@ -5,11 +5,19 @@ C-contiguous data (tuple results flattened, void result; see `dlc.dialects.abi`)
 Arguments, positional or by keyword (the DLVM parameter names, `%x` -> `x`), are
 checked (count, dtype, shape, and for scalars kind and range: `True` is no f32, `10**40`
 no finite f32) before any native code runs: a wrong call raises `TypeError` /
-`ValueError` naming the argument. For a small per-call cost each
-function also has an entry `_dlc_py_<f>` that takes the `PyArrayObject*`s themselves
-(`id(array)`) and loads their data pointers natively (`array.ctypes.data` alone costs
-about a microsecond). The caller keeps every array alive during the call. Structs,
-enums and pointers go through `values.py` (one array per leaf of the type's layout).
+`ValueError` naming the argument. Structs, enums and pointers go through `values.py`
+(one array per leaf of the type's layout).
+
+Three ways in, cheapest first. A function of plain tensor parameters and one tensor
+result, small enough to keep the GIL, is a CPython builtin function
+(`fastcall.py`): its native entry checks each argument itself (an exact `ndarray` of
+the parameter's dtype and shape, C-contiguous; `python_entry.py`) and refuses anything
+else before running; the call costs less than NumPy's `x + 1`. The same checks run in
+the ctypes entry `_dlc_py_<f>` (which takes the `PyArrayObject*`s, `id(array)`, and
+loads their data pointers natively: `array.ctypes.data` alone costs about a
+microsecond) where the builtin is not available. Whatever these refuse goes the general
+way (`_call`): keyword binding, conversions of scalars and non-contiguous arrays, and
+the errors naming an argument. The caller keeps every array alive during the call.
 """
 
 from __future__ import annotations
@@ -22,7 +30,12 @@ from typing import Any
 import numpy as np
 from xdsl.ir import Attribute
 
-from dlc.dialects.abi import PY_ENTRY_PREFIX
+from dlc.dialects.abi import (
+    BAD_ARGUMENTS,
+    FAST_ENTRY_PREFIX,
+    PY_ENTRY_PREFIX,
+    PY_TYPES,
+)
 from dlc.dialects.graph_types import (
     NATIVE_DTYPES,
     TensorType,
@@ -33,6 +46,7 @@ from dlc.dialects.graph_types import (
 )
 from dlc.dialects.layout import LayoutError, leaves
 from dlc.runtime.context import Contexts
+from dlc.runtime.fastcall import ARRAY_LAYOUT, DATA_OFFSET, FAST_CALLS, Builtin
 from dlc.runtime.jit import JITModule
 from dlc.runtime.native import Messages
 from dlc.runtime.values import from_leaves, is_plain, to_leaves
@@ -40,16 +54,6 @@ from dlc.runtime.values import from_leaves, is_plain, to_leaves
 NUMPY_DTYPES = {dt: numpy_dtype(dt) for dt in NATIVE_DTYPES}
 
 
-def _array_data_offset() -> int | None:
-    """Byte offset of the data pointer in a `PyArrayObject`, checked in this process."""
-    probe = np.arange(3, dtype=np.int64)
-    offset = 2 * ctypes.sizeof(ctypes.c_void_p)  # right after PyObject_HEAD
-    if ctypes.c_void_p.from_address(id(probe) + offset).value != probe.ctypes.data:
-        return None
-    return offset
-
-
-DATA_OFFSET = _array_data_offset()
 SMALL_CALL_ELEMENTS = 1 << 14
 MAX_NATIVE_ARGS = 1024  # ctypes' limit on the parameters of a foreign function
 
@@ -72,6 +76,18 @@ def tensor_leaves(t: Attribute) -> list[TensorType] | None:
         else:
             return None
     return leaves
+
+
+def entry_checks(graph_func: Any) -> list[tuple[tuple[int, ...], int]] | None:
+    """What the Python entry of `graph_func` checks natively (`python_entry.Check` per
+    parameter), for functions of plain tensor parameters and tensor / tuple results;
+    None for others (their arguments go through `values.py` and Python's checks)."""
+    ftype = graph_func.function_type
+    if tensor_leaves(ftype.output) is None:
+        return None
+    if not all(isinstance(t, TensorType) and t.dt in NUMPY_DTYPES for t in ftype.args):
+        return None
+    return [(tuple(t.dims), NATIVE_DTYPES.index(t.dt)) for t in ftype.args]
 
 
 def rebuild(t: Attribute, leaves: Iterator[np.ndarray]) -> Any:
@@ -172,6 +188,8 @@ class CompiledFunction:
         self._output_type = ftype.output
         self._error = ""
         self._checks: list[tuple[np.dtype, tuple[int, ...], Param]] | None = None
+        self._fast: tuple[Any, ...] | None = None  # (builtin, result shape, result dtype)
+        self._checked: tuple[Any, ...] | None = None  # (arity, result shape, result dtype)
         self._structured = None
         symbols = _symbols_of(graph_func)
         # The fast path takes tensor arguments; tuple arguments go the structured way.
@@ -213,6 +231,13 @@ class CompiledFunction:
         self._single = not isinstance(ftype.output, TupleType)
         self._checks = [(p.dtype, p.shape, p) for p in self._params]
         self._native = self._entry_point(jit, [*ftype.args, *outputs])
+        checked = jit.global_address(PY_TYPES) is not None  # the entries check natively
+        if self._single and self._checks is not None and ARRAY_LAYOUT is not None and checked:
+            self._checked = (len(self._params), *self._outputs[0])
+            fast = jit.address_or_none(FAST_ENTRY_PREFIX + name)
+            if fast is not None and self._small and FAST_CALLS:
+                self._builtin = Builtin(fast, name)
+                self._fast = (self._builtin.function, *self._outputs[0])
 
     def _init_structured(self, name, ftype, symbols, structured, jit) -> None:  # noqa: ANN001
         """Structs, enums, pointers...: one Param per leaf (values.py conventions)."""
@@ -259,8 +284,9 @@ class CompiledFunction:
         # Small calls keep the GIL (releasing and re-taking it costs more than the work),
         # unless they may run long: other threads then keep running.
         small = sum(t.num_elements for t in buffers) <= SMALL_CALL_ELEMENTS and not self._long
+        self._small = small
         factory = ctypes.PYFUNCTYPE if small else ctypes.CFUNCTYPE
-        prototype = factory(None, *([ctypes.c_void_p] * (1 + len(buffers))))  # ctx first
+        prototype = factory(ctypes.c_int64, *([ctypes.c_void_p] * (1 + len(buffers))))
         return prototype(jit.address(PY_ENTRY_PREFIX + self.name))
 
     def __repr__(self) -> str:
@@ -293,6 +319,37 @@ class CompiledFunction:
         return tuple(bound)
 
     def __call__(self, *args: object, **kwargs: object) -> Any:
+        # The common call: the entry checks natively that the arguments are arrays of
+        # exactly the parameters' dtypes and shapes, C-contiguous (python_entry.py); when
+        # one is not, nothing ran and the general path below takes over.
+        fast = self._fast
+        if fast is not None and not kwargs:  # a builtin function (fastcall.py)
+            ctx = self._contexts.current or self._contexts.get()
+            output = np.empty(fast[1], fast[2])
+            if fast[0](ctx.words, *args, output) is output:
+                return output
+            if ctx.status.value > 0:
+                self._raise_for(ctx)
+            return self._call(args, kwargs)
+        checked = self._checked
+        if checked is not None and not kwargs and len(args) == checked[0]:  # through ctypes
+            output = np.empty(checked[1], checked[2])
+            ctx = self._contexts.current or self._contexts.get()
+            status = self._native(ctx.address, *map(id, args), id(output))
+            if not status:
+                return output
+            if status != BAD_ARGUMENTS:
+                self._raise_for(ctx)
+        return self._call(args, kwargs)
+
+    def _raise_for(self, ctx: Any) -> None:
+        if self._messages is None:  # only code that can fail sets the status word
+            ctx.reset()
+            raise AssertionError(f"@{self.name}: status word set by code that cannot fail")
+        self._messages.raise_for(ctx)
+
+    def _call(self, args: tuple[object, ...], kwargs: dict[str, object]) -> Any:
+        """Any call: keyword arguments, scalars, conversions, tuple and struct values."""
         checks = self._checks
         if checks is None:
             raise TypeError(self._error)
@@ -325,9 +382,11 @@ class CompiledFunction:
             outputs.append(output)
             pointers.append(pointer(output))
         ctx = self._contexts.current or self._contexts.get()
-        self._native(ctx.address, *pointers)
-        if self._messages is not None and ctx.status.value:
-            self._messages.raise_for(ctx)
+        status = self._native(ctx.address, *pointers)
+        if status == BAD_ARGUMENTS:  # Python's checks above are the entry's: unreachable
+            raise AssertionError(f"@{self.name}: arguments refused by the native entry")
+        if status:
+            self._raise_for(ctx)
         if self._structured is not None:
             return from_leaves(self._output_type, iter(outputs), self._structured[1])
         if self._single:

@@ -169,6 +169,10 @@ class JITModule:
         """Native address of global variable `name`, or None."""
         return self._engine.get_global_value_address(name) or None
 
+    def address_or_none(self, name: str) -> int | None:
+        """Native address of function `name`, or None when it is not defined."""
+        return self._engine.get_function_address(name) or None
+
     def address(self, name: str) -> int:
         """Native address of function `name` (KeyError when it is not defined)."""
         address = self._engine.get_function_address(name)

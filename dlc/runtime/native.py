@@ -21,7 +21,8 @@ import llvmlite.binding as llvm_binding
 import numpy as np
 
 from dlc.diagnostics import TrapError
-from dlc.dialects.abi import CTX_FAULT, VAR_PREFIX
+from dlc.dialects.abi import CTX_FAULT, PY_TYPES, VAR_PREFIX
+from dlc.dialects.graph_types import NATIVE_DTYPES, numpy_dtype
 from dlc.runtime import interrupts
 from dlc.runtime.context import CallContext
 from dlc.runtime.jit import JITModule
@@ -115,7 +116,20 @@ def _attach_vars(jit: JITModule, sizes: dict[str, int]) -> None:
 def install(jit: JITModule, meta: Metadata) -> None:
     """Install the runtime state described by `meta` on a freshly loaded engine."""
     _attach_vars(jit, meta["vars"])
+    _fill_types(jit)
     interrupts.install()
+
+
+def _fill_types(jit: JITModule) -> None:
+    """The `abi.PY_TYPES` table the Python entries' argument checks read, if any: the
+    addresses of `numpy.ndarray` and of each native dtype (objects that live as long
+    as NumPy, so as long as the process)."""
+    table = jit.global_address(PY_TYPES)
+    if table is None:
+        return
+    types = [np.ndarray, *(numpy_dtype(dt) for dt in NATIVE_DTYPES)]
+    for i, t in enumerate(types):
+        ctypes.c_int64.from_address(table + 8 * i).value = id(t)
 
 
 def variable_storage(jit: JITModule, name: str) -> np.ndarray | None:

@@ -19,7 +19,8 @@ PROGRAMS = sorted([*ROOT.glob("examples/*.dl"), *ROOT.glob("benchmarks/*.dl")])
 
 
 def _normalized(ir: str) -> str:
-    """LLVM IR without the `_dlc_py_` entry wrappers and what only they use (LLVM
+    """LLVM IR without the Python entry wrappers (`_dlc_py_`, `_dlc_pyfast_`) and their
+    type table, and what only they use (LLVM
     inlines the kernels into them: intrinsic declarations and alias-scope metadata),
     attribute groups written out (`#3` -> `#{nounwind ...}`, since wrappers shift
     their numbering)."""
@@ -27,8 +28,10 @@ def _normalized(ir: str) -> str:
     lines: list[str] = []
     skipping = False
     for line in ir.splitlines():
-        if line.startswith("define") and "@_dlc_py_" in line:
+        if line.startswith("define") and "@_dlc_py" in line:
             skipping = True
+        if line.startswith("@_dlc_py_types"):
+            continue
         if not skipping and not line.startswith(("attributes #", "; Function Attrs")):
             if line.strip():
                 lines.append(re.sub(r"#\d+\b", lambda m: "#{" + groups.get(m[0], m[0]) + "}", line))
