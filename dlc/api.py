@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-from typing import NamedTuple
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp
@@ -39,6 +40,9 @@ from dlc.runtime.native import (
     resolve_symbols,
 )
 from dlc.target import Target
+
+if TYPE_CHECKING:
+    from dlc.aot import Exported
 
 
 def _check_threads(num_threads: object) -> int:
@@ -106,11 +110,13 @@ def lower(
     options: pipeline.Options,
     snapshots: dict[str, ModuleOp] | None = None,
     externs: frozenset[str] | None = None,
+    python_entries: bool = True,
 ) -> tuple[ModuleOp, Report]:
-    """A clone of graph `module` lowered to the llvm level (with Python entries), and
-    the compile report. `snapshots` receives a copy of each level as the pipeline
-    leaves it (graph after the optimizer, tensor after fusion, ...). With `externs`,
-    every C call of the loop level must name one of them (a located error otherwise)."""
+    """A clone of graph `module` lowered to the llvm level (with Python entries unless
+    `python_entries` is False), and the compile report. `snapshots` receives a copy of
+    each level as the pipeline leaves it (graph after the optimizer, tensor after
+    fusion, ...). With `externs`, every C call of the loop level must name one of them
+    (a located error otherwise)."""
     from dlc.lowering.loop_to_llvm.python_entry import add_python_entries
     from dlc.passes.loop.plan_memory import function_stats
     from dlc.passes.statistics import PassStatistics
@@ -142,7 +148,8 @@ def lower(
 
     steps = pipeline.steps(options)
     work = pipeline.run(clone_located(module), steps, after=after, on_level=on_level)
-    add_python_entries(work, set(defined_functions(module)), DATA_OFFSET)
+    if python_entries:
+        add_python_entries(work, set(defined_functions(module)), DATA_OFFSET)
     return work, Report(stats, passes, arena[0], unbounded)
 
 
@@ -221,12 +228,46 @@ def cache_key(
     return cache.key(facts, digest.hexdigest())
 
 
-class _Levels:
-    """`CompiledModule.ir`: the program at each level, lowered again on first use."""
+def export_graph_module(
+    module: ModuleOp,
+    path: str | os.PathLike[str],
+    options: pipeline.Options,
+    externs: frozenset[str],
+    *,
+    entries: Iterable[str] | None = None,
+    **settings: Any,
+) -> Exported:
+    """Write graph `module` (verified, externs checked: `externs` are those it calls) as
+    a C library `path` (`.so`, `.o` or `.a`) and its header (`dlc.aot`), compiled with
+    `options` for the target of `settings` (`dlc.aot.make_request`: `prefix`,
+    `header`, `target`, `target_cpu`, `cc`). Exports `entries` (default: all)."""
+    from dataclasses import replace
 
-    def __init__(self, graph: ModuleOp, options: pipeline.Options, jit: JITModule) -> None:
-        self.graph, self.options, self.jit = graph, options, jit
+    from dlc import aot
+    from dlc.passes.graph.differentiate import differentiated
+
+    request = aot.make_request(path, opt_level=options.opt_level, externs=externs, **settings)
+    module = differentiated(module)
+    functions = aot.exported_functions(defined_functions(module), entries, request.prefix)
+    target = request.target
+    options = replace(options, target_cpu=target.cpu, triple=target.triple)
+    options = replace(options, openmp=aot.parallel_loops(request))
+    llvm_level, report = lower(module, options, externs=externs, python_entries=False)
+    return aot.write_library(llvm_level, functions, report.arena_bytes, request)
+
+
+class _Levels:
+    """`CompiledModule.ir`: the program at each level, lowered again on first use;
+    `CompiledModule.export`: the program as a C library."""
+
+    def __init__(
+        self, graph: ModuleOp, options: pipeline.Options, jit: JITModule, externs: frozenset[str]
+    ) -> None:
+        self.graph, self.options, self.jit, self.externs = graph, options, jit, externs
         self.snapshots: dict[str, ModuleOp] | None = None
+
+    def export(self, path: str | os.PathLike[str], **settings: Any) -> Exported:
+        return export_graph_module(self.graph, path, self.options, self.externs, **settings)
 
     def module(self, level: str) -> ModuleOp:
         if self.snapshots is None:
@@ -248,7 +289,11 @@ class _Levels:
 
 
 def _from_cache(
-    entry: cache.Entry, module: ModuleOp, options: pipeline.Options, threads: int
+    entry: cache.Entry,
+    module: ModuleOp,
+    options: pipeline.Options,
+    threads: int,
+    externs: frozenset[str],
 ) -> CompiledModule | None:
     """A fresh compiled module from a cache entry's object code and metadata."""
     meta = entry.meta
@@ -264,7 +309,7 @@ def _from_cache(
     jit.optimized_ir = entry.optimized_ir
     install(jit, meta)
     report = Report(meta["stats"], meta["passes"], meta["arena_bytes"], meta["unbounded"])
-    levels = _Levels(module, options, jit)
+    levels = _Levels(module, options, jit, externs)
     return CompiledModule(jit, funcs, native, report, meta["messages"], levels, threads)
 
 
@@ -285,7 +330,7 @@ def _compile(
     install(jit, meta)
     if key is not None and jit.cacheable():
         cache.store(key, cache.Entry(jit.object_code, meta, jit.optimized_ir))  # type: ignore[arg-type]
-    levels = _Levels(module, options, jit)
+    levels = _Levels(module, options, jit, externs)
     return CompiledModule(jit, funcs, native, report, meta["messages"], levels, threads)
 
 
@@ -340,7 +385,9 @@ def compile_graph_module(
     module = differentiated(module)  # the signatures of synthesized adjoints
     entry = cache.lookup(key) if key is not None else None
     threads = _check_threads(num_threads)
-    compiled = _from_cache(entry, module, options, threads) if entry is not None else None
+    compiled = None
+    if entry is not None:
+        compiled = _from_cache(entry, module, options, threads, called)
     if compiled is None:
         compiled = _compile(module, options, key, called, threads)
     compiled.seed(seed)
