@@ -3,7 +3,7 @@
 `driver_source(functions, header)` writes a C program that calls exported functions
 the way a user would: `./driver NAME in0.bin in1.bin ...` reads each input from a raw
 file (scalars too: they are passed by value), calls `<prefix>_NAME`, and prints each
-result element with `%.9g`, one per line, after a `result K` line; a failed call
+result element with `%.17g`, one per line, after a `result K` line; a failed call
 prints `status CODE: MESSAGE` and exits with 3.
 """
 
@@ -46,7 +46,7 @@ def _call(f: CFunction, first_arg: int) -> list[str]:
         lines += [
             f'    printf("result {i}\\n");',
             f"    for (size_t k = 0; k < {arg.ttype.num_elements}; k++)",
-            f'      printf("%.9g\\n", (double)out{i}[k]);',
+            f'      printf("%.17g\\n", (double)out{i}[k]);',
         ]
     return [*lines, "    return 0;", "  }"]
 

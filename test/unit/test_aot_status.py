@@ -1,0 +1,208 @@
+"""Ahead-of-time libraries as `.o` and `.a`: status codes and messages of traps and
+bounds violations, scalars by value, module variables (the `random` generator's
+state) as static storage, a caller-provided arena; and the errors of `dlc-compile`
+and `CompiledModule.export`."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from aot_driver import build, driver_source, results, run
+
+import dlc
+from dlc.aot import ExportError
+from dlc.aot.signature import c_function
+from dlc.api import defined_functions
+from dlc.cli import dlc_compile
+
+CC = shutil.which("cc")
+pytestmark = pytest.mark.skipif(CC is None, reason="no C compiler 'cc' on this machine")
+
+SOURCE = """module "t"
+stage raw
+
+func @get: (<4 x f32>, i64) -> f32 {
+'entry(%t: <4 x f32>, %i: i64):
+    %v = extract %i: i64 from %t: <4 x f32>
+    return %v: f32
+}
+
+func @fails: (f32) -> f32 {
+'entry(%x: f32):
+    trap
+    return %x: f32
+}
+
+func @draw: (f64) -> <3 x f64> {
+'entry(%scale: f64):
+    %r = random 3 from 0: f64 upto 1: f64
+    %s = multiply %r: <3 x f64>, %scale: f64
+    return %s: <3 x f64>
+}
+
+func @pick: (bool, <2 x i32>, <2 x i32>) -> (<2 x i32>, i32) {
+'entry(%c: bool, %a: <2 x i32>, %b: <2 x i32>):
+    %r = select %a: <2 x i32>, %b: <2 x i32> by %c: bool
+    %s = reduce %r: <2 x i32> by add init 0: i32 along 0
+    %t = literal (%r: <2 x i32>, %s: i32): (<2 x i32>, i32)
+    return %t: (<2 x i32>, i32)
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def drivers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The program as t.o and libt.a (bounds checked), each linked into a driver."""
+    out = tmp_path_factory.mktemp("aot-status")
+    source = out / "t.dl"
+    source.write_text(SOURCE)
+    module = dlc.parse(SOURCE, str(source))
+    functions = [c_function(f, "t") for f in defined_functions(module).values()]
+    (out / "driver.c").write_text(driver_source(functions, "t.h"))
+    made = {}
+    for output in ("t.o", "libt.a"):
+        argv = [str(source), "-o", str(out / output), "--bounds-check", "--prefix", "t"]
+        assert dlc_compile.main(argv) == 0
+        link = [str(out / output), "-lm"] if output == "t.o" else [f"-L{out}", "-lt", "-lm"]
+        made[output] = build(CC, out / "driver.c", out / f"driver_{output[:-2]}", link)  # type: ignore[arg-type]
+    return made
+
+
+@pytest.mark.parametrize("kind", ["t.o", "libt.a"])
+def test_object_and_archive_link_and_run(drivers: dict[str, Path], kind: str) -> None:
+    a, b = np.array([1, 2], np.int32), np.array([30, 40], np.int32)
+    printed = results(run(drivers[kind], "pick", [np.array(True), a, b]))
+    assert [list(p) for p in printed] == [[1, 2], [3]]
+    printed = results(run(drivers[kind], "pick", [np.array(False), a, b]))
+    assert [list(p) for p in printed] == [[30, 40], [70]]
+
+
+def test_trap_returns_a_status_and_its_message(drivers: dict[str, Path]) -> None:
+    printed = run(drivers["t.o"], "fails", [np.float32(1)])
+    assert printed.startswith("status ") and printed.rstrip().endswith("t.dl:12:5: trap")
+
+
+def test_bounds_violation_message_has_the_index(drivers: dict[str, Path]) -> None:
+    table = np.arange(4, dtype=np.float32)
+    assert results(run(drivers["t.o"], "get", [table, np.int64(2)])) == [2.0]
+    printed = run(drivers["t.o"], "get", [table, np.int64(7)])
+    assert "t.dl:6:10: out-of-bounds extract index 7 into <4 x f32>" in printed
+
+
+def test_module_variables_are_static_storage(drivers: dict[str, Path]) -> None:
+    """The generator's state starts as `dlc.compile`'s (seed 0): the same draws."""
+    first = results(run(drivers["libt.a"], "draw", [np.float64(2)]))[0]
+    expected = dlc.compile(SOURCE, filename="t.dl").draw(np.float64(2))
+    np.testing.assert_allclose(first, expected, rtol=1e-15)
+
+
+ARENA_DRIVER = r"""#include <stdio.h>
+#include <stdlib.h>
+#include "mlp.h"
+int main(void) {
+  float *x = calloc(784, 4), *w1 = calloc(784 * 256, 4), *b1 = calloc(256, 4);
+  float *w2 = calloc(2560, 4), *b2 = calloc(10, 4), out[10], again[10];
+  for (int i = 0; i < 10; i++) b2[i] = (float)i;
+  void *arena = malloc(MLP_ARENA_BYTES);
+  int32_t ok = mlp_mlp_with_arena(arena, MLP_ARENA_BYTES, x, w1, b1, w2, b2, out);
+  int32_t same = mlp_mlp(x, w1, b1, w2, b2, again);
+  int32_t small = mlp_mlp_with_arena(arena, 8, x, w1, b1, w2, b2, out);
+  printf("%d %d %d %.6g %.6g\n", ok, same, small > 0, out[9], again[9]);
+  printf("%s\n", mlp_status_message(small));
+  return 0;
+}
+"""
+
+
+def test_caller_provided_arena(tmp_path: Path) -> None:
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    assert dlc_compile.main([str(examples / "mlp.dl"), "-o", str(tmp_path / "mlp.o")]) == 0
+    (tmp_path / "arena.c").write_text(ARENA_DRIVER)
+    driver = build(CC, tmp_path / "arena.c", tmp_path / "arena", [str(tmp_path / "mlp.o"), "-lm"])  # type: ignore[arg-type]
+    lines = run(driver, "-", []).splitlines()
+    numbers = lines[0].split()
+    assert numbers[:3] == ["0", "0", "1"] and numbers[3] == numbers[4]
+    assert "out of memory" in lines[1] and "(arena)" in lines[1]
+
+
+def _error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    assert dlc_compile.main(argv) == 1
+    return capsys.readouterr().err
+
+
+def test_bad_suffix(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "t.dl").write_text(SOURCE)
+    err = _error([str(tmp_path / "t.dl"), "-o", str(tmp_path / "t.dylib")], capsys)
+    assert err.startswith("dlc-compile: error: cannot tell what to write from the name")
+
+
+def test_unsupported_signature_is_located(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    program = (
+        SOURCE
+        + """
+func @load_at: (*<4 x f32>, i64) -> f32 {
+'entry(%p: *<4 x f32>, %i: i64):
+    %q = elementPointer %p: *<4 x f32> at %i: i64
+    %v = load %q: *f32
+    return %v: f32
+}
+"""
+    )
+    (tmp_path / "p.dl").write_text(program)
+    err = _error([str(tmp_path / "p.dl"), "-o", str(tmp_path / "p.o")], capsys)
+    assert (
+        "p.dl:31:6: error: @load_at cannot be exported to C: parameter %p has type *<4 x f32>"
+        in err
+    )
+    # the other functions export when they are chosen
+    assert dlc_compile.main([str(tmp_path / "p.dl"), "-o", str(tmp_path / "p.o"), "-e", "get"]) == 0
+
+
+def test_missing_linker(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "t.dl").write_text(SOURCE)
+    argv = [str(tmp_path / "t.dl"), "-o", str(tmp_path / "libt.so"), "--cc", "no-such-cc-for-dlc"]
+    err = _error(argv, capsys)
+    assert "no C compiler 'no-such-cc-for-dlc' to link the library" in err
+    assert not (tmp_path / "libt.so").exists()
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--entry", "nope"], "no function @nope is defined (defined functions: @get, @fails"),
+        (["--prefix", "9lives"], "prefix '9lives' is not a C identifier"),
+        (["--target", "sparc-linux-gnu"], "unsupported target 'sparc-linux-gnu'"),
+        (["--target", "aarch64-linux-gnu", "--target-cpu", "znver5"], "unknown CPU model 'znver5'"),
+    ],
+)
+def test_bad_options(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], options: list[str], message: str
+) -> None:
+    (tmp_path / "t.dl").write_text(SOURCE)
+    err = _error([str(tmp_path / "t.dl"), "-o", str(tmp_path / "t.o"), *options], capsys)
+    assert message in err and "Traceback" not in err
+
+
+def test_wasm32_writes_objects_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "t.dl").write_text(SOURCE)
+    argv = [
+        str(tmp_path / "t.dl"),
+        "-o",
+        str(tmp_path / "t.a"),
+        "--target",
+        "wasm32-unknown-unknown",
+    ]
+    assert "produces .o object files only" in _error(argv, capsys)
+
+
+def test_export_errors_from_python(tmp_path: Path) -> None:
+    mod = dlc.compile(SOURCE, filename="t.dl")
+    with pytest.raises(ExportError, match="no directory"):
+        mod.export(tmp_path / "missing" / "t.o")
+    with pytest.raises(ExportError, match="would overwrite the library"):
+        mod.export(tmp_path / "t.o", header=tmp_path / "t.o")
