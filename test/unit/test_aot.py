@@ -133,3 +133,37 @@ def test_aarch64_library_under_qemu(tmp_path: Path) -> None:
         for got, want in zip(printed, expected, strict=True):
             np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
         assert not text_relocations(tmp_path / f"lib{lib}.so")
+
+
+PARALLEL = """module "par"
+stage raw
+
+func @scale: (<512 x 1024 x f32>, <512 x 1024 x f32>) -> <512 x 1024 x f32> {
+'entry(%x: <512 x 1024 x f32>, %y: <512 x 1024 x f32>):
+    %p = multiply %x: <512 x 1024 x f32>, %y: <512 x 1024 x f32>
+    %s = add %p: <512 x 1024 x f32>, 1.0: f32
+    return %s: <512 x 1024 x f32>
+}
+"""
+
+
+@needs_cc
+def test_parallel_loops_link_the_openmp_runtime(tmp_path: Path) -> None:
+    mod = dlc.compile(PARALLEL, filename="par.dl")
+    if "GOMP_parallel" not in mod.ir("llvm"):
+        pytest.skip("no OpenMP runtime here: the loops are serial")
+    mod.export(tmp_path / "libpar.so")
+    assert "the OpenMP runtime" in (tmp_path / "par.h").read_text()
+    dynamic = subprocess.run(
+        ["readelf", "-d", str(tmp_path / "libpar.so")], capture_output=True, text=True
+    ).stdout
+    assert "libgomp" in dynamic and "TEXTREL" not in dynamic
+    source = tmp_path / "driver.c"
+    source.write_text(driver_source(_functions(dlc.parse(PARALLEL), "par"), "par.h"))
+    driver = build(
+        CC, source, tmp_path / "driver", [f"-L{tmp_path}", "-lpar", f"-Wl,-rpath,{tmp_path}"]
+    )  # type: ignore[arg-type]
+    rng = np.random.default_rng(3)
+    x, y = (rng.standard_normal((512, 1024)).astype(np.float32) for _ in range(2))
+    (printed,) = results(run(driver, "scale", [x, y]))
+    np.testing.assert_allclose(printed, (x * y + 1).astype(np.float64).ravel(), rtol=1e-6)
