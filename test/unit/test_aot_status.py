@@ -43,6 +43,13 @@ func @draw: (f64) -> <3 x f64> {
     return %s: <3 x f64>
 }
 
+func @inf: (i64) -> i64 {
+'entry(%n: i64):
+    %m = add %n: i64, 1: i64
+    %r = apply @inf(%m: i64): (i64) -> i64
+    return %r: i64
+}
+
 func @pick: (bool, <2 x i32>, <2 x i32>) -> (<2 x i32>, i32) {
 'entry(%c: bool, %a: <2 x i32>, %b: <2 x i32>):
     %r = select %a: <2 x i32>, %b: <2 x i32> by %c: bool
@@ -92,6 +99,11 @@ def test_bounds_violation_message_has_the_index(drivers: dict[str, Path]) -> Non
     assert "t.dl:6:10: out-of-bounds extract index 7 into <4 x f32>" in printed
 
 
+def test_unbounded_recursion_returns_a_status(drivers: dict[str, Path]) -> None:
+    printed = run(drivers["t.o"], "inf", [np.int64(0)])
+    assert "call depth limit exceeded (20000) in @inf" in printed or "stack overflow" in printed
+
+
 def test_module_variables_are_static_storage(drivers: dict[str, Path]) -> None:
     """The generator's state starts as `dlc.compile`'s (seed 0): the same draws."""
     first = results(run(drivers["libt.a"], "draw", [np.float64(2)]))[0]
@@ -117,15 +129,94 @@ int main(void) {
 """
 
 
-def test_caller_provided_arena(tmp_path: Path) -> None:
+THREADS_DRIVER = r"""#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "mlp.h"
+static float x[784], w1[784 * 256], b1[256], w2[2560], b2[10], want[10];
+static void *worker(void *arg) {
+  float out[10];
+  for (int k = 0; k < 50; k++)
+    if (mlp_mlp(x, w1, b1, w2, b2, out) != 0 || memcmp(out, want, sizeof out) != 0)
+      return arg;
+  return NULL;
+}
+int main(void) {
+  for (int i = 0; i < 784 * 256; i++) w1[i] = (float)(i % 13) / 1300.0f;
+  for (int i = 0; i < 2560; i++) w2[i] = (float)(i % 10) / 1000.0f;
+  for (int i = 0; i < 784; i++) x[i] = (float)(i % 5);
+  if (mlp_mlp(x, w1, b1, w2, b2, want) != 0) return 1;
+  pthread_t threads[4];
+  static int ids[4];
+  for (int t = 0; t < 4; t++) pthread_create(&threads[t], NULL, worker, &ids[t]);
+  int failed = 0;
+  for (int t = 0; t < 4; t++) {
+    void *result;
+    pthread_join(threads[t], &result);
+    failed += result != NULL;
+  }
+  printf("%d failed, %.6g\n", failed, want[3]);
+  return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def mlp_object(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("aot-mlp")
     examples = Path(__file__).resolve().parents[2] / "examples"
-    assert dlc_compile.main([str(examples / "mlp.dl"), "-o", str(tmp_path / "mlp.o")]) == 0
-    (tmp_path / "arena.c").write_text(ARENA_DRIVER)
-    driver = build(CC, tmp_path / "arena.c", tmp_path / "arena", [str(tmp_path / "mlp.o"), "-lm"])  # type: ignore[arg-type]
+    assert dlc_compile.main([str(examples / "mlp.dl"), "-o", str(out / "mlp.o")]) == 0
+    return out / "mlp.o"
+
+
+def test_concurrent_calls_from_threads(mlp_object: Path) -> None:
+    """Re-entrant: four threads call at once and all get the single-threaded result."""
+    source = mlp_object.with_name("threads.c")
+    source.write_text(THREADS_DRIVER)
+    driver = build(CC, source, source.with_suffix(""), [str(mlp_object), "-lm", "-pthread"])  # type: ignore[arg-type]
+    printed = run(driver, "-", [])
+    assert printed.startswith("0 failed, ") and float(printed.split()[-1]) > 0
+
+
+def test_caller_provided_arena(mlp_object: Path) -> None:
+    source = mlp_object.with_name("arena.c")
+    source.write_text(ARENA_DRIVER)
+    driver = build(CC, source, source.with_suffix(""), [str(mlp_object), "-lm"])  # type: ignore[arg-type]
     lines = run(driver, "-", []).splitlines()
     numbers = lines[0].split()
     assert numbers[:3] == ["0", "0", "1"] and numbers[3] == numbers[4]
     assert "out of memory" in lines[1] and "(arena)" in lines[1]
+
+
+EXTERN = """module "e"
+stage raw
+
+[extern]
+func @user_gain: (f32) -> f32
+
+func @amp: (f32) -> f32 {
+'entry(%x: f32):
+    %g = apply @user_gain(%x: f32): (f32) -> f32
+    return %g: f32
+}
+"""
+
+
+def test_externs_are_symbols_the_user_links(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "e.dl").write_text(EXTERN)
+    err = _error([str(tmp_path / "e.dl"), "-o", str(tmp_path / "e.o")], capsys)
+    assert "extern function @user_gain is not allowed" in err
+    argv = [str(tmp_path / "e.dl"), "-o", str(tmp_path / "e.o"), "--allow-extern", "user_gain"]
+    assert dlc_compile.main(argv) == 0
+    assert "(link them): user_gain." in (tmp_path / "e.h").read_text()
+    functions = [c_function(f, "e") for f in defined_functions(dlc.parse(EXTERN)).values()]
+    source = driver_source(functions, "e.h") + "float user_gain(float x) { return 3.0f * x; }\n"
+    (tmp_path / "driver.c").write_text(source)
+    driver = build(CC, tmp_path / "driver.c", tmp_path / "driver", [str(tmp_path / "e.o"), "-lm"])  # type: ignore[arg-type]
+    assert results(run(driver, "amp", [np.float32(2)])) == [6.0]
 
 
 def _error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
@@ -156,7 +247,7 @@ func @load_at: (*<4 x f32>, i64) -> f32 {
     (tmp_path / "p.dl").write_text(program)
     err = _error([str(tmp_path / "p.dl"), "-o", str(tmp_path / "p.o")], capsys)
     assert (
-        "p.dl:31:6: error: @load_at cannot be exported to C: parameter %p has type *<4 x f32>"
+        "p.dl:38:6: error: @load_at cannot be exported to C: parameter %p has type *<4 x f32>"
         in err
     )
     # the other functions export when they are chosen
