@@ -5,6 +5,7 @@ are one diagnostic."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -167,3 +168,21 @@ def test_parallel_loops_link_the_openmp_runtime(tmp_path: Path) -> None:
     x, y = (rng.standard_normal((512, 1024)).astype(np.float32) for _ in range(2))
     (printed,) = results(run(driver, "scale", [x, y]))
     np.testing.assert_allclose(printed, (x * y + 1).astype(np.float64).ravel(), rtol=1e-6)
+
+
+def test_readme_worked_example(host_libraries: Path) -> None:
+    """The README's C driver prints what the README says; its header excerpt is real."""
+    readme = (EXAMPLES.parent / "README.md").read_text()
+    section = readme.split("## Ahead-of-time compilation", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```(\w+)\n(.*?)```", section, re.S)
+    main = next(text for lang, text in blocks if lang == "c" and "int main" in text)
+    excerpt = next(text for lang, text in blocks if lang == "c" and "/* @mlp" in text)
+    header = (host_libraries / "mlp.h").read_text()
+    prototype = excerpt[excerpt.index("/* @mlp") : excerpt.index("float *result);")]
+    assert prototype in header
+    (host_libraries / "main.c").write_text(main)
+    link = [f"-L{host_libraries}", "-lmlp", f"-Wl,-rpath,{host_libraries}"]
+    driver = build(CC, host_libraries / "main.c", host_libraries / "main", link)  # type: ignore[arg-type]
+    printed = run(driver, "-", []).split()
+    shown = re.search(r"&& \./main\n(.*)\n", section)
+    assert shown is not None and printed == shown.group(1).split()
