@@ -249,8 +249,7 @@ def export_graph_module(
     request = aot.make_request(path, opt_level=options.opt_level, externs=externs, **settings)
     module = differentiated(module)
     functions = aot.exported_functions(defined_functions(module), entries, request.prefix)
-    target = request.target
-    options = replace(options, target_cpu=target.cpu, triple=target.triple)
+    options = replace(options, target_cpu=request.cpu, triple=request.target.triple)
     options = replace(options, openmp=aot.parallel_loops(request))
     llvm_level, report = lower(module, options, externs=externs, python_entries=False)
     return aot.write_library(llvm_level, functions, report.arena_bytes, request)
@@ -267,6 +266,9 @@ class _Levels:
         self.snapshots: dict[str, ModuleOp] | None = None
 
     def export(self, path: str | os.PathLike[str], **settings: Any) -> Exported:
+        """Export with this module's options; for this machine, for its CPU model."""
+        if settings.get("target_cpu") is None and not settings.get("target"):
+            settings["target_cpu"] = self.options.target_cpu
         return export_graph_module(self.graph, path, self.options, self.externs, **settings)
 
     def module(self, level: str) -> ModuleOp:

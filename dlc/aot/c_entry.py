@@ -124,9 +124,9 @@ def _with_arena(f: CFunction, opts: ShimOptions) -> list[str]:
         *_store_word(abi.CTX_ARENA_BASE, "%base"),
         *_store_word(abi.CTX_THREADS, "%threads"),
         *stores,
-        f"  call void @{f.name}(ptr %ctx, {', '.join(pointers)})"
+        f'  call void @"{f.name}"(ptr %ctx, {", ".join(pointers)})'
         if pointers
-        else f"  call void @{f.name}(ptr %ctx)",
+        else f'  call void @"{f.name}"(ptr %ctx)',
         "  %status = load i64, ptr %ctx, align 8",
         "  %failed = icmp ne i64 %status, 0",
         "  br i1 %failed, label %fail, label %done",
@@ -282,7 +282,7 @@ def entry_points(functions: list[CFunction], opts: ShimOptions, triple: str, lay
     ]
     for f in functions:
         n_args = len(f.args)
-        lines.append(f"declare void @{f.name}(ptr{', ptr' * n_args})")
+        lines.append(f'declare void @"{f.name}"(ptr{", ptr" * n_args})')
         lines += _with_arena(f, opts)
         lines += _with_malloc(f, opts, failed_code)
     return "\n".join(lines) + "\n"

@@ -46,6 +46,7 @@ class Request:
     prefix: str
     opt_level: int
     target: Target
+    cpu: str  # the CPU model as asked ("host": this machine's own, with its features)
     cc: str | None  # the linker of a .so (found by `link.compiler` when None)
     externs: tuple[str, ...] = ()  # the [extern] C functions the program calls
 
@@ -101,7 +102,10 @@ def object_code(
     _static_variables(ir_module, _variables(llvm_level))
     module = llvm_binding.parse_assembly(str(ir_module))
     shim = c_entry.entry_points(functions, opts, tm.triple, str(tm.target_data))
-    module.link_in(llvm_binding.parse_assembly(shim))
+    try:
+        module.link_in(llvm_binding.parse_assembly(shim))
+    except RuntimeError as e:  # a DLVM function named like a C function the entries call
+        raise link.ExportError(f"cannot add the C entry points to the module: {e}") from None
     _internalize(module, c_entry.exported_names(functions, opts.prefix))
     module.verify()
     optimize(module, tm, request.opt_level)
@@ -129,12 +133,19 @@ def write_library(
         obj = Path(scratch) / f"{request.prefix}.o"
         obj.write_bytes(code)
         if kind == ".o":
-            request.path.write_bytes(code)
+            _write(request.path, code)
         elif kind == ".a":
             link.archive(obj, request.path, target.triple)
         else:
             link.link_shared(obj, request.path, cc, opts.openmp)  # type: ignore[arg-type]
     triple = target_triple(target)
     text = header.header(functions, opts, request.header.name, list(request.externs), triple)
-    request.header.write_text(text)
+    _write(request.header, text.encode("utf-8"))
     return Exported(request.path, request.header)
+
+
+def _write(path: Path, data: bytes) -> None:
+    try:
+        path.write_bytes(data)
+    except OSError as e:
+        raise link.ExportError(f"cannot write '{path}': {e.strerror or e}") from None

@@ -18,6 +18,12 @@ from dlc.aot.signature import C_IDENTIFIER, CFunction, c_function
 from dlc.dialects.graph import FuncOp
 from dlc.target import Target, triple_arch
 
+C_RUNTIME = frozenset(
+    "malloc free snprintf omp_get_max_threads pthread_self pthread_getattr_np "
+    "pthread_attr_getstack pthread_attr_destroy".split()
+)
+"""The C functions the entry points call (`c_entry.py`)."""
+
 
 def default_prefix(path: Path) -> str:
     """The C name prefix of a library file: `libmodel.so` -> `model`."""
@@ -39,9 +45,9 @@ def make_request(
 ) -> Request:
     """The checked settings of one export (module docstring)."""
     out = Path(os.fspath(path))
-    triple = target or ""
+    triple, cpu = target or "", target_cpu or "host"
     try:
-        chosen = Target.from_cpu(target_cpu or "host", triple)
+        chosen = Target.from_cpu(cpu, triple)
     except ValueError as e:
         raise ExportError(f"target: {e}") from None
     output_kind(out, triple)
@@ -54,7 +60,7 @@ def make_request(
     header_path = Path(os.fspath(header)) if header is not None else out.with_name(f"{prefix}.h")
     if header_path.resolve() == out.resolve():
         raise ExportError(f"the header would overwrite the library '{out}'")
-    return Request(out, header_path, prefix, opt_level, chosen, cc, tuple(sorted(externs)))
+    return Request(out, header_path, prefix, opt_level, chosen, cpu, cc, tuple(sorted(externs)))
 
 
 def parallel_loops(request: Request) -> bool:
@@ -91,4 +97,10 @@ def exported_functions(
             if symbol in seen:
                 raise ExportError(f"@{f.name}: its C name {symbol} is also {seen[symbol]}")
             seen[symbol] = f"the C name of @{f.name}"
+    for name in defined:  # one LLVM module holds the program and its entry points
+        if name in C_RUNTIME or name in seen:
+            what = seen.get(name, "a C function the entry points call")
+            raise ExportError(
+                f"@{name}: the library needs the name {name} for {what}: rename @{name}"
+            )
     return functions

@@ -279,6 +279,26 @@ def test_bad_options(
     assert message in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        (
+            "malloc",
+            "@malloc: the library needs the name malloc for a C function the entry points call",
+        ),
+        (
+            "t_status_message",
+            "the library needs the name t_status_message for the status message function",
+        ),
+    ],
+)
+def test_function_names_the_library_needs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, message: str
+) -> None:
+    (tmp_path / "t.dl").write_text(SOURCE.replace("@fails", f"@{name}"))
+    assert message in _error([str(tmp_path / "t.dl"), "-o", str(tmp_path / "t.o")], capsys)
+
+
 def test_wasm32_writes_objects_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "t.dl").write_text(SOURCE)
     argv = [
@@ -297,3 +317,5 @@ def test_export_errors_from_python(tmp_path: Path) -> None:
         mod.export(tmp_path / "missing" / "t.o")
     with pytest.raises(ExportError, match="would overwrite the library"):
         mod.export(tmp_path / "t.o", header=tmp_path / "t.o")
+    with pytest.raises(ExportError, match="cannot write .*t.h"):
+        mod.export(tmp_path / "t.o", header=tmp_path / "t.o" / "t.h")
