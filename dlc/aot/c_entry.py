@@ -92,24 +92,18 @@ def _store_word(index: int, value: str) -> list[str]:
     ]
 
 
-def _with_arena(f: CFunction, opts: ShimOptions) -> list[str]:
+def _make_context(opts: ShimOptions) -> list[str]:
+    """Instructions that fill `%ctx` for a call with the arena `[%arena, +%arena_bytes)`."""
     size_t = f"i{opts.pointer_bits}"
-    params = ", ".join(
-        ["ptr %arena", f"{size_t} %arena_bytes"] + [_param(a, i) for i, a in enumerate(f.args)]
-    )
-    stores, pointers = _pass_arguments(f)
     threads = "call i32 @omp_get_max_threads()" if opts.openmp else "add i32 1, 0"
-    lines = [
-        f"define i32 @{f.c_name}_with_arena({params}) {{",
-        "entry:",
+    widen = "zext" if size_t != "i64" else "bitcast"
+    return [
         f"  %ctx = alloca [{abi.CTX_WORDS} x i64], align 16",
         f"  call void @llvm.memset.p0.i64(ptr align 16 %ctx, i8 0, i64 {8 * abi.CTX_WORDS}, i1 false)",
         "  %limit = call i64 @__dlc_stack_limit()",
         "  %flag = ptrtoint ptr @__dlc_no_interrupt to i64",
         "  %start = ptrtoint ptr %arena to i64",
-        f"  %bytes = zext {size_t} %arena_bytes to i64"
-        if size_t != "i64"
-        else "  %bytes = add i64 %arena_bytes, 0",
+        f"  %bytes = {widen} {size_t} %arena_bytes to i64",
         f"  %up = add i64 %start, {ARENA_ALIGN - 1}",
         f"  %base = and i64 %up, {-ARENA_ALIGN}",
         "  %end0 = add i64 %start, %bytes",
@@ -123,10 +117,22 @@ def _with_arena(f: CFunction, opts: ShimOptions) -> list[str]:
         *_store_word(abi.CTX_ARENA_END, "%end"),
         *_store_word(abi.CTX_ARENA_BASE, "%base"),
         *_store_word(abi.CTX_THREADS, "%threads"),
+    ]
+
+
+def _with_arena(f: CFunction, opts: ShimOptions) -> list[str]:
+    """`P_f_with_arena`: make the context, call `f`, keep a failure's fault value."""
+    size_t = f"i{opts.pointer_bits}"
+    params = ", ".join(
+        ["ptr %arena", f"{size_t} %arena_bytes"] + [_param(a, i) for i, a in enumerate(f.args)]
+    )
+    stores, pointers = _pass_arguments(f)
+    return [
+        f"define i32 @{f.c_name}_with_arena({params}) {{",
+        "entry:",
+        *_make_context(opts),
         *stores,
-        f'  call void @"{f.name}"(ptr %ctx, {", ".join(pointers)})'
-        if pointers
-        else f'  call void @"{f.name}"(ptr %ctx)',
+        f'  call void @"{f.name}"({", ".join(["ptr %ctx", *pointers])})',
         "  %status = load i64, ptr %ctx, align 8",
         "  %failed = icmp ne i64 %status, 0",
         "  br i1 %failed, label %fail, label %done",
@@ -140,7 +146,6 @@ def _with_arena(f: CFunction, opts: ShimOptions) -> list[str]:
         "  ret i32 %code",
         "}",
     ]
-    return lines
 
 
 def _with_malloc(f: CFunction, opts: ShimOptions, failed_code: int) -> list[str]:

@@ -124,7 +124,7 @@ def write_library(
         messages=(*_messages(llvm_level), c_entry.ARENA_FAILED),
         arena_bytes=arena_bytes,
         openmp="GOMP_parallel" in externs,
-        pthreads="linux" in (target.triple or "linux"),
+        pthreads="linux" in target_triple(target),
         pointer_bits=target.pointer_bits,
     )
     cc = link.compiler(target.triple, request.cc) if kind == ".so" else None
