@@ -19,14 +19,12 @@ import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from xdsl.dialects import llvm
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp
 
 from dlc import pipeline
 from dlc.diagnostics import clone_located, error_at, own_location
-from dlc.dialects import abi, loop
+from dlc.dialects import abi
 from dlc.dialects.graph import FuncOp as GraphFuncOp
-from dlc.dialects.loop_callgraph import arena_bytes_needed, unbounded_functions
 from dlc.externs import ExternsOption, allowed_externs, check_externs, not_allowed_message
 from dlc.runtime import cache
 from dlc.runtime.convention import DATA_OFFSET
@@ -37,9 +35,11 @@ from dlc.runtime.native import (
     default_threads,
     install,
     openmp_available,
+    portable_messages,
+    rendered_messages,
     resolve_symbols,
 )
-from dlc.target import Target
+from dlc.target import check_runnable
 
 if TYPE_CHECKING:
     from dlc.aot import Exported
@@ -59,31 +59,6 @@ def _check_fma(fma: object) -> bool | None:
     if fma is not None and not isinstance(fma, bool):
         raise TypeError(f"fma must be None, True or False, got {type(fma).__name__}")
     return fma
-
-
-def check_runnable(cpu: object) -> str:
-    """`cpu` when code compiled for it runs on this machine (JIT): the host itself, or a
-    model with no wider vectors and no FMA the host lacks; AVX-512 code only for the
-    host or `x86-64-v4` (other AVX-512 models may use extensions this host has not).
-    TypeError / ValueError otherwise."""
-    if not isinstance(cpu, str):
-        raise TypeError(f"target_cpu must be a str, got {type(cpu).__name__}")
-    try:
-        target = Target.from_cpu(cpu)
-    except ValueError as err:
-        raise ValueError(f"target_cpu: {err}") from None
-    host = Target.host()
-    if cpu in ("host", host.cpu):
-        return cpu
-    fits = target.vector_bytes <= host.vector_bytes and (host.fma or not target.fma)
-    if target.vector_bytes == 64 and cpu != "x86-64-v4":
-        fits = False
-    if not fits:
-        raise ValueError(
-            f"target_cpu {cpu!r} may use instructions this machine ({host.cpu}) lacks: "
-            "compiled code must run here; choose an older model such as 'x86-64-v3'"
-        )
-    return cpu
 
 
 def defined_functions(module: ModuleOp) -> dict[str, GraphFuncOp]:
@@ -117,6 +92,8 @@ def lower(
     each level as the pipeline leaves it (graph after the optimizer, tensor after
     fusion, ...). With `externs`, every C call of the loop level must name one of them
     (a located error otherwise)."""
+    from dlc.dialects import loop
+    from dlc.dialects.loop_callgraph import arena_bytes_needed, unbounded_functions
     from dlc.lowering.loop_to_llvm.python_entry import add_python_entries
     from dlc.passes.loop.plan_memory import function_stats
     from dlc.passes.statistics import PassStatistics
@@ -156,6 +133,8 @@ def lower(
 def check_extern_calls(loop_level: ModuleOp, externs: frozenset[str]) -> None:
     """Every `loop.extern_call` calls an allowed extern: the second line of defence
     behind `check_externs` (the graph-level check), before anything is linked."""
+    from dlc.dialects import loop
+
     for op in loop_level.walk():
         if isinstance(op, loop.ExternCallOp) and op.callee.data not in externs:
             raise error_at(op, not_allowed_message(op.callee.data))
@@ -163,6 +142,8 @@ def check_extern_calls(loop_level: ModuleOp, externs: frozenset[str]) -> None:
 
 def external_names(llvm_level: ModuleOp) -> list[str]:
     """The functions an llvm-level module declares without defining them."""
+    from xdsl.dialects import llvm
+
     return [
         f.sym_name.data
         for f in llvm_level.body.block.ops
@@ -205,18 +186,17 @@ def cache_key(
     module: ModuleOp, options: pipeline.Options, externs: frozenset[str] = frozenset()
 ) -> str:
     """SHA-256 hex key of a graph module compiled with `options` on this host: its
-    printed text and the source location of every op (they appear in trap and bounds
-    messages), with the options, the extern symbols it is allowed to call and the host
-    (`cache.environment`)."""
+    printed text and which of its ops have a source location, with the options, the
+    extern symbols it is allowed to call and the host (`cache.environment`). Not the
+    locations themselves: the machine code does not depend on them, and the trap and
+    bounds messages that name them are stored location-free (`portable_messages`), so
+    one program read through any spelling of its path, or reformatted, is one entry."""
     from dlc.parser import print_module
 
     # surrogatepass: a file name from os.fsdecode, or a module built in Python, may hold
     # lone surrogates, which plain UTF-8 refuses to encode.
     digest = hashlib.sha256(print_module(module).encode("utf-8", "surrogatepass"))
-    for op in module.walk():
-        loc = own_location(op)
-        where = f"{loc.filename}\0{loc.line}\0{loc.column}\0{loc.source_line}" if loc else ""
-        digest.update(b"\n" + where.encode("utf-8", "surrogatepass"))
+    digest.update(bytes(own_location(op) is not None for op in module.walk()))
     from dlc.version import __version__
 
     facts = {
@@ -226,6 +206,13 @@ def cache_key(
         "dlc": __version__,
     }
     return cache.key(facts, digest.hexdigest())
+
+
+def _location_prefixes(module: ModuleOp) -> list[str]:
+    """`FILE:LINE:COL: ` of every located op of `module`, in walk order (the order the
+    cache key fixes)."""
+    located = (own_location(op) for op in module.walk())
+    return [f"{loc.filename}:{loc.line}:{loc.column}: " for loc in located if loc is not None]
 
 
 def export_graph_module(
@@ -241,16 +228,13 @@ def export_graph_module(
     a C library `path` (`.so`, `.o` or `.a`) and its header (`dlc.aot`), compiled with
     `options` for the target of `settings` (`dlc.aot.make_request`: `prefix`,
     `header`, `target`, `target_cpu`, `cc`). Exports `entries` (default: all)."""
-    from dataclasses import replace
-
     from dlc import aot
     from dlc.passes.graph.differentiate import differentiated
 
     request = aot.make_request(path, opt_level=options.opt_level, externs=externs, **settings)
     module = differentiated(module)
     functions = aot.exported_functions(defined_functions(module), entries, request.prefix)
-    options = replace(options, target_cpu=request.cpu, triple=request.target.triple)
-    options = replace(options, openmp=aot.parallel_loops(request))
+    options = aot.target_options(options, request)
     llvm_level, report = lower(module, options, externs=externs, python_entries=False)
     return aot.write_library(llvm_level, functions, report.arena_bytes, request)
 
@@ -295,13 +279,16 @@ def _from_cache(
     module: ModuleOp,
     options: pipeline.Options,
     threads: int,
+    prefixes: list[str],
     externs: frozenset[str],
 ) -> CompiledModule | None:
-    """A fresh compiled module from a cache entry's object code and metadata."""
+    """A fresh compiled module from a cache entry's object code and metadata, its
+    messages naming this program's locations (`prefixes`)."""
     meta = entry.meta
     funcs = defined_functions(module)
     native = set(meta["native"])
-    if not native <= set(funcs):
+    messages = rendered_messages(meta["messages"], prefixes)
+    if not native <= set(funcs) or (messages is None) != (meta["messages"] is None):
         return None  # not this program's entry after all: compile it
     check_symbols(meta["externs"], module)
     try:
@@ -312,7 +299,7 @@ def _from_cache(
     install(jit, meta)
     report = Report(meta["stats"], meta["passes"], meta["arena_bytes"], meta["unbounded"])
     levels = _Levels(module, options, jit, externs)
-    return CompiledModule(jit, funcs, native, report, meta["messages"], levels, threads)
+    return CompiledModule(jit, funcs, native, report, messages, levels, threads)
 
 
 def _compile(
@@ -321,7 +308,10 @@ def _compile(
     key: str | None,
     externs: frozenset[str],
     threads: int,
+    prefixes: list[str],
 ) -> CompiledModule:
+    from xdsl.dialects import llvm
+
     llvm_level, report = lower(module, options, externs=externs)
     check_symbols(external_names(llvm_level), module)
     funcs = defined_functions(module)
@@ -330,8 +320,10 @@ def _compile(
     jit = JITModule(llvm_level, options.opt_level, target=options.target)
     meta = metadata(llvm_level, report, native)
     install(jit, meta)
-    if key is not None and jit.cacheable():
-        cache.store(key, cache.Entry(jit.object_code, meta, jit.optimized_ir))  # type: ignore[arg-type]
+    portable = portable_messages(meta["messages"], prefixes)
+    if key is not None and jit.cacheable() and (portable is None) == (meta["messages"] is None):
+        stored: Metadata = {**meta, "messages": portable}  # type: ignore[typeddict-item]
+        cache.store(key, cache.Entry(jit.object_code, stored, jit.optimized_ir))  # type: ignore[arg-type]
     levels = _Levels(module, options, jit, externs)
     return CompiledModule(jit, funcs, native, report, meta["messages"], levels, threads)
 
@@ -384,13 +376,14 @@ def compile_graph_module(
     # The code depends on the allowed externs the program calls, not on the rest of the
     # allow-list: `called` keys the entry (and check_externs already ran, before any lookup).
     key = cache_key(module, options, called) if cache.enabled() else None
+    prefixes = _location_prefixes(module)
     module = differentiated(module)  # the signatures of synthesized adjoints
     entry = cache.lookup(key) if key is not None else None
     threads = _check_threads(num_threads)
     compiled = None
     if entry is not None:
-        compiled = _from_cache(entry, module, options, threads, called)
+        compiled = _from_cache(entry, module, options, threads, prefixes, called)
     if compiled is None:
-        compiled = _compile(module, options, key, called, threads)
+        compiled = _compile(module, options, key, called, threads, prefixes)
     compiled.seed(seed)
     return compiled

@@ -213,3 +213,28 @@ def _cache_sizes() -> tuple[int, int]:
     except (OSError, ValueError):
         pass
     return sizes["1"], sizes["2"]
+
+
+def check_runnable(cpu: object) -> str:
+    """`cpu` when code compiled for it runs on this machine (JIT): the host itself, or a
+    model with no wider vectors and no FMA the host lacks; AVX-512 code only for the
+    host or `x86-64-v4` (other AVX-512 models may use extensions this host has not).
+    TypeError / ValueError otherwise."""
+    if not isinstance(cpu, str):
+        raise TypeError(f"target_cpu must be a str, got {type(cpu).__name__}")
+    try:
+        target = Target.from_cpu(cpu)
+    except ValueError as err:
+        raise ValueError(f"target_cpu: {err}") from None
+    host = Target.host()
+    if cpu in ("host", host.cpu):
+        return cpu
+    fits = target.vector_bytes <= host.vector_bytes and (host.fma or not target.fma)
+    if target.vector_bytes == 64 and cpu != "x86-64-v4":
+        fits = False
+    if not fits:
+        raise ValueError(
+            f"target_cpu {cpu!r} may use instructions this machine ({host.cpu}) lacks: "
+            "compiled code must run here; choose an older model such as 'x86-64-v3'"
+        )
+    return cpu

@@ -11,7 +11,7 @@ library is put together by `library.py` and linked by `link.py`.
 
 from dlc.aot.library import Exported, Request, write_library
 from dlc.aot.link import ExportError, text_relocations
-from dlc.aot.request import exported_functions, make_request, parallel_loops
+from dlc.aot.request import exported_functions, make_request, parallel_loops, target_options
 
 __all__ = [
     "ExportError",
@@ -20,6 +20,7 @@ __all__ = [
     "exported_functions",
     "make_request",
     "parallel_loops",
+    "target_options",
     "text_relocations",
     "write_library",
 ]

@@ -10,12 +10,14 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 
 from dlc.aot.library import Request
 from dlc.aot.link import ExportError, compiler, openmp_linkable, output_kind
 from dlc.aot.signature import C_IDENTIFIER, CFunction, c_function
 from dlc.dialects.graph import FuncOp
+from dlc.pipeline import Options
 from dlc.target import Target, triple_arch
 
 C_RUNTIME = frozenset(
@@ -61,6 +63,13 @@ def make_request(
     if header_path.resolve() == out.resolve():
         raise ExportError(f"the header would overwrite the library '{out}'")
     return Request(out, header_path, prefix, opt_level, chosen, cpu, cc, tuple(sorted(externs)))
+
+
+def target_options(options: Options, request: Request) -> Options:
+    """The pipeline `options` of a compile, for the target of `request` (parallel loops
+    where `parallel_loops` allows them)."""
+    options = replace(options, target_cpu=request.cpu, triple=request.target.triple)
+    return replace(options, openmp=parallel_loops(request))
 
 
 def parallel_loops(request: Request) -> bool:

@@ -23,8 +23,9 @@ creates are 0700, files 0600. Each record carries an HMAC-SHA256 under the per-u
 of its format, cache key, metadata and object code: an entry planted by anyone who
 cannot read the key, or copied from another cache, never verifies.
 
-The key covers the printed graph module, the source locations of its ops (they appear in
-trap and bounds messages), the compile options, a fingerprint of dlc's own source files
+The key covers the printed graph module (not its source locations: the messages that
+name them are stored location-free and rendered for the program at hand, see
+`dlc.runtime.native.portable_messages`), the compile options, a fingerprint of dlc's own source files
 (so an edited compiler never reuses stale code), the xDSL / llvmlite / LLVM versions and
 the host triple, CPU name and features. The entries of the current format are kept
 under `DLC_CACHE_MAX_BYTES` (default 1 GiB), least recently used first out
@@ -49,7 +50,7 @@ from typing import Any, Literal
 
 from dlc.runtime import cache_evict
 
-FORMAT = 5  # 5: unbounded functions; 4: a call context per call; 3: records carry an HMAC (2: a plain SHA-256)
+FORMAT = 6  # 6: location-free messages; 5: unbounded functions; 4: a call context per call; 3: records carry an HMAC (2: a plain SHA-256)
 KEY_FILE = "key"
 KEY_BYTES = 32
 MEMORY_ENTRIES = 64

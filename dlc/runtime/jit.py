@@ -8,13 +8,15 @@ its target machine and MCJIT engine; keep it alive while its function pointers a
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
 import llvmlite.binding as llvm_binding
-from llvmlite import ir
-from xdsl.backend.llvm.convert import convert_module
 from xdsl.dialects.builtin import ModuleOp
 
 from dlc.target import Target
+
+if TYPE_CHECKING:
+    from llvmlite import ir
 
 _INIT_LOCK = threading.Lock()
 _initialized: set[str] = set()
@@ -83,7 +85,13 @@ def optimize(module: llvm_binding.ModuleRef, tm: llvm_binding.TargetMachine, opt
 
 def llvmlite_module(llvm_level: ModuleOp, tm: llvm_binding.TargetMachine) -> ir.Module:
     """An llvm-level xDSL module as an llvmlite IR module for `tm` (triple and layout)."""
+    from xdsl.backend.llvm.convert import convert_module  # only when compiling
+    from xdsl.dialects import llvm
+
     ir_module = convert_module(llvm_level, fallback_target_triple=tm.triple)
+    for op in llvm_level.body.block.ops:  # xDSL's converter drops function attributes
+        if isinstance(op, llvm.FuncOp) and op.no_inline is not None:
+            ir_module.get_global(op.sym_name.data).attributes.add("noinline")
     ir_module.triple = tm.triple
     ir_module.data_layout = str(tm.target_data)
     return ir_module

@@ -64,6 +64,41 @@ class Messages:
         raise TrapError(text)
 
 
+def portable_messages(messages: list[str] | None, prefixes: list[str]) -> list[str] | None:
+    """`messages` ("kind\\tFILE:LINE:COL: text") as "kind\\tN\\ttext", N the index of the
+    location in `prefixes` ("-": none), for the compile cache; None when a message names a
+    location of this program that is not among them (then the entry is not stored)."""
+    if messages is None:
+        return None
+    index = {prefix: i for i, prefix in reversed(list(enumerate(prefixes)))}
+    files = {prefix.rsplit(":", 3)[0] + ":" for prefix in prefixes}
+    portable = []
+    for message in messages:
+        kind, _, text = message.partition("\t")
+        where = next((p for p in index if text.startswith(p)), None)
+        if where is None and any(text.startswith(f) for f in files):
+            return None
+        number = "-" if where is None else str(index[where])
+        portable.append(f"{kind}\t{number}\t{text[len(where or '') :]}")
+    return portable
+
+
+def rendered_messages(portable: list[str] | None, prefixes: list[str]) -> list[str] | None:
+    """The messages of a cache entry with this program's locations; None when an entry's
+    location index does not fit `prefixes` (a malformed entry)."""
+    if portable is None:
+        return None
+    messages = []
+    for message in portable:
+        kind, _, rest = message.partition("\t")
+        number, tab, text = rest.partition("\t")
+        if not tab or not (number == "-" or (number.isdigit() and int(number) < len(prefixes))):
+            return None
+        where = "" if number == "-" else prefixes[int(number)]
+        messages.append(f"{kind}\t{where}{text}")
+    return messages
+
+
 def _attach_vars(jit: JITModule, sizes: dict[str, int]) -> None:
     """Zeroed storage of the module's variables (name -> byte size), 16-byte aligned,
     installed in their address slots."""

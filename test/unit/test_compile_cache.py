@@ -142,18 +142,75 @@ def test_disabled_cache_writes_nothing(
     assert not (cache_dir / f"v{cache.FORMAT}").exists()
 
 
-def test_options_and_locations_are_part_of_the_key(cache_dir: Path, lowerings: list[int]) -> None:
+def test_options_are_part_of_the_key(cache_dir: Path, lowerings: list[int]) -> None:
     dlc.compile(PROGRAM)
     dlc.compile(PROGRAM, opt_level=1)
     dlc.compile(PROGRAM, bounds_check=True)
     dlc.compile(PROGRAM, fast_math_functions=False)
-    dlc.compile(PROGRAM, filename="other.dl")  # trap / bounds messages name the file
-    assert len(lowerings) == 5
+    dlc.compile(PROGRAM, seed=7)  # the seed only sets the generator state
+    assert len(lowerings) == 4
     options = Options(opt_level=2)
     key = api.cache_key(dlc.parse(PROGRAM), options)
     assert key == api.cache_key(dlc.parse(PROGRAM), options)
-    assert key != api.cache_key(dlc.parse(PROGRAM, "b.dl"), options)
     assert key != api.cache_key(dlc.parse(PROGRAM), Options(opt_level=3))
+
+
+TRAPS = """module "t"
+stage raw
+
+func @fails: (f32) -> f32 {
+'entry(%x: f32):
+    trap
+    return %x: f32
+}
+"""
+
+# The same program reformatted: other lines and columns, a comment, blank lines.
+TRAPS_REFORMATTED = """// reformatted
+module "t"
+stage raw
+
+
+func @fails: (f32) -> f32 {
+'entry(%x: f32):
+        trap
+    return %x: f32
+}
+"""
+
+
+def test_locations_are_not_part_of_the_key(cache_dir: Path, lowerings: list[int]) -> None:
+    """One entry for any path spelling or formatting; its trap messages name the
+    location in the program at hand (the entry stores them location-free)."""
+    first = dlc.compile(TRAPS, filename="a.dl")
+    again = dlc.compile(TRAPS_REFORMATTED, filename="./x/../a.dl")
+    assert len(lowerings) == 1
+    assert len(entries(cache_dir, ".o")) == 1
+    with pytest.raises(dlc.TrapError, match=r"^a\.dl:6:5: trap$"):
+        first.fails(np.float32(1))
+    with pytest.raises(dlc.TrapError, match=r"^\./x/\.\./a\.dl:8:9: trap$"):
+        again.fails(np.float32(1))
+    cache.clear_memory()  # from disk: the same rendering
+    with pytest.raises(dlc.TrapError, match=r"^b\.dl:8:9: trap$"):
+        dlc.compile(TRAPS_REFORMATTED, filename="b.dl").fails(np.float32(1))
+    assert len(lowerings) == 1
+
+
+def test_portable_messages_round_trip() -> None:
+    from dlc.runtime.native import portable_messages, rendered_messages
+
+    prefixes = ["a.dl:3:5: ", "a.dl:4:5: "]
+    messages = ["trap\ta.dl:4:5: trap", "bounds-value\ta.dl:3:5: index \t out", "trap\tplain"]
+    portable = portable_messages(messages, prefixes)
+    assert portable == ["trap\t1\ttrap", "bounds-value\t0\tindex \t out", "trap\t-\tplain"]
+    assert rendered_messages(portable, prefixes) == messages
+    moved = ["b.dl:9:1: ", "b.dl:10:1: "]
+    assert rendered_messages(portable, moved)[0] == "trap\tb.dl:10:1: trap"  # type: ignore[index]
+    # A location of this file that the program does not list: not portable, not stored.
+    assert portable_messages(["trap\ta.dl:99:1: trap"], prefixes) is None
+    # A malformed entry (index out of range, no index) is refused, never misrendered.
+    assert rendered_messages(["trap\t7\ttrap"], prefixes) is None
+    assert rendered_messages(["trap"], prefixes) is None
 
 
 def test_default_directory(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -31,7 +31,12 @@ from dlc.dialects.loop_memory import MEMORY_OPS as RAW_MEMORY_OPS
 from dlc.lowering.loop_to_llvm.buffers import BufferEmitter
 from dlc.lowering.loop_to_llvm.context import StatusTable
 from dlc.lowering.loop_to_llvm.memory import lower_raw_memory
-from dlc.lowering.loop_to_llvm.parallel import ParallelEmitter, can_outline
+from dlc.lowering.loop_to_llvm.parallel import (
+    SPLIT_OPS,
+    ParallelEmitter,
+    can_outline,
+    can_split,
+)
 from dlc.lowering.loop_to_llvm.scalar import const, icmp, lower_scalar_op
 
 PTR = llvm.LLVMPointerType()
@@ -67,6 +72,8 @@ class FuncEmitter(ParallelEmitter, BufferEmitter):
     successors: dict[Block, Block] = field(default_factory=dict)
     order: dict[Block, int] = field(default_factory=dict)  # loop-level block -> position
     arena: SSAValue | None = None
+    split_ops: int = 0  # functions of more ops have their top-level nests outlined
+    split: bool = False  # outline each top-level nest (a large function; parallel.py)
     constants: dict[tuple[object, Attribute], SSAValue] = field(default_factory=dict)
 
     def emit(self, op: Operation) -> SSAValue:
@@ -101,9 +108,19 @@ class FuncEmitter(ParallelEmitter, BufferEmitter):
     def get(self, value: SSAValue) -> SSAValue:
         return self.values[value]
 
-    def child(self) -> FuncEmitter:
-        """An emitter for a function outlined from this one (no nested outlining)."""
-        return FuncEmitter(self.externals, self.status, name=self.name)
+    def child(self, openmp: bool = False) -> FuncEmitter:
+        """An emitter for a function outlined from this one (parallel loops in it
+        outlined only with `openmp`)."""
+        return FuncEmitter(self.externals, self.status, name=self.name, openmp=openmp)
+
+    def drain(self) -> None:
+        """Lower the ops of the pending frames (what `lower_for` and friends pushed)."""
+        while self.frames:
+            inner = next(self.frames[-1].ops, None)
+            if inner is None:
+                self.frames.pop()
+                continue
+            self.lower_op(inner)
 
     def run_loop(self, op: loop.ForOp, begin: SSAValue, end: SSAValue) -> None:
         """Emit `op`'s body for iteration numbers j in [begin, end), iv = lb + j * step,
@@ -125,12 +142,7 @@ class FuncEmitter(ParallelEmitter, BufferEmitter):
             self.start(exit_block)
 
         self.frames.append(_Frame(iter(op.body.block.ops), on_yield))
-        while self.frames:
-            inner = next(self.frames[-1].ops, None)
-            if inner is None:
-                self.frames.pop()
-                continue
-            self.lower_op(inner)
+        self.drain()
 
     def lower(self, func: loop.FuncOp, *, recursive: bool = False) -> Region:
         self.name = func.sym_name.data
@@ -140,6 +152,7 @@ class FuncEmitter(ParallelEmitter, BufferEmitter):
         self.successors = {blocks[0]: entry}
         self.successors.update((b, Block()) for b in blocks[1:])
         self.order = {b: i for i, b in enumerate(blocks)}
+        self.split = sum(1 for _ in func.walk()) > self.split_ops
         self.values.update(zip(func.args, entry.args[1:], strict=True))
         self.start(entry)
         self.prologue(func, recursive)
@@ -148,12 +161,7 @@ class FuncEmitter(ParallelEmitter, BufferEmitter):
             if block is not blocks[0]:
                 self.start(self.successors[block])
             self.frames.append(_Frame(iter(block.ops)))
-            while self.frames:
-                op = next(self.frames[-1].ops, None)
-                if op is None:
-                    self.frames.pop()
-                    continue
-                self.lower_op(op)
+            self.drain()
         later = [r for r in self.returns() if r not in early]
         if recursive:
             self.leave_depth_guard(later)
@@ -252,6 +260,9 @@ class FuncEmitter(ParallelEmitter, BufferEmitter):
         if self.openmp and can_outline(op):
             self.lower_parallel_for(op)
             return
+        if self.split and isinstance(op.parent_op(), loop.FuncOp) and can_split(op):
+            self.lower_split_for(op)
+            return
         iter_types = [v.type for v in op.iter_inits]
         header = Block(arg_types=[i64, *iter_types])
         body, exit_block = Block(), Block(arg_types=iter_types)
@@ -321,11 +332,12 @@ def lower_func(
     recursive: bool = False,
     openmp: bool = False,
     outlined: list[Operation] | None = None,
+    split_ops: int = SPLIT_OPS,
 ) -> llvm.FuncOp:
     """`loop.func @f(memrefs)` -> `llvm.func @f(ptr noalias ctx, ptr noalias, ...) ->
     void`; a `recursive` function counts its active calls in the ctx and traps past
     `MAX_CALL_DEPTH`."""
-    emitter = FuncEmitter(externals, status, openmp=openmp)
+    emitter = FuncEmitter(externals, status, openmp=openmp, split_ops=split_ops)
     body = emitter.lower(func, recursive=recursive)
     if outlined is not None:
         outlined.extend(emitter.outlined)
@@ -363,13 +375,17 @@ class LowerLoopToLLVMPass(ModulePass):
     edges, outermost loops and recursive entries poll the interrupt flag; planned
     arenas are blocks of the ctx's arena. With `bounds_check`
     (`-p 'lower-loop-to-llvm{bounds_check=true}'`), every load and store checks its
-    indices against the buffer shape (see `FuncEmitter.checked`).
+    indices against the buffer shape (see `FuncEmitter.checked`). A function of more
+    than `split_ops` loop-level ops (default `SPLIT_OPS`; -1 means the default) has each
+    top-level loop nest outlined into an internal `noinline` function `@f.nest<k>`
+    (`parallel.py`), so LLVM works on pieces of bounded size.
     """
 
     name = "lower-loop-to-llvm"
 
     bounds_check: bool = False
     openmp: bool = False
+    split_ops: int = -1  # -1: SPLIT_OPS
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_level(op, "loop", self.name)
@@ -383,7 +399,13 @@ class LowerLoopToLLVMPass(ModulePass):
             rec = child.sym_name.data in recursive
             outlined: list[Operation] = []
             func = lower_func(
-                child, externals, status, recursive=rec, openmp=self.openmp, outlined=outlined
+                child,
+                externals,
+                status,
+                recursive=rec,
+                openmp=self.openmp,
+                outlined=outlined,
+                split_ops=SPLIT_OPS if self.split_ops < 0 else self.split_ops,
             )
             lowered.extend([func, *outlined])
         defined = {f.sym_name.data for f in lowered if isinstance(f, llvm.FuncOp)}

@@ -1,0 +1,47 @@
+// RUN: dlc-opt %s -p 'lower-loop-to-llvm{split_ops=0}' | filecheck %s
+// RUN: dlc-opt %s -p lower-loop-to-llvm | filecheck %s --check-prefix=WHOLE
+
+builtin.module attributes {dlc.name = "split", dlc.stage = "raw"} {
+
+// Each top-level nest of a function over `split_ops` ops becomes an internal noinline
+// function taking one pointer to slots (ctx, the captured values, room for results);
+// the caller passes its buffers, calls it, returns if the status word is set and
+// reads the loop's result back. Constants are not captured: the bounds stay constants
+// in the outlined function.
+// CHECK-LABEL: llvm.func @sum_then_scale(
+// CHECK:         llvm.alloca %{{.*}} x i64
+// CHECK:         llvm.call @sum_then_scale.nest0(%[[DATA:.*]]) : (!llvm.ptr) -> ()
+// CHECK:         llvm.icmp "ne"
+// CHECK:         %[[SLOT:.*]] = llvm.getelementptr inbounds %[[DATA]][2] : (!llvm.ptr) -> !llvm.ptr, i64
+// CHECK:         %[[WORD:.*]] = llvm.load %[[SLOT]] {alignment = 8 : i64} : !llvm.ptr -> i64
+// CHECK:         llvm.call @sum_then_scale.nest1(%[[DATA2:.*]]) : (!llvm.ptr) -> ()
+// CHECK:       llvm.func internal @sum_then_scale.nest0(%[[D:.*]]: !llvm.ptr)
+// CHECK-SAME:    no_inline
+// CHECK:         llvm.icmp "slt" %{{.*}}, %{{.*}} : i64
+// CHECK:         llvm.fadd
+// CHECK:         llvm.getelementptr inbounds %[[D]][2] : (!llvm.ptr) -> !llvm.ptr, i64
+// CHECK:         llvm.return
+// CHECK:       llvm.func internal @sum_then_scale.nest1(
+// CHECK-SAME:    no_inline
+// CHECK:         llvm.fmul
+// WHOLE-LABEL: llvm.func @sum_then_scale(
+// WHOLE-NOT:     nest
+// WHOLE:         llvm.return
+  loop.func @sum_then_scale(%x: memref<8xf32>, %y: memref<8xf32>) {
+    %lb = arith.constant 0 : i64
+    %ub = arith.constant 8 : i64
+    %st = arith.constant 1 : i64
+    %zero = arith.constant 0.0 : f32
+    %sum = loop.for %i = %lb to %ub step %st iter_args(%acc = %zero) -> (f32) {
+      %v = loop.load %x[%i] : memref<8xf32>
+      %a = arith.addf %acc, %v : f32
+      loop.yield %a : f32
+    }
+    loop.for %j = %lb to %ub step %st {
+      %v = loop.load %x[%j] : memref<8xf32>
+      %w = arith.mulf %v, %sum : f32
+      loop.store %w, %y[%j] : memref<8xf32>
+    }
+    loop.return
+  }
+}
