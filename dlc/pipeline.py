@@ -109,11 +109,12 @@ class Options:
     target_cpu: str = "host"  # an LLVM CPU model (dlc.target.Target.from_cpu)
     fma: bool | None = None  # fused multiply-add in reductions; None: opt_level >= 2
     openmp: bool = True  # parallel loops on the OpenMP runtime (else serial)
+    triple: str = ""  # the LLVM target triple (ahead-of-time); "" = this process's
 
     def __post_init__(self) -> None:
         if self.opt_level not in (0, 1, 2, 3):
             raise ValueError(f"opt_level must be 0, 1, 2 or 3, got {self.opt_level}")
-        Target.from_cpu(self.target_cpu)  # ValueError for an unknown CPU model
+        Target.from_cpu(self.target_cpu, self.triple)  # ValueError for an unknown CPU model
 
     @property
     def contract(self) -> bool:
@@ -122,7 +123,7 @@ class Options:
 
     @property
     def target(self) -> Target:
-        return Target.from_cpu(self.target_cpu)
+        return Target.from_cpu(self.target_cpu, self.triple)
 
     def key(self) -> dict[str, Any]:
         """A JSON-able description (the compile cache hashes it)."""
@@ -147,7 +148,11 @@ def level_passes(level: str, options: Options) -> list[ModulePass]:
     if level == "tensor" and optimize:
         fuse = [make_pass("fuse")] if options.fuse else []
         schedule = make_pass(
-            "schedule", target=options.target_cpu, group=options.fuse, fma=options.contract
+            "schedule",
+            target=options.target_cpu,
+            triple=options.triple,
+            group=options.fuse,
+            fma=options.contract,
         )
         return [*fuse, schedule]
     if level == "loop":

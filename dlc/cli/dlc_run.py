@@ -274,7 +274,7 @@ def _call(fn: Callable[..., Any], inputs: Sequence[Any], path: str, text: bytes)
         raise runtime_diagnostic(e, path, text) from None
 
 
-def _allowed_externs(names: list[str]) -> frozenset[str]:
+def allowed_extern_names(names: list[str]) -> frozenset[str]:
     """The C symbols `--allow-extern` names (a bad name is a RunError)."""
     from dlc.externs import allowed_externs
 
@@ -287,8 +287,8 @@ def _allowed_externs(names: list[str]) -> frozenset[str]:
 def run(argv: Sequence[str] | None) -> None:
     """Compile, build inputs, run, print (raises RunError / DiagnosticError)."""
     args = _argument_parser().parse_args(argv)
-    externs = _allowed_externs(args.allow_extern)
-    module, text = _parse_file(args.file, _input_shapes(args.input_shape))
+    externs = allowed_extern_names(args.allow_extern)
+    module, text = parse_file(args.file, input_shapes(args.input_shape))
     func = choose_function(module, args.entry)
     inputs = build_inputs(func, args.input, args.random_inputs, args.seed)
     from dlc.api import compile_graph_module
@@ -307,7 +307,7 @@ def run(argv: Sequence[str] | None) -> None:
         print(f"time per call: {per_call * 1e6:.2f} µs (median of {calls} calls)")
 
 
-def _input_shapes(specs: Sequence[str]) -> dict[str, tuple[int, ...]]:
+def input_shapes(specs: Sequence[str]) -> dict[str, tuple[int, ...]]:
     """`--input-shape NAME=2x3` options as a mapping (a malformed one is a RunError)."""
     shapes: dict[str, tuple[int, ...]] = {}
     for spec in specs:
@@ -321,7 +321,7 @@ def _input_shapes(specs: Sequence[str]) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def _parse_file(path: str, input_shapes: dict[str, tuple[int, ...]]) -> tuple[Any, bytes]:
+def parse_file(path: str, input_shapes: dict[str, tuple[int, ...]]) -> tuple[Any, bytes]:
     """The program of `path`, differentiated (so `--entry` finds the functions of
     `[adjoint ...]` declarations and the `@g_grad` they synthesize), and its text.
     An `.onnx` file is imported (its text is empty: diagnostics name nodes, not lines)."""

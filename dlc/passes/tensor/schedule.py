@@ -117,7 +117,8 @@ class SchedulePass(ModulePass):
 
     Input: verified tensor level. Afterwards every compute has a schedule; computes
     that had one keep it. `target` names the CPU model (`host`, or an LLVM name such as
-    `haswell`); `group=false` forms no fusion groups; `fma=true` lets float sums fuse
+    `haswell`) of the architecture of `triple` ("": this machine's, else e.g.
+    `aarch64-linux-gnu`, see `dlc.target.FOREIGN_ARCHES`); `group=false` forms no fusion groups; `fma=true` lets float sums fuse
     their multiply-adds where the target has FMA (the pipeline's default at
     opt_level >= 2).
     """
@@ -125,12 +126,13 @@ class SchedulePass(ModulePass):
     name = "schedule"
 
     target: str = "host"
+    triple: str = ""
     group: bool = True
     fma: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_level(op, "tensor", self.name)
-        target = Target.from_cpu(self.target)
+        target = Target.from_cpu(self.target, self.triple)
         next_id = 1 + max(_group_ids(op), default=-1)
         for func in op.body.block.ops:
             if not isinstance(func, tensor.FuncOp):
