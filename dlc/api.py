@@ -321,7 +321,8 @@ def _compile(
     funcs = defined_functions(module)
     native = {f.sym_name.data for f in llvm_level.body.block.ops if isinstance(f, llvm.FuncOp)}
     native &= set(funcs)
-    jit = JITModule(llvm_level, options.opt_level, target=options.target)
+    with pipeline.gc_paused():  # the conversion to LLVM IR allocates as much again
+        jit = JITModule(llvm_level, options.opt_level, target=options.target)
     meta = metadata(llvm_level, report, native)
     install(jit, meta)
     portable = portable_messages(meta["messages"], prefixes)
