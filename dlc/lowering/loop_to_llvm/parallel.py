@@ -36,6 +36,8 @@ from collections.abc import Iterable
 
 from xdsl.dialects import arith, llvm
 from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -114,6 +116,19 @@ def split_chunks(ops: Iterable[Operation], budget: int) -> list[Operation | list
     return items
 
 
+def _is_buffer(value: SSAValue) -> bool:
+    return isinstance(value.type, MemRefType)
+
+
+def _rematerialized(value: SSAValue) -> bool:
+    """A value an outlined run recomputes instead of receiving: a constant, or a buffer
+    planned in the arena (its base pointer plus a constant offset)."""
+    owner = value.owner
+    if isinstance(owner, arith.ConstantOp):
+        return True
+    return isinstance(owner, loop.AllocOp) and loop.ARENA_OFFSET in owner.attributes
+
+
 def _chunk_boundary(
     ops: list[Operation], inside: set[int]
 ) -> tuple[list[SSAValue], list[SSAValue]]:
@@ -168,6 +183,7 @@ class ParallelEmitter(ContextEmitter):
     region: Region
     outlined: list[Operation]
     name: str
+    arena: SSAValue | None
 
     def declare(self, name: str, inputs: list[Attribute], output: Attribute) -> None:
         raise NotImplementedError  # provided by the function emitter
@@ -218,21 +234,32 @@ class ParallelEmitter(ContextEmitter):
 
     def lower_split_chunk(self, ops: list[Operation]) -> None:
         """Outline the consecutive top-level ops `ops` (loop nests and the scalar ops
-        between them: `split_chunks`) into `@f.nest<k>(data)` and call it (module
-        docstring); values they define that later ops use come back through slots
-        after the captured values."""
+        between them: `split_chunks`) into `@f.nest<k>(data, arena, buffers...)` and
+        call it (module docstring); values they define that later ops use come back
+        through slots after the captured values.
+
+        What LLVM knows about aliasing stays as in the whole function: the function's
+        buffer arguments are `noalias` arguments again, and buffers planned in the
+        arena are recomputed from the arena's base (one `noalias` argument) at their
+        offsets, not passed as pointers of unknown origin (which cost run-time overlap
+        checks and scalar fallback loops)."""
         inside = {id(inner) for op in ops for inner in op.walk()}
         free, outputs = _chunk_boundary(ops, inside)
-        captured = [v for v in free if not isinstance(v.owner, arith.ConstantOp)]
+        local = [v for v in free if _rematerialized(v)]
+        direct = [v for v in free if isinstance(v, BlockArgument) and _is_buffer(v)]
+        direct = [v for v in direct if isinstance(v.owner.parent_op(), loop.FuncOp)]
+        captured = [v for v in free if v not in local and v not in direct]
+        planned = any(isinstance(v.owner, loop.AllocOp) for v in local)
         data = self._pack(captured, len(outputs))
         name = f"{self.name}.nest{len(self.outlined)}"
         worker = self.child(self.openmp)
-        entry = Block(arg_types=[PTR])
+        entry = Block(arg_types=[PTR] * (2 + len(direct)))
         worker.start(entry)
         worker.unpack(entry.args[0], captured)
-        for value in free:  # constants stay constants: known trip counts, folding
-            if isinstance(value.owner, arith.ConstantOp):
-                worker.lower_op(value.owner)
+        worker.arena = entry.args[1] if planned else None
+        worker.values.update(zip(direct, entry.args[2:], strict=True))
+        for value in local:  # constants and arena buffers: known values, known offsets
+            worker.lower_op(value.owner)  # type: ignore[arg-type]
         for op in ops:
             worker.lower_op(op)
             worker.drain()
@@ -240,17 +267,22 @@ class ParallelEmitter(ContextEmitter):
             slot = worker.emit(llvm.GEPOp(entry.args[0], [i], i64, inbounds=True))
             worker.emit(llvm.StoreOp(worker._to_word(worker.get(result)), slot, alignment=8))
         worker.emit(llvm.ReturnOp())
+        noalias = DictionaryAttr({"llvm.noalias": UnitAttr()})
         self.outlined.append(
             llvm.FuncOp(
                 name,
-                llvm.LLVMFunctionType([PTR]),
+                llvm.LLVMFunctionType([PTR] * (2 + len(direct))),
                 linkage=llvm.LinkageAttr("internal"),
                 body=worker.region,
-                other_props={"no_inline": UnitAttr()},
+                other_props={
+                    "no_inline": UnitAttr(),
+                    "arg_attrs": ArrayAttr([DictionaryAttr({})] + [noalias] * (1 + len(direct))),
+                },
             )
         )
         self.outlined.extend(worker.outlined)
-        self.emit(llvm.CallOp(name, data))
+        arena = self.arena if planned else data  # unused without planned buffers
+        self.emit(llvm.CallOp(name, data, arena, *[self.get(v) for v in direct]))  # type: ignore[arg-type]
         self.return_if_status()
         for i, result in enumerate(outputs, start=1 + len(captured)):
             slot = self.emit(llvm.GEPOp(data, [i], i64, inbounds=True))
