@@ -297,7 +297,7 @@ def _from_cache(
     check_symbols(meta["externs"], module)
     try:
         jit = JITModule.from_object(entry.obj, options.opt_level, options.target)
-    except RuntimeError:  # LLVM rejected the object file: compile again
+    except (RuntimeError, ValueError):  # LLVM rejected the object code: compile again
         return None
     jit.optimized_ir = entry.optimized_ir
     install(jit, meta)

@@ -148,6 +148,13 @@ class JITModule:
         if llvm_level is None:
             self._load_object(object_code or b"", opt_level, target)
             return
+        from dlc.runtime.jit_parts import compile_in_parts, pack_objects
+
+        _check_level(opt_level)
+        objects = compile_in_parts(llvm_level, opt_level, target)
+        if objects is not None:  # a large module, built on several threads
+            self._load_object(pack_objects(objects), opt_level, target)
+            return
         module, tm = _compiled(llvm_level, opt_level, target)
         self.opt_level = opt_level
         self.optimized_ir = str(module)
@@ -179,7 +186,10 @@ class JITModule:
         self.target_machine = tm
         self._module = module
         self._engine = llvm_binding.create_mcjit_compiler(module, tm)
-        self._engine.add_object_file(llvm_binding.ObjectFileRef.from_data(object_code))
+        from dlc.runtime.jit_parts import unpack_objects
+
+        for part in unpack_objects(object_code):  # ValueError: a malformed bundle
+            self._engine.add_object_file(llvm_binding.ObjectFileRef.from_data(part))
         self._engine.finalize_object()
 
     def cacheable(self) -> bool:
