@@ -20,13 +20,16 @@ from __future__ import annotations
 import os
 import struct
 import threading
+from typing import TYPE_CHECKING
 
 import llvmlite.binding as llvm_binding
-from xdsl.dialects import llvm
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation
 
-from dlc.target import Target
+if TYPE_CHECKING:  # imported where used: loading cached objects needs none of them
+    from xdsl.dialects import llvm
+    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.ir import Operation
+
+    from dlc.target import Target
 
 MIN_OPS = 5_000
 """llvm-level ops below which a module is compiled whole: splitting costs more."""
@@ -71,6 +74,8 @@ def _threads() -> int:
 
 def _references(op: Operation) -> set[str]:
     """Symbols `op` calls or takes the address of."""
+    from xdsl.dialects import llvm
+
     names: set[str] = set()
     for inner in op.walk():
         if isinstance(inner, llvm.CallOp) and inner.callee is not None:
@@ -82,6 +87,8 @@ def _references(op: Operation) -> set[str]:
 
 def _groups(module: ModuleOp) -> list[tuple[list[llvm.FuncOp], int]]:
     """Each outlined run with the internal functions only it reaches, and its size."""
+    from xdsl.dialects import llvm
+
     funcs = {
         op.sym_name.data: op
         for op in module.body.block.ops
@@ -108,6 +115,8 @@ def _groups(module: ModuleOp) -> list[tuple[list[llvm.FuncOp], int]]:
 
 
 def _self_contained(module: ModuleOp, groups: list[tuple[list[llvm.FuncOp], int]]) -> bool:
+    from xdsl.dialects import llvm
+
     """Whether every internal symbol a group uses is its own: no internal function is
     used from outside its group, no internal variable from inside one (they could not
     be linked across parts)."""
@@ -149,6 +158,8 @@ def _plan(module: ModuleOp, parts: int) -> list[list[llvm.FuncOp]] | None:
 
 def _declaration(op: Operation) -> Operation:
     """What a part needs to refer to `op` (a function or global) defined elsewhere."""
+    from xdsl.dialects import llvm
+
     if isinstance(op, llvm.FuncOp):
         return llvm.FuncOp(op.sym_name.data, op.function_type, linkage=llvm.LinkageAttr("external"))
     assert isinstance(op, llvm.GlobalOp)
@@ -160,6 +171,9 @@ def _declaration(op: Operation) -> Operation:
 def _part_texts(module: ModuleOp, moved: list[list[llvm.FuncOp]], tm) -> list[str]:  # noqa: ANN001
     """LLVM IR of part 0 (the module without the moved functions) and of each part;
     the module is restored afterwards."""
+    from xdsl.dialects import llvm
+    from xdsl.dialects.builtin import ModuleOp
+
     from dlc.runtime.jit import llvmlite_module
 
     block = module.body.block
