@@ -117,10 +117,13 @@ def matches(p: Pattern, pool: Pool, by_kind: dict[str, list[int]]) -> Iterator[t
             if sizes is not None:
                 yield b, sizes
             continue
-        for n in by_kind.get(p.src[i][0], ()):
-            for b2 in unify(pool, [(p.src[i], n)], b):
-                if len({b2[t] for t in p.src[: i + 1]}) == i + 1:  # distinct outputs
-                    stack.append((i + 1, b2))
+        found = [
+            (i + 1, b2)
+            for n in by_kind.get(p.src[i][0], ())
+            for b2 in unify(pool, [(p.src[i], n)], b)
+            if len({b2[t] for t in p.src[: i + 1]}) == i + 1  # distinct outputs
+        ]
+        stack.extend(reversed(found))  # depth first, in block order
 
 
 def apply(p: Pattern, pool: Pool, roots: tuple[int, ...], b: Binding, sizes: dict[str, int]) -> tuple[int, ...]:
