@@ -38,11 +38,14 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from dlc.passes.graph.superopt.axioms import AXIOMS, checked_axioms  # noqa: E402
+from dlc.passes.graph.superopt.graphs import Leaf, Node, Pool  # noqa: E402
 from dlc.passes.graph.superopt.library import RULES_FILE, Rule, dump, holds_numerically  # noqa: E402
 from dlc.passes.graph.superopt.prove import Prover  # noqa: E402
+from dlc.passes.graph.superopt.search import Pattern, apply, matches, patterns  # noqa: E402
 from dlc.passes.graph.superopt.terms import (  # noqa: E402
     BINARY,
     COMMUTATIVE,
+    SPLITS,
     Shape,
     Term,
     apply_op,
@@ -50,6 +53,7 @@ from dlc.passes.graph.superopt.terms import (  # noqa: E402
     infer,
     parse_shape,
     random_inputs,
+    shapes_of,
     show,
     size,
     split_point,
@@ -58,7 +62,18 @@ from dlc.passes.graph.superopt.terms import (  # noqa: E402
 
 POOL = {"x0": "a b", "x1": "a b", "w0": "b c", "w1": "b d", "s": ""}
 SIZES = {"a": 2, "b": 3, "c": 4, "d": 5}
-OPS = ("ewadd", "ewmul", "smul", "matmul", "concat0", "concat1", "transpose", "relu", "split0", "split1")
+OPS = (
+    "ewadd",
+    "ewmul",
+    "smul",
+    "matmul",
+    "concat0",
+    "concat1",
+    "transpose",
+    "relu",
+    "split0",
+    "split1",
+)
 MAX_OUTPUTS = 2
 
 
@@ -241,6 +256,8 @@ def prune(
     maps = renamings(en.pool)
     seen: set[str] = set()
     kept = []
+    # smallest first, so that a configuration's rules do not depend on enumeration order
+    pairs = sorted(pairs, key=lambda p: (size(p[0]) + size(p[1]), [show(t) for t in p[0] + p[1]]))
     for lhs, rhs in pairs:
         if len(lhs) != len(rhs) or all(isinstance(t, str) for t in lhs):
             continue
@@ -252,8 +269,47 @@ def prune(
             continue
         seen.add(key)
         kept.append((lhs, rhs))
-    kept.sort(key=lambda p: (size(p[0]) + size(p[1]), [show(t) for t in p[0] + p[1]]))
     return kept
+
+
+class Implied:
+    """Whether one step of an already kept rule turns a candidate's lhs into its rhs."""
+
+    def __init__(self, pool_shapes: dict[str, Shape]):
+        self.pool = Pool()
+        self.inputs = pool_shapes
+        self.leaf: dict[str, int] = {}
+        for name, shape in sorted(pool_shapes.items()):
+            self.pool.leaves.append(Leaf(None, -1))  # type: ignore[arg-type]
+            node = Node("leaf", (), len(self.pool.leaves) - 1, concrete(shape, SIZES), "f32")
+            self.leaf[name] = self.pool.intern(node)
+        self.patterns: list[Pattern] = []
+
+    def roots(self, terms: Sequence[Term]) -> tuple[int, ...]:
+        shapes = shapes_of(terms, self.inputs)
+        assert shapes is not None
+        ids: dict[Term, int] = dict(self.leaf)
+        for t in subterms(terms):
+            cut = split_point(t[0], shapes[t[1]], SIZES) if t[0] in SPLITS else 0
+            node = Node(t[0], tuple(ids[a] for a in t[1:]), cut, concrete(shapes[t], SIZES), "f32")
+            ids[t] = self.pool.intern(node)
+        return tuple(ids[t] for t in terms)
+
+    def __call__(self, lhs: tuple[Term, ...], rhs: tuple[Term, ...]) -> bool:
+        start, goal = self.roots(lhs), self.roots(rhs)
+        by_kind: dict[str, list[int]] = defaultdict(list)
+        for n in self.pool.topo(start):
+            by_kind[self.pool.nodes[n].kind].append(n)
+        for p in self.patterns:
+            if not p.kinds <= by_kind.keys():
+                continue
+            for b, sizes in matches(p, self.pool, by_kind):
+                if apply(p, self.pool, start, b, sizes) == goal:
+                    return True
+        return False
+
+    def keep(self, rule: Rule) -> None:
+        self.patterns += patterns([rule])
 
 
 def make_rule(en: Enumerator, index: int, lhs: tuple[Term, ...], rhs: tuple[Term, ...]) -> Rule:
@@ -279,22 +335,34 @@ def generate(max_ops: int, timeout_ms: int, log: bool = True) -> tuple[list[Rule
     stats["enumerated"], stats["candidates"] = count, len(pairs)
     t = stage("enumerate+fingerprint", t)
     kept = prune(en, pairs)
-    stats["after pruning"] = len(kept)
+    stats["distinct, sharing no subgraph"] = len(kept)
     t = stage("prune", t)
-    rules = [make_rule(en, i, lhs, rhs) for i, (lhs, rhs) in enumerate(kept)]
     prover = Prover(trusted, timeout_ms)
-    out = []
-    for rule in rules:
+    implied = Implied(en.pool)
+    out: list[Rule] = []
+    dropped = 0
+    for lhs, rhs in kept:  # smallest first: a rule is implied only by smaller ones
+        if implied(lhs, rhs):
+            dropped += 1
+            continue
+        rule = make_rule(en, len(out), lhs, rhs)
         if not holds_numerically(rule, trials=3, seed=7):
             status = "refuted"
         else:
             status = prover.prove(rule)
-        out.append(Rule(rule.name, rule.inputs, rule.lhs, rule.rhs, status))
+        rule = Rule(rule.name, rule.inputs, rule.lhs, rule.rhs, status)
+        if rule.proven:
+            implied.keep(rule)
+        out.append(rule)
+    stats["implied by a smaller rule"] = dropped
+    stats["after pruning"] = len(out)
     stats["proven"] = sum(r.proven for r in out)
     stats["refuted"] = sum(r.status == "refuted" for r in out)
-    stage("verify", t)
+    stage("implied+verify", t)
     if log:
-        for key in ("enumerated", "candidates", "after pruning", "proven", "refuted", "seconds"):
+        keys = ("enumerated", "candidates", "distinct, sharing no subgraph")
+        keys += ("implied by a smaller rule", "after pruning")
+        for key in (*keys, "proven", "refuted", "seconds"):
             print(f"{key}: {stats[key]}")
     return out, stats
 

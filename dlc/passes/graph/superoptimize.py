@@ -15,7 +15,7 @@ from dlc.passes.graph.pass_support import functions
 from dlc.passes.graph.superopt.cost import node_cost
 from dlc.passes.graph.superopt.emit import to_block
 from dlc.passes.graph.superopt.graphs import from_block
-from dlc.passes.graph.superopt.library import applicable, read, shipped
+from dlc.passes.graph.superopt.library import Rule, applicable, read, shipped
 from dlc.passes.graph.superopt.search import patterns, search
 from dlc.passes.statistics import PassStatistics
 
@@ -46,10 +46,27 @@ class SuperoptimizePass(PassStatistics, ModulePass):
     max_graphs: int = 2000
     rules: str = ""
 
+    def __post_init__(self) -> None:
+        if not self.alpha >= 1.0:
+            raise ValueError(f"superoptimize: alpha must be at least 1.0, got {self.alpha}")
+        if not self.budget >= 0.0:
+            raise ValueError(f"superoptimize: budget must be at least 0 s, got {self.budget}")
+        if self.max_graphs < 1:
+            raise ValueError(f"superoptimize: max-graphs must be at least 1, got {self.max_graphs}")
+        self.library()  # an unreadable rules file is an option error, before any pass runs
+
+    def library(self) -> list[Rule]:
+        """The rules of the `rules` file, or the shipped ones."""
+        if not self.rules:
+            return list(shipped())
+        try:
+            return read(Path(self.rules))
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise ValueError(f"superoptimize: cannot read rules file {self.rules}: {e}") from None
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_level(op, "graph", self.name)
-        library = read(Path(self.rules)) if self.rules else list(shipped())
-        pats = patterns(applicable(library))
+        pats = patterns(applicable(self.library()))
         deadline = time.monotonic() + self.budget
         before = after = 0.0
         for func in functions(op):

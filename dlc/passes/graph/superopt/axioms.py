@@ -15,6 +15,7 @@ from dlc.passes.graph.superopt.library import Rule, holds_numerically
 from dlc.passes.graph.superopt.terms import parse, parse_shape
 
 # name, input shapes, lhs = rhs
+# fmt: off
 AXIOMS: tuple[tuple[str, str, str, str], ...] = (
     ("add-comm", "x:a b y:a b", "(ewadd x y)", "(ewadd y x)"),
     ("add-assoc", "x:a b y:a b z:a b", "(ewadd (ewadd x y) z)", "(ewadd x (ewadd y z))"),
@@ -55,6 +56,7 @@ AXIOMS: tuple[tuple[str, str, str, str], ...] = (
     ("concat0-concat1", "x:a c y:a d z:b c w:b d", "(concat0 (concat1 x y) (concat1 z w))", "(concat1 (concat0 x z) (concat0 y w))"),
     ("relu-idempotent", "x:a b", "(relu (relu x))", "(relu x)"),
 )
+# fmt: on
 
 # A false entry of the kind published property lists have contained; tests plant it.
 FALSE_AXIOM = ("planted-false", "x:a b y:a b", "(ewadd x (ewadd y (ewadd x y)))", "(ewadd x y)")

@@ -161,7 +161,9 @@ def from_block(block: Block) -> BlockGraph:
 
     for pos, op in enumerate(block.ops):
         found = classify(op)
-        if found is not None and all(u.operation.parent_block() is block for u in op.results[0].uses):
+        if found is not None and all(
+            u.operation.parent_block() is block for u in op.results[0].uses
+        ):
             kind, ins, attr = found
             t = op.results[0].type
             assert isinstance(t, TensorType)

@@ -24,6 +24,7 @@ from dlc.passes.graph.superopt.terms import (
     parse,
     parse_shape,
     random_inputs,
+    shapes_of,
     show,
     show_shape,
     size,
@@ -71,7 +72,7 @@ class Rule:
         status = data.get("status", "unknown")
         if status not in STATUSES:
             raise ValueError(f"rule {data.get('name')}: unknown status {status!r}")
-        return Rule(
+        rule = Rule(
             name=str(data["name"]),
             inputs={k: parse_shape(v) for k, v in data["inputs"].items()},
             lhs=tuple(parse(t) for t in data["lhs"]),
@@ -79,6 +80,11 @@ class Rule:
             status=status,
             axioms=tuple(data.get("axioms", ())),
         )
+        if len(rule.lhs) != len(rule.rhs):
+            raise ValueError(f"rule {rule.name}: sides have different numbers of outputs")
+        if shapes_of(rule.lhs + rule.rhs, rule.inputs) is None:
+            raise ValueError(f"rule {rule.name}: ill-typed for its input shapes")
+        return rule
 
 
 def holds_numerically(rule: Rule, trials: int = 3, seed: int = 0, exact: bool = True) -> bool:

@@ -52,7 +52,10 @@ class Pattern:
 def patterns(rules: Sequence[Rule]) -> list[Pattern]:
     out = []
     for rule in rules:
-        for name, src, dst in ((rule.name, rule.lhs, rule.rhs), (rule.name + "'", rule.rhs, rule.lhs)):
+        for name, src, dst in (
+            (rule.name, rule.lhs, rule.rhs),
+            (rule.name + "'", rule.rhs, rule.lhs),
+        ):
             if any(isinstance(t, str) for t in src):
                 continue
             shapes = shapes_of(src + dst, rule.inputs)
@@ -103,12 +106,18 @@ def sizes_of(p: Pattern, pool: Pool, b: Binding) -> dict[str, int] | None:
         node = pool.nodes[n]
         if concrete(p.shapes[t], sizes) != node.shape:
             return None
-        if not isinstance(t, str) and t[0] in SPLITS and node.attr != split_point(t[0], p.shapes[t[1]], sizes):
+        if (
+            not isinstance(t, str)
+            and t[0] in SPLITS
+            and node.attr != split_point(t[0], p.shapes[t[1]], sizes)
+        ):
             return None
     return sizes
 
 
-def matches(p: Pattern, pool: Pool, by_kind: dict[str, list[int]]) -> Iterator[tuple[Binding, dict[str, int]]]:
+def matches(
+    p: Pattern, pool: Pool, by_kind: dict[str, list[int]]
+) -> Iterator[tuple[Binding, dict[str, int]]]:
     stack: list[tuple[int, Binding]] = [(0, {})]
     while stack:
         i, b = stack.pop()
@@ -126,7 +135,9 @@ def matches(p: Pattern, pool: Pool, by_kind: dict[str, list[int]]) -> Iterator[t
         stack.extend(reversed(found))  # depth first, in block order
 
 
-def apply(p: Pattern, pool: Pool, roots: tuple[int, ...], b: Binding, sizes: dict[str, int]) -> tuple[int, ...]:
+def apply(
+    p: Pattern, pool: Pool, roots: tuple[int, ...], b: Binding, sizes: dict[str, int]
+) -> tuple[int, ...]:
     """The roots after replacing the matched source outputs by the target's."""
     dtype = pool.nodes[b[p.src[0]]].dtype
     built: dict[Term, int] = {name: b[name] for name in p.inputs if name in b}

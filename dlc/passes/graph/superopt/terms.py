@@ -128,8 +128,12 @@ def subterms(roots: Sequence[Term]) -> list[Term]:
 
 def shapes_of(roots: Sequence[Term], inputs: Mapping[str, Shape]) -> dict[Term, Shape] | None:
     """The symbolic shape of every subterm (inputs included), or None if one is ill-typed."""
+    if any(isinstance(r, str) and r not in inputs for r in roots):
+        return None
     shapes: dict[Term, Shape] = dict(inputs)
     for t in subterms(roots):
+        if any(a not in shapes for a in t[1:]):
+            return None  # an undeclared input
         s = infer(t[0], [shapes[a] for a in t[1:]])
         if s is None:
             return None
