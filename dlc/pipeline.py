@@ -139,9 +139,10 @@ class Options:
         }
 
 
-SUPEROPTIMIZER = ("superoptimize", "canonicalize", "cse", "dce")
-"""Run after `GRAPH_OPTIMIZER` at opt_level 3: the substitution search, then a cleanup
-of what it leaves (double transposes of nested splits, unread inline literals)."""
+SUPEROPTIMIZER = ("superoptimize", "fold-constants", "canonicalize", "cse", "dce")
+"""Run after `GRAPH_OPTIMIZER` at opt_level 3: the substitution search, then folding
+what it built over constants (concatenated literal weights) and a cleanup of what it
+leaves (double transposes of nested splits, unread inline literals)."""
 
 
 def level_passes(level: str, options: Options) -> list[ModulePass]:

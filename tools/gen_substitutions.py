@@ -41,7 +41,7 @@ from dlc.passes.graph.superopt.axioms import AXIOMS, checked_axioms  # noqa: E40
 from dlc.passes.graph.superopt.graphs import Leaf, Node, Pool  # noqa: E402
 from dlc.passes.graph.superopt.library import RULES_FILE, Rule, dump, holds_numerically  # noqa: E402
 from dlc.passes.graph.superopt.prove import Prover  # noqa: E402
-from dlc.passes.graph.superopt.search import Pattern, apply, matches, patterns  # noqa: E402
+from dlc.passes.graph.superopt.search import Pattern, View, apply, matches, patterns  # noqa: E402
 from dlc.passes.graph.superopt.terms import (  # noqa: E402
     BINARY,
     COMMUTATIVE,
@@ -297,14 +297,12 @@ class Implied:
 
     def __call__(self, lhs: tuple[Term, ...], rhs: tuple[Term, ...]) -> bool:
         start, goal = self.roots(lhs), self.roots(rhs)
-        by_kind: dict[str, list[int]] = defaultdict(list)
-        for n in self.pool.topo(start):
-            by_kind[self.pool.nodes[n].kind].append(n)
+        view = View.of(self.pool, start)
         for p in self.patterns:
-            if not p.kinds <= by_kind.keys():
+            if not p.kinds <= view.by_kind.keys():
                 continue
-            for b, sizes in matches(p, self.pool, by_kind):
-                if apply(p, self.pool, start, b, sizes) == goal:
+            for b, sizes in matches(p, self.pool, view.by_kind):
+                if apply(p, self.pool, view, b, sizes) == goal:
                     return True
         return False
 

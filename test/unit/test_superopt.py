@@ -199,3 +199,38 @@ def test_opt_level_3_matches_the_reference_interpreter() -> None:
         pairs = zip(got, want) if isinstance(want, tuple) else [(got, want)]
         for g, w in pairs:
             np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-5)
+
+
+def literal(a: np.ndarray) -> str:
+    rows = ", ".join(
+        "<" + ", ".join(f"{v}: f32" for v in r) + f">: <{a.shape[1]} x f32>" for r in a
+    )
+    return f"<{rows}>: <{a.shape[0]} x {a.shape[1]} x f32>"
+
+
+def test_products_over_constant_weights_become_one_folded_product() -> None:
+    """q, k, v = x·wq, x·wk, x·wv with literal weights: one dot over one folded literal."""
+    rng = np.random.default_rng(1)
+    ws = [rng.integers(-3, 4, (6, 6)).astype(np.float32) for _ in range(3)]
+    t = "<4 x 6 x f32>"
+    text = f"""module "c"
+stage raw
+
+func @qkv: ({t}) -> ({t}, {t}, {t}) {{
+'entry(%x: {t}):
+    %wq = literal {literal(ws[0])}
+    %wk = literal {literal(ws[1])}
+    %wv = literal {literal(ws[2])}
+    %q = dot %x: {t}, %wq: <6 x 6 x f32>
+    %k = dot %x: {t}, %wk: <6 x 6 x f32>
+    %v = dot %x: {t}, %wv: <6 x 6 x f32>
+    %r = literal (%q: {t}, %k: {t}, %v: {t}): ({t}, {t}, {t})
+    return %r: ({t}, {t}, {t})
+}}
+"""
+    compiled = dlc.compile(text, opt_level=3)
+    graph = compiled.ir("graph")
+    assert graph.count("= dot ") == 1 and "concatenate" not in graph
+    x = rng.standard_normal((4, 6)).astype(np.float32)
+    for got, w in zip(compiled.qkv(x), ws):
+        np.testing.assert_allclose(got, x @ w, rtol=1e-5, atol=1e-5)

@@ -20,25 +20,19 @@ Per node:
 - element-wise ops (`ewadd`, `ewmul`, `smul`, `relu`): FUSED_NS per result element
   (dlc fuses them into their readers) plus a quarter start;
 - `transpose` and splits: MOVE_NS per element (index expressions of their readers);
-- leaves cost nothing.
+- leaves cost nothing, and so does a node over constants that fold-constants folds
+  after the search (the search's own rule: a concatenation of literal weights is free).
 """
 
 from __future__ import annotations
 
-from dlc.passes.graph.superopt.graphs import Node
+from dlc.passes.graph.superopt.graphs import Node, elements
 
 PEAK_FLOPS_PER_NS = 150.0
 START_NS = 10_000.0
 COPY_NS = 1.7
 FUSED_NS = 0.25
 MOVE_NS = 0.05
-
-
-def elements(shape: tuple[int, ...]) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 def node_cost(node: Node, operand_shapes: tuple[tuple[int, ...], ...] = ()) -> float:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from xdsl.ir import Block, Operation, SSAValue
 
+from dlc.dialects.graph import LiteralOp
 from dlc.dialects.graph_elementwise import BINARY_OPS, AddOp, MultiplyOp
 from dlc.dialects.graph_tensor import ConcatenateOp, DotOp, SliceOp, TransposeOp
 from dlc.dialects.graph_types import TensorType, dtype_is_numeric
@@ -33,10 +34,16 @@ class Node:
     dtype: str
 
 
+# fold-constants' default `max-elements`: a term op over constants no larger than this
+# is folded after the search, so it costs nothing at run time.
+FOLD_LIMIT = 1 << 16
+
+
 @dataclass
 class Leaf:
     value: SSAValue
     position: int  # index of the defining op in the block, -1 when defined before it
+    constant: bool = False  # a literal that fold-constants can fold ops over
 
 
 @dataclass
@@ -46,6 +53,7 @@ class Pool:
     nodes: list[Node] = field(default_factory=list)
     index: dict[Node, int] = field(default_factory=dict)
     ready: list[int] = field(default_factory=list)
+    constant: list[bool] = field(default_factory=list)
     leaves: list[Leaf] = field(default_factory=list)
 
     def intern(self, node: Node) -> int:
@@ -55,15 +63,20 @@ class Pool:
         self.nodes.append(node)
         self.index[node] = n = len(self.nodes) - 1
         if node.kind == "leaf":
-            self.ready.append(self.leaves[node.attr].position)
+            leaf = self.leaves[node.attr]
+            self.ready.append(leaf.position)
+            self.constant.append(leaf.constant and elements(node.shape) <= FOLD_LIMIT)
         else:
             self.ready.append(max((self.ready[a] for a in node.args), default=-1))
+            small = elements(node.shape) <= FOLD_LIMIT
+            self.constant.append(small and all(self.constant[a] for a in node.args))
         return n
 
     def leaf(self, value: SSAValue, position: int) -> int:
         t = value.type
         shape, dtype = (t.dims, t.dt) if isinstance(t, TensorType) else ((), "")
-        self.leaves.append(Leaf(value, position))
+        literal = isinstance(value.owner, LiteralOp) and not value.owner.elements
+        self.leaves.append(Leaf(value, position, literal))
         return self.intern(Node("leaf", (), len(self.leaves) - 1, shape, dtype))
 
     def topo(self, roots: tuple[int, ...]) -> list[int]:
@@ -99,6 +112,13 @@ class BlockGraph:
     def valid(self, roots: tuple[int, ...]) -> bool:
         """Every reader comes after the last leaf its new operand needs."""
         return all(self.pool.ready[r] < pos for r, (_, _, pos) in zip(roots, self.slots))
+
+
+def elements(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
 
 
 def is_matrix(v: SSAValue) -> bool:

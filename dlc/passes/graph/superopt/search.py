@@ -135,10 +135,31 @@ def matches(
         stack.extend(reversed(found))  # depth first, in block order
 
 
-def apply(
-    p: Pattern, pool: Pool, roots: tuple[int, ...], b: Binding, sizes: dict[str, int]
-) -> tuple[int, ...]:
-    """The roots after replacing the matched source outputs by the target's."""
+@dataclass
+class View:
+    """One graph of the search, indexed for matching and rewriting."""
+
+    roots: tuple[int, ...]
+    order: list[int]  # reachable nodes, operands first
+    position: dict[int, int]
+    users: dict[int, list[int]]
+    by_kind: dict[str, list[int]]
+
+    @staticmethod
+    def of(pool: Pool, roots: tuple[int, ...]) -> View:
+        order = pool.topo(roots)
+        users: dict[int, list[int]] = defaultdict(list)
+        by_kind: dict[str, list[int]] = defaultdict(list)
+        for n in order:
+            by_kind[pool.nodes[n].kind].append(n)
+            for a in set(pool.nodes[n].args):
+                users[a].append(n)
+        return View(roots, order, {n: i for i, n in enumerate(order)}, users, by_kind)
+
+
+def apply(p: Pattern, pool: Pool, view: View, b: Binding, sizes: dict[str, int]) -> tuple[int, ...]:
+    """The roots after replacing the matched source outputs by the target's: only the
+    users of replaced nodes, transitively, are rebuilt."""
     dtype = pool.nodes[b[p.src[0]]].dtype
     built: dict[Term, int] = {name: b[name] for name in p.inputs if name in b}
     for t in subterms(p.dst):
@@ -146,15 +167,22 @@ def apply(
         shape = concrete(p.shapes[t], sizes)
         built[t] = pool.intern(Node(t[0], tuple(built[a] for a in t[1:]), attr, shape, dtype))
     subst = {b[s]: built[d] for s, d in zip(p.src, p.dst)}
+    affected = set(subst)
+    stack = list(subst)
+    while stack:
+        for u in view.users.get(stack.pop(), ()):
+            if u not in affected:
+                affected.add(u)
+                stack.append(u)
     new: dict[int, int] = {}
-    for n in pool.topo(roots):
+    for n in sorted(affected, key=view.position.__getitem__):
         if n in subst:
             new[n] = subst[n]
             continue
         node = pool.nodes[n]
-        args = tuple(new[a] for a in node.args)
+        args = tuple(new.get(a, a) for a in node.args)
         new[n] = n if args == node.args else pool.intern(replace(node, args=args))
-    return tuple(new[r] for r in roots)
+    return tuple(new.get(r, r) for r in view.roots)
 
 
 @dataclass
@@ -183,7 +211,9 @@ def search(
         for n in pool.topo(roots):
             if n not in memo:
                 node = pool.nodes[n]
-                memo[n] = node_cost(node, tuple(pool.nodes[a].shape for a in node.args))
+                folded = pool.constant[n]  # fold-constants computes it at compile time
+                shapes = tuple(pool.nodes[a].shape for a in node.args)
+                memo[n] = 0.0 if folded else node_cost(node, shapes)
             total += memo[n]
         return total
 
@@ -195,14 +225,16 @@ def search(
         c, _, roots = heapq.heappop(queue)
         if c < best_cost:
             best, best_cost = roots, c
-        by_kind: dict[str, list[int]] = defaultdict(list)
-        for n in pool.topo(roots):
-            by_kind[pool.nodes[n].kind].append(n)
+        view = View.of(pool, roots)
         for p in pats:
-            if not p.kinds <= by_kind.keys():
+            if not p.kinds <= view.by_kind.keys():
                 continue
-            for b, sizes in matches(p, pool, by_kind):
-                new = apply(p, pool, roots, b, sizes)
+            if time.monotonic() >= deadline:
+                break
+            for b, sizes in matches(p, pool, view.by_kind):
+                if time.monotonic() >= deadline:
+                    break
+                new = apply(p, pool, view, b, sizes)
                 if new in parent or not graph.valid(new):
                     continue
                 parent[new] = (roots, p.name)
