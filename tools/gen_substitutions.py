@@ -315,6 +315,29 @@ def make_rule(en: Enumerator, index: int, lhs: tuple[Term, ...], rhs: tuple[Term
     return Rule(f"r{index}", {n: en.pool[n] for n in used}, lhs, rhs)
 
 
+def verify(
+    en: Enumerator, kept: list[tuple[tuple[Term, ...], tuple[Term, ...]]], prover: Prover
+) -> tuple[list[Rule], int]:
+    """(rules with their status, candidates dropped as implied by a smaller proven rule)."""
+    implied = Implied(en.pool)
+    out: list[Rule] = []
+    dropped = 0
+    for lhs, rhs in kept:  # smallest first: a rule is implied only by smaller ones
+        if implied(lhs, rhs):
+            dropped += 1
+            continue
+        rule = make_rule(en, len(out), lhs, rhs)
+        if not holds_numerically(rule, trials=3, seed=7):
+            status = "refuted"
+        else:
+            status = prover.prove(rule)
+        rule = Rule(rule.name, rule.inputs, rule.lhs, rule.rhs, status)
+        if rule.proven:
+            implied.keep(rule)
+        out.append(rule)
+    return out, dropped
+
+
 def generate(max_ops: int, timeout_ms: int, log: bool = True) -> tuple[list[Rule], dict]:
     """The rules of one configuration and the header (counts and seconds per stage)."""
     stats: dict = {"config": {"ops": max_ops, "pool": POOL, "sizes": SIZES}}
@@ -335,23 +358,7 @@ def generate(max_ops: int, timeout_ms: int, log: bool = True) -> tuple[list[Rule
     kept = prune(en, pairs)
     stats["distinct, sharing no subgraph"] = len(kept)
     t = stage("prune", t)
-    prover = Prover(trusted, timeout_ms)
-    implied = Implied(en.pool)
-    out: list[Rule] = []
-    dropped = 0
-    for lhs, rhs in kept:  # smallest first: a rule is implied only by smaller ones
-        if implied(lhs, rhs):
-            dropped += 1
-            continue
-        rule = make_rule(en, len(out), lhs, rhs)
-        if not holds_numerically(rule, trials=3, seed=7):
-            status = "refuted"
-        else:
-            status = prover.prove(rule)
-        rule = Rule(rule.name, rule.inputs, rule.lhs, rule.rhs, status)
-        if rule.proven:
-            implied.keep(rule)
-        out.append(rule)
+    out, dropped = verify(en, kept, Prover(trusted, timeout_ms))
     stats["implied by a smaller rule"] = dropped
     stats["after pruning"] = len(out)
     stats["proven"] = sum(r.proven for r in out)

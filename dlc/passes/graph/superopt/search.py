@@ -194,6 +194,38 @@ class Result:
     graphs_seen: int
 
 
+def successors(
+    pool: Pool, view: View, pats: Sequence[Pattern], deadline: float
+) -> Iterator[tuple[tuple[int, ...], str]]:
+    """(roots, pattern name) for every pattern at every match in `view`, until `deadline`."""
+    for p in pats:
+        if not p.kinds <= view.by_kind.keys():
+            continue
+        for b, sizes in matches(p, pool, view.by_kind):
+            if time.monotonic() >= deadline:
+                return
+            yield apply(p, pool, view, b, sizes), p.name
+
+
+class Costs:
+    """Graph costs: the sum of node costs, memoized per node; nodes over constants that
+    fold-constants folds after the search cost nothing."""
+
+    def __init__(self, pool: Pool, node_cost: Callable[[Node, tuple[tuple[int, ...], ...]], float]):
+        self.pool, self.node_cost = pool, node_cost
+        self.memo: dict[int, float] = {}
+
+    def __call__(self, roots: tuple[int, ...]) -> float:
+        total = 0.0
+        for n in self.pool.topo(roots):
+            if n not in self.memo:
+                node = self.pool.nodes[n]
+                shapes = tuple(self.pool.nodes[a].shape for a in node.args)
+                self.memo[n] = 0.0 if self.pool.constant[n] else self.node_cost(node, shapes)
+            total += self.memo[n]
+        return total
+
+
 def search(
     graph: BlockGraph,
     pats: Sequence[Pattern],
@@ -203,20 +235,7 @@ def search(
     max_graphs: int = 2000,
 ) -> Result:
     """The cheapest equivalent graph found (see the module docstring)."""
-    pool = graph.pool
-    memo: dict[int, float] = {}
-
-    def cost(roots: tuple[int, ...]) -> float:
-        total = 0.0
-        for n in pool.topo(roots):
-            if n not in memo:
-                node = pool.nodes[n]
-                folded = pool.constant[n]  # fold-constants computes it at compile time
-                shapes = tuple(pool.nodes[a].shape for a in node.args)
-                memo[n] = 0.0 if folded else node_cost(node, shapes)
-            total += memo[n]
-        return total
-
+    pool, cost = graph.pool, Costs(graph.pool, node_cost)
     start, deadline = graph.roots, time.monotonic() + budget_s
     best, best_cost = start, cost(start)
     parent: dict[tuple[int, ...], tuple[tuple[int, ...], str] | None] = {start: None}
@@ -225,22 +244,13 @@ def search(
         c, _, roots = heapq.heappop(queue)
         if c < best_cost:
             best, best_cost = roots, c
-        view = View.of(pool, roots)
-        for p in pats:
-            if not p.kinds <= view.by_kind.keys():
+        for new, name in successors(pool, View.of(pool, roots), pats, deadline):
+            if new in parent or not graph.valid(new):
                 continue
-            if time.monotonic() >= deadline:
-                break
-            for b, sizes in matches(p, pool, view.by_kind):
-                if time.monotonic() >= deadline:
-                    break
-                new = apply(p, pool, view, b, sizes)
-                if new in parent or not graph.valid(new):
-                    continue
-                parent[new] = (roots, p.name)
-                c2 = cost(new)
-                if c2 < alpha * best_cost:
-                    heapq.heappush(queue, (c2, len(parent), new))
+            parent[new] = (roots, name)
+            c2 = cost(new)
+            if c2 < alpha * best_cost:
+                heapq.heappush(queue, (c2, len(parent), new))
     fired: list[str] = []
     step = parent[best]
     while step is not None:
