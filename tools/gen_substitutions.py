@@ -16,7 +16,8 @@ Stages, each timed and counted in the file's header and on stdout:
    wrong direction, pairs a single step of a smaller kept rule already performs;
 4. re-check each candidate on random integers for other dimension sizes, then prove
    it with z3 from the axioms that survived their own random check
-   (dlc.passes.graph.superopt.axioms). Every candidate is written with its status;
+   (dlc.passes.graph.superopt.axioms), each guarded by the shapes under which it holds
+   (dlc.passes.graph.superopt.prove). Every candidate is written with its status;
    the `superoptimize` pass applies only `proven` ones.
 
 Needs `z3-solver` (in the test extra). The output is deterministic for a given
@@ -375,7 +376,7 @@ def generate(max_ops: int, timeout_ms: int, log: bool = True) -> tuple[list[Rule
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ops", type=int, default=3, help="ops per graph (default 3)")
-    ap.add_argument("--timeout-ms", type=int, default=500, help="z3 time per output")
+    ap.add_argument("--timeout-ms", type=int, default=2000, help="z3 time per output")
     ap.add_argument("-o", "--output", type=Path, default=RULES_FILE)
     args = ap.parse_args(argv)
     rules, stats = generate(args.ops, args.timeout_ms)
