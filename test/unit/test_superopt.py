@@ -235,3 +235,32 @@ func @qkv: ({t}) -> ({t}, {t}, {t}) {{
     x = rng.standard_normal((4, 6)).astype(np.float32)
     for got, w in zip(compiled.qkv(x), ws):
         np.testing.assert_allclose(got, x @ w, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("rule", "message"),
+    [
+        ({"lhs": ["(transpose x"]}, "malformed term: '\\(transpose x'"),
+        ({"lhs": ["(frobnicate x)"]}, "unknown op or wrong arity in '\\(frobnicate x\\)'"),
+        ({"lhs": ["(transpose x x)"]}, "unknown op or wrong arity"),
+        ({"rhs": ["x", "x"]}, "rule b: sides have different numbers of outputs"),
+        ({"inputs": {"x": "(a b"}}, "malformed dimension: '\\(a'"),
+        ({"inputs": {"x": "(a+ b"}}, "malformed dimension: '\\(a\\+'"),
+    ],
+)
+def test_malformed_terms_are_reported(tmp_path: Path, rule: dict, message: str) -> None:
+    data = {"name": "b", "inputs": {"x": "a b"}, "lhs": ["(transpose (transpose x))"]}
+    data = {**data, "rhs": ["x"], **rule}
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"rules": [data]}))
+    with pytest.raises(ValueError, match=message):
+        SuperoptimizePass(rules=str(path))
+
+
+def test_evaluating_an_ill_typed_term_is_an_error() -> None:
+    from dlc.passes.graph.superopt.terms import evaluate
+
+    inputs = {"x": ("a", "b"), "y": ("a", "b")}
+    values = {"x": np.ones((2, 3)), "y": np.ones((2, 3))}
+    with pytest.raises(ValueError, match="ill-typed term among"):
+        evaluate([parse("(matmul x y)")], inputs, values, {"a": 2, "b": 3})

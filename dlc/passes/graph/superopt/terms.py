@@ -248,8 +248,11 @@ def parse_shape(text: str) -> Shape:
 
 
 def parse_dim(text: str) -> Dim:
-    if not text.startswith("("):
+    """`a` or `(d+e)` (nested), else `ValueError`."""
+    if text.isidentifier():
         return text
+    if not (text.startswith("(") and text.endswith(")")):
+        raise ValueError(f"malformed dimension: {text!r}")
     body, depth = text[1:-1], 0
     for i, ch in enumerate(body):
         depth += {"(": 1, ")": -1}.get(ch, 0)
