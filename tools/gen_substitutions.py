@@ -339,9 +339,9 @@ def verify(
     return out, dropped
 
 
-def generate(max_ops: int, timeout_ms: int, log: bool = True) -> tuple[list[Rule], dict]:
+def generate(max_ops: int, rlimit: int, log: bool = True) -> tuple[list[Rule], dict]:
     """The rules of one configuration and the header (counts and seconds per stage)."""
-    stats: dict = {"config": {"ops": max_ops, "pool": POOL, "sizes": SIZES}}
+    stats: dict = {"config": {"ops": max_ops, "pool": POOL, "sizes": SIZES, "rlimit": rlimit}}
 
     def stage(name: str, start: float) -> float:
         now = time.perf_counter()
@@ -359,7 +359,7 @@ def generate(max_ops: int, timeout_ms: int, log: bool = True) -> tuple[list[Rule
     kept = prune(en, pairs)
     stats["distinct, sharing no subgraph"] = len(kept)
     t = stage("prune", t)
-    out, dropped = verify(en, kept, Prover(trusted, timeout_ms))
+    out, dropped = verify(en, kept, Prover(trusted, rlimit))
     stats["implied by a smaller rule"] = dropped
     stats["after pruning"] = len(out)
     stats["proven"] = sum(r.proven for r in out)
@@ -376,10 +376,10 @@ def generate(max_ops: int, timeout_ms: int, log: bool = True) -> tuple[list[Rule
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ops", type=int, default=3, help="ops per graph (default 3)")
-    ap.add_argument("--timeout-ms", type=int, default=2000, help="z3 time per output")
+    ap.add_argument("--rlimit", type=int, default=5_000_000, help="z3 resource limit per output")
     ap.add_argument("-o", "--output", type=Path, default=RULES_FILE)
     args = ap.parse_args(argv)
-    rules, stats = generate(args.ops, args.timeout_ms)
+    rules, stats = generate(args.ops, args.rlimit)
     dump(rules, args.output, {"generator": "tools/gen_substitutions.py", **stats})
     print(f"wrote {len(rules)} rules to {args.output}")
     return 0

@@ -14,7 +14,9 @@ shape, although both sides' concatenations may be well-typed otherwise. A rule i
 proven when, for inputs of the rule's symbolic shapes (dimension variables ≥ 1), z3
 finds `axioms ∧ lhs_i ≠ rhs_i` unsatisfiable for every output i. Axioms are used only
 after passing their own random check (axioms.py); candidates reach the prover only
-after agreeing exactly on random integer inputs.
+after agreeing exactly on random integer inputs. Each proof attempt is bounded by
+z3's resource limit (`rlimit`, a count of solver steps), not by time, so a rule's
+status is the same on every machine and under any load.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from dlc.passes.graph.superopt.terms import BINARY, UNARY, Dim, Term, subterms
 class Prover:
     """z3 with a fixed list of trusted axioms; `prove(rule)` gives a status."""
 
-    def __init__(self, axioms: Sequence[Rule], timeout_ms: int = 2000):
+    def __init__(self, axioms: Sequence[Rule], rlimit: int = 5_000_000):
         import z3
 
         self.z3 = z3
@@ -41,7 +43,7 @@ class Prover:
             z3.Function(n, self.sort, z3.IntSort()) for n in names
         )
         self.axioms = list(axioms)
-        self.timeout_ms = timeout_ms
+        self.rlimit = rlimit
         self.laws = self.shape_laws() + [self.law(a) for a in self.axioms]
 
     def term(self, t: Term, env: dict[str, Any]) -> tuple[Any, list[Any]]:
@@ -133,7 +135,7 @@ class Prover:
         facts = self.facts(rule, env)
         for lhs, rhs in zip(rule.lhs, rule.rhs):
             solver = z3.Solver()
-            solver.set("timeout", self.timeout_ms)
+            solver.set("rlimit", self.rlimit)  # z3's own step count: same on every host
             solver.add(*self.laws, *facts)
             solver.add(self.term(lhs, env)[0] != self.term(rhs, env)[0])
             if solver.check() != z3.unsat:
