@@ -7,7 +7,7 @@ Python entry wrappers). The pipeline, level by level, for `opt_level >= 1`:
 
 | level  | passes (before lowering the level)                          | lowering               |
 |--------|-------------------------------------------------------------|------------------------|
-| graph  | differentiate, then the graph optimizer (`GRAPH_OPTIMIZER`)  | lower-graph-to-tensor  |
+| graph  | differentiate, then the graph optimizer (`GRAPH_OPTIMIZER`; at opt_level 3 also `SUPEROPTIMIZER`) | lower-graph-to-tensor  |
 | tensor | fuse (inline producers), schedule (loop nests, groups, tiles)| lower-tensor-to-loop   |
 | loop   | plan-memory, math-approx                                    | lower-loop-to-llvm     |
 | llvm   | LLVM's own O-level pipeline (`dlc.runtime.jit`)             |                        |
@@ -62,6 +62,7 @@ _PASSES: dict[str, str] = {
         "dlc.passes.graph.literal_broadcasting_promotion:LiteralBroadcastingPromotionPass"
     ),
     "matrix-chain-reorder": "dlc.passes.graph.matrix_chain_reorder:MatrixChainReorderPass",
+    "superoptimize": "dlc.passes.graph.superoptimize:SuperoptimizePass",
     "fuse": "dlc.passes.tensor.fuse:FusePass",
     "schedule": "dlc.passes.tensor.schedule:SchedulePass",
     "plan-memory": "dlc.passes.loop.plan_memory:PlanMemoryPass",
@@ -142,11 +143,18 @@ class Options:
         }
 
 
+SUPEROPTIMIZER = ("superoptimize", "fold-constants", "canonicalize", "cse", "dce")
+"""Run after `GRAPH_OPTIMIZER` at opt_level 3: the substitution search, then folding
+what it built over constants (concatenated literal weights) and a cleanup of what it
+leaves (double transposes of nested splits, unread inline literals)."""
+
+
 def level_passes(level: str, options: Options) -> list[ModulePass]:
     """The passes run on a module at `level` before it is lowered (module docstring)."""
     optimize = options.opt_level >= 1
     if level == "graph":
         names = ["differentiate", *(GRAPH_OPTIMIZER if optimize else ())]
+        names += SUPEROPTIMIZER if options.opt_level >= 3 else ()
         return [make_pass(n) for n in names]
     if level == "tensor" and optimize:
         fuse = [make_pass("fuse")] if options.fuse else []
