@@ -107,6 +107,7 @@ def compile(
     fma: bool | None = None,
     target_cpu: str = "host",
     num_threads: int | None = None,
+    tuning_db: str | os.PathLike[str] | None = None,
 ) -> CompiledModule:
     """Parse, verify, differentiate, lower and JIT-compile DLVM text; the compiled
     functions are called with NumPy arrays.
@@ -133,6 +134,11 @@ def compile(
     - `num_threads`: threads for parallel loops (None: `DLC_NUM_THREADS`, else the
       cores this process may use), through the OpenMP runtime (libgomp); results are
       the same for any count.
+    - `tuning_db`: a tuning database written by `dlc-tune` / `dlc.tune` (JSON lines):
+      each nest with a record for this CPU runs the record's schedule; each contraction
+      without one is a `TuningWarning` naming the nest and why (no record, another
+      target or dlc version, a record that does not fit). Corrupt lines are a warning,
+      never an error.
     - `externs`: the `[extern]` C functions the program may call. None (the default)
       allows none; `"libm"` allows libm's scalar math functions (`dlc.externs.LIBM`);
       an iterable names C symbols and presets (`["libm", "my_fn"]`). Calling or
@@ -161,6 +167,7 @@ def compile(
         target_cpu=target_cpu,
         num_threads=num_threads,
         externs=allowed,
+        tuning_db=tuning_db,
     )
 
 

@@ -57,6 +57,14 @@ def _check_fma(fma: object) -> bool | None:
     return fma
 
 
+def _check_tuning_db(path: object) -> str | None:
+    if path is None:
+        return None
+    if not isinstance(path, str | os.PathLike):
+        raise TypeError(f"tuning_db must be None or a path, got {type(path).__name__}")
+    return os.fspath(path)  # type: ignore[arg-type]
+
+
 def check_runnable(cpu: object) -> str:
     """`cpu` when code compiled for it runs on this machine (JIT): the host itself, or a
     model with no wider vectors and no FMA the host lacks; AVX-512 code only for the
@@ -302,6 +310,7 @@ def compile_graph_module(
     fma: bool | None = None,
     target_cpu: str = "host",
     num_threads: int | None = None,
+    tuning_db: str | os.PathLike[str] | None = None,
 ) -> CompiledModule:
     """Compile every defined function of a verified graph module to native code.
 
@@ -318,7 +327,10 @@ def compile_graph_module(
     `fma` (None: opt_level >= 2) lets float sums fuse multiply-adds; `target_cpu` is
     the CPU model to compile for, one this machine can run (`check_runnable`).
     `num_threads` caps the threads parallel loops use (None: `DLC_NUM_THREADS`, else
-    the cores this process may run on); results do not depend on it."""
+    the cores this process may run on); results do not depend on it. `tuning_db`
+    names a tuning database (`dlc-tune`'s JSON lines): nests with a record for this
+    target use its schedule; each contraction without one is a `TuningWarning` saying
+    why. Such compiles bypass the compile cache, so the report shows every time."""
     from dlc.passes.graph.differentiate import differentiated
 
     called = check_externs(module, allowed_externs(externs))
@@ -333,10 +345,12 @@ def compile_graph_module(
         fma=_check_fma(fma),
         target_cpu=check_runnable(target_cpu),
         openmp=openmp_available(),
+        tuning_db=_check_tuning_db(tuning_db),
     )  # not `seed`: it only sets the generator state after loading
     # The code depends on the allowed externs the program calls, not on the rest of the
     # allow-list: `called` keys the entry (and check_externs already ran, before any lookup).
-    key = cache_key(module, options, called) if cache.enabled() else None
+    cached = cache.enabled() and options.tuning_db is None
+    key = cache_key(module, options, called) if cached else None
     module = differentiated(module)  # the signatures of synthesized adjoints
     entry = cache.lookup(key) if key is not None else None
     threads = _check_threads(num_threads)

@@ -19,6 +19,7 @@ when asked), so its results are bit-identical to the reference interpreter's.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from importlib import import_module
@@ -109,6 +110,7 @@ class Options:
     target_cpu: str = "host"  # an LLVM CPU model (dlc.target.Target.from_cpu)
     fma: bool | None = None  # fused multiply-add in reductions; None: opt_level >= 2
     openmp: bool = True  # parallel loops on the OpenMP runtime (else serial)
+    tuning_db: str | None = None  # a tuning database (JSON lines) the schedule pass applies
 
     def __post_init__(self) -> None:
         if self.opt_level not in (0, 1, 2, 3):
@@ -135,7 +137,20 @@ class Options:
             "target": self.target.key(),
             "fma": self.contract,
             "openmp": self.openmp,
+            "tuning_db": tuning_fingerprint(self.tuning_db),
         }
+
+
+def tuning_fingerprint(path: str | None) -> str | None:
+    """SHA-256 of a tuning database's bytes (what the compile cache keys on: a new
+    record changes the code), "missing" for an unreadable file, None without one."""
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return "missing"
 
 
 def level_passes(level: str, options: Options) -> list[ModulePass]:
@@ -147,7 +162,11 @@ def level_passes(level: str, options: Options) -> list[ModulePass]:
     if level == "tensor" and optimize:
         fuse = [make_pass("fuse")] if options.fuse else []
         schedule = make_pass(
-            "schedule", target=options.target_cpu, group=options.fuse, fma=options.contract
+            "schedule",
+            target=options.target_cpu,
+            group=options.fuse,
+            fma=options.contract,
+            tuning_db=options.tuning_db or "",
         )
         return [*fuse, schedule]
     if level == "loop":
