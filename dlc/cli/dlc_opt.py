@@ -15,6 +15,7 @@ reports every user error as one diagnostic with exit code 1, never a traceback:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from collections.abc import Sequence
@@ -29,6 +30,7 @@ from xdsl.utils.arg_spec import parse_pipeline
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
 from xdsl.xdsl_opt_main import VersionAction
 
+from dlc.cli import plain_warnings
 from dlc.cli.opt_diagnostics import (
     IRVerifyError,
     as_diagnostic,
@@ -164,6 +166,12 @@ class DlcOptMain(DlcOptTargets):
             default=2,
             help="the pipeline of dlc.compile(opt_level=N) that -t llvm/asm runs (default 2)",
         )
+        add(
+            "--tuning-db",
+            metavar="PATH",
+            help="a tuning database (dlc-tune): the schedule pass (in -p and in the -t "
+            "llvm/asm pipeline) uses its records and warns per contraction without one",
+        )
         for names, description in SWITCHES:
             add(*names, action="store_true", help=description)
         add("-v", "--version", action=VersionAction, version_format=self.version_format)
@@ -240,7 +248,19 @@ class DlcOptMain(DlcOptTargets):
             self.pipeline = PassPipeline.parse_spec(self.available_passes, spec, self.after_pass)
         except (ValueError, TypeError) as e:
             raise UsageError(f"invalid pass options in '{spec}': {e}") from None
+        if self.args.tuning_db:
+            self.pipeline = PassPipeline(
+                tuple(self.with_tuning_db(p) for p in self.pipeline.passes), self.after_pass
+            )
         self.pass_start = time.perf_counter()
+
+    def with_tuning_db(self, p: ModulePass) -> ModulePass:
+        """`p` with --tuning-db when it is a schedule pass without a database of its own."""
+        from dlc.passes.tensor.schedule import SchedulePass
+
+        if isinstance(p, SchedulePass) and not p.tuning_db:
+            return dataclasses.replace(p, tuning_db=self.args.tuning_db)
+        return p
 
     def after_pass(
         self, done: ModulePass | None, module: ModuleOp, upcoming: ModulePass | None
@@ -376,6 +396,7 @@ class DlcOptMain(DlcOptTargets):
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run dlc-opt; return the exit code (0 ok, 1 user error, 2 internal error)."""
+    plain_warnings()
     try:
         return DlcOptMain(args=argv).run()
     except DiagnosticError as e:

@@ -144,7 +144,11 @@ class DlcOptTargets(xDSLOptMain):
         from dlc.pipeline import Options
         from dlc.runtime.native import openmp_available
 
-        return Options(opt_level=self.args.opt_level, openmp=openmp_available())
+        return Options(
+            opt_level=self.args.opt_level,
+            openmp=openmp_available(),
+            tuning_db=self.args.tuning_db or None,
+        )
 
     def after_step(self, step, module: ModuleOp) -> None:  # noqa: ANN001 -- pipeline.Step
         """A step of the `-t llvm|asm` pipeline: timed, verified and printed like a `-p` pass."""

@@ -63,7 +63,9 @@ def tune(
         with open(filename, encoding="utf-8") as f:
             source = f.read()
     except (OSError, UnicodeDecodeError) as err:
-        raise ValueError(f"cannot read '{filename}': {getattr(err, 'strerror', None) or err}") from None
+        raise ValueError(
+            f"cannot read '{filename}': {getattr(err, 'strerror', None) or err}"
+        ) from None
     options = pipeline.Options(opt_level=max(1, opt_level), target_cpu=target_cpu)
     program = Program.load(source, filename, entry, options)
     searches: Sequence[str] = ("model", "random") if search == "both" else (search,)

@@ -33,10 +33,12 @@ class TuneReport:
             ratio = f"{nest.default_seconds / seconds:.2f}x" if seconds else "-"
             count = sum(len(run) for run in nest.trials.values())
             failed = sum(t.seconds is None for run in nest.trials.values() for t in run)
-            reach = ", ".join(
-                f"{s[0]}:{nest.trials_to(s) or '-'}" for s in nest.trials
+            reach = ", ".join(f"{s[0]}:{nest.trials_to(s) or '-'}" for s in nest.trials)
+            rho = (
+                "-"
+                if nest.spearman is None or math.isnan(nest.spearman)
+                else f"{nest.spearman:.2f}"
             )
-            rho = "-" if nest.spearman is None or math.isnan(nest.spearman) else f"{nest.spearman:.2f}"
             lines.append(
                 f"{nest.summary:<28} {_ms(nest.default_seconds):>11} {_ms(seconds):>11} "
                 f"{ratio:>8} {count:>7} {failed:>7} {reach:>14} {rho:>6}"

@@ -212,7 +212,9 @@ class Tuner:
             features=feats,
         )
 
-    def groups(self, exclude: str | None = None) -> dict[str, list[tuple[list[float], float | None]]]:
+    def groups(
+        self, exclude: str | None = None
+    ) -> dict[str, list[tuple[list[float], float | None]]]:
         """Training data: this target's records with features, per workload key."""
         db = TuningDatabase.load(self.db_path, warn=False)
         out: dict[str, list[tuple[list[float], float | None]]] = {}
@@ -228,6 +230,9 @@ class Tuner:
         result = NestResult(space.info.summary, space.info.key, space.info.flops, default.seconds)
         for search in searches:
             result.trials[search] = self.search(space, trials, search)
+        again = self.measurer([self.job(None, "")])[0]  # the default, in the same conditions
+        if again.seconds is not None:
+            result.default_seconds = min(result.default_seconds, again.seconds)
         measured = [
             (features(space.info, _parse(t.schedule)), t.seconds)
             for run in result.trials.values()
@@ -250,7 +255,9 @@ class Tuner:
         while len(done) < trials:
             count = min(self.batch, trials - len(done))
             if search == "model" and self.model.trained:
-                points = propose_model(space, self._scorer(space), count, visited, rng, self.epsilon)
+                points = propose_model(
+                    space, self._scorer(space), count, visited, rng, self.epsilon
+                )
             else:
                 points = propose_random(space, count, visited, rng)
             if not points:

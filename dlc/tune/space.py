@@ -169,7 +169,9 @@ class Space:
         tiles = self.conv
         if v["rows"] > 1 and tiles.row == tiles.channel:
             return None
-        changed = type(tiles)(tiles.channel, v["mr"], tiles.row, v["rows"], v["nr"], v["lanes"] or 1)
+        changed = type(tiles)(
+            tiles.channel, v["mr"], tiles.row, v["rows"], v["nr"], v["lanes"] or 1
+        )
         return _conv_schedule(self.info, changed)
 
     def _parallel(self, schedule: ScheduleAttr, choice: int) -> ScheduleAttr | None:
@@ -212,7 +214,9 @@ def make_space(op: tensor.ComputeOp, target: Target) -> Space | None:
         "fma": [True, False] if target.fma else [False],
         "parallel": [0, 1, 2, -1],
     }
-    columns = sorted({c for c in (lanes // 2, lanes, 2 * lanes, 3 * lanes, 4 * lanes) if c <= width})
+    columns = sorted(
+        {c for c in (lanes // 2, lanes, 2 * lanes, 3 * lanes, 4 * lanes) if c <= width}
+    )
     if width <= 4 * lanes:
         columns = sorted({*columns, width})
     columns = columns or [width]

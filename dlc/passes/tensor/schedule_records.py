@@ -91,10 +91,12 @@ def nest_summary(op: tensor.ComputeOp) -> str:
 
 
 def located(op: Operation, message: str) -> str:
-    """`FILE:LINE:COL: warning: message` at `op`'s source location (when it has one)."""
-    from dlc.diagnostics import location_prefix
+    """`FILE:LINE:COL: warning: message` at `op`'s source location (when it has one),
+    with the source line and a caret, like an error diagnostic."""
+    from dlc.diagnostics import DiagnosticError, get_loc
 
-    return f"{location_prefix(op)}warning: {message}"
+    text = DiagnosticError(message, get_loc(op)).format()
+    return text.replace(": error: ", ": warning: ", 1).removeprefix("error: ")
 
 
 @dataclass(frozen=True)
@@ -128,9 +130,7 @@ class Record:
         if seconds is not None and (not isinstance(seconds, int | float) or seconds <= 0):
             raise ValueError("field 'seconds' is not a positive number")
         features = data.get("features", [])
-        if not isinstance(features, list) or not all(
-            isinstance(f, int | float) for f in features
-        ):
+        if not isinstance(features, list) or not all(isinstance(f, int | float) for f in features):
             raise ValueError("field 'features' is not a list of numbers")
         known = set(Record.__dataclass_fields__)
         return Record(**{k: v for k, v in data.items() if k in known})
@@ -183,7 +183,10 @@ class TuningDatabase:
         try:
             lines = list(read_records(path))
         except OSError as err:
-            _warn(warn, f"tuning database {path}: cannot read it ({err.strerror or err}): ignored")
+            _warn(
+                warn,
+                f"{path}: warning: cannot read the tuning database ({err.strerror or err}): ignored",
+            )
             return db
         for number, entry in lines:
             if isinstance(entry, str):
@@ -197,13 +200,13 @@ class TuningDatabase:
             number, why = corrupt[0]
             _warn(
                 warn,
-                f"{path}:{number}: corrupt tuning record ignored ({why})"
+                f"{path}:{number}: warning: corrupt tuning record ignored ({why})"
                 + (f", and {len(corrupt) - 1} more corrupt lines" if len(corrupt) > 1 else ""),
             )
         if stale:
             _warn(
                 warn,
-                f"{path}:{stale[0]}: {len(stale)} tuning record(s) of another dlc version "
+                f"{path}:{stale[0]}: warning: {len(stale)} tuning record(s) of another dlc version "
                 f"ignored (this is {__version__}); tune again",
             )
         return db
