@@ -15,7 +15,6 @@ reports every user error as one diagnostic with exit code 1, never a traceback:
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 import time
 from collections.abc import Sequence
@@ -39,7 +38,7 @@ from dlc.cli.opt_diagnostics import (
     format_diagnostic,
     has_expectations,
 )
-from dlc.cli.targets import TARGETS, DlcOptTargets, Output, UsageError
+from dlc.cli.targets import DlcOptTargets, Output, UsageError, register_output_arguments
 from dlc.diagnostics import DiagnosticError, verify_located
 from dlc.dialects.levels import level_of
 from dlc.passes.statistics import PassStatistics
@@ -149,29 +148,7 @@ class DlcOptMain(DlcOptTargets):
             default="",
             help=f"comma-separated passes: {', '.join(self.available_passes)}",
         )
-        add(
-            "-t",
-            "--target",
-            "--emit",
-            dest="target",
-            choices=TARGETS,
-            help="output: dl (default at graph level), mlir (default below), llvm, asm",
-        )
-        add("-o", "--output-file", help="write the output here instead of stdout")
-        add(
-            "-O",
-            "--opt-level",
-            type=int,
-            choices=range(4),
-            default=2,
-            help="the pipeline of dlc.compile(opt_level=N) that -t llvm/asm runs (default 2)",
-        )
-        add(
-            "--tuning-db",
-            metavar="PATH",
-            help="a tuning database (dlc-tune): the schedule pass (in -p and in the -t "
-            "llvm/asm pipeline) uses its records and warns per contraction without one",
-        )
+        register_output_arguments(add)
         for names, description in SWITCHES:
             add(*names, action="store_true", help=description)
         add("-v", "--version", action=VersionAction, version_format=self.version_format)
@@ -248,19 +225,8 @@ class DlcOptMain(DlcOptTargets):
             self.pipeline = PassPipeline.parse_spec(self.available_passes, spec, self.after_pass)
         except (ValueError, TypeError) as e:
             raise UsageError(f"invalid pass options in '{spec}': {e}") from None
-        if self.args.tuning_db:
-            self.pipeline = PassPipeline(
-                tuple(self.with_tuning_db(p) for p in self.pipeline.passes), self.after_pass
-            )
+        self.pipeline = self.with_tuning_db(self.pipeline)
         self.pass_start = time.perf_counter()
-
-    def with_tuning_db(self, p: ModulePass) -> ModulePass:
-        """`p` with --tuning-db when it is a schedule pass without a database of its own."""
-        from dlc.passes.tensor.schedule import SchedulePass
-
-        if isinstance(p, SchedulePass) and not p.tuning_db:
-            return dataclasses.replace(p, tuning_db=self.args.tuning_db)
-        return p
 
     def after_pass(
         self, done: ModulePass | None, module: ModuleOp, upcoming: ModulePass | None
