@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 
     from dlc.externs import ExternsOption
     from dlc.runtime.module import CompiledModule
+    from dlc.tuner.report import TuneReport
 
 __all__ = [
     "DiagnosticError",
@@ -56,6 +57,7 @@ __all__ = [
     "compile_onnx",
     "parse",
     "print_module",
+    "tune",
 ]
 
 
@@ -219,3 +221,16 @@ def __getattr__(name: str) -> Any:
 
         return importlib.import_module("dlc.onnx")
     raise AttributeError(f"module 'dlc' has no attribute '{name}'")
+
+
+def tune(path: str | os.PathLike[str], **options: Any) -> TuneReport:
+    """Tune the schedules of the contractions of a `.dl` file's function on this
+    machine and append the measured records to a tuning database (`dlc-tune`; needs
+    the `tune` extra). Keywords: `entry`, `trials` (per nest, default 64), `db`
+    (default "tune.jsonl"), `search` ("model", "random" or "both"), `cluster` (None,
+    "local:N" or a Dask scheduler address), `plot` (a PNG path), `seed`, `batch`,
+    `timeout`, `budget`, `progress`. Returns a report (`.table()`, `.nests`); apply the
+    records with `compile(..., tuning_db=db)`. See `dlc.tuner.tune`."""
+    from dlc.tuner import tune as _tune
+
+    return _tune(path, **options)

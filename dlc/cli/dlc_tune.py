@@ -59,7 +59,7 @@ def run(argv: Sequence[str] | None) -> None:
         import tqdm  # noqa: F401
     except ImportError as err:
         raise TuneError(f"{err.name} is missing: pip install 'dlc[tune]'") from None
-    from dlc.tune import tune
+    from dlc.tuner import tune
 
     search = "random" if args.random else "both" if args.compare else "model"
     try:

@@ -15,7 +15,7 @@ import dlc
 from dlc.cli import dlc_tune
 from dlc.passes.tensor.schedule_records import TuningDatabase, TuningWarning
 from dlc.target import Target
-from dlc.tune import tune
+from dlc.tuner import tune
 
 pytest.importorskip("lightgbm")
 pytest.importorskip("tqdm")
@@ -135,7 +135,7 @@ def test_cli_errors(
 
 def test_api_errors(source: Path) -> None:
     with pytest.raises(ValueError, match="search must be 'model', 'random' or 'both'"):
-        tune(source, search="grid")
+        dlc.tune(source, search="grid")
     with pytest.raises(ValueError, match="trials must be a positive int"):
         tune(source, trials=0)
     with pytest.raises(ValueError, match="batch must be a positive int"):

@@ -1,4 +1,4 @@
-"""Measurement that cannot take the tuner down (dlc/tune/measure.py): a candidate that
+"""Measurement that cannot take the tuner down (dlc/tuner/measure.py): a candidate that
 crashes, hangs, computes a wrong result or does not compile is a failed result, never
 an exception of the tuner and never a time; the tolerance check itself."""
 
@@ -12,8 +12,8 @@ import pytest
 from dlc import pipeline
 from dlc.passes.tensor.schedule_records import Record, append_record
 from dlc.target import Target
-from dlc.tune.measure import Job, measure, mismatch
-from dlc.tune.runner import Program
+from dlc.tuner.measure import Job, measure, mismatch
+from dlc.tuner.runner import Program
 
 MM = """module "mm"
 stage raw

@@ -1,4 +1,4 @@
-"""Search spaces, features and the cost model of the tuner (dlc/tune/space.py,
+"""Search spaces, features and the cost model of the tuner (dlc/tuner/space.py,
 features.py, model.py): points become schedules the verifier and the lowering accept
 (or are excluded up front), features have a fixed length and see the knobs, the
 lambdarank model learns a ranking, annealing proposes unvisited valid points."""
@@ -14,9 +14,9 @@ import pytest
 from dlc import pipeline
 from dlc.passes.tensor.schedule_records import Record, append_record
 from dlc.target import Target
-from dlc.tune.features import FEATURE_COUNT, features
-from dlc.tune.model import CostModel, propose_model, propose_random, spearman
-from dlc.tune.runner import Program
+from dlc.tuner.features import FEATURE_COUNT, features
+from dlc.tuner.model import CostModel, propose_model, propose_random, spearman
+from dlc.tuner.runner import Program
 
 pytest.importorskip("lightgbm")
 

@@ -1,7 +1,7 @@
 """The learned cost model and the searches it guides (AutoTVM's loop).
 
 `CostModel` is a LightGBM ranker (`objective="lambdarank"`) over the features of
-`dlc.tune.features`, trained on measured records grouped by workload: within a
+`dlc.tuner.features`, trained on measured records grouped by workload: within a
 workload, a record's relevance is `round(30 * best / seconds)` (30 for the fastest,
 0 for a failed candidate). A ranking objective fits what the search needs (which
 candidate is faster, not by how much) and lets records of workloads of very different
@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from dlc.tune.space import Point, Space
+from dlc.tuner.space import Point, Space
 
 RELEVANCE_LEVELS = 30
 

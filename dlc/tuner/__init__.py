@@ -18,8 +18,8 @@ import shutil
 from collections.abc import Sequence
 
 from dlc import pipeline
-from dlc.tune.report import TuneReport
-from dlc.tune.runner import Program, Tuner, host_cpu, local_measurer, workdir
+from dlc.tuner.report import TuneReport
+from dlc.tuner.runner import Program, Tuner, host_cpu, local_measurer, workdir
 
 __all__ = ["TuneReport", "tune"]
 
@@ -69,7 +69,7 @@ def tune(
     options = pipeline.Options(opt_level=max(1, opt_level), target_cpu=target_cpu)
     program = Program.load(source, filename, entry, options)
     searches: Sequence[str] = ("model", "random") if search == "both" else (search,)
-    from dlc.tune.cluster import measurer_for
+    from dlc.tuner.cluster import measurer_for
 
     directory = workdir()
     try:

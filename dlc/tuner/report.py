@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from dlc.tune.runner import NestResult
+from dlc.tuner.runner import NestResult
 
 
 def _ms(seconds: float | None) -> str:

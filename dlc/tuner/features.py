@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 
 from dlc.dialects.schedule import Loop, ScheduleAttr, axis_names
-from dlc.tune.space import NestInfo
+from dlc.tuner.space import NestInfo
 
 LEVELS = 6
 READS = 3

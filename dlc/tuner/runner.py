@@ -35,10 +35,10 @@ from dlc.parser import parse_module
 from dlc.passes.tensor.schedule import SchedulePass
 from dlc.passes.tensor.schedule_records import Record, TuningDatabase, append_record
 from dlc.target import Target
-from dlc.tune.features import features
-from dlc.tune.measure import Job, Result, measure, outputs, random_inputs
-from dlc.tune.model import CostModel, propose_model, propose_random, spearman
-from dlc.tune.space import Point, Space, make_space
+from dlc.tuner.features import features
+from dlc.tuner.measure import Job, Result, measure, outputs, random_inputs
+from dlc.tuner.model import CostModel, propose_model, propose_random, spearman
+from dlc.tuner.space import Point, Space, make_space
 
 Measurer = Callable[[list[Job]], list[Result]]
 

@@ -20,7 +20,7 @@ that cannot be valid are excluded up front (`Space.excluded`: a register tile ab
 the code generator's unroll limit or the register budget, a parallel choice past the
 nest's candidate loops, `ScheduleAttr.check`). What only the lowering can judge (a
 vector width the body does not allow) is checked by lowering the candidate before it
-is measured (`dlc.tune.runner`).
+is measured (`dlc.tuner.runner`).
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from dlc.tune.measure import Job, Result, measure
-from dlc.tune.runner import Measurer
+from dlc.tuner.measure import Job, Result, measure
+from dlc.tuner.runner import Measurer
 
 
 @contextlib.contextmanager

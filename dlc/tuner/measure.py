@@ -1,6 +1,6 @@
 """Measuring one candidate in a worker process that may crash, hang or be wrong.
 
-`measure(job)` runs `python -m dlc.tune.measure` with the job as JSON on stdin and a
+`measure(job)` runs `python -m dlc.tuner.measure` with the job as JSON on stdin and a
 timeout. The worker compiles the program with the candidate's one-record tuning
 database, calls the entry function on the run's random inputs (regenerated from the
 seed), compares the outputs with the default schedule's (`reference`, an `.npz` the
@@ -74,7 +74,7 @@ def measure(job: Job) -> Result:
         env["DLC_TUNE_FAULT"] = job.fault
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "dlc.tune.measure"],
+            [sys.executable, "-m", "dlc.tuner.measure"],
             input=json.dumps(asdict(job)),
             capture_output=True,
             text=True,
