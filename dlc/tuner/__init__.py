@@ -66,6 +66,13 @@ def tune(
         raise ValueError(
             f"cannot read '{filename}': {getattr(err, 'strerror', None) or err}"
         ) from None
+    try:
+        with open(db, "a", encoding="utf-8"):
+            pass
+    except OSError as err:
+        raise ValueError(
+            f"cannot write the tuning database '{os.fspath(db)}': {err.strerror or err}"
+        ) from None
     options = pipeline.Options(opt_level=max(1, opt_level), target_cpu=target_cpu)
     program = Program.load(source, filename, entry, options)
     searches: Sequence[str] = ("model", "random") if search == "both" else (search,)

@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from dlc.tuner.measure import Job, Result, measure
 from dlc.tuner.runner import Measurer
 
+CONNECT_SECONDS = 10.0  # how long to try to reach a scheduler address
+
 
 @contextlib.contextmanager
 def measurer_for(cluster: str | None) -> Iterator[Measurer | None]:
@@ -38,7 +40,7 @@ def measurer_for(cluster: str | None) -> Iterator[Measurer | None]:
             yield _on(client)
         return
     try:
-        client = Client(cluster, timeout=10)
+        client = Client(cluster, timeout=CONNECT_SECONDS)
     except (OSError, ValueError, TimeoutError) as err:
         raise ValueError(f"cluster: cannot connect to {cluster!r}: {err}") from None
     with client:

@@ -103,12 +103,12 @@ def random_inputs(func: Any, seed: int) -> list[np.ndarray]:
     out = []
     for t in func.function_type.args:
         if not isinstance(t, TensorType):
-            raise ValueError("dlc-tune passes tensors only")
+            raise ValueError(f"@{func.sym_name.data}: dlc-tune passes tensors and scalars only")
         dtype = numpy_dtype(t.dt)
         if dtype.kind == "f":
-            out.append(rng.standard_normal(t.dims, dtype=np.float32).astype(dtype))
+            out.append(np.asarray(rng.standard_normal(t.dims, dtype=np.float32)).astype(dtype))
         else:
-            out.append(rng.integers(-10, 11, size=t.dims).astype(dtype))
+            out.append(np.asarray(rng.integers(-10, 11, size=t.dims)).astype(dtype))
     return out
 
 

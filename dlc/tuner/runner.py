@@ -15,7 +15,6 @@ measured candidates is reported as Spearman's ρ (a workload it did not train on
 
 from __future__ import annotations
 
-import os
 import random
 import tempfile
 import time
@@ -29,7 +28,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from dlc import pipeline
 from dlc.api import compile_graph_module, defined_functions
-from dlc.diagnostics import DiagnosticError
+from dlc.diagnostics import DiagnosticError, TrapError
 from dlc.dialects import tensor
 from dlc.parser import parse_module
 from dlc.passes.tensor.schedule import SchedulePass
@@ -177,7 +176,10 @@ class Tuner:
             target_cpu=self.program.options.target_cpu,
         )
         func = defined_functions(self.program.graph)[self.program.entry]
-        got = outputs(compiled[self.program.entry](*random_inputs(func, self.seed)))
+        try:
+            got = outputs(compiled[self.program.entry](*random_inputs(func, self.seed)))
+        except (TrapError, IndexError) as err:
+            raise ValueError(f"@{self.program.entry} fails on random inputs: {err}") from None
         self.reference = str(self.workdir / "reference.npz")
         np.savez(self.reference, **{f"out{n}": g for n, g in enumerate(got)})
 
@@ -226,7 +228,7 @@ class Tuner:
     def tune_nest(self, space: Space, trials: int, searches: list[str]) -> NestResult:
         default = self.measurer([self.job(None, "")])[0]
         if not default.ok or default.seconds is None:
-            raise RuntimeError(f"the default schedule fails: {default.status}")
+            raise ValueError(f"the default schedule fails in a worker: {default.status}")
         result = NestResult(space.info.summary, space.info.key, space.info.flops, default.seconds)
         for search in searches:
             result.trials[search] = self.search(space, trials, search)
@@ -334,4 +336,4 @@ def host_cpu(options: pipeline.Options) -> Target:
     return Target.from_cpu(options.target_cpu)
 
 
-__all__ = ["NestResult", "Program", "Tuner", "local_measurer", "os", "workdir"]
+__all__ = ["NestResult", "Program", "Tuner", "host_cpu", "local_measurer", "workdir"]

@@ -106,9 +106,61 @@ def test_nothing_to_tune(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert "@f: no contraction to tune" in capsys.readouterr().out
 
 
+TRAP = """module "t"
+stage raw
+
+func @t: (<4 x f32>) -> <4 x f32> {
+'entry(%x: <4 x f32>):
+    trap
+    return %x: <4 x f32>
+}
+"""
+
+TUPLE = """module "p"
+stage raw
+
+func @p: ((<4 x f32>, <4 x f32>)) -> <4 x f32> {
+'entry(%x: (<4 x f32>, <4 x f32>)):
+    %a = extract 0 from %x: (<4 x f32>, <4 x f32>)
+    return %a: <4 x f32>
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (TRAP, "dlc-tune: error: @t fails on random inputs: "),
+        (TUPLE, "dlc-tune: error: @p: dlc-tune passes tensors and scalars only"),
+    ],
+)
+def test_cli_errors_of_the_program(
+    text: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "p.dl"
+    path.write_text(text)
+    assert dlc_tune.main([str(path), "--db", str(tmp_path / "db.jsonl")]) == 1
+    assert message in capsys.readouterr().err
+
+
+def test_cluster_address_that_does_not_answer(
+    source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("distributed")
+    from dlc.tuner import cluster
+
+    monkeypatch.setattr(cluster, "CONNECT_SECONDS", 0.5)
+    with pytest.raises(ValueError, match="cluster: cannot connect to 'tcp://127.0.0.1:9'"):
+        tune(source, db=tmp_path / "db.jsonl", cluster="tcp://127.0.0.1:9", progress=False)
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
+        (
+            ["{src}", "--db", "/proc/version"],
+            "dlc-tune: error: cannot write the tuning database '/proc/version'",
+        ),
         (["missing.dl"], "dlc-tune: error: cannot read 'missing.dl': No such file or directory"),
         (["{src}", "--entry", "g"], "dlc-tune: error: no function @g in {src}"),
         (
@@ -129,7 +181,7 @@ def test_cli_errors(
     bad = tmp_path / "bad.dl"
     bad.write_text("nonsense\n")
     argv = [a.format(src=source, bad=bad) for a in args]
-    assert dlc_tune.main([*argv, "--db", str(tmp_path / "db.jsonl"), "--no-progress"]) == 1
+    assert dlc_tune.main(["--db", str(tmp_path / "db.jsonl"), *argv, "--no-progress"]) == 1
     assert message.format(src=source) in capsys.readouterr().err
 
 
