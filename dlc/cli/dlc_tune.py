@@ -45,6 +45,7 @@ def _argument_parser() -> argparse.ArgumentParser:
     add("--seed", type=int, default=0, help="seed of the inputs and the search (default 0)")
     add("--batch", type=int, default=8, help="candidates per model update (default 8)")
     add("--timeout", type=float, default=60.0, help="seconds per candidate (default 60)")
+    add("--budget", type=float, default=0.2, help="seconds of timed calls per candidate (0.2)")
     add("--opt-level", "-O", type=int, choices=range(1, 4), default=2, help="LLVM opt level")
     add("--no-progress", action="store_true", help="no progress bar")
     return parser
@@ -52,8 +53,8 @@ def _argument_parser() -> argparse.ArgumentParser:
 
 def run(argv: Sequence[str] | None) -> None:
     args = _argument_parser().parse_args(argv)
-    if args.trials < 1 or args.batch < 1 or args.timeout <= 0:
-        raise TuneError("--trials, --batch and --timeout must be positive")
+    if args.trials < 1 or args.batch < 1 or args.timeout <= 0 or args.budget < 0:
+        raise TuneError("--trials, --batch and --timeout must be positive, --budget not negative")
     try:
         import lightgbm  # noqa: F401
         import tqdm  # noqa: F401
@@ -74,6 +75,7 @@ def run(argv: Sequence[str] | None) -> None:
             batch=args.batch,
             opt_level=args.opt_level,
             timeout=args.timeout,
+            budget=args.budget,
             progress=not args.no_progress,
             plot=args.plot,
         )

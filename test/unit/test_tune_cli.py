@@ -55,11 +55,11 @@ def _records(db: Path) -> list[dict[str, object]]:
 def test_tune_survives_wrong_candidates_and_the_db_applies(source: Path, tmp_path: Path) -> None:
     db = tmp_path / "tune.jsonl"
     report = tune(
-        source, trials=6, db=db, batch=3, budget=0.01, progress=False, fault="wrong:vectorize"
+        source, trials=4, db=db, batch=4, budget=0.01, progress=False, fault="wrong:vectorize"
     )
     (nest,) = report.nests
     records = _records(db)
-    assert len(records) == 6 and {r["search"] for r in records} == {"model"}
+    assert len(records) == 4 and {r["search"] for r in records} == {"model"}
     failed = [r for r in records if r["status"] != "ok"]
     assert failed and all("wrong result" in str(r["status"]) for r in failed)
     assert all("vectorize" in str(r["schedule"]) for r in failed)
@@ -83,7 +83,8 @@ def test_cli_compares_searches_and_plots(
 ) -> None:
     pytest.importorskip("matplotlib")
     db, png = tmp_path / "tune.jsonl", tmp_path / "curve.png"
-    argv = [str(source), "--trials", "3", "--batch", "3", "--db", str(db), "--compare"]
+    argv = [str(source), "--trials", "2", "--batch", "2", "--db", str(db), "--compare"]
+    argv += ["--budget", "0.01"]
     assert dlc_tune.main([*argv, "--plot", str(png), "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "speedup" in out and "dot 64x64 r64 f32" in out and f"appended to {db}" in out
@@ -94,8 +95,8 @@ def test_cli_compares_searches_and_plots(
 def test_tune_on_a_two_worker_dask_cluster(source: Path, tmp_path: Path) -> None:
     pytest.importorskip("distributed")
     db = tmp_path / "tune.jsonl"
-    report = tune(source, trials=4, db=db, batch=4, budget=0.01, progress=False, cluster="local:2")
-    assert len(_records(db)) == 4
+    report = tune(source, trials=2, db=db, batch=2, budget=0.01, progress=False, cluster="local:2")
+    assert len(_records(db)) == 2
     assert report.nests[0].best() is not None
 
 
@@ -165,7 +166,7 @@ def test_cluster_address_that_does_not_answer(
         (["{src}", "--entry", "g"], "dlc-tune: error: no function @g in {src}"),
         (
             ["{src}", "--trials", "0"],
-            "dlc-tune: error: --trials, --batch and --timeout must be positive",
+            "dlc-tune: error: --trials, --batch and --timeout must be positive, --budget not negative",
         ),
         (
             ["{src}", "--cluster", "local:x"],
