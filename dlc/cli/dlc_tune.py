@@ -2,6 +2,7 @@
 
     dlc-tune model.dl --entry f --trials 64 --db tune.jsonl [--random | --compare]
              [--plot out.png] [--cluster local:N | ADDRESS]
+    dlc-tune --evaluate --db tune.jsonl     # the cost model's Spearman rho per workload
 
 Shows a progress bar per nest (trials, best GFLOP/s so far, ETA), then a table of
 the gains per nest. Apply the records with `dlc-run --tuning-db tune.jsonl`,
@@ -31,7 +32,7 @@ class _ArgumentParser(argparse.ArgumentParser):
 def _argument_parser() -> argparse.ArgumentParser:
     parser = _ArgumentParser(prog="dlc-tune", description=__doc__.splitlines()[0])
     add = parser.add_argument
-    add("file", help="a .dl file")
+    add("file", nargs="?", help="a .dl file")
     add("--entry", "-e", help="the function to tune (default: the only defined one)")
     add("--trials", type=int, default=64, help="measured candidates per nest (default 64)")
     add("--db", default="tune.jsonl", help="the tuning database to append to (JSON lines)")
@@ -48,6 +49,12 @@ def _argument_parser() -> argparse.ArgumentParser:
     add("--budget", type=float, default=0.2, help="seconds of timed calls per candidate (0.2)")
     add("--opt-level", "-O", type=int, choices=range(1, 4), default=2, help="LLVM opt level")
     add("--no-progress", action="store_true", help="no progress bar")
+    add(
+        "--evaluate",
+        action="store_true",
+        help="tune nothing: print the cost model's transfer and online Spearman rho per "
+        "workload of --db (this CPU)",
+    )
     return parser
 
 
@@ -60,6 +67,11 @@ def run(argv: Sequence[str] | None) -> None:
         import tqdm  # noqa: F401
     except ImportError as err:
         raise TuneError(f"{err.name} is missing: pip install 'dlc[tune]'") from None
+    if args.evaluate:
+        evaluate_db(args.db)
+        return
+    if args.file is None:
+        raise TuneError("the .dl file to tune is missing")
     from dlc.tuner import tune
 
     search = "random" if args.random else "both" if args.compare else "model"
@@ -86,6 +98,17 @@ def run(argv: Sequence[str] | None) -> None:
         return
     print(report.table())
     print(f"records appended to {args.db}")
+
+
+def evaluate_db(db: str) -> None:
+    """`--evaluate`: the ranking quality of the cost model on the records of `db`."""
+    from dlc.target import Target
+    from dlc.tuner.evaluate import evaluate, evaluation_table
+
+    rows = evaluate(db, Target.host().cpu)
+    if not rows:
+        raise TuneError(f"{db}: no workload of this CPU with enough measured records")
+    print(evaluation_table(rows))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

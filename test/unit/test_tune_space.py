@@ -119,3 +119,33 @@ def test_spearman() -> None:
     assert spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
     assert spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
     assert np.isnan(spearman([1, 1, 1], [1, 2, 3]))
+
+
+def test_evaluate_a_database(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Transfer and online rho from records alone (`dlc-tune --evaluate`), on two
+    workloads whose synthetic times follow the same law."""
+    from dlc.cli import dlc_tune
+    from dlc.tuner.evaluate import evaluate
+
+    db = tmp_path / "db.jsonl"
+    for text in (MM, MM.replace("80", "96")):
+        (space,) = _program(text).spaces(Target.host())
+        for point in propose_random(space, 30, set(), random.Random(5)):
+            feats = features(space.info, space.schedule(point))  # type: ignore[arg-type]
+            seconds = 1e-3 / (1 + feats[3] + feats[4])
+            append_record(
+                db,
+                Record(space.info.key, Target.host().cpu, "", seconds, features=feats),
+            )
+    rows = evaluate(str(db), Target.host().cpu)
+    assert len(rows) == 2
+    for row in rows:
+        assert row.records == 30
+        assert row.transfer is not None and row.transfer > 0.5
+        assert row.online is not None and row.online > 0.5
+    assert dlc_tune.main(["--evaluate", "--db", str(db)]) == 0
+    assert "transfer rho" in capsys.readouterr().out
+    assert dlc_tune.main(["--evaluate", "--db", str(tmp_path / "none.jsonl")]) == 1
+    assert "no workload of this CPU with enough measured records" in capsys.readouterr().err
+    assert dlc_tune.main(["--db", str(db)]) == 1
+    assert "dlc-tune: error: the .dl file to tune is missing" in capsys.readouterr().err
