@@ -20,17 +20,23 @@ class TuneReport:
     nests: list[NestResult]
 
     def table(self) -> str:
-        """Per nest: default and best time of the function, their ratio, failures, the
-        trials each search needed to reach 95% of the best, and the transfer ρ."""
+        """Per nest: default and best candidate's time of the function, their ratio
+        (`*` when no candidate beat the policy's schedule: compiles keep it),
+        failures, the trials each search needed to reach 95% of the best, and the
+        transfer ρ."""
         head = (
             f"{'nest':<28} {'default':>11} {'best':>11} {'speedup':>8} {'trials':>7} "
             f"{'failed':>7} {'95% at':>14} {'rho':>6}"
         )
         lines = [head, "-" * len(head)]
+        kept = False
         for nest in self.nests:
             best = nest.best()
             seconds = best.seconds if best else None
             ratio = f"{nest.default_seconds / seconds:.2f}x" if seconds else "-"
+            if seconds is not None and seconds >= nest.default_seconds:
+                ratio += "*"
+                kept = True
             count = sum(len(run) for run in nest.trials.values())
             failed = sum(t.seconds is None for run in nest.trials.values() for t in run)
             reach = ", ".join(f"{s[0]}:{nest.trials_to(s) or '-'}" for s in nest.trials)
@@ -43,6 +49,8 @@ class TuneReport:
                 f"{nest.summary:<28} {_ms(nest.default_seconds):>11} {_ms(seconds):>11} "
                 f"{ratio:>8} {count:>7} {failed:>7} {reach:>14} {rho:>6}"
             )
+        if kept:
+            lines.append("* no candidate beat the default schedule: compiles keep the default")
         return "\n".join(lines)
 
     def plot(self, path: str) -> None:

@@ -8,7 +8,9 @@ random search), exclude up front what the lowering rejects (`validate`: the cand
 scheduled by the `schedule` pass through a one-record database and lowered to the
 loop level), measure the rest in worker processes (`measure.py`; on a Dask cluster
 with `cluster`), append every record (failed ones too, never chosen) and retrain the
-model on all records of this target. The model starts from the database's records of
+model on all records of this target. The default's time is recorded too, as a
+`default` record: where no candidate beats it, compiles keep the policy's schedule.
+The model starts from the database's records of
 other workloads (transfer); when it was trained on any, its ranking of this run's
 measured candidates is reported as Spearman's ρ (a workload it did not train on).
 """
@@ -20,7 +22,7 @@ import tempfile
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +34,12 @@ from dlc.diagnostics import DiagnosticError, TrapError
 from dlc.dialects import tensor
 from dlc.parser import parse_module
 from dlc.passes.tensor.schedule import SchedulePass
-from dlc.passes.tensor.schedule_records import Record, TuningDatabase, append_record
+from dlc.passes.tensor.schedule_records import (
+    DEFAULT_SCHEDULE,
+    Record,
+    TuningDatabase,
+    append_record,
+)
 from dlc.target import Target
 from dlc.tuner.features import features
 from dlc.tuner.measure import Job, Result, measure, outputs, random_inputs
@@ -235,6 +242,9 @@ class Tuner:
         again = self.measurer([self.job(None, "")])[0]  # the default, in the same conditions
         if again.seconds is not None:
             result.default_seconds = min(result.default_seconds, again.seconds)
+        # the default competes too: where no candidate beats it, compiles keep the policy
+        default_record = self.record(space, "", Result("ok", result.default_seconds), "default")
+        append_record(self.db_path, replace(default_record, schedule=DEFAULT_SCHEDULE))
         measured = [
             (features(space.info, _parse(t.schedule)), t.seconds)
             for run in result.trials.values()

@@ -204,3 +204,18 @@ def test_dlc_opt_and_dlc_run_take_a_tuning_db(
     assert dlc_opt.main([str(source), "-t", "llvm", "--tuning-db", str(db), "-o", "/dev/null"]) == 0
     assert dlc_run.main([str(source), "--random-inputs", "--tuning-db", str(db)]) == 0
     assert "output 0" in capsys.readouterr().out
+
+
+def test_a_fastest_default_record_keeps_the_policy(tmp_path: Path) -> None:
+    text = MM.format(m=64, k=64, n=64, a="a")
+    key = _dot_key(text)
+    db = tmp_path / "db.jsonl"
+    append_record(db, _record(key, seconds=2e-3))
+    append_record(db, _record(key, schedule="default", seconds=1e-3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TuningWarning)  # kept on purpose: no warning
+        mod = dlc.compile(text, tuning_db=db)
+        assert TUNED.removesuffix(">") not in mod.ir("tensor")
+    stats = mod.pass_statistics()["schedule"]
+    assert stats["nests the tuning database leaves to the default policy"] == 1
+    assert "nests scheduled from the tuning database" not in stats

@@ -15,6 +15,8 @@ The **tuning database** is a JSON lines file (one record a line, appended by
      "schedule": "#schedule.nest<...>", "seconds": 1.2e-5, "status": "ok",
      "version": "0.1.0", "time": 1767000000.0, "search": "model", "features": [...]}
 
+A record whose schedule is `default` measured the policy's own schedule (`dlc-tune`
+writes one per nest): when it is the fastest, the nest keeps the policy's schedule.
 `TuningDatabase.load(path)` keeps the fastest `ok` record per (key, target) of this
 dlc version; a line that is not such a record (not JSON, missing fields), one of
 another dlc version, and a failed measurement are ignored, and the first two are
@@ -37,6 +39,10 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from dlc.dialects import tensor
 from dlc.dialects.graph_types import TensorType, format_type
 from dlc.version import __version__
+
+DEFAULT_SCHEDULE = "default"
+"""The `schedule` of a record that measured the default policy's schedule: when it is
+the fastest record of its key, the nest keeps the policy's schedule."""
 
 
 class TuningWarning(UserWarning):

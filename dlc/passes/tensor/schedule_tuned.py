@@ -1,6 +1,8 @@
 """Schedules from a tuning database for the `schedule` pass (`schedule_records.py`).
 
-For each compute of a run, its workload key is looked up for the target CPU. A record
+For each compute of a run, its workload key is looked up for the target CPU. A best
+record whose schedule is `default` (the policy's schedule measured fastest) leaves the
+nest to the policy, silently. Another record
 that parses as a `#schedule.nest` and fits the nest (`ScheduleAttr.check`; no fusion
 group, no packing) is used instead of the policy's schedule, and the nest joins no
 fusion group. Every contraction (a float `add` reduction of products: what `dlc-tune`
@@ -23,6 +25,7 @@ from dlc.dialects.schedule import Schedule, ScheduleAttr
 from dlc.passes.statistics import PassStatistics
 from dlc.passes.tensor.schedule_policy import float_sum
 from dlc.passes.tensor.schedule_records import (
+    DEFAULT_SCHEDULE,
     TuningDatabase,
     TuningWarning,
     located,
@@ -66,6 +69,9 @@ def tuned_schedules(
     out: dict[tensor.ComputeOp, ScheduleAttr] = {}
     for op in run:
         record, why = db.lookup(workload_key(op), cpu)
+        if record is not None and record.schedule == DEFAULT_SCHEDULE:
+            stats.count("nests the tuning database leaves to the default policy")
+            continue
         if record is not None:
             try:
                 schedule = parse_schedule(record.schedule)
