@@ -102,10 +102,14 @@ def propose_model(
     epsilon: float = 0.1,
     chains: int = 24,
     steps: int = 60,
+    starts: Sequence[Point] = (),
 ) -> list[Point]:
     """`count` points: the best unvisited ones simulated annealing finds on `score`,
-    each replaced by a random point with probability `epsilon`."""
-    current = propose_random(space, chains, set(), rng)
+    each replaced by a random point with probability `epsilon`. Chains start at
+    `starts` (the fastest points measured so far, as AutoTVM's do), then at random
+    points."""
+    current = list(starts[: chains // 2])
+    current += propose_random(space, chains - len(current), set(current), rng)
     if not current:
         return []
     values = score(current)

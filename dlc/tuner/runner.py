@@ -262,6 +262,7 @@ class Tuner:
         self.model = CostModel(self.seed)
         self.model.fit(self.groups())  # transfer: warm start from the database
         visited: set[Point] = set()
+        fastest: list[tuple[float, Point]] = []  # measured points, fastest first
         done: list[Trial] = []
         bar = _progress(trials, f"{space.info.summary} [{search}]", self.progress)
         while len(done) < trials:
@@ -275,7 +276,10 @@ class Tuner:
             if not points:
                 break  # the space is exhausted
             visited.update(points)
-            done += self.measure_points(space, points, search)
+            measured = self.measure_points(space, points, search)
+            done += measured
+            fastest += [(t.seconds, p) for t, p in zip(measured, points) if t.seconds]
+            fastest.sort()
             self.model.fit(self.groups())
             best = max((space.info.flops / t.seconds / 1e9 for t in done if t.seconds), default=0.0)
             bar.update(len(done) - bar.n)

@@ -113,6 +113,8 @@ def test_model_learns_a_ranking_and_guides_annealing() -> None:
     proposed = propose_model(space, score, 8, visited, rng, epsilon=0.0, steps=20)
     assert len(proposed) == 8 and not visited & set(proposed)
     assert all(space.schedule(p) is not None for p in proposed)
+    seeded = propose_model(space, score, 8, visited, rng, starts=points[:4], steps=5)
+    assert len(seeded) == 8 and not visited & set(seeded)
 
 
 def test_spearman() -> None:
