@@ -97,6 +97,8 @@ def tune(
             tuner.prepare()
             spaces = program.spaces(tuner.target)
             nests = [tuner.tune_nest(s, trials, list(searches)) for s in spaces]
+            if nests:
+                tuner.finish(nests, spaces)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
     report = TuneReport(program.entry, os.fspath(db), nests)

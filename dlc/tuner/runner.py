@@ -8,11 +8,13 @@ random search), exclude up front what the lowering rejects (`validate`: the cand
 scheduled by the `schedule` pass through a one-record database and lowered to the
 loop level), measure the rest in worker processes (`measure.py`; on a Dask cluster
 with `cluster`), append every record (failed ones too, never chosen) and retrain the
-model on all records of this target. The default's time is recorded too, as a
-`default` record: where no candidate beats it, compiles keep the policy's schedule.
-The model starts from the database's records of
-other workloads (transfer); when it was trained on any, its ranking of this run's
-measured candidates is reported as Spearman's ρ (a workload it did not train on).
+model on all records of this target. The default schedule is timed before each nest
+and once at the end; the fastest of these times is every nest's default (one program:
+noise on a shared machine only adds time), recorded as a `default` record per nest:
+where no candidate beats it, compiles keep the policy's schedule. The model starts
+from the database's records of other workloads (transfer); when it was trained on
+any, its ranking of this run's measured candidates is reported as Spearman's ρ (a
+workload it did not train on).
 """
 
 from __future__ import annotations
@@ -174,6 +176,7 @@ class Tuner:
     progress: bool = True
     reference: str = ""
     model: CostModel = field(default_factory=CostModel)
+    default_times: list[float] = field(default_factory=list)
 
     def prepare(self) -> None:
         """The default schedule's outputs on the run's inputs, as the reference."""
@@ -232,19 +235,30 @@ class Tuner:
                 out.setdefault(r.key, []).append((r.features, r.seconds if r.ok else None))
         return out
 
+    def measure_default(self) -> float:
+        """Time the default schedule once more; the fastest of all its measurements so
+        far (every nest of the run shares it: the same program without records)."""
+        result = self.measurer([self.job(None, "")])[0]
+        if not result.ok or result.seconds is None:
+            raise ValueError(f"the default schedule fails in a worker: {result.status}")
+        self.default_times.append(result.seconds)
+        return min(self.default_times)
+
+    def finish(self, results: list[NestResult], spaces: list[Space]) -> None:
+        """After the last nest: the default once more, every nest's default time the
+        fastest of the run, and a `default` record per nest (the default competes too:
+        where no candidate beats it, compiles keep the policy)."""
+        fastest = self.measure_default()
+        for result, space in zip(results, spaces, strict=True):
+            result.default_seconds = fastest
+            record = self.record(space, "", Result("ok", fastest), "default")
+            append_record(self.db_path, replace(record, schedule=DEFAULT_SCHEDULE))
+
     def tune_nest(self, space: Space, trials: int, searches: list[str]) -> NestResult:
-        default = self.measurer([self.job(None, "")])[0]
-        if not default.ok or default.seconds is None:
-            raise ValueError(f"the default schedule fails in a worker: {default.status}")
-        result = NestResult(space.info.summary, space.info.key, space.info.flops, default.seconds)
+        default = self.measure_default()
+        result = NestResult(space.info.summary, space.info.key, space.info.flops, default)
         for search in searches:
             result.trials[search] = self.search(space, trials, search)
-        again = self.measurer([self.job(None, "")])[0]  # the default, in the same conditions
-        if again.seconds is not None:
-            result.default_seconds = min(result.default_seconds, again.seconds)
-        # the default competes too: where no candidate beats it, compiles keep the policy
-        default_record = self.record(space, "", Result("ok", result.default_seconds), "default")
-        append_record(self.db_path, replace(default_record, schedule=DEFAULT_SCHEDULE))
         measured = [
             (features(space.info, _parse(t.schedule)), t.seconds)
             for run in result.trials.values()
