@@ -8,13 +8,13 @@ random search), exclude up front what the lowering rejects (`validate`: the cand
 scheduled by the `schedule` pass through a one-record database and lowered to the
 loop level), measure the rest in worker processes (`measure.py`; on a Dask cluster
 with `cluster`), append every record (failed ones too, never chosen) and retrain the
-model on all records of this target. The default schedule is timed before each nest
-and once at the end; the fastest of these times is every nest's default (one program:
-noise on a shared machine only adds time), recorded as a `default` record per nest:
-where no candidate beats it, compiles keep the policy's schedule. The model starts
-from the database's records of other workloads (transfer); when it was trained on
-any, its ranking of this run's measured candidates is reported as Spearman's ρ (a
-workload it did not train on).
+model on all records of this target. The default schedule is timed before each
+nest, with every batch and once at the end; the fastest of these times is every
+nest's default (one program: noise on a shared machine only adds time), recorded as
+a `default` record per nest: where no candidate beats it, compiles keep the policy's
+schedule. The model starts from the database's records of other workloads
+(transfer); when it was trained on any, its ranking of this run's measured candidates
+is reported as Spearman's ρ (a workload it did not train on).
 """
 
 from __future__ import annotations
@@ -310,7 +310,13 @@ class Tuner:
             why = self.program.validate(db)
             jobs.append((text, Result(f"failed: invalid: {why}") if why else self.job(db, text)))
         pending = [j for _, j in jobs if isinstance(j, Job)]
-        answers = iter(self.measurer(pending)) if pending else iter(())
+        # the default once per batch as well: the best of many candidates is a lucky
+        # measurement, and the default deserves as many chances on a noisy machine
+        answered = self.measurer([*pending, self.job(None, "")])
+        default = answered.pop()
+        if default.ok and default.seconds is not None:
+            self.default_times.append(default.seconds)
+        answers = iter(answered)
         out: list[Trial] = []
         for text, job in jobs:
             result = next(answers) if isinstance(job, Job) else job
