@@ -57,12 +57,6 @@ def _check_threads(num_threads: object) -> int:
     return num_threads
 
 
-def _check_fma(fma: object) -> bool | None:
-    if fma is not None and not isinstance(fma, bool):
-        raise TypeError(f"fma must be None, True or False, got {type(fma).__name__}")
-    return fma
-
-
 def defined_functions(module: ModuleOp) -> dict[str, GraphFuncOp]:
     """The functions with bodies of a graph module, by name."""
     return {
@@ -346,6 +340,7 @@ def compile_graph_module(
     fma: bool | None = None,
     target_cpu: str = "host",
     num_threads: int | None = None,
+    tuning_db: str | os.PathLike[str] | None = None,
 ) -> CompiledModule:
     """Compile every defined function of a verified graph module to native code.
 
@@ -362,7 +357,10 @@ def compile_graph_module(
     `fma` (None: opt_level >= 2) lets float sums fuse multiply-adds; `target_cpu` is
     the CPU model to compile for, one this machine can run (`check_runnable`).
     `num_threads` caps the threads parallel loops use (None: `DLC_NUM_THREADS`, else
-    the cores this process may run on); results do not depend on it."""
+    the cores this process may run on); results do not depend on it. `tuning_db`
+    names a tuning database (`dlc-tune`'s JSON lines): nests with a record for this
+    target use its schedule; each contraction without one is a `TuningWarning` saying
+    why. Such compiles bypass the compile cache, so the report shows every time."""
     from dlc.passes.graph.differentiate import differentiated
 
     called = check_externs(module, allowed_externs(externs))
@@ -374,13 +372,15 @@ def compile_graph_module(
         plan_memory=plan_memory,
         fast_math_functions=fast_math_functions,
         bounds_check=bounds_check,
-        fma=_check_fma(fma),
+        fma=pipeline.check_fma(fma),
         target_cpu=check_runnable(target_cpu),
         openmp=openmp_available(),
+        tuning_db=pipeline.check_tuning_db(tuning_db),
     )  # not `seed`: it only sets the generator state after loading
     # The code depends on the allowed externs the program calls, not on the rest of the
     # allow-list: `called` keys the entry (and check_externs already ran, before any lookup).
-    key = cache_key(module, options, called) if cache.enabled() else None
+    cached = cache.enabled() and options.tuning_db is None
+    key = cache_key(module, options, called) if cached else None
     prefixes = _location_prefixes(module)
     module = differentiated(module)  # the signatures of synthesized adjoints
     entry = cache.lookup(key) if key is not None else None

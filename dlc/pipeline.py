@@ -20,6 +20,8 @@ when asked), so its results are bit-identical to the reference interpreter's.
 from __future__ import annotations
 
 import gc
+import hashlib
+import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -114,6 +116,7 @@ class Options:
     fma: bool | None = None  # fused multiply-add in reductions; None: opt_level >= 2
     openmp: bool = True  # parallel loops on the OpenMP runtime (else serial)
     triple: str = ""  # the LLVM target triple (ahead-of-time); "" = this process's
+    tuning_db: str | None = None  # a tuning database (JSON lines) the schedule pass applies
 
     def __post_init__(self) -> None:
         if self.opt_level not in (0, 1, 2, 3):
@@ -140,6 +143,7 @@ class Options:
             "target": self.target.key(),
             "fma": self.contract,
             "openmp": self.openmp,
+            "tuning_db": tuning_fingerprint(self.tuning_db),
         }
 
 
@@ -147,6 +151,34 @@ SUPEROPTIMIZER = ("superoptimize", "fold-constants", "canonicalize", "cse", "dce
 """Run after `GRAPH_OPTIMIZER` at opt_level 3: the substitution search, then folding
 what it built over constants (concatenated literal weights) and a cleanup of what it
 leaves (double transposes of nested splits, unread inline literals)."""
+
+
+def tuning_fingerprint(path: str | None) -> str | None:
+    """SHA-256 of a tuning database's bytes (what the compile cache keys on: a new
+    record changes the code), "missing" for an unreadable file, None without one."""
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return "missing"
+
+
+def check_fma(fma: object) -> bool | None:
+    """The `fma` option of `dlc.compile`, checked."""
+    if fma is not None and not isinstance(fma, bool):
+        raise TypeError(f"fma must be None, True or False, got {type(fma).__name__}")
+    return fma
+
+
+def check_tuning_db(path: object) -> str | None:
+    """The `tuning_db` option of `dlc.compile`, checked, as a str."""
+    if path is None:
+        return None
+    if not isinstance(path, str | os.PathLike):
+        raise TypeError(f"tuning_db must be None or a path, got {type(path).__name__}")
+    return os.fspath(path)  # type: ignore[arg-type]
 
 
 def level_passes(level: str, options: Options) -> list[ModulePass]:
@@ -164,6 +196,7 @@ def level_passes(level: str, options: Options) -> list[ModulePass]:
             triple=options.triple,
             group=options.fuse,
             fma=options.contract,
+            tuning_db=options.tuning_db or "",
         )
         return [*fuse, schedule]
     if level == "loop":

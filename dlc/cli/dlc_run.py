@@ -89,6 +89,12 @@ def _argument_parser() -> argparse.ArgumentParser:
         "libm's scalar math functions); it runs with this process's rights",
     )
     parser.add_argument(
+        "--tuning-db",
+        metavar="PATH",
+        help="a tuning database (dlc-tune) whose schedules to use; each contraction "
+        "without a record is a warning saying why",
+    )
+    parser.add_argument(
         "--opt-level", "-O", type=int, choices=range(4), default=2, help="LLVM opt level"
     )
     return parser
@@ -294,7 +300,9 @@ def run(argv: Sequence[str] | None) -> None:
     from dlc.api import compile_graph_module
 
     start = time.perf_counter()
-    compiled = compile_graph_module(module, opt_level=args.opt_level, externs=externs)
+    compiled = compile_graph_module(
+        module, opt_level=args.opt_level, externs=externs, tuning_db=args.tuning_db
+    )
     compile_s = time.perf_counter() - start
     fn = compiled[func.sym_name.data]
     print_outputs(_call(fn, inputs, args.file, text), func)
@@ -345,6 +353,9 @@ def parse_file(path: str, input_shapes: dict[str, tuple[int, ...]]) -> tuple[Any
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run dlc-run; return the exit code (0 ok, 1 user error, 2 internal error)."""
+    from dlc.cli import plain_warnings
+
+    plain_warnings()
     try:
         run(argv)
     except RunError as e:
