@@ -112,6 +112,17 @@ def _compiled(llvm_level: ModuleOp, opt_level: int, target: Target | None = None
     return module, tm
 
 
+def build_object(text: str, opt_level: int, target: Target | None = None) -> bytes:
+    """Object code of LLVM IR `text` (one part of a module, `jit_parts.py`), optimized
+    at `opt_level` for `target`, in an LLVM context of its own."""
+    _check_level(opt_level)
+    tm = target_machine(opt_level, target)
+    module = llvm_binding.parse_assembly(text, context=llvm_binding.create_context())
+    module.verify()
+    optimize(module, tm, opt_level)
+    return tm.emit_object(module)
+
+
 def llvm_ir(llvm_level: ModuleOp, opt_level: int = 2, target: Target | None = None) -> str:
     """The optimized LLVM IR text of an llvm-level module."""
     module, _ = _compiled(llvm_level, opt_level, target)

@@ -5,10 +5,12 @@ of a large program's compile time. The runs of loop nests that `lower-loop-to-ll
 outlines from large functions (`noinline` functions, `parallel.py`) are independent
 pieces: `compile_in_parts` moves groups of them (each with the functions only it
 uses, such as its OpenMP workers) into modules of their own, converts each to LLVM IR,
-then optimizes it and emits its object code on a thread of its own (llvmlite releases
-the GIL inside LLVM; each part has its own LLVM context and target machine). One MCJIT
-engine loads all the objects, which resolve each other's symbols; the compile cache
-stores them together (`pack_objects`).
+then optimizes it and emits its object code in a worker process
+(`python -m dlc.runtime.jit_worker`; llvmlite serializes all LLVM calls of a process
+behind one lock, so threads would not overlap) while this process builds part 0. One
+MCJIT engine loads all the objects, which resolve each other's symbols; the compile
+cache stores them together (`pack_objects`). A worker that cannot start or fails
+leaves its part to this process.
 
 The parts see each other only through declarations: an outlined function becomes
 external in its part, the constant data it reads is copied into it, module variables
@@ -17,12 +19,15 @@ and other globals are declared. The llvm-level module is left exactly as it was.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import struct
+import subprocess
+import sys
 import threading
+from pathlib import Path
 from typing import TYPE_CHECKING
-
-import llvmlite.binding as llvm_binding
 
 if TYPE_CHECKING:  # imported where used: loading cached objects needs none of them
     from xdsl.dialects import llvm
@@ -32,7 +37,8 @@ if TYPE_CHECKING:  # imported where used: loading cached objects needs none of t
     from dlc.target import Target
 
 MIN_OPS = 5_000
-"""llvm-level ops below which a module is compiled whole: splitting costs more."""
+"""llvm-level ops below which a module is compiled whole: a worker process costs about
+0.2 s to start."""
 MAX_PARTS = 4
 MAGIC = b"DLCOBJS1"
 
@@ -212,9 +218,9 @@ def _part_texts(module: ModuleOp, moved: list[list[llvm.FuncOp]], tm) -> list[st
 
 
 def compile_in_parts(module: ModuleOp, opt_level: int, target: Target | None) -> list[bytes] | None:
-    """Object code of `module` in parts built on parallel threads (module docstring),
-    or None when it is better compiled whole."""
-    from dlc.runtime.jit import optimize, target_machine
+    """Object code of `module` in parts (module docstring), parts 1.. built in worker
+    processes while this one builds part 0; None when it is better compiled whole."""
+    from dlc.runtime.jit import build_object, target_machine
 
     moved = _plan(module, min(MAX_PARTS, _threads()))
     if moved is None:
@@ -222,25 +228,61 @@ def compile_in_parts(module: ModuleOp, opt_level: int, target: Target | None) ->
     texts = _part_texts(module, moved, target_machine(opt_level, target))
     if any("@llvm.global_ctors" in text for text in texts):
         return None
-    objects: list[bytes | BaseException | None] = [None] * len(texts)
+    workers = [_start_worker(text, opt_level, target) for text in texts[1:]]
+    objects = [build_object(texts[0], opt_level, target)]
+    for text, worker in zip(texts[1:], workers, strict=True):
+        built = _finish_worker(worker)
+        objects.append(built if built is not None else build_object(text, opt_level, target))
+    return objects
 
-    def build(index: int) -> None:
-        try:
-            tm = target_machine(opt_level, target)
-            part = llvm_binding.parse_assembly(texts[index], context=llvm_binding.create_context())
-            part.verify()
-            optimize(part, tm, opt_level)
-            objects[index] = tm.emit_object(part)
-        except BaseException as error:  # noqa: BLE001 -- re-raised on the caller's thread
-            objects[index] = error
 
-    workers = [threading.Thread(target=build, args=(i,)) for i in range(1, len(texts))]
-    for worker in workers:
-        worker.start()
-    build(0)
-    for worker in workers:
-        worker.join()
-    for result in objects:
-        if isinstance(result, BaseException):
-            raise result
-    return objects  # type: ignore[return-value]
+def _start_worker(text: str, opt_level: int, target: Target | None) -> subprocess.Popen | None:
+    """`python -m dlc.runtime.jit_worker` building `text`, its input written; None when
+    no worker process can be started (the caller builds the part itself)."""
+    if not sys.executable:
+        return None
+    header = {"opt_level": opt_level, "target": dataclasses.asdict(target) if target else None}
+    root = str(Path(__file__).resolve().parents[2])  # the dlc this process runs
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
+    }
+    try:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "dlc.runtime.jit_worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+    except OSError:
+        return None
+    feed = threading.Thread(
+        target=_feed, args=(worker, json.dumps(header).encode() + b"\n" + text.encode())
+    )
+    feed.start()
+    worker.feeder = feed  # type: ignore[attr-defined]
+    return worker
+
+
+def _feed(worker: subprocess.Popen, data: bytes) -> None:
+    try:
+        assert worker.stdin is not None
+        worker.stdin.write(data)
+        worker.stdin.close()
+    except OSError:  # the worker died: `_finish_worker` sees its status
+        pass
+
+
+def _finish_worker(worker: subprocess.Popen | None) -> bytes | None:
+    """The worker's object code, or None when it failed."""
+    if worker is None:
+        return None
+    assert worker.stdout is not None and worker.stderr is not None
+    out = worker.stdout.read()  # stderr carries a short message at most
+    worker.stderr.read()
+    worker.wait()
+    worker.feeder.join()  # type: ignore[attr-defined]
+    worker.stdout.close()
+    worker.stderr.close()
+    return out if worker.returncode == 0 and out else None

@@ -92,3 +92,38 @@ def test_object_bundles_round_trip() -> None:
     for cut in (bundle[:-3], bundle[:10], bundle[:20]):
         with pytest.raises(ValueError, match="malformed object bundle"):
             jit_parts.unpack_objects(cut)
+
+
+def test_parts_build_here_when_no_worker_can(split: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No interpreter to start, or a worker that fails: this process builds the part."""
+    monkeypatch.setenv("DLC_CACHE", "0")
+    executable = jit_parts.sys.executable
+    monkeypatch.setattr(jit_parts.sys, "executable", "")
+    alone = dlc.compile(PROGRAM)
+    assert built_in_parts(alone)
+    monkeypatch.setattr(jit_parts.sys, "executable", executable)
+    real = jit_parts._start_worker  # noqa: SLF001
+
+    def failing(text: str, opt_level: int, target: object) -> object:
+        return real("this is not LLVM IR", opt_level, target)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(jit_parts, "_start_worker", failing)
+    helped = dlc.compile(PROGRAM)
+    assert built_in_parts(helped)
+    np.testing.assert_array_equal(helped.f(A, B), alone.f(A, B))
+
+
+def test_the_worker_reports_bad_input() -> None:
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [sys.executable, "-m", "dlc.runtime.jit_worker"],
+        input=b'{"opt_level": 2, "target": null}\nthis is not LLVM IR',
+        capture_output=True,
+        check=False,
+        cwd=Path(jit_parts.__file__).resolve().parents[2],
+    )
+    assert run.returncode == 1
+    assert run.stdout == b""
+    assert b"dlc.runtime.jit_worker: RuntimeError" in run.stderr
