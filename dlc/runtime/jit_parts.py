@@ -249,7 +249,9 @@ def _start_worker(text: str, opt_level: int, target: Target | None) -> subproces
     }
     try:
         worker = subprocess.Popen(
-            [sys.executable, "-m", "dlc.runtime.jit_worker"],
+            # -P: the working directory is not on the worker's path (nothing found
+            # there is imported); PYTHONPATH leads with this process's dlc
+            [sys.executable, "-P", "-m", "dlc.runtime.jit_worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

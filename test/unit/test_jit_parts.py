@@ -127,3 +127,17 @@ def test_the_worker_reports_bad_input() -> None:
     assert run.returncode == 1
     assert run.stdout == b""
     assert b"dlc.runtime.jit_worker: RuntimeError" in run.stderr
+
+
+def test_the_worker_ignores_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `dlc` package planted in the working directory is never imported by a worker."""
+    planted = tmp_path / "dlc"
+    planted.mkdir()
+    (planted / "__init__.py").write_text("raise SystemExit('planted dlc imported')\n")
+    monkeypatch.chdir(tmp_path)
+    ir = "define i64 @seven() {\n  ret i64 7\n}\n"
+    worker = jit_parts._start_worker(ir, 2, None)  # noqa: SLF001
+    code = jit_parts._finish_worker(worker)  # noqa: SLF001
+    assert code is not None and code.startswith(b"\x7fELF")
