@@ -1,0 +1,166 @@
+"""dlc as an ONNX backend (`onnx.backend.base.Backend`), so that ONNX's own backend
+test suite (`onnx.backend.test.BackendTest`) runs against dlc.
+
+>>> import dlc.onnx.backend as backend
+>>> rep = backend.prepare(model, "CPU")      # imported and compiled by dlc
+>>> y, = rep.run([x])                         # inputs by position, outputs in order
+>>> backend.run_node(node, [a, b])            # one node, shapes from the inputs
+
+A model goes through `dlc.onnx.load` and the same pipeline as `dlc.compile_onnx`. A
+model whose inputs have dynamic dimensions is compiled on each first call with new
+input shapes (the shapes of the arrays given to `run`). What dlc cannot import raises
+`dlc.onnx.OnnxImportError` from `prepare` (or from the first `run` of a dynamic
+model), naming every unsupported node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import ModelProto, NodeProto, TypeProto, helper
+from onnx.backend.base import Backend, BackendRep, Device, DeviceType, namedtupledict
+
+import dlc
+from dlc.onnx import load
+
+TEST_OPTIONS = ("rtol", "atol")
+"""Keyword arguments `BackendTest` passes to `prepare` for its own comparison."""
+
+
+def _static_shapes(model: ModelProto) -> bool:
+    """Whether every graph input that is not an initializer has a fixed shape."""
+    constants = {init.name for init in model.graph.initializer}
+    for value in model.graph.input:
+        if value.name in constants:
+            continue
+        dims = value.type.tensor_type.shape.dim
+        if any(not d.HasField("dim_value") for d in dims):
+            return False
+    return True
+
+
+class DlcRep(BackendRep):
+    """A model prepared by dlc: compiled once per set of input shapes."""
+
+    def __init__(self, model: ModelProto, options: dict[str, Any]):
+        self.model = model
+        self.options = options
+        constants = {init.name for init in model.graph.initializer}
+        self.input_names = [v.name for v in model.graph.input if v.name not in constants]
+        self.output_names = [v.name for v in model.graph.output]
+        self._compiled: dict[tuple[tuple[int, ...], ...], Any] = {}
+        if _static_shapes(model):
+            self._compiled[()] = self._compile(None)
+
+    def _compile(self, shapes: Mapping[str, tuple[int, ...]] | None) -> Any:
+        module = load(self.model, shapes)
+        from dlc.api import compile_graph_module
+
+        compiled = compile_graph_module(module, **self.options)
+        (name,) = compiled.functions
+        return compiled[name]
+
+    def _function(self, arrays: Sequence[np.ndarray]) -> Any:
+        if () in self._compiled:
+            return self._compiled[()]
+        key = tuple(a.shape for a in arrays)
+        if key not in self._compiled:
+            shapes = dict(zip(self.input_names, key, strict=True))
+            self._compiled[key] = self._compile(shapes)
+        return self._compiled[key]
+
+    def _arrays(self, inputs: Any) -> list[np.ndarray]:
+        if isinstance(inputs, Mapping):
+            missing = [n for n in self.input_names if n not in inputs]
+            if missing:
+                raise ValueError(f"run: input '{missing[0]}' is not given")
+            inputs = [inputs[n] for n in self.input_names]
+        elif isinstance(inputs, np.ndarray):
+            inputs = [inputs]
+        arrays = [np.asarray(a) for a in inputs]
+        if len(arrays) != len(self.input_names):
+            raise ValueError(
+                f"run: the model has {len(self.input_names)} inputs, got {len(arrays)}"
+            )
+        return arrays
+
+    def run(self, inputs: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """The outputs, in graph-output order, for `inputs` (a sequence in graph-input
+        order, a mapping by input name, or one array for a one-input model)."""
+        if kwargs:
+            raise TypeError(f"run: unexpected keyword argument '{next(iter(kwargs))}'")
+        arrays = self._arrays(inputs)
+        result = self._function(arrays)(*arrays)
+        outputs = list(result) if len(self.output_names) > 1 else [result]
+        outputs = [np.asarray(o) for o in outputs]
+        return namedtupledict("Outputs", self.output_names)(*outputs)
+
+
+class DlcBackend(Backend):
+    """`onnx.backend.base.Backend` for dlc (CPU only)."""
+
+    @classmethod
+    def prepare(cls, model: ModelProto, device: str = "CPU", **kwargs: Any) -> DlcRep:
+        """Import and compile `model` with `dlc.compile`'s keyword options."""
+        if not cls.supports_device(device):
+            raise ValueError(f"dlc runs on the CPU only, not on '{device}'")
+        if not isinstance(model, ModelProto):
+            raise TypeError(f"prepare: expected an onnx.ModelProto, got {type(model).__name__}")
+        options = {k: v for k, v in kwargs.items() if k not in TEST_OPTIONS}
+        if "opt_level" in options:
+            options["opt_level"] = dlc._check_opt_level(options["opt_level"])
+        return DlcRep(model, options)
+
+    @classmethod
+    def run_model(
+        cls, model: ModelProto, inputs: Any, device: str = "CPU", **kwargs: Any
+    ) -> tuple[Any, ...]:
+        return cls.prepare(model, device, **kwargs).run(inputs)
+
+    @classmethod
+    def run_node(
+        cls,
+        node: NodeProto,
+        inputs: Any,
+        device: str = "CPU",
+        outputs_info: Sequence[tuple[np.dtype, tuple[int, ...]]] | None = None,
+        **kwargs: Any,
+    ) -> tuple[Any, ...]:
+        """Run one node on `inputs` (arrays, in the node's input order; shapes and
+        element types come from them). `opset_version` selects the default-domain
+        opset (default: the newest onnx knows)."""
+        opset = kwargs.pop("opset_version", onnx.defs.onnx_opset_version())
+        arrays = [np.asarray(a) for a in (inputs.values() if isinstance(inputs, Mapping) else inputs)]
+        names = [n for n in node.input if n]
+        if len(names) != len(arrays):
+            raise ValueError(f"run_node: the node has {len(names)} inputs, got {len(arrays)}")
+        graph_inputs = [
+            helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
+            for n, a in zip(names, arrays, strict=True)
+        ]
+        graph_outputs = [helper.make_value_info(n, TypeProto()) for n in node.output if n]
+        if outputs_info is not None:
+            graph_outputs = [
+                helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(np.dtype(dt)), s)
+                for n, (dt, s) in zip(node.output, outputs_info, strict=False)
+            ]
+        graph = helper.make_graph([node], "run_node", graph_inputs, graph_outputs)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+        return cls.run_model(model, arrays, device, **kwargs)
+
+    @classmethod
+    def supports_device(cls, device: str) -> bool:
+        try:
+            return Device(device).type == DeviceType.CPU
+        except (AttributeError, ValueError):
+            return False
+
+
+prepare = DlcBackend.prepare
+run_model = DlcBackend.run_model
+run_node = DlcBackend.run_node
+supports_device = DlcBackend.supports_device
+is_compatible = DlcBackend.is_compatible
