@@ -133,7 +133,9 @@ class DlcBackend(Backend):
         element types come from them). `opset_version` selects the default-domain
         opset (default: the newest onnx knows)."""
         opset = kwargs.pop("opset_version", onnx.defs.onnx_opset_version())
-        arrays = [np.asarray(a) for a in (inputs.values() if isinstance(inputs, Mapping) else inputs)]
+        arrays = [
+            np.asarray(a) for a in (inputs.values() if isinstance(inputs, Mapping) else inputs)
+        ]
         names = [n for n in node.input if n]
         if len(names) != len(arrays):
             raise ValueError(f"run_node: the node has {len(names)} inputs, got {len(arrays)}")

@@ -226,7 +226,10 @@ def _splits(n: int) -> list[tuple[tuple[int, ...], ...]]:
 
 
 def _dtype_name(dtype: np.dtype) -> str:
-    names = {"float32": "f32", "float64": "f64", "int64": "i64", "int32": "i32", "bool": "bool"}
+    names = {
+        "float16": "f16", "float32": "f32", "float64": "f64", "int8": "i8", "int16": "i16",
+        "int32": "i32", "int64": "i64", "bool": "bool",
+    }  # fmt: skip
     if dtype.name not in names:
         raise ImportProblem(f"constants of type {dtype.name} are not supported")
     return names[dtype.name]

@@ -39,7 +39,17 @@ CONVERTERS: dict[str, Converter] = {
     **ops_nn.CONVERTERS,
     **ops_shape.CONVERTERS,
 }
-DTYPES = {TensorProto.FLOAT: "f32", TensorProto.DOUBLE: "f64"}
+DTYPES = {
+    TensorProto.FLOAT: "f32",
+    TensorProto.DOUBLE: "f64",
+    TensorProto.FLOAT16: "f16",
+    TensorProto.INT8: "i8",
+    TensorProto.INT16: "i16",
+    TensorProto.INT32: "i32",
+    TensorProto.INT64: "i64",
+    TensorProto.BOOL: "bool",
+}
+"""ONNX element types dlc has; unsigned integers and bf16 are not among them."""
 
 
 class OnnxImportError(DiagnosticError):
@@ -143,7 +153,10 @@ class GraphImporter:
         dt = DTYPES.get(tensor.elem_type)
         if dt is None:
             kind = TensorProto.DataType.Name(tensor.elem_type)
-            self.problems.append(f"input '{name}': element type {kind} is not supported (f32, f64)")
+            self.problems.append(
+                f"input '{name}': element type {kind} is not supported "
+                "(f16, f32, f64, i8, i16, i32, i64, bool)"
+            )
             return None
         declared = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
         given = self.input_shapes.get(name)

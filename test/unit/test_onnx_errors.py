@@ -258,9 +258,12 @@ def test_graph_errors(inputs, outputs, shapes, message):
 
 def test_input_element_type():
     model = make(
-        [node("Relu", ["x"], ["y"])], {"x": (2,)}, {"y": None}, dtype=onnx.TensorProto.INT32
+        [node("Relu", ["x"], ["y"])], {"x": (2,)}, {"y": None}, dtype=onnx.TensorProto.UINT8
     )
-    message = "<model>: error: input 'x': element type INT32 is not supported (f32, f64)"
+    message = (
+        "<model>: error: input 'x': element type UINT8 is not supported "
+        "(f16, f32, f64, i8, i16, i32, i64, bool)"
+    )
     assert _errors(model) == [message]  # and nothing about the nodes that read it
 
 
