@@ -198,7 +198,7 @@ def drive(names: list[str], jobs: int, timeout: float) -> dict[str, dict[str, st
     pending = list(reversed(names))
     workers = [Worker() for _ in range(min(jobs, len(names)))]
     while len(results) < len(names):
-        for i, w in enumerate(workers):
+        for w in workers:
             if w.ready and w.name is None and pending:
                 w.send(pending.pop())
         streams = {w.proc.stdout: w for w in workers if w.proc.stdout is not None}

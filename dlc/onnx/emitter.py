@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from functools import cache
 
 import numpy as np
+from onnx import TensorProto
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
@@ -32,6 +33,14 @@ from dlc.passes.graph.fold_constants import literal_of, scalar_tree
 MAX_PERMUTE_RANK = 6
 """Transposes with a permutation are searched for among reshape + reverse sequences up
 to this rank (720 permutations)."""
+
+
+ELEMENT_TYPES = {
+    TensorProto.FLOAT: "f32", TensorProto.DOUBLE: "f64", TensorProto.FLOAT16: "f16",
+    TensorProto.INT8: "i8", TensorProto.INT16: "i16", TensorProto.INT32: "i32",
+    TensorProto.INT64: "i64", TensorProto.BOOL: "bool",
+}  # fmt: skip
+"""ONNX element types dlc has; unsigned integers and bf16 are not among them."""
 
 
 class ImportProblem(Exception):

@@ -30,26 +30,17 @@ from dlc.dialects.graph_types import (
     size_error,
 )
 from dlc.dialects.graph_verify import verify_module
-from dlc.onnx import ops_math, ops_nn, ops_shape
-from dlc.onnx.emitter import Emitter, ImportProblem
+from dlc.onnx import fold, ops_logic, ops_math, ops_nn, ops_shape
+from dlc.onnx.emitter import ELEMENT_TYPES, Emitter, ImportProblem
 from dlc.onnx.node import Converter, Node
 
 CONVERTERS: dict[str, Converter] = {
     **ops_math.CONVERTERS,
     **ops_nn.CONVERTERS,
     **ops_shape.CONVERTERS,
+    **ops_logic.CONVERTERS,
 }
-DTYPES = {
-    TensorProto.FLOAT: "f32",
-    TensorProto.DOUBLE: "f64",
-    TensorProto.FLOAT16: "f16",
-    TensorProto.INT8: "i8",
-    TensorProto.INT16: "i16",
-    TensorProto.INT32: "i32",
-    TensorProto.INT64: "i64",
-    TensorProto.BOOL: "bool",
-}
-"""ONNX element types dlc has; unsigned integers and bf16 are not among them."""
+DTYPES = ELEMENT_TYPES
 
 
 class OnnxImportError(DiagnosticError):
@@ -201,7 +192,11 @@ class GraphImporter:
         if name not in self.values and name not in self.constants:
             self.problems.append(f"output '{name}' is not computed by any node")
             return None
-        value = self._value(name)
+        try:
+            value = self._value(name)
+        except ImportProblem as err:
+            self.problems.append(f"output '{name}': {err}")
+            return None
         tensor = type_proto.tensor_type  # type: ignore[attr-defined]
         declared = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
         t = value.type
@@ -271,17 +266,24 @@ class GraphImporter:
         if proto.op_type == "Constant":
             self._constant(proto)
             return
-        convert = CONVERTERS.get(proto.op_type)
-        if convert is None:
-            raise ImportProblem(f"operator {proto.op_type} is not supported")
         missing = [n for n in proto.input if n and n not in self.values and n not in self.constants]
         if missing:
             raise ImportProblem(f"input '{missing[0]}' is not defined before the node")
+        constants = [self.constants.get(n) if n else None for n in proto.input]
+        if fold.foldable(proto, constants):
+            try:
+                self._results(proto, fold.fold(proto, constants, opset))
+                return
+            except ValueError:
+                pass  # too large, or the reference rejects it: the converter decides
+        convert = CONVERTERS.get(proto.op_type)
+        if convert is None:
+            raise ImportProblem(f"operator {proto.op_type} is not supported")
         node = Node(
             proto,
             opset,
             list(proto.input),
-            [self.constants.get(n) if n else None for n in proto.input],
+            constants,
             self._value,
             self.emit,
         )
@@ -289,7 +291,16 @@ class GraphImporter:
         unused = [a.name for a in proto.attribute if a.name not in node.used]
         if unused:
             raise ImportProblem(f"attribute '{unused[0]}' is not supported")
+        self._results(proto, results)
+
+    def _results(self, proto: NodeProto, results: Sequence[SSAValue | np.ndarray]) -> None:
+        """Record a node's outputs: tensors, or constants known at import time."""
         for name, value in zip(proto.output, results, strict=False):
+            if not name:
+                continue
+            if isinstance(value, np.ndarray):
+                self.constants[name] = value
+                continue
             if value._name is None:
                 value._name = self.names(name)
             self.values[name] = value

@@ -84,4 +84,6 @@ class Node:
         return value
 
 
-Converter = Callable[[Node], list[SSAValue]]
+Result = SSAValue | np.ndarray
+"""A node's output: a tensor, or a constant known at import time (a shape)."""
+Converter = Callable[[Node], list[Result]]
