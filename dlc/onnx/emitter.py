@@ -18,10 +18,12 @@ from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from dlc.dialects.graph import InferenceError, LiteralOp
-from dlc.dialects.graph_elementwise import BINARY_OPS, UNARY_OPS
+from dlc.dialects.graph_elementwise import BINARY_OPS, UNARY_OPS, DataTypeCastOp
 from dlc.dialects.graph_literal import LiteralAttr
 from dlc.dialects.graph_tensor import (
     ConcatenateOp,
+    ConvolveOp,
+    DotOp,
     PadShapeOp,
     ReduceOp,
     ShapeCastOp,
@@ -70,7 +72,13 @@ class Emitter:
     def op(
         self, cls: type[Operation], operands: Sequence[SSAValue], **props: Attribute
     ) -> SSAValue:
-        """Create `cls` with inferred result types; a type error is an `ImportProblem`."""
+        """Create `cls` with inferred result types; a type error is an `ImportProblem`.
+        f16 products and convolutions accumulate in f32 (as NumPy and onnxruntime do),
+        rounding once at the end instead of after every step."""
+        if cls in (DotOp, ConvolveOp) and all(tensor_type(o).dt == "f16" for o in operands):
+            wide = [self.op(DataTypeCastOp, [o], dtype=StringAttr("f32")) for o in operands]
+            y = self.op(cls, wide, **props)
+            return self.op(DataTypeCastOp, [y], dtype=StringAttr("f16"))
         try:
             results = cls.infer([o.type for o in operands], props)  # type: ignore[attr-defined]
         except InferenceError as err:
@@ -182,8 +190,13 @@ class Emitter:
         if not axes:
             return x
         dt = tensor_type(x).dt
+        wide = dt == "f16" and combinator in ("add", "multiply")  # f32 accumulation
+        if wide:
+            x, dt = self.op(DataTypeCastOp, [x], dtype=StringAttr("f32")), "f32"
         props = {"dims": ints_attr(sorted(axes)), "combinator": StringAttr(combinator)}
         y = self.op(ReduceOp, [x, self.scalar(init, dt)], **props)
+        if wide:
+            y = self.op(DataTypeCastOp, [y], dtype=StringAttr("f16"))
         if keepdims:
             y = self.reshape(y, [1 if i in axes else d for i, d in enumerate(shape_of(x))])
         return y

@@ -30,7 +30,15 @@ from dlc.dialects.graph_types import (
     size_error,
 )
 from dlc.dialects.graph_verify import verify_module
-from dlc.onnx import fold, ops_logic, ops_math, ops_nn, ops_shape
+from dlc.onnx import (
+    fold,
+    ops_activation,
+    ops_logic,
+    ops_math,
+    ops_nn,
+    ops_shape,
+    ops_slice,
+)
 from dlc.onnx.emitter import ELEMENT_TYPES, Emitter, ImportProblem
 from dlc.onnx.node import Converter, Node
 
@@ -39,6 +47,8 @@ CONVERTERS: dict[str, Converter] = {
     **ops_nn.CONVERTERS,
     **ops_shape.CONVERTERS,
     **ops_logic.CONVERTERS,
+    **ops_activation.CONVERTERS,
+    **ops_slice.CONVERTERS,
 }
 DTYPES = ELEMENT_TYPES
 

@@ -81,20 +81,33 @@ def leaky_relu(node: Node) -> list[SSAValue]:
 
 
 def clip(node: Node) -> list[SSAValue]:
-    """min(max(x, lo), hi); bounds are attributes before opset 11, inputs after."""
+    """min(max(x, lo), hi); bounds are attributes before opset 11, inputs after (a
+    bound computed at run time is a tensor operand)."""
     e, x = node.emit, node.input(0)
     dt = tensor_type(x).dt
     if node.opset < 11:
         lo, hi = node.attr("min", -math.inf), node.attr("max", math.inf)
+        bounds = [(lo, "max", -math.inf), (hi, "min", math.inf)]
     else:
-        lo_value, hi_value = node.constant(1, "min"), node.constant(2, "max")
-        lo = float(lo_value) if lo_value is not None else -math.inf
-        hi = float(hi_value) if hi_value is not None else math.inf
-    if lo != -math.inf:
-        x = e.binary("max", x, e.scalar(lo, dt))
-    if hi != math.inf:
-        x = e.binary("min", x, e.scalar(hi, dt))
+        bounds = [(_bound(node, 1), "max", -math.inf), (_bound(node, 2), "min", math.inf)]
+    for bound, opcode, none in bounds:
+        if isinstance(bound, SSAValue):
+            x = e.binary(opcode, x, bound)
+        elif bound != none:
+            x = e.binary(opcode, x, e.scalar(bound, dt))
     return [x]
+
+
+def _bound(node: Node, i: int) -> float | SSAValue:
+    """Clip's input i: a float when constant, a tensor otherwise; ±inf when omitted."""
+    if i >= len(node.names) or not node.names[i]:
+        return -math.inf if i == 1 else math.inf
+    value = node.constants[i]
+    if value is None:
+        return node.input(i)
+    if value.size != 1:
+        raise ImportProblem(f"Clip bounds must be scalars, input {i} has shape {value.shape}")
+    return float(value.reshape(-1)[0])
 
 
 def matmul(node: Node) -> list[SSAValue]:
@@ -158,7 +171,8 @@ def _transposed(node: Node, i: int, transpose: int) -> SSAValue:
 
 def softmax(node: Node) -> list[SSAValue]:
     """exp(x - max) / sum(exp(x - max)) along `axis` (opset ≥ 13) or over the 2-D
-    coercion [prod(dims[:axis]), prod(dims[axis:])] (opset < 13)."""
+    coercion [prod(dims[:axis]), prod(dims[axis:])] (opset < 13); LogSoftmax is
+    x - max - log(sum(exp(x - max)))."""
     e, x = node.emit, node.input(0)
     dims = shape_of(x)
     axis = node.axis(node.attr("axis", -1 if node.opset >= 13 else 1), max(len(dims), 1))
@@ -172,8 +186,11 @@ def softmax(node: Node) -> list[SSAValue]:
 def _softmax(node: Node, x: SSAValue, axis: int) -> SSAValue:
     e = node.emit
     peak = e.reduce(x, "max", -math.inf, [axis], keepdims=True)
-    exp = e.unary("exp", e.binary("subtract", x, peak))
+    shifted = e.binary("subtract", x, peak)
+    exp = e.unary("exp", shifted)
     total = e.reduce(exp, "add", 0.0, [axis], keepdims=True)
+    if node.op_type == "LogSoftmax":
+        return e.binary("subtract", shifted, e.unary("log", total))
     return e.binary("divide", exp, total)
 
 
@@ -224,5 +241,6 @@ CONVERTERS: dict[str, Converter] = {
     "MatMul": matmul,
     "Gemm": gemm,
     "Softmax": softmax,
+    "LogSoftmax": softmax,
     **dict.fromkeys(REDUCTIONS, reduce),
 }
