@@ -20,12 +20,12 @@ from onnx import NodeProto
 
 FOLDABLE = frozenset(
     {
-        "Abs", "Add", "Cast", "CastLike", "Ceil", "Concat", "ConstantOfShape", "Div",
+        "Abs", "Add", "And", "Cast", "CastLike", "Ceil", "Concat", "ConstantOfShape", "Div",
         "Equal", "Expand", "Flatten", "Floor", "Gather", "Greater", "GreaterOrEqual",
-        "Identity", "Less", "LessOrEqual", "Max", "Min", "Mod", "Mul", "Neg", "Not",
-        "Range", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSum", "Reshape", "Shape",
-        "Size", "Slice", "Sqrt", "Squeeze", "Sub", "Tile", "Transpose", "Unsqueeze",
-        "Where",
+        "Identity", "Less", "LessOrEqual", "Max", "Min", "Mod", "Mul", "Neg", "Not", "Or", "Pow",
+        "Range", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum",
+        "Reshape", "Shape", "Sign", "Size", "Slice", "Sqrt", "Squeeze", "Sub", "Tile",
+        "Transpose", "Trilu", "Unsqueeze", "Where", "Xor",
     }
 )  # fmt: skip
 MAX_ELEMENTS = 1 << 16
