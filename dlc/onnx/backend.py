@@ -8,7 +8,10 @@ test suite (`onnx.backend.test.BackendTest`) runs against dlc.
 
 A model goes through `dlc.onnx.load` and the same pipeline as `dlc.compile_onnx`. A
 model whose inputs have dynamic dimensions is compiled on each first call with new
-input shapes (the shapes of the arrays given to `run`). What dlc cannot import raises
+input shapes (the shapes of the arrays given to `run`). Graph inputs that dlc needs as
+constants (Reshape's shape, the axes of a reduction, Slice's starts: what an
+`OnnxImportError` lists as `wanted_constants`) are compiled in: such a model is
+compiled for each new value of those inputs. What dlc cannot import raises
 `dlc.onnx.OnnxImportError` from `prepare` (or from the first `run` of a dynamic
 model), naming every unsupported node.
 """
@@ -25,6 +28,7 @@ from onnx.backend.base import Backend, BackendRep, Device, DeviceType, namedtupl
 
 import dlc
 from dlc.onnx import load
+from dlc.onnx.importer import OnnxImportError
 
 TEST_OPTIONS = ("rtol", "atol")
 """Keyword arguments `BackendTest` passes to `prepare` for its own comparison."""
@@ -43,7 +47,8 @@ def _static_shapes(model: ModelProto) -> bool:
 
 
 class DlcRep(BackendRep):
-    """A model prepared by dlc: compiled once per set of input shapes."""
+    """A model prepared by dlc: compiled once per set of input shapes, and per value
+    of the graph inputs dlc needs as constants (shape and axes inputs)."""
 
     def __init__(self, model: ModelProto, options: dict[str, Any]):
         self.model = model
@@ -51,26 +56,50 @@ class DlcRep(BackendRep):
         constants = {init.name for init in model.graph.initializer}
         self.input_names = [v.name for v in model.graph.input if v.name not in constants]
         self.output_names = [v.name for v in model.graph.output]
-        self._compiled: dict[tuple[tuple[int, ...], ...], Any] = {}
+        self.specialized: list[str] = []
+        """Graph inputs whose values are compiled in (they must be constants)."""
+        self._compiled: dict[tuple[object, ...], Any] = {}
         if _static_shapes(model):
-            self._compiled[()] = self._compile(None)
+            try:
+                self._compiled[()] = self._compile(None, {})
+            except OnnxImportError as err:
+                if not err.wanted_constants:
+                    raise
+                self.specialized = list(dict.fromkeys(err.wanted_constants))
 
-    def _compile(self, shapes: Mapping[str, tuple[int, ...]] | None) -> Any:
-        module = load(self.model, shapes)
+    def _compile(
+        self, shapes: Mapping[str, tuple[int, ...]] | None, constants: Mapping[str, np.ndarray]
+    ) -> Any:
         from dlc.api import compile_graph_module
 
+        module = load(self.model, shapes, constant_inputs=constants)
         compiled = compile_graph_module(module, **self.options)
         (name,) = compiled.functions
         return compiled[name]
 
     def _function(self, arrays: Sequence[np.ndarray]) -> Any:
+        """The compiled function for these inputs; it takes the inputs that are not
+        specialized."""
         if () in self._compiled:
             return self._compiled[()]
-        key = tuple(a.shape for a in arrays)
-        if key not in self._compiled:
-            shapes = dict(zip(self.input_names, key, strict=True))
-            self._compiled[key] = self._compile(shapes)
-        return self._compiled[key]
+        given = dict(zip(self.input_names, arrays, strict=True))
+        while True:
+            constants = {n: given[n] for n in self.specialized}
+            key = tuple(
+                (a.shape, a.dtype.str, a.tobytes() if n in constants else b"")
+                for n, a in given.items()
+            )
+            if key in self._compiled:
+                return self._compiled[key]
+            shapes = {n: a.shape for n, a in given.items() if n not in constants}
+            try:
+                self._compiled[key] = self._compile(shapes, constants)
+                return self._compiled[key]
+            except OnnxImportError as err:
+                new = [n for n in err.wanted_constants if n not in self.specialized]
+                if not new:
+                    raise
+                self.specialized += dict.fromkeys(new)
 
     def _arrays(self, inputs: Any) -> list[np.ndarray]:
         if isinstance(inputs, Mapping):
@@ -93,7 +122,11 @@ class DlcRep(BackendRep):
         if kwargs:
             raise TypeError(f"run: unexpected keyword argument '{next(iter(kwargs))}'")
         arrays = self._arrays(inputs)
-        result = self._function(arrays)(*arrays)
+        function = self._function(arrays)
+        args = [
+            a for n, a in zip(self.input_names, arrays, strict=True) if n not in self.specialized
+        ]
+        result = function(*args)
         outputs = list(result) if len(self.output_names) > 1 else [result]
         outputs = [np.asarray(o) for o in outputs]
         return namedtupledict("Outputs", self.output_names)(*outputs)

@@ -49,6 +49,15 @@ class ImportProblem(Exception):
     """One node cannot be imported; the message says what is missing."""
 
 
+class NotConstant(ImportProblem):
+    """An input that must be known at import time (a shape, axes) is not; `name` is
+    the ONNX value."""
+
+    def __init__(self, message: str, name: str):
+        super().__init__(message)
+        self.name = name
+
+
 def ints_attr(values: Sequence[int]) -> ArrayAttr[IntAttr]:
     return ArrayAttr([IntAttr(int(v)) for v in values])
 

@@ -39,7 +39,7 @@ from dlc.onnx import (
     ops_shape,
     ops_slice,
 )
-from dlc.onnx.emitter import ELEMENT_TYPES, Emitter, ImportProblem
+from dlc.onnx.emitter import ELEMENT_TYPES, Emitter, ImportProblem, NotConstant
 from dlc.onnx.node import Converter, Node
 
 CONVERTERS: dict[str, Converter] = {
@@ -57,9 +57,14 @@ class OnnxImportError(DiagnosticError):
     """Everything in a model that dlc cannot import, one problem a line
     (`model.onnx: error: node 'conv1' (Conv): ceil_mode=1 is not supported`)."""
 
-    def __init__(self, problems: Sequence[str], filename: str):
+    def __init__(
+        self, problems: Sequence[str], filename: str, wanted_constants: Sequence[str] = ()
+    ):
         super().__init__("\n".join(problems), Location(filename, 0, 0))
         self.problems = list(problems)
+        self.wanted_constants = list(wanted_constants)
+        """Graph inputs that nodes need as constants (shapes, axes): importing with
+        their values as `constant_inputs` gets past those problems."""
 
     def format(self) -> str:
         return "\n".join(f"{self.filename}: error: {p}" for p in self.problems)
@@ -98,10 +103,18 @@ def default_opset(model: ModelProto) -> int | None:
 class GraphImporter:
     """Imports one `GraphProto` into a function named after the graph."""
 
-    def __init__(self, model: ModelProto, filename: str, input_shapes: Mapping[str, Sequence[int]]):
+    def __init__(
+        self,
+        model: ModelProto,
+        filename: str,
+        input_shapes: Mapping[str, Sequence[int]],
+        constant_inputs: Mapping[str, np.ndarray],
+    ):
         self.model, self.graph, self.filename = model, model.graph, filename
         self.input_shapes = dict(input_shapes)
+        self.constant_inputs = dict(constant_inputs)
         self.problems: list[str] = []
+        self.wanted: list[str] = []
         self.names = Names()
         self.values: dict[str, SSAValue] = {}
         self.constants: dict[str, np.ndarray] = {}
@@ -118,12 +131,17 @@ class GraphImporter:
         graph = self.graph
         for init in graph.initializer:
             self.constants[init.name] = numpy_helper.to_array(init)
+        inputs = {v.name for v in graph.input}
+        for name, value in self.constant_inputs.items():
+            if name not in inputs:
+                self.problems.append(f"constant_inputs names '{name}', which is not a graph input")
+            self.constants[name] = np.asarray(value)
         params = self._parameters(graph)
         for index, proto in enumerate(graph.node):
             self._node(proto, index, opset)
         results = [self._output(o.name, o.type) for o in graph.output]
         if self.problems:
-            raise OnnxImportError(self.problems, self.filename)
+            raise OnnxImportError(self.problems, self.filename, self.wanted)
         return self._module(params, [r for r in results if r is not None])
 
     # ---- graph inputs and outputs ---------------------------------------------------
@@ -143,6 +161,7 @@ class GraphImporter:
         for name in self.input_shapes:
             if name not in {v.name for v in graph.input} - self.constants.keys():
                 self.problems.append(f"input_shapes names '{name}', which is not a graph input")
+        self.graph_inputs = set(names)
         for name, t in zip(names, types, strict=True):
             arg = self.block.insert_arg(t, len(self.block.args))
             arg._name = self.names(name)
@@ -266,6 +285,8 @@ class GraphImporter:
         except ImportProblem as err:
             self.problems.append(f"{label}: {err}")
             self.unknown.update(proto.output)
+            if isinstance(err, NotConstant) and err.name in self.graph_inputs:
+                self.wanted.append(err.name)
         except (ValueError, TypeError, KeyError, IndexError) as err:  # a malformed node
             self.problems.append(f"{label}: malformed node: {type(err).__name__}: {err}")
             self.unknown.update(proto.output)
@@ -333,7 +354,10 @@ class GraphImporter:
 
 
 def import_model(
-    model: ModelProto, filename: str, input_shapes: Mapping[str, Sequence[int]] | None
+    model: ModelProto,
+    filename: str,
+    input_shapes: Mapping[str, Sequence[int]] | None,
+    constant_inputs: Mapping[str, np.ndarray] | None = None,
 ) -> ModuleOp:
     """The verified graph-level module of `model`; raises `OnnxImportError`."""
-    return GraphImporter(model, filename, input_shapes or {}).run()
+    return GraphImporter(model, filename, input_shapes or {}, constant_inputs or {}).run()

@@ -203,6 +203,15 @@ REDUCTIONS = {
 }
 
 
+DERIVED_REDUCTIONS = {  # op: (element-wise before, reduction, element-wise after)
+    "ReduceL1": ("abs", "ReduceSum", None),
+    "ReduceL2": ("square", "ReduceSum", "sqrt"),
+    "ReduceSumSquare": ("square", "ReduceSum", None),
+    "ReduceLogSum": (None, "ReduceSum", "log"),
+    "ReduceLogSumExp": ("exp", "ReduceSum", "log"),  # as ONNX defines it, unshifted
+}
+
+
 def reduce(node: Node) -> list[SSAValue]:
     """Axes are an attribute (an input for ReduceSum from opset 13, the others from
     18); no axes reduce everything unless noop_with_empty_axes."""
@@ -215,17 +224,32 @@ def reduce(node: Node) -> list[SSAValue]:
     else:
         axes = node.attr("axes")
     keepdims = bool(node.attr("keepdims", 1))
+    noop = node.attr("noop_with_empty_axes", 0)
+    before, kind, after = DERIVED_REDUCTIONS.get(node.op_type, (None, node.op_type, None))
     if not axes:
-        if node.attr("noop_with_empty_axes", 0):
+        if noop and kind != node.op_type:
+            raise ImportProblem("noop_with_empty_axes=1 is not supported")
+        if noop:
             return [x]
         axes = list(range(rank))
     axes = sorted({node.axis(a, rank) for a in axes})
-    combinator, init = REDUCTIONS[node.op_type]
+    x = _elementwise(node, before, x)
+    combinator, init = REDUCTIONS[kind]
     y = e.reduce(x, combinator, init, axes, keepdims)
-    if node.op_type == "ReduceMean":
+    if kind == "ReduceMean":
         count = int(np.prod([shape_of(x)[a] for a in axes]))
         y = e.binary("divide", y, e.scalar(float(count), tensor_type(x).dt))
-    return [y]
+    return [_elementwise(node, after, y)]
+
+
+def _elementwise(node: Node, opcode: str | None, x: SSAValue) -> SSAValue:
+    if opcode is None:
+        return x
+    if opcode == "abs":
+        return _negative_select(node, node.emit.unary("negate", x), x)
+    if opcode == "square":
+        return node.emit.binary("multiply", x, x)
+    return node.emit.unary(opcode, x)
 
 
 CONVERTERS: dict[str, Converter] = {
@@ -243,4 +267,5 @@ CONVERTERS: dict[str, Converter] = {
     "Softmax": softmax,
     "LogSoftmax": softmax,
     **dict.fromkeys(REDUCTIONS, reduce),
+    **dict.fromkeys(DERIVED_REDUCTIONS, reduce),
 }
