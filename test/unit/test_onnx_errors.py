@@ -32,7 +32,7 @@ def test_two_unsupported_nodes_are_one_error_naming_both():
             node("Relu", ["x"], ["r"]),
             node("Hardmax", ["r"], ["e"]),
             node("Cos", ["e"], ["c"]),  # reads an unknown value: not reported again
-            helper.make_node("Gelu", ["r"], ["g"]),  # unnamed: its index
+            helper.make_node("LpNormalization", ["r"], ["g"]),  # unnamed: its index
             node("Add", ["c", "g"], ["y"]),
         ],
         {"x": (2, 3)},
@@ -40,7 +40,7 @@ def test_two_unsupported_nodes_are_one_error_naming_both():
     )
     assert _errors(model) == [
         "<model>: error: node 'e' (Hardmax): operator Hardmax is not supported",
-        "<model>: error: node #3 (Gelu): operator Gelu is not supported",
+        "<model>: error: node #3 (LpNormalization): operator LpNormalization is not supported",
     ]
 
 
