@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-from onnx import GraphProto, ModelProto, NodeProto, TensorProto, numpy_helper
+from onnx import GraphProto, ModelProto, NodeProto, TensorProto, TypeProto, helper, numpy_helper
 from onnx.helper import get_attribute_value
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, Region, SSAValue
@@ -31,6 +31,7 @@ from dlc.dialects.graph_types import (
 )
 from dlc.dialects.graph_verify import verify_module
 from dlc.onnx import (
+    expand,
     fold,
     ops_activation,
     ops_logic,
@@ -309,7 +310,8 @@ class GraphImporter:
                 pass  # too large, or the reference rejects it: the converter decides
         convert = CONVERTERS.get(proto.op_type)
         if convert is None:
-            raise ImportProblem(f"operator {proto.op_type} is not supported")
+            self._function_body(proto, opset)
+            return
         node = Node(
             proto,
             opset,
@@ -323,6 +325,36 @@ class GraphImporter:
         if unused:
             raise ImportProblem(f"attribute '{unused[0]}' is not supported")
         self._results(proto, results)
+
+    def _function_body(self, proto: NodeProto, opset: int) -> None:
+        """Import an operator dlc has no converter for as its ONNX function body; the
+        problems of the body's nodes become one problem of this node."""
+        types = [self._type_proto(name) for name in proto.input]
+        body = expand.function_body(proto, opset, types)
+        if body is None:
+            raise ImportProblem(f"operator {proto.op_type} is not supported")
+        nodes, body_opset = body
+        before = len(self.problems)
+        for index, inner in enumerate(nodes):
+            self._node(inner, index, body_opset)
+        inner_problems = self.problems[before:]
+        del self.problems[before:]
+        if inner_problems:
+            details = "; ".join(inner_problems[:3])
+            raise ImportProblem(f"operator {proto.op_type} (its function body: {details})")
+
+    def _type_proto(self, name: str) -> TypeProto:
+        """An input's type for a context-dependent function body."""
+        if not name:
+            return TypeProto()
+        if name in self.constants:
+            value = self.constants[name]
+            elem = helper.np_dtype_to_tensor_dtype(value.dtype)
+            return helper.make_tensor_type_proto(elem, value.shape)
+        t = self.values[name].type
+        assert isinstance(t, TensorType)
+        elem = next(k for k, v in ELEMENT_TYPES.items() if v == t.dt)
+        return helper.make_tensor_type_proto(elem, t.dims)
 
     def _results(self, proto: NodeProto, results: Sequence[SSAValue | np.ndarray]) -> None:
         """Record a node's outputs: tensors, or constants known at import time."""
