@@ -34,6 +34,7 @@ from dlc.onnx import (
     expand,
     fold,
     ops_activation,
+    ops_gather,
     ops_logic,
     ops_math,
     ops_nn,
@@ -50,6 +51,7 @@ CONVERTERS: dict[str, Converter] = {
     **ops_logic.CONVERTERS,
     **ops_activation.CONVERTERS,
     **ops_slice.CONVERTERS,
+    **ops_gather.CONVERTERS,
 }
 DTYPES = ELEMENT_TYPES
 

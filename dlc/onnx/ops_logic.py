@@ -17,7 +17,7 @@ from dlc.onnx.node import Converter, Node, Result
 COMPARES = {
     "Equal": "equal", "Less": "lessThan", "LessOrEqual": "lessThanOrEqual",
     "Greater": "greaterThan", "GreaterOrEqual": "greaterThanOrEqual",
-    "And": "and", "Or": "or", "Xor": "notEqual",  # xor of bools is inequality
+    "And": "and", "Or": "or",
 }  # fmt: skip
 
 
@@ -26,6 +26,15 @@ def compare(node: Node) -> list[Result]:
     if node.op_type in ("And", "Or", "Xor") and tensor_type(a).dt != "bool":
         raise ImportProblem(f"{node.op_type} needs bool operands")
     return [node.emit.binary(COMPARES[node.op_type], a, b)]
+
+
+def xor(node: Node) -> list[Result]:
+    """(a or b) and not (a and b)"""
+    e, a, b = node.emit, node.input(0), node.input(1)
+    if tensor_type(a).dt != "bool":
+        raise ImportProblem("Xor needs bool operands")
+    both = e.op(NotOp, [e.binary("and", a, b)])
+    return [e.binary("and", e.binary("or", a, b), both)]
 
 
 def not_(node: Node) -> list[Result]:
@@ -122,6 +131,7 @@ def size(node: Node) -> list[Result]:
 
 CONVERTERS: dict[str, Converter] = {
     **dict.fromkeys(COMPARES, compare),
+    "Xor": xor,
     "Not": not_,
     "Where": where,
     "IsNaN": is_nan,
