@@ -160,8 +160,11 @@ class Emitter:
             return values[0]
         return self.op(ConcatenateOp, values, axis=IntAttr(axis))
 
-    def pad(self, x: SSAValue, pads: Sequence[tuple[int, int]], value: float) -> SSAValue:
-        """`x` with `pads[i] = (lo, hi)` elements of `value` around dimension i."""
+    def pad(
+        self, x: SSAValue, pads: Sequence[tuple[int, int]], value: float | SSAValue
+    ) -> SSAValue:
+        """`x` with `pads[i] = (lo, hi)` elements of `value` (a number, or a
+        one-element tensor computed at run time) around dimension i."""
         dt = tensor_type(x).dt
         for axis, (lo, hi) in enumerate(pads):
             parts = []
@@ -169,11 +172,17 @@ class Emitter:
                 if count:
                     dims = list(shape_of(x))
                     dims[axis] = count
-                    parts.append((position, self.splat(value, dims, dt)))
+                    parts.append((position, self._filled(value, dims, dt)))
             before = [v for p, v in parts if p == 0]
             after = [v for p, v in parts if p == 1]
             x = self.concatenate([*before, x, *after], axis)
         return x
+
+    def _filled(self, value: float | SSAValue, dims: Sequence[int], dt: str) -> SSAValue:
+        if not isinstance(value, SSAValue):
+            return self.splat(value, dims, dt)
+        scalar = self.reshape(value, [1] * len(dims))
+        return self.binary("add", scalar, self.splat(-0.0, dims, dt))  # x + -0.0 is x
 
     def transpose(self, x: SSAValue, perm: Sequence[int]) -> SSAValue:
         """Axes permuted as NumPy's `transpose(x, perm)`, from reshapes and `transpose`

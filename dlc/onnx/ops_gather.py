@@ -96,14 +96,22 @@ def gather_elements(node: Node) -> list[Result]:
 def arg_reduce(node: Node) -> list[Result]:
     """The first (or with select_last_index the last) index of the max / min along
     `axis`, as NumPy's argmax: a NaN counts as the extreme, its first index wins."""
-    e, x = node.emit, node.input(0)
+    x = node.input(0)
     dims = shape_of(x)
     axis = node.axis(node.attr("axis", 0), max(len(dims), 1))
     keepdims, last = bool(node.attr("keepdims", 1)), bool(node.attr("select_last_index", 0))
+    found = _arg_index(node, x, axis, "max" if node.op_type == "ArgMax" else "min", last)
+    if not keepdims:
+        found = node.emit.reshape(found, [d for k, d in enumerate(dims) if k != axis])
+    return [found]
+
+
+def _arg_index(node: Node, x: SSAValue, axis: int, combinator: str, last: bool) -> SSAValue:
+    """The index of the extreme along `axis` (kept as a size-1 dimension)."""
+    e, dims = node.emit, shape_of(x)
     dt, n = tensor_type(x).dt, dims[axis]
     if dt not in ("f16", "f32", "f64", "i8", "i16", "i32", "i64"):
         raise ImportProblem(f"{node.op_type} on {dt} is not supported")
-    combinator = "max" if node.op_type == "ArgMax" else "min"
     init = -math.inf if combinator == "max" else math.inf
     if dt.startswith("i"):
         info = np.iinfo(dt.replace("i", "int"))
@@ -116,9 +124,22 @@ def arg_reduce(node: Node) -> list[Result]:
         nan = first_of(e.binary("notEqual", x, x))
         has_nan = e.binary("notEqual", nan, e.scalar(-1 if last else n, "i64"))
         found = _select(e, nan, found, has_nan)
-    if not keepdims:
-        found = e.reshape(found, [d for k, d in enumerate(dims) if k != axis])
-    return [found]
+    return found
+
+
+def hardmax(node: Node) -> list[Result]:
+    """1 at the first index of the max along `axis` (NumPy's argmax), 0 elsewhere;
+    before opset 13 over the 2-D coercion at `axis`."""
+    e, x = node.emit, node.input(0)
+    dims = shape_of(x)
+    axis = node.axis(node.attr("axis", -1 if node.opset >= 13 else 1), max(len(dims), 1))
+    if node.opset < 13:
+        x, axis = e.reshape(x, (int(np.prod(dims[:axis])), int(np.prod(dims[axis:])))), 1
+    found = _arg_index(node, x, axis, "max", False)
+    ramp = _ramp(e, shape_of(x)[axis], "i64", len(shape_of(x)), axis)
+    dt = tensor_type(x).dt
+    y = _select(e, e.scalar(1, dt), e.scalar(0, dt), e.binary("equal", ramp, found))
+    return [e.reshape(y, dims)]
 
 
 def _first_index(e: Emitter, ramp: SSAValue, n: int, axis: int, last: bool):  # noqa: ANN202
@@ -153,5 +174,6 @@ CONVERTERS: dict[str, Converter] = {
     "GatherElements": gather_elements,
     "ArgMax": arg_reduce,
     "ArgMin": arg_reduce,
+    "Hardmax": hardmax,
     "Trilu": trilu,
 }

@@ -252,6 +252,22 @@ def _elementwise(node: Node, opcode: str | None, x: SSAValue) -> SSAValue:
     return node.emit.unary(opcode, x)
 
 
+def lp_normalization(node: Node) -> list[SSAValue]:
+    """x / ||x||_p along `axis` (p 1 or 2), 0 where the norm is 0."""
+    e, x = node.emit, node.input(0)
+    dt = tensor_type(x).dt
+    axis = node.axis(node.attr("axis", -1), len(shape_of(x)))
+    p = node.require("p", (1, 2), 2)
+    size = _elementwise(node, "abs" if p == 1 else "square", x)
+    norm = e.reduce(size, "add", 0.0, [axis], keepdims=True)
+    if p == 2:
+        norm = e.unary("sqrt", norm)
+    zero = e.scalar(0.0, dt)
+    y = e.binary("divide", x, norm)
+    y, is_zero = e.rank_extended(y, e.binary("equal", norm, zero))
+    return [e.op(SelectOp, [e.to_rank(zero, len(shape_of(y))), y, is_zero])]
+
+
 CONVERTERS: dict[str, Converter] = {
     **dict.fromkeys(BINARY, binary),
     **dict.fromkeys(UNARY, unary),
@@ -266,6 +282,7 @@ CONVERTERS: dict[str, Converter] = {
     "Gemm": gemm,
     "Softmax": softmax,
     "LogSoftmax": softmax,
+    "LpNormalization": lp_normalization,
     **dict.fromkeys(REDUCTIONS, reduce),
     **dict.fromkeys(DERIVED_REDUCTIONS, reduce),
 }

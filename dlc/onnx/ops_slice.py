@@ -120,8 +120,7 @@ def pad(node: Node) -> list[Result]:
         pads, value, axes = node.attr("pads"), node.attr("value", 0.0), None
     else:
         pads, axes = _ints(node, 1, "pads"), _ints(node, 3, "axes")
-        constant = node.constant(2, "constant_value")
-        value = 0.0 if constant is None else constant.reshape(-1)[0].item()
+        value = _constant_value(node)
     axes = list(range(rank)) if axes is None else [node.axis(a, rank) for a in axes]
     if pads is None or len(pads) != 2 * len(axes) or min(pads, default=0) < 0:
         raise ImportProblem(f"pads {pads} must be {2 * len(axes)} non-negative integers")
@@ -129,6 +128,19 @@ def pad(node: Node) -> list[Result]:
     for k, axis in enumerate(axes):
         widths[axis] = (pads[k], pads[len(axes) + k])
     return [e.pad(x, widths, value)]
+
+
+def _constant_value(node: Node) -> float | SSAValue:
+    """Pad's constant_value input: a number when constant, else a one-element tensor."""
+    if len(node.names) < 3 or not node.names[2]:
+        return 0.0
+    constant = node.constants[2]
+    if constant is not None:
+        return constant.reshape(-1)[0].item()
+    value = node.input(2)
+    if int(np.prod(shape_of(value))) != 1 or tensor_type(value).dt == "bool":
+        raise ImportProblem("constant_value must be one number")
+    return value
 
 
 CONVERTERS: dict[str, Converter] = {
