@@ -108,11 +108,10 @@ def mod(node: Node) -> list[Result]:
     if fmod:
         return [r]
     zero = e.scalar(0, dt)
-    flip = e.binary(
-        "and",
-        e.binary("notEqual", r, zero),
-        e.binary("notEqual", e.binary("lessThan", r, zero), e.binary("lessThan", b, zero)),
-    )
+    r_negative, b_negative = e.binary("lessThan", r, zero), e.binary("lessThan", b, zero)
+    r_negative, b_negative = e.rank_extended(r_negative, b_negative)
+    signs_differ = e.op(SelectOp, [e.op(NotOp, [b_negative]), b_negative, r_negative])
+    flip = e.binary("and", e.binary("notEqual", r, zero), signs_differ)
     adjusted = e.binary("add", r, b)
     adjusted, r = e.rank_extended(adjusted, r)
     return [e.op(SelectOp, [adjusted, r, e.to_rank(flip, len(shape_of(r)))])]
