@@ -4,24 +4,22 @@ Many ONNX operators (LayerNormalization, Attention, the losses, ...) are defined
 their schema as a function of other operators, some (context-dependent functions)
 built for the node's attributes and input types. An operator dlc has no converter for
 is imported as that body: its nodes, with the node's inputs, outputs and attributes
-substituted and every internal value renamed under a prefix unique to the node.
+substituted and every internal value renamed under a prefix unique to the node (its
+first output's name: names stay the same from one import to the next).
 """
 
 from __future__ import annotations
 
-import itertools
-
 import onnx
 from onnx import AttributeProto, FunctionProto, NodeProto, TypeProto, helper
 
-_counter = itertools.count()
-
 
 def function_body(
-    proto: NodeProto, opset: int, input_types: list[TypeProto]
+    proto: NodeProto, opset: int, input_types: list[TypeProto], prefix: str
 ) -> tuple[list[NodeProto], int] | None:
-    """The nodes of `proto`'s function body at `opset` and the default-domain opset
-    they are written in; None when the operator has no function body."""
+    """The nodes of `proto`'s function body at `opset` (internal values and nodes
+    named under `prefix`) and the default-domain opset they are written in; None when
+    the operator has no function body."""
     try:
         schema = onnx.defs.get_schema(proto.op_type, opset, proto.domain)
     except onnx.defs.SchemaError:
@@ -44,7 +42,7 @@ def function_body(
     body_opset = next(
         (o.version for o in function.opset_import if o.domain in ("", "ai.onnx")), opset
     )
-    return _substituted(node, function), body_opset
+    return _substituted(node, function, prefix), body_opset
 
 
 def _with_defaults(proto: NodeProto, schema: onnx.defs.OpSchema) -> NodeProto:
@@ -58,8 +56,7 @@ def _with_defaults(proto: NodeProto, schema: onnx.defs.OpSchema) -> NodeProto:
     return node
 
 
-def _substituted(node: NodeProto, function: FunctionProto) -> list[NodeProto]:
-    prefix = f"{node.op_type}.{next(_counter)}."
+def _substituted(node: NodeProto, function: FunctionProto, prefix: str) -> list[NodeProto]:
     names = {
         formal: (node.input[i] if i < len(node.input) else "")
         for i, formal in enumerate(function.input)
@@ -75,12 +72,12 @@ def _substituted(node: NodeProto, function: FunctionProto) -> list[NodeProto]:
         return prefix + name if name else ""
 
     nodes = []
-    for inner in function.node:
+    for k, inner in enumerate(function.node):
         new = helper.make_node(
             inner.op_type,
             [rename(n) for n in inner.input],
             [rename(n) for n in inner.output],
-            name=prefix + (inner.name or inner.op_type),
+            name=f"{prefix}{k}.{inner.op_type}",
             domain=inner.domain,
         )
         for attr in inner.attribute:

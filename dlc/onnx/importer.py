@@ -332,7 +332,8 @@ class GraphImporter:
         """Import an operator dlc has no converter for as its ONNX function body; the
         problems of the body's nodes become one problem of this node."""
         types = [self._type_proto(name) for name in proto.input]
-        body = expand.function_body(proto, opset, types)
+        prefix = f"{proto.output[0] if proto.output else proto.op_type}."
+        body = expand.function_body(proto, opset, types, prefix)
         if body is None:
             raise ImportProblem(f"operator {proto.op_type} is not supported")
         nodes, body_opset = body
