@@ -97,13 +97,11 @@ def cast_like(node: Node) -> list[Result]:
 
 
 def mod(node: Node) -> list[Result]:
-    """fmod=1: C's fmod (the sign of the dividend); fmod=0 (integers): the sign of the
-    divisor, r + b where r = fmod(a, b) is non-zero and differs in sign from b."""
+    """fmod=1: C's fmod (the sign of the dividend); fmod=0: the sign of the divisor
+    (NumPy's mod), r + b where r = fmod(a, b) is non-zero and differs in sign from b."""
     e, a, b = node.emit, node.input(0), node.input(1)
     dt = tensor_type(a).dt
     fmod = node.attr("fmod", 0)
-    if dtype_is_float(dt) and not fmod:
-        raise ImportProblem("fmod=0 on floats is not supported")
     r = e.binary("modulo", a, b)
     if fmod:
         return [r]
