@@ -26,7 +26,6 @@ import onnx
 from onnx import ModelProto, NodeProto, TypeProto, helper
 from onnx.backend.base import Backend, BackendRep, Device, DeviceType, namedtupledict
 
-import dlc
 from dlc.onnx import load
 from dlc.onnx.importer import OnnxImportError
 
@@ -44,6 +43,15 @@ def _static_shapes(model: ModelProto) -> bool:
         if any(not d.HasField("dim_value") for d in dims):
             return False
     return True
+
+
+def _opt_level(opt_level: object) -> int:
+    """`dlc.compile`'s check of `opt_level` (the facade is not imported from here)."""
+    if isinstance(opt_level, bool) or not isinstance(opt_level, int):
+        raise TypeError(f"opt_level must be an int in 0..3, got {type(opt_level).__name__}")
+    if not 0 <= opt_level <= 3:
+        raise ValueError(f"opt_level must be in 0..3, got {opt_level}")
+    return opt_level
 
 
 class DlcRep(BackendRep):
@@ -144,7 +152,7 @@ class DlcBackend(Backend):
             raise TypeError(f"prepare: expected an onnx.ModelProto, got {type(model).__name__}")
         options = {k: v for k, v in kwargs.items() if k not in TEST_OPTIONS}
         if "opt_level" in options:
-            options["opt_level"] = dlc._check_opt_level(options["opt_level"])
+            options["opt_level"] = _opt_level(options["opt_level"])
         return DlcRep(model, options)
 
     @classmethod

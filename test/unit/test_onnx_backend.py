@@ -124,6 +124,18 @@ def test_refuses_unsigned_input_and_other_devices():
         backend.prepare(model, "CUDA")
 
 
+def test_prepare_checks_options():
+    model = make([node("Relu", ["x"], ["y"])], {"x": (2,)}, {"y": None})
+    with pytest.raises(ValueError, match="opt_level must be in 0..3, got 7"):
+        backend.prepare(model, opt_level=7)
+    with pytest.raises(TypeError, match="opt_level must be an int in 0..3, got str"):
+        backend.prepare(model, opt_level="2")
+    with pytest.raises(TypeError, match="prepare: expected an onnx.ModelProto, got str"):
+        backend.prepare("model.onnx")
+    rep = backend.prepare(model, opt_level=0, rtol=1e-3)  # BackendTest's own keywords pass
+    np.testing.assert_array_equal(rep.run([np.array([-1, 2], np.float32)])[0], [0, 2])
+
+
 def test_run_checks_the_input_count():
     rep = backend.prepare(make([node("Relu", ["x"], ["y"])], {"x": (2,)}, {"y": None}))
     with pytest.raises(ValueError, match="run: the model has 1 inputs, got 2"):
