@@ -1,6 +1,6 @@
 PYTHON ?= python3
 
-.PHONY: test lit lint format bench
+.PHONY: test lit lint format bench bench-aot
 
 # Everything: the unit tests and, through test/unit/test_lit.py, the lit suite.
 test:
@@ -20,3 +20,7 @@ format:
 # dlc against NumPy on the BENCHMARKS.md workloads (a few minutes).
 bench:
 	$(PYTHON) tools/bench.py
+
+# Ahead-of-time libraries: export time, one call from C next to one from Python.
+bench-aot:
+	$(PYTHON) tools/bench_aot.py

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 
     from dlc.externs import ExternsOption
     from dlc.runtime.module import CompiledModule
+    from dlc.tuner.report import TuneReport
 
 __all__ = [
     "DiagnosticError",
@@ -56,6 +57,7 @@ __all__ = [
     "compile_onnx",
     "parse",
     "print_module",
+    "tune",
 ]
 
 
@@ -107,6 +109,7 @@ def compile(
     fma: bool | None = None,
     target_cpu: str = "host",
     num_threads: int | None = None,
+    tuning_db: str | os.PathLike[str] | None = None,
 ) -> CompiledModule:
     """Parse, verify, differentiate, lower and JIT-compile DLVM text; the compiled
     functions are called with NumPy arrays.
@@ -133,6 +136,11 @@ def compile(
     - `num_threads`: threads for parallel loops (None: `DLC_NUM_THREADS`, else the
       cores this process may use), through the OpenMP runtime (libgomp); results are
       the same for any count.
+    - `tuning_db`: a tuning database written by `dlc-tune` / `dlc.tune` (JSON lines):
+      each nest with a record for this CPU runs the record's schedule; each contraction
+      without one is a `TuningWarning` naming the nest and why (no record, another
+      target or dlc version, a record that does not fit). Corrupt lines are a warning,
+      never an error.
     - `externs`: the `[extern]` C functions the program may call. None (the default)
       allows none; `"libm"` allows libm's scalar math functions (`dlc.externs.LIBM`);
       an iterable names C symbols and presets (`["libm", "my_fn"]`). Calling or
@@ -161,6 +169,7 @@ def compile(
         target_cpu=target_cpu,
         num_threads=num_threads,
         externs=allowed,
+        tuning_db=tuning_db,
     )
 
 
@@ -212,3 +221,16 @@ def __getattr__(name: str) -> Any:
 
         return importlib.import_module("dlc.onnx")
     raise AttributeError(f"module 'dlc' has no attribute '{name}'")
+
+
+def tune(path: str | os.PathLike[str], **options: Any) -> TuneReport:
+    """Tune the schedules of the contractions of a `.dl` file's function on this
+    machine and append the measured records to a tuning database (`dlc-tune`; needs
+    the `tune` extra). Keywords: `entry`, `trials` (per nest, default 64), `db`
+    (default "tune.jsonl"), `search` ("model", "random" or "both"), `cluster` (None,
+    "local:N" or a Dask scheduler address), `plot` (a PNG path), `seed`, `batch`,
+    `timeout`, `budget`, `progress`. Returns a report (`.table()`, `.nests`); apply the
+    records with `compile(..., tuning_db=db)`. See `dlc.tuner.tune`."""
+    from dlc.tuner import tune as _tune
+
+    return _tune(path, **options)

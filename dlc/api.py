@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-from typing import NamedTuple
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp
 
@@ -40,7 +41,10 @@ from dlc.runtime.native import (
     rendered_messages,
     resolve_symbols,
 )
-from dlc.target import Target
+from dlc.target import check_runnable
+
+if TYPE_CHECKING:
+    from dlc.aot import Exported
 
 
 def _check_threads(num_threads: object) -> int:
@@ -51,37 +55,6 @@ def _check_threads(num_threads: object) -> int:
     if num_threads < 1:
         raise ValueError(f"num_threads must be at least 1, got {num_threads}")
     return num_threads
-
-
-def _check_fma(fma: object) -> bool | None:
-    if fma is not None and not isinstance(fma, bool):
-        raise TypeError(f"fma must be None, True or False, got {type(fma).__name__}")
-    return fma
-
-
-def check_runnable(cpu: object) -> str:
-    """`cpu` when code compiled for it runs on this machine (JIT): the host itself, or a
-    model with no wider vectors and no FMA the host lacks; AVX-512 code only for the
-    host or `x86-64-v4` (other AVX-512 models may use extensions this host has not).
-    TypeError / ValueError otherwise."""
-    if not isinstance(cpu, str):
-        raise TypeError(f"target_cpu must be a str, got {type(cpu).__name__}")
-    try:
-        target = Target.from_cpu(cpu)
-    except ValueError as err:
-        raise ValueError(f"target_cpu: {err}") from None
-    host = Target.host()
-    if cpu in ("host", host.cpu):
-        return cpu
-    fits = target.vector_bytes <= host.vector_bytes and (host.fma or not target.fma)
-    if target.vector_bytes == 64 and cpu != "x86-64-v4":
-        fits = False
-    if not fits:
-        raise ValueError(
-            f"target_cpu {cpu!r} may use instructions this machine ({host.cpu}) lacks: "
-            "compiled code must run here; choose an older model such as 'x86-64-v3'"
-        )
-    return cpu
 
 
 def defined_functions(module: ModuleOp) -> dict[str, GraphFuncOp]:
@@ -108,11 +81,13 @@ def lower(
     options: pipeline.Options,
     snapshots: dict[str, ModuleOp] | None = None,
     externs: frozenset[str] | None = None,
+    python_entries: bool = True,
 ) -> tuple[ModuleOp, Report]:
-    """A clone of graph `module` lowered to the llvm level (with Python entries), and
-    the compile report. `snapshots` receives a copy of each level as the pipeline
-    leaves it (graph after the optimizer, tensor after fusion, ...). With `externs`,
-    every C call of the loop level must name one of them (a located error otherwise)."""
+    """A clone of graph `module` lowered to the llvm level (with Python entries unless
+    `python_entries` is False), and the compile report. `snapshots` receives a copy of
+    each level as the pipeline leaves it (graph after the optimizer, tensor after
+    fusion, ...). With `externs`, every C call of the loop level must name one of them
+    (a located error otherwise)."""
     from dlc.dialects import loop
     from dlc.dialects.loop_callgraph import arena_bytes_needed, unbounded_functions
     from dlc.lowering.loop_to_llvm.python_entry import add_python_entries
@@ -146,8 +121,9 @@ def lower(
 
     steps = pipeline.steps(options)
     work = pipeline.run(clone_located(module), steps, after=after, on_level=on_level)
-    checks = {name: entry_checks(f) for name, f in defined_functions(module).items()}
-    add_python_entries(work, checks, ARRAY_LAYOUT, len(NATIVE_DTYPES), fast=FAST_CALLS)
+    if python_entries:
+        checks = {name: entry_checks(f) for name, f in defined_functions(module).items()}
+        add_python_entries(work, checks, ARRAY_LAYOUT, len(NATIVE_DTYPES), fast=FAST_CALLS)
     return work, Report(stats, passes, arena[0], unbounded)
 
 
@@ -237,12 +213,45 @@ def _location_prefixes(module: ModuleOp) -> list[str]:
     return [f"{loc.filename}:{loc.line}:{loc.column}: " for loc in located if loc is not None]
 
 
-class _Levels:
-    """`CompiledModule.ir`: the program at each level, lowered again on first use."""
+def export_graph_module(
+    module: ModuleOp,
+    path: str | os.PathLike[str],
+    options: pipeline.Options,
+    externs: frozenset[str],
+    *,
+    entries: Iterable[str] | None = None,
+    **settings: Any,
+) -> Exported:
+    """Write graph `module` (verified, externs checked: `externs` are those it calls) as
+    a C library `path` (`.so`, `.o` or `.a`) and its header (`dlc.aot`), compiled with
+    `options` for the target of `settings` (`dlc.aot.make_request`: `prefix`,
+    `header`, `target`, `target_cpu`, `cc`). Exports `entries` (default: all)."""
+    from dlc import aot
+    from dlc.passes.graph.differentiate import differentiated
 
-    def __init__(self, graph: ModuleOp, options: pipeline.Options, jit: JITModule) -> None:
-        self.graph, self.options, self.jit = graph, options, jit
+    request = aot.make_request(path, opt_level=options.opt_level, externs=externs, **settings)
+    module = differentiated(module)
+    functions = aot.exported_functions(defined_functions(module), entries, request.prefix)
+    options = aot.target_options(options, request)
+    llvm_level, report = lower(module, options, externs=externs, python_entries=False)
+    return aot.write_library(llvm_level, functions, report.arena_bytes, request)
+
+
+class _Levels:
+    """`CompiledModule.ir`: the program at each level, lowered again on first use;
+    `CompiledModule.export`: the program as a C library."""
+
+    def __init__(
+        self, graph: ModuleOp, options: pipeline.Options, jit: JITModule, externs: frozenset[str]
+    ) -> None:
+        self.graph, self.options, self.jit, self.externs = graph, options, jit, externs
         self.snapshots: dict[str, ModuleOp] | None = None
+
+    def export(self, path: str | os.PathLike[str], **settings: Any) -> Exported:
+        """Export with this module's options; for this machine, for its CPU model."""
+        if settings.get("target_cpu") is None and not settings.get("target"):
+            settings["target_cpu"] = self.options.target_cpu
+        return export_graph_module(self.graph, path, self.options, self.externs, **settings)
 
     def module(self, level: str) -> ModuleOp:
         if self.snapshots is None:
@@ -269,6 +278,7 @@ def _from_cache(
     options: pipeline.Options,
     threads: int,
     prefixes: list[str],
+    externs: frozenset[str],
 ) -> CompiledModule | None:
     """A fresh compiled module from a cache entry's object code and metadata, its
     messages naming this program's locations (`prefixes`)."""
@@ -281,12 +291,12 @@ def _from_cache(
     check_symbols(meta["externs"], module)
     try:
         jit = JITModule.from_object(entry.obj, options.opt_level, options.target)
-    except RuntimeError:  # LLVM rejected the object file: compile again
+    except (RuntimeError, ValueError):  # LLVM rejected the object code: compile again
         return None
     jit.optimized_ir = entry.optimized_ir
     install(jit, meta)
     report = Report(meta["stats"], meta["passes"], meta["arena_bytes"], meta["unbounded"])
-    levels = _Levels(module, options, jit)
+    levels = _Levels(module, options, jit, externs)
     return CompiledModule(jit, funcs, native, report, messages, levels, threads)
 
 
@@ -305,14 +315,15 @@ def _compile(
     funcs = defined_functions(module)
     native = {f.sym_name.data for f in llvm_level.body.block.ops if isinstance(f, llvm.FuncOp)}
     native &= set(funcs)
-    jit = JITModule(llvm_level, options.opt_level, target=options.target)
+    with pipeline.gc_paused():  # the conversion to LLVM IR allocates as much again
+        jit = JITModule(llvm_level, options.opt_level, target=options.target)
     meta = metadata(llvm_level, report, native)
     install(jit, meta)
     portable = portable_messages(meta["messages"], prefixes)
     if key is not None and jit.cacheable() and (portable is None) == (meta["messages"] is None):
         stored: Metadata = {**meta, "messages": portable}  # type: ignore[typeddict-item]
         cache.store(key, cache.Entry(jit.object_code, stored, jit.optimized_ir))  # type: ignore[arg-type]
-    levels = _Levels(module, options, jit)
+    levels = _Levels(module, options, jit, externs)
     return CompiledModule(jit, funcs, native, report, meta["messages"], levels, threads)
 
 
@@ -329,6 +340,7 @@ def compile_graph_module(
     fma: bool | None = None,
     target_cpu: str = "host",
     num_threads: int | None = None,
+    tuning_db: str | os.PathLike[str] | None = None,
 ) -> CompiledModule:
     """Compile every defined function of a verified graph module to native code.
 
@@ -345,7 +357,10 @@ def compile_graph_module(
     `fma` (None: opt_level >= 2) lets float sums fuse multiply-adds; `target_cpu` is
     the CPU model to compile for, one this machine can run (`check_runnable`).
     `num_threads` caps the threads parallel loops use (None: `DLC_NUM_THREADS`, else
-    the cores this process may run on); results do not depend on it."""
+    the cores this process may run on); results do not depend on it. `tuning_db`
+    names a tuning database (`dlc-tune`'s JSON lines): nests with a record for this
+    target use its schedule; each contraction without one is a `TuningWarning` saying
+    why. Such compiles bypass the compile cache, so the report shows every time."""
     from dlc.passes.graph.differentiate import differentiated
 
     called = check_externs(module, allowed_externs(externs))
@@ -357,20 +372,22 @@ def compile_graph_module(
         plan_memory=plan_memory,
         fast_math_functions=fast_math_functions,
         bounds_check=bounds_check,
-        fma=_check_fma(fma),
+        fma=pipeline.check_fma(fma),
         target_cpu=check_runnable(target_cpu),
         openmp=openmp_available(),
+        tuning_db=pipeline.check_tuning_db(tuning_db),
     )  # not `seed`: it only sets the generator state after loading
     # The code depends on the allowed externs the program calls, not on the rest of the
     # allow-list: `called` keys the entry (and check_externs already ran, before any lookup).
-    key = cache_key(module, options, called) if cache.enabled() else None
+    cached = cache.enabled() and options.tuning_db is None
+    key = cache_key(module, options, called) if cached else None
     prefixes = _location_prefixes(module)
     module = differentiated(module)  # the signatures of synthesized adjoints
     entry = cache.lookup(key) if key is not None else None
     threads = _check_threads(num_threads)
     compiled = None
     if entry is not None:
-        compiled = _from_cache(entry, module, options, threads, prefixes)
+        compiled = _from_cache(entry, module, options, threads, prefixes, called)
     if compiled is None:
         compiled = _compile(module, options, key, called, threads, prefixes)
     compiled.seed(seed)

@@ -7,7 +7,7 @@ Python entry wrappers). The pipeline, level by level, for `opt_level >= 1`:
 
 | level  | passes (before lowering the level)                          | lowering               |
 |--------|-------------------------------------------------------------|------------------------|
-| graph  | differentiate, then the graph optimizer (`GRAPH_OPTIMIZER`)  | lower-graph-to-tensor  |
+| graph  | differentiate, then the graph optimizer (`GRAPH_OPTIMIZER`; at opt_level 3 also `SUPEROPTIMIZER`) | lower-graph-to-tensor  |
 | tensor | fuse (inline producers), schedule (loop nests, groups, tiles)| lower-tensor-to-loop   |
 | loop   | plan-memory, math-approx                                    | lower-loop-to-llvm     |
 | llvm   | LLVM's own O-level pipeline (`dlc.runtime.jit`)             |                        |
@@ -19,7 +19,12 @@ when asked), so its results are bit-identical to the reference interpreter's.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import gc
+import hashlib
+import os
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import import_module
 from typing import Any
@@ -59,6 +64,7 @@ _PASSES: dict[str, str] = {
         "dlc.passes.graph.literal_broadcasting_promotion:LiteralBroadcastingPromotionPass"
     ),
     "matrix-chain-reorder": "dlc.passes.graph.matrix_chain_reorder:MatrixChainReorderPass",
+    "superoptimize": "dlc.passes.graph.superoptimize:SuperoptimizePass",
     "fuse": "dlc.passes.tensor.fuse:FusePass",
     "schedule": "dlc.passes.tensor.schedule:SchedulePass",
     "plan-memory": "dlc.passes.loop.plan_memory:PlanMemoryPass",
@@ -109,11 +115,13 @@ class Options:
     target_cpu: str = "host"  # an LLVM CPU model (dlc.target.Target.from_cpu)
     fma: bool | None = None  # fused multiply-add in reductions; None: opt_level >= 2
     openmp: bool = True  # parallel loops on the OpenMP runtime (else serial)
+    triple: str = ""  # the LLVM target triple (ahead-of-time); "" = this process's
+    tuning_db: str | None = None  # a tuning database (JSON lines) the schedule pass applies
 
     def __post_init__(self) -> None:
         if self.opt_level not in (0, 1, 2, 3):
             raise ValueError(f"opt_level must be 0, 1, 2 or 3, got {self.opt_level}")
-        Target.from_cpu(self.target_cpu)  # ValueError for an unknown CPU model
+        Target.from_cpu(self.target_cpu, self.triple)  # ValueError for an unknown CPU model
 
     @property
     def contract(self) -> bool:
@@ -122,7 +130,7 @@ class Options:
 
     @property
     def target(self) -> Target:
-        return Target.from_cpu(self.target_cpu)
+        return Target.from_cpu(self.target_cpu, self.triple)
 
     def key(self) -> dict[str, Any]:
         """A JSON-able description (the compile cache hashes it)."""
@@ -135,7 +143,42 @@ class Options:
             "target": self.target.key(),
             "fma": self.contract,
             "openmp": self.openmp,
+            "tuning_db": tuning_fingerprint(self.tuning_db),
         }
+
+
+SUPEROPTIMIZER = ("superoptimize", "fold-constants", "canonicalize", "cse", "dce")
+"""Run after `GRAPH_OPTIMIZER` at opt_level 3: the substitution search, then folding
+what it built over constants (concatenated literal weights) and a cleanup of what it
+leaves (double transposes of nested splits, unread inline literals)."""
+
+
+def tuning_fingerprint(path: str | None) -> str | None:
+    """SHA-256 of a tuning database's bytes (what the compile cache keys on: a new
+    record changes the code), "missing" for an unreadable file, None without one."""
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return "missing"
+
+
+def check_fma(fma: object) -> bool | None:
+    """The `fma` option of `dlc.compile`, checked."""
+    if fma is not None and not isinstance(fma, bool):
+        raise TypeError(f"fma must be None, True or False, got {type(fma).__name__}")
+    return fma
+
+
+def check_tuning_db(path: object) -> str | None:
+    """The `tuning_db` option of `dlc.compile`, checked, as a str."""
+    if path is None:
+        return None
+    if not isinstance(path, str | os.PathLike):
+        raise TypeError(f"tuning_db must be None or a path, got {type(path).__name__}")
+    return os.fspath(path)  # type: ignore[arg-type]
 
 
 def level_passes(level: str, options: Options) -> list[ModulePass]:
@@ -143,11 +186,17 @@ def level_passes(level: str, options: Options) -> list[ModulePass]:
     optimize = options.opt_level >= 1
     if level == "graph":
         names = ["differentiate", *(GRAPH_OPTIMIZER if optimize else ())]
+        names += SUPEROPTIMIZER if options.opt_level >= 3 else ()
         return [make_pass(n) for n in names]
     if level == "tensor" and optimize:
         fuse = [make_pass("fuse")] if options.fuse else []
         schedule = make_pass(
-            "schedule", target=options.target_cpu, group=options.fuse, fma=options.contract
+            "schedule",
+            target=options.target_cpu,
+            triple=options.triple,
+            group=options.fuse,
+            fma=options.contract,
+            tuning_db=options.tuning_db or "",
         )
         return [*fuse, schedule]
     if level == "loop":
@@ -195,13 +244,42 @@ def run(
     `on_level(level, module)` sees it once per level, after the level's passes, right
     before it is lowered."""
     ctx = ctx or context()
-    for step in pipeline:
-        if step.lowers and on_level is not None:
-            on_level(step.level, module)
-        step.pass_.apply(ctx, module)
-        if after is not None:
-            after(step, module)
+    with gc_paused():
+        for step in pipeline:
+            if step.lowers and on_level is not None:
+                on_level(step.level, module)
+            step.pass_.apply(ctx, module)
+            if after is not None:
+                after(step, module)
     return module
+
+
+_GC_LOCK = threading.Lock()
+_GC_PAUSES = [0]  # compiles in progress that paused the collector
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off while a compile builds and rewrites IR.
+
+    A lowering allocates millions of small objects (ops, values, attributes) that stay
+    alive; every collection the allocations trigger walks all of them again, which made
+    lowering time grow superlinearly with program size (softmax x 200: 22% of a cold
+    compile). The IR's garbage cycles wait for the next collection after the compile
+    (peak memory +6% there). Nested and concurrent compiles share the pause; a collector
+    the program had turned off stays off."""
+    with _GC_LOCK:
+        _GC_PAUSES[0] += 1
+        if _GC_PAUSES[0] == 1:
+            _GC_PAUSES.append(gc.isenabled())
+            gc.disable()
+    try:
+        yield
+    finally:
+        with _GC_LOCK:
+            _GC_PAUSES[0] -= 1
+            if _GC_PAUSES[0] == 0 and _GC_PAUSES.pop():
+                gc.enable()
 
 
 def context() -> Context:

@@ -6,6 +6,12 @@ code that must run on an older machine (and to test the schedule policy for one 
 any host). The schedule pass reads the vector width, FMA, register count and cache
 sizes; the JIT compiles for `cpu` with `features`; the compile cache keys on `key()`.
 
+`Target.from_cpu(cpu, triple)` with a foreign `triple` (ahead-of-time compilation,
+`dlc-compile --target`) describes another machine: `FOREIGN_ARCHES` gives each
+supported architecture its default CPU model and features and what the schedule policy
+must assume (AArch64: NEON, 16-byte vectors, 32 registers, FMA; RISC-V 64: RV64GC,
+no vector unit; wasm32: SIMD128). `triple` is "" for this process's own target.
+
 The core count is deliberately not part of a target: schedules and results do not
 depend on it (threads come from the OpenMP runtime at run time).
 """
@@ -13,7 +19,7 @@ depend on it (threads come from the OpenMP runtime at run time).
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 # LLVM x86 CPU models by widest vector (bytes); unknown names default to 16 (SSE2).
@@ -33,6 +39,69 @@ _NO_FMA = "sandybridge ivybridge btver2 bdver1"  # AVX without FMA3
 
 
 @dataclass(frozen=True)
+class ForeignArch:
+    """What dlc assumes about an architecture it only compiles for (never runs here)."""
+
+    cpu: str  # the default LLVM CPU model
+    features: str  # LLVM feature string added to every model's own
+    cpus: tuple[str, ...]  # the models `--target-cpu` accepts
+    vector_bytes: int
+    fma: bool
+    vector_registers: int
+    pointer_bits: int = 64
+
+
+FOREIGN_ARCHES = {
+    "aarch64": ForeignArch(
+        "generic",
+        "+neon",
+        ("generic", "cortex-a53", "cortex-a55", "cortex-a72", "cortex-a76", "neoverse-n1"),
+        vector_bytes=16,  # NEON (SVE's wider vectors are not assumed)
+        fma=True,
+        vector_registers=32,
+    ),
+    "riscv64": ForeignArch(
+        "generic-rv64",
+        "+m,+a,+f,+d,+c",  # RV64GC, the Linux baseline: no vector extension
+        ("generic-rv64", "sifive-u74"),
+        vector_bytes=16,  # LLVM scalarizes; the width only sizes register tiles
+        fma=True,
+        vector_registers=32,
+    ),
+    "wasm32": ForeignArch(
+        "generic",
+        "+simd128",
+        ("generic", "mvp", "bleeding-edge"),
+        vector_bytes=16,
+        fma=False,
+        vector_registers=16,
+        pointer_bits=32,
+    ),
+}
+"""The architectures `Target.from_cpu(cpu, triple)` knows besides this machine's."""
+
+
+def triple_arch(triple: str) -> str:
+    """The architecture of a target triple ("" means this process's), e.g. "aarch64"."""
+    if not triple:
+        triple = process_triple()
+    return triple.split("-", 1)[0]
+
+
+@functools.cache
+def process_triple() -> str:
+    """LLVM's triple of this process ("x86_64-unknown-linux-gnu")."""
+    import llvmlite.binding as llvm_binding
+
+    return llvm_binding.get_process_triple()
+
+
+def is_foreign(triple: str) -> bool:
+    """Whether code for `triple` cannot run on this machine's architecture."""
+    return bool(triple) and triple_arch(triple) != triple_arch("")
+
+
+@dataclass(frozen=True)
 class Target:
     """A CPU as the compiler sees it."""
 
@@ -43,10 +112,14 @@ class Target:
     vector_registers: int = 16
     l1_bytes: int = 32 << 10  # L1 data cache per core
     l2_bytes: int = 1 << 20  # L2 cache per core
+    triple: str = ""  # LLVM target triple; "" = this process's
+    pointer_bits: int = 64
 
     def key(self) -> dict[str, object]:
         """A JSON-able description (part of the compile-cache key)."""
+        triple = {"triple": self.triple} if self.triple else {}
         return {
+            **triple,
             "cpu": self.cpu,
             "features": self.features,
             "vector_bytes": self.vector_bytes,
@@ -78,11 +151,14 @@ class Target:
         )
 
     @staticmethod
-    def from_cpu(cpu: str) -> Target:
+    def from_cpu(cpu: str, triple: str = "") -> Target:
         """The LLVM CPU model `cpu` with its own features and typical caches; "host"
-        is `Target.host()`. Raises ValueError for a name LLVM does not know."""
+        is `Target.host()`. With a `triple` of another architecture, a model of it
+        (`foreign`). Raises ValueError for a name LLVM does not know."""
+        if is_foreign(triple):
+            return foreign(cpu, triple)
         if cpu == "host":
-            return Target.host()
+            return Target.host() if not triple else replace(Target.host(), triple=triple)
         if not known_cpu(cpu):
             raise ValueError(f"unknown CPU model {cpu!r} (LLVM's names: x86-64-v3, znver4, ...)")
         vector_bytes = next((n for n, names in _VECTOR_BYTES.items() if cpu in names.split()), 16)
@@ -91,7 +167,29 @@ class Target:
             vector_bytes=vector_bytes,
             fma=vector_bytes >= 32 and cpu not in _NO_FMA.split(),
             vector_registers=32 if vector_bytes == 64 else 16,
+            triple=triple,
         )
+
+
+def foreign(cpu: str, triple: str) -> Target:
+    """CPU model `cpu` ("host": the architecture's default) of the architecture of
+    `triple`, one of `FOREIGN_ARCHES` (ValueError otherwise)."""
+    arch = FOREIGN_ARCHES.get(triple_arch(triple))
+    if arch is None:
+        known = ", ".join(sorted([*FOREIGN_ARCHES, triple_arch("")]))
+        raise ValueError(f"unsupported target {triple!r} (architectures: {known})")
+    cpu = arch.cpu if cpu == "host" else cpu
+    if cpu not in arch.cpus:
+        raise ValueError(f"unknown CPU model {cpu!r} for {triple} (models: {', '.join(arch.cpus)})")
+    return Target(
+        cpu=cpu,
+        features=arch.features,
+        vector_bytes=arch.vector_bytes,
+        fma=arch.fma,
+        vector_registers=arch.vector_registers,
+        triple=triple,
+        pointer_bits=arch.pointer_bits,
+    )
 
 
 @functools.cache
@@ -115,3 +213,28 @@ def _cache_sizes() -> tuple[int, int]:
     except (OSError, ValueError):
         pass
     return sizes["1"], sizes["2"]
+
+
+def check_runnable(cpu: object) -> str:
+    """`cpu` when code compiled for it runs on this machine (JIT): the host itself, or a
+    model with no wider vectors and no FMA the host lacks; AVX-512 code only for the
+    host or `x86-64-v4` (other AVX-512 models may use extensions this host has not).
+    TypeError / ValueError otherwise."""
+    if not isinstance(cpu, str):
+        raise TypeError(f"target_cpu must be a str, got {type(cpu).__name__}")
+    try:
+        target = Target.from_cpu(cpu)
+    except ValueError as err:
+        raise ValueError(f"target_cpu: {err}") from None
+    host = Target.host()
+    if cpu in ("host", host.cpu):
+        return cpu
+    fits = target.vector_bytes <= host.vector_bytes and (host.fma or not target.fma)
+    if target.vector_bytes == 64 and cpu != "x86-64-v4":
+        fits = False
+    if not fits:
+        raise ValueError(
+            f"target_cpu {cpu!r} may use instructions this machine ({host.cpu}) lacks: "
+            "compiled code must run here; choose an older model such as 'x86-64-v3'"
+        )
+    return cpu

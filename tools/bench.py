@@ -5,6 +5,7 @@ workloads, in one process.
     python tools/bench.py --only W0,W4     # a subset
     python tools/bench.py --threads 1      # another thread count for every system
     python tools/bench.py --peers np,tcomp # other columns (tcomp = torch.compile)
+    python tools/bench.py --o3 --peers np  # also opt_level=3 (superoptimize) vs 2
 
 The header says how many threads each system runs on, which OpenBLAS kernel NumPy
 runs (threadpoolctl) and each peer's version and settings. Per workload: dlc's median
@@ -65,6 +66,16 @@ def np_lstm_tail(
 ) -> tuple:
     new_c = c * np_sigmoid(f + 1) + np_sigmoid(i) * np.tanh(j)
     return new_c, np.tanh(new_c) * np_sigmoid(o)
+
+
+def np_lstm_step(x: np.ndarray, c: np.ndarray, *gates: np.ndarray) -> tuple:
+    f, i, j, o = (x @ w for w in gates)
+    return np_lstm_tail(c, f, i, j, o)
+
+
+def np_attention(x: np.ndarray, wq: np.ndarray, wk: np.ndarray, wv: np.ndarray) -> np.ndarray:
+    q, k, v = x @ wq, x @ wk, x @ wv
+    return np_softmax(q @ k.T / np.sqrt(x.shape[1])) @ v
 
 
 def np_softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -168,6 +179,8 @@ WORKLOADS = [
     Workload("W5", "conv2d 64x56x56 k3", "benchmarks/conv2d.dl", "conv2d", normal((1, 64, 56, 56), (64, 64, 3, 3), scale=0.1), np_conv2d, 2.0 * 64 * 64 * 9 * 56 * 56),
     Workload("W6", "MLP training step B=64", "benchmarks/mlp_train.dl", "train_step", train_inputs, np_train_step, 3 * mlp_flops(64)),
     Workload("W7", "LayerNorm + GELU", "benchmarks/layernorm_gelu.dl", "layernorm_gelu", layernorm_inputs, np_layernorm_gelu),
+    Workload("W10", "LSTM step, 4 gate dots", "benchmarks/lstm_step.dl", "lstm_step", normal(*[(64, 1024)] * 2, *[(1024, 1024)] * 4, scale=0.05), np_lstm_step, 8.0 * 64 * 1024 * 1024),
+    Workload("W11", "attention, Q/K/V dots", "benchmarks/attention.dl", "attention", normal((128, 512), *[(512, 512)] * 3, scale=0.05), np_attention, 2.0 * 128 * 512 * (3 * 512 + 2 * 128)),
 ]  # fmt: skip
 
 
@@ -218,7 +231,23 @@ def cell(dlc_s: float, peer_s: float | str) -> str:
     return f" {peer_s * 1e6:10.1f} {dlc_s / peer_s:9.2f}"
 
 
-def run_workload(w: Workload, peers: list[Peer], threads: int) -> tuple[str, dict[str, float]]:
+def o3_cell(w: Workload, text: str, threads: int, inputs: Arrays, want: Any, o2: float) -> str:
+    """dlc at opt_level=3 (the superoptimizer on): µs, opt_level 2 / 3, what fired."""
+    import dlc
+
+    compiled = dlc.compile(text, filename=w.source, num_threads=threads, opt_level=3)
+    fn = compiled[w.entry]
+    error = max_error(fn(*inputs), want)
+    o3 = median_seconds(fn, inputs)
+    stats = compiled.pass_statistics().get("superoptimize", {})
+    fired = stats.get("substitutions applied", 0)
+    check = "" if error < TOLERANCE else f" MISMATCH {error:.2g}"
+    return f" | O3 {o3 * 1e6:10.1f} O2/O3 {o2 / o3:5.2f}x subst {fired}{check}"
+
+
+def run_workload(
+    w: Workload, peers: list[Peer], threads: int, o3: bool = False
+) -> tuple[str, dict[str, float]]:
     """One report line (timings, or why the workload was skipped) and the seconds of
     every column that has a number."""
     from dlc.diagnostics import DiagnosticError
@@ -249,6 +278,8 @@ def run_workload(w: Workload, peers: list[Peer], threads: int) -> tuple[str, dic
         f"{label} {seconds['dlc'] * 1e6:10.1f}{cells} {gflops}"
         f" {first * 1e3:8.0f} {second * 1e3:8.0f} {disk * 1e3:8.0f} {nests:>5}  {check}"
     )
+    if o3:
+        line += o3_cell(w, text, threads, inputs, want, seconds["dlc"])
     return line, seconds
 
 
@@ -342,6 +373,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=default_threads(),
                         help="threads of every system (default: DLC_NUM_THREADS, else the cores)")  # fmt: skip
     parser.add_argument("--peers", default=DEFAULT_PEERS, help=f"columns, of {ALL_PEERS}")
+    parser.add_argument("--o3", action="store_true",
+                        help="also time opt_level=3 (superoptimize) and print opt_level 2 / 3")  # fmt: skip
     args = parser.parse_args(argv)
     wanted = set(args.only.split(",")) if args.only else None
     if "DLC_CACHE_DIR" not in os.environ:  # cold first compiles, nothing left behind
@@ -354,7 +387,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print_header(peers, args.threads, cores)
         for w in WORKLOADS:
             if wanted is None or w.id in wanted:
-                line, seconds = run_workload(w, peers, args.threads)
+                line, seconds = run_workload(w, peers, args.threads, args.o3)
                 print(line, flush=True)
                 rows.append((w, seconds))
         report_gflops(rows, ["dlc", *(peer.name for peer in peers)])

@@ -29,6 +29,7 @@ from xdsl.utils.arg_spec import parse_pipeline
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
 from xdsl.xdsl_opt_main import VersionAction
 
+from dlc.cli import plain_warnings
 from dlc.cli.opt_diagnostics import (
     IRVerifyError,
     as_diagnostic,
@@ -37,7 +38,7 @@ from dlc.cli.opt_diagnostics import (
     format_diagnostic,
     has_expectations,
 )
-from dlc.cli.targets import TARGETS, DlcOptTargets, Output, UsageError
+from dlc.cli.targets import DlcOptTargets, Output, UsageError, register_output_arguments
 from dlc.diagnostics import DiagnosticError, verify_located
 from dlc.dialects.levels import level_of
 from dlc.passes.statistics import PassStatistics
@@ -147,23 +148,7 @@ class DlcOptMain(DlcOptTargets):
             default="",
             help=f"comma-separated passes: {', '.join(self.available_passes)}",
         )
-        add(
-            "-t",
-            "--target",
-            "--emit",
-            dest="target",
-            choices=TARGETS,
-            help="output: dl (default at graph level), mlir (default below), llvm, asm",
-        )
-        add("-o", "--output-file", help="write the output here instead of stdout")
-        add(
-            "-O",
-            "--opt-level",
-            type=int,
-            choices=range(4),
-            default=2,
-            help="the pipeline of dlc.compile(opt_level=N) that -t llvm/asm runs (default 2)",
-        )
+        register_output_arguments(add)
         for names, description in SWITCHES:
             add(*names, action="store_true", help=description)
         add("-v", "--version", action=VersionAction, version_format=self.version_format)
@@ -240,6 +225,7 @@ class DlcOptMain(DlcOptTargets):
             self.pipeline = PassPipeline.parse_spec(self.available_passes, spec, self.after_pass)
         except (ValueError, TypeError) as e:
             raise UsageError(f"invalid pass options in '{spec}': {e}") from None
+        self.pipeline = self.with_tuning_db(self.pipeline)
         self.pass_start = time.perf_counter()
 
     def after_pass(
@@ -376,6 +362,7 @@ class DlcOptMain(DlcOptTargets):
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run dlc-opt; return the exit code (0 ok, 1 user error, 2 internal error)."""
+    plain_warnings()
     try:
         return DlcOptMain(args=argv).run()
     except DiagnosticError as e:

@@ -89,6 +89,12 @@ def _argument_parser() -> argparse.ArgumentParser:
         "libm's scalar math functions); it runs with this process's rights",
     )
     parser.add_argument(
+        "--tuning-db",
+        metavar="PATH",
+        help="a tuning database (dlc-tune) whose schedules to use; each contraction "
+        "without a record is a warning saying why",
+    )
+    parser.add_argument(
         "--opt-level", "-O", type=int, choices=range(4), default=2, help="LLVM opt level"
     )
     return parser
@@ -274,7 +280,7 @@ def _call(fn: Callable[..., Any], inputs: Sequence[Any], path: str, text: bytes)
         raise runtime_diagnostic(e, path, text) from None
 
 
-def _allowed_externs(names: list[str]) -> frozenset[str]:
+def allowed_extern_names(names: list[str]) -> frozenset[str]:
     """The C symbols `--allow-extern` names (a bad name is a RunError)."""
     from dlc.externs import allowed_externs
 
@@ -287,14 +293,16 @@ def _allowed_externs(names: list[str]) -> frozenset[str]:
 def run(argv: Sequence[str] | None) -> None:
     """Compile, build inputs, run, print (raises RunError / DiagnosticError)."""
     args = _argument_parser().parse_args(argv)
-    externs = _allowed_externs(args.allow_extern)
-    module, text = _parse_file(args.file, _input_shapes(args.input_shape))
+    externs = allowed_extern_names(args.allow_extern)
+    module, text = parse_file(args.file, input_shapes(args.input_shape))
     func = choose_function(module, args.entry)
     inputs = build_inputs(func, args.input, args.random_inputs, args.seed)
     from dlc.api import compile_graph_module
 
     start = time.perf_counter()
-    compiled = compile_graph_module(module, opt_level=args.opt_level, externs=externs)
+    compiled = compile_graph_module(
+        module, opt_level=args.opt_level, externs=externs, tuning_db=args.tuning_db
+    )
     compile_s = time.perf_counter() - start
     fn = compiled[func.sym_name.data]
     print_outputs(_call(fn, inputs, args.file, text), func)
@@ -307,7 +315,7 @@ def run(argv: Sequence[str] | None) -> None:
         print(f"time per call: {per_call * 1e6:.2f} µs (median of {calls} calls)")
 
 
-def _input_shapes(specs: Sequence[str]) -> dict[str, tuple[int, ...]]:
+def input_shapes(specs: Sequence[str]) -> dict[str, tuple[int, ...]]:
     """`--input-shape NAME=2x3` options as a mapping (a malformed one is a RunError)."""
     shapes: dict[str, tuple[int, ...]] = {}
     for spec in specs:
@@ -321,7 +329,7 @@ def _input_shapes(specs: Sequence[str]) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def _parse_file(path: str, input_shapes: dict[str, tuple[int, ...]]) -> tuple[Any, bytes]:
+def parse_file(path: str, input_shapes: dict[str, tuple[int, ...]]) -> tuple[Any, bytes]:
     """The program of `path`, differentiated (so `--entry` finds the functions of
     `[adjoint ...]` declarations and the `@g_grad` they synthesize), and its text.
     An `.onnx` file is imported (its text is empty: diagnostics name nodes, not lines)."""
@@ -345,6 +353,9 @@ def _parse_file(path: str, input_shapes: dict[str, tuple[int, ...]]) -> tuple[An
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run dlc-run; return the exit code (0 ok, 1 user error, 2 internal error)."""
+    from dlc.cli import plain_warnings
+
+    plain_warnings()
     try:
         run(argv)
     except RunError as e:

@@ -10,19 +10,48 @@ parsed arguments, the pass registry and the context of the driver.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Callable
 from io import StringIO
 from typing import IO, TypeVar
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass
+from xdsl.passes import ModulePass, PassPipeline
 from xdsl.printer import Printer
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from dlc.dialects.levels import check_llvm_level, level_of
 
 TARGETS = ("dl", "mlir", "llvm", "asm")
+
+
+def register_output_arguments(add: Callable[..., object]) -> None:
+    """dlc-opt's options of the output and of the `-t llvm|asm` pipeline."""
+    add(
+        "-t",
+        "--target",
+        "--emit",
+        dest="target",
+        choices=TARGETS,
+        help="output: dl (default at graph level), mlir (default below), llvm, asm",
+    )
+    add("-o", "--output-file", help="write the output here instead of stdout")
+    add(
+        "-O",
+        "--opt-level",
+        type=int,
+        choices=range(4),
+        default=2,
+        help="the pipeline of dlc.compile(opt_level=N) that -t llvm/asm runs (default 2)",
+    )
+    add(
+        "--tuning-db",
+        metavar="PATH",
+        help="a tuning database (dlc-tune): the schedule pass (in -p and in the -t "
+        "llvm/asm pipeline) uses its records and warns per contraction without one",
+    )
+
 
 T = TypeVar("T")
 
@@ -144,7 +173,27 @@ class DlcOptTargets(xDSLOptMain):
         from dlc.pipeline import Options
         from dlc.runtime.native import openmp_available
 
-        return Options(opt_level=self.args.opt_level, openmp=openmp_available())
+        return Options(
+            opt_level=self.args.opt_level,
+            openmp=openmp_available(),
+            tuning_db=self.args.tuning_db or None,
+        )
+
+    def with_tuning_db(self, pipeline: PassPipeline) -> PassPipeline:
+        """`pipeline` whose schedule passes without a database of their own use
+        --tuning-db (unchanged without the option)."""
+        from dlc.passes.tensor.schedule import SchedulePass
+
+        path = self.args.tuning_db
+        if not path:
+            return pipeline
+        passes = tuple(
+            dataclasses.replace(p, tuning_db=path)
+            if isinstance(p, SchedulePass) and not p.tuning_db
+            else p
+            for p in pipeline.passes
+        )
+        return PassPipeline(passes, pipeline.callback)
 
     def after_step(self, step, module: ModuleOp) -> None:  # noqa: ANN001 -- pipeline.Step
         """A step of the `-t llvm|asm` pipeline: timed, verified and printed like a `-p` pass."""

@@ -8,43 +8,59 @@ its target machine and MCJIT engine; keep it alive while its function pointers a
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
 import llvmlite.binding as llvm_binding
 from xdsl.dialects.builtin import ModuleOp
 
 from dlc.target import Target
 
+if TYPE_CHECKING:
+    from llvmlite import ir
+
 _INIT_LOCK = threading.Lock()
-_initialized = False
+_initialized: set[str] = set()
 
 
-def _initialize() -> None:
-    """Native target + asm printer, once per process (llvmlite 0.50 initializes the core)."""
-    global _initialized
+def _initialize(all_targets: bool = False) -> None:
+    """Native target + asm printer, once per process (llvmlite 0.50 initializes the
+    core); with `all_targets` every target LLVM was built with (cross compilation)."""
     with _INIT_LOCK:
-        if _initialized:
-            return
-        llvm_binding.initialize_native_target()
-        llvm_binding.initialize_native_asmprinter()
-        _initialized = True
+        if "native" not in _initialized:
+            llvm_binding.initialize_native_target()
+            llvm_binding.initialize_native_asmprinter()
+            _initialized.add("native")
+        if all_targets and "all" not in _initialized:
+            llvm_binding.initialize_all_targets()
+            llvm_binding.initialize_all_asmprinters()
+            _initialized.add("all")
 
 
-def target_machine(opt_level: int, target: Target | None = None) -> llvm_binding.TargetMachine:
+def target_triple(target: Target | None) -> str:
+    """The LLVM triple code for `target` is made for (this process's by default)."""
+    return (target.triple if target is not None else "") or llvm_binding.get_process_triple()
+
+
+def target_machine(
+    opt_level: int, target: Target | None = None, *, pic: bool = False
+) -> llvm_binding.TargetMachine:
     """A fresh target machine for `target` (the host by default; one per engine: MCJIT
     takes ownership). On AVX-512 targets LLVM's vectorizers are told to use the full
     width (`-prefer-256-bit`: some CPU models prefer 256-bit vectors by default), the
-    width the schedule policy plans register tiles for."""
-    _initialize()
+    width the schedule policy plans register tiles for. `pic`: position-independent
+    code in the default code model, for objects a linker puts in a shared library
+    (ahead-of-time compilation); else MCJIT's own code model."""
     target = target or Target.host()
+    _initialize(all_targets=bool(target.triple))
     features = target.features
     if target.vector_bytes == 64:
         features = ",".join(f for f in (features, "-prefer-256-bit") if f)
-    return llvm_binding.Target.from_default_triple().create_target_machine(
+    return llvm_binding.Target.from_triple(target_triple(target)).create_target_machine(
         cpu=target.cpu,
         features=features,
         opt=opt_level,
-        reloc="default",
-        codemodel="jitdefault",
+        reloc="pic" if pic else "default",
+        codemodel="default" if pic else "jitdefault",
     )
 
 
@@ -53,7 +69,7 @@ def _check_level(opt_level: int) -> None:
         raise ValueError(f"opt_level must be 0, 1, 2 or 3, got {opt_level}")
 
 
-def _optimize(module: llvm_binding.ModuleRef, tm: llvm_binding.TargetMachine, opt_level: int):
+def optimize(module: llvm_binding.ModuleRef, tm: llvm_binding.TargetMachine, opt_level: int):
     """Run the standard O-level pipeline; vectorizers on for O2 and O3."""
     if opt_level == 0:
         return
@@ -67,17 +83,23 @@ def _optimize(module: llvm_binding.ModuleRef, tm: llvm_binding.TargetMachine, op
     pass_manager.run(module, pass_builder)
 
 
-def _parsed(llvm_level: ModuleOp, tm: llvm_binding.TargetMachine) -> llvm_binding.ModuleRef:
-    """Convert an llvm-level xDSL module and parse it into an LLVM module for `tm`."""
+def llvmlite_module(llvm_level: ModuleOp, tm: llvm_binding.TargetMachine) -> ir.Module:
+    """An llvm-level xDSL module as an llvmlite IR module for `tm` (triple and layout)."""
     from xdsl.backend.llvm.convert import convert_module  # only when compiling
     from xdsl.dialects import llvm
 
-    ir_module = convert_module(llvm_level, fallback_target_triple=llvm_binding.get_process_triple())
+    ir_module = convert_module(llvm_level, fallback_target_triple=tm.triple)
     for op in llvm_level.body.block.ops:  # xDSL's converter drops function attributes
         if isinstance(op, llvm.FuncOp) and op.no_inline is not None:
             ir_module.get_global(op.sym_name.data).attributes.add("noinline")
+    ir_module.triple = tm.triple
     ir_module.data_layout = str(tm.target_data)
-    module = llvm_binding.parse_assembly(str(ir_module))
+    return ir_module
+
+
+def _parsed(llvm_level: ModuleOp, tm: llvm_binding.TargetMachine) -> llvm_binding.ModuleRef:
+    """Convert an llvm-level xDSL module and parse it into an LLVM module for `tm`."""
+    module = llvm_binding.parse_assembly(str(llvmlite_module(llvm_level, tm)))
     module.verify()
     return module
 
@@ -86,7 +108,7 @@ def _compiled(llvm_level: ModuleOp, opt_level: int, target: Target | None = None
     _check_level(opt_level)
     tm = target_machine(opt_level, target)
     module = _parsed(llvm_level, tm)
-    _optimize(module, tm, opt_level)
+    optimize(module, tm, opt_level)
     return module, tm
 
 
@@ -126,6 +148,13 @@ class JITModule:
         if llvm_level is None:
             self._load_object(object_code or b"", opt_level, target)
             return
+        from dlc.runtime.jit_parts import compile_in_parts, pack_objects
+
+        _check_level(opt_level)
+        objects = compile_in_parts(llvm_level, opt_level, target)
+        if objects is not None:  # a large module, built on several threads
+            self._load_object(pack_objects(objects), opt_level, target)
+            return
         module, tm = _compiled(llvm_level, opt_level, target)
         self.opt_level = opt_level
         self.optimized_ir = str(module)
@@ -157,7 +186,10 @@ class JITModule:
         self.target_machine = tm
         self._module = module
         self._engine = llvm_binding.create_mcjit_compiler(module, tm)
-        self._engine.add_object_file(llvm_binding.ObjectFileRef.from_data(object_code))
+        from dlc.runtime.jit_parts import unpack_objects
+
+        for part in unpack_objects(object_code):  # ValueError: a malformed bundle
+            self._engine.add_object_file(llvm_binding.ObjectFileRef.from_data(part))
         self._engine.finalize_object()
 
     def cacheable(self) -> bool:

@@ -9,6 +9,7 @@ callback, computed on first use.
 
 from __future__ import annotations
 
+import os
 from typing import Any, Protocol
 
 import numpy as np
@@ -30,6 +31,8 @@ class Levels(Protocol):
     def text(self, level: str) -> str: ...
 
     def module(self, level: str) -> ModuleOp: ...
+
+    def export(self, path: str | os.PathLike[str], **settings: Any) -> Any: ...
 
 
 class CompiledModule:
@@ -78,6 +81,32 @@ class CompiledModule:
         words = state[:16].view(np.uint64)
         words[0] = int(value) % (1 << 64)
         words[1] = 0
+
+    def export(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        entries: list[str] | None = None,
+        prefix: str | None = None,
+        header: str | os.PathLike[str] | None = None,
+        target: str | None = None,
+        target_cpu: str | None = None,
+        cc: str | None = None,
+    ) -> Any:
+        """Write this module's program as a C library (ahead-of-time compilation, like
+        `dlc-compile`): `path` ends in `.so` (linked by the C compiler `cc`, default
+        `$CC` or `cc`, `<triple>-gcc` for a foreign target), `.o` or `.a`; the header
+        goes to `header` (default `<prefix>.h` next to `path`). `entries` names the
+        exported functions (default all), `prefix` starts their C names (default the
+        file name: `libmodel.so` -> `model_f`), `target` is an LLVM triple such as
+        `aarch64-linux-gnu` (default this machine) and `target_cpu` its CPU model. The
+        code is compiled again with this module's options (opt level, bounds checks,
+        fusion, ...) for that target. Returns `dlc.aot.Exported` (the paths written);
+        raises `dlc.aot.ExportError` (or `DiagnosticError` for a function whose
+        signature C cannot take). Generated code uses no Python at run time."""
+        settings = {"prefix": prefix, "header": header, "target": target}
+        settings |= {"target_cpu": target_cpu, "cc": cc}
+        return self._levels.export(path, entries=entries, **settings)
 
     @property
     def functions(self) -> tuple[str, ...]:

@@ -43,6 +43,7 @@ def test_public_names() -> None:
         "compile_onnx",
         "parse",
         "print_module",
+        "tune",
     }
     from dlc.diagnostics import DiagnosticError
 

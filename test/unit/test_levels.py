@@ -27,6 +27,7 @@ PASS_LEVELS = {
     "cfg-canonicalize": "graph",
     "literal-broadcasting-promotion": "graph",
     "matrix-chain-reorder": "graph",
+    "superoptimize": "graph",
     "lower-graph-to-tensor": "graph",
     "fuse": "tensor",
     "schedule": "tensor",

@@ -38,6 +38,7 @@ CASES = [
     ("fold-constants.dl", "fold-constants", {}),
     ("literal-broadcasting-promotion.dl", "literal-broadcasting-promotion", {}),
     ("matrix-chain-reorder.dl", "matrix-chain-reorder", {}),
+    ("superoptimize.dl", "superoptimize", {}),
     ("inline.dl", "inline", {"all": True}),
     ("cfg-simplify.dl", "cfg-simplify", {}),
     ("cfg-canonicalize.dl", "cfg-canonicalize", {}),

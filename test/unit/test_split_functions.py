@@ -46,9 +46,12 @@ def no_cache(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def compiled(
-    monkeypatch: pytest.MonkeyPatch, split_ops: int, opt_level: int = 2
+    monkeypatch: pytest.MonkeyPatch, split_ops: int, opt_level: int = 2, chunk: int = 1
 ) -> dlc.CompiledModule:
+    """`PROGRAM` split when over `split_ops` ops, in runs of `chunk` ops (1: a function
+    per nest)."""
     monkeypatch.setattr(lower_loop_to_llvm, "SPLIT_OPS", split_ops)
+    monkeypatch.setattr(lower_loop_to_llvm, "SPLIT_CHUNK", chunk)
     return dlc.compile(PROGRAM, num_threads=2, opt_level=opt_level)
 
 
@@ -62,6 +65,16 @@ def test_split_outlines_nests(monkeypatch: pytest.MonkeyPatch) -> None:
     reference = run_function(dlc.parse(PROGRAM), "f", [A, B, C])
     np.testing.assert_allclose(split.f(A, B, C), reference, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(split.f(A, B, C), whole.f(A, B, C), rtol=1e-6, atol=1e-6)
+
+
+def test_nests_are_outlined_in_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a large run budget consecutive nests share a function (a copy or an
+    allocation between them still ends a run), the values flow inside."""
+    one_each = compiled(monkeypatch, 0).ir("llvm").count("define void @f.nest")
+    split = compiled(monkeypatch, 0, chunk=10**6)
+    assert 1 <= split.ir("llvm").count("define void @f.nest") < one_each
+    reference = run_function(dlc.parse(PROGRAM), "f", [A, B, C])
+    np.testing.assert_allclose(split.f(A, B, C), reference, rtol=1e-5, atol=1e-5)
 
 
 def test_split_changes_no_bit_of_one_summation_order(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -32,10 +32,11 @@ from dlc.lowering.loop_to_llvm.buffers import BufferEmitter
 from dlc.lowering.loop_to_llvm.context import StatusTable
 from dlc.lowering.loop_to_llvm.memory import lower_raw_memory
 from dlc.lowering.loop_to_llvm.parallel import (
+    SPLIT_CHUNK,
     SPLIT_OPS,
     ParallelEmitter,
     can_outline,
-    can_split,
+    split_chunks,
 )
 from dlc.lowering.loop_to_llvm.scalar import const, icmp, lower_scalar_op
 
@@ -73,7 +74,7 @@ class FuncEmitter(ParallelEmitter, BufferEmitter):
     order: dict[Block, int] = field(default_factory=dict)  # loop-level block -> position
     arena: SSAValue | None = None
     split_ops: int = 0  # functions of more ops have their top-level nests outlined
-    split: bool = False  # outline each top-level nest (a large function; parallel.py)
+    split: bool = False  # outline runs of top-level nests (a large function; parallel.py)
     constants: dict[tuple[object, Attribute], SSAValue] = field(default_factory=dict)
 
     def emit(self, op: Operation) -> SSAValue:
@@ -160,8 +161,13 @@ class FuncEmitter(ParallelEmitter, BufferEmitter):
         for block in blocks:  # the entry block (defining the buffers) comes first
             if block is not blocks[0]:
                 self.start(self.successors[block])
-            self.frames.append(_Frame(iter(block.ops)))
-            self.drain()
+            items = split_chunks(block.ops, SPLIT_CHUNK) if self.split else [list(block.ops)]
+            for item in items:
+                if isinstance(item, list) and self.split:
+                    self.lower_split_chunk(item)
+                    continue
+                self.frames.append(_Frame(iter(item if isinstance(item, list) else [item])))
+                self.drain()
         later = [r for r in self.returns() if r not in early]
         if recursive:
             self.leave_depth_guard(later)
@@ -259,9 +265,6 @@ class FuncEmitter(ParallelEmitter, BufferEmitter):
         a parallel loop is outlined for the OpenMP runtime (parallel.py)."""
         if self.openmp and can_outline(op):
             self.lower_parallel_for(op)
-            return
-        if self.split and isinstance(op.parent_op(), loop.FuncOp) and can_split(op):
-            self.lower_split_for(op)
             return
         iter_types = [v.type for v in op.iter_inits]
         header = Block(arg_types=[i64, *iter_types])
@@ -376,9 +379,10 @@ class LowerLoopToLLVMPass(ModulePass):
     arenas are blocks of the ctx's arena. With `bounds_check`
     (`-p 'lower-loop-to-llvm{bounds_check=true}'`), every load and store checks its
     indices against the buffer shape (see `FuncEmitter.checked`). A function of more
-    than `split_ops` loop-level ops (default `SPLIT_OPS`; -1 means the default) has each
-    top-level loop nest outlined into an internal `noinline` function `@f.nest<k>`
-    (`parallel.py`), so LLVM works on pieces of bounded size.
+    than `split_ops` loop-level ops (default `SPLIT_OPS`; -1 means the default) has its
+    top-level loop nests outlined, in runs of about `SPLIT_CHUNK` ops, into internal
+    `noinline` functions `@f.nest<k>` (`parallel.py`), so LLVM works on pieces of
+    bounded size.
     """
 
     name = "lower-loop-to-llvm"

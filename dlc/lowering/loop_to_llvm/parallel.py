@@ -19,10 +19,11 @@ thread count. Loops whose body calls functions or uses stack slots are not outli
 values. The thread count travels in the call context (`abi.CTX_THREADS`); without an
 OpenMP runtime (`openmp=False`) parallel loops run serially.
 
-The same outlining splits large functions (`lower_split_for`, more than `split_ops`
-loop-level ops): each top-level nest without calls or allocations becomes an internal
-`noinline` `@f.nest<k>(data)` called once, its loop results passed back in slots after
-the captured values. Constants are rematerialized in the outlined function rather than
+The same outlining splits large functions (`lower_split_chunk`, more than `split_ops`
+loop-level ops): each run of consecutive top-level nests (without calls or
+allocations) and scalar ops, of about `SPLIT_CHUNK` ops, becomes an internal
+`noinline` `@f.nest<k>(data)` called once, the values later ops use passed back in
+slots after the captured values. Constants are rematerialized in the outlined function rather than
 captured, so trip counts stay known. LLVM's optimizer takes time superlinear in the
 size of a function; pieces of bounded size keep a 1,000-nest function compiling in
 linear time, at the cost of a call per nest and of the alias facts between buffers
@@ -31,8 +32,12 @@ that the caller's `noalias` arguments gave (LLVM checks overlap at run time inst
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from xdsl.dialects import arith, llvm
 from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -54,9 +59,11 @@ PTR = llvm.LLVMPointerType()
 VOID = llvm.LLVMVoidType()
 
 SPLIT_OPS = 4000
-"""Functions of more loop-level ops than this have their top-level nests outlined
-(softmax x 200, one function of 400 nests: LLVM's O2 took 9 s on it whole, 1.8 s on
-the pieces; measured on a quiet 2-core machine)."""
+SPLIT_CHUNK = 1500
+"""Functions of more loop-level ops than `SPLIT_OPS` have their top-level nests outlined
+in runs of about `SPLIT_CHUNK` ops (softmax x 200, one function of 400 nests and 13,600
+ops: LLVM's O2 took 9.9 s on it whole, 3.1 s on 11 pieces; a cold compile 16.6 s ->
+8.1 s, on a loaded 2-core machine)."""
 
 
 def can_outline(op: loop.ForOp) -> bool:
@@ -67,11 +74,82 @@ def can_outline(op: loop.ForOp) -> bool:
     return not any(isinstance(inner, unsafe) for inner in op.body.walk())
 
 
-def can_split(op: loop.ForOp) -> bool:
-    """A top-level nest `lower_split_for` can outline: no arena or stack allocation and
-    no call inside (the outlined function has no arena block or stack guard of its own)."""
-    unsafe = (loop.AllocOp, loop.CallOp, lm.ScalarCallOp, lm.StackAllocOp, loop.ExternCallOp)
-    return not any(isinstance(inner, unsafe) for inner in op.body.walk())
+def _can_split(op: Operation) -> bool:
+    """A top-level op `lower_split_chunk` can outline: a loop nest without arena or
+    stack allocation and without calls (the outlined function has no arena block or
+    stack guard of its own), or a scalar `arith` / `math` op."""
+    if isinstance(op, loop.ForOp):
+        unsafe = (loop.AllocOp, loop.CallOp, lm.ScalarCallOp, lm.StackAllocOp, loop.ExternCallOp)
+        return not any(isinstance(inner, unsafe) for inner in op.body.walk())
+    return not op.regions and op.name.startswith(("arith.", "math."))
+
+
+def split_chunks(ops: Iterable[Operation], budget: int) -> list[Operation | list[Operation]]:
+    """`ops` (a block's) as runs of consecutive outlinable ops of about `budget` ops
+    each, holding at least one loop nest (outlined, `lower_split_chunk`), and the
+    other ops one by one (lowered in place)."""
+    items: list[Operation | list[Operation]] = []
+    run: list[Operation] = []
+    size = 0
+
+    def close() -> None:
+        nonlocal run, size
+        if any(isinstance(op, loop.ForOp) for op in run):
+            items.append(run)
+        else:
+            items.extend(run)
+        run, size = [], 0
+
+    for op in ops:
+        if isinstance(op, arith.ConstantOp):  # stays a constant wherever it is used
+            items.append(op)
+            continue
+        if not _can_split(op):
+            close()
+            items.append(op)
+            continue
+        run.append(op)
+        size += sum(1 for _ in op.walk())
+        if size >= budget:
+            close()
+    close()
+    return items
+
+
+def _is_buffer(value: SSAValue) -> bool:
+    return isinstance(value.type, MemRefType)
+
+
+def _rematerialized(value: SSAValue) -> bool:
+    """A value an outlined run recomputes instead of receiving: a constant, or a buffer
+    planned in the arena (its base pointer plus a constant offset)."""
+    owner = value.owner
+    if isinstance(owner, arith.ConstantOp):
+        return True
+    return isinstance(owner, loop.AllocOp) and loop.ARENA_OFFSET in owner.attributes
+
+
+def _chunk_boundary(
+    ops: list[Operation], inside: set[int]
+) -> tuple[list[SSAValue], list[SSAValue]]:
+    """(values the ops in `inside` use but do not define, in first-use order; results
+    of `ops` used by ops outside them)."""
+
+    def defined_inside(value: SSAValue) -> bool:
+        owner = value.owner
+        op = owner.parent_op() if isinstance(value, BlockArgument) else owner  # type: ignore[union-attr]
+        return op is not None and id(op) in inside
+
+    free: dict[SSAValue, None] = {}
+    for op in ops:
+        for inner in op.walk():
+            for value in inner.operands:
+                if value not in free and not defined_inside(value):
+                    free[value] = None
+    outputs = [
+        r for op in ops for r in op.results if any(id(u.operation) not in inside for u in r.uses)
+    ]
+    return list(free), outputs
 
 
 def free_values(op: loop.ForOp) -> list[SSAValue]:
@@ -105,6 +183,7 @@ class ParallelEmitter(ContextEmitter):
     region: Region
     outlined: list[Operation]
     name: str
+    arena: SSAValue | None
 
     def declare(self, name: str, inputs: list[Attribute], output: Attribute) -> None:
         raise NotImplementedError  # provided by the function emitter
@@ -153,40 +232,59 @@ class ParallelEmitter(ContextEmitter):
         self._call(name, data)
         self.return_if_status()
 
-    def lower_split_for(self, op: loop.ForOp) -> None:
-        """Outline the top-level nest `op` into `@f.nest<k>(data)` and call it (module
-        docstring): its results come back through slots after the captured values."""
-        free = free_values(op)
-        free += [v for v in dict.fromkeys(op.iter_inits) if v not in free]
-        captured = [v for v in free if not isinstance(v.owner, arith.ConstantOp)]
-        data = self._pack(captured, len(op.res))
+    def lower_split_chunk(self, ops: list[Operation]) -> None:
+        """Outline the consecutive top-level ops `ops` (loop nests and the scalar ops
+        between them: `split_chunks`) into `@f.nest<k>(data, arena, buffers...)` and
+        call it (module docstring); values they define that later ops use come back
+        through slots after the captured values.
+
+        What LLVM knows about aliasing stays as in the whole function: the function's
+        buffer arguments are `noalias` arguments again, and buffers planned in the
+        arena are recomputed from the arena's base (one `noalias` argument) at their
+        offsets, not passed as pointers of unknown origin (which cost run-time overlap
+        checks and scalar fallback loops)."""
+        inside = {id(inner) for op in ops for inner in op.walk()}
+        free, outputs = _chunk_boundary(ops, inside)
+        local = [v for v in free if _rematerialized(v)]
+        direct = [v for v in free if isinstance(v, BlockArgument) and _is_buffer(v)]
+        direct = [v for v in direct if isinstance(v.owner.parent_op(), loop.FuncOp)]
+        captured = [v for v in free if v not in local and v not in direct]
+        planned = any(isinstance(v.owner, loop.AllocOp) for v in local)
+        data = self._pack(captured, len(outputs))
         name = f"{self.name}.nest{len(self.outlined)}"
         worker = self.child(self.openmp)
-        entry = Block(arg_types=[PTR])
+        entry = Block(arg_types=[PTR] * (2 + len(direct)))
         worker.start(entry)
         worker.unpack(entry.args[0], captured)
-        for value in free:  # constants stay constants: known trip counts, folding
-            if isinstance(value.owner, arith.ConstantOp):
-                worker.lower_op(value.owner)
-        worker.lower_for(op)
-        worker.drain()
-        for i, result in enumerate(op.res, start=1 + len(captured)):
+        worker.arena = entry.args[1] if planned else None
+        worker.values.update(zip(direct, entry.args[2:], strict=True))
+        for value in local:  # constants and arena buffers: known values, known offsets
+            worker.lower_op(value.owner)  # type: ignore[arg-type]
+        for op in ops:
+            worker.lower_op(op)
+            worker.drain()
+        for i, result in enumerate(outputs, start=1 + len(captured)):
             slot = worker.emit(llvm.GEPOp(entry.args[0], [i], i64, inbounds=True))
             worker.emit(llvm.StoreOp(worker._to_word(worker.get(result)), slot, alignment=8))
         worker.emit(llvm.ReturnOp())
+        noalias = DictionaryAttr({"llvm.noalias": UnitAttr()})
         self.outlined.append(
             llvm.FuncOp(
                 name,
-                llvm.LLVMFunctionType([PTR]),
+                llvm.LLVMFunctionType([PTR] * (2 + len(direct))),
                 linkage=llvm.LinkageAttr("internal"),
                 body=worker.region,
-                other_props={"no_inline": UnitAttr()},
+                other_props={
+                    "no_inline": UnitAttr(),
+                    "arg_attrs": ArrayAttr([DictionaryAttr({})] + [noalias] * (1 + len(direct))),
+                },
             )
         )
         self.outlined.extend(worker.outlined)
-        self.emit(llvm.CallOp(name, data))
+        arena = self.arena if planned else data  # unused without planned buffers
+        self.emit(llvm.CallOp(name, data, arena, *[self.get(v) for v in direct]))  # type: ignore[arg-type]
         self.return_if_status()
-        for i, result in enumerate(op.res, start=1 + len(captured)):
+        for i, result in enumerate(outputs, start=1 + len(captured)):
             slot = self.emit(llvm.GEPOp(data, [i], i64, inbounds=True))
             word = self.emit(llvm.LoadOp(slot, i64, alignment=8))
             self.values[result] = self._from_word(word, result.type)

@@ -95,6 +95,7 @@ from xdsl.passes import ModulePass
 from dlc.dialects import tensor
 from dlc.dialects.levels import require_level
 from dlc.dialects.tensor_groups import group_members
+from dlc.passes.statistics import PassStatistics
 from dlc.passes.tensor.schedule_conv import conv_schedule, conv_tiles
 from dlc.passes.tensor.schedule_groups import group_computes
 from dlc.passes.tensor.schedule_policy import (
@@ -108,29 +109,38 @@ from dlc.passes.tensor.schedule_policy import (
     transpose_schedule,
     work,
 )
+from dlc.passes.tensor.schedule_records import TuningDatabase
+from dlc.passes.tensor.schedule_tuned import tuned_schedules
 from dlc.target import Target
 
 
 @dataclass(frozen=True)
-class SchedulePass(ModulePass):
+class SchedulePass(ModulePass, PassStatistics):
     """Write the default schedule of every `tensor.compute` that has none (module doc).
 
     Input: verified tensor level. Afterwards every compute has a schedule; computes
     that had one keep it. `target` names the CPU model (`host`, or an LLVM name such as
-    `haswell`); `group=false` forms no fusion groups; `fma=true` lets float sums fuse
+    `haswell`) of the architecture of `triple` ("": this machine's, else e.g.
+    `aarch64-linux-gnu`, see `dlc.target.FOREIGN_ARCHES`); `group=false` forms no fusion groups; `fma=true` lets float sums fuse
     their multiply-adds where the target has FMA (the pipeline's default at
-    opt_level >= 2).
+    opt_level >= 2). `tuning_db` names a tuning database (`schedule_records.py`): a
+    compute whose workload has a record for the target takes the record's schedule
+    and joins no group; a contraction without one is a `TuningWarning` saying why
+    (`schedule_tuned.py`), and both are counted in the pass statistics.
     """
 
     name = "schedule"
 
     target: str = "host"
+    triple: str = ""
     group: bool = True
     fma: bool = False
+    tuning_db: str = ""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_level(op, "tensor", self.name)
-        target = Target.from_cpu(self.target)
+        target = Target.from_cpu(self.target, self.triple)
+        db = TuningDatabase.load(self.tuning_db) if self.tuning_db else None
         next_id = 1 + max(_group_ids(op), default=-1)
         for func in op.body.block.ops:
             if not isinstance(func, tensor.FuncOp):
@@ -138,11 +148,13 @@ class SchedulePass(ModulePass):
             for block in func.body.blocks:
                 runs = _runs_to_schedule(list(block.ops))
                 for run in runs:
+                    tuned = tuned_schedules(run, db, target.cpu, self) if db else {}
                     for c in run:
                         c.schedule = plain_schedule(c, default_order(c, target))
                     convs = {c: conv_tiles(c, target) for c in run}  # before groups (step 3)
                     if self.group:
                         tiled = {c for c in run if convs[c] or dot_tiles(c, target)}
+                        tiled |= set(tuned)
                         next_id = group_computes(run, next_id, tiled.__contains__)
                     for c in run:
                         tiles = dot_tiles(c, target)
@@ -157,6 +169,8 @@ class SchedulePass(ModulePass):
                         if self.fma and target.fma and float_sum(c):
                             c.schedule = c.schedule.replaced(fma=True)  # type: ignore[union-attr]
                     mark_parallel(run)
+                    for c, schedule in tuned.items():
+                        c.schedule = schedule
 
 
 def mark_parallel(run: list[tensor.ComputeOp]) -> None:

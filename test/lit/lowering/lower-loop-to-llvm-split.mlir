@@ -3,23 +3,27 @@
 
 builtin.module attributes {dlc.name = "split", dlc.stage = "raw"} {
 
-// Each top-level nest of a function over `split_ops` ops becomes an internal noinline
-// function taking one pointer to slots (ctx, the captured values, room for results);
-// the caller passes its buffers, calls it, returns if the status word is set and
-// reads the loop's result back. Constants are not captured: the bounds stay constants
-// in the outlined function.
+// Runs of top-level nests (and scalar ops) of a function over `split_ops` ops become
+// internal noinline functions taking a pointer to slots (ctx, the captured values,
+// room for results), the arena's base and the function's buffers, these as noalias
+// arguments again; the caller calls, returns if the status word is set and reads back
+// the values later ops use. A store between the nests stays in the caller and ends the
+// run. Constants are not captured: the bounds stay constants.
 // CHECK-LABEL: llvm.func @sum_then_scale(
+// CHECK-SAME:    %[[CTX:[^:]*]]: !llvm.ptr {llvm.noalias}, %[[X:[^:]*]]: !llvm.ptr {llvm.noalias}, %[[Y:[^:]*]]: !llvm.ptr {llvm.noalias})
 // CHECK:         llvm.alloca %{{.*}} x i64
-// CHECK:         llvm.call @sum_then_scale.nest0(%[[DATA:.*]]) : (!llvm.ptr) -> ()
+// CHECK:         llvm.call @sum_then_scale.nest0(%[[DATA:.*]], %{{.*}}, %[[X]]) : (!llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
 // CHECK:         llvm.icmp "ne"
-// CHECK:         %[[SLOT:.*]] = llvm.getelementptr inbounds %[[DATA]][2] : (!llvm.ptr) -> !llvm.ptr, i64
+// CHECK:         %[[SLOT:.*]] = llvm.getelementptr inbounds %[[DATA]][1] : (!llvm.ptr) -> !llvm.ptr, i64
 // CHECK:         %[[WORD:.*]] = llvm.load %[[SLOT]] {alignment = 8 : i64} : !llvm.ptr -> i64
-// CHECK:         llvm.call @sum_then_scale.nest1(%[[DATA2:.*]]) : (!llvm.ptr) -> ()
-// CHECK:       llvm.func internal @sum_then_scale.nest0(%[[D:.*]]: !llvm.ptr)
+// CHECK:         %[[AT:.*]] = llvm.getelementptr inbounds %[[Y]][%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-NEXT:    llvm.store %{{.*}}, %[[AT]] {alignment = 4 : i64} : f32, !llvm.ptr
+// CHECK:         llvm.call @sum_then_scale.nest1(%{{.*}}, %{{.*}}, %[[X]], %[[Y]]) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
+// CHECK:       llvm.func internal @sum_then_scale.nest0(%[[D:[^:]*]]: !llvm.ptr, %{{[^:]*}}: !llvm.ptr {llvm.noalias}, %{{[^:]*}}: !llvm.ptr {llvm.noalias})
 // CHECK-SAME:    no_inline
 // CHECK:         llvm.icmp "slt" %{{.*}}, %{{.*}} : i64
 // CHECK:         llvm.fadd
-// CHECK:         llvm.getelementptr inbounds %[[D]][2] : (!llvm.ptr) -> !llvm.ptr, i64
+// CHECK:         llvm.getelementptr inbounds %[[D]][1] : (!llvm.ptr) -> !llvm.ptr, i64
 // CHECK:         llvm.return
 // CHECK:       llvm.func internal @sum_then_scale.nest1(
 // CHECK-SAME:    no_inline
@@ -37,6 +41,7 @@ builtin.module attributes {dlc.name = "split", dlc.stage = "raw"} {
       %a = arith.addf %acc, %v : f32
       loop.yield %a : f32
     }
+    loop.store %sum, %y[%lb] : memref<8xf32>
     loop.for %j = %lb to %ub step %st {
       %v = loop.load %x[%j] : memref<8xf32>
       %w = arith.mulf %v, %sum : f32

@@ -1,0 +1,151 @@
+"""An llvm-level module (lowered without Python entries) -> a C library and its header.
+
+`write_library` adds what the JIT runtime would install (`dlc.runtime.native`) as
+static data of the module itself: each module variable's storage is a zeroed internal
+global, and its address slot (`abi.VAR_PREFIX + name`) is initialized with that
+global's address (a constant, so loading the code installs it: nothing to do at run
+time, nothing racy). It links in the C entry points (`c_entry.py`), makes every other
+definition internal (only the entry points are exported; the DLVM functions' own
+names cannot clash with the user's symbols), optimizes the whole at the requested
+level, emits position-independent object code for the target, and writes the `.o`,
+`.a` or `.so` (`link.py`) and the header (`header.py`).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import llvmlite.binding as llvm_binding
+from llvmlite import ir
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp
+
+from dlc.aot import c_entry, header, link
+from dlc.aot.signature import CFunction
+from dlc.dialects import abi
+from dlc.runtime.jit import llvmlite_module, optimize, target_machine, target_triple
+from dlc.target import Target
+
+
+@dataclass(frozen=True)
+class Exported:
+    """What an export wrote: the library (or object) and its header."""
+
+    library: Path
+    header: Path
+
+
+@dataclass(frozen=True)
+class Request:
+    """Where and how to write a library (besides the code)."""
+
+    path: Path
+    header: Path
+    prefix: str
+    opt_level: int
+    target: Target
+    cpu: str  # the CPU model as asked ("host": this machine's own, with its features)
+    cc: str | None  # the linker of a .so (found by `link.compiler` when None)
+    externs: tuple[str, ...] = ()  # the [extern] C functions the program calls
+
+
+def _messages(llvm_level: ModuleOp) -> list[str]:
+    messages = llvm_level.attributes.get(abi.MESSAGES)
+    assert messages is None or isinstance(messages, ArrayAttr)
+    return [] if messages is None else [m.data for m in messages.data]  # type: ignore[attr-defined]
+
+
+def _variables(llvm_level: ModuleOp) -> dict[str, int]:
+    sizes = llvm_level.attributes.get(abi.VARS)
+    assert sizes is None or isinstance(sizes, DictionaryAttr)
+    return {n: v.value.data for n, v in sizes.data.items()} if sizes else {}  # type: ignore[attr-defined]
+
+
+def declared(llvm_level: ModuleOp) -> list[str]:
+    """The C functions the code calls without defining them."""
+    return [
+        f.sym_name.data
+        for f in llvm_level.body.block.ops
+        if isinstance(f, llvm.FuncOp) and not f.body.blocks
+    ]
+
+
+def _static_variables(module: ir.Module, sizes: dict[str, int]) -> None:
+    """Zeroed 16-byte aligned storage per variable, its address in the variable's slot."""
+    i64 = ir.IntType(64)
+    for index, (name, size) in enumerate(sorted(sizes.items())):
+        storage = ir.GlobalVariable(
+            module, ir.ArrayType(ir.IntType(8), max(1, size)), f"__dlc_var{index}"
+        )
+        storage.linkage = "internal"
+        storage.align = 16
+        storage.initializer = ir.Constant(storage.value_type, None)
+        slot = module.get_global(abi.VAR_PREFIX + name)
+        slot.linkage = "internal"
+        slot.initializer = storage.ptrtoint(i64)
+
+
+def _internalize(module: llvm_binding.ModuleRef, exported: set[str]) -> None:
+    for value in [*module.functions, *module.global_variables]:
+        if not value.is_declaration and value.name not in exported:
+            value.linkage = llvm_binding.Linkage.internal
+
+
+def object_code(
+    llvm_level: ModuleOp, functions: list[CFunction], opts: c_entry.ShimOptions, request: Request
+) -> bytes:
+    """Optimized, position-independent object code of the module and its entry points."""
+    tm = target_machine(request.opt_level, request.target, pic=True)
+    ir_module = llvmlite_module(llvm_level, tm)
+    _static_variables(ir_module, _variables(llvm_level))
+    module = llvm_binding.parse_assembly(str(ir_module))
+    shim = c_entry.entry_points(functions, opts, tm.triple, str(tm.target_data))
+    try:
+        module.link_in(llvm_binding.parse_assembly(shim))
+    except RuntimeError as e:  # a DLVM function named like a C function the entries call
+        raise link.ExportError(f"cannot add the C entry points to the module: {e}") from None
+    _internalize(module, c_entry.exported_names(functions, opts.prefix))
+    module.verify()
+    optimize(module, tm, request.opt_level)
+    return tm.emit_object(module)
+
+
+def write_library(
+    llvm_level: ModuleOp, functions: list[CFunction], arena_bytes: int, request: Request
+) -> Exported:
+    """Write the library `request.path` (its suffix says which kind) and its header."""
+    target = request.target
+    kind = link.output_kind(request.path, target.triple)
+    externs = declared(llvm_level)
+    opts = c_entry.ShimOptions(
+        prefix=request.prefix,
+        messages=(*_messages(llvm_level), c_entry.ARENA_FAILED),
+        arena_bytes=arena_bytes,
+        openmp="GOMP_parallel" in externs,
+        pthreads="linux" in target_triple(target),
+        pointer_bits=target.pointer_bits,
+    )
+    cc = link.compiler(target.triple, request.cc) if kind == ".so" else None
+    code = object_code(llvm_level, functions, opts, request)
+    with tempfile.TemporaryDirectory(prefix="dlc-compile-") as scratch:
+        obj = Path(scratch) / f"{request.prefix}.o"
+        obj.write_bytes(code)
+        if kind == ".o":
+            _write(request.path, code)
+        elif kind == ".a":
+            link.archive(obj, request.path, target.triple)
+        else:
+            link.link_shared(obj, request.path, cc, opts.openmp)  # type: ignore[arg-type]
+    triple = target_triple(target)
+    text = header.header(functions, opts, request.header.name, list(request.externs), triple)
+    _write(request.header, text.encode("utf-8"))
+    return Exported(request.path, request.header)
+
+
+def _write(path: Path, data: bytes) -> None:
+    try:
+        path.write_bytes(data)
+    except OSError as e:
+        raise link.ExportError(f"cannot write '{path}': {e.strerror or e}") from None

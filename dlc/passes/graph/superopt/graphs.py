@@ -1,0 +1,216 @@
+"""The search's view of a block: hash-consed nodes of the term ops, and the way back.
+
+`Pool` interns nodes `(kind, args, attr, shape, dtype)`, so equal subgraphs are one
+node and a whole candidate graph is just the tuple of its root node ids (the values
+that the block's other instructions and its terminator read). `from_block` converts
+the ops the term language covers (terms.py's table) and treats every other value as a
+leaf; `to_block` writes a graph back, reusing the original op of every node that
+survived and creating the others right before their first reader.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.ir import Block, Operation, SSAValue
+
+from dlc.dialects.graph import LiteralOp
+from dlc.dialects.graph_elementwise import BINARY_OPS, AddOp, MultiplyOp
+from dlc.dialects.graph_tensor import ConcatenateOp, DotOp, SliceOp, TransposeOp
+from dlc.dialects.graph_types import TensorType, dtype_is_numeric
+from dlc.passes.graph.pass_support import is_splat
+
+MaxOp = BINARY_OPS["max"]
+
+
+@dataclass(frozen=True)
+class Node:
+    """One value: a term op over other nodes, or a `leaf` (attr = its leaf index)."""
+
+    kind: str
+    args: tuple[int, ...]
+    attr: int  # split point of a split, leaf index of a leaf, else 0
+    shape: tuple[int, ...]
+    dtype: str
+
+
+# fold-constants' default `max-elements`: a term op over constants no larger than this
+# is folded after the search, so it costs nothing at run time.
+FOLD_LIMIT = 1 << 16
+
+
+@dataclass
+class Leaf:
+    value: SSAValue
+    position: int  # index of the defining op in the block, -1 when defined before it
+    constant: bool = False  # a literal that fold-constants can fold ops over
+
+
+@dataclass
+class Pool:
+    """Interned nodes; `ready[n]` is the last block position node n's leaves need."""
+
+    nodes: list[Node] = field(default_factory=list)
+    index: dict[Node, int] = field(default_factory=dict)
+    ready: list[int] = field(default_factory=list)
+    constant: list[bool] = field(default_factory=list)
+    leaves: list[Leaf] = field(default_factory=list)
+
+    def intern(self, node: Node) -> int:
+        found = self.index.get(node)
+        if found is not None:
+            return found
+        self.nodes.append(node)
+        self.index[node] = n = len(self.nodes) - 1
+        if node.kind == "leaf":
+            leaf = self.leaves[node.attr]
+            self.ready.append(leaf.position)
+            self.constant.append(leaf.constant and elements(node.shape) <= FOLD_LIMIT)
+        else:
+            self.ready.append(max((self.ready[a] for a in node.args), default=-1))
+            small = elements(node.shape) <= FOLD_LIMIT
+            self.constant.append(small and all(self.constant[a] for a in node.args))
+        return n
+
+    def leaf(self, value: SSAValue, position: int) -> int:
+        t = value.type
+        shape, dtype = (t.dims, t.dt) if isinstance(t, TensorType) else ((), "")
+        literal = isinstance(value.owner, LiteralOp) and not value.owner.elements
+        self.leaves.append(Leaf(value, position, literal))
+        return self.intern(Node("leaf", (), len(self.leaves) - 1, shape, dtype))
+
+    def topo(self, roots: tuple[int, ...]) -> list[int]:
+        """The nodes `roots` reach, operands first (iterative)."""
+        order: list[int] = []
+        state: dict[int, bool] = {}
+        stack = [(r, False) for r in reversed(roots)]
+        while stack:
+            n, done = stack.pop()
+            if done:
+                if not state[n]:
+                    state[n] = True
+                    order.append(n)
+                continue
+            if n in state:
+                continue
+            state[n] = False
+            stack.append((n, True))
+            stack.extend((a, False) for a in reversed(self.nodes[n].args) if a not in state)
+        return order
+
+
+@dataclass
+class BlockGraph:
+    """A block as the search sees it: `roots[i]` feeds `slots[i]` = (op, operand index)."""
+
+    pool: Pool
+    roots: tuple[int, ...]
+    slots: list[tuple[Operation, int, int]]  # (reader, operand index, reader's position)
+    origin: dict[int, Operation]
+    terms: set[Operation]  # every op that became a node
+
+    def valid(self, roots: tuple[int, ...]) -> bool:
+        """Every reader comes after the last leaf its new operand needs."""
+        return all(self.pool.ready[r] < pos for r, (_, _, pos) in zip(roots, self.slots))
+
+
+def elements(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def is_matrix(v: SSAValue) -> bool:
+    t = v.type
+    return isinstance(t, TensorType) and t.rank == 2 and dtype_is_numeric(t.dt)
+
+
+def is_scalar(v: SSAValue) -> bool:
+    t = v.type
+    return isinstance(t, TensorType) and t.rank == 0 and dtype_is_numeric(t.dt)
+
+
+def classify(op: Operation) -> tuple[str, list[SSAValue], int] | None:
+    """(kind, operands, attr) when `op` is a term op on matrices, else None."""
+    if not op.results or not is_matrix(op.results[0]):
+        return None
+    ins = list(op.operands)
+    if isinstance(op, AddOp | MultiplyOp) and ins[0].type == ins[1].type:
+        return ("ewadd" if isinstance(op, AddOp) else "ewmul", ins, 0)
+    if isinstance(op, MultiplyOp) and is_scalar(ins[1]) and is_matrix(ins[0]):
+        return ("smul", ins, 0)
+    if isinstance(op, MultiplyOp) and is_scalar(ins[0]) and is_matrix(ins[1]):
+        return ("smul", ins[::-1], 0)
+    if isinstance(op, MaxOp) and is_matrix(ins[0]) and is_splat(ins[1], 0):
+        return ("relu", ins[:1], 0)
+    if isinstance(op, DotOp) and is_matrix(ins[0]) and is_matrix(ins[1]):
+        return ("matmul", ins, 0)
+    if isinstance(op, TransposeOp):
+        return ("transpose", ins, 0)
+    if isinstance(op, ConcatenateOp) and len(ins) == 2:
+        return (f"concat{op.axis.data}", ins, 0)
+    if isinstance(op, SliceOp):
+        return classify_slice(op)
+    return None
+
+
+def classify_slice(op: SliceOp) -> tuple[str, list[SSAValue], int] | None:
+    rows = op.operand.type.dims[0]  # type: ignore[attr-defined]
+    lo, hi = op.lower.data, op.upper.data
+    if lo == 0 and hi < rows - 1:
+        return ("split0a", [op.operand], hi + 1)
+    if lo > 0 and hi == rows - 1:
+        return ("split0b", [op.operand], lo)
+    return None
+
+
+def from_block(block: Block) -> BlockGraph:
+    """The block's term ops as nodes; every other op reads roots and defines leaves."""
+    pool = Pool()
+    value_node: dict[SSAValue, int] = {}
+    slots: list[tuple[Operation, int, int]] = []
+    roots: list[int] = []
+    origin: dict[int, Operation] = {}
+    terms: set[Operation] = set()
+
+    def node_of(v: SSAValue) -> int:
+        if v not in value_node:
+            value_node[v] = pool.leaf(v, -1)
+        return value_node[v]
+
+    for pos, op in enumerate(block.ops):
+        found = classify(op)
+        if found is not None and all(
+            u.operation.parent_block() is block for u in op.results[0].uses
+        ):
+            kind, ins, attr = found
+            t = op.results[0].type
+            assert isinstance(t, TensorType)
+            n = pool.intern(Node(kind, tuple(node_of(v) for v in ins), attr, t.dims, t.dt))
+            n = fold_split1(pool, n)
+            origin.setdefault(n, op)
+            terms.add(op)
+            value_node[op.results[0]] = n
+            continue
+        for i, v in enumerate(op.operands):
+            slots.append((op, i, pos))
+            roots.append(node_of(v))
+        for r in op.results:
+            value_node[r] = pool.leaf(r, pos)
+    return BlockGraph(pool, tuple(roots), slots, origin, terms)
+
+
+def fold_split1(pool: Pool, n: int) -> int:
+    """transpose(split0x(transpose(t))) is split1x(t), the column split."""
+    node = pool.nodes[n]
+    if node.kind != "transpose":
+        return n
+    mid = pool.nodes[node.args[0]]
+    if mid.kind not in ("split0a", "split0b"):
+        return n
+    inner = pool.nodes[mid.args[0]]
+    if inner.kind != "transpose":
+        return n
+    kind = "split1" + mid.kind[-1]
+    return pool.intern(Node(kind, inner.args, mid.attr, node.shape, node.dtype))

@@ -1,0 +1,268 @@
+"""The term language of substitutions: small tensor programs over symbolic shapes.
+
+A term is a nested tuple `(op, arg, ...)` whose leaves are input names (`"x0"`). It
+prints and parses as an s-expression, `(matmul x0 (concat1 x1 x2))`. Inputs carry a
+symbolic shape: a tuple of dimensions, each a dimension variable (`"a"`) or a pair
+`(d, e)` meaning d + e — the pair records where a concatenation joined its parts, so
+that `split0a`/`split0b` (the two halves of a split along dimension 0) know where to cut,
+as in TASO. Scalars have the empty shape.
+
+| op          | operands        | result shape        | graph dialect                         |
+|-------------|-----------------|---------------------|---------------------------------------|
+| ewadd       | X: S, Y: S      | S                   | `add`                                 |
+| ewmul       | X: S, Y: S      | S                   | `multiply`                            |
+| smul        | X: (m n), s: () | (m n)               | `multiply` by a scalar                |
+| matmul      | (m k), (k n)    | (m n)               | `dot`                                 |
+| transpose   | (m n)           | (n m)               | `transpose`                           |
+| concat0/1   | two matrices    | joined along 0 / 1  | `concatenate … along 0/1`             |
+| split0a/0b  | ((m, p) n)      | (m n) / (p n)       | `slice` rows                          |
+| split1a/1b  | (m (n, q))      | (m n) / (m q)       | `transpose(slice(transpose(x)))`      |
+| relu        | (m n)           | (m n)               | `max %x, 0`                           |
+
+`evaluate` runs terms on NumPy arrays of any dtype (int64 for the generator's exact
+fingerprints, float64 for the numeric re-checks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+Dim = str | tuple["Dim", "Dim"]
+Shape = tuple[Dim, ...]
+Term = str | tuple[Any, ...]
+
+BINARY = ("ewadd", "ewmul", "smul", "matmul", "concat0", "concat1")
+UNARY = ("transpose", "relu", "split0a", "split0b", "split1a", "split1b")
+COMMUTATIVE = ("ewadd", "ewmul")
+SPLITS = ("split0a", "split0b", "split1a", "split1b")
+
+
+def infer(op: str, shapes: Sequence[Shape]) -> Shape | None:
+    """The symbolic result shape of `op` on operands of `shapes`, or None if ill-typed."""
+    if op in ("ewadd", "ewmul"):
+        x, y = shapes
+        return x if x == y and len(x) == 2 else None
+    if op == "smul":
+        x, s = shapes
+        return x if len(x) == 2 and s == () else None
+    if any(len(s) != 2 for s in shapes):
+        return None
+    if op == "matmul":
+        x, y = shapes
+        return (x[0], y[1]) if x[1] == y[0] else None
+    if op == "concat0":
+        x, y = shapes
+        return ((x[0], y[0]), x[1]) if x[1] == y[1] else None
+    if op == "concat1":
+        x, y = shapes
+        return (x[0], (x[1], y[1])) if x[0] == y[0] else None
+    (x,) = shapes
+    if op == "transpose":
+        return (x[1], x[0])
+    if op == "relu":
+        return x
+    axis, half = int(op[5]), "ab".index(op[6])
+    if not isinstance(x[axis], tuple):
+        return None
+    return tuple(x[axis][half] if i == axis else d for i, d in enumerate(x))
+
+
+def dim_value(d: Dim, sizes: Mapping[str, int]) -> int:
+    """The size of a symbolic dimension under `sizes` (variable -> size)."""
+    if isinstance(d, str):
+        return sizes[d]
+    return dim_value(d[0], sizes) + dim_value(d[1], sizes)
+
+
+def concrete(shape: Shape, sizes: Mapping[str, int]) -> tuple[int, ...]:
+    return tuple(dim_value(d, sizes) for d in shape)
+
+
+def split_point(op: str, operand: Shape, sizes: Mapping[str, int]) -> int:
+    """Where `split0a`/… cuts its operand: the size of the first part of the pair."""
+    pair = operand[int(op[5])]
+    assert isinstance(pair, tuple)
+    return dim_value(pair[0], sizes)
+
+
+def apply_op(op: str, args: Sequence[np.ndarray], cut: int = 0) -> np.ndarray:
+    """`op` on NumPy arrays; `cut` is the split point of a split."""
+    table: dict[str, Callable[..., np.ndarray]] = {
+        "ewadd": lambda x, y: x + y,
+        "ewmul": lambda x, y: x * y,
+        "smul": lambda x, s: x * s,
+        "matmul": lambda x, y: x @ y,
+        "concat0": lambda x, y: np.concatenate([x, y], axis=0),
+        "concat1": lambda x, y: np.concatenate([x, y], axis=1),
+        "transpose": lambda x: np.ascontiguousarray(x.T),
+        "relu": lambda x: np.maximum(x, 0),
+        "split0a": lambda x: x[:cut],
+        "split0b": lambda x: x[cut:],
+        "split1a": lambda x: x[:, :cut],
+        "split1b": lambda x: x[:, cut:],
+    }
+    return table[op](*args)
+
+
+def subterms(roots: Sequence[Term]) -> list[Term]:
+    """Every distinct compound subterm of `roots`, operands before users (iterative)."""
+    order: list[Term] = []
+    seen: set[Term] = set()
+    stack: list[tuple[Term, bool]] = [(t, False) for t in reversed(roots)]
+    while stack:
+        t, done = stack.pop()
+        if isinstance(t, str) or (t in seen and not done):
+            continue
+        if done:
+            if t not in seen:
+                seen.add(t)
+                order.append(t)
+            continue
+        stack.append((t, True))
+        stack.extend((a, False) for a in reversed(t[1:]))
+    return order
+
+
+def shapes_of(roots: Sequence[Term], inputs: Mapping[str, Shape]) -> dict[Term, Shape] | None:
+    """The symbolic shape of every subterm (inputs included), or None if one is ill-typed."""
+    if any(isinstance(r, str) and r not in inputs for r in roots):
+        return None
+    shapes: dict[Term, Shape] = dict(inputs)
+    for t in subterms(roots):
+        if any(a not in shapes for a in t[1:]):
+            return None  # an undeclared input
+        s = infer(t[0], [shapes[a] for a in t[1:]])
+        if s is None:
+            return None
+        shapes[t] = s
+    return shapes
+
+
+def evaluate(
+    roots: Sequence[Term],
+    inputs: Mapping[str, Shape],
+    values: Mapping[str, np.ndarray],
+    sizes: Mapping[str, int],
+) -> list[np.ndarray]:
+    """The values of `roots` given input `values` for the dimension `sizes`."""
+    shapes = shapes_of(roots, inputs)
+    if shapes is None:
+        raise ValueError(f"ill-typed term among {[show(r) for r in roots]}")
+    env: dict[Term, np.ndarray] = dict(values)
+    for t in subterms(roots):
+        cut = split_point(t[0], shapes[t[1]], sizes) if t[0] in SPLITS else 0
+        env[t] = apply_op(t[0], [env[a] for a in t[1:]], cut)
+    return [env[r] for r in roots]
+
+
+def random_inputs(
+    inputs: Mapping[str, Shape],
+    sizes: Mapping[str, int],
+    rng: np.random.Generator,
+    dtype: type = np.int64,
+) -> dict[str, np.ndarray]:
+    """Random values for `inputs`: small integers (exact) or standard normal floats."""
+    out: dict[str, np.ndarray] = {}
+    for name, shape in sorted(inputs.items()):
+        dims = concrete(shape, sizes)
+        if dtype is np.int64:
+            # nonzero, so that no product (a scalar above all) vanishes by chance
+            magnitude = rng.integers(1, 6, size=dims, dtype=np.int64)
+            out[name] = magnitude * rng.choice(np.array([-1, 1], dtype=np.int64), size=dims)
+        else:
+            out[name] = rng.standard_normal(dims)
+    return out
+
+
+def variables(inputs: Mapping[str, Shape]) -> list[str]:
+    """The dimension variables of `inputs`' shapes, sorted."""
+    found: set[str] = set()
+    stack: list[Dim] = [d for s in inputs.values() for d in s]
+    while stack:
+        d = stack.pop()
+        if isinstance(d, str):
+            found.add(d)
+        else:
+            stack.extend(d)
+    return sorted(found)
+
+
+# -- text -------------------------------------------------------------------------
+
+
+def show(t: Term) -> str:
+    """`(op arg ...)`, iteratively."""
+    tokens: list[str] = []
+    stack: list[Term | None] = [t]
+    while stack:
+        item = stack.pop()
+        if item is None:
+            tokens.append(")")
+        elif isinstance(item, str):
+            tokens.append(item)
+        else:
+            tokens.append("(" + item[0])
+            stack.append(None)
+            stack.extend(reversed(item[1:]))
+    return " ".join(tokens).replace(" )", ")")
+
+
+def parse(text: str) -> Term:
+    """The term of an s-expression (`ValueError` when malformed)."""
+    tokens = text.replace("(", " ( ").replace(")", " ) ").split()
+    stack: list[list[Any]] = [[]]
+    for tok in tokens:
+        if tok == "(":
+            stack.append([])
+        elif tok == ")":
+            if len(stack) < 2 or not stack[-1]:
+                raise ValueError(f"malformed term: {text!r}")
+            done = stack.pop()
+            stack[-1].append(tuple(done))
+        else:
+            stack[-1].append(tok)
+    if len(stack) != 1 or len(stack[0]) != 1:
+        raise ValueError(f"malformed term: {text!r}")
+    term = stack[0][0]
+    for t in subterms([term]):
+        arity = 2 if t[0] in BINARY else 1 if t[0] in UNARY else -1
+        if arity != len(t) - 1:
+            raise ValueError(f"unknown op or wrong arity in {show(t)!r}")
+    return term
+
+
+def show_dim(d: Dim) -> str:
+    return d if isinstance(d, str) else f"({show_dim(d[0])}+{show_dim(d[1])})"
+
+
+def show_shape(s: Shape) -> str:
+    """`a b`, `(a+c) b`, or `` for a scalar."""
+    return " ".join(show_dim(d) for d in s)
+
+
+def parse_shape(text: str) -> Shape:
+    return tuple(parse_dim(word) for word in text.split())
+
+
+def parse_dim(text: str) -> Dim:
+    """`a` or `(d+e)` (nested), else `ValueError`."""
+    if text.isidentifier():
+        return text
+    if not (text.startswith("(") and text.endswith(")")):
+        raise ValueError(f"malformed dimension: {text!r}")
+    body, depth = text[1:-1], 0
+    for i, ch in enumerate(body):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if ch == "+" and depth == 0:
+            return (parse_dim(body[:i]), parse_dim(body[i + 1 :]))
+    raise ValueError(f"malformed dimension: {text!r}")
+
+
+def size(roots: Sequence[Term]) -> int:
+    """Ops of a multi-output term, a split pair counting once (TASO's split is one op)."""
+    ts = subterms(roots)
+    halves = {(t[0][:6], t[1]) for t in ts if t[0] in SPLITS}
+    return sum(1 for t in ts if t[0] not in SPLITS) + len(halves)

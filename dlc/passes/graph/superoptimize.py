@@ -1,0 +1,89 @@
+"""`superoptimize`: TASO-style search over generated, proven graph substitutions."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from dlc.dialects.levels import require_level
+from dlc.passes.graph.pass_support import functions
+from dlc.passes.graph.superopt.cost import node_cost
+from dlc.passes.graph.superopt.emit import to_block
+from dlc.passes.graph.superopt.graphs import from_block
+from dlc.passes.graph.superopt.library import Rule, applicable, read, shipped
+from dlc.passes.graph.superopt.search import patterns, search
+from dlc.passes.statistics import PassStatistics
+
+
+@dataclass(frozen=True)
+class SuperoptimizePass(PassStatistics, ModulePass):
+    """Rewrite each block into the cheapest equivalent graph the substitution search finds.
+
+    Input: a graph-level module. In every block, the instructions the substitution
+    terms cover (`add`/`multiply` of equal-shaped matrices, `multiply` by a scalar,
+    `max %x, 0`, rank-2 `dot`, `transpose`, two-operand `concatenate`, row slices that
+    split a matrix in two and column splits written transpose·slice·transpose) become a
+    hash-consed graph; everything else is left where it is and only reads it. The
+    search (TASO's backtracking search with relaxation `alpha`, within `budget`
+    seconds and `max-graphs` graphs per block) applies only the `proven` rules of the
+    library (`dlc/passes/graph/superopt/rules.json`, or the JSON file `rules`) under
+    the analytical cost model of `superopt/cost.py`. When it finds a cheaper graph the
+    block is rewritten: surviving instructions are kept (moved right before their first
+    reader), new ones are inserted there, unread ones erased; otherwise the block is
+    left unchanged. Results are equal up to floating-point reassociation.
+    Statistics: substitutions applied, each rule that fired, cost before and after (ns).
+    """
+
+    name = "superoptimize"
+
+    alpha: float = 1.05
+    budget: float = 5.0
+    max_graphs: int = 2000
+    rules: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.alpha >= 1.0:
+            raise ValueError(f"superoptimize: alpha must be at least 1.0, got {self.alpha}")
+        if not self.budget >= 0.0:
+            raise ValueError(f"superoptimize: budget must be at least 0 s, got {self.budget}")
+        if self.max_graphs < 1:
+            raise ValueError(f"superoptimize: max-graphs must be at least 1, got {self.max_graphs}")
+        self.library()  # an unreadable rules file is an option error, before any pass runs
+
+    def library(self) -> list[Rule]:
+        """The rules of the `rules` file, or the shipped ones."""
+        if not self.rules:
+            return list(shipped())
+        try:
+            return read(Path(self.rules))
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise ValueError(f"superoptimize: cannot read rules file {self.rules}: {e}") from None
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_level(op, "graph", self.name)
+        pats = patterns(applicable(self.library()))
+        deadline = time.monotonic() + self.budget
+        before = after = 0.0
+        for func in functions(op):
+            for block in func.body.blocks:
+                graph = from_block(block)
+                if all(n.kind == "leaf" for n in graph.pool.nodes):
+                    continue
+                left = max(0.0, deadline - time.monotonic())
+                result = search(graph, pats, node_cost, self.alpha, left, self.max_graphs)
+                before += result.cost_before
+                if result.cost_after >= result.cost_before:
+                    after += result.cost_before
+                    continue
+                after += result.cost_after
+                to_block(block, graph, result.roots)
+                self.count("substitutions applied", len(result.fired))
+                for name in result.fired:
+                    self.count(f"fired {name}")
+        self.count("cost before (ns)", int(before))
+        self.count("cost after (ns)", int(after))

@@ -1,0 +1,94 @@
+"""Schedules from a tuning database for the `schedule` pass (`schedule_records.py`).
+
+For each compute of a run, its workload key is looked up for the target CPU. A best
+record whose schedule is `default` (the policy's schedule measured fastest) leaves the
+nest to the policy, silently. Another record
+that parses as a `#schedule.nest` and fits the nest (`ScheduleAttr.check`; no fusion
+group, no packing) is used instead of the policy's schedule, and the nest joins no
+fusion group. Every contraction (a float `add` reduction of products: what `dlc-tune`
+tunes) without a usable record gets a `TuningWarning` at its location saying why (key
+not in the database, only other targets or dlc versions, or the record does not fit):
+never a silent fallback. Other nests without a record are the policy's, silently.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+from xdsl.context import Context
+from xdsl.parser import Parser
+from xdsl.utils.exceptions import ParseError
+
+from dlc.dialects import tensor
+from dlc.dialects.schedule import Schedule, ScheduleAttr
+from dlc.passes.statistics import PassStatistics
+from dlc.passes.tensor.schedule_policy import float_sum
+from dlc.passes.tensor.schedule_records import (
+    DEFAULT_SCHEDULE,
+    TuningDatabase,
+    TuningWarning,
+    located,
+    nest_summary,
+    workload_key,
+)
+
+
+@functools.cache
+def _context() -> Context:
+    ctx = Context()
+    ctx.load_dialect(Schedule)
+    return ctx
+
+
+def parse_schedule(text: str) -> ScheduleAttr:
+    """The `#schedule.nest<...>` in `text`; ValueError when it is not one."""
+    try:
+        attr = Parser(_context(), text).parse_attribute()
+    except ParseError as err:
+        raise ValueError(str(err).strip().splitlines()[-1]) from None
+    if not isinstance(attr, ScheduleAttr):
+        raise ValueError(f"not a #schedule.nest: {text}")
+    return attr
+
+
+def misfit(op: tensor.ComputeOp, schedule: ScheduleAttr) -> str | None:
+    """Why `schedule` cannot be the tuned schedule of `op`, or None."""
+    if schedule.fusion is not None:
+        return "a tuned schedule has no fusion group"
+    if schedule.packed:
+        return "pack is not carried out"
+    return schedule.check(op.domain, op.reduction_extents)
+
+
+def tuned_schedules(
+    run: list[tensor.ComputeOp], db: TuningDatabase, cpu: str, stats: PassStatistics
+) -> dict[tensor.ComputeOp, ScheduleAttr]:
+    """The usable record's schedule of each compute of `run` that has one (module doc);
+    a warning for each contraction that has none."""
+    out: dict[tensor.ComputeOp, ScheduleAttr] = {}
+    for op in run:
+        record, why = db.lookup(workload_key(op), cpu)
+        if record is not None and record.schedule == DEFAULT_SCHEDULE:
+            stats.count("nests the tuning database leaves to the default policy")
+            continue
+        if record is not None:
+            try:
+                schedule = parse_schedule(record.schedule)
+                why = misfit(op, schedule) or ""
+            except ValueError as err:
+                why = f"its schedule does not parse ({err})"
+            if not why:
+                out[op] = schedule
+                stats.count("nests scheduled from the tuning database")
+                continue
+            why = f"the record does not fit this nest: {why}"
+        if not float_sum(op) or not op.reduction_extents:
+            continue
+        stats.count("contractions without a usable tuning record")
+        message = (
+            f"schedule: no tuning record used for this nest ({nest_summary(op)}): {why}; "
+            "the default policy schedules it"
+        )
+        warnings.warn(located(op, message), TuningWarning, stacklevel=2)
+    return out

@@ -1,0 +1,246 @@
+"""Large llvm-level modules compiled in parts, on several threads.
+
+LLVM's optimizer and code generator are single-threaded per module, and they are most
+of a large program's compile time. The runs of loop nests that `lower-loop-to-llvm`
+outlines from large functions (`noinline` functions, `parallel.py`) are independent
+pieces: `compile_in_parts` moves groups of them (each with the functions only it
+uses, such as its OpenMP workers) into modules of their own, converts each to LLVM IR,
+then optimizes it and emits its object code on a thread of its own (llvmlite releases
+the GIL inside LLVM; each part has its own LLVM context and target machine). One MCJIT
+engine loads all the objects, which resolve each other's symbols; the compile cache
+stores them together (`pack_objects`).
+
+The parts see each other only through declarations: an outlined function becomes
+external in its part, the constant data it reads is copied into it, module variables
+and other globals are declared. The llvm-level module is left exactly as it was.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import threading
+from typing import TYPE_CHECKING
+
+import llvmlite.binding as llvm_binding
+
+if TYPE_CHECKING:  # imported where used: loading cached objects needs none of them
+    from xdsl.dialects import llvm
+    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.ir import Operation
+
+    from dlc.target import Target
+
+MIN_OPS = 5_000
+"""llvm-level ops below which a module is compiled whole: splitting costs more."""
+MAX_PARTS = 4
+MAGIC = b"DLCOBJS1"
+
+
+def pack_objects(objects: list[bytes]) -> bytes:
+    """Several object files as one byte string (one object stays as it is)."""
+    if len(objects) == 1:
+        return objects[0]
+    sizes = b"".join(struct.pack("<Q", len(o)) for o in objects)
+    return MAGIC + struct.pack("<I", len(objects)) + sizes + b"".join(objects)
+
+
+def unpack_objects(data: bytes) -> list[bytes]:
+    """The object files `pack_objects` made (ValueError when `data` is malformed)."""
+    if not data.startswith(MAGIC):
+        return [data]
+    try:
+        (count,) = struct.unpack_from("<I", data, len(MAGIC))
+        start = len(MAGIC) + 4
+        sizes = struct.unpack_from(f"<{count}Q", data, start)
+    except struct.error:
+        raise ValueError("malformed object bundle") from None
+    offset = start + 8 * count
+    objects = []
+    for size in sizes:
+        objects.append(data[offset : offset + size])
+        offset += size
+    if offset != len(data) or any(len(o) != s for o, s in zip(objects, sizes, strict=True)):
+        raise ValueError("malformed object bundle")
+    return objects
+
+
+def _threads() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _references(op: Operation) -> set[str]:
+    """Symbols `op` calls or takes the address of."""
+    from xdsl.dialects import llvm
+
+    names: set[str] = set()
+    for inner in op.walk():
+        if isinstance(inner, llvm.CallOp) and inner.callee is not None:
+            names.add(inner.callee.string_value())
+        elif isinstance(inner, llvm.AddressOfOp):
+            names.add(inner.global_name.string_value())
+    return names
+
+
+def _groups(module: ModuleOp) -> list[tuple[list[llvm.FuncOp], int]]:
+    """Each outlined run with the internal functions only it reaches, and its size."""
+    from xdsl.dialects import llvm
+
+    funcs = {
+        op.sym_name.data: op
+        for op in module.body.block.ops
+        if isinstance(op, llvm.FuncOp) and op.body.blocks
+    }
+    roots = [f for f in funcs.values() if f.no_inline is not None]
+    refs = {name: _references(f) for name, f in funcs.items()}
+    groups = []
+    for root in roots:
+        members, stack = [root], [root.sym_name.data]
+        seen = {root.sym_name.data}
+        while stack:
+            for name in refs[stack.pop()]:
+                f = funcs.get(name)
+                if f is None or name in seen or f.no_inline is not None:
+                    continue
+                if f.linkage.linkage.data != "internal":
+                    continue
+                seen.add(name)
+                members.append(f)
+                stack.append(name)
+        groups.append((members, sum(sum(1 for _ in m.walk()) for m in members)))
+    return groups
+
+
+def _self_contained(module: ModuleOp, groups: list[tuple[list[llvm.FuncOp], int]]) -> bool:
+    from xdsl.dialects import llvm
+
+    """Whether every internal symbol a group uses is its own: no internal function is
+    used from outside its group, no internal variable from inside one (they could not
+    be linked across parts)."""
+    owner = {f.sym_name.data: i for i, (members, _) in enumerate(groups) for f in members}
+    roots = {f.sym_name.data for members, _ in groups for f in members if f.no_inline is not None}
+    for op in module.body.block.ops:
+        if not isinstance(op, llvm.FuncOp) or not op.body.blocks:
+            continue
+        here = owner.get(op.sym_name.data)
+        for name in _references(op):
+            if name in owner and name not in roots and owner[name] != here:
+                return False
+    mutable = {
+        op.sym_name.data
+        for op in module.body.block.ops
+        if isinstance(op, llvm.GlobalOp)
+        and op.linkage.linkage.data == "internal"
+        and op.constant is None
+    }
+    return not any(_references(f) & mutable for members, _ in groups for f in members)
+
+
+def _plan(module: ModuleOp, parts: int) -> list[list[llvm.FuncOp]] | None:
+    """Groups of outlined runs for parts 1..n-1 (part 0 keeps the rest), balanced by
+    op count; None when the module is too small or has nothing to move."""
+    total = sum(1 for _ in module.walk())
+    groups = _groups(module)
+    if total < MIN_OPS or len(groups) < 2 or parts < 2 or not _self_contained(module, groups):
+        return None
+    loads = [total - sum(size for _, size in groups)] + [0] * (parts - 1)
+    planned: list[list[llvm.FuncOp]] = [[] for _ in range(parts)]
+    for members, size in sorted(groups, key=lambda g: -g[1]):
+        k = loads.index(min(loads))
+        loads[k] += size
+        planned[k].extend(members)
+    moved = [p for p in planned[1:] if p]
+    return moved or None
+
+
+def _declaration(op: Operation) -> Operation:
+    """What a part needs to refer to `op` (a function or global) defined elsewhere."""
+    from xdsl.dialects import llvm
+
+    if isinstance(op, llvm.FuncOp):
+        return llvm.FuncOp(op.sym_name.data, op.function_type, linkage=llvm.LinkageAttr("external"))
+    assert isinstance(op, llvm.GlobalOp)
+    if op.constant is not None and op.linkage.linkage.data == "internal":
+        return op.clone()  # read-only data: each part its own copy
+    return llvm.GlobalOp(op.global_type, op.sym_name.data, "external")
+
+
+def _part_texts(module: ModuleOp, moved: list[list[llvm.FuncOp]], tm) -> list[str]:  # noqa: ANN001
+    """LLVM IR of part 0 (the module without the moved functions) and of each part;
+    the module is restored afterwards."""
+    from xdsl.dialects import llvm
+    from xdsl.dialects.builtin import ModuleOp
+
+    from dlc.runtime.jit import llvmlite_module
+
+    block = module.body.block
+    order = list(block.ops)
+    symbols = {op.sym_name.data: op for op in order if isinstance(op, llvm.FuncOp | llvm.GlobalOp)}
+    roots = [f for part in moved for f in part if f.no_inline is not None]
+    for f in roots:
+        f.linkage = llvm.LinkageAttr("external")
+    added: list[Operation] = []
+    texts: list[str] = []
+    try:
+        for part in moved:
+            for f in part:
+                f.detach()
+        for f in roots:  # part 0 calls them
+            added.append(_declaration(f))
+        block.add_ops(added)
+        texts.append(str(llvmlite_module(module, tm)))
+        for part in moved:
+            names = {f.sym_name.data for f in part}
+            needed = set().union(*(_references(f) for f in part)) - names
+            decls = [_declaration(symbols[n]) for n in sorted(needed) if n in symbols]
+            texts.append(str(llvmlite_module(ModuleOp([*decls, *part]), tm)))
+            for f in part:
+                f.detach()
+    finally:
+        for op in added:
+            op.detach()
+        for op in order:
+            if op.parent is not None:
+                op.detach()
+            block.add_op(op)
+        for f in roots:
+            f.linkage = llvm.LinkageAttr("internal")
+    return texts
+
+
+def compile_in_parts(module: ModuleOp, opt_level: int, target: Target | None) -> list[bytes] | None:
+    """Object code of `module` in parts built on parallel threads (module docstring),
+    or None when it is better compiled whole."""
+    from dlc.runtime.jit import optimize, target_machine
+
+    moved = _plan(module, min(MAX_PARTS, _threads()))
+    if moved is None:
+        return None
+    texts = _part_texts(module, moved, target_machine(opt_level, target))
+    if any("@llvm.global_ctors" in text for text in texts):
+        return None
+    objects: list[bytes | BaseException | None] = [None] * len(texts)
+
+    def build(index: int) -> None:
+        try:
+            tm = target_machine(opt_level, target)
+            part = llvm_binding.parse_assembly(texts[index], context=llvm_binding.create_context())
+            part.verify()
+            optimize(part, tm, opt_level)
+            objects[index] = tm.emit_object(part)
+        except BaseException as error:  # noqa: BLE001 -- re-raised on the caller's thread
+            objects[index] = error
+
+    workers = [threading.Thread(target=build, args=(i,)) for i in range(1, len(texts))]
+    for worker in workers:
+        worker.start()
+    build(0)
+    for worker in workers:
+        worker.join()
+    for result in objects:
+        if isinstance(result, BaseException):
+            raise result
+    return objects  # type: ignore[return-value]

@@ -1,0 +1,128 @@
+"""Loop-nest features of a scheduled nest, the cost model's input (AutoTVM's itervar
+and touched-bytes features, in a fixed-length vector).
+
+For a nest (`NestInfo`) and a schedule, with the loops in schedule order:
+
+- the whole nest: log2 of flops, output points, reduction points;
+- the register tile: log2 of its unrolled points, vector width, fma, log2 of the
+  parallel loop's iterations (0 without one), the number of K blocks;
+- the `LEVELS` innermost loops, innermost first: log2 of iterations, whether it is a
+  reduction loop, unrolled, parallel, vectorized;
+- per level (the loops from that one inwards): log2 of the bytes the nest touches
+  there (each read's footprint: per index, the range its axes cover inside the
+  level) and the arithmetic intensity (flops inside the level per byte touched);
+- per read (`READS` of them, in body order): whether the innermost loop walks it
+  contiguously (its last index follows that loop's axis), how many of its indices
+  the innermost loop moves (0: reused across it, a broadcast), and the log2 of its
+  reuse at the register tile (multiply-adds per element loaded).
+
+Features are plain floats, stored with each record, so a model trains on a database
+without the IR.
+"""
+
+from __future__ import annotations
+
+import math
+
+from dlc.dialects.schedule import Loop, ScheduleAttr, axis_names
+from dlc.tuner.space import NestInfo
+
+LEVELS = 6
+READS = 3
+
+
+def _log2(x: float) -> float:
+    return math.log2(x) if x > 0 else -1.0
+
+
+def _iterations(lp: Loop) -> int:
+    return -(-lp.block // lp.step)
+
+
+def _footprint(read: tuple[tuple[int, ...], ...], covered: list[int]) -> int:
+    """Elements of one read touched when the axes cover `covered`."""
+    elements = 1
+    for axes in read:
+        elements *= 1 + sum(covered[a] - 1 for a in axes)
+    return elements
+
+
+def features(info: NestInfo, schedule: ScheduleAttr) -> list[float]:
+    """The feature vector of `info` run with `schedule` (module docstring)."""
+    loops = schedule.loops(info.domain, info.reductions)
+    axes = axis_names(len(info.domain), len(info.reductions))
+    position = {name: i for i, name in enumerate(axes)}
+    unrolled = schedule.unrolled_loops
+    vector = schedule.vector
+    tile = [lp for lp in loops if lp.name in unrolled]
+    parallel = [lp for lp in loops if lp.name in schedule.parallel_loops]
+    k_blocks = math.prod(_iterations(lp) for lp in loops if lp.is_reduction and lp.level == 0)
+    out = [
+        _log2(info.flops),
+        _log2(math.prod(info.domain)),
+        _log2(math.prod(info.reductions)),
+        _log2(math.prod(_iterations(lp) for lp in tile)),
+        float(vector[1] if vector else 0),
+        float(schedule.fma),
+        _log2(_iterations(parallel[0])) if parallel else 0.0,
+        _log2(k_blocks if any(lp.level > 0 and lp.is_reduction for lp in loops) else 1),
+    ]
+    for depth in range(LEVELS):
+        if depth >= len(loops):
+            out += [0.0] * 5
+            continue
+        lp = loops[-1 - depth]
+        out += [
+            _log2(_iterations(lp)),
+            float(lp.is_reduction),
+            float(lp.name in unrolled),
+            float(lp.name in schedule.parallel_loops),
+            float(bool(vector) and vector[0] == lp.name),
+        ]
+    out += _level_features(info, loops, position)
+    out += _read_features(info, loops, tile, position)
+    return out
+
+
+def _covered_axes(loops: list[Loop], start: int, position: dict[str, int]) -> list[int]:
+    """Per axis, the range the loops from `start` inwards cover (1: none of them)."""
+    covered = [1] * len(position)
+    for lp in loops[start:]:
+        a = position[lp.axis]
+        covered[a] = max(covered[a], lp.block)
+    return covered
+
+
+def _level_features(info: NestInfo, loops: list[Loop], position: dict[str, int]) -> list[float]:
+    out: list[float] = []
+    output_read = tuple((a,) for a in range(len(info.domain)))
+    for depth in range(LEVELS):
+        start = max(0, len(loops) - 1 - depth)
+        covered = _covered_axes(loops, start, position)
+        touched = sum(_footprint(r, covered) for r in (*info.reads, output_read))
+        points = math.prod(covered)
+        out += [_log2(touched * info.element_bytes), _log2(2 * points / max(1, touched))]
+    return out
+
+
+def _read_features(
+    info: NestInfo, loops: list[Loop], tile: list[Loop], position: dict[str, int]
+) -> list[float]:
+    out: list[float] = []
+    inner = next((lp for lp in reversed(loops) if lp.name not in {t.name for t in tile}), None)
+    first_tile = min((loops.index(t) for t in tile), default=len(loops) - 1)
+    covered = _covered_axes(loops, first_tile, position)
+    for n in range(READS):
+        if n >= len(info.reads) or inner is None:
+            out += [0.0] * 3
+            continue
+        read = info.reads[n]
+        a = position[inner.axis]
+        contiguous = bool(read) and a in read[-1]
+        moved = sum(a in axes for axes in read)
+        reuse = math.prod(covered) / max(1, _footprint(read, covered))
+        out += [float(contiguous), float(moved), _log2(reuse)]
+    return out
+
+
+FEATURE_COUNT = 8 + 5 * LEVELS + 2 * LEVELS + 3 * READS

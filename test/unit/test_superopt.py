@@ -1,0 +1,266 @@
+"""The graph superoptimizer: axioms, proofs, the shipped rule library, the search pass.
+
+- every axiom passes its random check and a planted false one is rejected; with the
+  false axiom trusted z3 would prove a false rule, which is why the check exists;
+- a rule whose status is not `proven` is never applied, even where it would pay;
+- every shipped rule is re-checked on random float inputs (proven ones must hold);
+- a reduced generator configuration reproduces a subset of the shipped file;
+- compiled results at opt_level=3 match the reference interpreter.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dlc
+from dlc.parser import parse_module, print_module
+from dlc.passes.graph.superopt import __main__ as listing
+from dlc.passes.graph.superopt.axioms import AXIOMS, FALSE_AXIOM, axiom_rule, checked_axioms
+from dlc.passes.graph.superopt.library import Rule, holds_numerically, shipped
+from dlc.passes.graph.superopt.prove import Prover
+from dlc.passes.graph.superopt.terms import parse, show
+from dlc.passes.graph.superoptimize import SuperoptimizePass
+from dlc.semantics.interpreter import run_function
+
+ROOT = Path(__file__).resolve().parents[2]
+LIT = ROOT / "test" / "lit" / "passes" / "superoptimize.dl"
+
+# lhs is (x + (y + (x + y))), which the false axiom would shrink to x + y
+FALSE_RULE = ("needs-false", "x:a b y:a b", "(ewadd x (ewadd y (ewadd x y)))", "(ewadd x y)")
+
+TRIPLE_SUM = """module "t"
+stage raw
+
+func @f: (<3 x 4 x f32>, <3 x 4 x f32>) -> <3 x 4 x f32> {
+'entry(%x: <3 x 4 x f32>, %y: <3 x 4 x f32>):
+    %a = add %x: <3 x 4 x f32>, %y: <3 x 4 x f32>
+    %b = add %y: <3 x 4 x f32>, %a: <3 x 4 x f32>
+    %c = add %x: <3 x 4 x f32>, %b: <3 x 4 x f32>
+    return %c: <3 x 4 x f32>
+}
+"""
+
+
+def test_every_axiom_passes_its_random_check() -> None:
+    trusted, rejected = checked_axioms(AXIOMS)
+    assert not rejected and len(trusted) == len(AXIOMS)
+
+
+def test_a_planted_false_axiom_is_rejected() -> None:
+    trusted, rejected = checked_axioms((*AXIOMS, FALSE_AXIOM))
+    assert [r.name for r in rejected] == ["planted-false"]
+    assert "planted-false" not in {r.name for r in trusted}
+
+
+def test_the_false_axiom_would_prove_a_false_rule() -> None:
+    trusted, _ = checked_axioms(AXIOMS)
+    rule = axiom_rule(FALSE_RULE)
+    assert not holds_numerically(rule)
+    assert Prover(trusted).prove(rule) == "unknown"
+    assert Prover([*trusted, axiom_rule(FALSE_AXIOM)]).prove(rule) == "proven"
+
+
+def test_the_merge_of_products_is_proven() -> None:
+    trusted, _ = checked_axioms(AXIOMS)
+    merge = Rule(
+        "merge",
+        {"x": ("a", "b"), "u": ("b", "c"), "v": ("b", "d")},
+        (parse("(matmul x u)"), parse("(matmul x v)")),
+        (parse("(split1a (matmul x (concat1 u v)))"), parse("(split1b (matmul x (concat1 u v)))")),
+    )
+    assert Prover(trusted).prove(merge) == "proven"
+
+
+def write_rules(tmp_path: Path, status: str) -> Path:
+    name, spec, lhs, rhs = FALSE_RULE
+    rule = Rule(name, axiom_rule(FALSE_RULE).inputs, (parse(lhs),), (parse(rhs),), status)
+    path = tmp_path / f"{status}.json"
+    path.write_text(json.dumps({"rules": [rule.to_json()]}))
+    return path
+
+
+def superoptimize(text: str, **options: object) -> str:
+    module = parse_module(text, "<t>")
+    SuperoptimizePass(**options).apply(None, module)  # type: ignore[arg-type]
+    return print_module(module)
+
+
+def test_proven_rules_find_the_shared_sum() -> None:
+    """x + (y + (x + y)) = (x + y) + (x + y), whose two operands are one value."""
+    out = superoptimize(TRIPLE_SUM)
+    assert out.count("= add") == 2 and "%0.1 = add %0.0: <3 x 4 x f32>, %0.0" in out
+
+
+def test_an_unproven_rule_is_never_applied(tmp_path: Path) -> None:
+    unchanged = print_module(parse_module(TRIPLE_SUM, "<t>"))
+    for status in ("unknown", "refuted"):
+        assert superoptimize(TRIPLE_SUM, rules=str(write_rules(tmp_path, status))) == unchanged
+    # The same (false) rule marked proven would fire: the status is what keeps it out.
+    lied = superoptimize(TRIPLE_SUM, rules=str(write_rules(tmp_path, "proven")))
+    assert lied.count("add") == 1
+
+
+def test_shipped_rules_are_proven_or_say_so() -> None:
+    rules = shipped()
+    assert sum(r.proven for r in rules) >= 100
+    assert {r.status for r in rules} <= {"proven", "unknown", "refuted"}
+    merges = [
+        r
+        for r in rules
+        if r.proven
+        and len(r.lhs) == 2
+        and all(show(t).startswith("(split1") and "concat1" in show(t) for t in r.lhs)
+        and all(t[0] == "matmul" for t in r.rhs)
+    ]
+    assert merges, "the merge of products that share an lhs is in the library"
+
+
+def test_every_shipped_rule_is_rechecked_on_random_floats() -> None:
+    for rule in shipped():
+        if rule.proven:
+            assert holds_numerically(rule, trials=2, seed=3, exact=False), rule.text()
+            assert holds_numerically(rule, trials=1, seed=4), rule.text()
+        elif rule.status == "refuted":
+            assert not holds_numerically(rule, trials=3, seed=7), rule.text()
+
+
+def test_a_reduced_generation_reproduces_a_subset_of_the_shipped_rules() -> None:
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        import gen_substitutions
+    finally:
+        sys.path.remove(str(ROOT / "tools"))
+    # z3 is bounded by its resource limit, not by time: statuses are reproducible
+    rules, stats = gen_substitutions.generate(max_ops=2, rlimit=5_000_000, log=False)
+    assert stats["enumerated"] > stats["candidates"] > stats["after pruning"] >= len(rules) > 0
+    full = {r.text(): r for r in shipped()}
+    for rule in rules:
+        assert rule.text() in full, rule.text()
+        assert rule.status == full[rule.text()].status, rule.text()
+
+
+def test_listing_prints_each_rule_with_its_status(capsys: pytest.CaptureFixture[str]) -> None:
+    assert listing.main(["--list", "--status", "proven"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert all(" proven " in line for line in out[:-1])
+    assert out[-1].startswith(f"{len(shipped())} rules:")
+
+
+def test_listing_reports_an_unreadable_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert listing.main(["--rules", str(tmp_path / "missing.json")]) == 1
+    assert "cannot read" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"alpha": 0.5}, "superoptimize: alpha must be at least 1.0, got 0.5"),
+        ({"budget": -1.0}, "superoptimize: budget must be at least 0 s, got -1.0"),
+        ({"max_graphs": 0}, "superoptimize: max-graphs must be at least 1, got 0"),
+        ({"rules": "/nonexistent/rules.json"}, "superoptimize: cannot read rules file"),
+    ],
+)
+def test_bad_options_are_reported(options: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        SuperoptimizePass(**options)  # type: ignore[arg-type]
+
+
+def test_malformed_rules_are_reported(tmp_path: Path) -> None:
+    bad = {"name": "b", "inputs": {"x": "a b"}, "lhs": ["(transpose y)"], "rhs": ["x"]}
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"rules": [bad]}))
+    with pytest.raises(ValueError, match="rule b: ill-typed for its input shapes"):
+        SuperoptimizePass(rules=str(path))
+    bad = {**bad, "lhs": ["(transpose x)"], "status": "sure"}
+    path.write_text(json.dumps({"rules": [bad]}))
+    with pytest.raises(ValueError, match="rule b: unknown status 'sure'"):
+        SuperoptimizePass(rules=str(path))
+
+
+def test_opt_level_3_matches_the_reference_interpreter() -> None:
+    text = LIT.read_text()
+    module = parse_module(text, "superoptimize.dl")
+    compiled = dlc.compile(text, opt_level=3)
+    assert compiled.pass_statistics()["superoptimize"]["substitutions applied"] >= 2
+    rng = np.random.default_rng(0)
+    for name, shapes in {
+        "merge_shared_lhs_products": [(4, 6), (6, 5), (6, 5)],
+        "merge_shared_rhs_products": [(3, 6), (3, 6), (6, 7)],
+    }.items():
+        args = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+        want = run_function(module, name, args)
+        got = compiled[name](*args)
+        pairs = zip(got, want) if isinstance(want, tuple) else [(got, want)]
+        for g, w in pairs:
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-5)
+
+
+def literal(a: np.ndarray) -> str:
+    rows = ", ".join(
+        "<" + ", ".join(f"{v}: f32" for v in r) + f">: <{a.shape[1]} x f32>" for r in a
+    )
+    return f"<{rows}>: <{a.shape[0]} x {a.shape[1]} x f32>"
+
+
+def test_products_over_constant_weights_become_one_folded_product() -> None:
+    """q, k, v = x·wq, x·wk, x·wv with literal weights: one dot over one folded literal."""
+    rng = np.random.default_rng(1)
+    ws = [rng.integers(-3, 4, (6, 6)).astype(np.float32) for _ in range(3)]
+    t = "<4 x 6 x f32>"
+    text = f"""module "c"
+stage raw
+
+func @qkv: ({t}) -> ({t}, {t}, {t}) {{
+'entry(%x: {t}):
+    %wq = literal {literal(ws[0])}
+    %wk = literal {literal(ws[1])}
+    %wv = literal {literal(ws[2])}
+    %q = dot %x: {t}, %wq: <6 x 6 x f32>
+    %k = dot %x: {t}, %wk: <6 x 6 x f32>
+    %v = dot %x: {t}, %wv: <6 x 6 x f32>
+    %r = literal (%q: {t}, %k: {t}, %v: {t}): ({t}, {t}, {t})
+    return %r: ({t}, {t}, {t})
+}}
+"""
+    compiled = dlc.compile(text, opt_level=3)
+    graph = compiled.ir("graph")
+    assert graph.count("= dot ") == 1 and "concatenate" not in graph
+    x = rng.standard_normal((4, 6)).astype(np.float32)
+    for got, w in zip(compiled.qkv(x), ws):
+        np.testing.assert_allclose(got, x @ w, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("rule", "message"),
+    [
+        ({"lhs": ["(transpose x"]}, "malformed term: '\\(transpose x'"),
+        ({"lhs": ["(frobnicate x)"]}, "unknown op or wrong arity in '\\(frobnicate x\\)'"),
+        ({"lhs": ["(transpose x x)"]}, "unknown op or wrong arity"),
+        ({"rhs": ["x", "x"]}, "rule b: sides have different numbers of outputs"),
+        ({"inputs": {"x": "(a b"}}, "malformed dimension: '\\(a'"),
+        ({"inputs": {"x": "(a+ b"}}, "malformed dimension: '\\(a\\+'"),
+    ],
+)
+def test_malformed_terms_are_reported(tmp_path: Path, rule: dict, message: str) -> None:
+    data = {"name": "b", "inputs": {"x": "a b"}, "lhs": ["(transpose (transpose x))"]}
+    data = {**data, "rhs": ["x"], **rule}
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"rules": [data]}))
+    with pytest.raises(ValueError, match=message):
+        SuperoptimizePass(rules=str(path))
+
+
+def test_evaluating_an_ill_typed_term_is_an_error() -> None:
+    from dlc.passes.graph.superopt.terms import evaluate
+
+    inputs = {"x": ("a", "b"), "y": ("a", "b")}
+    values = {"x": np.ones((2, 3)), "y": np.ones((2, 3))}
+    with pytest.raises(ValueError, match="ill-typed term among"):
+        evaluate([parse("(matmul x y)")], inputs, values, {"a": 2, "b": 3})
