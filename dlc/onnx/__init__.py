@@ -18,6 +18,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from dlc.diagnostics import DiagnosticError, Location
 
 if TYPE_CHECKING:
@@ -67,10 +69,13 @@ def load(
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     *,
     filename: str | None = None,
+    constant_inputs: Mapping[str, object] | None = None,
 ) -> ModuleOp:
     """Import an ONNX model (a `ModelProto`, a file path or a serialized model's bytes)
     as a verified graph-level module. `input_shapes` gives the shapes of inputs with
-    dynamic dimensions; `filename` names a model that is not a path in diagnostics.
+    dynamic dimensions; `filename` names a model that is not a path in diagnostics;
+    `constant_inputs` gives graph inputs values known at import time (arrays by input
+    name: they become constants, not parameters, which shape and axes inputs must be).
 
     Raises `dlc.onnx.OnnxImportError` (a `DiagnosticError`) naming every unsupported
     node, attribute and dynamic input at once."""
@@ -79,7 +84,12 @@ def load(
     model, filename = read_model(path_or_model, filename)
     if input_shapes is not None and not isinstance(input_shapes, Mapping):
         raise TypeError(f"input_shapes: expected a mapping, got {type(input_shapes).__name__}")
-    return import_model(model, filename, input_shapes)
+    if constant_inputs is not None and not isinstance(constant_inputs, Mapping):
+        raise TypeError(
+            f"constant_inputs: expected a mapping, got {type(constant_inputs).__name__}"
+        )
+    constants = {k: np.asarray(v) for k, v in (constant_inputs or {}).items()}
+    return import_model(model, filename, input_shapes, constants)
 
 
 def __getattr__(name: str) -> object:

@@ -13,14 +13,17 @@ from collections.abc import Sequence
 from functools import cache
 
 import numpy as np
+from onnx import TensorProto
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from dlc.dialects.graph import InferenceError, LiteralOp
-from dlc.dialects.graph_elementwise import BINARY_OPS, UNARY_OPS
+from dlc.dialects.graph_elementwise import BINARY_OPS, UNARY_OPS, DataTypeCastOp
 from dlc.dialects.graph_literal import LiteralAttr
 from dlc.dialects.graph_tensor import (
     ConcatenateOp,
+    ConvolveOp,
+    DotOp,
     PadShapeOp,
     ReduceOp,
     ShapeCastOp,
@@ -34,8 +37,25 @@ MAX_PERMUTE_RANK = 6
 to this rank (720 permutations)."""
 
 
+ELEMENT_TYPES = {
+    TensorProto.FLOAT: "f32", TensorProto.DOUBLE: "f64", TensorProto.FLOAT16: "f16",
+    TensorProto.INT8: "i8", TensorProto.INT16: "i16", TensorProto.INT32: "i32",
+    TensorProto.INT64: "i64", TensorProto.BOOL: "bool",
+}  # fmt: skip
+"""ONNX element types dlc has; unsigned integers and bf16 are not among them."""
+
+
 class ImportProblem(Exception):
     """One node cannot be imported; the message says what is missing."""
+
+
+class NotConstant(ImportProblem):
+    """An input that must be known at import time (a shape, axes) is not; `name` is
+    the ONNX value."""
+
+    def __init__(self, message: str, name: str):
+        super().__init__(message)
+        self.name = name
 
 
 def ints_attr(values: Sequence[int]) -> ArrayAttr[IntAttr]:
@@ -61,7 +81,13 @@ class Emitter:
     def op(
         self, cls: type[Operation], operands: Sequence[SSAValue], **props: Attribute
     ) -> SSAValue:
-        """Create `cls` with inferred result types; a type error is an `ImportProblem`."""
+        """Create `cls` with inferred result types; a type error is an `ImportProblem`.
+        f16 products and convolutions accumulate in f32 (as NumPy and onnxruntime do),
+        rounding once at the end instead of after every step."""
+        if cls in (DotOp, ConvolveOp) and all(tensor_type(o).dt == "f16" for o in operands):
+            wide = [self.op(DataTypeCastOp, [o], dtype=StringAttr("f32")) for o in operands]
+            y = self.op(cls, wide, **props)
+            return self.op(DataTypeCastOp, [y], dtype=StringAttr("f16"))
         try:
             results = cls.infer([o.type for o in operands], props)  # type: ignore[attr-defined]
         except InferenceError as err:
@@ -134,8 +160,11 @@ class Emitter:
             return values[0]
         return self.op(ConcatenateOp, values, axis=IntAttr(axis))
 
-    def pad(self, x: SSAValue, pads: Sequence[tuple[int, int]], value: float) -> SSAValue:
-        """`x` with `pads[i] = (lo, hi)` elements of `value` around dimension i."""
+    def pad(
+        self, x: SSAValue, pads: Sequence[tuple[int, int]], value: float | SSAValue
+    ) -> SSAValue:
+        """`x` with `pads[i] = (lo, hi)` elements of `value` (a number, or a
+        one-element tensor computed at run time) around dimension i."""
         dt = tensor_type(x).dt
         for axis, (lo, hi) in enumerate(pads):
             parts = []
@@ -143,11 +172,17 @@ class Emitter:
                 if count:
                     dims = list(shape_of(x))
                     dims[axis] = count
-                    parts.append((position, self.splat(value, dims, dt)))
+                    parts.append((position, self._filled(value, dims, dt)))
             before = [v for p, v in parts if p == 0]
             after = [v for p, v in parts if p == 1]
             x = self.concatenate([*before, x, *after], axis)
         return x
+
+    def _filled(self, value: float | SSAValue, dims: Sequence[int], dt: str) -> SSAValue:
+        if not isinstance(value, SSAValue):
+            return self.splat(value, dims, dt)
+        scalar = self.reshape(value, [1] * len(dims))
+        return self.binary("add", scalar, self.splat(-0.0, dims, dt))  # x + -0.0 is x
 
     def transpose(self, x: SSAValue, perm: Sequence[int]) -> SSAValue:
         """Axes permuted as NumPy's `transpose(x, perm)`, from reshapes and `transpose`
@@ -173,8 +208,13 @@ class Emitter:
         if not axes:
             return x
         dt = tensor_type(x).dt
+        wide = dt == "f16" and combinator in ("add", "multiply")  # f32 accumulation
+        if wide:
+            x, dt = self.op(DataTypeCastOp, [x], dtype=StringAttr("f32")), "f32"
         props = {"dims": ints_attr(sorted(axes)), "combinator": StringAttr(combinator)}
         y = self.op(ReduceOp, [x, self.scalar(init, dt)], **props)
+        if wide:
+            y = self.op(DataTypeCastOp, [y], dtype=StringAttr("f16"))
         if keepdims:
             y = self.reshape(y, [1 if i in axes else d for i, d in enumerate(shape_of(x))])
         return y
@@ -226,7 +266,10 @@ def _splits(n: int) -> list[tuple[tuple[int, ...], ...]]:
 
 
 def _dtype_name(dtype: np.dtype) -> str:
-    names = {"float32": "f32", "float64": "f64", "int64": "i64", "int32": "i32", "bool": "bool"}
+    names = {
+        "float16": "f16", "float32": "f32", "float64": "f64", "int8": "i8", "int16": "i16",
+        "int32": "i32", "int64": "i64", "bool": "bool",
+    }  # fmt: skip
     if dtype.name not in names:
         raise ImportProblem(f"constants of type {dtype.name} are not supported")
     return names[dtype.name]

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-from onnx import GraphProto, ModelProto, NodeProto, TensorProto, numpy_helper
+from onnx import GraphProto, ModelProto, NodeProto, TensorProto, TypeProto, helper, numpy_helper
 from onnx.helper import get_attribute_value
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, Region, SSAValue
@@ -30,25 +30,44 @@ from dlc.dialects.graph_types import (
     size_error,
 )
 from dlc.dialects.graph_verify import verify_module
-from dlc.onnx import ops_math, ops_nn, ops_shape
-from dlc.onnx.emitter import Emitter, ImportProblem
+from dlc.onnx import (
+    expand,
+    fold,
+    ops_activation,
+    ops_gather,
+    ops_logic,
+    ops_math,
+    ops_nn,
+    ops_shape,
+    ops_slice,
+)
+from dlc.onnx.emitter import ELEMENT_TYPES, Emitter, ImportProblem, NotConstant
 from dlc.onnx.node import Converter, Node
 
 CONVERTERS: dict[str, Converter] = {
     **ops_math.CONVERTERS,
     **ops_nn.CONVERTERS,
     **ops_shape.CONVERTERS,
+    **ops_logic.CONVERTERS,
+    **ops_activation.CONVERTERS,
+    **ops_slice.CONVERTERS,
+    **ops_gather.CONVERTERS,
 }
-DTYPES = {TensorProto.FLOAT: "f32", TensorProto.DOUBLE: "f64"}
+DTYPES = ELEMENT_TYPES
 
 
 class OnnxImportError(DiagnosticError):
     """Everything in a model that dlc cannot import, one problem a line
     (`model.onnx: error: node 'conv1' (Conv): ceil_mode=1 is not supported`)."""
 
-    def __init__(self, problems: Sequence[str], filename: str):
+    def __init__(
+        self, problems: Sequence[str], filename: str, wanted_constants: Sequence[str] = ()
+    ):
         super().__init__("\n".join(problems), Location(filename, 0, 0))
         self.problems = list(problems)
+        self.wanted_constants = list(wanted_constants)
+        """Graph inputs that nodes need as constants (shapes, axes): importing with
+        their values as `constant_inputs` gets past those problems."""
 
     def format(self) -> str:
         return "\n".join(f"{self.filename}: error: {p}" for p in self.problems)
@@ -87,10 +106,18 @@ def default_opset(model: ModelProto) -> int | None:
 class GraphImporter:
     """Imports one `GraphProto` into a function named after the graph."""
 
-    def __init__(self, model: ModelProto, filename: str, input_shapes: Mapping[str, Sequence[int]]):
+    def __init__(
+        self,
+        model: ModelProto,
+        filename: str,
+        input_shapes: Mapping[str, Sequence[int]],
+        constant_inputs: Mapping[str, np.ndarray],
+    ):
         self.model, self.graph, self.filename = model, model.graph, filename
         self.input_shapes = dict(input_shapes)
+        self.constant_inputs = dict(constant_inputs)
         self.problems: list[str] = []
+        self.wanted: list[str] = []
         self.names = Names()
         self.values: dict[str, SSAValue] = {}
         self.constants: dict[str, np.ndarray] = {}
@@ -107,12 +134,17 @@ class GraphImporter:
         graph = self.graph
         for init in graph.initializer:
             self.constants[init.name] = numpy_helper.to_array(init)
+        inputs = {v.name for v in graph.input}
+        for name, value in self.constant_inputs.items():
+            if name not in inputs:
+                self.problems.append(f"constant_inputs names '{name}', which is not a graph input")
+            self.constants[name] = np.asarray(value)
         params = self._parameters(graph)
         for index, proto in enumerate(graph.node):
             self._node(proto, index, opset)
         results = [self._output(o.name, o.type) for o in graph.output]
         if self.problems:
-            raise OnnxImportError(self.problems, self.filename)
+            raise OnnxImportError(self.problems, self.filename, self.wanted)
         return self._module(params, [r for r in results if r is not None])
 
     # ---- graph inputs and outputs ---------------------------------------------------
@@ -132,6 +164,7 @@ class GraphImporter:
         for name in self.input_shapes:
             if name not in {v.name for v in graph.input} - self.constants.keys():
                 self.problems.append(f"input_shapes names '{name}', which is not a graph input")
+        self.graph_inputs = set(names)
         for name, t in zip(names, types, strict=True):
             arg = self.block.insert_arg(t, len(self.block.args))
             arg._name = self.names(name)
@@ -143,7 +176,10 @@ class GraphImporter:
         dt = DTYPES.get(tensor.elem_type)
         if dt is None:
             kind = TensorProto.DataType.Name(tensor.elem_type)
-            self.problems.append(f"input '{name}': element type {kind} is not supported (f32, f64)")
+            self.problems.append(
+                f"input '{name}': element type {kind} is not supported "
+                "(f16, f32, f64, i8, i16, i32, i64, bool)"
+            )
             return None
         declared = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
         given = self.input_shapes.get(name)
@@ -188,7 +224,11 @@ class GraphImporter:
         if name not in self.values and name not in self.constants:
             self.problems.append(f"output '{name}' is not computed by any node")
             return None
-        value = self._value(name)
+        try:
+            value = self._value(name)
+        except ImportProblem as err:
+            self.problems.append(f"output '{name}': {err}")
+            return None
         tensor = type_proto.tensor_type  # type: ignore[attr-defined]
         declared = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
         t = value.type
@@ -248,6 +288,8 @@ class GraphImporter:
         except ImportProblem as err:
             self.problems.append(f"{label}: {err}")
             self.unknown.update(proto.output)
+            if isinstance(err, NotConstant) and err.name in self.graph_inputs:
+                self.wanted.append(err.name)
         except (ValueError, TypeError, KeyError, IndexError) as err:  # a malformed node
             self.problems.append(f"{label}: malformed node: {type(err).__name__}: {err}")
             self.unknown.update(proto.output)
@@ -258,17 +300,25 @@ class GraphImporter:
         if proto.op_type == "Constant":
             self._constant(proto)
             return
-        convert = CONVERTERS.get(proto.op_type)
-        if convert is None:
-            raise ImportProblem(f"operator {proto.op_type} is not supported")
         missing = [n for n in proto.input if n and n not in self.values and n not in self.constants]
         if missing:
             raise ImportProblem(f"input '{missing[0]}' is not defined before the node")
+        constants = [self.constants.get(n) if n else None for n in proto.input]
+        if fold.foldable(proto, constants):
+            try:
+                self._results(proto, fold.fold(proto, constants, opset))
+                return
+            except ValueError:
+                pass  # too large, or the reference rejects it: the converter decides
+        convert = CONVERTERS.get(proto.op_type)
+        if convert is None:
+            self._function_body(proto, opset)
+            return
         node = Node(
             proto,
             opset,
             list(proto.input),
-            [self.constants.get(n) if n else None for n in proto.input],
+            constants,
             self._value,
             self.emit,
         )
@@ -276,7 +326,47 @@ class GraphImporter:
         unused = [a.name for a in proto.attribute if a.name not in node.used]
         if unused:
             raise ImportProblem(f"attribute '{unused[0]}' is not supported")
+        self._results(proto, results)
+
+    def _function_body(self, proto: NodeProto, opset: int) -> None:
+        """Import an operator dlc has no converter for as its ONNX function body; the
+        problems of the body's nodes become one problem of this node."""
+        types = [self._type_proto(name) for name in proto.input]
+        prefix = f"{proto.output[0] if proto.output else proto.op_type}."
+        body = expand.function_body(proto, opset, types, prefix)
+        if body is None:
+            raise ImportProblem(f"operator {proto.op_type} is not supported")
+        nodes, body_opset = body
+        before = len(self.problems)
+        for index, inner in enumerate(nodes):
+            self._node(inner, index, body_opset)
+        inner_problems = self.problems[before:]
+        del self.problems[before:]
+        if inner_problems:
+            details = "; ".join(inner_problems[:3])
+            raise ImportProblem(f"operator {proto.op_type} (its function body: {details})")
+
+    def _type_proto(self, name: str) -> TypeProto:
+        """An input's type for a context-dependent function body."""
+        if not name:
+            return TypeProto()
+        if name in self.constants:
+            value = self.constants[name]
+            elem = helper.np_dtype_to_tensor_dtype(value.dtype)
+            return helper.make_tensor_type_proto(elem, value.shape)
+        t = self.values[name].type
+        assert isinstance(t, TensorType)
+        elem = next(k for k, v in ELEMENT_TYPES.items() if v == t.dt)
+        return helper.make_tensor_type_proto(elem, t.dims)
+
+    def _results(self, proto: NodeProto, results: Sequence[SSAValue | np.ndarray]) -> None:
+        """Record a node's outputs: tensors, or constants known at import time."""
         for name, value in zip(proto.output, results, strict=False):
+            if not name:
+                continue
+            if isinstance(value, np.ndarray):
+                self.constants[name] = value
+                continue
             if value._name is None:
                 value._name = self.names(name)
             self.values[name] = value
@@ -299,7 +389,10 @@ class GraphImporter:
 
 
 def import_model(
-    model: ModelProto, filename: str, input_shapes: Mapping[str, Sequence[int]] | None
+    model: ModelProto,
+    filename: str,
+    input_shapes: Mapping[str, Sequence[int]] | None,
+    constant_inputs: Mapping[str, np.ndarray] | None = None,
 ) -> ModuleOp:
     """The verified graph-level module of `model`; raises `OnnxImportError`."""
-    return GraphImporter(model, filename, input_shapes or {}).run()
+    return GraphImporter(model, filename, input_shapes or {}, constant_inputs or {}).run()

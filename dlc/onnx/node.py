@@ -10,7 +10,7 @@ import numpy as np
 from onnx import AttributeProto, NodeProto, helper
 from xdsl.ir import SSAValue
 
-from dlc.onnx.emitter import Emitter, ImportProblem, shape_of
+from dlc.onnx.emitter import Emitter, ImportProblem, NotConstant, shape_of
 
 
 @dataclass
@@ -64,7 +64,7 @@ class Node:
             return None
         value = self.constants[i]
         if value is None:
-            raise ImportProblem(f"{what} (input {i}) must be a constant")
+            raise NotConstant(f"{what} (input {i}) must be a constant", self.names[i])
         return value
 
     def axis(self, axis: int, rank: int) -> int:
@@ -84,4 +84,6 @@ class Node:
         return value
 
 
-Converter = Callable[[Node], list[SSAValue]]
+Result = SSAValue | np.ndarray
+"""A node's output: a tensor, or a constant known at import time (a shape)."""
+Converter = Callable[[Node], list[Result]]

@@ -81,20 +81,33 @@ def leaky_relu(node: Node) -> list[SSAValue]:
 
 
 def clip(node: Node) -> list[SSAValue]:
-    """min(max(x, lo), hi); bounds are attributes before opset 11, inputs after."""
+    """min(max(x, lo), hi); bounds are attributes before opset 11, inputs after (a
+    bound computed at run time is a tensor operand)."""
     e, x = node.emit, node.input(0)
     dt = tensor_type(x).dt
     if node.opset < 11:
         lo, hi = node.attr("min", -math.inf), node.attr("max", math.inf)
+        bounds = [(lo, "max", -math.inf), (hi, "min", math.inf)]
     else:
-        lo_value, hi_value = node.constant(1, "min"), node.constant(2, "max")
-        lo = float(lo_value) if lo_value is not None else -math.inf
-        hi = float(hi_value) if hi_value is not None else math.inf
-    if lo != -math.inf:
-        x = e.binary("max", x, e.scalar(lo, dt))
-    if hi != math.inf:
-        x = e.binary("min", x, e.scalar(hi, dt))
+        bounds = [(_bound(node, 1), "max", -math.inf), (_bound(node, 2), "min", math.inf)]
+    for bound, opcode, none in bounds:
+        if isinstance(bound, SSAValue):
+            x = e.binary(opcode, x, bound)
+        elif bound != none:
+            x = e.binary(opcode, x, e.scalar(bound, dt))
     return [x]
+
+
+def _bound(node: Node, i: int) -> float | SSAValue:
+    """Clip's input i: a float when constant, a tensor otherwise; ±inf when omitted."""
+    if i >= len(node.names) or not node.names[i]:
+        return -math.inf if i == 1 else math.inf
+    value = node.constants[i]
+    if value is None:
+        return node.input(i)
+    if value.size != 1:
+        raise ImportProblem(f"Clip bounds must be scalars, input {i} has shape {value.shape}")
+    return float(value.reshape(-1)[0])
 
 
 def matmul(node: Node) -> list[SSAValue]:
@@ -158,7 +171,8 @@ def _transposed(node: Node, i: int, transpose: int) -> SSAValue:
 
 def softmax(node: Node) -> list[SSAValue]:
     """exp(x - max) / sum(exp(x - max)) along `axis` (opset ≥ 13) or over the 2-D
-    coercion [prod(dims[:axis]), prod(dims[axis:])] (opset < 13)."""
+    coercion [prod(dims[:axis]), prod(dims[axis:])] (opset < 13); LogSoftmax is
+    x - max - log(sum(exp(x - max)))."""
     e, x = node.emit, node.input(0)
     dims = shape_of(x)
     axis = node.axis(node.attr("axis", -1 if node.opset >= 13 else 1), max(len(dims), 1))
@@ -172,8 +186,11 @@ def softmax(node: Node) -> list[SSAValue]:
 def _softmax(node: Node, x: SSAValue, axis: int) -> SSAValue:
     e = node.emit
     peak = e.reduce(x, "max", -math.inf, [axis], keepdims=True)
-    exp = e.unary("exp", e.binary("subtract", x, peak))
+    shifted = e.binary("subtract", x, peak)
+    exp = e.unary("exp", shifted)
     total = e.reduce(exp, "add", 0.0, [axis], keepdims=True)
+    if node.op_type == "LogSoftmax":
+        return e.binary("subtract", shifted, e.unary("log", total))
     return e.binary("divide", exp, total)
 
 
@@ -183,6 +200,15 @@ REDUCTIONS = {
     "ReduceMax": ("max", -math.inf),
     "ReduceMin": ("min", math.inf),
     "ReduceProd": ("multiply", 1.0),
+}
+
+
+DERIVED_REDUCTIONS = {  # op: (element-wise before, reduction, element-wise after)
+    "ReduceL1": ("abs", "ReduceSum", None),
+    "ReduceL2": ("square", "ReduceSum", "sqrt"),
+    "ReduceSumSquare": ("square", "ReduceSum", None),
+    "ReduceLogSum": (None, "ReduceSum", "log"),
+    "ReduceLogSumExp": ("exp", "ReduceSum", "log"),  # as ONNX defines it, unshifted
 }
 
 
@@ -198,17 +224,48 @@ def reduce(node: Node) -> list[SSAValue]:
     else:
         axes = node.attr("axes")
     keepdims = bool(node.attr("keepdims", 1))
+    noop = node.attr("noop_with_empty_axes", 0)
+    before, kind, after = DERIVED_REDUCTIONS.get(node.op_type, (None, node.op_type, None))
     if not axes:
-        if node.attr("noop_with_empty_axes", 0):
+        if noop and kind != node.op_type:
+            raise ImportProblem("noop_with_empty_axes=1 is not supported")
+        if noop:
             return [x]
         axes = list(range(rank))
     axes = sorted({node.axis(a, rank) for a in axes})
-    combinator, init = REDUCTIONS[node.op_type]
+    x = _elementwise(node, before, x)
+    combinator, init = REDUCTIONS[kind]
     y = e.reduce(x, combinator, init, axes, keepdims)
-    if node.op_type == "ReduceMean":
+    if kind == "ReduceMean":
         count = int(np.prod([shape_of(x)[a] for a in axes]))
         y = e.binary("divide", y, e.scalar(float(count), tensor_type(x).dt))
-    return [y]
+    return [_elementwise(node, after, y)]
+
+
+def _elementwise(node: Node, opcode: str | None, x: SSAValue) -> SSAValue:
+    if opcode is None:
+        return x
+    if opcode == "abs":
+        return _negative_select(node, node.emit.unary("negate", x), x)
+    if opcode == "square":
+        return node.emit.binary("multiply", x, x)
+    return node.emit.unary(opcode, x)
+
+
+def lp_normalization(node: Node) -> list[SSAValue]:
+    """x / ||x||_p along `axis` (p 1 or 2), 0 where the norm is 0."""
+    e, x = node.emit, node.input(0)
+    dt = tensor_type(x).dt
+    axis = node.axis(node.attr("axis", -1), len(shape_of(x)))
+    p = node.require("p", (1, 2), 2)
+    size = _elementwise(node, "abs" if p == 1 else "square", x)
+    norm = e.reduce(size, "add", 0.0, [axis], keepdims=True)
+    if p == 2:
+        norm = e.unary("sqrt", norm)
+    zero = e.scalar(0.0, dt)
+    y = e.binary("divide", x, norm)
+    y, is_zero = e.rank_extended(y, e.binary("equal", norm, zero))
+    return [e.op(SelectOp, [e.to_rank(zero, len(shape_of(y))), y, is_zero])]
 
 
 CONVERTERS: dict[str, Converter] = {
@@ -224,5 +281,8 @@ CONVERTERS: dict[str, Converter] = {
     "MatMul": matmul,
     "Gemm": gemm,
     "Softmax": softmax,
+    "LogSoftmax": softmax,
+    "LpNormalization": lp_normalization,
     **dict.fromkeys(REDUCTIONS, reduce),
+    **dict.fromkeys(DERIVED_REDUCTIONS, reduce),
 }

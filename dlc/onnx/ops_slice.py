@@ -1,0 +1,152 @@
+"""ONNX Slice, Split, Expand, Tile and Pad with constant parameters, from `slice`
+(rows of dimension 0, so other axes are moved to the front and back), `reverse`,
+`concatenate` and broadcasting."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from xdsl.dialects.builtin import IntAttr
+from xdsl.ir import SSAValue
+
+from dlc.dialects.graph_elementwise import SelectOp
+from dlc.dialects.graph_tensor import ReverseOp, SliceOp
+from dlc.onnx.emitter import Emitter, ImportProblem, ints_attr, shape_of, tensor_type
+from dlc.onnx.node import Converter, Node, Result
+
+
+def slice_axis(e: Emitter, x: SSAValue, axis: int, lo: int, hi: int) -> SSAValue:
+    """x[..., lo:hi, ...] along `axis` (0 <= lo < hi <= its size)."""
+    dims = shape_of(x)
+    if lo == 0 and hi == dims[axis]:
+        return x
+    perm = [axis, *(i for i in range(len(dims)) if i != axis)]
+    front = e.transpose(x, perm)
+    sliced = e.op(SliceOp, [front], lower=IntAttr(lo), upper=IntAttr(hi - 1))
+    return e.transpose(sliced, [int(i) for i in np.argsort(perm)])
+
+
+def _ints(node: Node, i: int, what: str) -> list[int] | None:
+    value = node.constant(i, what)
+    return None if value is None else [int(v) for v in value.reshape(-1)]
+
+
+def slice_(node: Node) -> list[Result]:
+    """starts/ends/axes/steps as attributes (opset < 10) or constant inputs; steps of
+    1 and -1, or any step that picks one element."""
+    e, x = node.emit, node.input(0)
+    dims = shape_of(x)
+    if node.opset < 10:
+        starts, ends, axes = node.attr("starts"), node.attr("ends"), node.attr("axes")
+        steps = None
+    else:
+        starts, ends = _ints(node, 1, "starts"), _ints(node, 2, "ends")
+        axes, steps = _ints(node, 3, "axes"), _ints(node, 4, "steps")
+    if starts is None or ends is None or len(starts) != len(ends):
+        raise ImportProblem("starts and ends must be given, of equal length")
+    axes = list(range(len(starts))) if axes is None else axes
+    steps = [1] * len(starts) if steps is None else steps
+    for start, end, axis, step in zip(starts, ends, axes, steps, strict=True):
+        axis = node.axis(axis, len(dims))
+        if step == 0:
+            raise ImportProblem("a step of 0 is not valid")
+        rows = range(*slice(start, end, step).indices(shape_of(x)[axis]))
+        if len(rows) == 0:
+            raise ImportProblem("empty slices (a dimension of size 0) are not supported")
+        if len(rows) > 1 and abs(step) != 1:
+            raise ImportProblem(f"step {step} is not supported (only 1 and -1)")
+        x = slice_axis(e, x, axis, min(rows), max(rows) + 1)
+        if step < 0 and len(rows) > 1:
+            x = e.op(ReverseOp, [x], dims=ints_attr([axis]))
+    return [x]
+
+
+def split(node: Node) -> list[Result]:
+    """Sizes from `split` (attribute before opset 13, input after), else equal parts
+    (`num_outputs` from opset 18, the last part smaller)."""
+    e, x = node.emit, node.input(0)
+    dims = shape_of(x)
+    axis = node.axis(node.attr("axis", 0), len(dims))
+    sizes = node.attr("split") if node.opset < 13 else _ints(node, 1, "split")
+    count = node.attr("num_outputs") or len(node.proto.output)
+    if not sizes:
+        part = -(-dims[axis] // count)
+        sizes = [min(part, dims[axis] - k * part) for k in range(count)]
+    if sum(sizes) != dims[axis] or min(sizes) <= 0:
+        raise ImportProblem(f"split sizes {sizes} do not partition dimension {dims[axis]}")
+    offsets = np.cumsum([0, *sizes])
+    return [slice_axis(e, x, axis, int(lo), int(hi)) for lo, hi in zip(offsets, offsets[1:])]
+
+
+def broadcast(e: Emitter, x: SSAValue, shape: Sequence[int]) -> SSAValue:
+    """`x` broadcast to `shape` (bool by a select, whose operands broadcast too)."""
+    if tensor_type(x).dt != "bool":
+        return e.broadcast_to(e.to_rank(x, len(shape)), shape)
+    mask = e.splat(True, shape, "bool")
+    x = e.to_rank(x, len(shape))
+    return e.op(SelectOp, [x, x, mask]) if shape_of(x) != tuple(shape) else x
+
+
+def expand(node: Node) -> list[Result]:
+    """x broadcast with the shape input (both ways, as NumPy)."""
+    x, target = node.input(0), _ints(node, 1, "shape")
+    if target is None:
+        raise ImportProblem("the shape input is missing")
+    try:
+        shape = np.broadcast_shapes(shape_of(x), tuple(target))
+    except ValueError:
+        raise ImportProblem(f"{list(shape_of(x))} does not broadcast to {target}") from None
+    return [broadcast(node.emit, x, shape)]
+
+
+def tile(node: Node) -> list[Result]:
+    e, x = node.emit, node.input(0)
+    repeats = _ints(node, 1, "repeats")
+    if repeats is None or len(repeats) != len(shape_of(x)) or min(repeats, default=1) < 1:
+        raise ImportProblem(f"repeats {repeats} must be positive, one per dimension")
+    for axis, count in enumerate(repeats):
+        x = e.concatenate([x] * count, axis)
+    return [x]
+
+
+def pad(node: Node) -> list[Result]:
+    """mode="constant" with non-negative pads (attribute before opset 11, input
+    after, on `axes` from opset 18)."""
+    e, x = node.emit, node.input(0)
+    rank = len(shape_of(x))
+    node.require("mode", ("constant",), "constant")
+    if node.opset < 11:
+        pads, value, axes = node.attr("pads"), node.attr("value", 0.0), None
+    else:
+        pads, axes = _ints(node, 1, "pads"), _ints(node, 3, "axes")
+        value = _constant_value(node)
+    axes = list(range(rank)) if axes is None else [node.axis(a, rank) for a in axes]
+    if pads is None or len(pads) != 2 * len(axes) or min(pads, default=0) < 0:
+        raise ImportProblem(f"pads {pads} must be {2 * len(axes)} non-negative integers")
+    widths = [(0, 0)] * rank
+    for k, axis in enumerate(axes):
+        widths[axis] = (pads[k], pads[len(axes) + k])
+    return [e.pad(x, widths, value)]
+
+
+def _constant_value(node: Node) -> float | SSAValue:
+    """Pad's constant_value input: a number when constant, else a one-element tensor."""
+    if len(node.names) < 3 or not node.names[2]:
+        return 0.0
+    constant = node.constants[2]
+    if constant is not None:
+        return constant.reshape(-1)[0].item()
+    value = node.input(2)
+    if int(np.prod(shape_of(value))) != 1 or tensor_type(value).dt == "bool":
+        raise ImportProblem("constant_value must be one number")
+    return value
+
+
+CONVERTERS: dict[str, Converter] = {
+    "Slice": slice_,
+    "Split": split,
+    "Expand": expand,
+    "Tile": tile,
+    "Pad": pad,
+}
