@@ -164,6 +164,33 @@ def layernorm_gelu(w: Workload, inputs: Arrays) -> tuple[Nodes, Outputs]:
     return nodes, [("out", inputs[0].shape)]
 
 
+def lstm_step(w: Workload, inputs: Arrays) -> tuple[Nodes, Outputs]:
+    """x @ (Wf, Wi, Wj, Wo), then W1's tail (inputs: x, c, wf, wi, wj, wo)."""
+    gates = [node("MatMul", ["in0", f"in{k}"], f"g{k}") for k in range(2, 6)]
+    tail, outputs = lstm_tail(w, inputs[1:])
+    renamed = {"in0": "in1", "in1": "g2", "in2": "g3", "in3": "g4", "in4": "g5"}
+    for n in tail:
+        for k, name in enumerate(n.input):
+            n.input[k] = renamed.get(name, name)
+    return gates + tail, outputs
+
+
+def attention(w: Workload, inputs: Arrays) -> tuple[Nodes, Outputs]:
+    """softmax(q kᵀ / √d) v with q, k, v = x Wq, x Wk, x Wv."""
+    nodes = [
+        node("MatMul", ["in0", "in1"], "q"),
+        node("MatMul", ["in0", "in2"], "k"),
+        node("MatMul", ["in0", "in3"], "v"),
+        node("Transpose", ["k"], "kt", perm=[1, 0]),
+        node("MatMul", ["q", "kt"], "s"),
+        const("scale", 1.0 / float(np.sqrt(inputs[0].shape[1]))),
+        node("Mul", ["s", "scale"], "ss"),
+        node("Softmax", ["ss"], "p", axis=-1),
+        node("MatMul", ["p", "v"], "out"),
+    ]
+    return nodes, [("out", (inputs[0].shape[0], inputs[3].shape[1]))]
+
+
 GRAPHS: dict[str, Callable[[Workload, Arrays], tuple[Nodes, Outputs]]] = {
     "W0": add_one,
     "W1": lstm_tail,
@@ -173,6 +200,8 @@ GRAPHS: dict[str, Callable[[Workload, Arrays], tuple[Nodes, Outputs]]] = {
     "W5": conv2d,
     "W6": train_step,
     "W7": layernorm_gelu,
+    "W10": lstm_step,
+    "W11": attention,
 }
 
 

@@ -86,6 +86,13 @@ def jax_twin(w: Workload) -> Callable[..., Any]:
         y = xc * lax.rsqrt(var + 1e-5) * gamma + beta
         return jax.nn.gelu(y, approximate=True)  # 0.5 y (1 + tanh(√(2/π) (y + 0.044715 y³)))
 
+    def lstm_step(x: Any, c: Any, wf: Any, wi: Any, wj: Any, wo: Any) -> Any:
+        return lstm_tail(c, x @ wf, x @ wi, x @ wj, x @ wo)
+
+    def attention(x: Any, wq: Any, wk: Any, wv: Any) -> Any:
+        q, k, v = x @ wq, x @ wk, x @ wv
+        return softmax(q @ k.T / jnp.sqrt(jnp.float32(x.shape[1])), axis=-1) @ v
+
     twins = {
         "W0": lambda x: x + 1,
         "W1": lstm_tail,
@@ -95,6 +102,8 @@ def jax_twin(w: Workload) -> Callable[..., Any]:
         "W5": conv2d,
         "W6": train_step,
         "W7": layernorm_gelu,
+        "W10": lstm_step,
+        "W11": attention,
     }
     return twins[w.id]
 
@@ -174,6 +183,13 @@ def torch_twin(w: Workload) -> Callable[..., Any]:
         y = F.layer_norm(x, x.shape[1:], gamma.view(-1), beta.view(-1), 1e-5)
         return F.gelu(y, approximate="tanh")
 
+    def lstm_step(x: Any, c: Any, wf: Any, wi: Any, wj: Any, wo: Any) -> Any:
+        return lstm_tail(c, x @ wf, x @ wi, x @ wj, x @ wo)
+
+    def attention(x: Any, wq: Any, wk: Any, wv: Any) -> Any:
+        q, k, v = x @ wq, x @ wk, x @ wv
+        return torch.softmax(q @ k.T / float(x.shape[1]) ** 0.5, dim=-1) @ v
+
     twins = {
         "W0": lambda x: x + 1,
         "W1": lstm_tail,
@@ -183,6 +199,8 @@ def torch_twin(w: Workload) -> Callable[..., Any]:
         "W5": lambda x, k: F.conv2d(x, k, padding=1),
         "W6": train_step,
         "W7": layernorm_gelu,
+        "W10": lstm_step,
+        "W11": attention,
     }
     return twins[w.id]
 
