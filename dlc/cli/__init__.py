@@ -1,10 +1,42 @@
-"""dlc's command-line tools: `dlc-opt` (dlc_opt.py), `dlc-run` (dlc_run.py) and
-`dlc-tune` (dlc_tune.py)."""
+"""dlc's command-line tools: `dlc-opt` (dlc_opt.py), `dlc-run` (dlc_run.py),
+`dlc-compile` (dlc_compile.py) and `dlc-tune` (dlc_tune.py)."""
 
 from __future__ import annotations
 
 import sys
 import warnings
+from collections.abc import Callable
+
+
+def guarded_main(
+    tool: str,
+    run: Callable[[], object],
+    user_errors: tuple[type[Exception], ...],
+    quiet: tuple[type[Exception], ...] = (),
+) -> int:
+    """Run a tool's `run` with dlc's warnings printed plainly and return its exit code:
+    0 ok; 1 for a user error (`user_errors`: "TOOL: error: ...", a `DiagnosticError`:
+    its located form, `quiet` ones: nothing); 130 on Ctrl-C; 2 for anything else, as
+    one "TOOL: internal error" line, never a traceback."""
+    from dlc.diagnostics import DiagnosticError
+
+    plain_warnings()
+    try:
+        run()
+    except user_errors as e:
+        print(f"{tool}: error: {e}", file=sys.stderr)
+        return 1
+    except DiagnosticError as e:
+        print(e.format(), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except quiet:
+        return 1
+    except Exception as e:  # noqa: BLE001 -- the last line of defence against tracebacks
+        print(f"{tool}: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 2
+    return 0
 
 
 def plain_warnings() -> None:

@@ -19,7 +19,6 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from dlc.cli.dlc_run import RunError, allowed_extern_names, input_shapes, parse_file
-from dlc.diagnostics import DiagnosticError
 
 
 class _ArgumentParser(argparse.ArgumentParser):
@@ -107,21 +106,9 @@ def run(argv: Sequence[str] | None) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run dlc-compile; return the exit code (0 ok, 1 user error, 2 internal error)."""
     from dlc.aot import ExportError
+    from dlc.cli import guarded_main
 
-    try:
-        print(run(argv))
-    except (RunError, ExportError) as e:
-        print(f"dlc-compile: error: {e}", file=sys.stderr)
-        return 1
-    except DiagnosticError as e:
-        print(e.format(), file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
-    except Exception as e:  # noqa: BLE001 -- the last line of defence against tracebacks
-        print(f"dlc-compile: internal error: {type(e).__name__}: {e}", file=sys.stderr)
-        return 2
-    return 0
+    return guarded_main("dlc-compile", lambda: print(run(argv)), (RunError, ExportError))
 
 
 if __name__ == "__main__":

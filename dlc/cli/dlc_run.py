@@ -353,25 +353,9 @@ def parse_file(path: str, input_shapes: dict[str, tuple[int, ...]]) -> tuple[Any
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run dlc-run; return the exit code (0 ok, 1 user error, 2 internal error)."""
-    from dlc.cli import plain_warnings
+    from dlc.cli import guarded_main
 
-    plain_warnings()
-    try:
-        run(argv)
-    except RunError as e:
-        print(f"dlc-run: error: {e}", file=sys.stderr)
-        return 1
-    except DiagnosticError as e:
-        print(e.format(), file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:
-        return 1
-    except Exception as e:  # noqa: BLE001 -- the last line of defence against tracebacks
-        print(f"dlc-run: internal error: {type(e).__name__}: {e}", file=sys.stderr)
-        return 2
-    return 0
+    return guarded_main("dlc-run", lambda: run(argv), (RunError,), quiet=(BrokenPipeError,))
 
 
 if __name__ == "__main__":

@@ -17,8 +17,6 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from dlc.diagnostics import DiagnosticError
-
 
 class TuneError(Exception):
     """A user error of dlc-tune: printed as `dlc-tune: error: ...`, exit 1."""
@@ -113,23 +111,9 @@ def evaluate_db(db: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run dlc-tune; return the exit code (0 ok, 1 user error, 2 internal error)."""
-    from dlc.cli import plain_warnings
+    from dlc.cli import guarded_main
 
-    plain_warnings()
-    try:
-        run(argv)
-    except TuneError as e:
-        print(f"dlc-tune: error: {e}", file=sys.stderr)
-        return 1
-    except DiagnosticError as e:
-        print(e.format(), file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
-    except Exception as e:  # noqa: BLE001 -- the last line of defence against tracebacks
-        print(f"dlc-tune: internal error: {type(e).__name__}: {e}", file=sys.stderr)
-        return 2
-    return 0
+    return guarded_main("dlc-tune", lambda: run(argv), (TuneError,))
 
 
 if __name__ == "__main__":
