@@ -41,19 +41,40 @@ Check = tuple[tuple[int, ...], int]
 
 
 class _Entry:
-    """The blocks of one entry under construction."""
+    """The blocks of one entry under construction. Constants and the type table's
+    address are made once, at the top of the first block (which dominates every
+    other): entries are built for every compiled function, so their op count is
+    compile time."""
 
-    def __init__(self, n_args: int) -> None:
-        self.block = Block(arg_types=[PTR] * n_args)
+    def __init__(self, arg_types: Sequence[Attribute]) -> None:
+        self.block = Block(arg_types=arg_types)
         self.region = Region(self.block)
         self.bad = Block()
+        self.hoisted: list[Operation] = []
+        self.constants: dict[tuple[int, Attribute], SSAValue] = {}
+        self.table: SSAValue | None = None
 
     def add(self, op: Operation) -> SSAValue:
         self.block.add_op(op)
         return op.results[0] if op.results else None  # type: ignore[return-value]
 
+    def hoist(self, op: Operation) -> SSAValue:
+        """Add the pure `op` after the ops hoisted before it, atop the first block."""
+        first = self.region.blocks.first
+        assert first is not None
+        later = first.ops.first if not self.hoisted else self.hoisted[-1].next_op
+        if later is None:
+            first.add_op(op)
+        else:
+            first.insert_op_before(op, later)
+        self.hoisted.append(op)
+        return op.results[0]
+
     def const(self, value: int, t: Attribute = i64) -> SSAValue:
-        return self.add(llvm.ConstantOp(IntegerAttr(value, t), t))
+        key = (value, t)
+        if key not in self.constants:
+            self.constants[key] = self.hoist(llvm.ConstantOp(IntegerAttr(value, t), t))
+        return self.constants[key]
 
     def field(self, obj: SSAValue, offset: int, t: Attribute) -> SSAValue:
         """The `t` at byte `offset` of the object `obj` points to."""
@@ -77,9 +98,10 @@ class _Entry:
     def type_slot(self, index: int) -> SSAValue:
         """Slot `index` of `abi.PY_TYPES` (through an integer: llvmlite types a global's
         address `[N x i64]*`)."""
-        address = self.add(llvm.PtrToIntOp(self.add(llvm.AddressOfOp(abi.PY_TYPES, PTR)), i64))
-        table = self.add(llvm.IntToPtrOp(address))
-        slot = self.add(llvm.GEPOp(table, [index], i64, inbounds=True))
+        if self.table is None:
+            table = self.hoist(llvm.AddressOfOp(abi.PY_TYPES, PTR))
+            self.table = self.hoist(llvm.IntToPtrOp(self.hoist(llvm.PtrToIntOp(table, i64))))
+        slot = self.add(llvm.GEPOp(self.table, [index], i64, inbounds=True))
         return self.add(llvm.LoadOp(slot, i64, alignment=8))
 
     def check(self, obj: SSAValue, layout: ArrayLayout, check: Check) -> None:
@@ -123,7 +145,7 @@ def python_entry(
     `PyArrayObject*`s whose data pointers are loaded natively; without, data pointers.
     `checks` (with a layout) covers the first arguments after ctx, one per argument
     (module docstring). `n_args` counts `name`'s arguments, ctx included."""
-    entry = _Entry(n_args)
+    entry = _Entry([PTR] * n_args)
     ctx, *objects = entry.block.args
     for op in _reset(ctx):
         entry.add(op)
@@ -152,9 +174,7 @@ def fast_entry(name: str, n_args: int, layout: ArrayLayout, checks: Sequence[Che
     the status word is 0, else `self`, both as new references (the status word says
     why: > 0 a message, `BAD_ARGUMENTS` refused arguments). `n_args` counts `name`'s
     arguments, ctx included: the objects a call passes."""
-    entry = _Entry(0)
-    entry.block = Block(arg_types=[PTR, PTR, i64])
-    entry.region = Region(entry.block)
+    entry = _Entry([PTR, PTR, i64])
     self_obj, args, nargs = entry.block.args
     failed, refused = Block(), Block()
     entry.bad = failed
