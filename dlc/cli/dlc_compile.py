@@ -16,18 +16,18 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
 
-from dlc.cli.dlc_run import RunError, allowed_extern_names, input_shapes, parse_file
-
-
-class _ArgumentParser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise RunError(message)
+from dlc.cli.dlc_run import (
+    ArgumentParser,
+    RunError,
+    allowed_extern_names,
+    input_shapes,
+    parse_file,
+)
 
 
 def _argument_parser() -> argparse.ArgumentParser:
-    parser = _ArgumentParser(prog="dlc-compile", description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog="dlc-compile", description=__doc__.splitlines()[0])
     parser.add_argument("file", help="a .dl file or an ONNX model (.onnx)")
     parser.add_argument(
         "--output", "-o", required=True, help="the library to write: NAME.so, NAME.o or NAME.a"

@@ -43,13 +43,16 @@ class RunError(Exception):
     """A user error of dlc-run: printed as `dlc-run: error: ...`, exit 1."""
 
 
-class _ArgumentParser(argparse.ArgumentParser):
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse that raises `RunError` instead of printing the usage and exiting (also
+    dlc-compile's)."""
+
     def error(self, message: str) -> NoReturn:
         raise RunError(message)
 
 
 def _argument_parser() -> argparse.ArgumentParser:
-    parser = _ArgumentParser(prog="dlc-run", description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog="dlc-run", description=__doc__.splitlines()[0])
     parser.add_argument("file", help="a .dl file or an ONNX model (.onnx)")
     parser.add_argument("--entry", "-e", help="function to run (default: the only defined one)")
     parser.add_argument(
