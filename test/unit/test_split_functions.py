@@ -7,6 +7,8 @@ Loop results come back from the outlined nest, parallel loops still run on threa
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -97,3 +99,62 @@ def test_split_nests_run_on_threads(monkeypatch: pytest.MonkeyPatch) -> None:
         pytest.skip("no OpenMP runtime here: parallel loops run serially")
     serial = dlc.compile(PROGRAM, num_threads=1)
     np.testing.assert_array_equal(split.f(A, B, C), serial.f(A, B, C))
+
+
+def _chain(steps: int, shape: str, axes: str) -> str:
+    """A chain of `steps` softmaxes over `shape`, one source line per op."""
+    lines = [f"    %x{i + 1} = divide %e{i}: {shape}, %z{i}: f32" for i in range(steps)]
+    body = []
+    for i, last in enumerate(lines):
+        body += [
+            f"    %m{i} = reduce %x{i}: {shape} by max init -inf: f32 along {axes}",
+            f"    %s{i} = subtract %x{i}: {shape}, %m{i}: f32",
+            f"    %e{i} = exp %s{i}: {shape}",
+            f"    %z{i} = reduce %e{i}: {shape} by add init 0.0: f32 along {axes}",
+            last,
+        ]
+    return "\n".join(
+        [
+            'module "chain"',
+            "stage raw",
+            "",
+            f"func @chain: ({shape}) -> {shape} {{",
+            f"'entry(%x0: {shape}):",
+            *body,
+            f"    return %x{steps}: {shape}",
+            "}",
+            "",
+        ]
+    )
+
+
+def _functions(ir: str) -> tuple[int, int]:
+    """(outlined run functions defined, calls of them) in LLVM IR text."""
+    defined = re.findall(r"^define [^@]*@chain\.nest", ir, re.MULTILINE)
+    return len(defined), len(re.findall(r"\bcall [^@\n]*@chain\.nest", ir))
+
+
+def test_alike_runs_share_one_function(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chain repeats itself: its runs are cut at the same phase and those alike are
+    one function called several times, with the bits of the unsplit function."""
+    program = _chain(12, "<256 x f32>", "0")
+    x = RNG.standard_normal(256).astype(np.float32)
+    whole = dlc.compile(program, opt_level=1)
+    monkeypatch.setattr(lower_loop_to_llvm, "SPLIT_OPS", 0)
+    monkeypatch.setattr(lower_loop_to_llvm, "SPLIT_CHUNK", 150)
+    split = dlc.compile(program, opt_level=1)
+    defined, calls = _functions(split.ir("llvm"))
+    assert 2 <= defined < calls
+    np.testing.assert_array_equal(split.chain(x), whole.chain(x))
+    reference = run_function(dlc.parse(program), "chain", [x])
+    np.testing.assert_allclose(dlc.compile(program).chain(x), reference, rtol=1e-5, atol=1e-7)
+
+
+def test_runs_with_located_messages_stay_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An outer loop polls the interrupt flag with its own source line in the message:
+    nests alike but for their lines keep a function each."""
+    program = _chain(3, "<8 x 16 x f32>", "0, 1")
+    monkeypatch.setattr(lower_loop_to_llvm, "SPLIT_OPS", 0)
+    monkeypatch.setattr(lower_loop_to_llvm, "SPLIT_CHUNK", 1)
+    defined, calls = _functions(dlc.compile(program, opt_level=1).ir("llvm"))
+    assert defined == calls >= 6

@@ -32,7 +32,7 @@ that the caller's `noalias` arguments gave (LLVM checks overlap at run time inst
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Hashable
 
 from xdsl.dialects import arith, llvm
 from xdsl.dialects.builtin import (
@@ -52,6 +52,7 @@ from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 
 from dlc.dialects import abi, loop
 from dlc.dialects import loop_memory as lm
+from dlc.lowering.loop_to_llvm.chunks import chunk_key
 from dlc.lowering.loop_to_llvm.context import ContextEmitter
 from dlc.lowering.loop_to_llvm.scalar import const, icmp
 
@@ -72,48 +73,6 @@ def can_outline(op: loop.ForOp) -> bool:
         return False
     unsafe = (loop.CallOp, lm.ScalarCallOp, lm.StackAllocOp, loop.ExternCallOp)
     return not any(isinstance(inner, unsafe) for inner in op.body.walk())
-
-
-def _can_split(op: Operation) -> bool:
-    """A top-level op `lower_split_chunk` can outline: a loop nest without arena or
-    stack allocation and without calls (the outlined function has no arena block or
-    stack guard of its own), or a scalar `arith` / `math` op."""
-    if isinstance(op, loop.ForOp):
-        unsafe = (loop.AllocOp, loop.CallOp, lm.ScalarCallOp, lm.StackAllocOp, loop.ExternCallOp)
-        return not any(isinstance(inner, unsafe) for inner in op.body.walk())
-    return not op.regions and op.name.startswith(("arith.", "math."))
-
-
-def split_chunks(ops: Iterable[Operation], budget: int) -> list[Operation | list[Operation]]:
-    """`ops` (a block's) as runs of consecutive outlinable ops of about `budget` ops
-    each, holding at least one loop nest (outlined, `lower_split_chunk`), and the
-    other ops one by one (lowered in place)."""
-    items: list[Operation | list[Operation]] = []
-    run: list[Operation] = []
-    size = 0
-
-    def close() -> None:
-        nonlocal run, size
-        if any(isinstance(op, loop.ForOp) for op in run):
-            items.append(run)
-        else:
-            items.extend(run)
-        run, size = [], 0
-
-    for op in ops:
-        if isinstance(op, arith.ConstantOp):  # stays a constant wherever it is used
-            items.append(op)
-            continue
-        if not _can_split(op):
-            close()
-            items.append(op)
-            continue
-        run.append(op)
-        size += sum(1 for _ in op.walk())
-        if size >= budget:
-            close()
-    close()
-    return items
 
 
 def _is_buffer(value: SSAValue) -> bool:
@@ -184,6 +143,7 @@ class ParallelEmitter(ContextEmitter):
     outlined: list[Operation]
     name: str
     arena: SSAValue | None
+    chunks: dict[Hashable, str]  # `chunk_key` of an outlined run -> its function
 
     def declare(self, name: str, inputs: list[Attribute], output: Attribute) -> None:
         raise NotImplementedError  # provided by the function emitter
@@ -251,7 +211,28 @@ class ParallelEmitter(ContextEmitter):
         captured = [v for v in free if v not in local and v not in direct]
         planned = any(isinstance(v.owner, loop.AllocOp) for v in local)
         data = self._pack(captured, len(outputs))
-        name = f"{self.name}.nest{len(self.outlined)}"
+        key = chunk_key(ops, [captured, direct], outputs, self.status.bounds_check)
+        name = self.chunks.get(key)
+        if name is None:
+            name = self.chunks[key] = f"{self.name}.nest{len(self.outlined)}"
+            self._outline_chunk(name, ops, (captured, direct, local, outputs), planned)
+        arena = self.arena if planned else data  # unused without planned buffers
+        self.emit(llvm.CallOp(name, data, arena, *[self.get(v) for v in direct]))  # type: ignore[arg-type]
+        self.return_if_status()
+        for i, result in enumerate(outputs, start=1 + len(captured)):
+            slot = self.emit(llvm.GEPOp(data, [i], i64, inbounds=True))
+            word = self.emit(llvm.LoadOp(slot, i64, alignment=8))
+            self.values[result] = self._from_word(word, result.type)
+
+    def _outline_chunk(
+        self,
+        name: str,
+        ops: list[Operation],
+        boundary: tuple[list[SSAValue], list[SSAValue], list[SSAValue], list[SSAValue]],
+        planned: bool,
+    ) -> None:
+        """Define `@name`, the outlined function of the run `ops` (`lower_split_chunk`)."""
+        captured, direct, local, outputs = boundary
         worker = self.child(self.openmp)
         entry = Block(arg_types=[PTR] * (2 + len(direct)))
         worker.start(entry)
@@ -281,13 +262,6 @@ class ParallelEmitter(ContextEmitter):
             )
         )
         self.outlined.extend(worker.outlined)
-        arena = self.arena if planned else data  # unused without planned buffers
-        self.emit(llvm.CallOp(name, data, arena, *[self.get(v) for v in direct]))  # type: ignore[arg-type]
-        self.return_if_status()
-        for i, result in enumerate(outputs, start=1 + len(captured)):
-            slot = self.emit(llvm.GEPOp(data, [i], i64, inbounds=True))
-            word = self.emit(llvm.LoadOp(slot, i64, alignment=8))
-            self.values[result] = self._from_word(word, result.type)
 
     def _pack(self, values: list[SSAValue], results: int = 0) -> SSAValue:
         """Stack slots holding ctx, then `values`, then room for `results` more (8 bytes

@@ -1,0 +1,152 @@
+"""Runs of top-level nests for `lower-loop-to-llvm`'s function splitting, and their keys.
+
+A large function's top-level loop nests are outlined in runs (`parallel.py`,
+`lower_split_chunk`). Long programs repeat themselves (a chain of 200 softmaxes is one
+softmax 200 times), so the runs are cut where they repeat: a run ends, once it holds
+`budget` ops, right before a nest of the block's most frequent shape (or at twice the
+budget). Every run but the first then starts at the same phase of the repetition, and
+runs of the same length come out alike.
+
+`chunk_key` describes a run structurally: its ops, their properties and types, how
+their operands refer to each other and to the values from outside (by position among
+the values captured or passed), and the source locations of the ops whose code embeds
+a message. Two runs with the same key lower to the same code, so the second is a call
+of the first's function: the IR LLVM optimizes, and the Python that builds it, shrink
+by the number of repetitions.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Hashable, Iterable, Sequence
+
+from xdsl.dialects import arith
+from xdsl.ir import Operation, SSAValue
+
+from dlc.diagnostics import location_prefix
+from dlc.dialects import loop
+from dlc.dialects import loop_memory as lm
+
+_ACCESSES = (loop.LoadOp, loop.StoreOp, loop.VLoadOp, loop.VStoreOp, loop.BroadcastOp)
+
+
+def can_split(op: Operation) -> bool:
+    """A top-level op `lower_split_chunk` can outline: a loop nest without arena or
+    stack allocation and without calls (the outlined function has no arena block or
+    stack guard of its own), or a scalar `arith` / `math` op."""
+    if isinstance(op, loop.ForOp):
+        unsafe = (loop.AllocOp, loop.CallOp, lm.ScalarCallOp, lm.StackAllocOp, loop.ExternCallOp)
+        return not any(isinstance(inner, unsafe) for inner in op.body.walk())
+    return not op.regions and op.name.startswith(("arith.", "math."))
+
+
+def _shape(op: Operation) -> tuple[str, ...]:
+    """What repeats: the names of `op`'s ops in walk order."""
+    return tuple(inner.name for inner in op.walk())
+
+
+def split_chunks(ops: Iterable[Operation], budget: int) -> list[Operation | list[Operation]]:
+    """`ops` (a block's) as runs of consecutive outlinable ops of about `budget` ops
+    each, cut where the program repeats (module docstring), holding at least one loop
+    nest (outlined, `lower_split_chunk`), and the other ops one by one (lowered in
+    place)."""
+    ops = list(ops)
+    shapes = {op: _shape(op) for op in ops if can_split(op)}
+    nests = Counter(shape for op, shape in shapes.items() if isinstance(op, loop.ForOp))
+    anchor = nests.most_common(1)[0][0] if nests else None
+    items: list[Operation | list[Operation]] = []
+    run: list[Operation] = []
+    size = 0
+
+    def close() -> None:
+        nonlocal run, size
+        if any(isinstance(op, loop.ForOp) for op in run):
+            items.append(run)
+        else:
+            items.extend(run)
+        run, size = [], 0
+
+    for op in ops:
+        if isinstance(op, arith.ConstantOp):  # stays a constant wherever it is used
+            items.append(op)
+            continue
+        shape = shapes.get(op)
+        if shape is None:
+            close()
+            items.append(op)
+            continue
+        if size >= budget and shape == anchor:
+            close()
+        run.append(op)
+        size += len(shape)
+        if size >= 2 * budget:
+            close()
+    close()
+    return items
+
+
+def _located(op: Operation, bounds_check: bool) -> bool:
+    """Whether the code of `op` itself may embed its source location (in a trap,
+    bounds or interrupt message): all but scalar ops, flat loops (outer loops poll
+    the interrupt flag), conditionals, yields and unchecked accesses."""
+    if not op.regions and op.name.startswith(("arith.", "math.")):
+        return False
+    if isinstance(op, loop.ForOp):
+        return any(isinstance(inner, loop.ForOp) for inner in op.body.walk())
+    if isinstance(op, loop.IfOp | loop.YieldOp):
+        return False
+    return bounds_check or not isinstance(op, _ACCESSES)
+
+
+def chunk_key(
+    ops: Sequence[Operation],
+    outside: Sequence[Sequence[SSAValue]],
+    outputs: Sequence[SSAValue],
+    bounds_check: bool,
+) -> Hashable:
+    """The structure of the run `ops` (module docstring). `outside` lists the groups of
+    values from outside the run that the outlined function receives by position (the
+    captured values, the buffer arguments); `rematerialized` values (constants, arena
+    buffers) are described by their defining op; `outputs` are the results later ops
+    read."""
+    tokens: dict[SSAValue, Hashable] = {}
+    for group, values in enumerate(outside):
+        for i, value in enumerate(values):
+            tokens[value] = (group, i, value.type)
+    parts: list[Hashable] = []
+    for op in ops:
+        for inner in op.walk():
+            operands = tuple(
+                tokens[v] if v in tokens else _foreign(v, tokens) for v in inner.operands
+            )
+            for region in inner.regions:
+                for block in region.blocks:
+                    for arg in block.args:
+                        tokens[arg] = len(tokens)
+            for result in inner.results:
+                tokens[result] = len(tokens)
+            parts.append(_op_key(inner, operands, bounds_check))
+    parts.append(tuple(tokens[r] for r in outputs))
+    return tuple(parts)
+
+
+def _foreign(value: SSAValue, tokens: dict[SSAValue, Hashable]) -> Hashable:
+    """A value from outside that the run recomputes (a constant or an arena buffer):
+    its defining op's key."""
+    owner = value.owner
+    assert isinstance(owner, Operation), "a block argument from outside is passed"
+    token = ("local", _op_key(owner, (), False))
+    tokens[value] = token
+    return token
+
+
+def _op_key(op: Operation, operands: tuple[Hashable, ...], bounds_check: bool) -> Hashable:
+    return (
+        op.name,
+        operands,
+        tuple(r.type for r in op.results),
+        tuple(sorted(op.properties.items())),
+        tuple(sorted(op.attributes.items())),
+        tuple(len(region.blocks) for region in op.regions),
+        location_prefix(op) if _located(op, bounds_check) else "",
+    )
