@@ -5,7 +5,8 @@ A large function's top-level loop nests are outlined in runs (`parallel.py`,
 softmax 200 times), so the runs are cut where they repeat: a run ends, once it holds
 `budget` ops, right before a nest of the block's most frequent shape (or at twice the
 budget). Every run but the first then starts at the same phase of the repetition, and
-runs of the same length come out alike.
+runs of the same length come out alike. A block that repeats itself often is cut in
+shorter runs (`REPEATS`).
 
 `chunk_key` describes a run structurally: its ops, their properties and types, how
 their operands refer to each other and to the values from outside (by position among
@@ -26,6 +27,12 @@ from xdsl.ir import Operation, SSAValue
 from dlc.diagnostics import location_prefix
 from dlc.dialects import loop
 from dlc.dialects import loop_memory as lm
+
+REPEATS = 8
+"""A block whose most frequent nest shape occurs this often is cut in runs of a
+quarter of the budget: the runs alike are compiled once (about three runs' worth of
+code for a chain of 200 softmaxes, LLVM's time a quarter of what full-size runs
+cost), the calls, one per run, stay few (36 there)."""
 
 _ACCESSES = (loop.LoadOp, loop.StoreOp, loop.VLoadOp, loop.VStoreOp, loop.BroadcastOp)
 
@@ -53,7 +60,9 @@ def split_chunks(ops: Iterable[Operation], budget: int) -> list[Operation | list
     ops = list(ops)
     shapes = {op: _shape(op) for op in ops if can_split(op)}
     nests = Counter(shape for op, shape in shapes.items() if isinstance(op, loop.ForOp))
-    anchor = nests.most_common(1)[0][0] if nests else None
+    anchor, count = nests.most_common(1)[0] if nests else (None, 0)
+    if count >= REPEATS:
+        budget = max(1, budget // 4)
     items: list[Operation | list[Operation]] = []
     run: list[Operation] = []
     size = 0
