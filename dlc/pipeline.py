@@ -181,6 +181,15 @@ def check_tuning_db(path: object) -> str | None:
     return os.fspath(path)  # type: ignore[arg-type]
 
 
+def verify_levels() -> bool:
+    """Whether `dlc.compile` verifies the tensor and loop levels its lowerings build
+    (`DLC_VERIFY=1`; the test suite sets it). The graph level is verified when parsed
+    or imported and LLVM verifies the module it is given; in between, xDSL's verifier
+    would take a fifth of a large program's compile time (softmax x 200: 0.5 s) to
+    check dlc's own lowerings, which `dlc-opt` and the tests check at every pass."""
+    return os.environ.get("DLC_VERIFY", "") == "1"
+
+
 def level_passes(level: str, options: Options) -> list[ModulePass]:
     """The passes run on a module at `level` before it is lowered (module docstring)."""
     optimize = options.opt_level >= 1
