@@ -29,7 +29,7 @@ from dlc.dialects.levels import require_level
 from dlc.dialects.loop_callgraph import recursive_functions
 from dlc.dialects.loop_memory import MEMORY_OPS as RAW_MEMORY_OPS
 from dlc.lowering.loop_to_llvm.buffers import BufferEmitter
-from dlc.lowering.loop_to_llvm.chunks import split_chunks
+from dlc.lowering.loop_to_llvm.chunks import split_chunks, walk_ops
 from dlc.lowering.loop_to_llvm.context import StatusTable
 from dlc.lowering.loop_to_llvm.memory import lower_raw_memory
 from dlc.lowering.loop_to_llvm.parallel import (
@@ -78,6 +78,7 @@ class FuncEmitter(ParallelEmitter, BufferEmitter):
     split: bool = False  # outline runs of top-level nests (a large function; parallel.py)
     constants: dict[tuple[object, Attribute], SSAValue] = field(default_factory=dict)
     chunks: dict[Hashable, str] = field(default_factory=dict)  # runs outlined (parallel.py)
+    walks: dict[Operation, list[Operation]] = field(default_factory=dict)  # chunks.py
 
     def emit(self, op: Operation) -> SSAValue:
         assert self.block is not None
@@ -155,15 +156,18 @@ class FuncEmitter(ParallelEmitter, BufferEmitter):
         self.successors = {blocks[0]: entry}
         self.successors.update((b, Block()) for b in blocks[1:])
         self.order = {b: i for i, b in enumerate(blocks)}
-        self.split = sum(1 for _ in func.walk()) > self.split_ops
+        everything = walk_ops(func)
+        self.split = len(everything) > self.split_ops
         self.values.update(zip(func.args, entry.args[1:], strict=True))
         self.start(entry)
-        self.prologue(func, recursive)
+        self.prologue(func, recursive, everything)
         early = set(self.returns())  # the prologue's traps: nothing to give back yet
         for block in blocks:  # the entry block (defining the buffers) comes first
             if block is not blocks[0]:
                 self.start(self.successors[block])
-            items = split_chunks(block.ops, self.split_chunk) if self.split else [list(block.ops)]
+            items = [list(block.ops)]
+            if self.split:
+                items = split_chunks(block.ops, self.split_chunk, self.walks)
             for item in items:
                 if isinstance(item, list) and self.split:
                     self.lower_split_chunk(item)
@@ -177,11 +181,12 @@ class FuncEmitter(ParallelEmitter, BufferEmitter):
             self.leave_arena(later)
         return self.region
 
-    def prologue(self, func: loop.FuncOp, recursive: bool) -> None:
-        """Guards and the arena block on entry (module docstring of context.py)."""
+    def prologue(self, func: loop.FuncOp, recursive: bool, ops: list[Operation]) -> None:
+        """Guards and the arena block on entry (module docstring of context.py); `ops`:
+        `walk_ops(func)`."""
         name = func.sym_name.data
-        frame = sum(max(1, op.size.data) for op in func.walk() if isinstance(op, lm.StackAllocOp))
-        calls = any(isinstance(op, loop.CallOp | lm.ScalarCallOp) for op in func.walk())
+        frame = sum(max(1, op.size.data) for op in ops if isinstance(op, lm.StackAllocOp))
+        calls = any(isinstance(op, loop.CallOp | lm.ScalarCallOp) for op in ops)
         if recursive or calls or frame:
             self.stack_guard(func, name, frame)
         if recursive:

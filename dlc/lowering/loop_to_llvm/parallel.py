@@ -52,7 +52,7 @@ from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 
 from dlc.dialects import abi, loop
 from dlc.dialects import loop_memory as lm
-from dlc.lowering.loop_to_llvm.chunks import chunk_key
+from dlc.lowering.loop_to_llvm.chunks import chunk_key, walk_ops
 from dlc.lowering.loop_to_llvm.context import ContextEmitter
 from dlc.lowering.loop_to_llvm.scalar import const, icmp
 
@@ -89,10 +89,10 @@ def _rematerialized(value: SSAValue) -> bool:
 
 
 def _chunk_boundary(
-    ops: list[Operation], inside: set[int]
+    ops: list[Operation], walked: list[Operation], inside: set[int]
 ) -> tuple[list[SSAValue], list[SSAValue]]:
-    """(values the ops in `inside` use but do not define, in first-use order; results
-    of `ops` used by ops outside them)."""
+    """(values the ops in `inside` (`walked`, in walk order) use but do not define, in
+    first-use order; results of `ops` used by ops outside them)."""
 
     def defined_inside(value: SSAValue) -> bool:
         owner = value.owner
@@ -100,11 +100,10 @@ def _chunk_boundary(
         return op is not None and id(op) in inside
 
     free: dict[SSAValue, None] = {}
-    for op in ops:
-        for inner in op.walk():
-            for value in inner.operands:
-                if value not in free and not defined_inside(value):
-                    free[value] = None
+    for inner in walked:
+        for value in inner.operands:
+            if value not in free and not defined_inside(value):
+                free[value] = None
     outputs = [
         r for op in ops for r in op.results if any(id(u.operation) not in inside for u in r.uses)
     ]
@@ -144,6 +143,7 @@ class ParallelEmitter(ContextEmitter):
     name: str
     arena: SSAValue | None
     chunks: dict[Hashable, str]  # `chunk_key` of an outlined run -> its function
+    walks: dict[Operation, list[Operation]]  # `walk_ops` of the top-level ops in runs
 
     def declare(self, name: str, inputs: list[Attribute], output: Attribute) -> None:
         raise NotImplementedError  # provided by the function emitter
@@ -203,15 +203,16 @@ class ParallelEmitter(ContextEmitter):
         arena are recomputed from the arena's base (one `noalias` argument) at their
         offsets, not passed as pointers of unknown origin (which cost run-time overlap
         checks and scalar fallback loops)."""
-        inside = {id(inner) for op in ops for inner in op.walk()}
-        free, outputs = _chunk_boundary(ops, inside)
+        walked = [inner for op in ops for inner in self.walks.get(op) or walk_ops(op)]
+        inside = {id(inner) for inner in walked}
+        free, outputs = _chunk_boundary(ops, walked, inside)
         local = [v for v in free if _rematerialized(v)]
         direct = [v for v in free if isinstance(v, BlockArgument) and _is_buffer(v)]
         direct = [v for v in direct if isinstance(v.owner.parent_op(), loop.FuncOp)]
         captured = [v for v in free if v not in local and v not in direct]
         planned = any(isinstance(v.owner, loop.AllocOp) for v in local)
         data = self._pack(captured, len(outputs))
-        key = chunk_key(ops, [captured, direct], outputs, self.status.bounds_check)
+        key = chunk_key(walked, [captured, direct], outputs, self.status.bounds_check)
         name = self.chunks.get(key)
         if name is None:
             name = self.chunks[key] = f"{self.name}.nest{len(self.outlined)}"
