@@ -27,6 +27,7 @@ from xdsl.ir import Operation, SSAValue
 from dlc.diagnostics import location_prefix
 from dlc.dialects import loop
 from dlc.dialects import loop_memory as lm
+from dlc.dialects.walk import walk_ops
 
 REPEATS = 8
 """A block whose most frequent nest shape occurs this often is cut in runs of a
@@ -35,21 +36,6 @@ code for a chain of 200 softmaxes, LLVM's time a quarter of what full-size runs
 cost), the calls, one per run, stay few (36 there)."""
 
 _ACCESSES = (loop.LoadOp, loop.StoreOp, loop.VLoadOp, loop.VStoreOp, loop.BroadcastOp)
-
-
-def walk_ops(op: Operation) -> list[Operation]:
-    """`op` and the ops nested in it in `Operation.walk`'s order (pre-order), collected
-    with a stack instead of nested generators (a third of the time)."""
-    found: list[Operation] = []
-    stack = [op]
-    while stack:
-        current = stack.pop()
-        found.append(current)
-        if current.regions:
-            inner = [o for region in current.regions for block in region.blocks for o in block.ops]
-            inner.reverse()
-            stack.extend(inner)
-    return found
 
 
 def can_split(op: Operation, walked: list[Operation]) -> bool:

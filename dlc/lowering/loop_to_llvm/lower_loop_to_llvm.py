@@ -28,8 +28,9 @@ from dlc.dialects.abi import VAR_PREFIX
 from dlc.dialects.levels import require_level
 from dlc.dialects.loop_callgraph import recursive_functions
 from dlc.dialects.loop_memory import MEMORY_OPS as RAW_MEMORY_OPS
+from dlc.dialects.walk import walk_ops
 from dlc.lowering.loop_to_llvm.buffers import BufferEmitter
-from dlc.lowering.loop_to_llvm.chunks import split_chunks, walk_ops
+from dlc.lowering.loop_to_llvm.chunks import split_chunks
 from dlc.lowering.loop_to_llvm.context import StatusTable
 from dlc.lowering.loop_to_llvm.memory import lower_raw_memory
 from dlc.lowering.loop_to_llvm.parallel import (
