@@ -23,6 +23,8 @@ sweep of 10^7 inputs plus special values, see test/unit/test_math_approx.py):
 
 from __future__ import annotations
 
+import struct
+
 from xdsl.builder import Builder, InsertPoint
 from xdsl.context import Context
 from xdsl.dialects import arith, math
@@ -68,6 +70,8 @@ _MAGIC_BITS = 0x4B400000
 _BUILT: dict[tuple[object, ...], tuple[dict[str, Attribute], list[Attribute]]] = {}
 """(op class, its constructor's arguments but the operands, the operand types) -> the
 properties and result types that constructor gives (`_F32.op`)."""
+_FLOATS: dict[bytes, FloatAttr] = {}  # the constants' attributes, made once
+_INTS: dict[int, IntegerAttr] = {}
 
 
 class _F32:
@@ -95,10 +99,17 @@ class _F32:
         )
 
     def c(self, value: float) -> SSAValue:
-        return self.constant(FloatAttr(value, f32))
+        bits = struct.pack("<d", value)  # 0.0 and -0.0 apart, NaN equal to itself
+        attr = _FLOATS.get(bits)
+        if attr is None:
+            attr = _FLOATS[bits] = FloatAttr(value, f32)
+        return self.constant(attr)
 
     def ci(self, value: int) -> SSAValue:
-        return self.constant(IntegerAttr(value, i32))
+        attr = _INTS.get(value)
+        if attr is None:
+            attr = _INTS[value] = IntegerAttr(value, i32)
+        return self.constant(attr)
 
     def constant(self, value: FloatAttr | IntegerAttr) -> SSAValue:
         op = arith.ConstantOp.create(properties={"value": value}, result_types=[value.type])
