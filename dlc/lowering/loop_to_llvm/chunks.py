@@ -96,14 +96,28 @@ def split_chunks(
     return items
 
 
-def _located(op: Operation, bounds_check: bool) -> bool:
+def _outer_loops(ops: Sequence[Operation]) -> set[Operation]:
+    """The loops among `ops` (a run's, walked) that hold another loop."""
+    outer: set[Operation] = set()
+    for op in ops:
+        if not isinstance(op, loop.ForOp):
+            continue
+        parent = op.parent_op()
+        while isinstance(parent, loop.ForOp | loop.IfOp) and parent not in outer:
+            if isinstance(parent, loop.ForOp):
+                outer.add(parent)
+            parent = parent.parent_op()
+    return outer
+
+
+def _located(op: Operation, bounds_check: bool, outer: set[Operation]) -> bool:
     """Whether the code of `op` itself may embed its source location (in a trap,
-    bounds or interrupt message): all but scalar ops, flat loops (outer loops poll
+    bounds or interrupt message): all but scalar ops, flat loops (`outer` loops poll
     the interrupt flag), conditionals, yields and unchecked accesses."""
     if not op.regions and op.name.startswith(("arith.", "math.")):
         return False
     if isinstance(op, loop.ForOp):
-        return any(isinstance(inner, loop.ForOp) for inner in op.body.walk())
+        return op in outer
     if isinstance(op, loop.IfOp | loop.YieldOp):
         return False
     return bounds_check or not isinstance(op, _ACCESSES)
@@ -126,6 +140,7 @@ def chunk_key(
         for i, value in enumerate(values):
             tokens[value] = (group, i, value.type)
     parts: list[Hashable] = []
+    outer = _outer_loops(ops)
     for inner in ops:
         operands = tuple(tokens[v] if v in tokens else _foreign(v, tokens) for v in inner.operands)
         for region in inner.regions:
@@ -134,7 +149,8 @@ def chunk_key(
                     tokens[arg] = len(tokens)
         for result in inner.results:
             tokens[result] = len(tokens)
-        parts.append(_op_key(inner, operands, bounds_check))
+        located = _located(inner, bounds_check, outer)
+        parts.append(_op_key(inner, operands, located))
     parts.append(tuple(tokens[r] for r in outputs))
     return tuple(parts)
 
@@ -149,13 +165,13 @@ def _foreign(value: SSAValue, tokens: dict[SSAValue, Hashable]) -> Hashable:
     return token
 
 
-def _op_key(op: Operation, operands: tuple[Hashable, ...], bounds_check: bool) -> Hashable:
+def _op_key(op: Operation, operands: tuple[Hashable, ...], located: bool) -> Hashable:
     return (
         op.name,
         operands,
         tuple(r.type for r in op.results),
-        tuple(sorted(op.properties.items())),
-        tuple(sorted(op.attributes.items())),
+        tuple(sorted(op.properties.items())) if op.properties else (),
+        tuple(sorted(op.attributes.items())) if op.attributes else (),
         tuple(len(region.blocks) for region in op.regions),
-        location_prefix(op) if _located(op, bounds_check) else "",
+        location_prefix(op) if located else "",
     )
