@@ -158,3 +158,14 @@ def test_runs_with_located_messages_stay_apart(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(lower_loop_to_llvm, "SPLIT_CHUNK", 1)
     defined, calls = _functions(dlc.compile(program, opt_level=1).ir("llvm"))
     assert defined == calls >= 6
+
+
+def test_checked_runs_stay_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With bounds checks every access names its source line: no run is shared."""
+    program = _chain(3, "<256 x f32>", "0")
+    monkeypatch.setattr(lower_loop_to_llvm, "SPLIT_OPS", 0)
+    monkeypatch.setattr(lower_loop_to_llvm, "SPLIT_CHUNK", 1)
+    shared = _functions(dlc.compile(program, opt_level=1).ir("llvm"))
+    checked = _functions(dlc.compile(program, opt_level=1, bounds_check=True).ir("llvm"))
+    assert shared[0] < shared[1]
+    assert checked[0] == checked[1] == shared[1]

@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
 
 from xdsl.dialects import arith
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 
 from dlc.diagnostics import location_prefix
 from dlc.dialects import loop
@@ -140,11 +140,15 @@ def chunk_key(
         for i, value in enumerate(values):
             tokens[value] = (group, i, value.type)
     parts: list[Hashable] = []
+    blocks: dict[Block, int] = {}
     outer = _outer_loops(ops)
     for inner in ops:
         operands = tuple(tokens[v] if v in tokens else _foreign(v, tokens) for v in inner.operands)
+        if inner.successors:  # branches within a region: to which of its blocks
+            parts.append(tuple(blocks.get(b) for b in inner.successors))
         for region in inner.regions:
             for block in region.blocks:
+                blocks[block] = len(blocks)
                 for arg in block.args:
                     tokens[arg] = len(tokens)
         for result in inner.results:
