@@ -33,7 +33,7 @@ REPEATS = 8
 """A block whose most frequent nest shape occurs this often is cut in runs of a
 quarter of the budget: the runs alike are compiled once (about three runs' worth of
 code for a chain of 200 softmaxes, LLVM's time a quarter of what full-size runs
-cost), the calls, one per run, stay few (36 there)."""
+cost), the calls, one per run, stay few (29 there)."""
 
 _ACCESSES = (loop.LoadOp, loop.StoreOp, loop.VLoadOp, loop.VStoreOp, loop.BroadcastOp)
 
@@ -61,10 +61,7 @@ def split_chunks(
         if can_split(op, walked):
             walks[op] = walked
     shapes = {op: tuple(inner.name for inner in walked) for op, walked in walks.items()}
-    nests = Counter(shape for op, shape in shapes.items() if isinstance(op, loop.ForOp))
-    anchor, count = nests.most_common(1)[0] if nests else (None, 0)
-    if count >= REPEATS:
-        budget = max(1, budget // 4)
+    anchor, budget = _anchor(shapes, budget)
     items: list[Operation | list[Operation]] = []
     run: list[Operation] = []
     size = 0
@@ -94,6 +91,18 @@ def split_chunks(
             close()
     close()
     return items
+
+
+def _anchor(
+    shapes: dict[Operation, tuple[str, ...]], budget: int
+) -> tuple[tuple[str, ...] | None, int]:
+    """The most frequent shape of a nest (runs end before one), and the run budget: a
+    quarter of `budget` when that shape occurs `REPEATS` times or more."""
+    nests = Counter(shape for op, shape in shapes.items() if isinstance(op, loop.ForOp))
+    if not nests:
+        return None, budget
+    anchor, count = nests.most_common(1)[0]
+    return anchor, max(1, budget // 4) if count >= REPEATS else budget
 
 
 def _outer_loops(ops: Sequence[Operation]) -> set[Operation]:
@@ -130,11 +139,11 @@ def chunk_key(
     bounds_check: bool,
 ) -> Hashable:
     """The structure of the run whose ops (nested ones included, in walk order) are
-    `ops` (module docstring). `outside` lists the groups of
-    values from outside the run that the outlined function receives by position (the
-    captured values, the buffer arguments); `rematerialized` values (constants, arena
-    buffers) are described by their defining op; `outputs` are the results later ops
-    read."""
+    `ops` (module docstring). `outside` lists the groups of values from outside the run
+    that its function receives by position (the captured values, the buffer
+    arguments); the other values from outside, which the function recomputes
+    (constants, arena buffers), are described by their defining op; `outputs` are the
+    results later ops read."""
     tokens: dict[SSAValue, Hashable] = {}
     for group, values in enumerate(outside):
         for i, value in enumerate(values):

@@ -24,7 +24,7 @@ loop-level ops): each run of consecutive top-level nests (without calls or
 allocations) and scalar ops, of about `SPLIT_CHUNK` ops, becomes an internal
 `noinline` `@f.nest<k>(data)` called once, the values later ops use passed back in
 slots after the captured values. Constants are rematerialized in the outlined function rather than
-captured, so trip counts stay known. LLVM's optimizer takes time superlinear in the
+captured, so trip counts stay known. Runs alike (`chunks.chunk_key`) share one function. LLVM's optimizer takes time superlinear in the
 size of a function; pieces of bounded size keep a 1,000-nest function compiling in
 linear time, at the cost of a call per nest and of the alias facts between buffers
 that the caller's `noalias` arguments gave (LLVM checks overlap at run time instead).
