@@ -169,3 +169,25 @@ def test_checked_runs_stay_apart(monkeypatch: pytest.MonkeyPatch) -> None:
     checked = _functions(dlc.compile(program, opt_level=1, bounds_check=True).ir("llvm"))
     assert shared[0] < shared[1]
     assert checked[0] == checked[1] == shared[1]
+
+
+def test_parallel_loops_of_several_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two runs with a parallel loop each: their outlined workers are named after the
+    run (`@f.nest<k>.omp<j>`), not both `@f.omp0` (a duplicate symbol before)."""
+    program = """module "s"
+stage raw
+
+func @f: (<64 x 96 x f32>, <96 x 128 x f32>, <128 x 64 x f32>) -> <64 x 64 x f32> {
+'entry(%a: <64 x 96 x f32>, %b: <96 x 128 x f32>, %c: <128 x 64 x f32>):
+    %p = dot %a: <64 x 96 x f32>, %b: <96 x 128 x f32>
+    %e = exp %p: <64 x 128 x f32>
+    %q = dot %e: <64 x 128 x f32>, %c: <128 x 64 x f32>
+    return %q: <64 x 64 x f32>
+}
+"""
+    monkeypatch.setattr(lower_loop_to_llvm, "SPLIT_OPS", 0)
+    monkeypatch.setattr(lower_loop_to_llvm, "SPLIT_CHUNK", 1)
+    split = dlc.compile(program, num_threads=2)
+    a, b, c = A * 0.1, B * 0.1, RNG.standard_normal((128, 64)).astype(np.float32)
+    reference = run_function(dlc.parse(program), "f", [a, b, c])
+    np.testing.assert_allclose(split.f(a, b, c), reference, rtol=1e-4, atol=1e-4)

@@ -236,6 +236,7 @@ class ParallelEmitter(ContextEmitter):
         """Define `@name`, the outlined function of the run `ops` (`lower_split_chunk`)."""
         captured, direct, local, outputs = boundary
         worker = self.child(self.openmp)
+        worker.name = name  # its parallel loops' functions: @f.nest<k>.omp<j>
         entry = Block(arg_types=[PTR] * (2 + len(direct)))
         worker.start(entry)
         worker.unpack(entry.args[0], captured)
