@@ -94,7 +94,7 @@ def lower(
                 counts[key] = counts.get(key, 0) + n
 
     def on_level(level: str, work: ModuleOp) -> None:
-        if level != "graph":
+        if level != "graph" and pipeline.verify_levels():
             work.verify()
         if snapshots is not None:
             snapshots[level] = clone_located(work)  # keeps block and value names

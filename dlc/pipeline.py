@@ -20,6 +20,7 @@ when asked), so its results are bit-identical to the reference interpreter's.
 from __future__ import annotations
 
 import gc
+import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -110,6 +111,15 @@ SUPEROPTIMIZER = ("superoptimize", "fold-constants", "canonicalize", "cse", "dce
 """Run after `GRAPH_OPTIMIZER` at opt_level 3: the substitution search, then folding
 what it built over constants (concatenated literal weights) and a cleanup of what it
 leaves (double transposes of nested splits, unread inline literals)."""
+
+
+def verify_levels() -> bool:
+    """Whether `dlc.compile` verifies the tensor and loop levels its lowerings build
+    (`DLC_VERIFY=1`; the test suite sets it). The graph level is verified when parsed
+    or imported and LLVM verifies the module it is given; in between, xDSL's verifier
+    would take a fifth of a large program's compile time (softmax x 200: 0.5 s) to
+    check dlc's own lowerings, which `dlc-opt` and the tests check at every pass."""
+    return os.environ.get("DLC_VERIFY", "") == "1"
 
 
 def level_passes(level: str, options: Options) -> list[ModulePass]:

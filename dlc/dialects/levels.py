@@ -12,6 +12,7 @@ from __future__ import annotations
 from xdsl.dialects.builtin import ModuleOp, UnregisteredOp
 
 from dlc.diagnostics import DiagnosticError, error_at
+from dlc.dialects.walk import walk_ops
 
 LEVELS = ("graph", "tensor", "loop", "llvm")
 """From highest to lowest; `LOWERINGS[level]` lowers a level to the next."""
@@ -26,7 +27,12 @@ LOWERINGS = {
 
 def level_of(module: ModuleOp) -> str:
     """The highest level of any op in `module`; an empty dlc module is at the graph level."""
-    dialects = {op.name.split(".", 1)[0] for op in module.walk() if op is not module}
+    ops = walk_ops(module)[1:]
+    names = {op.name for op in ops if isinstance(op, UnregisteredOp)}
+    names.update(
+        kind.name for kind in {type(op) for op in ops} if kind.name != "builtin.unregistered"
+    )
+    dialects = {name.split(".", 1)[0] for name in names}
     for level in LEVELS[:-1]:
         if level in dialects:
             return level

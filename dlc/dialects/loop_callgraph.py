@@ -10,6 +10,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from dlc.dialects import loop
 from dlc.dialects.loop_memory import ScalarCallOp
+from dlc.dialects.walk import walk_ops
 
 
 def is_recursive(func: loop.FuncOp, funcs: dict[str, loop.FuncOp]) -> bool:
@@ -20,7 +21,7 @@ def is_recursive(func: loop.FuncOp, funcs: dict[str, loop.FuncOp]) -> bool:
     stack = [func]
     while stack:
         current = stack.pop()
-        for op in current.walk():
+        for op in walk_ops(current):
             if not isinstance(op, loop.CallOp | ScalarCallOp):
                 continue
             callee = op.callee.data
@@ -39,7 +40,7 @@ def recursive_functions(module: ModuleOp) -> set[str]:
 
 
 def callees(func: loop.FuncOp) -> set[str]:
-    return {op.callee.data for op in func.walk() if isinstance(op, loop.CallOp | ScalarCallOp)}
+    return {op.callee.data for op in walk_ops(func) if isinstance(op, loop.CallOp | ScalarCallOp)}
 
 
 def arena_bytes_needed(module: ModuleOp) -> int:

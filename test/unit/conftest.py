@@ -1,4 +1,5 @@
-"""Test-suite defaults: an isolated compile cache (never the user's ~/.cache/dlc).
+"""Test-suite defaults: an isolated compile cache (never the user's ~/.cache/dlc), and
+every level the compiler builds verified (DLC_VERIFY=1).
 
 Every test process gets its own temporary DLC_CACHE_DIR, removed at exit, unless the
 environment already names one (or turns the cache off with DLC_CACHE=0). Fixtures of
@@ -14,6 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+os.environ.setdefault("DLC_VERIFY", "1")  # every level of every compile verified
 
 if "DLC_CACHE_DIR" not in os.environ:
     _CACHE_DIR = tempfile.mkdtemp(prefix="dlc-test-cache-")

@@ -115,3 +115,28 @@ def test_compile_runs_the_reordered_matrix_chain(capfd: pytest.CaptureFixture[st
     o0 = dlc.compile(bad, opt_level=0)
     assert "matrix-chain-reorder" not in o0.pass_statistics()
     assert "<1000 x 1000 x f32>" in o0.ir("graph")
+
+
+@pytest.mark.parametrize("setting, verified", [("1", 2), ("0", 0), ("", 0)])
+def test_levels_verified_with_dlc_verify(
+    monkeypatch: pytest.MonkeyPatch, setting: str, verified: int
+) -> None:
+    """DLC_VERIFY=1 (the test suite's default) verifies the tensor and the loop level
+    of every compile; users' compiles leave that to dlc-opt and the tests."""
+    from xdsl.dialects.builtin import ModuleOp
+
+    calls: list[int] = []
+    original = ModuleOp.verify
+
+    def counting(self: ModuleOp, *args: object, **kwargs: object) -> None:
+        calls.append(1)
+        original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ModuleOp, "verify", counting)
+    monkeypatch.setenv("DLC_VERIFY", setting)
+    monkeypatch.setenv("DLC_CACHE", "0")
+    module = dlc.compile((ROOT / "examples" / "softmax.dl").read_text())
+    assert len(calls) == verified
+    x = np.linspace(-3, 3, 1000, dtype=np.float32)
+    expected = np.exp(x - x.max()) / np.exp(x - x.max()).sum()
+    np.testing.assert_allclose(module.softmax(x), expected, rtol=1e-5, atol=1e-9)

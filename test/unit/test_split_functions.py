@@ -101,31 +101,93 @@ def test_split_nests_run_on_threads(monkeypatch: pytest.MonkeyPatch) -> None:
     np.testing.assert_array_equal(split.f(A, B, C), serial.f(A, B, C))
 
 
-TWO_PRODUCTS = """module "s2"
-stage raw
+def _chain(steps: int, shape: str, axes: str) -> str:
+    """A chain of `steps` softmaxes over `shape`, one source line per op."""
+    lines = [f"    %x{i + 1} = divide %e{i}: {shape}, %z{i}: f32" for i in range(steps)]
+    body = []
+    for i, last in enumerate(lines):
+        body += [
+            f"    %m{i} = reduce %x{i}: {shape} by max init -inf: f32 along {axes}",
+            f"    %s{i} = subtract %x{i}: {shape}, %m{i}: f32",
+            f"    %e{i} = exp %s{i}: {shape}",
+            f"    %z{i} = reduce %e{i}: {shape} by add init 0.0: f32 along {axes}",
+            last,
+        ]
+    return "\n".join(
+        [
+            'module "chain"',
+            "stage raw",
+            "",
+            f"func @chain: ({shape}) -> {shape} {{",
+            f"'entry(%x0: {shape}):",
+            *body,
+            f"    return %x{steps}: {shape}",
+            "}",
+            "",
+        ]
+    )
 
-func @g: (<64 x 96 x f32>, <96 x 128 x f32>, <128 x 128 x f32>) -> <64 x 128 x f32> {
-'entry(%a: <64 x 96 x f32>, %b: <96 x 128 x f32>, %d: <128 x 128 x f32>):
-    %p = dot %a: <64 x 96 x f32>, %b: <96 x 128 x f32>
-    %r = dot %p: <64 x 128 x f32>, %d: <128 x 128 x f32>
-    return %r: <64 x 128 x f32>
-}
-"""
+
+def _functions(ir: str) -> tuple[int, int]:
+    """(outlined run functions defined, calls of them) in LLVM IR text."""
+    defined = re.findall(r"^define [^@]*@chain\.nest", ir, re.MULTILINE)
+    return len(defined), len(re.findall(r"\bcall [^@\n]*@chain\.nest", ir))
 
 
-def test_parallel_loops_of_split_nests_have_their_own_names(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Each outlined nest names the parallel loops it outlines after itself
-    (`@g.nest0.omp0`, `@g.nest3.omp0`): two split nests with a parallel loop each used
-    to define `@g.omp0` twice (an internal error, found by the tuner)."""
+def test_alike_runs_share_one_function(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chain repeats itself: its runs are cut at the same phase and those alike are
+    one function called several times, with the bits of the unsplit function."""
+    program = _chain(12, "<256 x f32>", "0")
+    x = RNG.standard_normal(256).astype(np.float32)
+    whole = dlc.compile(program, opt_level=1)
+    monkeypatch.setattr(lower_loop_to_llvm, "SPLIT_OPS", 0)
+    monkeypatch.setattr(lower_loop_to_llvm, "SPLIT_CHUNK", 150)
+    split = dlc.compile(program, opt_level=1)
+    defined, calls = _functions(split.ir("llvm"))
+    assert 2 <= defined < calls
+    np.testing.assert_array_equal(split.chain(x), whole.chain(x))
+    reference = run_function(dlc.parse(program), "chain", [x])
+    np.testing.assert_allclose(dlc.compile(program).chain(x), reference, rtol=1e-5, atol=1e-7)
+
+
+def test_runs_with_located_messages_stay_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An outer loop polls the interrupt flag with its own source line in the message:
+    nests alike but for their lines keep a function each."""
+    program = _chain(3, "<8 x 16 x f32>", "0, 1")
     monkeypatch.setattr(lower_loop_to_llvm, "SPLIT_OPS", 0)
     monkeypatch.setattr(lower_loop_to_llvm, "SPLIT_CHUNK", 1)
-    split = dlc.compile(TWO_PRODUCTS, num_threads=2)
-    d = RNG.standard_normal((128, 128)).astype(np.float32)
-    reference = run_function(dlc.parse(TWO_PRODUCTS), "g", [A, B, d])
-    np.testing.assert_allclose(split.g(A, B, d), reference, rtol=1e-4, atol=1e-4)
-    ir = split.ir("llvm")
-    if "GOMP_parallel" not in ir:
-        pytest.skip("no OpenMP runtime here: parallel loops run serially")
-    assert len(set(re.findall(r"define [^@]*@(g\.nest\d+\.omp0)\(", ir))) == 2
+    defined, calls = _functions(dlc.compile(program, opt_level=1).ir("llvm"))
+    assert defined == calls >= 6
+
+
+def test_checked_runs_stay_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With bounds checks every access names its source line: no run is shared."""
+    program = _chain(3, "<256 x f32>", "0")
+    monkeypatch.setattr(lower_loop_to_llvm, "SPLIT_OPS", 0)
+    monkeypatch.setattr(lower_loop_to_llvm, "SPLIT_CHUNK", 1)
+    shared = _functions(dlc.compile(program, opt_level=1).ir("llvm"))
+    checked = _functions(dlc.compile(program, opt_level=1, bounds_check=True).ir("llvm"))
+    assert shared[0] < shared[1]
+    assert checked[0] == checked[1] == shared[1]
+
+
+def test_parallel_loops_of_several_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two runs with a parallel loop each: their outlined workers are named after the
+    run (`@f.nest<k>.omp<j>`), not both `@f.omp0` (a duplicate symbol before)."""
+    program = """module "s"
+stage raw
+
+func @f: (<64 x 96 x f32>, <96 x 128 x f32>, <128 x 64 x f32>) -> <64 x 64 x f32> {
+'entry(%a: <64 x 96 x f32>, %b: <96 x 128 x f32>, %c: <128 x 64 x f32>):
+    %p = dot %a: <64 x 96 x f32>, %b: <96 x 128 x f32>
+    %e = exp %p: <64 x 128 x f32>
+    %q = dot %e: <64 x 128 x f32>, %c: <128 x 64 x f32>
+    return %q: <64 x 64 x f32>
+}
+"""
+    monkeypatch.setattr(lower_loop_to_llvm, "SPLIT_OPS", 0)
+    monkeypatch.setattr(lower_loop_to_llvm, "SPLIT_CHUNK", 1)
+    split = dlc.compile(program, num_threads=2)
+    a, b, c = A * 0.1, B * 0.1, RNG.standard_normal((128, 64)).astype(np.float32)
+    reference = run_function(dlc.parse(program), "f", [a, b, c])
+    np.testing.assert_allclose(split.f(a, b, c), reference, rtol=1e-4, atol=1e-4)

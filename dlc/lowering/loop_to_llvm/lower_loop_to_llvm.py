@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
@@ -28,7 +28,9 @@ from dlc.dialects.abi import VAR_PREFIX
 from dlc.dialects.levels import require_level
 from dlc.dialects.loop_callgraph import recursive_functions
 from dlc.dialects.loop_memory import MEMORY_OPS as RAW_MEMORY_OPS
+from dlc.dialects.walk import walk_ops
 from dlc.lowering.loop_to_llvm.buffers import BufferEmitter
+from dlc.lowering.loop_to_llvm.chunks import split_chunks
 from dlc.lowering.loop_to_llvm.context import StatusTable
 from dlc.lowering.loop_to_llvm.memory import lower_raw_memory
 from dlc.lowering.loop_to_llvm.parallel import (
@@ -36,7 +38,6 @@ from dlc.lowering.loop_to_llvm.parallel import (
     SPLIT_OPS,
     ParallelEmitter,
     can_outline,
-    split_chunks,
 )
 from dlc.lowering.loop_to_llvm.scalar import const, icmp, lower_scalar_op
 
@@ -74,8 +75,11 @@ class FuncEmitter(ParallelEmitter, BufferEmitter):
     order: dict[Block, int] = field(default_factory=dict)  # loop-level block -> position
     arena: SSAValue | None = None
     split_ops: int = 0  # functions of more ops have their top-level nests outlined
+    split_chunk: int = SPLIT_CHUNK  # ops per outlined run
     split: bool = False  # outline runs of top-level nests (a large function; parallel.py)
     constants: dict[tuple[object, Attribute], SSAValue] = field(default_factory=dict)
+    chunks: dict[Hashable, str] = field(default_factory=dict)  # runs outlined (parallel.py)
+    walks: dict[Operation, list[Operation]] = field(default_factory=dict)  # chunks.py
 
     def emit(self, op: Operation) -> SSAValue:
         assert self.block is not None
@@ -153,15 +157,18 @@ class FuncEmitter(ParallelEmitter, BufferEmitter):
         self.successors = {blocks[0]: entry}
         self.successors.update((b, Block()) for b in blocks[1:])
         self.order = {b: i for i, b in enumerate(blocks)}
-        self.split = sum(1 for _ in func.walk()) > self.split_ops
+        everything = walk_ops(func)
+        self.split = len(everything) > self.split_ops
         self.values.update(zip(func.args, entry.args[1:], strict=True))
         self.start(entry)
-        self.prologue(func, recursive)
+        self.prologue(func, recursive, everything)
         early = set(self.returns())  # the prologue's traps: nothing to give back yet
         for block in blocks:  # the entry block (defining the buffers) comes first
             if block is not blocks[0]:
                 self.start(self.successors[block])
-            items = split_chunks(block.ops, SPLIT_CHUNK) if self.split else [list(block.ops)]
+            items = [list(block.ops)]
+            if self.split:
+                items = split_chunks(block.ops, self.split_chunk, self.walks)
             for item in items:
                 if isinstance(item, list) and self.split:
                     self.lower_split_chunk(item)
@@ -175,11 +182,12 @@ class FuncEmitter(ParallelEmitter, BufferEmitter):
             self.leave_arena(later)
         return self.region
 
-    def prologue(self, func: loop.FuncOp, recursive: bool) -> None:
-        """Guards and the arena block on entry (module docstring of context.py)."""
+    def prologue(self, func: loop.FuncOp, recursive: bool, ops: list[Operation]) -> None:
+        """Guards and the arena block on entry (module docstring of context.py); `ops`:
+        `walk_ops(func)`."""
         name = func.sym_name.data
-        frame = sum(max(1, op.size.data) for op in func.walk() if isinstance(op, lm.StackAllocOp))
-        calls = any(isinstance(op, loop.CallOp | lm.ScalarCallOp) for op in func.walk())
+        frame = sum(max(1, op.size.data) for op in ops if isinstance(op, lm.StackAllocOp))
+        calls = any(isinstance(op, loop.CallOp | lm.ScalarCallOp) for op in ops)
         if recursive or calls or frame:
             self.stack_guard(func, name, frame)
         if recursive:
@@ -336,11 +344,14 @@ def lower_func(
     openmp: bool = False,
     outlined: list[Operation] | None = None,
     split_ops: int = SPLIT_OPS,
+    split_chunk: int = SPLIT_CHUNK,
 ) -> llvm.FuncOp:
     """`loop.func @f(memrefs)` -> `llvm.func @f(ptr noalias ctx, ptr noalias, ...) ->
     void`; a `recursive` function counts its active calls in the ctx and traps past
     `MAX_CALL_DEPTH`."""
-    emitter = FuncEmitter(externals, status, openmp=openmp, split_ops=split_ops)
+    emitter = FuncEmitter(
+        externals, status, openmp=openmp, split_ops=split_ops, split_chunk=split_chunk
+    )
     body = emitter.lower(func, recursive=recursive)
     if outlined is not None:
         outlined.extend(emitter.outlined)
@@ -380,9 +391,10 @@ class LowerLoopToLLVMPass(ModulePass):
     (`-p 'lower-loop-to-llvm{bounds_check=true}'`), every load and store checks its
     indices against the buffer shape (see `FuncEmitter.checked`). A function of more
     than `split_ops` loop-level ops (default `SPLIT_OPS`; -1 means the default) has its
-    top-level loop nests outlined, in runs of about `SPLIT_CHUNK` ops, into internal
-    `noinline` functions `@f.nest<k>` (`parallel.py`), so LLVM works on pieces of
-    bounded size.
+    top-level loop nests outlined, in runs of about `split_chunk` ops (default
+    `SPLIT_CHUNK`), into internal `noinline` functions `@f.nest<k>` (`parallel.py`), so
+    LLVM works on pieces of bounded size; runs alike share one function
+    (`chunks.py`).
     """
 
     name = "lower-loop-to-llvm"
@@ -390,6 +402,7 @@ class LowerLoopToLLVMPass(ModulePass):
     bounds_check: bool = False
     openmp: bool = False
     split_ops: int = -1  # -1: SPLIT_OPS
+    split_chunk: int = -1  # -1: SPLIT_CHUNK
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_level(op, "loop", self.name)
@@ -410,6 +423,7 @@ class LowerLoopToLLVMPass(ModulePass):
                 openmp=self.openmp,
                 outlined=outlined,
                 split_ops=SPLIT_OPS if self.split_ops < 0 else self.split_ops,
+                split_chunk=SPLIT_CHUNK if self.split_chunk < 0 else self.split_chunk,
             )
             lowered.extend([func, *outlined])
         defined = {f.sym_name.data for f in lowered if isinstance(f, llvm.FuncOp)}

@@ -24,7 +24,7 @@ loop-level ops): each run of consecutive top-level nests (without calls or
 allocations) and scalar ops, of about `SPLIT_CHUNK` ops, becomes an internal
 `noinline` `@f.nest<k>(data)` called once, the values later ops use passed back in
 slots after the captured values. Constants are rematerialized in the outlined function rather than
-captured, so trip counts stay known. LLVM's optimizer takes time superlinear in the
+captured, so trip counts stay known. Runs alike (`chunks.chunk_key`) share one function. LLVM's optimizer takes time superlinear in the
 size of a function; pieces of bounded size keep a 1,000-nest function compiling in
 linear time, at the cost of a call per nest and of the alias facts between buffers
 that the caller's `noalias` arguments gave (LLVM checks overlap at run time instead).
@@ -32,7 +32,7 @@ that the caller's `noalias` arguments gave (LLVM checks overlap at run time inst
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Hashable
 
 from xdsl.dialects import arith, llvm
 from xdsl.dialects.builtin import (
@@ -52,6 +52,8 @@ from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 
 from dlc.dialects import abi, loop
 from dlc.dialects import loop_memory as lm
+from dlc.dialects.walk import walk_ops
+from dlc.lowering.loop_to_llvm.chunks import chunk_key
 from dlc.lowering.loop_to_llvm.context import ContextEmitter
 from dlc.lowering.loop_to_llvm.scalar import const, icmp
 
@@ -74,48 +76,6 @@ def can_outline(op: loop.ForOp) -> bool:
     return not any(isinstance(inner, unsafe) for inner in op.body.walk())
 
 
-def _can_split(op: Operation) -> bool:
-    """A top-level op `lower_split_chunk` can outline: a loop nest without arena or
-    stack allocation and without calls (the outlined function has no arena block or
-    stack guard of its own), or a scalar `arith` / `math` op."""
-    if isinstance(op, loop.ForOp):
-        unsafe = (loop.AllocOp, loop.CallOp, lm.ScalarCallOp, lm.StackAllocOp, loop.ExternCallOp)
-        return not any(isinstance(inner, unsafe) for inner in op.body.walk())
-    return not op.regions and op.name.startswith(("arith.", "math."))
-
-
-def split_chunks(ops: Iterable[Operation], budget: int) -> list[Operation | list[Operation]]:
-    """`ops` (a block's) as runs of consecutive outlinable ops of about `budget` ops
-    each, holding at least one loop nest (outlined, `lower_split_chunk`), and the
-    other ops one by one (lowered in place)."""
-    items: list[Operation | list[Operation]] = []
-    run: list[Operation] = []
-    size = 0
-
-    def close() -> None:
-        nonlocal run, size
-        if any(isinstance(op, loop.ForOp) for op in run):
-            items.append(run)
-        else:
-            items.extend(run)
-        run, size = [], 0
-
-    for op in ops:
-        if isinstance(op, arith.ConstantOp):  # stays a constant wherever it is used
-            items.append(op)
-            continue
-        if not _can_split(op):
-            close()
-            items.append(op)
-            continue
-        run.append(op)
-        size += sum(1 for _ in op.walk())
-        if size >= budget:
-            close()
-    close()
-    return items
-
-
 def _is_buffer(value: SSAValue) -> bool:
     return isinstance(value.type, MemRefType)
 
@@ -130,10 +90,10 @@ def _rematerialized(value: SSAValue) -> bool:
 
 
 def _chunk_boundary(
-    ops: list[Operation], inside: set[int]
+    ops: list[Operation], walked: list[Operation], inside: set[int]
 ) -> tuple[list[SSAValue], list[SSAValue]]:
-    """(values the ops in `inside` use but do not define, in first-use order; results
-    of `ops` used by ops outside them)."""
+    """(values the ops in `inside` (`walked`, in walk order) use but do not define, in
+    first-use order; results of `ops` used by ops outside them)."""
 
     def defined_inside(value: SSAValue) -> bool:
         owner = value.owner
@@ -141,11 +101,10 @@ def _chunk_boundary(
         return op is not None and id(op) in inside
 
     free: dict[SSAValue, None] = {}
-    for op in ops:
-        for inner in op.walk():
-            for value in inner.operands:
-                if value not in free and not defined_inside(value):
-                    free[value] = None
+    for inner in walked:
+        for value in inner.operands:
+            if value not in free and not defined_inside(value):
+                free[value] = None
     outputs = [
         r for op in ops for r in op.results if any(id(u.operation) not in inside for u in r.uses)
     ]
@@ -184,6 +143,8 @@ class ParallelEmitter(ContextEmitter):
     outlined: list[Operation]
     name: str
     arena: SSAValue | None
+    chunks: dict[Hashable, str]  # `chunk_key` of an outlined run -> its function
+    walks: dict[Operation, list[Operation]]  # `walk_ops` of the top-level ops in runs
 
     def declare(self, name: str, inputs: list[Attribute], output: Attribute) -> None:
         raise NotImplementedError  # provided by the function emitter
@@ -244,17 +205,39 @@ class ParallelEmitter(ContextEmitter):
         arena are recomputed from the arena's base (one `noalias` argument) at their
         offsets, not passed as pointers of unknown origin (which cost run-time overlap
         checks and scalar fallback loops)."""
-        inside = {id(inner) for op in ops for inner in op.walk()}
-        free, outputs = _chunk_boundary(ops, inside)
+        walked = [inner for op in ops for inner in self.walks.get(op) or walk_ops(op)]
+        inside = {id(inner) for inner in walked}
+        free, outputs = _chunk_boundary(ops, walked, inside)
         local = [v for v in free if _rematerialized(v)]
         direct = [v for v in free if isinstance(v, BlockArgument) and _is_buffer(v)]
         direct = [v for v in direct if isinstance(v.owner.parent_op(), loop.FuncOp)]
         captured = [v for v in free if v not in local and v not in direct]
         planned = any(isinstance(v.owner, loop.AllocOp) for v in local)
         data = self._pack(captured, len(outputs))
-        name = f"{self.name}.nest{len(self.outlined)}"
+        key = chunk_key(walked, [captured, direct], outputs, self.status.bounds_check)
+        name = self.chunks.get(key)
+        if name is None:
+            name = self.chunks[key] = f"{self.name}.nest{len(self.outlined)}"
+            self._outline_chunk(name, ops, (captured, direct, local, outputs), planned)
+        arena = self.arena if planned else data  # unused without planned buffers
+        self.emit(llvm.CallOp(name, data, arena, *[self.get(v) for v in direct]))  # type: ignore[arg-type]
+        self.return_if_status()
+        for i, result in enumerate(outputs, start=1 + len(captured)):
+            slot = self.emit(llvm.GEPOp(data, [i], i64, inbounds=True))
+            word = self.emit(llvm.LoadOp(slot, i64, alignment=8))
+            self.values[result] = self._from_word(word, result.type)
+
+    def _outline_chunk(
+        self,
+        name: str,
+        ops: list[Operation],
+        boundary: tuple[list[SSAValue], list[SSAValue], list[SSAValue], list[SSAValue]],
+        planned: bool,
+    ) -> None:
+        """Define `@name`, the outlined function of the run `ops` (`lower_split_chunk`)."""
+        captured, direct, local, outputs = boundary
         worker = self.child(self.openmp)
-        worker.name = name  # its parallel loops become `@f.nest<k>.omp<j>`: unique
+        worker.name = name  # its parallel loops' functions: @f.nest<k>.omp<j>
         entry = Block(arg_types=[PTR] * (2 + len(direct)))
         worker.start(entry)
         worker.unpack(entry.args[0], captured)
@@ -283,13 +266,6 @@ class ParallelEmitter(ContextEmitter):
             )
         )
         self.outlined.extend(worker.outlined)
-        arena = self.arena if planned else data  # unused without planned buffers
-        self.emit(llvm.CallOp(name, data, arena, *[self.get(v) for v in direct]))  # type: ignore[arg-type]
-        self.return_if_status()
-        for i, result in enumerate(outputs, start=1 + len(captured)):
-            slot = self.emit(llvm.GEPOp(data, [i], i64, inbounds=True))
-            word = self.emit(llvm.LoadOp(slot, i64, alignment=8))
-            self.values[result] = self._from_word(word, result.type)
 
     def _pack(self, values: list[SSAValue], results: int = 0) -> SSAValue:
         """Stack slots holding ctx, then `values`, then room for `results` more (8 bytes

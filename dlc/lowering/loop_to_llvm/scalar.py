@@ -65,9 +65,16 @@ def type_suffix(t: Attribute) -> str:
     return f"i{t.width.data}"
 
 
+_INTS: dict[tuple[int, Attribute], IntegerAttr] = {}  # const's attributes, made once
+
+
 def const(out: ScalarEmitter, value: int | float, t: Attribute) -> SSAValue:
     if isinstance(t, IntegerType):
-        return out.constant(IntegerAttr(int(value), t), t)
+        key = (int(value), t)
+        attr = _INTS.get(key)
+        if attr is None:
+            attr = _INTS[key] = IntegerAttr(int(value), t)
+        return out.constant(attr, t)
     assert isinstance(t, AnyFloat)
     return out.constant(FloatAttr(float(value), t), t)
 
@@ -389,9 +396,10 @@ def _constant(op: arith.ConstantOp, out: ScalarEmitter) -> SSAValue:
         raw = value.value.data
         if t.width.data == 1:
             raw = int(raw != 0)
-        return out.constant(IntegerAttr(raw, t), t)
+        same = value.type == t and raw == value.value.data
+        return out.constant(value if same else IntegerAttr(raw, t), t)
     if isinstance(value, FloatAttr):
-        return out.constant(FloatAttr(value.value.data, t), t)
+        return out.constant(value if value.type == t else FloatAttr(value.value.data, t), t)
     raise error_at(op, f"not supported by the code generator yet: {op.name} of {t}")
 
 

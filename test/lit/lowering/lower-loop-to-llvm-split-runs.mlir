@@ -1,0 +1,59 @@
+// RUN: dlc-opt %s -p 'lower-loop-to-llvm{split_ops=0 split_chunk=1}' | filecheck %s
+
+builtin.module attributes {dlc.name = "runs", dlc.stage = "raw"} {
+
+// Runs of a split function that are alike (the same ops, the same constants, the same
+// way of using what they receive) share one outlined function: the second run is a
+// call of the first's function with its own buffers.
+// CHECK-LABEL: llvm.func @alike_runs_share_a_function(
+// CHECK-SAME:    %{{[^:]*}}: !llvm.ptr {llvm.noalias}, %[[X:[^:]*]]: !llvm.ptr {llvm.noalias}, %[[Y:[^:]*]]: !llvm.ptr {llvm.noalias}, %[[Z:[^:]*]]: !llvm.ptr {llvm.noalias})
+// CHECK:         llvm.call @alike_runs_share_a_function.nest0(%{{.*}}, %{{.*}}, %[[X]], %[[Y]])
+// CHECK:         llvm.call @alike_runs_share_a_function.nest0(%{{.*}}, %{{.*}}, %[[Y]], %[[Z]])
+// CHECK-NOT:     llvm.call @alike_runs_share_a_function.nest
+// CHECK:         llvm.return
+// CHECK:       llvm.func internal @alike_runs_share_a_function.nest0(
+// CHECK-NOT:   llvm.func internal @alike_runs_share_a_function.nest
+// Runs that differ (here in a constant) keep a function each.
+// CHECK-LABEL: llvm.func @different_runs_do_not(
+// CHECK:         llvm.call @different_runs_do_not.nest0(
+// CHECK:         llvm.call @different_runs_do_not.nest1(
+// CHECK:       llvm.func internal @different_runs_do_not.nest0(
+// CHECK:         llvm.mlir.constant(2.000000e+00 : f32)
+// CHECK:       llvm.func internal @different_runs_do_not.nest1(
+// CHECK:         llvm.mlir.constant(3.000000e+00 : f32)
+  loop.func @alike_runs_share_a_function(%x: memref<8xf32>, %y: memref<8xf32>, %z: memref<8xf32>) {
+    %lb = arith.constant 0 : i64
+    %ub = arith.constant 8 : i64
+    %st = arith.constant 1 : i64
+    %two = arith.constant 2.0 : f32
+    loop.for %i = %lb to %ub step %st {
+      %v = loop.load %x[%i] : memref<8xf32>
+      %w = arith.mulf %v, %two : f32
+      loop.store %w, %y[%i] : memref<8xf32>
+    }
+    loop.for %j = %lb to %ub step %st {
+      %v = loop.load %y[%j] : memref<8xf32>
+      %w = arith.mulf %v, %two : f32
+      loop.store %w, %z[%j] : memref<8xf32>
+    }
+    loop.return
+  }
+  loop.func @different_runs_do_not(%x: memref<8xf32>, %y: memref<8xf32>, %z: memref<8xf32>) {
+    %lb = arith.constant 0 : i64
+    %ub = arith.constant 8 : i64
+    %st = arith.constant 1 : i64
+    %two = arith.constant 2.0 : f32
+    %three = arith.constant 3.0 : f32
+    loop.for %i = %lb to %ub step %st {
+      %v = loop.load %x[%i] : memref<8xf32>
+      %w = arith.mulf %v, %two : f32
+      loop.store %w, %y[%i] : memref<8xf32>
+    }
+    loop.for %j = %lb to %ub step %st {
+      %v = loop.load %y[%j] : memref<8xf32>
+      %w = arith.mulf %v, %three : f32
+      loop.store %w, %z[%j] : memref<8xf32>
+    }
+    loop.return
+  }
+}
