@@ -151,14 +151,14 @@ def compile(
     Object code is cached in memory and on disk (`DLC_CACHE_DIR`, `DLC_CACHE=0` to turn
     it off): compiling the same program with the same options again is fast. Every call
     returns an independent module (its own globals, arenas and random state)."""
+    from dlc import warm
     from dlc.externs import allowed_externs
-    from dlc.runtime import quick
 
     level = _check_opt_level(opt_level)
     allowed = allowed_externs(externs)
     compiled = None
     if isinstance(text, str | bytes) and isinstance(filename, str):
-        compiled = quick.compile_cached(
+        compiled = warm.compile_cached(
             text,
             filename,
             allowed,

@@ -27,6 +27,7 @@ from dlc.dialects import abi
 from dlc.dialects.graph import FuncOp as GraphFuncOp
 from dlc.dialects.graph_types import NATIVE_DTYPES
 from dlc.externs import ExternsOption, allowed_externs, check_externs, not_allowed_message
+from dlc.options import check_threads, compile_options, quick_facts
 from dlc.runtime import cache
 from dlc.runtime.convention import entry_checks
 from dlc.runtime.fastcall import ARRAY_LAYOUT, FAST_CALLS
@@ -39,7 +40,8 @@ from dlc.runtime.native import (
     rendered_messages,
     resolve_symbols,
 )
-from dlc.runtime.quick import check_threads, compile_options, quick_key, remember
+from dlc.runtime.quick import quick_key, remember
+from dlc.runtime.signature import func_signature
 
 if TYPE_CHECKING:
     from dlc.aot import Exported
@@ -225,7 +227,7 @@ def export_graph_module(
     return aot.write_library(llvm_level, functions, report.arena_bytes, request)
 
 
-class _Levels:
+class ProgramLevels:
     """`CompiledModule.ir`: the program at each level, lowered again on first use;
     `CompiledModule.export`: the program as a C library."""
 
@@ -284,7 +286,7 @@ def _from_cache(
     jit.optimized_ir = entry.optimized_ir
     install(jit, meta)
     report = Report(meta["stats"], meta["passes"], meta["arena_bytes"], meta["unbounded"])
-    levels = _Levels(module, options, jit, externs)
+    levels = ProgramLevels(module, options, jit, externs)
     return CompiledModule(jit, funcs, native, report, messages, levels, threads)
 
 
@@ -314,7 +316,7 @@ def _compile(
     if stored:
         kept: Metadata = {**meta, "messages": portable}  # type: ignore[typeddict-item]
         cache.store(key, cache.Entry(jit.object_code, kept, jit.optimized_ir))  # type: ignore[arg-type]
-    levels = _Levels(module, options, jit, externs)
+    levels = ProgramLevels(module, options, jit, externs)
     compiled = CompiledModule(jit, funcs, native, report, meta["messages"], levels, threads)
     return compiled, stored
 
@@ -388,8 +390,9 @@ def compile_graph_module(
     if compiled is None:
         compiled, in_cache = _compile(module, options, key, called, threads, prefixes)
     if source is not None and key is not None and in_cache:
-        qkey = quick_key(source, options, allowed)
-        if qkey is not None:  # the next compile of this text skips the parse (quick.py)
-            remember(qkey, key, defined_functions(module), locations)
+        facts = quick_facts(options, allowed)
+        if facts is not None:  # the next compile of this text skips the parse (dlc.warm)
+            sigs = [func_signature(f) for f in defined_functions(module).values()]
+            remember(quick_key(source, facts), key, sigs, locations)
     compiled.seed(seed)
     return compiled

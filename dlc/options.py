@@ -83,3 +83,61 @@ def check_tuning_db(path: object) -> str | None:
     if not isinstance(path, str | os.PathLike):
         raise TypeError(f"tuning_db must be None or a path, got {type(path).__name__}")
     return os.fspath(path)  # type: ignore[arg-type]
+
+
+def check_threads(num_threads: object) -> int:
+    """The `num_threads` option of `dlc.compile`, checked (None: the runtime's default,
+    `DLC_NUM_THREADS` or the cores this process may use)."""
+    from dlc.runtime.native import default_threads
+
+    if num_threads is None:
+        return default_threads()
+    if isinstance(num_threads, bool) or not isinstance(num_threads, int):
+        raise TypeError(f"num_threads must be None or an int, got {type(num_threads).__name__}")
+    if num_threads < 1:
+        raise ValueError(f"num_threads must be at least 1, got {num_threads}")
+    return num_threads
+
+
+def compile_options(
+    *,
+    opt_level: int,
+    fuse: bool,
+    plan_memory: bool,
+    fast_math_functions: bool,
+    bounds_check: bool | None,
+    fma: bool | None,
+    target_cpu: str,
+    tuning_db: object,
+) -> Options:
+    """The pipeline options of a `dlc.compile` call, checked (`bounds_check` None: the
+    environment variable DLC_BOUNDS_CHECK=1; the CPU model must run here)."""
+    from dlc.runtime.native import openmp_available
+    from dlc.target import check_runnable
+
+    if bounds_check is None:  # DLC_BOUNDS_CHECK=1 runs a whole test suite checked
+        bounds_check = os.environ.get("DLC_BOUNDS_CHECK", "") == "1"
+    return Options(
+        opt_level=opt_level,
+        fuse=fuse,
+        plan_memory=plan_memory,
+        fast_math_functions=fast_math_functions,
+        bounds_check=bounds_check,
+        fma=check_fma(fma),
+        target_cpu=check_runnable(target_cpu),
+        openmp=openmp_available(),
+        tuning_db=check_tuning_db(tuning_db),
+    )
+
+
+def quick_facts(options: Options, allowed: frozenset[str]) -> dict[str, Any] | None:
+    """What keys the warm start's quick record of a compile with `options` allowing
+    the externs `allowed` besides the text (`dlc.runtime.quick.quick_key`); None when
+    such compiles leave no record (no cache; a tuning database, whose warnings must
+    show every time)."""
+    from dlc.runtime import cache
+    from dlc.version import __version__
+
+    if not cache.enabled() or options.tuning_db is not None:
+        return None
+    return {**options.key(), "allowed_externs": sorted(allowed), "dlc": __version__}

@@ -317,11 +317,11 @@ def allowed_extern_names(names: list[str]) -> frozenset[str]:
 
 def _quick(args: argparse.Namespace, externs: frozenset[str]) -> tuple[Any, bytes, float] | None:
     """The compiled module of a `.dl` file compiled before with these options, from its
-    quick record (`dlc.runtime.quick`: no parsing), its text and the seconds it took;
+    quick record (`dlc.warm`: no parsing), its text and the seconds it took;
     None to take the full path (which also reports every error)."""
     if args.file.endswith(".onnx") or args.input_shape or args.tuning_db is not None:
         return None
-    from dlc.runtime.quick import compile_cached
+    from dlc.warm import compile_cached
 
     try:
         with open(args.file, "rb") as f:

@@ -1,4 +1,4 @@
-"""The warm start (dlc/runtime/quick.py): a program compiled before is loaded from its
+"""The warm start (dlc/warm.py, dlc/runtime/quick.py): a program compiled before is loaded from its
 quick record without parsing — no xDSL or Lark import in a new process — and behaves
 exactly as after a full compile; any doubt about a record falls back to the full path."""
 
@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 
 import dlc
+import dlc.parser as parser
+from dlc import options as compile_options_module
 from dlc.runtime import cache, quick
 from dlc.runtime.signature import (
     FuncSig,
@@ -78,9 +80,14 @@ def test_second_compile_uses_the_quick_record(cache_dir: Path, lowerings: list[i
     assert len(records(cache_dir)) == 1
     cache.clear_memory()
     parses: list[int] = []
-    original = dlc.parse
+    original = parser.parse_module
+
+    def counted(*args: object, **kwargs: object) -> object:
+        parses.append(1)
+        return original(*args, **kwargs)  # type: ignore[arg-type]
+
     try:
-        dlc.parse = lambda *a, **k: parses.append(1) or original(*a, **k)  # type: ignore[assignment]
+        parser.parse_module = counted  # type: ignore[assignment]
         warm = dlc.compile(PROGRAM, filename="other/b.dl")
         assert parses == [] and len(lowerings) == 1  # neither parsed nor lowered
         check(full, "a\\.dl")
@@ -91,7 +98,7 @@ def test_second_compile_uses_the_quick_record(cache_dir: Path, lowerings: list[i
         assert parses == [1]
         assert warm.ir("llvm") == full.ir("llvm")  # lowered again: disk keeps no IR
     finally:
-        dlc.parse = original  # type: ignore[assignment]
+        parser.parse_module = original  # type: ignore[assignment]
 
 
 def test_other_options_or_text_miss(cache_dir: Path, lowerings: list[int]) -> None:
@@ -232,7 +239,7 @@ def test_signature_json_round_trip_and_refusals() -> None:
 
 
 def test_quick_key_depends_on_exact_text_and_options() -> None:
-    options = quick.compile_options(
+    options = compile_options_module.compile_options(
         opt_level=2,
         fuse=True,
         plan_memory=True,
@@ -242,7 +249,10 @@ def test_quick_key_depends_on_exact_text_and_options() -> None:
         target_cpu="host",
         tuning_db=None,
     )
-    key = quick.quick_key(PROGRAM, options, frozenset())
-    assert key == quick.quick_key(PROGRAM.encode(), options, frozenset())
-    assert key != quick.quick_key(PROGRAM + " ", options, frozenset())
-    assert key != quick.quick_key(PROGRAM, options, frozenset({"sinf"}))
+    facts = compile_options_module.quick_facts(options, frozenset())
+    assert facts is not None
+    key = quick.quick_key(PROGRAM, facts)
+    assert key == quick.quick_key(PROGRAM.encode(), facts)
+    assert key != quick.quick_key(PROGRAM + " ", facts)
+    other = compile_options_module.quick_facts(options, frozenset({"sinf"}))
+    assert other is not None and key != quick.quick_key(PROGRAM, other)
