@@ -61,6 +61,7 @@ from dlc.lowering.tensor_to_loop.body import (
     load,
     store,
 )
+from dlc.dialects.tensor_lanes import vector_pieces
 from dlc.lowering.tensor_to_loop.tile import (
     MAX_UNROLLED_POINTS,
     Block_,
@@ -132,6 +133,9 @@ class NestBuilder(RegisterTile):
             return
         if pos == len(self.loops):
             self._point(b, env)
+            return
+        if self.op.combinator is None and self.loops[pos].name == self.lane_loop:
+            self._lane_points(pos, b, env)
             return
         self._loop(pos, b, env, lambda b2, env2: self._emit(pos + 1, b2, env2))
 
@@ -241,6 +245,17 @@ class NestBuilder(RegisterTile):
             if feeder.buffer is not None:
                 store(b, known[feeder.op.result], feeder.buffer, point, dtype_of(feeder.op.result))
         return inline_body(b, self.op, point, self.buffers, known)
+
+    def _lane_points(self, pos: int, b: Builder, env: dict[str, Block_]) -> None:
+        """The vectorized last loop of an element-wise nest: its block as vectors (and
+        narrower ones for the rest, `vector_pieces`), each computed and stored whole."""
+        lp = self.loops[pos]
+        block = env[lp.axis]
+        extent = constant_extent(block.extent, self.op, lp.name)
+        for x, size, lanes in vector_pieces(extent, self.lanes):
+            point = {**env, lp.axis: replace(block, offset=block.offset + x, extent=size)}
+            value = self._element(b, point, dict(self.known), lanes)
+            self._deliver(b, value, self._indices(b, point, self._outputs()), lanes)
 
     def _point(self, b: Builder, env: dict[str, Block_]) -> None:
         """Innermost point: an element-wise value, or a reduction step in memory."""

@@ -97,6 +97,7 @@ from dlc.dialects.levels import require_level
 from dlc.dialects.tensor_groups import group_members
 from dlc.passes.statistics import PassStatistics
 from dlc.passes.tensor.schedule_conv import conv_schedule, conv_tiles
+from dlc.passes.tensor.schedule_gather import gathered_rows_schedule
 from dlc.passes.tensor.schedule_groups import group_computes
 from dlc.passes.tensor.schedule_policy import (
     PARALLEL_WORK,
@@ -163,7 +164,7 @@ class SchedulePass(ModulePass, PassStatistics):
                         conv = convs[c]
                         if conv is not None:
                             c.schedule = conv_schedule(c, conv)
-                        blocks = transpose_schedule(c)
+                        blocks = transpose_schedule(c) or gathered_rows_schedule(c, target)
                         if blocks is not None:
                             c.schedule = blocks
                         if self.fma and target.fma and float_sum(c):
