@@ -48,6 +48,7 @@ from xdsl.ir import SSAValue
 from dlc.diagnostics import copy_loc, error_at
 from dlc.dialects import loop, tensor
 from dlc.dialects.schedule import ScheduleAttr, axis_names
+from dlc.dialects.tensor_lanes import vector_pieces
 from dlc.lowering.scalar_ops import (
     ScalarBuilder,
     Unsupported,
@@ -61,7 +62,6 @@ from dlc.lowering.tensor_to_loop.body import (
     load,
     store,
 )
-from dlc.dialects.tensor_lanes import vector_pieces
 from dlc.lowering.tensor_to_loop.tile import (
     MAX_UNROLLED_POINTS,
     Block_,

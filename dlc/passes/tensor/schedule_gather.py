@@ -11,8 +11,6 @@ per vector and copy the row with vector loads and stores.
 
 from __future__ import annotations
 
-from xdsl.ir import SSAValue
-
 from dlc.dialects import tensor
 from dlc.dialects.graph_types import TensorType, dtype_bytes
 from dlc.dialects.schedule import ScheduleAttr
