@@ -29,6 +29,7 @@ from xdsl.dialects import arith
 from xdsl.ir import Operation, SSAValue
 
 from dlc.dialects import graph_gather as gg
+from dlc.dialects import tensor
 from dlc.dialects import tensor_memory as tm
 from dlc.dialects.graph_types import TensorType, dtype_is_float, format_type, numpy_dtype
 from dlc.lowering.graph_to_tensor.compute_builder import (
@@ -76,7 +77,8 @@ def check_indices(
     `component`-th entries of the last dimension for the ND forms) against [-n, n)."""
     it = lowered_type(idx)
     dims = it.dims if component is None else it.dims[:-1]
-    if 0 in dims:
+    known = _constant_indices(idx, component)
+    if 0 in dims or (known is not None and all(-n <= k < n for k in known)):
         return
     what = f"{op.OPCODE} index into axis {axis} of {format_type(_data_type(op))}"  # type: ignore[attr-defined]
     for comb, init in (("max", INT64_MIN), ("min", INT64_MAX)):
@@ -89,6 +91,20 @@ def check_indices(
             b, I64, body, reduction=list(dims), combinator=comb, init=Splat(init, I64)
         )
         b.insert(tm.IndexCheckOp(extreme.result, n, what, lower=-n, always=True))
+
+
+def _constant_indices(idx: Lowered, component: int | None) -> list[int] | None:
+    """The indices (the `component`-th of each tuple) when known at compile time."""
+    if isinstance(idx, Splat):
+        return [int(idx.value)]
+    owner = getattr(idx, "owner", None)
+    if not isinstance(owner, tensor.ConstantOp):
+        return None
+    values = [int(v) for v in owner.values]
+    if component is None:
+        return values
+    depth = lowered_type(idx).dims[-1]
+    return values[component::depth]
 
 
 def lower_gather(b: Builder, op: Operation, args: list[Lowered]) -> Lowered:
