@@ -97,7 +97,7 @@ from dlc.dialects.levels import require_level
 from dlc.dialects.tensor_groups import group_members
 from dlc.passes.statistics import PassStatistics
 from dlc.passes.tensor.schedule_conv import conv_schedule, conv_tiles
-from dlc.passes.tensor.schedule_gather import gathered_rows_schedule
+from dlc.passes.tensor.schedule_gather import gathered_rows_schedule, serial_gathered_rows
 from dlc.passes.tensor.schedule_groups import group_computes
 from dlc.passes.tensor.schedule_policy import (
     PARALLEL_WORK,
@@ -149,6 +149,7 @@ class SchedulePass(ModulePass, PassStatistics):
             for block in func.body.blocks:
                 runs = _runs_to_schedule(list(block.ops))
                 for run in runs:
+                    gathered: list[tensor.ComputeOp] = []
                     tuned = tuned_schedules(run, db, target.cpu, self) if db else {}
                     for c in run:
                         c.schedule = plain_schedule(c, default_order(c, target))
@@ -164,12 +165,17 @@ class SchedulePass(ModulePass, PassStatistics):
                         conv = convs[c]
                         if conv is not None:
                             c.schedule = conv_schedule(c, conv)
-                        blocks = transpose_schedule(c) or gathered_rows_schedule(c, target)
+                        rows = gathered_rows_schedule(c, target)
+                        if rows is not None:
+                            gathered.append(c)
+                        blocks = transpose_schedule(c) or rows
                         if blocks is not None:
                             c.schedule = blocks
                         if self.fma and target.fma and float_sum(c):
                             c.schedule = c.schedule.replaced(fma=True)  # type: ignore[union-attr]
                     mark_parallel(run)
+                    for c in gathered:
+                        serial_gathered_rows(c)
                     for c, schedule in tuned.items():
                         c.schedule = schedule
 

@@ -18,6 +18,12 @@ from dlc.dialects.tensor_lanes import lane_plan
 from dlc.passes.tensor.schedule_policy import depends_on
 from dlc.target import Target
 
+PARALLEL_BYTES = 1 << 22
+"""Bytes a gathered-row nest writes below which it stays on one thread: a row copy is
+memory-bound, and forking for a few microseconds of copying costs more than it saves
+(on a loaded host, a scheduler quantum: the embedding lookup took 20 ms on 2 threads
+with the cores oversubscribed, 9 µs on one)."""
+
 VECTOR_DTYPES = ("f32", "f64")  # the nest builder vectorizes float results only
 
 
@@ -49,3 +55,11 @@ def gathered_rows_schedule(op: tensor.ComputeOp, target: Target) -> ScheduleAttr
     return ScheduleAttr(
         tiles={j: [lanes]}, order=order, unroll=[f"{j}.1"], vectorize=(f"{j}.1", lanes)
     )
+
+
+def serial_gathered_rows(op: tensor.ComputeOp) -> None:
+    """Drop the parallel loop of a small gathered-row nest (`PARALLEL_BYTES`)."""
+    t = op.result.type
+    assert isinstance(t, TensorType) and op.schedule is not None
+    if op.schedule.vector is not None and t.num_elements * dtype_bytes(t.dt) < PARALLEL_BYTES:
+        op.schedule = op.schedule.replaced(parallel=[])
