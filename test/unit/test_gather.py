@@ -314,3 +314,35 @@ def test_dlc_run_reports_an_out_of_range_index_with_its_source_line(
     assert code == 1
     assert f"g.dl:6:10: error: {message}" in err
     assert "    %y = gather" in err and "^" in err
+
+
+def test_onnx_gather_and_scatter_use_the_new_ops_and_refuse_out_of_range_indices() -> None:
+    pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    nodes = [
+        helper.make_node("Gather", ["t", "i"], ["rows"], axis=0),
+        helper.make_node("ScatterND", ["t", "j", "rows"], ["y"], reduction="add"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [
+            helper.make_tensor_value_info("t", TensorProto.FLOAT, [5, 3]),
+            helper.make_tensor_value_info("i", TensorProto.INT64, [2]),
+            helper.make_tensor_value_info("j", TensorProto.INT32, [2, 1]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [5, 3])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    text = dlc.print_module(dlc.onnx.load(model))
+    assert "gather %t: <5 x 3 x f32> at %i: <2 x i64> along 0" in text
+    assert "scatterND %rows: <2 x 3 x f32> to %t: <5 x 3 x f32> at %j: <2 x 1 x i32> by add" in text
+    compiled = dlc.compile_onnx(model)
+    t = RNG.standard_normal((5, 3)).astype(np.float32)
+    i, j = np.array([4, -5]), np.array([[0], [0]], np.int32)
+    want = t.copy()
+    want[0] += t[4] + t[0]
+    np.testing.assert_allclose(compiled.g(t, i, j), want, rtol=1e-6)
+    with pytest.raises(IndexError, match="out-of-bounds gather index 5 into axis 0 of <5 x 3"):
+        compiled.g(t, np.array([5, 0]), j)
