@@ -89,6 +89,29 @@ def scatter_nd(node: Node) -> list[Result]:
     return [node.emit.op(gg.ScatterNDOp, operands, **_reduction(node))]
 
 
+def tensor_scatter(node: Node) -> list[Result]:
+    """TensorScatter (a KV-cache update): update[b, ..., s, ...] written at position
+    write_indices[b] + s (mod the axis length when `mode` is circular) along `axis`,
+    as `scatterElements` at those positions."""
+    e, cache, update = node.emit, node.input(0), node.input(1)
+    dims, up = shape_of(cache), shape_of(update)
+    axis = node.axis(node.attr("axis", -2), len(dims))
+    mode = node.require("mode", ("linear", "circular"), "linear")
+    if axis == 0:
+        raise ImportProblem("TensorScatter along the batch axis is not supported")
+    start = node.optional(2)
+    if start is None:
+        start = e.constant(np.zeros(dims[0], np.int64))
+    if tensor_type(start).dt != "i64":
+        raise ImportProblem(f"write_indices of type {tensor_type(start).dt} are not supported")
+    ramp = _ramp(e, up[axis], "i64", len(up), axis)
+    at = e.binary("add", e.reshape(start, (dims[0], *[1] * (len(up) - 1))), ramp)
+    if mode == "circular":
+        at = e.binary("modulo", at, e.scalar(dims[axis], "i64"))
+    at = e.broadcast_to(at, up)
+    return [e.op(gg.ScatterElementsOp, [update, cache, at], axis=IntAttr(axis))]
+
+
 def arg_reduce(node: Node) -> list[Result]:
     """The first (or with select_last_index the last) index of the max / min along
     `axis`, as NumPy's argmax: a NaN counts as the extreme, its first index wins."""
@@ -172,6 +195,7 @@ CONVERTERS: dict[str, Converter] = {
     "ScatterElements": scatter_elements,
     "Scatter": scatter_elements,
     "ScatterND": scatter_nd,
+    "TensorScatter": tensor_scatter,
     "ArgMax": arg_reduce,
     "ArgMin": arg_reduce,
     "Hardmax": hardmax,
