@@ -346,3 +346,22 @@ def test_onnx_gather_and_scatter_use_the_new_ops_and_refuse_out_of_range_indices
     np.testing.assert_allclose(compiled.g(t, i, j), want, rtol=1e-6)
     with pytest.raises(IndexError, match="out-of-bounds gather index 5 into axis 0 of <5 x 3"):
         compiled.g(t, np.array([5, 0]), j)
+
+
+def test_edge_cases_scalar_results_bool_and_f16_data() -> None:
+    """Rank-0 indices and results, bool and f16 data, a scatterND of one element."""
+    text = (Path(__file__).parent / "gather_edges.dl").read_text()
+    compiled, parsed = dlc.compile(text), dlc.parse(text)
+    cases = {
+        "scalar": [data([5], "f32"), np.int32(-2)],
+        "bools": [RNG.random((5, 2)) < 0.5, np.array([4, -1, 0])],
+        "halfs": [RNG.standard_normal((5, 40)).astype(np.float16), np.array([4, -1, 0])],
+        "sbool": [np.array([True, False]), np.zeros(5, bool), np.array([1, -1])],
+        "nd_full": [data([3, 4], "f64"), np.array([2, -1])],
+        "snd_one": [np.float64(2.5), data([3, 4], "f64"), np.array([2, -1])],
+    }
+    for name, args in cases.items():
+        got = compiled[name](*args)
+        np.testing.assert_array_equal(got, run_function(parsed, name, args), err_msg=name)
+    assert compiled.scalar(*cases["scalar"]) == cases["scalar"][0][3]
+    assert compiled.sbool(*cases["sbool"]).tolist() == [False, True, False, False, False]
