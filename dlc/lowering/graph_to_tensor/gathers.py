@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from xdsl.builder import Builder
@@ -179,54 +180,70 @@ def _identity(reduction: str, dt: str) -> int | float:
     return int(info.min) if reduction == "max" else int(info.max)
 
 
-def _scatter(
-    b: Builder,
-    op: Operation,
-    args: list[Lowered],
-    extents: Sequence[int],
-    hit_fn: HitFn,
-    update_at: AtFn,
+@dataclass(frozen=True)
+class Scatter:
+    """What both scatters share: `hit(s, i, r)` (i1: the update at index position r
+    lands on output element i) and `at(s, i, r)` (that update's indices into the
+    updates), over index positions of extents `extents` (r: i64 values)."""
+
+    extents: Sequence[int]
+    hit: HitFn
+    at: AtFn
+
+    def positions(self, r: Sequence[SSAValue]) -> list[SSAValue]:
+        """The index position (none for a single position: the reduction runs over
+        one dummy axis of extent 1)."""
+        return list(r) if self.extents else []
+
+
+def _scatter(b: Builder, op: Operation, args: list[Lowered], parts: Scatter) -> Lowered:
+    reduction = op.reduction  # type: ignore[attr-defined]
+    if reduction is None:
+        return _replace(b, op, args, parts)
+    return _combine(b, op, args, parts, reduction.data)
+
+
+def _replace(b: Builder, op: Operation, args: list[Lowered], parts: Scatter) -> Lowered:
+    """out[i] = updates[at(i, w)] for the last position w that hits i, else data[i]."""
+    updates, data = args[0], args[1]
+    out, red = _result_type(op), list(parts.extents) or [1]
+
+    def last(s: BodyBuilder, i: Sequence[SSAValue], r: Sequence[SSAValue]) -> SSAValue:
+        flat = s.index(0)
+        for index, n in zip(parts.positions(r), red, strict=False):
+            flat = s.emit(arith.AddiOp(s.emit(arith.MuliOp(flat, s.index(n))), index))
+        return s.select(parts.hit(s, i, parts.positions(r)), flat, s.index(-1))
+
+    winner = build_compute(
+        b, out.with_dtype("i64"), last, reduction=red, combinator="max", init=Splat(-1, I64)
+    ).result
+
+    def pick(s: BodyBuilder, i: Sequence[SSAValue], _: Sequence[SSAValue]) -> SSAValue:
+        w = s.read(winner, i)
+        flat = s.emit(arith.MaxSIOp(w, s.index(0)))
+        r: list[SSAValue] = []
+        for n in reversed(parts.extents):
+            r.insert(0, s.emit(arith.RemSIOp(flat, s.index(n))))
+            flat = s.emit(arith.DivSIOp(flat, s.index(n)))
+        new = s.read(updates, parts.at(s, i, r))
+        return s.select(s.cmpi("sge", w, s.index(0)), new, s.read(data, i))
+
+    return build_compute(b, out, pick).result
+
+
+def _combine(
+    b: Builder, op: Operation, args: list[Lowered], parts: Scatter, reduction: str
 ) -> Lowered:
-    """The shared part of both scatters: `hit_fn(s, i, r)` (i1: the update at reduction
-    position r lands on output element i), `update_at(s, i, r)` (its indices into the
-    updates), r a list of i64 values. Replacing: the last position that hits wins."""
+    """out[i] = data[i] (r) fold_r(hit ? updates[at(i, r)] : unit), r the reduction."""
     updates, data = args[0], args[1]
     out = _result_type(op)
-    reduction = op.reduction.data if op.reduction is not None else None  # type: ignore[attr-defined]
-    red = list(extents) or [1]
-
-    def positions(r: Sequence[SSAValue]) -> list[SSAValue]:
-        return list(r) if extents else []
-
-    if reduction is None:
-
-        def last(s: BodyBuilder, i: Sequence[SSAValue], r: Sequence[SSAValue]) -> SSAValue:
-            flat = s.index(0)
-            for index, n in zip(positions(r), red, strict=False):
-                flat = s.emit(arith.AddiOp(s.emit(arith.MuliOp(flat, s.index(n))), index))
-            return s.select(hit_fn(s, i, positions(r)), flat, s.index(-1))
-
-        winner = build_compute(
-            b, out.with_dtype("i64"), last, reduction=red, combinator="max", init=Splat(-1, I64)
-        ).result
-
-        def pick(s: BodyBuilder, i: Sequence[SSAValue], _: Sequence[SSAValue]) -> SSAValue:
-            w = s.read(winner, i)
-            flat = s.emit(arith.MaxSIOp(w, s.index(0)))
-            r: list[SSAValue] = []
-            for n in reversed(red if extents else []):
-                r.insert(0, s.emit(arith.RemSIOp(flat, s.index(n))))
-                flat = s.emit(arith.DivSIOp(flat, s.index(n)))
-            new = s.read(updates, update_at(s, i, r))
-            return s.select(s.cmpi("sge", w, s.index(0)), new, s.read(data, i))
-
-        return build_compute(b, out, pick).result
     unit = Splat(_identity(reduction, out.dt), TensorType((), out.dt))
 
     def combined(s: BodyBuilder, i: Sequence[SSAValue], r: Sequence[SSAValue]) -> SSAValue:
-        new = s.read(updates, update_at(s, i, positions(r)))
-        return s.select(hit_fn(s, i, positions(r)), new, s.read(unit, []))
+        new = s.read(updates, parts.at(s, i, parts.positions(r)))
+        return s.select(parts.hit(s, i, parts.positions(r)), new, s.read(unit, []))
 
+    red = list(parts.extents) or [1]
     acc = build_compute(b, out, combined, reduction=red, combinator=reduction, init=unit).result
     return build_compute(
         b, out, lambda s, i, _: s.binary(reduction, out.dt, s.read(data, i), s.read(acc, i))
@@ -258,7 +275,7 @@ def lower_scatter_elements(b: Builder, op: Operation, args: list[Lowered]) -> Lo
             cond = s.emit(arith.AndIOp(cond, s.cmpi("slt", i[d], s.index(it.dims[d]))))
         return cond
 
-    return _scatter(b, op, args, [it.dims[axis]], hit, at)
+    return _scatter(b, op, args, Scatter([it.dims[axis]], hit, at))
 
 
 def lower_scatter_nd(b: Builder, op: Operation, args: list[Lowered]) -> Lowered:
@@ -279,7 +296,7 @@ def lower_scatter_nd(b: Builder, op: Operation, args: list[Lowered]) -> Lowered:
             cond = s.emit(arith.AndIOp(cond, s.cmpi("eq", key, v)))
         return cond
 
-    return _scatter(b, op, args, lead, hit, lambda s, i, r: [*r, *i[depth:]])
+    return _scatter(b, op, args, Scatter(lead, hit, lambda s, i, r: [*r, *i[depth:]]))
 
 
 RULES: dict[type[Operation], Rule] = {
