@@ -5,6 +5,7 @@ build, and the importer's use of them."""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -365,3 +366,31 @@ def test_edge_cases_scalar_results_bool_and_f16_data() -> None:
         np.testing.assert_array_equal(got, run_function(parsed, name, args), err_msg=name)
     assert compiled.scalar(*cases["scalar"]) == cases["scalar"][0][3]
     assert compiled.sbool(*cases["sbool"]).tolist() == [False, True, False, False, False]
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler 'cc' on this machine")
+def test_aot_call_returns_the_index_status_without_bounds_checking(tmp_path: Path) -> None:
+    from aot_driver import build, driver_source, results, run
+
+    from dlc.aot.signature import c_function
+    from dlc.api import defined_functions
+    from dlc.cli import dlc_compile
+
+    inst, params, rtype, args, message = OUT_OF_RANGE[0]
+    source = tmp_path / "g.dl"
+    source.write_text(module([("f", params, inst, rtype)]))
+    functions = [
+        c_function(f, "g") for f in defined_functions(dlc.parse(source.read_text())).values()
+    ]
+    (tmp_path / "driver.c").write_text(driver_source(functions, "g.h"))
+    assert dlc_compile.main([str(source), "-o", str(tmp_path / "g.o"), "--prefix", "g"]) == 0
+    driver = build(
+        shutil.which("cc"),
+        tmp_path / "driver.c",
+        tmp_path / "driver",
+        [str(tmp_path / "g.o"), "-lm"],
+    )  # type: ignore[arg-type]
+    table = np.arange(20, dtype=np.float32).reshape(5, 4)
+    good = results(run(driver, "f", [table, np.array([4, -5, 1])]))[0]
+    np.testing.assert_array_equal(good, table[[4, 0, 1]].reshape(-1))
+    assert f"g.dl:6:10: {message}" in run(driver, "f", args)
