@@ -25,6 +25,8 @@ nothing itself:
   become narrower vectors (W/2, W/4, ... lanes; a last odd point stays scalar:
   `tensor_lanes.vector_pieces`), so a partial tile has no scalar cliff. Lanes are
   independent sums, each folded in the same order as before: the bits do not change.
+  An element-wise nest whose unrolled last loop is vectorized computes and stores its
+  block as vectors the same way (`_lane_points`: gathered rows, schedule_gather.py).
 
 Every element is folded in the order of its reduction indices (the schedule verifier
 keeps reduction loops in order), so any schedule gives the same bits as the plain

@@ -68,8 +68,13 @@ as written), in three steps, from a `Target` (dlc/target.py):
 
    **Transposes** (`transpose_schedule`): an element-wise nest in no group that reads
    an operand across its axes (the read's contiguous index follows another output
-   axis than the last) runs in 16 x 16 blocks of that axis and the last one, so each
-   cache line read is used whole.
+   axis than the last, and the read depends on the last axis at all) runs in 16 x 16
+   blocks of that axis and the last one, so each cache line read is used whole.
+
+   **Gathered rows** (`schedule_gather.py`): an element-wise float nest in no group
+   that reads rows at indices read from another tensor (`gather`) is vectorized along
+   its last axis, a vector of the target's width per step, and stays on one thread
+   when it writes less than 4 MiB (a memory-bound copy).
 
 4. **Threads.** A nest (or a group) whose work is at least `PARALLEL_WORK` gets one
    `parallel` loop: its first output loop with two or more iterations (a group's:
