@@ -394,3 +394,24 @@ def test_aot_call_returns_the_index_status_without_bounds_checking(tmp_path: Pat
     good = results(run(driver, "f", [table, np.array([4, -5, 1])]))[0]
     np.testing.assert_array_equal(good, table[[4, 0, 1]].reshape(-1))
     assert f"g.dl:6:10: {message}" in run(driver, "f", args)
+
+
+def test_fold_constants_leaves_an_out_of_range_constant_gather_to_run_time() -> None:
+    from dlc.passes.graph.fold_constants import FoldConstantsPass
+
+    text = """module "fold"
+stage raw
+
+func @f: () -> <2 x f32> {
+'entry():
+    %t = literal <1.0: f32, 2.0: f32, 3.0: f32>: <3 x f32>
+    %i = literal <0: i64, 7: i64>: <2 x i64>
+    %y = gather %t: <3 x f32> at %i: <2 x i64> along 0
+    return %y: <2 x f32>
+}
+"""
+    folded = dlc.parse(text)
+    FoldConstantsPass().apply(None, folded)  # type: ignore[arg-type]
+    assert "gather %t: <3 x f32> at %i: <2 x i64> along 0" in dlc.print_module(folded)
+    with pytest.raises(IndexError, match="<string>:8:10: out-of-bounds gather index 7 into"):
+        dlc.compile(text).f()
