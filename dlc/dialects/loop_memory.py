@@ -112,7 +112,10 @@ class RawCopyOp(IRDLOperation):
 class RawCheckOp(IRDLOperation):
     """`loop.raw_check %addr, %nbytes, %lo, %hi access "load"`: in bounds-check builds, an
     access of `nbytes` at `addr` outside [lo, hi) records the op's location in the
-    status word and returns from the function (Python raises IndexError)."""
+    status word and returns from the function (Python raises IndexError).
+
+    `offset -4` compares `addr - offset` (a signed index range moved to start at 0) but
+    reports `addr`; `always` checks in every build."""
 
     name = "loop.raw_check"
     addr = operand_def(i64)
@@ -120,10 +123,23 @@ class RawCheckOp(IRDLOperation):
     lo = operand_def(i64)
     hi = operand_def(i64)
     access = prop_def(StringAttr)
-    assembly_format = "$addr `,` $nbytes `,` $lo `,` $hi `access` $access attr-dict"
+    offset = opt_prop_def(IntAttr)
+    always = opt_prop_def(UnitAttr)
+    custom_directives = (Int,)
+    assembly_format = (
+        "$addr `,` $nbytes `,` $lo `,` $hi `access` $access "
+        "(`offset` custom<Int>($offset)^)? (`always` $always^)? attr-dict"
+    )
 
-    def __init__(self, args: Sequence[SSAValue], access: str):
-        super().__init__(operands=list(args), properties={"access": StringAttr(access)})
+    def __init__(
+        self, args: Sequence[SSAValue], access: str, *, offset: int = 0, always: bool = False
+    ):
+        props: dict[str, Attribute] = {"access": StringAttr(access)}
+        if offset:
+            props["offset"] = IntAttr(offset)
+        if always:
+            props["always"] = UnitAttr()
+        super().__init__(operands=list(args), properties=props)
 
 
 @irdl_op_definition

@@ -31,9 +31,10 @@ front end can come later:
   bound of the reference (and is usually closer to the exact sum). Without it results
   are bit-identical to the reference interpreter.
 - `vectorize l x w`: loop `l` as vectors of `w` lanes. The code generator carries it
-  out for the innermost level of an output axis in an unrolled register tile whose
-  body is float arithmetic on unit-stride reads along that axis
-  (`dlc.dialects.tensor_lanes`); elsewhere it is a located diagnostic. Lanes are
+  out for the innermost level of an output axis in an unrolled register tile, or the
+  unrolled last loop of an element-wise nest, whose body is float arithmetic on
+  unit-stride reads along that axis (`dlc.dialects.tensor_lanes`); elsewhere it is a
+  located diagnostic. Lanes are
   separate accumulators: the bits do not change.
 - `pack [i, ...]`: inputs copied into a panel layout (not carried out yet either).
 - `group g at k [feeds] [internal]`: fusion group `g`, a run of consecutive computes

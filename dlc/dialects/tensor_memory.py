@@ -197,19 +197,33 @@ class StackPopOp(IRDLOperation):
 class IndexCheckOp(IRDLOperation):
     """`tensor.index_check %index count 4 what "key"`: a value key `index` (i64 scalar)
     must lie in [0, count); bounds-check builds raise IndexError naming the op's
-    location and `what` otherwise; other builds do nothing (the users clamp)."""
+    location and `what` otherwise; other builds do nothing (the users clamp).
+
+    `from -4` moves the range to [from, count) (gathers: negative indices count from
+    the end); `always` checks in every build (gathers and scatters: an index out of
+    range is an error, not undefined behavior)."""
 
     name = "tensor.index_check"
     index = operand_def(I64)
     count = prop_def(IntAttr)
+    lower = opt_prop_def(IntAttr)
     what = prop_def(StringAttr)
+    always = opt_prop_def(UnitAttr)
     custom_directives = (Int,)
-    assembly_format = "$index `count` custom<Int>($count) `what` $what attr-dict"
+    assembly_format = (
+        "$index `count` custom<Int>($count) (`from` custom<Int>($lower)^)? `what` $what "
+        "(`always` $always^)? attr-dict"
+    )
 
-    def __init__(self, index: SSAValue, count: int, what: str):
-        super().__init__(
-            operands=[index], properties={"count": IntAttr(count), "what": StringAttr(what)}
-        )
+    def __init__(
+        self, index: SSAValue, count: int, what: str, *, lower: int = 0, always: bool = False
+    ):
+        props: dict[str, Attribute] = {"count": IntAttr(count), "what": StringAttr(what)}
+        if lower:
+            props["lower"] = IntAttr(lower)
+        if always:
+            props["always"] = UnitAttr()
+        super().__init__(operands=[index], properties=props)
 
 
 MEMORY_OPS = [

@@ -1,11 +1,10 @@
-"""ONNX Gather, GatherElements, ArgMax, ArgMin and Trilu, from comparisons with an
-index ramp, `select` and reductions.
+"""ONNX Gather, GatherElements, GatherND, ScatterElements, ScatterND, Scatter (the
+graph dialect's gathers and scatters, dlc/dialects/graph_gather.py), and ArgMax,
+ArgMin, Hardmax and Trilu from comparisons with an index ramp, `select` and reductions.
 
-dlc's graph dialect has no gather with tensor indices yet (issue 12), so a gather is a
-one-hot selection: element c of the gathered axis is kept where the index equals c and
-the kept elements are summed (one per output element, the others are exact zeros). It
-costs (indices × axis size) work; indices out of range give 0 (ONNX makes them an
-error). Negative indices count from the end.
+An index outside [-n, n) is an IndexError at run time naming the node's location,
+as in every dlc build; a scatter's `reduction` (opset 16/18: none, add, mul, max,
+min) becomes `by add|multiply|max|min`.
 """
 
 from __future__ import annotations
@@ -13,13 +12,16 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from xdsl.ir import SSAValue
+from xdsl.dialects.builtin import IntAttr, StringAttr
+from xdsl.ir import Attribute, SSAValue
 
+from dlc.dialects import graph_gather as gg
 from dlc.dialects.graph_elementwise import SelectOp
 from dlc.onnx.emitter import Emitter, ImportProblem, shape_of, tensor_type
 from dlc.onnx.node import Converter, Node, Result
 
 NP_INDEX = {"i32": np.int32, "i64": np.int64}
+REDUCTIONS = {"add": "add", "mul": "multiply", "max": "max", "min": "min"}
 
 
 def _select(e: Emitter, a: SSAValue, b: SSAValue, mask: SSAValue) -> SSAValue:
@@ -34,63 +36,80 @@ def _ramp(e: Emitter, size: int, dt: str, rank: int, axis: int) -> SSAValue:
     return e.constant(np.arange(size, dtype=NP_INDEX[dt]).reshape(shape))
 
 
-def _indices(node: Node, size: int) -> SSAValue:
-    """Input 1 as indices, negative ones counted from the end of a `size` axis."""
-    e, idx = node.emit, node.input(1)
-    dt = tensor_type(idx).dt
-    if dt not in NP_INDEX:
-        raise ImportProblem(f"indices of type {dt} are not supported (i32, i64)")
-    negative = e.binary("lessThan", idx, e.scalar(0, dt))
-    return _select(e, e.binary("add", idx, e.scalar(size, dt)), idx, negative)
-
-
-def _pick(e: Emitter, data: SSAValue, mask: SSAValue, axis: int) -> SSAValue:
-    """sum over `axis` of select(data, 0 by mask): the one element the mask keeps."""
-    dt = tensor_type(data).dt
-    if dt == "bool":
-        raise ImportProblem("gathering bool tensors is not supported")
-    kept = _select(e, data, e.scalar(0, dt), mask)
-    return e.reduce(kept, "add", 0.0, [axis], keepdims=False)
+def _indices(node: Node, i: int) -> SSAValue:
+    """Input i as indices (i32 or i64)."""
+    idx = node.input(i)
+    if tensor_type(idx).dt not in NP_INDEX:
+        raise ImportProblem(f"indices of type {tensor_type(idx).dt} are not supported (i32, i64)")
+    return idx
 
 
 def gather(node: Node) -> list[Result]:
-    """out[a, i, b] = data[a, indices[i], b] on data reshaped to (A, 1, C, B)."""
-    e, data = node.emit, node.input(0)
-    dims = shape_of(data)
-    axis = node.axis(node.attr("axis", 0), len(dims))
-    idx = _indices(node, dims[axis])
-    idx_dims, dt = shape_of(idx), tensor_type(idx).dt
-    before, after = int(np.prod(dims[:axis])), int(np.prod(dims[axis + 1 :]))
-    data4 = e.reshape(data, (before, 1, dims[axis], after))
-    idx4 = e.reshape(idx, (1, int(np.prod(idx_dims)), 1, 1))
-    mask = e.binary("equal", idx4, _ramp(e, dims[axis], dt, 4, 2))
-    y = _pick(e, data4, mask, 2)
-    return [e.reshape(y, (*dims[:axis], *idx_dims, *dims[axis + 1 :]))]
+    """`gather data at indices along axis`."""
+    data = node.input(0)
+    axis = node.axis(node.attr("axis", 0), len(shape_of(data)))
+    return [node.emit.op(gg.GatherOp, [data, _indices(node, 1)], axis=IntAttr(axis))]
 
 
 def gather_elements(node: Node) -> list[Result]:
-    """out[.., j, ..] = data[.., indices[.., j, ..], ..] along `axis`."""
-    from dlc.onnx.ops_slice import slice_axis
+    """`gatherElements data at indices along axis`."""
+    data = node.input(0)
+    axis = node.axis(node.attr("axis", 0), len(shape_of(data)))
+    return [node.emit.op(gg.GatherElementsOp, [data, _indices(node, 1)], axis=IntAttr(axis))]
 
-    e, data = node.emit, node.input(0)
-    dims = shape_of(data)
-    rank = len(dims)
-    axis = node.axis(node.attr("axis", 0), rank)
-    idx = _indices(node, dims[axis])
-    idx_dims, dt = shape_of(idx), tensor_type(idx).dt
-    if len(idx_dims) != rank or any(i > d for i, d in zip(idx_dims, dims, strict=True)):
-        raise ImportProblem(f"indices {list(idx_dims)} do not fit data {list(dims)}")
-    for k in range(rank):
-        if k != axis:
-            data = slice_axis(e, data, k, 0, idx_dims[k])
-    perm = [*(k for k in range(rank) if k != axis), axis]
-    data_t = e.transpose(data, perm)  # (..., C)
-    idx_t = e.transpose(idx, perm)  # (..., K)
-    data5 = e.reshape(data_t, (*shape_of(data_t)[:-1], 1, dims[axis]))
-    idx5 = e.reshape(idx_t, (*shape_of(idx_t), 1))
-    mask = e.binary("equal", idx5, _ramp(e, dims[axis], dt, rank + 1, rank))
-    y = _pick(e, data5, mask, rank)
-    return [e.transpose(y, [int(i) for i in np.argsort(perm)])]
+
+def gather_nd(node: Node) -> list[Result]:
+    """`gatherND data at indices batchDims b`."""
+    batch = IntAttr(int(node.attr("batch_dims", 0)))
+    return [node.emit.op(gg.GatherNDOp, [node.input(0), _indices(node, 1)], batch_dims=batch)]
+
+
+def _reduction(node: Node) -> dict[str, Attribute]:
+    reduction = node.attr("reduction", "none")
+    if reduction == "none":
+        return {}
+    if reduction not in REDUCTIONS:
+        raise ImportProblem(f"reduction={reduction!r} is not supported")
+    return {"reduction": StringAttr(REDUCTIONS[reduction])}
+
+
+def scatter_elements(node: Node) -> list[Result]:
+    """`scatterElements updates to data at indices along axis [by r]` (also the
+    deprecated Scatter, which is ScatterElements without `reduction`)."""
+    data, updates = node.input(0), node.input(2)
+    axis = node.axis(node.attr("axis", 0), len(shape_of(data)))
+    props = _reduction(node)
+    operands = [updates, data, _indices(node, 1)]
+    return [node.emit.op(gg.ScatterElementsOp, operands, axis=IntAttr(axis), **props)]
+
+
+def scatter_nd(node: Node) -> list[Result]:
+    """`scatterND updates to data at indices [by r]`."""
+    operands = [node.input(2), node.input(0), _indices(node, 1)]
+    return [node.emit.op(gg.ScatterNDOp, operands, **_reduction(node))]
+
+
+def tensor_scatter(node: Node) -> list[Result]:
+    """TensorScatter (a KV-cache update): update[b, ..., s, ...] written at position
+    write_indices[b] + s (mod the axis length when `mode` is circular) along `axis`,
+    as `scatterElements` at those positions."""
+    e, cache, update = node.emit, node.input(0), node.input(1)
+    dims, up = shape_of(cache), shape_of(update)
+    axis = node.axis(node.attr("axis", -2), len(dims))
+    mode = node.require("mode", ("linear", "circular"), "linear")
+    if axis == 0:
+        raise ImportProblem("TensorScatter along the batch axis is not supported")
+    start = node.optional(2)
+    if start is None:
+        start = e.constant(np.zeros(dims[0], np.int64))
+    if tensor_type(start).dt != "i64":
+        raise ImportProblem(f"write_indices of type {tensor_type(start).dt} are not supported")
+    ramp = _ramp(e, up[axis], "i64", len(up), axis)
+    at = e.binary("add", e.reshape(start, (dims[0], *[1] * (len(up) - 1))), ramp)
+    if mode == "circular":
+        at = e.binary("modulo", at, e.scalar(dims[axis], "i64"))
+    at = e.broadcast_to(at, up)
+    return [e.op(gg.ScatterElementsOp, [update, cache, at], axis=IntAttr(axis))]
 
 
 def arg_reduce(node: Node) -> list[Result]:
@@ -172,6 +191,11 @@ def trilu(node: Node) -> list[Result]:
 CONVERTERS: dict[str, Converter] = {
     "Gather": gather,
     "GatherElements": gather_elements,
+    "GatherND": gather_nd,
+    "ScatterElements": scatter_elements,
+    "Scatter": scatter_elements,
+    "ScatterND": scatter_nd,
+    "TensorScatter": tensor_scatter,
     "ArgMax": arg_reduce,
     "ArgMin": arg_reduce,
     "Hardmax": hardmax,

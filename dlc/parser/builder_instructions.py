@@ -11,6 +11,13 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from dlc.dialects.graph import BranchEnumOp, BranchOp, ConditionalOp, InferenceError, ReturnOp
 from dlc.dialects.graph_elementwise import BINARY_OPS, UNARY_OPS, DataTypeCastOp, NotOp, SelectOp
+from dlc.dialects.graph_gather import (
+    GatherElementsOp,
+    GatherNDOp,
+    GatherOp,
+    ScatterElementsOp,
+    ScatterNDOp,
+)
 from dlc.dialects.graph_memory import (
     AllocateBoxOp,
     AllocateHeapOp,
@@ -154,6 +161,11 @@ class InstructionBuilder(LiteralBuilder):
             "conditional": self._conditional,
             "branch_enum": self._branch_enum,
             "return": self._return,
+            "gather": lambda n: self._gather(GatherOp, n),
+            "gather_elements": lambda n: self._gather(GatherElementsOp, n),
+            "gather_nd": self._gather_nd,
+            "scatter_elements": lambda n: self._scatter(ScatterElementsOp, n),
+            "scatter_nd": lambda n: self._scatter(ScatterNDOp, n),
         }
 
     def _uses(self, node: Tree) -> list[SSAValue]:
@@ -253,6 +265,26 @@ class InstructionBuilder(LiteralBuilder):
             else:
                 props["groups"] = IntAttr(int(clause.children[0]))
         return self.emit(ConvolveOp, node, operands, **props)
+
+    def _gather(self, cls: type[Operation], node: Tree) -> Operation:
+        """`gather %d at %i along A` / `gatherElements ...`."""
+        return self.emit(cls, node, self._uses(node), axis=IntAttr(int(node.children[-1])))
+
+    def _gather_nd(self, node: Tree) -> Operation:
+        """`gatherND %d at %i [batchDims B]`."""
+        batch = node.children[3] if len(node.children) > 3 else 0
+        return self.emit(GatherNDOp, node, self._uses(node), batch_dims=IntAttr(int(batch)))
+
+    def _scatter(self, cls: type[Operation], node: Tree) -> Operation:
+        """`scatterElements %u to %d at %i along A [by R]` / `scatterND %u to %d at %i [by R]`."""
+        props: dict[str, Attribute] = {}
+        rest = [c for c in node.children[4:] if isinstance(c, Token)]
+        if rest:
+            props["axis"] = IntAttr(int(rest[0]))
+        by = [c for c in node.children if isinstance(c, Tree) and c.data == "scatter_by"]
+        if by:
+            props["reduction"] = StringAttr(str(by[0].children[0]))
+        return self.emit(cls, node, self._uses(node), **props)
 
     def _keys(self, node: Tree, values: list[SSAValue]) -> ArrayAttr[Attribute]:
         keys: list[Attribute] = []

@@ -39,6 +39,7 @@ OTHER_OPCODES = (
     "retain release deallocate load store elementPointer copy trap random branch conditional "
     "branchEnum return"
 ).split()
+GATHER_OPCODES = "gather gatherElements gatherND scatterElements scatterND".split()
 
 # Keywords kept in the parse tree have plain names; the others start with "_".
 KEYWORDS: dict[str, str] = {
@@ -93,12 +94,13 @@ KEYWORDS: dict[str, str] = {
     "dims": "_DIMS",
     "x": "_X",
     "box": "BOX",
+    "batchDims": "_BATCHDIMS",
 }
 for _word in UNARY_WORDS:
     KEYWORDS[_word] = "UNARY_OP"
 for _word in BINARY_WORDS:
     KEYWORDS[_word] = "BINARY_OP"
-for _word in OTHER_OPCODES:
+for _word in OTHER_OPCODES + GATHER_OPCODES:
     KEYWORDS[_word] = "OP_" + _word.upper()
 
 PUNCTUATION = {
@@ -177,7 +179,7 @@ DISPLAY: dict[str, str] = {
 for _word, _kind in KEYWORDS.items():
     if _kind not in DISPLAY and not _kind.startswith("OP_"):
         DISPLAY[_kind] = f"'{_word}'"
-for _word in OTHER_OPCODES:
+for _word in OTHER_OPCODES + GATHER_OPCODES:
     DISPLAY["OP_" + _word.upper()] = "instruction"
 for _text, _kind in PUNCTUATION.items():
     DISPLAY[_kind] = f"'{_text}'"

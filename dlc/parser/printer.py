@@ -25,6 +25,7 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from dlc.diagnostics import error_at
 from dlc.dialects import graph_elementwise as ew
+from dlc.dialects import graph_gather as gg
 from dlc.dialects import graph_memory as mem
 from dlc.dialects import graph_tensor as ts
 from dlc.dialects.graph import (
@@ -146,6 +147,18 @@ def _branch_enum(op: BranchEnumOp, ctx: _Context) -> str:
     return f"branchEnum {ctx.use(op.value)} {cases}"
 
 
+def _gather_nd(op: gg.GatherNDOp, ctx: _Context) -> str:
+    batch = op.batch_dims.data
+    tail = f" batchDims {batch}" if batch else ""
+    return f"gatherND {ctx.use(op.data)} at {ctx.use(op.indices)}{tail}"
+
+
+def _scatter(op: gg.ScatterElementsOp | gg.ScatterNDOp, ctx: _Context, axis: str) -> str:
+    by = f" by {op.reduction.data}" if op.reduction is not None else ""
+    head = f"{op.OPCODE} {ctx.use(op.updates)} to {ctx.use(op.data)}"
+    return f"{head} at {ctx.use(op.indices)}{axis}{by}"
+
+
 Formatter = Callable[[Any, _Context], str]
 
 # One rule a line: op class -> its DLVM spelling (shared/DLVM.md §2.2). Subclasses of
@@ -181,6 +194,15 @@ FORMATTERS: dict[type[Operation], Formatter] = {
     ts.SqueezeShapeOp: lambda op, c: f"squeezeShape {c.use(op.operand)} at {op.index.data}",
     ts.ShapeCastOp: lambda op, c: f"shapeCast {c.use(op.operand)} to {format_shape(op.shape)}",
     ts.BitCastOp: lambda op, c: f"bitCast {c.use(op.operand)} to {c.ty(op.target)}",
+    gg.GatherOp: lambda op, c: (
+        f"gather {c.use(op.data)} at {c.use(op.indices)} along {op.axis.data}"
+    ),
+    gg.GatherElementsOp: lambda op, c: (
+        f"gatherElements {c.use(op.data)} at {c.use(op.indices)} along {op.axis.data}"
+    ),
+    gg.GatherNDOp: _gather_nd,
+    gg.ScatterElementsOp: lambda op, c: _scatter(op, c, f" along {op.axis.data}"),
+    gg.ScatterNDOp: lambda op, c: _scatter(op, c, ""),
     mem.ExtractOp: lambda op, c: f"extract {_keys(op, c)} from {c.use(op.operand)}",
     mem.InsertOp: lambda op, c: f"insert {c.use(op.source)} to {c.use(op.dest)} at {_keys(op, c)}",
     mem.ApplyOp: lambda op, c: (

@@ -65,11 +65,52 @@ F = TensorProto.FLOAT
         ),
         (
             _typed(
-                [node("Gather", ["x", "i"], ["y"])],
-                {"x": (TensorProto.BOOL, [3]), "i": (I32, [2])},
+                [node("ScatterND", ["x", "i", "u"], ["y"], reduction="add")],
+                {"x": (TensorProto.BOOL, [3]), "i": (I32, [2, 1]), "u": (TensorProto.BOOL, [2])},
                 ["y"],
             ),
-            "node 'y' (Gather): gathering bool tensors is not supported",
+            "node 'y' (ScatterND): scatterND: reduction 'add' needs numeric data, got bool",
+        ),
+        (
+            _typed(
+                [node("ScatterElements", ["x", "i", "u"], ["y"], reduction="sub")],
+                {"x": (F, [3]), "i": (I32, [2]), "u": (F, [2])},
+                ["y"],
+            ),
+            "node 'y' (ScatterElements): reduction='sub' is not supported",
+        ),
+        (
+            _typed(
+                [node("TensorScatter", ["c", "u"], ["y"], axis=0)],
+                {"c": (F, [2, 4]), "u": (F, [1, 4])},
+                ["y"],
+                opset=24,
+            ),
+            "node 'y' (TensorScatter): TensorScatter along the batch axis is not supported",
+        ),
+        (
+            _typed(
+                [node("TensorScatter", ["c", "u", "w"], ["y"])],
+                {"c": (F, [2, 4, 3]), "u": (F, [2, 1, 3]), "w": (I32, [2])},
+                ["y"],
+                opset=24,
+            ),
+            "node 'y' (TensorScatter): write_indices of type i32 are not supported",
+        ),
+        (
+            _typed(
+                [node("TensorScatter", ["c", "u"], ["y"], mode="ring")],
+                {"c": (F, [2, 4, 3]), "u": (F, [2, 1, 3])},
+                ["y"],
+                opset=24,
+            ),
+            "node 'y' (TensorScatter): mode='ring' is not supported",
+        ),
+        (
+            _typed(
+                [node("GatherND", ["x", "i"], ["y"])], {"x": (F, [3]), "i": (I32, [2, 2])}, ["y"]
+            ),
+            "node 'y' (GatherND): gatherND: index depth 2 is too deep for <3 x f32>",
         ),
         (
             _typed([node("Trilu", ["x"], ["y"])], {"x": (F, [3])}, ["y"]),

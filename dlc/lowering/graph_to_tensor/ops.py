@@ -287,10 +287,13 @@ RULES: dict[type[Operation], Rule] = {
 
 
 def rule_for(op: Operation) -> Rule | None:
+    from dlc.lowering.graph_to_tensor.gathers import RULES as GATHER_RULES
     from dlc.lowering.graph_to_tensor.windows import RULES as WINDOW_RULES
 
     if type(op) in WINDOW_RULES:
         return WINDOW_RULES[type(op)]
+    if type(op) in GATHER_RULES:
+        return GATHER_RULES[type(op)]
     if isinstance(op, ge.UnaryOp):
         return lower_unary
     if isinstance(op, ge.BinaryOp):

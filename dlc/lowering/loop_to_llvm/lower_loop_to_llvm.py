@@ -113,10 +113,12 @@ class FuncEmitter(ParallelEmitter, BufferEmitter):
     def get(self, value: SSAValue) -> SSAValue:
         return self.values[value]
 
-    def child(self, openmp: bool = False) -> FuncEmitter:
+    def child(self, openmp: bool = False, name: str = "") -> FuncEmitter:
         """An emitter for a function outlined from this one (parallel loops in it
-        outlined only with `openmp`)."""
-        return FuncEmitter(self.externals, self.status, name=self.name, openmp=openmp)
+        outlined only with `openmp`), named `name`: the functions it outlines in turn
+        are named after it (`f.nest1.omp0`), never after this one, whose own count
+        would give a second `f.omp0`."""
+        return FuncEmitter(self.externals, self.status, name=name or self.name, openmp=openmp)
 
     def drain(self) -> None:
         """Lower the ops of the pending frames (what `lower_for` and friends pushed)."""

@@ -153,16 +153,20 @@ def _check(em: FuncEmitter, op: lm.RawCheckOp) -> None:
     only exist in bounds-checking builds and give the index ("out-of-bounds extract index
     9 into <4 x f32>")."""
     access = op.access.data
-    if not em.status.bounds_check and access not in POINTER_ACCESSES:
+    always = op.always is not None or access in POINTER_ACCESSES
+    if not em.status.bounds_check and not always:
         return
-    addr, n, lo, hi = (em.get(v) for v in (op.addr, op.nbytes, op.lo, op.hi))
+    shown, n, lo, hi = (em.get(v) for v in (op.addr, op.nbytes, op.lo, op.hi))
+    addr = shown
+    if op.offset is not None:  # a signed range moved to start at 0
+        addr = em.emit(llvm.SubOp(shown, const(em, op.offset.data, i64)))
     end = em.emit(llvm.AddOp(addr, n))
     below = icmp(em, "ult", addr, lo)
     above = icmp(em, "ugt", end, hi)
     wrapped = icmp(em, "ult", end, addr)  # addr + n past 2^64: an address near the top
     bad = em.emit(llvm.OrOp(em.emit(llvm.OrOp(below, above)), wrapped))
     if access not in POINTER_ACCESSES:
-        em.trap_when(bad, op, "bounds-value", _index_message(access), addr)
+        em.trap_when(bad, op, "bounds-value", _index_message(access), shown)
         return
     size = _static_int(op.nbytes)
     of = f" of {size} bytes" if size is not None else ""

@@ -152,7 +152,7 @@ class ParallelEmitter(ContextEmitter):
     def get(self, value: SSAValue) -> SSAValue:
         raise NotImplementedError
 
-    def child(self, openmp: bool = False) -> ParallelEmitter:
+    def child(self, openmp: bool = False, name: str = "") -> ParallelEmitter:
         """A fresh emitter for an outlined function (same module state)."""
         raise NotImplementedError
 
@@ -173,8 +173,7 @@ class ParallelEmitter(ContextEmitter):
         captured = free_values(op)
         data = self._pack(captured)
         name = f"{self.name}.omp{len(self.outlined)}"
-        worker = self.child()
-        worker.name = name  # what it outlines in turn is named after it: unique
+        worker = self.child(name=name)  # what it outlines in turn is named after it
         entry = Block(arg_types=[PTR])
         worker.start(entry)
         worker.unpack(entry.args[0], captured)
@@ -236,8 +235,7 @@ class ParallelEmitter(ContextEmitter):
     ) -> None:
         """Define `@name`, the outlined function of the run `ops` (`lower_split_chunk`)."""
         captured, direct, local, outputs = boundary
-        worker = self.child(self.openmp)
-        worker.name = name  # its parallel loops' functions: @f.nest<k>.omp<j>
+        worker = self.child(self.openmp, name)  # its parallel loops: @f.nest<k>.omp<j>
         entry = Block(arg_types=[PTR] * (2 + len(direct)))
         worker.start(entry)
         worker.unpack(entry.args[0], captured)

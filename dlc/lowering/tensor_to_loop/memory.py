@@ -87,10 +87,15 @@ class MemoryOpLowering:
             case tm.IndexCheckOp():
                 # index in [0, count) as an empty access in [lo, hi] (unsigned: a
                 # negative index is huge); count 0 gives lo 1 > hi 0: always out
-                n = op.count.data
-                lo, hi = self.const(0 if n else 1), self.const(max(n - 1, 0))
+                # `from L`: index - L in [0, count - L), the check reports the index
+                low = op.lower.data if op.lower is not None else 0
+                n = op.count.data - low
+                lo, hi = self.const(0 if n > 0 else 1), self.const(max(n - 1, 0))
                 index = self.scalar(op.index)
-                self.check(op, index, self.const(0), lo, hi, op.what.data)
+                args = [index, self.const(0), lo, hi]
+                always = op.always is not None
+                check = lm.RawCheckOp(args, op.what.data, offset=low, always=always)
+                copy_loc(op, self.b.insert(check))
             case tm.BitCastOp():
                 out = self.new_buffer(op.result)
                 b.insert(lm.RawStoreOp(self.buffers[op.source], b.insert(lm.AddressOp(out)).res))

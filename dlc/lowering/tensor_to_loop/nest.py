@@ -25,6 +25,8 @@ nothing itself:
   become narrower vectors (W/2, W/4, ... lanes; a last odd point stays scalar:
   `tensor_lanes.vector_pieces`), so a partial tile has no scalar cliff. Lanes are
   independent sums, each folded in the same order as before: the bits do not change.
+  An element-wise nest whose unrolled last loop is vectorized computes and stores its
+  block as vectors the same way (`_lane_points`: gathered rows, schedule_gather.py).
 
 Every element is folded in the order of its reduction indices (the schedule verifier
 keeps reduction loops in order), so any schedule gives the same bits as the plain
@@ -48,6 +50,7 @@ from xdsl.ir import SSAValue
 from dlc.diagnostics import copy_loc, error_at
 from dlc.dialects import loop, tensor
 from dlc.dialects.schedule import ScheduleAttr, axis_names
+from dlc.dialects.tensor_lanes import vector_pieces
 from dlc.lowering.scalar_ops import (
     ScalarBuilder,
     Unsupported,
@@ -132,6 +135,9 @@ class NestBuilder(RegisterTile):
             return
         if pos == len(self.loops):
             self._point(b, env)
+            return
+        if self.op.combinator is None and self.loops[pos].name == self.lane_loop:
+            self._lane_points(pos, b, env)
             return
         self._loop(pos, b, env, lambda b2, env2: self._emit(pos + 1, b2, env2))
 
@@ -241,6 +247,17 @@ class NestBuilder(RegisterTile):
             if feeder.buffer is not None:
                 store(b, known[feeder.op.result], feeder.buffer, point, dtype_of(feeder.op.result))
         return inline_body(b, self.op, point, self.buffers, known)
+
+    def _lane_points(self, pos: int, b: Builder, env: dict[str, Block_]) -> None:
+        """The vectorized last loop of an element-wise nest: its block as vectors (and
+        narrower ones for the rest, `vector_pieces`), each computed and stored whole."""
+        lp = self.loops[pos]
+        block = env[lp.axis]
+        extent = constant_extent(block.extent, self.op, lp.name)
+        for x, size, lanes in vector_pieces(extent, self.lanes):
+            point = {**env, lp.axis: replace(block, offset=block.offset + x, extent=size)}
+            value = self._element(b, point, dict(self.known), lanes)
+            self._deliver(b, value, self._indices(b, point, self._outputs()), lanes)
 
     def _point(self, b: Builder, env: dict[str, Block_]) -> None:
         """Innermost point: an element-wise value, or a reduction step in memory."""

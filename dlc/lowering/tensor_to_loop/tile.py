@@ -72,7 +72,9 @@ class RegisterTile:
         self.chain: tuple[int, int] | None = None  # [start, end) of the register chain
         self.tile: list[Loop] = []
         self.memory_init = False
-        if self.op.combinator is None:
+        if self.op.combinator is None:  # element-wise: a vectorized last loop is the tile
+            last = self.loops[-1:] if self.loops else []
+            self.tile = [lp for lp in last if lp.name in self.unrolled]
             return
         if not positions:  # no reduction loops left (only in a group: none at all)
             self.chain = (len(self.loops), len(self.loops))

@@ -22,6 +22,7 @@ from typing import Any
 from xdsl.ir import Operation
 
 from dlc.dialects import graph_elementwise as ge
+from dlc.dialects import graph_gather as gg
 from dlc.dialects import graph_memory as gm
 from dlc.dialects import graph_tensor as gt
 from dlc.dialects.graph import LiteralOp
@@ -35,6 +36,8 @@ from dlc.passes.graph.adjoint_rules_elementwise import (
     select_rule,
     unary_rule,
 )
+from dlc.passes.graph.adjoint_rules_gather import RULES as GATHER_RULES
+from dlc.passes.graph.adjoint_rules_gather import has_rule
 from dlc.passes.graph.adjoint_rules_tensor import (
     concatenate_rule,
     dot_rule,
@@ -64,6 +67,7 @@ RULES: dict[type[Operation], Rule] = {
     gt.SqueezeShapeOp: shape_rule,
     LiteralOp: literal_rule,
     gm.ExtractOp: extract_rule,
+    **GATHER_RULES,
 }
 
 DIFFERENTIABLE_REDUCTIONS = ("add", "multiply", "max", "min")
@@ -78,6 +82,8 @@ def rule_for(op: Operation) -> Rule | None:
     if isinstance(op, gm.ExtractOp) and not extract_is_differentiable(op):
         return None
     if isinstance(op, ge.DataTypeCastOp) and not dtype_is_float(tensor_of(op.operand).dt):
+        return None
+    if type(op) in GATHER_RULES and not has_rule(op):
         return None
     return RULES.get(type(op))
 
@@ -94,6 +100,8 @@ def differentiable_operands(op: Operation) -> set[int] | None:
         if op.combinator is None or op.combinator.data not in DIFFERENTIABLE_REDUCTIONS:
             return set()
         return {0, 1} if op.combinator.data == "add" else {0}
-    if isinstance(op, gm.ExtractOp):
+    if isinstance(op, gm.ExtractOp | gg.GatherOp | gg.GatherElementsOp | gg.GatherNDOp):
         return {0}
+    if isinstance(op, gg.ScatterElementsOp | gg.ScatterNDOp):
+        return {0, 1}
     return set(range(len(op.operands)))

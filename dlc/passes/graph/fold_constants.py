@@ -65,8 +65,11 @@ def fold_all(module: ModuleOp, limit: int) -> int:
             if handler is None or not foldable(op, limit):
                 continue
             args = [HANDLERS[LiteralOp](interp, v.owner, []) for v in op.operands]
-            with np.errstate(all="ignore"):
-                value = np.asarray(handler(interp, op, args))
+            try:
+                with np.errstate(all="ignore"):
+                    value = np.asarray(handler(interp, op, args))
+            except IndexError:  # an index out of range (gather): an error at run time
+                continue
             result = op.results[0]
             assert isinstance(result.type, TensorType)
             new = literal_of(value, result.type)
@@ -87,7 +90,9 @@ class FoldConstantsPass(PassStatistics, ModulePass):
     operand has more than `max-elements` elements (default 2^16) are left alone, so a
     huge literal is never materialized. The result is a splat literal when all
     elements are equal (inline for scalars), otherwise a dense `<…>` literal. Unused
-    literals are erased afterwards. Statistics: "ops folded".
+    literals are erased afterwards. An op whose evaluation raises IndexError (a gather
+    of a constant index out of range) stays, to raise it at run time. Statistics: "ops
+    folded".
     """
 
     name = "fold-constants"

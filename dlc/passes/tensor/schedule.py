@@ -68,8 +68,13 @@ as written), in three steps, from a `Target` (dlc/target.py):
 
    **Transposes** (`transpose_schedule`): an element-wise nest in no group that reads
    an operand across its axes (the read's contiguous index follows another output
-   axis than the last) runs in 16 x 16 blocks of that axis and the last one, so each
-   cache line read is used whole.
+   axis than the last, and the read depends on the last axis at all) runs in 16 x 16
+   blocks of that axis and the last one, so each cache line read is used whole.
+
+   **Gathered rows** (`schedule_gather.py`): an element-wise float nest in no group
+   that reads rows at indices read from another tensor (`gather`) is vectorized along
+   its last axis, a vector of the target's width per step, and stays on one thread
+   when it writes less than 4 MiB (a memory-bound copy).
 
 4. **Threads.** A nest (or a group) whose work is at least `PARALLEL_WORK` gets one
    `parallel` loop: its first output loop with two or more iterations (a group's:
@@ -97,6 +102,7 @@ from dlc.dialects.levels import require_level
 from dlc.dialects.tensor_groups import group_members
 from dlc.passes.statistics import PassStatistics
 from dlc.passes.tensor.schedule_conv import conv_schedule, conv_tiles
+from dlc.passes.tensor.schedule_gather import gathered_rows_schedule, serial_gathered_rows
 from dlc.passes.tensor.schedule_groups import group_computes
 from dlc.passes.tensor.schedule_policy import (
     PARALLEL_WORK,
@@ -148,6 +154,7 @@ class SchedulePass(ModulePass, PassStatistics):
             for block in func.body.blocks:
                 runs = _runs_to_schedule(list(block.ops))
                 for run in runs:
+                    gathered: list[tensor.ComputeOp] = []
                     tuned = tuned_schedules(run, db, target.cpu, self) if db else {}
                     for c in run:
                         c.schedule = plain_schedule(c, default_order(c, target))
@@ -163,12 +170,17 @@ class SchedulePass(ModulePass, PassStatistics):
                         conv = convs[c]
                         if conv is not None:
                             c.schedule = conv_schedule(c, conv)
-                        blocks = transpose_schedule(c)
+                        rows = gathered_rows_schedule(c, target)
+                        if rows is not None:
+                            gathered.append(c)
+                        blocks = transpose_schedule(c) or rows
                         if blocks is not None:
                             c.schedule = blocks
                         if self.fma and target.fma and float_sum(c):
                             c.schedule = c.schedule.replaced(fma=True)  # type: ignore[union-attr]
                     mark_parallel(run)
+                    for c in gathered:
+                        serial_gathered_rows(c)
                     for c, schedule in tuned.items():
                         c.schedule = schedule
 

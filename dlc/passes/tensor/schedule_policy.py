@@ -217,7 +217,13 @@ def transpose_schedule(op: tensor.ComputeOp) -> ScheduleAttr | None:
         return None
     args = op.body.block.args
     last = args[rank - 1]
-    reads = [r for r in op.body.block.ops if isinstance(r, tensor.ReadOp) and r.indices]
+    # a read that does not depend on the last axis is loop-invariant there (an index
+    # read by a gather, a broadcast), not a strided walk
+    reads = [
+        r
+        for r in op.body.block.ops
+        if isinstance(r, tensor.ReadOp) and any(depends_on(x, {last}) for x in r.indices)
+    ]
     across = [
         a
         for a in range(rank - 1)

@@ -127,6 +127,7 @@ builtin.module {
 // CHECK-NEXT:    %[[H:.*]] = loop.raw_alloc %[[N]]
 // CHECK-NEXT:    %[[END:.*]] = arith.addi %[[H]], %[[N]] : i64
 // CHECK-NEXT:    loop.raw_check %[[H]], %[[N]], %[[H]], %[[END]] access "store"
+// CHECK-NEXT:    loop.raw_check %[[H]], %[[N]], %[[H]], %[[END]] access "gather index" offset -4 always
 // CHECK-NEXT:    loop.raw_store %[[BUF]] to %[[H]] : memref<2xf32>
 // CHECK-NEXT:    loop.raw_load %[[H]] into %[[BUF]] : memref<2xf32>
 // CHECK-NEXT:    %[[A:.*]] = loop.address %[[BUF]] : memref<2xf32>
@@ -142,6 +143,7 @@ builtin.module {
     %h = loop.raw_alloc %n
     %end = arith.addi %h, %n : i64
     loop.raw_check %h, %n, %h, %end access "store"
+    loop.raw_check %h, %n, %h, %end access "gather index" offset -4 always
     loop.raw_store %buf to %h : memref<2xf32>
     loop.raw_load %h into %buf : memref<2xf32>
     %a = loop.address %buf : memref<2xf32>

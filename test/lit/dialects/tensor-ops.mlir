@@ -102,6 +102,7 @@ builtin.module {
 // CHECK-LABEL: tensor.func @memory(
 // CHECK-SAME:    %[[X:.*]]: !graph.tensor<2xf32>, %[[N:.*]]: !graph.tensor<i64>, %[[K:.*]]: !graph.tensor<i64>) -> !graph.tensor<2xi32> {
 // CHECK-NEXT:    tensor.index_check %[[K]] count 4 what "extract index into <4 x f32>"
+// CHECK-NEXT:    tensor.index_check %[[K]] count 4 from -4 what "gather index into axis 0 of <4 x f32>" always
 // CHECK-NEXT:    %[[G:.*]] = tensor.global_address @counter size 16
 // CHECK-NEXT:    %[[H:.*]] = tensor.heap_alloc %[[N]]
 // CHECK-NEXT:    %[[END:.*]] = tensor.stack_alloc size 8
@@ -115,6 +116,7 @@ builtin.module {
 // CHECK-NEXT:    tensor.return %[[I]] : !graph.tensor<2xi32>
   tensor.func @memory(%x: !graph.tensor<2xf32>, %n: !graph.tensor<i64>, %k: !graph.tensor<i64>) -> !graph.tensor<2xi32> {
     tensor.index_check %k count 4 what "extract index into <4 x f32>"
+    tensor.index_check %k count 4 from -4 what "gather index into axis 0 of <4 x f32>" always
     %g = tensor.global_address @counter size 16
     %h = tensor.heap_alloc %n
     %end = tensor.stack_alloc size 8

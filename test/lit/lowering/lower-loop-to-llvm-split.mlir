@@ -1,5 +1,6 @@
 // RUN: dlc-opt %s -p 'lower-loop-to-llvm{split_ops=0}' | filecheck %s
 // RUN: dlc-opt %s -p lower-loop-to-llvm | filecheck %s --check-prefix=WHOLE
+// RUN: dlc-opt %s -p 'lower-loop-to-llvm{split_ops=0 openmp=true}' | filecheck %s --check-prefix=OMP
 
 builtin.module attributes {dlc.name = "split", dlc.stage = "raw"} {
 
@@ -46,6 +47,31 @@ builtin.module attributes {dlc.name = "split", dlc.stage = "raw"} {
       %v = loop.load %x[%j] : memref<8xf32>
       %w = arith.mulf %v, %sum : f32
       loop.store %w, %y[%j] : memref<8xf32>
+    }
+    loop.return
+  }
+
+// Parallel loops in two outlined runs are outlined again, named after their run
+// (each run's own count starts at 0: named after the function, both were
+// `@two_parallel.omp0`).
+// OMP-LABEL: llvm.func @two_parallel(
+// OMP:         llvm.func internal @two_parallel.nest0(
+// OMP:         llvm.func internal @two_parallel.nest0.omp0(
+// OMP:         llvm.func internal @two_parallel.nest2(
+// OMP:         llvm.func internal @two_parallel.nest2.omp0(
+  loop.func @two_parallel(%x: memref<8xf32>, %y: memref<8xf32>) {
+    %lb = arith.constant 0 : i64
+    %ub = arith.constant 8 : i64
+    %st = arith.constant 1 : i64
+    loop.for %i = %lb to %ub step %st parallel {
+      %v = loop.load %x[%i] : memref<8xf32>
+      loop.store %v, %y[%i] : memref<8xf32>
+    }
+    %z = loop.load %y[%lb] : memref<8xf32>
+    loop.store %z, %x[%lb] : memref<8xf32>
+    loop.for %j = %lb to %ub step %st parallel {
+      %v = loop.load %y[%j] : memref<8xf32>
+      loop.store %v, %x[%j] : memref<8xf32>
     }
     loop.return
   }
