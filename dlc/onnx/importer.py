@@ -38,6 +38,7 @@ from dlc.onnx import (
     ops_logic,
     ops_math,
     ops_nn,
+    ops_resize,
     ops_shape,
     ops_slice,
 )
@@ -52,6 +53,7 @@ CONVERTERS: dict[str, Converter] = {
     **ops_activation.CONVERTERS,
     **ops_slice.CONVERTERS,
     **ops_gather.CONVERTERS,
+    **ops_resize.CONVERTERS,
 }
 DTYPES = ELEMENT_TYPES
 
