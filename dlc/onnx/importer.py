@@ -34,6 +34,7 @@ from dlc.onnx import (
     expand,
     fold,
     ops_activation,
+    ops_cumulative,
     ops_gather,
     ops_logic,
     ops_math,
@@ -54,6 +55,7 @@ CONVERTERS: dict[str, Converter] = {
     **ops_slice.CONVERTERS,
     **ops_gather.CONVERTERS,
     **ops_resize.CONVERTERS,
+    **ops_cumulative.CONVERTERS,
 }
 DTYPES = ELEMENT_TYPES
 
