@@ -30,6 +30,10 @@ C_TYPES = {
     "i16": "int16_t",
     "i32": "int32_t",
     "i64": "int64_t",
+    "u8": "uint8_t",
+    "u16": "uint16_t",
+    "u32": "uint32_t",
+    "u64": "uint64_t",
 }
 """DLVM data type -> C type of one element."""
 
@@ -42,6 +46,10 @@ LLVM_SCALARS = {
     "i16": "i16",
     "i32": "i32",
     "i64": "i64",
+    "u8": "i8",
+    "u16": "i16",
+    "u32": "i32",
+    "u64": "i64",
 }
 """DLVM data type -> the LLVM parameter type of a scalar passed by value (C's ABI)."""
 
@@ -135,7 +143,7 @@ def c_function(func: FuncOp, prefix: str) -> CFunction:
     taken: set[str] = set()
     for arg_name, t in zip(names, ftype.args, strict=True):
         if _unsupported(t):
-            kinds = "plain tensors of f16, f32, f64, bool, i8, i16, i32 or i64"
+            kinds = "plain tensors of f16, f32, f64, bool, i8-i64 or u8-u64"
             raise error_at(
                 func, f"{where}: parameter %{arg_name} has type {format_type(t)} ({kinds} only)"
             )
@@ -145,7 +153,7 @@ def c_function(func: FuncOp, prefix: str) -> CFunction:
         raise error_at(
             func,
             f"{where}: its result type {format_type(ftype.output)} is not made of tensors "
-            "of f16, f32, f64, bool, i8, i16, i32 or i64",
+            "of f16, f32, f64, bool, i8-i64 or u8-u64",
         )
     single = len(leaves) == 1 and isinstance(ftype.output, TensorType)
     results = [

@@ -21,8 +21,6 @@ from dlc.dialects.graph_canonicalization import GraphCanonicalization
 from dlc.dialects.graph_types import (
     TensorType,
     broadcast_shapes,
-    dtype_base,
-    dtype_bits,
     dtype_is_bool,
     dtype_is_float,
     dtype_is_numeric,
@@ -233,9 +231,13 @@ class SelectOp(GraphInstruction):
 
 @irdl_op_definition
 class DataTypeCastOp(GraphInstruction):
-    """`dataTypeCast %x: <… x f32> to f64`: widening within one base (DLVM canCast);
-    float casts may also narrow (round to nearest), which the adjoint of a widening
-    float cast needs (DLVM's AD emits it too but its verifier rejects it)."""
+    """`dataTypeCast %x: <… x f32> to f64`: any data type to any other (DLVM's canCast
+    allowed widening within one base; dlc casts across int/float/bool, ONNX's rules):
+    floats round to nearest (narrowing included, which the adjoint of a widening float
+    cast needs); integers wrap (extended by the source's signedness); int → float
+    rounds to nearest; float → int truncates toward zero and saturates at the target's
+    range, NaN giving 0; bool → number is 0 or 1; number → bool is `x != 0` (NaN:
+    true)."""
 
     name = "graph.data_type_cast"
     OPCODE: ClassVar[str] = "dataTypeCast"
@@ -259,9 +261,6 @@ class DataTypeCastOp(GraphInstruction):
         to = target.data
         if not is_dtype(to):
             raise InferenceError(f"dataTypeCast: unknown data type {to}")
-        widening = dtype_base(x.dt) == dtype_base(to) and dtype_bits(x.dt) <= dtype_bits(to)
-        if not widening and not (dtype_is_float(x.dt) and dtype_is_float(to)):
-            raise InferenceError(f"dataTypeCast: cannot cast {format_type(x)} to {to}")
         return [x.with_dtype(to)]
 
 

@@ -15,7 +15,8 @@
 Transparent aliases (`type $A = T`) are resolved by the parser, so types compare
 structurally after canonicalisation, as in DLVM. Nominal types compare by name.
 
-Data types: `f16 f32 f64 bool` and `iN` for any width N ≥ 1.
+Data types: `f16 f32 f64 bool`, `iN` for any width N ≥ 1 (two's complement, signed
+where it matters) and the unsigned `u8 u16 u32 u64` (dlc's addition to DLVM).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ MAX_BYTES = 2**42
 MAX_PARTS = 2**16  # elements and fields of one value at all levels (values are flattened)
 MAX_STACK_BYTES = 2**20  # allocateStack bytes per function (one native stack frame)
 
-_DTYPE_RE = re.compile(r"f16|f32|f64|bool|i[1-9][0-9]*")
+_DTYPE_RE = re.compile(r"f16|f32|f64|bool|i[1-9][0-9]*|u8|u16|u32|u64")
 
 
 def is_dtype(name: str) -> bool:
@@ -52,7 +53,12 @@ def dtype_is_float(dtype: str) -> bool:
 
 
 def dtype_is_int(dtype: str) -> bool:
-    return dtype.startswith("i")
+    """Signed (`iN`) or unsigned (`uN`) integers."""
+    return dtype[0] in "iu"
+
+
+def dtype_is_unsigned(dtype: str) -> bool:
+    return dtype[0] == "u"
 
 
 def dtype_is_bool(dtype: str) -> bool:
@@ -79,21 +85,22 @@ def dtype_bytes(dtype: str) -> int:
     return size
 
 
-NATIVE_DTYPES = ("f16", "f32", "f64", "bool", "i8", "i16", "i32", "i64")
+NATIVE_DTYPES = ("f16", "f32", "f64", "bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
 """The data types code generation supports (tensors of other widths stay interpreted)."""
 
 
 def numpy_dtype(dtype: str) -> np.dtype:
-    """The NumPy dtype of a data type: `iN` takes the narrowest width >= N bits (so
+    """The NumPy dtype of a data type: `iN` (`uN`: `uintN`) takes the narrowest width >= N bits (so
     arithmetic wraps at that width); ValueError above 64 bits."""
     if dtype == "bool":
         return np.dtype(np.bool_)
     if dtype_is_float(dtype):
         return np.dtype(f"float{dtype[1:]}")
     bits = dtype_bits(dtype)
+    kind = "uint" if dtype_is_unsigned(dtype) else "int"
     for width in (8, 16, 32, 64):
         if bits <= width:
-            return np.dtype(f"int{width}")
+            return np.dtype(f"{kind}{width}")
     raise ValueError(f"{dtype} data type is wider than 64 bits")
 
 

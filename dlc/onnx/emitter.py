@@ -8,6 +8,7 @@ permutation, reductions that keep their dimensions and explicit padding.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Sequence
 from functools import cache
@@ -29,7 +30,7 @@ from dlc.dialects.graph_tensor import (
     ShapeCastOp,
     TransposeOp,
 )
-from dlc.dialects.graph_types import TensorType, format_type, size_error
+from dlc.dialects.graph_types import TensorType, format_type, numpy_dtype, size_error
 from dlc.passes.graph.fold_constants import literal_of, scalar_tree
 
 MAX_PERMUTE_RANK = 6
@@ -40,9 +41,10 @@ to this rank (720 permutations)."""
 ELEMENT_TYPES = {
     TensorProto.FLOAT: "f32", TensorProto.DOUBLE: "f64", TensorProto.FLOAT16: "f16",
     TensorProto.INT8: "i8", TensorProto.INT16: "i16", TensorProto.INT32: "i32",
-    TensorProto.INT64: "i64", TensorProto.BOOL: "bool",
+    TensorProto.INT64: "i64", TensorProto.BOOL: "bool", TensorProto.UINT8: "u8",
+    TensorProto.UINT16: "u16", TensorProto.UINT32: "u32", TensorProto.UINT64: "u64",
 }  # fmt: skip
-"""ONNX element types dlc has; unsigned integers and bf16 are not among them."""
+"""ONNX element types dlc has."""
 
 
 class ImportProblem(Exception):
@@ -117,12 +119,14 @@ class Emitter:
         return op.result
 
     def scalar(self, value: float, dt: str) -> SSAValue:
-        """An inline scalar literal (`1.0: f32`)."""
+        """An inline scalar literal (`1.0: f32`); ±inf is an integer type's extreme."""
+        value = integer_extreme(value, dt)
         op = LiteralOp(LiteralAttr(scalar_tree(value, dt)), TensorType((), dt), inline=True)
         self.block.add_op(op)
         return op.result
 
     def splat(self, value: float, shape: Sequence[int], dt: str) -> SSAValue:
+        value = integer_extreme(value, dt)
         op = LiteralOp(LiteralAttr(scalar_tree(value, dt)), TensorType(shape, dt))
         self.block.add_op(op)
         return op.result
@@ -220,6 +224,15 @@ class Emitter:
         return y
 
 
+def integer_extreme(value: float, dt: str) -> float:
+    """±inf (the identity of max / min, the padding of max pooling) as the lowest or
+    highest integer of `dt`; other values unchanged."""
+    if dt in ("bool", "f16", "f32", "f64") or not math.isinf(value):
+        return value
+    info = np.iinfo(numpy_dtype(dt))
+    return info.max if value > 0 else info.min
+
+
 @cache
 def block_reversals(perm: tuple[int, ...]) -> list[tuple[tuple[int, ...], ...]]:
     """The shortest list of block reversals that turns axis order 0..n-1 into `perm`.
@@ -268,7 +281,8 @@ def _splits(n: int) -> list[tuple[tuple[int, ...], ...]]:
 def _dtype_name(dtype: np.dtype) -> str:
     names = {
         "float16": "f16", "float32": "f32", "float64": "f64", "int8": "i8", "int16": "i16",
-        "int32": "i32", "int64": "i64", "bool": "bool",
+        "int32": "i32", "int64": "i64", "bool": "bool", "uint8": "u8", "uint16": "u16",
+        "uint32": "u32", "uint64": "u64",
     }  # fmt: skip
     if dtype.name not in names:
         raise ImportProblem(f"constants of type {dtype.name} are not supported")

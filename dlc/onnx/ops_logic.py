@@ -10,7 +10,6 @@ from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import SSAValue
 
 from dlc.dialects.graph_elementwise import DataTypeCastOp, NotOp, SelectOp
-from dlc.dialects.graph_types import dtype_base, dtype_bits, dtype_is_float
 from dlc.onnx.emitter import ELEMENT_TYPES, ImportProblem, shape_of, tensor_type
 from dlc.onnx.node import Converter, Node, Result
 
@@ -70,13 +69,10 @@ def is_inf(node: Node) -> list[Result]:
 
 
 def _cast(node: Node, x: SSAValue, to: str) -> SSAValue:
-    """dataTypeCast within one base (floats either way, integers widening)."""
-    dt = tensor_type(x).dt
-    if dt == to:
+    """dataTypeCast: ONNX's rules across int, float and bool (float -> int truncates
+    toward zero; out of range saturates, NaN gives 0, where ONNX leaves it undefined)."""
+    if tensor_type(x).dt == to:
         return x
-    widening = dtype_base(dt) == dtype_base(to) and dtype_bits(dt) <= dtype_bits(to)
-    if not widening and not (dtype_is_float(dt) and dtype_is_float(to)):
-        raise ImportProblem(f"casting {dt} to {to} is not supported")
     return node.emit.op(DataTypeCastOp, [x], dtype=StringAttr(to))
 
 

@@ -97,7 +97,7 @@ def _select(interp: Interpreter, op: Operation, args: list[Any]) -> object:
 
 @handles(ew.DataTypeCastOp)
 def _cast(interp: Interpreter, op: ew.DataTypeCastOp, args: list[Any]) -> object:
-    return np.asarray(args[0].astype(numpy_dtype(op.dtype.data)))
+    return ops.cast(np.asarray(args[0]), numpy_dtype(op.dtype.data))
 
 
 # -- reductions ----------------------------------------------------------------------

@@ -155,6 +155,10 @@ def _int_power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(negative, tiny, power)
 
 
+def _uint_power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.power(a, b)
+
+
 def _float_trunc_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.trunc(np.divide(a, b))
 
@@ -202,10 +206,25 @@ def binary(opcode: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """`opcode a, b` with DLVM broadcasting (a subset of numpy's)."""
     kernel = _COMMON.get(opcode)
     if kernel is None:
-        table = _INT_ONLY if a.dtype.kind == "i" else _FLOAT_ONLY
-        kernel = table[opcode]
+        table = _INT_ONLY if a.dtype.kind in "iu" else _FLOAT_ONLY
+        kernel = _uint_power if opcode == "power" and a.dtype.kind == "u" else table[opcode]
     out_dtype = np.bool_ if opcode in COMPARES else a.dtype
     return np.asarray(kernel(a, b), dtype=out_dtype)
+
+
+def cast(x: np.ndarray, to: np.dtype) -> np.ndarray:
+    """`dataTypeCast`: NumPy's `astype` (integers wrap, floats round to nearest, bool is
+    `x != 0`), except float → int, which truncates toward zero and saturates at the
+    target's range, NaN giving 0 (LLVM's `fptosi.sat`)."""
+    if x.dtype.kind != "f" or to.kind not in "iu":
+        return np.asarray(x.astype(to))
+    info = np.iinfo(to)
+    whole = np.trunc(x.astype(np.float64))
+    top = float(2 ** (info.bits - (1 if to.kind == "i" else 0)))  # info.max + 1, exact
+    inside = np.where((whole >= info.min) & (whole < top), whole, 0).astype(to)
+    y = np.where(whole >= top, np.array(info.max, to), inside)
+    y = np.where(whole < info.min, np.array(info.min, to), y)
+    return np.asarray(np.where(np.isnan(whole), np.array(0, to), y), dtype=to)
 
 
 def select(a: np.ndarray, b: np.ndarray, mask: np.ndarray) -> np.ndarray:
