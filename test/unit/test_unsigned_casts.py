@@ -1,0 +1,179 @@
+"""Unsigned integers (u8-u64) and `dataTypeCast` across int/float/bool: DLVM text
+round trip, literal ranges, the reference interpreter against NumPy, and native code
+against the interpreter (one compiled module per test)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dlc
+from dlc.diagnostics import DiagnosticError
+from dlc.semantics.interpreter import run_function
+
+UNSIGNED = ("u8", "u16", "u32", "u64")
+NP = {
+    "f16": np.float16, "f32": np.float32, "f64": np.float64, "bool": np.bool_,
+    "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
+    "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64,
+}  # fmt: skip
+N = 8
+
+
+def _module(funcs: list[str]) -> str:
+    return 'module "m"\nstage raw\n\n' + "\n".join(funcs)
+
+
+def _binary(name: str, opcode: str, dt: str, out: str | None = None) -> str:
+    t, r = f"<{N} x {dt}>", f"<{N} x {out or dt}>"
+    return (
+        f"func @{name}: ({t}, {t}) -> {r} {{\n'entry(%a: {t}, %b: {t}):\n"
+        f"    %y = {opcode} %a: {t}, %b: {t}\n    return %y: {r}\n}}\n"
+    )
+
+
+def _cast(name: str, source: str, target: str) -> str:
+    t, r = f"<{N} x {source}>", f"<{N} x {target}>"
+    return (
+        f"func @{name}: ({t}) -> {r} {{\n'entry(%a: {t}):\n"
+        f"    %y = dataTypeCast %a: {t} to {target}\n    return %y: {r}\n}}\n"
+    )
+
+
+def _values(dt: str, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    info = np.iinfo(NP[dt])
+    x = rng.integers(info.min, info.max, size=N, dtype=NP[dt], endpoint=True)
+    x[:3] = [0, info.max, info.min if info.min else 1 << (info.bits - 1)]  # and the top bit
+    return x
+
+
+def test_unsigned_types_round_trip_through_text():
+    text = _module([_binary(f"f_{dt}", "divide", dt) for dt in UNSIGNED])
+    printed = dlc.print_module(dlc.parse(text))
+    assert "<8 x u64>" in printed
+    assert dlc.print_module(dlc.parse(printed)) == printed
+
+
+@pytest.mark.parametrize(("literal", "message"), [("-1: u8", "-1"), ("256: u8", "256")])
+def test_unsigned_literal_out_of_range_is_located(literal, message):
+    text = _module([
+        "func @f: (u8) -> u8 {\n'entry(%a: u8):\n"
+        f"    %y = add %a: u8, {literal}\n    return %y: u8\n}}\n"
+    ])  # fmt: skip
+    with pytest.raises(DiagnosticError) as info:
+        dlc.parse(text)
+    assert f"<string>:6:22: error: integer literal {message} does not fit in u8" in str(info.value)
+
+
+ARITH = {
+    "divide": lambda a, b: np.where(b == 0, 0, a // np.where(b == 0, 1, b)),
+    "modulo": lambda a, b: np.where(b == 0, 0, a % np.where(b == 0, 1, b)),
+    "min": np.minimum,
+    "max": np.maximum,
+    "subtract": np.subtract,
+    "lessThan": np.less,
+    "greaterThanOrEqual": np.greater_equal,
+}
+
+
+def test_unsigned_arithmetic_native_matches_interpreter_and_numpy():
+    funcs, cases = [], []
+    for dt in UNSIGNED:
+        for opcode in ARITH:
+            name = f"{opcode}_{dt}"
+            compare = opcode in ("lessThan", "greaterThanOrEqual")
+            funcs.append(_binary(name, opcode, dt, "bool" if compare else None))
+            cases.append((name, opcode, dt))
+    text = _module(funcs)
+    module, compiled = dlc.parse(text), dlc.compile(text)
+    for name, opcode, dt in cases:
+        a, b = _values(dt, 1), _values(dt, 2)
+        b[5] = 0
+        with np.errstate(all="ignore"):
+            expected = ARITH[opcode](a, b)
+        np.testing.assert_array_equal(run_function(module, name, [a, b]), expected, name)
+        np.testing.assert_array_equal(getattr(compiled, name)(a, b), expected, name)
+
+
+def test_unsigned_reductions_power_and_sign():
+    funcs = []
+    for dt in UNSIGNED:
+        t = f"<{N} x {dt}>"
+        funcs.append(
+            f"func @r_{dt}: ({t}, {t}) -> ({dt}, {dt}, {t}, {t}) {{\n'entry(%a: {t}, %b: {t}):\n"
+            f"    %mx = reduce %a: {t} by max init 0: {dt} along 0\n"
+            f"    %mn = reduce %a: {t} by min init {np.iinfo(NP[dt]).max}: {dt} along 0\n"
+            f"    %p = power %a: {t}, %b: {t}\n    %s = sign %a: {t}\n"
+            f"    %r = literal (%mx: {dt}, %mn: {dt}, %p: {t}, %s: {t}): ({dt}, {dt}, {t}, {t})\n"
+            f"    return %r: ({dt}, {dt}, {t}, {t})\n}}\n"
+        )
+    text = _module(funcs)
+    module, compiled = dlc.parse(text), dlc.compile(text)
+    for dt in UNSIGNED:
+        a, b = _values(dt, 3), _values(dt, 4)
+        expected = (a.max(), a.min(), a**b, (a != 0).astype(NP[dt]))
+        for got in (run_function(module, f"r_{dt}", [a, b]), getattr(compiled, f"r_{dt}")(a, b)):
+            for g, e in zip(got, expected, strict=True):
+                np.testing.assert_array_equal(g, e, dt)
+
+
+CAST_TYPES = ("f16", "f32", "f64", "bool", "i8", "i32", "i64", "u8", "u16", "u64")
+FLOAT_SOURCE = [-3.7, -0.5, 0.0, 2.5, 300.9, 1e30, -1e30, np.nan]
+
+
+def _source(dt: str) -> np.ndarray:
+    if dt == "bool":
+        return np.array([True, False] * (N // 2))
+    if dt[0] == "f":
+        with np.errstate(over="ignore"):
+            return np.array(FLOAT_SOURCE, NP[dt])
+    return _values(dt, 5)
+
+
+def test_casts_native_match_interpreter():
+    pairs = [(s, t) for s in CAST_TYPES for t in CAST_TYPES if s != t]
+    text = _module([_cast(f"c_{s}_{t}", s, t) for s, t in pairs])
+    module, compiled = dlc.parse(text), dlc.compile(text)
+    for s, t in pairs:
+        x = _source(s)
+        want = run_function(module, f"c_{s}_{t}", [x])
+        assert want.dtype == NP[t]
+        np.testing.assert_array_equal(getattr(compiled, f"c_{s}_{t}")(x), want, f"{s} -> {t}")
+
+
+@pytest.mark.parametrize(
+    ("source", "target", "expected"),
+    [
+        ("f32", "i8", [-3, 0, 0, 2, 127, 127, -128, 0]),  # truncate, saturate, NaN -> 0
+        ("f32", "u8", [0, 0, 0, 2, 255, 255, 0, 0]),
+        ("f64", "i64", [-3, 0, 0, 2, 300, 2**63 - 1, -(2**63), 0]),
+        ("f32", "bool", [True, True, False, True, True, True, True, True]),  # NaN is true
+    ],
+)
+def test_float_to_int_and_bool_casts(source, target, expected):
+    text = _module([_cast("c", source, target)])
+    x = _source(source)
+    np.testing.assert_array_equal(run_function(dlc.parse(text), "c", [x]), expected)
+    np.testing.assert_array_equal(dlc.compile(text).c(x), expected)
+
+
+def test_integer_casts_wrap_and_extend_by_the_source_signedness():
+    module = dlc.parse(_module([_cast("a", "u8", "i32"), _cast("b", "i8", "u16"),
+                                _cast("c", "u64", "f64"), _cast("d", "i32", "u8")]))  # fmt: skip
+    u8 = np.array([0, 1, 127, 128, 200, 255, 3, 4], np.uint8)
+    i8 = u8.view(np.int8)
+    np.testing.assert_array_equal(run_function(module, "a", [u8]), u8.astype(np.int32))
+    np.testing.assert_array_equal(run_function(module, "b", [i8]), i8.astype(np.uint16))
+    big = np.full(N, 2**64 - 1, np.uint64)
+    np.testing.assert_array_equal(run_function(module, "c", [big]), np.full(N, 2.0**64))
+    i32 = np.arange(250, 258, dtype=np.int32)
+    np.testing.assert_array_equal(run_function(module, "d", [i32]), i32.astype(np.uint8))
+
+
+def test_unsigned_arrays_are_checked_at_the_call():
+    compiled = dlc.compile(_module([_binary("f", "add", "u16")]))
+    a = np.arange(N, dtype=np.uint16)
+    np.testing.assert_array_equal(compiled.f(a, a), a + a)
+    with pytest.raises(TypeError, match="expected <8 x u16>, got int16 array"):
+        compiled.f(a.view(np.int16), a)
