@@ -67,6 +67,9 @@ INT_BINARY: dict[str, type[Operation]] = {
     "max": arith.MaxSIOp,
     "and": arith.AndIOp,
     "or": arith.OrIOp,
+    "xor": arith.XOrIOp,
+    "shiftLeft": arith.ShLIOp,  # amounts >= width (unsigned) give 0, see loop_to_llvm
+    "shiftRight": arith.ShRSIOp,  # ... the sign fill
 }
 
 FLOAT_PREDICATES = {
@@ -81,6 +84,7 @@ UINT_BINARY: dict[str, type[Operation]] = {
     **INT_BINARY,
     "min": arith.MinUIOp,
     "max": arith.MaxUIOp,
+    "shiftRight": arith.ShRUIOp,
 }
 
 INT_PREDICATES = {
@@ -188,7 +192,7 @@ class ScalarBuilder:
             return self.cmpi(INT_PREDICATES[opcode], x, y)
         if dtype_is_float(dtype):
             return self._float_binary(opcode, x, y)
-        if dtype_is_bool(dtype) and opcode not in ("and", "or"):
+        if dtype_is_bool(dtype) and opcode not in ("and", "or", "xor"):
             raise Unsupported(opcode)
         unsigned = dtype_is_unsigned(dtype)
         if opcode in INT_BINARY:
@@ -276,7 +280,10 @@ class ScalarBuilder:
         return self.select(self.cmpi("slt", e, zero), negative, result)
 
     def not_(self, x: SSAValue) -> SSAValue:
-        return self.emit(arith.XOrIOp(x, self.emit(arith.ConstantOp(IntegerAttr(1, i1)))))
+        """Logical not of an i1, bitwise not of a wider integer."""
+        if x.type == i1:
+            return self.emit(arith.XOrIOp(x, self.emit(arith.ConstantOp(IntegerAttr(1, i1)))))
+        return self.emit(arith.XOrIOp(x, self.typed_const(-1, x)))
 
     def cast(self, x: SSAValue, source: str, target: str) -> SSAValue:
         """`dataTypeCast` (graph_elementwise.DataTypeCastOp states the rules). f16

@@ -10,14 +10,16 @@ from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import SSAValue
 
 from dlc.dialects.graph_elementwise import DataTypeCastOp, NotOp, SelectOp
+from dlc.dialects.graph_types import dtype_is_int
 from dlc.onnx.emitter import ELEMENT_TYPES, ImportProblem, shape_of, tensor_type
 from dlc.onnx.node import Converter, Node, Result
 
 COMPARES = {
     "Equal": "equal", "Less": "lessThan", "LessOrEqual": "lessThanOrEqual",
     "Greater": "greaterThan", "GreaterOrEqual": "greaterThanOrEqual",
-    "And": "and", "Or": "or",
+    "And": "and", "Or": "or", "Xor": "xor",
 }  # fmt: skip
+BITWISE = {"BitwiseAnd": "and", "BitwiseOr": "or", "BitwiseXor": "xor"}
 
 
 def compare(node: Node) -> list[Result]:
@@ -27,17 +29,31 @@ def compare(node: Node) -> list[Result]:
     return [node.emit.binary(COMPARES[node.op_type], a, b)]
 
 
-def xor(node: Node) -> list[Result]:
-    """(a or b) and not (a and b)"""
-    e, a, b = node.emit, node.input(0), node.input(1)
-    if tensor_type(a).dt != "bool":
-        raise ImportProblem("Xor needs bool operands")
-    both = e.op(NotOp, [e.binary("and", a, b)])
-    return [e.binary("and", e.binary("or", a, b), both)]
+def _integers(node: Node, x: SSAValue) -> SSAValue:
+    if not dtype_is_int(tensor_type(x).dt):
+        raise ImportProblem(f"{node.op_type} needs integer operands")
+    return x
+
+
+def bitwise(node: Node) -> list[Result]:
+    a, b = _integers(node, node.input(0)), node.input(1)
+    return [node.emit.binary(BITWISE[node.op_type], a, b)]
+
+
+def bit_shift(node: Node) -> list[Result]:
+    """BitShift: `direction` LEFT or RIGHT; amounts outside [0, width) give 0."""
+    direction = node.require("direction", ("LEFT", "RIGHT"), None)
+    a, b = _integers(node, node.input(0)), node.input(1)
+    return [node.emit.binary("shiftLeft" if direction == "LEFT" else "shiftRight", a, b)]
 
 
 def not_(node: Node) -> list[Result]:
-    return [node.emit.op(NotOp, [node.input(0)])]
+    x = node.input(0)
+    if node.op_type == "Not" and tensor_type(x).dt != "bool":
+        raise ImportProblem("Not needs a bool operand")
+    if node.op_type == "BitwiseNot":
+        _integers(node, x)
+    return [node.emit.op(NotOp, [x])]
 
 
 def where(node: Node) -> list[Result]:
@@ -124,8 +140,10 @@ def size(node: Node) -> list[Result]:
 
 CONVERTERS: dict[str, Converter] = {
     **dict.fromkeys(COMPARES, compare),
-    "Xor": xor,
+    **dict.fromkeys(BITWISE, bitwise),
+    "BitShift": bit_shift,
     "Not": not_,
+    "BitwiseNot": not_,
     "Where": where,
     "IsNaN": is_nan,
     "IsInf": is_inf,

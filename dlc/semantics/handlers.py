@@ -87,7 +87,7 @@ def _binary(interp: Interpreter, op: ew.BinaryOp, args: list[Any]) -> object:
 
 @handles(ew.NotOp)
 def _not(interp: Interpreter, op: Operation, args: list[Any]) -> object:
-    return np.logical_not(args[0]).astype(np.bool_)
+    return np.invert(np.asarray(args[0]))  # logical on bool, bitwise on integers
 
 
 @handles(ew.SelectOp)

@@ -173,8 +173,11 @@ _COMMON: dict[str, Kernel2] = {
     "multiply": np.multiply,
     "min": np.minimum,
     "max": np.maximum,
-    "and": np.logical_and,
-    "or": np.logical_or,
+    "and": np.bitwise_and,  # logical on bool
+    "or": np.bitwise_or,
+    "xor": np.bitwise_xor,
+    "shiftLeft": lambda a, b: _shift(a, b, left=True),
+    "shiftRight": lambda a, b: _shift(a, b, left=False),
     "lessThan": np.less,
     "lessThanOrEqual": np.less_equal,
     "greaterThan": np.greater,
@@ -182,6 +185,23 @@ _COMMON: dict[str, Kernel2] = {
     "equal": np.equal,
     "notEqual": np.not_equal,
 }
+
+
+def _shift(a: np.ndarray, b: np.ndarray, left: bool) -> np.ndarray:
+    """ONNX BitShift: amounts outside [0, width) give 0 (right shifts of negative
+    signed values: -1); left shifts wrap; right shifts of signed values are
+    arithmetic."""
+    a, b = np.broadcast_arrays(a, b)
+    bits = a.dtype.itemsize * 8
+    inside = (b >= 0) & (b < bits)
+    amount = np.where(inside, b, 0).astype(a.dtype)
+    if left:
+        unsigned = a.view(f"u{a.dtype.itemsize}")
+        y = np.left_shift(unsigned, amount.astype(unsigned.dtype)).view(a.dtype)
+        return np.where(inside, y, np.zeros_like(a))
+    fill = np.where(a < 0, np.array(-1).astype(a.dtype), np.zeros_like(a))
+    return np.where(inside, np.right_shift(a, amount), fill)
+
 
 _INT_ONLY: dict[str, Kernel2] = {
     "divide": _int_trunc_divide,

@@ -40,6 +40,34 @@ F = TensorProto.FLOAT
     ("model", "message"),
     [
         (
+            _typed(
+                [node("BitShift", ["a", "b"], ["y"], direction="UP")],
+                {"a": (I32, [2]), "b": (I32, [2])},
+                ["y"],
+            ),
+            "node 'y' (BitShift): direction='UP' is not supported",
+        ),
+        (
+            _typed(
+                [node("BitShift", ["a", "b"], ["y"], direction="LEFT")],
+                {"a": (F, [2]), "b": (F, [2])},
+                ["y"],
+            ),
+            "node 'y' (BitShift): BitShift needs integer operands",
+        ),
+        (
+            _typed([node("BitwiseAnd", ["a", "b"], ["y"])], {"a": (F, [2]), "b": (F, [2])}, ["y"]),
+            "node 'y' (BitwiseAnd): BitwiseAnd needs integer operands",
+        ),
+        (
+            _typed([node("BitwiseNot", ["a"], ["y"])], {"a": (TensorProto.BOOL, [2])}, ["y"]),
+            "node 'y' (BitwiseNot): BitwiseNot needs integer operands",
+        ),
+        (
+            _typed([node("Not", ["a"], ["y"])], {"a": (I32, [2])}, ["y"]),
+            "node 'y' (Not): Not needs a bool operand",
+        ),
+        (
             _typed([node("Cast", ["x"], ["y"], to=TensorProto.COMPLEX64)], {"x": (F, [2])}, ["y"]),
             "node 'y' (Cast): casting to COMPLEX64 is not supported",
         ),

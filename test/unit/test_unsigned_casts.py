@@ -177,3 +177,54 @@ def test_unsigned_arrays_are_checked_at_the_call():
     np.testing.assert_array_equal(compiled.f(a, a), a + a)
     with pytest.raises(TypeError, match="expected <8 x u16>, got int16 array"):
         compiled.f(a.view(np.int16), a)
+
+
+BITWISE = {
+    "and": np.bitwise_and,
+    "or": np.bitwise_or,
+    "xor": np.bitwise_xor,
+}
+
+
+def _onnx_shift(a: np.ndarray, b: np.ndarray, left: bool) -> np.ndarray:
+    """ONNX BitShift, element by element in Python integers."""
+    bits = a.dtype.itemsize * 8
+    out = []
+    for x, n in zip(a.tolist(), b.tolist(), strict=True):
+        if not 0 <= n < bits:
+            out.append(-1 if (x < 0 and not left) else 0)
+        else:
+            out.append(x << n if left else x >> n)
+    wrapped = [v & ((1 << bits) - 1) for v in out]
+    return np.array(wrapped, dtype=f"u{a.dtype.itemsize}").view(a.dtype)
+
+
+@pytest.mark.parametrize("dt", ["i8", "i32", "u8", "u64"])
+def test_bitwise_and_shifts_native_match_interpreter_and_numpy(dt):
+    funcs = [_binary(op, op, dt) for op in (*BITWISE, "shiftLeft", "shiftRight")]
+    t = f"<{N} x {dt}>"
+    funcs.append(f"func @not: ({t}) -> {t} {{\n'entry(%a: {t}):\n    %y = not %a: {t}\n"
+                 f"    return %y: {t}\n}}\n")  # fmt: skip
+    text = _module(funcs)
+    module, compiled = dlc.parse(text), dlc.compile(text)
+    a, b = _values(dt, 6), _values(dt, 7)
+    amounts = np.array([0, 1, 3, 7, 8, 31, 63, 64][:N], np.int64) * (1 if dt[0] == "u" else -1)
+    amounts[:4] = [0, 1, 3, 7]
+    shift = amounts.astype(NP[dt])
+    expected = {op: fn(a, b) for op, fn in BITWISE.items()}
+    expected["shiftLeft"] = _onnx_shift(a, shift, left=True)
+    expected["shiftRight"] = _onnx_shift(a, shift, left=False)
+    for op, want in expected.items():
+        second = shift if op.startswith("shift") else b
+        np.testing.assert_array_equal(run_function(module, op, [a, second]), want, op)
+        np.testing.assert_array_equal(getattr(compiled, op)(a, second), want, op)
+    np.testing.assert_array_equal(run_function(module, "not", [a]), np.invert(a))
+    np.testing.assert_array_equal(getattr(compiled, "not")(a), np.invert(a))
+
+
+def test_xor_and_not_on_bool_are_logical():
+    text = _module([_binary("x", "xor", "bool")])
+    a = np.array([True, True, False, False] * 2)
+    b = np.array([True, False, True, False] * 2)
+    np.testing.assert_array_equal(dlc.compile(text).x(a, b), a ^ b)
+    np.testing.assert_array_equal(run_function(dlc.parse(text), "x", [a, b]), a ^ b)
