@@ -16,7 +16,9 @@ Transparent aliases (`type $A = T`) are resolved by the parser, so types compare
 structurally after canonicalisation, as in DLVM. Nominal types compare by name.
 
 Data types: `f16 f32 f64 bool`, `iN` for any width N ≥ 1 (two's complement, signed
-where it matters) and the unsigned `u8 u16 u32 u64` (dlc's addition to DLVM).
+where it matters), and dlc's additions to DLVM: the unsigned `u8 u16 u32 u64` and
+`bf16`, a storage type (values move, cast and compare bit for bit, but arithmetic
+needs a `dataTypeCast` to f32; NumPy's side is `ml_dtypes.bfloat16`).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ MAX_BYTES = 2**42
 MAX_PARTS = 2**16  # elements and fields of one value at all levels (values are flattened)
 MAX_STACK_BYTES = 2**20  # allocateStack bytes per function (one native stack frame)
 
-_DTYPE_RE = re.compile(r"f16|f32|f64|bool|i[1-9][0-9]*|u8|u16|u32|u64")
+_DTYPE_RE = re.compile(r"f16|f32|f64|bf16|bool|i[1-9][0-9]*|u8|u16|u32|u64")
 
 
 def is_dtype(name: str) -> bool:
@@ -50,6 +52,11 @@ def is_dtype(name: str) -> bool:
 
 def dtype_is_float(dtype: str) -> bool:
     return dtype in ("f16", "f32", "f64")
+
+
+def dtype_holds_floats(dtype: str) -> bool:
+    """The float types and bf16: their literals are (rounded) real numbers."""
+    return dtype_is_float(dtype) or dtype == "bf16"
 
 
 def dtype_is_int(dtype: str) -> bool:
@@ -66,14 +73,15 @@ def dtype_is_bool(dtype: str) -> bool:
 
 
 def dtype_is_numeric(dtype: str) -> bool:
-    return not dtype_is_bool(dtype)
+    """Data types arithmetic accepts: not bool, not the storage type bf16."""
+    return not dtype_is_bool(dtype) and dtype != "bf16"
 
 
 def dtype_bits(dtype: str) -> int:
     """Bit width of a data type (bool is 1 bit wide but stored in one byte)."""
     if dtype == "bool":
         return 1
-    return int(dtype[1:])
+    return int(dtype.lstrip("bfiu"))
 
 
 def dtype_bytes(dtype: str) -> int:
@@ -85,7 +93,9 @@ def dtype_bytes(dtype: str) -> int:
     return size
 
 
-NATIVE_DTYPES = ("f16", "f32", "f64", "bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
+NATIVE_DTYPES = (
+    "f16", "f32", "f64", "bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "bf16",
+)  # fmt: skip
 """The data types code generation supports (tensors of other widths stay interpreted)."""
 
 
@@ -94,6 +104,10 @@ def numpy_dtype(dtype: str) -> np.dtype:
     arithmetic wraps at that width); ValueError above 64 bits."""
     if dtype == "bool":
         return np.dtype(np.bool_)
+    if dtype == "bf16":
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
     if dtype_is_float(dtype):
         return np.dtype(f"float{dtype[1:]}")
     bits = dtype_bits(dtype)
@@ -106,7 +120,7 @@ def numpy_dtype(dtype: str) -> np.dtype:
 
 def dtype_base(dtype: str) -> str:
     """'float', 'int' or 'bool': casts stay within one base (DLVM canCast)."""
-    if dtype_is_float(dtype):
+    if dtype_is_float(dtype) or dtype == "bf16":
         return "float"
     if dtype_is_bool(dtype):
         return "bool"

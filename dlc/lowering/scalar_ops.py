@@ -24,6 +24,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from dlc.dialects import loop
 from dlc.dialects.graph_types import dtype_bits, dtype_is_bool, dtype_is_float, dtype_is_unsigned
 from dlc.dialects.tensor import ComputeOp, ReadOp, scalar_type
+from dlc.dialects.tensor_types import bf16_bits
 
 FLOAT_UNARY: dict[str, type[Operation]] = {
     "sinh": math.SinhOp,
@@ -122,7 +123,9 @@ class ScalarBuilder:
         """A constant of a DLVM data type (bool -> i1)."""
         t = scalar_type(dtype)
         attr: Attribute
-        if dtype_is_float(dtype):
+        if dtype == "bf16":
+            attr = IntegerAttr(bf16_bits(float(value)), t)  # type: ignore[arg-type]
+        elif dtype_is_float(dtype):
             attr = FloatAttr(float(value), t)  # type: ignore[arg-type]
         else:
             attr = IntegerAttr(wrap_int(int(value), dtype_bits(dtype)), t)  # type: ignore[arg-type]
@@ -291,6 +294,11 @@ class ScalarBuilder:
         compiler-rt conversion routine is needed."""
         if source == target:
             return x
+        if source == "bf16":
+            x, source = self._bf16_to_f32(x), "f32"
+            return self.cast(x, source, target)
+        if target == "bf16":
+            return self._f32_to_bf16(self.cast(x, source, "f32"))
         if dtype_is_bool(target):
             zero = self.const(0, source)
             if dtype_is_float(source):
@@ -301,8 +309,7 @@ class ScalarBuilder:
         if dtype_is_float(source):
             if source == "f16":
                 x, source = self.emit(arith.ExtFOp(x, scalar_type("f32"))), "f32"
-            op = arith.FPToUIOp if dtype_is_unsigned(target) else arith.FPToSIOp
-            return self.emit(op(x, scalar_type(target)))  # saturating, NaN -> 0
+            return self._float_to_int(x, target)
         if dtype_is_float(target):
             via = target if target != "f16" else "f32" if dtype_bits(source) <= 16 else "f64"
             signed = not (dtype_is_bool(source) or dtype_is_unsigned(source))
@@ -310,6 +317,37 @@ class ScalarBuilder:
             y = self.emit(op(x, scalar_type(via)))
             return self._float_cast(y, via, target)
         return self._int_cast(x, source, target)
+
+    def _float_to_int(self, x: SSAValue, target: str) -> SSAValue:
+        """Truncated toward zero to i64 (saturating, NaN -> 0; lowered to LLVM's
+        `fptosi.sat`), then wrapped to the target's width; u64: [0, 2^64) saturating,
+        negatives wrapped from i64 (semantics/ops.py `cast`)."""
+        wide = self.emit(arith.FPToSIOp(x, i64))
+        if target == "u64":
+            big = self.emit(arith.FPToUIOp(x, i64))
+            negative = self.cmpf("olt", x, self.typed_const(0.0, x))
+            return self.select(negative, wide, big)
+        if dtype_bits(target) == 64:
+            return wide
+        return self.emit(arith.TruncIOp(wide, scalar_type(target)))
+
+    def _bf16_to_f32(self, bits: SSAValue) -> SSAValue:
+        """bf16 bits are the top half of the f32 with the same value."""
+        wide = self.emit(arith.ExtUIOp(bits, IntegerType(32)))
+        shifted = self.emit(arith.ShLIOp(wide, self.typed_const(16, wide)))
+        return self.emit(arith.BitcastOp(shifted, scalar_type("f32")))
+
+    def _f32_to_bf16(self, x: SSAValue) -> SSAValue:
+        """f32 -> bf16 bits, rounded to nearest even (NaN: its top half, made quiet)."""
+        bits = self.emit(arith.BitcastOp(x, IntegerType(32)))
+        c = lambda v: self.typed_const(v, bits)  # noqa: E731
+        top = self.emit(arith.ShRUIOp(bits, c(16)))
+        odd = self.emit(arith.AndIOp(top, c(1)))
+        rounded = self.emit(arith.AddiOp(bits, self.emit(arith.AddiOp(c(0x7FFF), odd))))
+        rounded = self.emit(arith.ShRUIOp(rounded, c(16)))
+        quiet = self.emit(arith.OrIOp(top, c(0x40)))
+        result = self.select(self.cmpf("uno", x, x), quiet, rounded)
+        return self.emit(arith.TruncIOp(result, IntegerType(16)))
 
     def _float_cast(self, x: SSAValue, source: str, target: str) -> SSAValue:
         if dtype_bits(source) == dtype_bits(target):

@@ -182,7 +182,7 @@ class GraphImporter:
             kind = TensorProto.DataType.Name(tensor.elem_type)
             self.problems.append(
                 f"input '{name}': element type {kind} is not supported "
-                "(f16, f32, f64, i8-i64, u8-u64, bool)"
+                "(f16, bf16, f32, f64, i8-i64, u8-u64, bool)"
             )
             return None
         declared = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]

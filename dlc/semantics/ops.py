@@ -234,12 +234,27 @@ def binary(opcode: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def cast(x: np.ndarray, to: np.dtype) -> np.ndarray:
     """`dataTypeCast`: NumPy's `astype` (integers wrap, floats round to nearest, bool is
-    `x != 0`), except float → int, which truncates toward zero and saturates at the
-    target's range, NaN giving 0 (LLVM's `fptosi.sat`)."""
+    `x != 0`), except float → int: truncated toward zero to a 64-bit integer, which
+    saturates (NaN gives 0), then wrapped to the target's width as NumPy does for
+    values within int64 (so -2.7 → u8 is 254); u64 takes [0, 2^64) without wrapping.
+    bf16 (ml_dtypes' `bfloat16`, kind "V") converts through f32 both ways."""
+    if x.dtype.name == "bfloat16" and to != x.dtype:
+        return cast(x.astype(np.float32), to)
+    if to.name == "bfloat16" and x.dtype != to:
+        return np.asarray(cast(x, np.dtype(np.float32)).astype(to))
     if x.dtype.kind != "f" or to.kind not in "iu":
         return np.asarray(x.astype(to))
-    info = np.iinfo(to)
     whole = np.trunc(x.astype(np.float64))
+    wide = _saturate(whole, np.dtype(np.int64))
+    if to == np.uint64:
+        big = _saturate(whole, np.dtype(np.uint64))
+        return np.asarray(np.where(whole >= 0, big, wide.view(np.uint64)), dtype=to)
+    return np.asarray(wide.astype(to))
+
+
+def _saturate(whole: np.ndarray, to: np.dtype) -> np.ndarray:
+    """Whole numbers (float64) to a 64-bit integer type, clamped; NaN gives 0."""
+    info = np.iinfo(to)
     top = float(2 ** (info.bits - (1 if to.kind == "i" else 0)))  # info.max + 1, exact
     inside = np.where((whole >= info.min) & (whole < top), whole, 0).astype(to)
     y = np.where(whole >= top, np.array(info.max, to), inside)

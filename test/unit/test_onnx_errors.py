@@ -260,7 +260,7 @@ def test_input_element_type():
     )
     message = (
         "<model>: error: input 'x': element type COMPLEX64 is not supported "
-        "(f16, f32, f64, i8-i64, u8-u64, bool)"
+        "(f16, bf16, f32, f64, i8-i64, u8-u64, bool)"
     )
     assert _errors(model) == [message]  # and nothing about the nodes that read it
 

@@ -167,7 +167,7 @@ F = TensorProto.FLOAT
                 {"x": (F, [2, 3]), "s": (TensorProto.COMPLEX64, [3])},
                 ["y"],
             ),
-            "input 's': element type COMPLEX64 is not supported (f16, f32, f64, i8-i64, u8-u64, bool)",
+            "input 's': element type COMPLEX64 is not supported (f16, bf16, f32, f64, i8-i64, u8-u64, bool)",
         ),
     ],
     ids=lambda v: v if isinstance(v, str) else "",

@@ -1,9 +1,10 @@
-"""Unsigned integers (u8-u64) and `dataTypeCast` across int/float/bool: DLVM text
+"""Unsigned integers (u8-u64), bf16 and `dataTypeCast` across int/float/bool: DLVM text
 round trip, literal ranges, the reference interpreter against NumPy, and native code
 against the interpreter (one compiled module per test)."""
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -16,6 +17,7 @@ NP = {
     "f16": np.float16, "f32": np.float32, "f64": np.float64, "bool": np.bool_,
     "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
     "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64,
+    "bf16": ml_dtypes.bfloat16,
 }  # fmt: skip
 N = 8
 
@@ -118,14 +120,14 @@ def test_unsigned_reductions_power_and_sign():
                 np.testing.assert_array_equal(g, e, dt)
 
 
-CAST_TYPES = ("f16", "f32", "f64", "bool", "i8", "i32", "i64", "u8", "u16", "u64")
+CAST_TYPES = ("f16", "bf16", "f32", "f64", "bool", "i8", "i32", "i64", "u8", "u16", "u64")
 FLOAT_SOURCE = [-3.7, -0.5, 0.0, 2.5, 300.9, 1e30, -1e30, np.nan]
 
 
 def _source(dt: str) -> np.ndarray:
     if dt == "bool":
         return np.array([True, False] * (N // 2))
-    if dt[0] == "f":
+    if dt[0] in "fb":
         with np.errstate(over="ignore"):
             return np.array(FLOAT_SOURCE, NP[dt])
     return _values(dt, 5)
@@ -139,23 +141,73 @@ def test_casts_native_match_interpreter():
         x = _source(s)
         want = run_function(module, f"c_{s}_{t}", [x])
         assert want.dtype == NP[t]
-        np.testing.assert_array_equal(getattr(compiled, f"c_{s}_{t}")(x), want, f"{s} -> {t}")
+        got = getattr(compiled, f"c_{s}_{t}")(x)
+        if t == "bf16":  # NumPy compares NaNs equal only in its own float types
+            got, want = got.astype(np.float32), want.astype(np.float32)
+        np.testing.assert_array_equal(got, want, f"{s} -> {t}")
 
 
 @pytest.mark.parametrize(
     ("source", "target", "expected"),
     [
-        ("f32", "i8", [-3, 0, 0, 2, 127, 127, -128, 0]),  # truncate, saturate, NaN -> 0
-        ("f32", "u8", [0, 0, 0, 2, 255, 255, 0, 0]),
+        # truncated to i64 (saturating, NaN -> 0), then wrapped as NumPy does: 300 -> 44
+        ("f32", "i8", [-3, 0, 0, 2, 44, -1, 0, 0]),
+        ("f32", "u8", [253, 0, 0, 2, 44, 255, 0, 0]),
+        ("f32", "u64", [2**64 - 3, 0, 0, 2, 300, 2**64 - 1, 2**63, 0]),  # -1e30: i64's min
         ("f64", "i64", [-3, 0, 0, 2, 300, 2**63 - 1, -(2**63), 0]),
         ("f32", "bool", [True, True, False, True, True, True, True, True]),  # NaN is true
     ],
 )
 def test_float_to_int_and_bool_casts(source, target, expected):
     text = _module([_cast("c", source, target)])
-    x = _source(source)
+    x, expected = _source(source), np.array(expected, NP[target])
     np.testing.assert_array_equal(run_function(dlc.parse(text), "c", [x]), expected)
     np.testing.assert_array_equal(dlc.compile(text).c(x), expected)
+
+
+def test_bf16_is_stored_and_cast_through_f32():
+    text = _module([_cast("to", "f32", "bf16"), _cast("back", "bf16", "f64")])
+    x = np.array([1.00390625, 1.01171875, -200.7, 3e38, 1e-40, np.inf, -0.0, 7.0], np.float32)
+    want = x.astype(ml_dtypes.bfloat16)  # to nearest even: 1.0039 -> 1.0, 1.0117 -> 1.0156
+    module, compiled = dlc.parse(text), dlc.compile(text)
+    for got in (run_function(module, "to", [x]), compiled.to(x)):
+        assert got.dtype == ml_dtypes.bfloat16
+        np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
+    np.testing.assert_array_equal(compiled.back(want), want.astype(np.float64))
+    nan = compiled.to(np.full(N, np.nan, np.float32)).astype(np.float32)
+    assert np.isnan(nan).all()
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("%y = add %a: <2 x bf16>, %a: <2 x bf16>", "add: operands must be numeric, got bf16"),
+        ("%y = exp %a: <2 x bf16>", "exp: operand must be a float tensor, got <2 x bf16>"),
+        (
+            "%y = lessThan %a: <2 x bf16>, %a: <2 x bf16>",
+            "lessThan: operands must be numeric, got bf16",
+        ),
+        (
+            "%y = dot %a: <2 x bf16>, %a: <2 x bf16>",
+            "dot: cannot multiply <2 x bf16> by <2 x bf16>: bf16 is a storage type (cast to f32 "
+            "to compute)",
+        ),
+    ],
+)
+def test_bf16_arithmetic_is_refused_with_a_location(body, message):
+    text = _module([f"func @f: (<2 x bf16>) -> <2 x bf16> {{\n'entry(%a: <2 x bf16>):\n"
+                    f"    {body}\n    return %a: <2 x bf16>\n}}\n"])  # fmt: skip
+    with pytest.raises(DiagnosticError) as info:
+        dlc.parse(text)
+    assert f"<string>:6:10: error: {message}" in str(info.value)
+
+
+def test_convolve_on_bf16_is_refused():
+    t = "<1 x 1 x 3 x bf16>"
+    text = _module([f"func @f: ({t}) -> {t} {{\n'entry(%a: {t}):\n"
+                    f"    %y = convolve %a: {t} kernel %a: {t}\n    return %a: {t}\n}}\n"])  # fmt: skip
+    with pytest.raises(DiagnosticError, match="convolve: bf16 is a storage type"):
+        dlc.parse(text)
 
 
 def test_integer_casts_wrap_and_extend_by_the_source_signedness():
