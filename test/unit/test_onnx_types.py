@@ -91,3 +91,18 @@ def test_bf16_matmul_and_relu_compute_in_f32():
     b = rng.standard_normal((4, 2)).astype(BF16)
     _check(model, a, b, rtol=1e-2)
     assert "dataTypeCast" in dlc.print_module(dlc.onnx.load(model))
+
+
+@pytest.mark.parametrize(
+    ("base", "exponent"),
+    [(TensorProto.FLOAT, TensorProto.INT64), (TensorProto.FLOAT, TensorProto.UINT32),
+     (TensorProto.INT32, TensorProto.FLOAT), (TensorProto.INT64, TensorProto.INT32)],
+)  # fmt: skip
+def test_pow_with_mixed_types_as_onnx_reference(base, exponent):
+    model = _model([node("Pow", ["a", "b"], ["y"])], {"a": (base, [4]), "b": (exponent, [4])},
+                   {"y": base})  # fmt: skip
+    np_type = {TensorProto.FLOAT: np.float32, TensorProto.INT64: np.int64,
+               TensorProto.UINT32: np.uint32, TensorProto.INT32: np.int32}  # fmt: skip
+    a = np.array([2, 3, 5, 1], np_type[base])
+    b = np.array([3, 0, 2, 1.5 if exponent == TensorProto.FLOAT else 4], np_type[exponent])
+    _check(model, a, b, rtol=1e-6)
