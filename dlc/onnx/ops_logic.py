@@ -10,7 +10,8 @@ from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import SSAValue
 
 from dlc.dialects.graph_elementwise import DataTypeCastOp, NotOp, SelectOp
-from dlc.dialects.graph_types import dtype_is_int
+from dlc.dialects.graph_tensor import BitCastOp
+from dlc.dialects.graph_types import TensorType, dtype_bytes, dtype_is_int
 from dlc.onnx.emitter import ELEMENT_TYPES, ImportProblem, shape_of, tensor_type
 from dlc.onnx.node import Converter, Node, Result
 
@@ -102,6 +103,24 @@ def cast(node: Node) -> list[Result]:
     return [_cast(node, node.input(0), ELEMENT_TYPES[to])]
 
 
+def bit_cast(node: Node) -> list[Result]:
+    """BitCast (opset 26): the bits reinterpreted as `to`, of the same width (not to
+    bool, whose only valid bytes are 0 and 1)."""
+    x, to = node.input(0), node.attr("to")
+    dt = tensor_type(x).dt
+    if not isinstance(to, int) or to not in ELEMENT_TYPES:
+        name = TensorProto.DataType.Name(to) if isinstance(to, int) else to
+        raise ImportProblem(f"bit casting to {name} is not supported")
+    target = ELEMENT_TYPES[to]
+    if target == "bool" and dt != "bool":
+        raise ImportProblem(f"bit casting {dt} to bool is not supported")
+    if dtype_bytes(dt) != dtype_bytes(target):
+        raise ImportProblem(f"bit casting {dt} to {target} changes the width")
+    if dt == target:
+        return [x]
+    return [node.emit.op(BitCastOp, [x], target=TensorType(shape_of(x), target))]
+
+
 def cast_like(node: Node) -> list[Result]:
     node.attr("saturate")
     node.attr("round_mode")
@@ -149,6 +168,7 @@ CONVERTERS: dict[str, Converter] = {
     "IsInf": is_inf,
     "Cast": cast,
     "CastLike": cast_like,
+    "BitCast": bit_cast,
     "Mod": mod,
     "Shape": shape,
     "Size": size,

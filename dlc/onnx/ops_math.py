@@ -252,6 +252,8 @@ def reduce(node: Node) -> list[SSAValue]:
     axes = sorted({node.axis(a, rank) for a in axes})
     x = _elementwise(node, before, x)
     combinator, init = REDUCTIONS[kind]
+    if tensor_type(x).dt == "bool" and kind in ("ReduceMax", "ReduceMin"):
+        combinator, init = ("or", False) if kind == "ReduceMax" else ("and", True)
     y = e.reduce(x, combinator, init, axes, keepdims)
     if kind == "ReduceMean":
         count = int(np.prod([shape_of(x)[a] for a in axes]))

@@ -106,3 +106,34 @@ def test_pow_with_mixed_types_as_onnx_reference(base, exponent):
     a = np.array([2, 3, 5, 1], np_type[base])
     b = np.array([3, 0, 2, 1.5 if exponent == TensorProto.FLOAT else 4], np_type[exponent])
     _check(model, a, b, rtol=1e-6)
+
+
+def test_bitcast_reinterprets_bits():
+    model = _model([node("BitCast", ["x"], ["y"], to=TensorProto.INT32)],
+                   {"x": (TensorProto.FLOAT, [3])}, {"y": TensorProto.INT32}, opset=26)  # fmt: skip
+    x = np.array([1.0, -2.5, np.inf], np.float32)
+    np.testing.assert_array_equal(dlc.compile_onnx(model).g(x), x.view(np.int32))
+
+
+@pytest.mark.parametrize(
+    ("source", "to", "message"),
+    [
+        (TensorProto.UINT8, TensorProto.BOOL, "bit casting u8 to bool is not supported"),
+        (TensorProto.FLOAT, TensorProto.INT64, "bit casting f32 to i64 changes the width"),
+        (TensorProto.FLOAT, TensorProto.COMPLEX64, "bit casting to COMPLEX64 is not supported"),
+    ],
+)
+def test_bitcast_refusals(source, to, message):
+    model = _model([node("BitCast", ["x"], ["y"], to=to)], {"x": (source, [3])},
+                   {"y": to}, opset=26)  # fmt: skip
+    with pytest.raises(dlc.onnx.OnnxImportError) as info:
+        dlc.onnx.load(model)
+    assert info.value.problems == [f"node 'y' (BitCast): {message}"]
+
+
+@pytest.mark.parametrize("op", ["ReduceMax", "ReduceMin"])
+def test_reduce_max_and_min_of_bool(op):
+    model = _model([node(op, ["x"], ["y"], keepdims=0)], {"x": (TensorProto.BOOL, [2, 3])},
+                   {"y": TensorProto.BOOL}, opset=20)  # fmt: skip
+    x = np.array([[True, False, True], [False, False, False]])
+    _check(model, x)
