@@ -151,11 +151,32 @@ def compile(
     Object code is cached in memory and on disk (`DLC_CACHE_DIR`, `DLC_CACHE=0` to turn
     it off): compiling the same program with the same options again is fast. Every call
     returns an independent module (its own globals, arenas and random state)."""
-    from dlc.api import compile_graph_module
     from dlc.externs import allowed_externs
+    from dlc.runtime import quick
 
     level = _check_opt_level(opt_level)
     allowed = allowed_externs(externs)
+    compiled = None
+    if isinstance(text, str | bytes) and isinstance(filename, str):
+        compiled = quick.compile_cached(
+            text,
+            filename,
+            allowed,
+            seed=seed,
+            num_threads=num_threads,
+            opt_level=level,
+            fuse=fuse,
+            plan_memory=plan_memory,
+            fast_math_functions=fast_math_functions,
+            bounds_check=bounds_check,
+            fma=fma,
+            target_cpu=target_cpu,
+            tuning_db=tuning_db,
+        )
+    if compiled is not None:  # compiled before: from the cache, without parsing
+        return compiled
+    from dlc.api import compile_graph_module
+
     module = parse(text, filename)
     return compile_graph_module(
         module,
@@ -170,6 +191,7 @@ def compile(
         num_threads=num_threads,
         externs=allowed,
         tuning_db=tuning_db,
+        source=text,
     )
 
 

@@ -34,27 +34,15 @@ from dlc.runtime.jit import JITModule, llvm_ir
 from dlc.runtime.module import CompiledModule
 from dlc.runtime.native import (
     Metadata,
-    default_threads,
     install,
-    openmp_available,
     portable_messages,
     rendered_messages,
     resolve_symbols,
 )
-from dlc.target import check_runnable
+from dlc.runtime.quick import check_threads, compile_options, quick_key, remember
 
 if TYPE_CHECKING:
     from dlc.aot import Exported
-
-
-def _check_threads(num_threads: object) -> int:
-    if num_threads is None:
-        return default_threads()
-    if isinstance(num_threads, bool) or not isinstance(num_threads, int):
-        raise TypeError(f"num_threads must be None or an int, got {type(num_threads).__name__}")
-    if num_threads < 1:
-        raise ValueError(f"num_threads must be at least 1, got {num_threads}")
-    return num_threads
 
 
 def defined_functions(module: ModuleOp) -> dict[str, GraphFuncOp]:
@@ -206,11 +194,11 @@ def cache_key(
     return cache.key(facts, digest.hexdigest())
 
 
-def _location_prefixes(module: ModuleOp) -> list[str]:
-    """`FILE:LINE:COL: ` of every located op of `module`, in walk order (the order the
-    cache key fixes)."""
+def _locations(module: ModuleOp) -> list[tuple[str, int, int]]:
+    """(file, line, column) of every located op of `module`, in walk order (the order
+    the cache key fixes)."""
     located = (own_location(op) for op in module.walk())
-    return [f"{loc.filename}:{loc.line}:{loc.column}: " for loc in located if loc is not None]
+    return [(loc.filename, loc.line, loc.column) for loc in located if loc is not None]
 
 
 def export_graph_module(
@@ -307,7 +295,8 @@ def _compile(
     externs: frozenset[str],
     threads: int,
     prefixes: list[str],
-) -> CompiledModule:
+) -> tuple[CompiledModule, bool]:
+    """A full compile, and whether its object code went into the compile cache."""
     from xdsl.dialects import llvm
 
     llvm_level, report = lower(module, options, externs=externs)
@@ -320,11 +309,14 @@ def _compile(
     meta = metadata(llvm_level, report, native)
     install(jit, meta)
     portable = portable_messages(meta["messages"], prefixes)
-    if key is not None and jit.cacheable() and (portable is None) == (meta["messages"] is None):
-        stored: Metadata = {**meta, "messages": portable}  # type: ignore[typeddict-item]
-        cache.store(key, cache.Entry(jit.object_code, stored, jit.optimized_ir))  # type: ignore[arg-type]
+    stored = key is not None and jit.cacheable()
+    stored = stored and (portable is None) == (meta["messages"] is None)
+    if stored:
+        kept: Metadata = {**meta, "messages": portable}  # type: ignore[typeddict-item]
+        cache.store(key, cache.Entry(jit.object_code, kept, jit.optimized_ir))  # type: ignore[arg-type]
     levels = _Levels(module, options, jit, externs)
-    return CompiledModule(jit, funcs, native, report, meta["messages"], levels, threads)
+    compiled = CompiledModule(jit, funcs, native, report, meta["messages"], levels, threads)
+    return compiled, stored
 
 
 def compile_graph_module(
@@ -341,6 +333,7 @@ def compile_graph_module(
     target_cpu: str = "host",
     num_threads: int | None = None,
     tuning_db: str | os.PathLike[str] | None = None,
+    source: str | bytes | None = None,
 ) -> CompiledModule:
     """Compile every defined function of a verified graph module to native code.
 
@@ -360,35 +353,43 @@ def compile_graph_module(
     the cores this process may run on); results do not depend on it. `tuning_db`
     names a tuning database (`dlc-tune`'s JSON lines): nests with a record for this
     target use its schedule; each contraction without one is a `TuningWarning` saying
-    why. Such compiles bypass the compile cache, so the report shows every time."""
+    why. Such compiles bypass the compile cache, so the report shows every time.
+
+    `source` is the program text `module` was parsed from, when there is one: the
+    compile then leaves a quick record (`dlc.runtime.quick`) with which the next
+    compile of the same text and options skips parsing altogether."""
     from dlc.passes.graph.differentiate import differentiated
 
-    called = check_externs(module, allowed_externs(externs))
-    if bounds_check is None:  # DLC_BOUNDS_CHECK=1 runs a whole test suite checked
-        bounds_check = os.environ.get("DLC_BOUNDS_CHECK", "") == "1"
-    options = pipeline.Options(
+    allowed = allowed_externs(externs)
+    called = check_externs(module, allowed)
+    options = compile_options(
         opt_level=opt_level,
         fuse=fuse,
         plan_memory=plan_memory,
         fast_math_functions=fast_math_functions,
         bounds_check=bounds_check,
-        fma=pipeline.check_fma(fma),
-        target_cpu=check_runnable(target_cpu),
-        openmp=openmp_available(),
-        tuning_db=pipeline.check_tuning_db(tuning_db),
+        fma=fma,
+        target_cpu=target_cpu,
+        tuning_db=tuning_db,
     )  # not `seed`: it only sets the generator state after loading
     # The code depends on the allowed externs the program calls, not on the rest of the
     # allow-list: `called` keys the entry (and check_externs already ran, before any lookup).
     cached = cache.enabled() and options.tuning_db is None
     key = cache_key(module, options, called) if cached else None
-    prefixes = _location_prefixes(module)
+    locations = _locations(module)
+    prefixes = [f"{file}:{line}:{column}: " for file, line, column in locations]
     module = differentiated(module)  # the signatures of synthesized adjoints
     entry = cache.lookup(key) if key is not None else None
-    threads = _check_threads(num_threads)
+    threads = check_threads(num_threads)
     compiled = None
     if entry is not None:
         compiled = _from_cache(entry, module, options, threads, prefixes, called)
+    in_cache = compiled is not None
     if compiled is None:
-        compiled = _compile(module, options, key, called, threads, prefixes)
+        compiled, in_cache = _compile(module, options, key, called, threads, prefixes)
+    if source is not None and key is not None and in_cache:
+        qkey = quick_key(source, options, allowed)
+        if qkey is not None:  # the next compile of this text skips the parse (quick.py)
+            remember(qkey, key, defined_functions(module), locations)
     compiled.seed(seed)
     return compiled

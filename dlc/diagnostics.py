@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from xdsl.ir import Block, Operation
+if TYPE_CHECKING:
+    from xdsl.ir import Block, Operation
 
-OpT = TypeVar("OpT", bound=Operation)
+OpT = TypeVar("OpT", bound="Operation")
 
 
 @dataclass(frozen=True)

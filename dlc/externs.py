@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from xdsl.dialects.builtin import ModuleOp
+if TYPE_CHECKING:  # the IR classes are loaded by the functions that walk a module
+    from xdsl.dialects.builtin import ModuleOp
 
-from dlc.diagnostics import error_at
-from dlc.dialects.graph import FuncOp, GlobalRefOp
-from dlc.dialects.graph_aggregate import ApplyOp
+    from dlc.dialects.graph import FuncOp
 
 LIBM: tuple[str, ...] = (
     "sin", "cos", "tan", "asin", "acos", "atan", "atan2",
@@ -86,6 +86,9 @@ def allowed_externs(externs: object, option: str = "externs") -> frozenset[str]:
 
 def referenced_symbols(module: ModuleOp) -> set[str]:
     """The function names a graph module refers to: callees, function values, primals."""
+    from dlc.dialects.graph import FuncOp, GlobalRefOp
+    from dlc.dialects.graph_aggregate import ApplyOp
+
     names: set[str] = set()
     for op in module.walk():
         if isinstance(op, ApplyOp):
@@ -99,6 +102,8 @@ def referenced_symbols(module: ModuleOp) -> set[str]:
 
 def used_externs(module: ModuleOp) -> list[FuncOp]:
     """The `[extern]` declarations of a graph module that it references, in order."""
+    from dlc.dialects.graph import FuncOp
+
     used = referenced_symbols(module)
     return [
         op
@@ -123,6 +128,8 @@ def not_allowed_message(name: str) -> str:
 def check_externs(module: ModuleOp, allowed: frozenset[str]) -> frozenset[str]:
     """The extern symbols graph `module` calls, all in `allowed`; a located
     `DiagnosticError` at the first referenced `[extern]` declaration that is not."""
+    from dlc.diagnostics import error_at
+
     used = used_externs(module)
     for decl in used:
         if decl.sym_name.data not in allowed:

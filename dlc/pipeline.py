@@ -20,8 +20,6 @@ when asked), so its results are bit-identical to the reference interpreter's.
 from __future__ import annotations
 
 import gc
-import hashlib
-import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -34,7 +32,12 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from dlc.dialects.levels import LEVELS, LOWERINGS
-from dlc.target import Target
+from dlc.options import (  # noqa: F401 -- re-exported: the pipeline's options live there
+    Options,
+    check_fma,
+    check_tuning_db,
+    tuning_fingerprint,
+)
 
 GRAPH_OPTIMIZER = (
     "inline{max-ops=32}",
@@ -103,82 +106,10 @@ def make_pass(spec: str, **options: Any) -> ModulePass:
     return pass_class.from_pass_spec(arg) if not options else pass_class(**options)
 
 
-@dataclass(frozen=True)
-class Options:
-    """What changes the generated code (all of it is part of the compile-cache key)."""
-
-    opt_level: int = 2
-    fuse: bool = True
-    plan_memory: bool = True
-    fast_math_functions: bool = True
-    bounds_check: bool = False
-    target_cpu: str = "host"  # an LLVM CPU model (dlc.target.Target.from_cpu)
-    fma: bool | None = None  # fused multiply-add in reductions; None: opt_level >= 2
-    openmp: bool = True  # parallel loops on the OpenMP runtime (else serial)
-    triple: str = ""  # the LLVM target triple (ahead-of-time); "" = this process's
-    tuning_db: str | None = None  # a tuning database (JSON lines) the schedule pass applies
-
-    def __post_init__(self) -> None:
-        if self.opt_level not in (0, 1, 2, 3):
-            raise ValueError(f"opt_level must be 0, 1, 2 or 3, got {self.opt_level}")
-        Target.from_cpu(self.target_cpu, self.triple)  # ValueError for an unknown CPU model
-
-    @property
-    def contract(self) -> bool:
-        """Whether reductions fuse multiply-adds (`fma`, by default at opt_level >= 2)."""
-        return self.opt_level >= 2 if self.fma is None else self.fma
-
-    @property
-    def target(self) -> Target:
-        return Target.from_cpu(self.target_cpu, self.triple)
-
-    def key(self) -> dict[str, Any]:
-        """A JSON-able description (the compile cache hashes it)."""
-        return {
-            "opt_level": self.opt_level,
-            "fuse": self.fuse,
-            "plan_memory": self.plan_memory,
-            "fast_math_functions": self.fast_math_functions,
-            "bounds_check": self.bounds_check,
-            "target": self.target.key(),
-            "fma": self.contract,
-            "openmp": self.openmp,
-            "tuning_db": tuning_fingerprint(self.tuning_db),
-        }
-
-
 SUPEROPTIMIZER = ("superoptimize", "fold-constants", "canonicalize", "cse", "dce")
 """Run after `GRAPH_OPTIMIZER` at opt_level 3: the substitution search, then folding
 what it built over constants (concatenated literal weights) and a cleanup of what it
 leaves (double transposes of nested splits, unread inline literals)."""
-
-
-def tuning_fingerprint(path: str | None) -> str | None:
-    """SHA-256 of a tuning database's bytes (what the compile cache keys on: a new
-    record changes the code), "missing" for an unreadable file, None without one."""
-    if path is None:
-        return None
-    try:
-        with open(path, "rb") as f:
-            return hashlib.sha256(f.read()).hexdigest()
-    except OSError:
-        return "missing"
-
-
-def check_fma(fma: object) -> bool | None:
-    """The `fma` option of `dlc.compile`, checked."""
-    if fma is not None and not isinstance(fma, bool):
-        raise TypeError(f"fma must be None, True or False, got {type(fma).__name__}")
-    return fma
-
-
-def check_tuning_db(path: object) -> str | None:
-    """The `tuning_db` option of `dlc.compile`, checked, as a str."""
-    if path is None:
-        return None
-    if not isinstance(path, str | os.PathLike):
-        raise TypeError(f"tuning_db must be None or a path, got {type(path).__name__}")
-    return os.fspath(path)  # type: ignore[arg-type]
 
 
 def level_passes(level: str, options: Options) -> list[ModulePass]:

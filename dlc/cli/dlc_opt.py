@@ -315,6 +315,12 @@ class DlcOptMain(DlcOptTargets):
         module: ModuleOp | None = None
         self.running = None
         try:
+            if self.args.timing and extension == "dl":  # start-up apart from the parse
+                start = time.perf_counter()
+                from dlc.parser import prepare
+
+                prepare()
+                self.report_time("load parser (imports, tables)", start)
             start = time.perf_counter()
             module = self.parse_chunk(chunk, extension, offset)
             if self.args.timing:

@@ -30,6 +30,8 @@ from typing import Any, NoReturn
 import numpy as np
 
 from dlc.diagnostics import DiagnosticError, Location, location_in
+from dlc.dtypes import NATIVE_DTYPES, numpy_dtype
+from dlc.runtime.signature import FuncSig, TensorSig, TupleSig, format_sig
 
 MAX_RANDOM_INPUT_BYTES = 1 << 31
 """The largest input `--random-inputs` makes (2 GiB); larger ones come from --input files."""
@@ -109,29 +111,46 @@ def _defined_functions(module: Any) -> list[Any]:
     return [op for op in module.ops if isinstance(op, FuncOp) and not op.is_declaration]
 
 
-def choose_function(module: Any, entry: str | None) -> Any:
-    """The function named `entry` (`f` or `@f`), or the only defined function."""
-    functions = _defined_functions(module)
-    names = [f.sym_name.data for f in functions]
+def choose_name(names: list[str], entry: str | None) -> str:
+    """The function named `entry` (`f` or `@f`) among the defined `names`, or the only one."""
     if entry is None:
-        if len(functions) == 1:
-            return functions[0]
+        if len(names) == 1:
+            return names[0]
         listed = ", ".join(f"@{n}" for n in names) or "none"
         raise RunError(f"choose a function with --entry (defined functions: {listed})")
     wanted = entry.removeprefix("@")
-    for func in functions:
-        if func.sym_name.data == wanted:
-            return func
+    if wanted in names:
+        return wanted
     raise RunError(
         f"no function @{wanted} is defined (defined functions: {', '.join('@' + n for n in names) or 'none'})"
     )
 
 
+def choose_function(module: Any, entry: str | None) -> Any:
+    """The function named `entry` (`f` or `@f`), or the only defined function."""
+    functions = {f.sym_name.data: f for f in _defined_functions(module)}
+    return functions[choose_name(list(functions), entry)]
+
+
 def _param_names(func: Any) -> list[str]:
+    if isinstance(func, FuncSig):
+        return list(func.params)
     entry = func.entry
     if entry is None:
         return []
     return [arg._name or str(i) for i, arg in enumerate(entry.args)]  # noqa: SLF001 -- DLVM names
+
+
+def _arg_types(func: Any) -> list[Any]:
+    return list(func.args) if isinstance(func, FuncSig) else list(func.function_type.args)
+
+
+def _format(t: Any) -> str:
+    if isinstance(t, TensorSig | TupleSig):
+        return format_sig(t)
+    from dlc.dialects.graph_types import format_type
+
+    return format_type(t)
 
 
 def _parse_input_specs(specs: Sequence[str], names: list[str]) -> dict[int, str]:
@@ -155,22 +174,22 @@ def _parse_input_specs(specs: Sequence[str], names: list[str]) -> dict[int, str]
 
 
 def _tensor_param(t: Any, name: str) -> tuple[tuple[int, ...], Any]:
-    from dlc.dialects.graph_types import NATIVE_DTYPES, TensorType, format_type, numpy_dtype
+    if isinstance(t, TensorSig):
+        return t.dims, numpy_dtype(t.dt)
+    from dlc.dialects.graph_types import TensorType
 
     if not isinstance(t, TensorType):
-        raise RunError(f"parameter %{name} has type {format_type(t)}; dlc-run passes tensors only")
+        raise RunError(f"parameter %{name} has type {_format(t)}; dlc-run passes tensors only")
     if t.dt not in NATIVE_DTYPES:
         raise RunError(f"parameter %{name}: {t.dt} tensors are not supported by dlc-run")
     return t.dims, numpy_dtype(t.dt)
 
 
 def _check_random_size(t: Any, name: str, shape: tuple[int, ...], dtype: Any) -> None:
-    from dlc.dialects.graph_types import format_type
-
     nbytes = math.prod(shape) * np.dtype(dtype).itemsize
     if nbytes > MAX_RANDOM_INPUT_BYTES:
         raise RunError(
-            f"--random-inputs: parameter %{name} ({format_type(t)}) takes {nbytes} bytes, "
+            f"--random-inputs: parameter %{name} ({_format(t)}) takes {nbytes} bytes, "
             f"more than the limit of {MAX_RANDOM_INPUT_BYTES}; give it with --input {name}=PATH.npy"
         )
 
@@ -203,7 +222,7 @@ def build_inputs(
     from_files = _parse_input_specs(specs, names)
     rng = np.random.default_rng(seed % (1 << 64))  # default_rng refuses negative seeds
     inputs: list[np.ndarray] = []
-    for index, (name, t) in enumerate(zip(names, func.function_type.args, strict=True)):
+    for index, (name, t) in enumerate(zip(names, _arg_types(func), strict=True)):
         shape, dtype = _tensor_param(t, name)
         if index in from_files:
             inputs.append(_load_npy(from_files[index], name))
@@ -226,11 +245,14 @@ def _outputs(result: Any) -> list[Any]:
 
 
 def _output_types(func: Any) -> list[str]:
-    from dlc.dialects.graph_types import TupleType, format_type
+    if isinstance(func, FuncSig):
+        out = func.output
+        return [_format(t) for t in (out.types if isinstance(out, TupleSig) else (out,))]
+    from dlc.dialects.graph_types import TupleType
 
     out = func.function_type.output
     types = out.types if isinstance(out, TupleType) else (out,)
-    return [format_type(t) for t in types]
+    return [_format(t) for t in types]
 
 
 def print_outputs(result: Any, func: Any) -> None:
@@ -293,24 +315,68 @@ def allowed_extern_names(names: list[str]) -> frozenset[str]:
         raise RunError(str(e)) from None
 
 
+def _quick(args: argparse.Namespace, externs: frozenset[str]) -> tuple[Any, bytes, float] | None:
+    """The compiled module of a `.dl` file compiled before with these options, from its
+    quick record (`dlc.runtime.quick`: no parsing), its text and the seconds it took;
+    None to take the full path (which also reports every error)."""
+    if args.file.endswith(".onnx") or args.input_shape or args.tuning_db is not None:
+        return None
+    from dlc.runtime.quick import compile_cached
+
+    try:
+        with open(args.file, "rb") as f:
+            text = f.read()
+    except OSError:
+        return None
+    start = time.perf_counter()
+    compiled = compile_cached(
+        text,
+        args.file,
+        externs,
+        seed=0,
+        num_threads=None,
+        opt_level=args.opt_level,
+        fuse=True,
+        plan_memory=True,
+        fast_math_functions=True,
+        bounds_check=None,
+        fma=None,
+        target_cpu="host",
+        tuning_db=None,
+    )
+    return None if compiled is None else (compiled, text, time.perf_counter() - start)
+
+
 def run(argv: Sequence[str] | None) -> None:
     """Compile, build inputs, run, print (raises RunError / DiagnosticError)."""
     args = _argument_parser().parse_args(argv)
     externs = allowed_extern_names(args.allow_extern)
-    module, text = parse_file(args.file, input_shapes(args.input_shape))
-    func = choose_function(module, args.entry)
-    inputs = build_inputs(func, args.input, args.random_inputs, args.seed)
-    from dlc.api import compile_graph_module
+    quick = _quick(args, externs)
+    if quick is not None:
+        compiled, text, compile_s = quick
+        name = choose_name(list(compiled.functions), args.entry)
+        func: Any = compiled[name].signature
+        inputs = build_inputs(func, args.input, args.random_inputs, args.seed)
+    else:
+        module, text = parse_file(args.file, input_shapes(args.input_shape))
+        func = choose_function(module, args.entry)
+        name = func.sym_name.data
+        inputs = build_inputs(func, args.input, args.random_inputs, args.seed)
+        from dlc.api import compile_graph_module
 
-    start = time.perf_counter()
-    compiled = compile_graph_module(
-        module, opt_level=args.opt_level, externs=externs, tuning_db=args.tuning_db
-    )
-    compile_s = time.perf_counter() - start
-    fn = compiled[func.sym_name.data]
+        start = time.perf_counter()
+        compiled = compile_graph_module(
+            module,
+            opt_level=args.opt_level,
+            externs=externs,
+            tuning_db=args.tuning_db,
+            source=text or None,
+        )
+        compile_s = time.perf_counter() - start
+    fn = compiled[name]
     print_outputs(_call(fn, inputs, args.file, text), func)
     if args.stats:
-        for key, value in compiled.stats(func.sym_name.data).items():
+        for key, value in compiled.stats(name).items():
             print(f"{key}: {value}")
     if args.time:
         per_call, calls = _call(lambda *xs: median_call_time(fn, xs), inputs, args.file, text)

@@ -20,8 +20,10 @@ reads and prints in MLIR's generic form (`dlc-opt --print-op-generic`).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from xdsl.ir import Dialect
+if TYPE_CHECKING:
+    from xdsl.ir import Dialect
 
 
 def get_all_dialects() -> dict[str, Callable[[], Dialect]]:

@@ -23,16 +23,29 @@ needs a `dataTypeCast` to f32; NumPy's side is `ml_dtypes.bfloat16`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
-import numpy as np
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
 from xdsl.ir import Attribute, ParametrizedAttribute, TypeAttribute
 from xdsl.irdl import irdl_attr_definition
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
+
+from dlc.dtypes import (  # noqa: F401 -- re-exported: dialects and passes import them here
+    NATIVE_DTYPES,
+    dtype_base,
+    dtype_bits,
+    dtype_bytes,
+    dtype_holds_floats,
+    dtype_is_bool,
+    dtype_is_float,
+    dtype_is_int,
+    dtype_is_numeric,
+    dtype_is_unsigned,
+    is_dtype,
+    numpy_dtype,
+)
 
 T = TypeVar("T")
 
@@ -42,89 +55,6 @@ MAX_ELEMENTS = 2**40
 MAX_BYTES = 2**42
 MAX_PARTS = 2**16  # elements and fields of one value at all levels (values are flattened)
 MAX_STACK_BYTES = 2**20  # allocateStack bytes per function (one native stack frame)
-
-_DTYPE_RE = re.compile(r"f16|f32|f64|bf16|bool|i[1-9][0-9]*|u8|u16|u32|u64")
-
-
-def is_dtype(name: str) -> bool:
-    return _DTYPE_RE.fullmatch(name) is not None
-
-
-def dtype_is_float(dtype: str) -> bool:
-    return dtype in ("f16", "f32", "f64")
-
-
-def dtype_holds_floats(dtype: str) -> bool:
-    """The float types and bf16: their literals are (rounded) real numbers."""
-    return dtype_is_float(dtype) or dtype == "bf16"
-
-
-def dtype_is_int(dtype: str) -> bool:
-    """Signed (`iN`) or unsigned (`uN`) integers."""
-    return dtype[0] in "iu"
-
-
-def dtype_is_unsigned(dtype: str) -> bool:
-    return dtype[0] == "u"
-
-
-def dtype_is_bool(dtype: str) -> bool:
-    return dtype == "bool"
-
-
-def dtype_is_numeric(dtype: str) -> bool:
-    """Data types arithmetic accepts: not bool, not the storage type bf16."""
-    return not dtype_is_bool(dtype) and dtype != "bf16"
-
-
-def dtype_bits(dtype: str) -> int:
-    """Bit width of a data type (bool is 1 bit wide but stored in one byte)."""
-    if dtype == "bool":
-        return 1
-    return int(dtype.lstrip("bfiu"))
-
-
-def dtype_bytes(dtype: str) -> int:
-    """Storage size in bytes: bool takes 1, iN takes the next power of two ≥ N bits."""
-    bits = max(8, dtype_bits(dtype))
-    size = 1
-    while size * 8 < bits:
-        size *= 2
-    return size
-
-
-NATIVE_DTYPES = (
-    "f16", "f32", "f64", "bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "bf16",
-)  # fmt: skip
-"""The data types code generation supports (tensors of other widths stay interpreted)."""
-
-
-def numpy_dtype(dtype: str) -> np.dtype:
-    """The NumPy dtype of a data type: `iN` (`uN`: `uintN`) takes the narrowest width >= N bits (so
-    arithmetic wraps at that width); ValueError above 64 bits."""
-    if dtype == "bool":
-        return np.dtype(np.bool_)
-    if dtype == "bf16":
-        import ml_dtypes
-
-        return np.dtype(ml_dtypes.bfloat16)
-    if dtype_is_float(dtype):
-        return np.dtype(f"float{dtype[1:]}")
-    bits = dtype_bits(dtype)
-    kind = "uint" if dtype_is_unsigned(dtype) else "int"
-    for width in (8, 16, 32, 64):
-        if bits <= width:
-            return np.dtype(f"{kind}{width}")
-    raise ValueError(f"{dtype} data type is wider than 64 bits")
-
-
-def dtype_base(dtype: str) -> str:
-    """'float', 'int' or 'bool': casts stay within one base (DLVM canCast)."""
-    if dtype_is_float(dtype) or dtype == "bf16":
-        return "float"
-    if dtype_is_bool(dtype):
-        return "bool"
-    return "int"
 
 
 @irdl_attr_definition

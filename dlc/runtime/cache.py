@@ -9,7 +9,8 @@ generator state and arenas.
 
 Two levels: an in-memory LRU (also keeps the optimized LLVM IR text) and a directory
 (`$DLC_CACHE_DIR`, else `$XDG_CACHE_HOME/dlc`, else `~/.cache/dlc`) holding a per-user
-secret `key` and, under `v<FORMAT>/`, `<key>.o` and `<key>.json`. `DLC_CACHE=0` turns
+secret `key` and, under `v<FORMAT>/`, `<key>.o` and `<key>.json` (and the small
+`<key>.quick` records of the warm start, `dlc.runtime.quick`). `DLC_CACHE=0` turns
 both off. Nothing read from disk is executed as Python: the metadata is JSON checked
 field by field. Files are written to a temporary name and renamed (the JSON last: it
 commits the entry); an unreadable, truncated or malformed entry is ignored and
@@ -57,6 +58,7 @@ MEMORY_ENTRIES = 64
 MEMORY_BYTES = 64 << 20  # object code + optimized IR text kept in memory, at most
 _LOCK = threading.Lock()
 _MEMORY: OrderedDict[str, Entry] = OrderedDict()
+_QUICK: OrderedDict[str, dict[str, Any]] = OrderedDict()  # quick records (`quick.py`)
 _FINGERPRINT: list[str] = []
 Kind = Literal["directory", "entry", "key"]  # what a checked path must be
 _WARNED: set[str] = set()  # directories already warned about in this process
@@ -108,29 +110,53 @@ def cache_dir() -> Path:
 
 
 def clear_memory() -> None:
-    """Forget the in-memory entries (the disk entries stay)."""
+    """Forget the in-memory entries and quick records (the disk entries stay)."""
     with _LOCK:
         _MEMORY.clear()
+        _QUICK.clear()
 
 
 def _source_fingerprint() -> str:
     """SHA-256 over dlc's own .py / .lark files (path and contents), once per process."""
     if _FINGERPRINT:
         return _FINGERPRINT[0]
-    root = Path(__file__).resolve().parents[1]
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    files: list[str] = []
+    pending = [""]
+    while pending:  # os.scandir, not pathlib: this runs in every process's start-up
+        rel = pending.pop()
+        with os.scandir(os.path.join(root, rel)) as it:
+            for item in it:
+                name = os.path.join(rel, item.name)
+                if item.is_dir(follow_symlinks=False) and item.name != "__pycache__":
+                    pending.append(name)
+                elif item.name.endswith((".py", ".lark")) and item.is_file():
+                    files.append(name)
     digest = hashlib.sha256()
-    files = sorted(p for p in root.rglob("*") if p.suffix in (".py", ".lark") and p.is_file())
-    for path in files:
-        digest.update(str(path.relative_to(root)).encode() + b"\0")
-        digest.update(path.read_bytes() + b"\0")
+    for name in sorted(files, key=lambda n: n.split(os.sep)):
+        digest.update(name.replace(os.sep, "/").encode() + b"\0")
+        with open(os.path.join(root, name), "rb") as f:
+            digest.update(f.read() + b"\0")
     _FINGERPRINT.append(digest.hexdigest())
     return _FINGERPRINT[0]
+
+
+def _xdsl_version() -> str:
+    """xDSL's version from its dist-info directory's name (`xdsl.__version__` asks
+    importlib.metadata: tens of milliseconds of start-up), else from xdsl itself."""
+    import xdsl
+
+    site = os.path.dirname(os.path.dirname(os.path.abspath(xdsl.__file__ or "")))
+    with contextlib.suppress(OSError):
+        for name in os.listdir(site):
+            if name.startswith("xdsl-") and name.endswith(".dist-info"):
+                return name[len("xdsl-") : -len(".dist-info")]
+    return str(getattr(xdsl, "__version__", "?"))
 
 
 def _target() -> dict[str, str]:
     import llvmlite
     import llvmlite.binding as llvm_binding
-    import xdsl
 
     return {
         "triple": llvm_binding.get_process_triple(),
@@ -138,7 +164,7 @@ def _target() -> dict[str, str]:
         "features": llvm_binding.get_host_cpu_features().flatten(),
         "llvmlite": llvmlite.__version__,
         "llvm": ".".join(map(str, llvm_binding.llvm_version_info)),
-        "xdsl": str(getattr(xdsl, "__version__", "?")),
+        "xdsl": _xdsl_version(),
     }
 
 
@@ -353,7 +379,9 @@ def _write(key: str, entry: Entry) -> None:
         record: dict[str, Any] = {"format": FORMAT, "key": key, "meta": entry.meta}
         record["mac"] = _mac(secret, record, entry.obj)
         _atomic_write(fd, f"{key}.o", entry.obj)
-        _atomic_write(fd, f"{key}.json", json.dumps(record, sort_keys=True).encode())
+        # In compile order (the MAC is over the canonical, sorted form): `stats` reads
+        # back in the order a fresh compile reports it.
+        _atomic_write(fd, f"{key}.json", json.dumps(record).encode())
         cache_evict.evict(fd)  # the least recently used entries beyond the size limit
     finally:
         os.close(fd)
@@ -378,6 +406,59 @@ def _load(key: str) -> Entry | None:
     if not valid_meta(meta):
         return None
     return Entry(obj, meta)
+
+
+def lookup_quick(key: str) -> dict[str, Any] | None:
+    """The quick record `key` (`dlc.runtime.quick`: a dict, checked there) from memory,
+    else from disk; None when missing, malformed or untrusted."""
+    if not enabled():
+        return None
+    with _LOCK:
+        record = _QUICK.get(key)
+    if record is not None:
+        return record
+    try:
+        entries, fd, secret = _open_disk(create=False)
+        try:
+            data = json.loads(_read(entries / f"{key}.quick", "entry", fd))
+            cache_evict.touch(fd, key, "quick")
+        finally:
+            os.close(fd)
+    except (OSError, ValueError) as error:
+        _warn_once(error)
+        return None
+    if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("key") != key:
+        return None
+    mac = data.pop("mac", None)
+    expected = _mac(secret, data, b"").encode()
+    if not isinstance(mac, str) or not hmac.compare_digest(mac.encode(), expected):
+        return None
+    record = data.get("record")
+    if not isinstance(record, dict):
+        return None
+    with _LOCK:
+        _QUICK[key] = record
+    return record
+
+
+def store_quick(key: str, record: dict[str, Any]) -> None:
+    """Keep quick record `record` (JSON-able) under `key` in memory and on disk."""
+    if not enabled():
+        return
+    with _LOCK:
+        _QUICK[key] = record
+        while len(_QUICK) > MEMORY_ENTRIES:
+            _QUICK.popitem(last=False)
+    try:
+        _, fd, secret = _open_disk(create=True)
+        try:
+            data: dict[str, Any] = {"format": FORMAT, "key": key, "record": record}
+            data["mac"] = _mac(secret, data, b"")
+            _atomic_write(fd, f"{key}.quick", json.dumps(data, sort_keys=True).encode())
+        finally:
+            os.close(fd)
+    except OSError as error:
+        _warn_once(error)
 
 
 def _str_list(value: object) -> bool:

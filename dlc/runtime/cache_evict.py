@@ -2,7 +2,8 @@
 entries of the current format take more than `max_bytes()` (`DLC_CACHE_MAX_BYTES`,
 default 1 GiB), the least recently used ones (by the mtime of their `.json`, which
 `touch` refreshes on every disk hit) are deleted until they take at most 80% of it.
-Only regular files named like entries (`<64 hex>.json`, `<64 hex>.o`) in the checked
+Only regular files named like entries (`<64 hex>.json`, `<64 hex>.o`, quick records
+`<64 hex>.quick`) in the checked
 entry directory are ever deleted; directories of other formats are left alone."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import re
 import stat
 
 DEFAULT_MAX_BYTES = 1 << 30
-ENTRY_FILE = re.compile(r"([0-9a-f]{64})\.(json|o)")
+ENTRY_FILE = re.compile(r"([0-9a-f]{64})\.(json|o|quick)")
 
 
 def max_bytes() -> int:
@@ -24,10 +25,11 @@ def max_bytes() -> int:
         return DEFAULT_MAX_BYTES
 
 
-def touch(dir_fd: int, key: str) -> None:
-    """Mark entry `key` as just used (best effort)."""
+def touch(dir_fd: int, key: str, suffix: str = "json") -> None:
+    """Mark entry `key` (or its quick record, `suffix` "quick") as just used (best
+    effort)."""
     with contextlib.suppress(OSError):
-        os.utime(f"{key}.json", dir_fd=dir_fd, follow_symlinks=False)
+        os.utime(f"{key}.{suffix}", dir_fd=dir_fd, follow_symlinks=False)
 
 
 def evict(dir_fd: int, limit: int | None = None) -> list[str]:
@@ -49,7 +51,7 @@ def evict(dir_fd: int, limit: int | None = None) -> list[str]:
                 continue
             key = match.group(1)
             sizes[key] = sizes.get(key, 0) + st.st_size
-            if match.group(2) == "json":
+            if match.group(2) in ("json", "quick"):
                 used[key] = st.st_mtime
     total = sum(sizes.values())
     if total <= limit:
@@ -58,7 +60,7 @@ def evict(dir_fd: int, limit: int | None = None) -> list[str]:
     for key in sorted(sizes, key=lambda k: used.get(k, 0.0)):
         if total <= limit * 0.8:
             break
-        for name in (f"{key}.json", f"{key}.o"):
+        for name in (f"{key}.json", f"{key}.o", f"{key}.quick"):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(name, dir_fd=dir_fd)
         total -= sizes[key]

@@ -24,11 +24,10 @@ from __future__ import annotations
 
 import ctypes
 import numbers
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from xdsl.ir import Attribute
 
 from dlc.dialects.abi import (
     BAD_ARGUMENTS,
@@ -36,20 +35,19 @@ from dlc.dialects.abi import (
     PY_ENTRY_PREFIX,
     PY_TYPES,
 )
-from dlc.dialects.graph_types import (
-    NATIVE_DTYPES,
-    TensorType,
-    TupleType,
-    format_type,
-    nest_leaves,
-    numpy_dtype,
-)
-from dlc.dialects.layout import LayoutError, leaves
+from dlc.dtypes import NATIVE_DTYPES, numpy_dtype
 from dlc.runtime.context import Contexts
 from dlc.runtime.fastcall import ARRAY_LAYOUT, DATA_OFFSET, FAST_CALLS, Builtin
 from dlc.runtime.jit import JITModule
 from dlc.runtime.native import Messages
-from dlc.runtime.values import from_leaves, is_plain, to_leaves
+from dlc.runtime.signature import (
+    FuncSig,
+    TensorSig,
+    format_sig,
+    func_signature,
+    rebuild,
+    tensor_leaves,
+)
 
 NUMPY_DTYPES = {dt: numpy_dtype(dt) for dt in NATIVE_DTYPES}
 
@@ -63,36 +61,14 @@ def _never_called(*_: object) -> None:
     raise AssertionError("unreachable")
 
 
-def tensor_leaves(t: Attribute) -> list[TensorType] | None:
-    """Tensor leaves of a tensor / nested-tuple type in order; None for anything else."""
-    leaves: list[TensorType] = []
-    stack = [t]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, TupleType):
-            stack.extend(reversed(item.types))
-        elif isinstance(item, TensorType) and item.dt in NUMPY_DTYPES:
-            leaves.append(item)
-        else:
-            return None
-    return leaves
-
-
 def entry_checks(graph_func: Any) -> list[tuple[tuple[int, ...], int]] | None:
     """What the Python entry of `graph_func` checks natively (`python_entry.Check` per
     parameter), for functions of plain tensor parameters and tensor / tuple results;
     None for others (their arguments go through `values.py` and Python's checks)."""
-    ftype = graph_func.function_type
-    if tensor_leaves(ftype.output) is None:
+    sig = func_signature(graph_func)
+    if sig is None:
         return None
-    if not all(isinstance(t, TensorType) and t.dt in NUMPY_DTYPES for t in ftype.args):
-        return None
-    return [(tuple(t.dims), NATIVE_DTYPES.index(t.dt)) for t in ftype.args]
-
-
-def rebuild(t: Attribute, leaves: Iterator[np.ndarray]) -> Any:
-    """The value of (nested) tuple type `t` made of `leaves` in order."""
-    return nest_leaves(t, leaves, tuple)
+    return [(t.dims, NATIVE_DTYPES.index(t.dt)) for t in sig.args]
 
 
 class Param:
@@ -100,13 +76,13 @@ class Param:
 
     __slots__ = ("dtype", "func", "index", "name", "shape", "ttype")
 
-    def __init__(self, func: str, index: int, name: str, ttype: TensorType) -> None:
+    def __init__(self, func: str, index: int, name: str, ttype: TensorSig) -> None:
         self.func, self.index, self.name, self.ttype = func, index, name, ttype
         self.shape = ttype.dims
         self.dtype = NUMPY_DTYPES[ttype.dt]
 
     def expected(self) -> str:
-        return f"argument {self.index} (%{self.name}) of @{self.func}: expected {format_type(self.ttype)}"
+        return f"argument {self.index} (%{self.name}) of @{self.func}: expected {format_sig(self.ttype)}"
 
     def convert(self, value: object) -> np.ndarray:
         """The C-contiguous array to pass for `value` (the slow path of a call)."""
@@ -149,7 +125,7 @@ class Param:
         if array is None or (np.isinf(array) and not _is_infinite(value)):
             raise ValueError(
                 f"{self.expected()}, got {type(value).__name__} {value!r}, out of the range of "
-                f"{format_type(self.ttype)}"
+                f"{format_sig(self.ttype)}"
             )
         return array
 
@@ -181,18 +157,48 @@ class CompiledFunction:
         self._jit = jit  # keeps the native code alive
         self._contexts = contexts
         self._messages = messages
+        self._error = ""
+        self._checks: list[tuple[np.dtype, tuple[int, ...], Param]] | None = None
+        self._fast: tuple[Any, ...] | None = None  # (builtin, result shape, result dtype)
+        self._checked: tuple[Any, ...] | None = None  # (arity, result shape, result dtype)
+        self._structured: tuple[list[Any], Any] | None = None
+        sig = graph_func if isinstance(graph_func, FuncSig) else func_signature(graph_func)
+        self.signature = sig  # tensors only (None: structs, pointers... or not callable)
+        if sig is None:  # structs, enums, pointers... (or nothing callable)
+            self._init_other(name, graph_func, jit, native)
+            return
+        self.param_names = list(sig.params)
+        self._output_type: Any = sig.output
+        if not native:
+            self._error = f"@{name} was not compiled to native code"
+            return
+        outputs = tensor_leaves(sig.output)
+        self._params = [Param(name, i, n, t) for i, (n, t) in enumerate(zip(sig.params, sig.args))]
+        self._outputs = [(t.dims, NUMPY_DTYPES[t.dt]) for t in outputs]
+        self._single = isinstance(sig.output, TensorSig)
+        self._checks = [(p.dtype, p.shape, p) for p in self._params]
+        self._native = self._entry_point(jit, [*sig.args, *outputs])
+        checked = jit.global_address(PY_TYPES) is not None  # the entries check natively
+        if self._single and self._checks is not None and ARRAY_LAYOUT is not None and checked:
+            self._checked = (len(self._params), *self._outputs[0])
+            fast = jit.address_or_none(FAST_ENTRY_PREFIX + name)
+            if fast is not None and self._small and FAST_CALLS:
+                self._builtin = Builtin(fast, name)
+                self._fast = (self._builtin.function, *self._outputs[0])
+
+    def _init_other(self, name: str, graph_func: Any, jit: JITModule, native: bool) -> None:
+        """A graph function beyond tensors: structs, enums, pointers... as one Param per
+        leaf (values.py conventions), or the reason it cannot be called."""
+        from dlc.dialects.graph_types import TensorType, format_type
+        from dlc.dialects.layout import LayoutError, leaves
+        from dlc.runtime.values import is_plain
+
         ftype = graph_func.function_type
         entry = graph_func.body.blocks.first
         args = entry.args if entry is not None else ()
         self.param_names = [getattr(a, "_name", None) or str(i) for i, a in enumerate(args)]
         self._output_type = ftype.output
-        self._error = ""
-        self._checks: list[tuple[np.dtype, tuple[int, ...], Param]] | None = None
-        self._fast: tuple[Any, ...] | None = None  # (builtin, result shape, result dtype)
-        self._checked: tuple[Any, ...] | None = None  # (arity, result shape, result dtype)
-        self._structured = None
         symbols = _symbols_of(graph_func)
-        # The fast path takes tensor arguments; tuple arguments go the structured way.
         plain = is_plain(ftype.output) and all(isinstance(t, TensorType) for t in ftype.args)
         try:
             structured = (
@@ -203,15 +209,9 @@ class CompiledFunction:
         except LayoutError:
             structured = None
         if (
-            structured is not None
-            and native
-            and all(t.dt in NUMPY_DTYPES for ts in structured[0] for t in ts)
-        ):
-            self._init_structured(name, ftype, symbols, structured, jit)
-            return
-        outputs = tensor_leaves(ftype.output)
-        if outputs is None or any(
-            not isinstance(t, TensorType) or tensor_leaves(t) is None for t in ftype.args
+            structured is None
+            or not native
+            or not all(t.dt in NUMPY_DTYPES for ts in structured[0] for t in ts)
         ):
             signature = (
                 f"({', '.join(format_type(t) for t in ftype.args)}) -> {format_type(ftype.output)}"
@@ -220,42 +220,30 @@ class CompiledFunction:
                 f"@{name} is not callable from Python: its type {signature} is not made of tensors"
             )
             return
-        if not native:
-            self._error = f"@{name} was not compiled to native code"
-            return
-        self._params = [
-            Param(name, i, n, t)
-            for i, (n, t) in enumerate(zip(self.param_names, ftype.args, strict=True))
-        ]
-        self._outputs = [(t.dims, NUMPY_DTYPES[t.dt]) for t in outputs]
-        self._single = not isinstance(ftype.output, TupleType)
-        self._checks = [(p.dtype, p.shape, p) for p in self._params]
-        self._native = self._entry_point(jit, [*ftype.args, *outputs])
-        checked = jit.global_address(PY_TYPES) is not None  # the entries check natively
-        if self._single and self._checks is not None and ARRAY_LAYOUT is not None and checked:
-            self._checked = (len(self._params), *self._outputs[0])
-            fast = jit.address_or_none(FAST_ENTRY_PREFIX + name)
-            if fast is not None and self._small and FAST_CALLS:
-                self._builtin = Builtin(fast, name)
-                self._fast = (self._builtin.function, *self._outputs[0])
-
-    def _init_structured(self, name, ftype, symbols, structured, jit) -> None:  # noqa: ANN001
-        """Structs, enums, pointers...: one Param per leaf (values.py conventions)."""
         arg_leaves, out_leaves = structured
         self._params = [
-            Param(name, i, f"{n}[{k}]" if len(ts) > 1 or not isinstance(t, TensorType) else n, leaf)
+            Param(
+                name,
+                i,
+                f"{n}[{k}]" if len(ts) > 1 or not isinstance(t, TensorType) else n,
+                TensorSig(leaf.dt, tuple(leaf.dims)),
+            )
             for i, (n, t, ts) in enumerate(
                 zip(self.param_names, ftype.args, arg_leaves, strict=True)
             )
             for k, leaf in enumerate(ts)
         ]
-        self._outputs = [(t.dims, NUMPY_DTYPES[t.dt]) for t in out_leaves]
+        self._outputs = [(tuple(t.dims), NUMPY_DTYPES[t.dt]) for t in out_leaves]
         self._single = False
         self._checks = [(p.dtype, p.shape, p) for p in self._params]
         self._structured = (list(ftype.args), symbols)
-        self._native = self._entry_point(jit, [*(t for ts in arg_leaves for t in ts), *out_leaves])
+        buffers = [*(p.ttype for p in self._params)]
+        buffers += [TensorSig(t.dt, tuple(t.dims)) for t in out_leaves]
+        self._native = self._entry_point(jit, buffers)
 
     def _flatten_args(self, args: tuple[object, ...]) -> list[object]:
+        from dlc.runtime.values import to_leaves
+
         types, symbols = self._structured  # type: ignore[misc]
         if len(args) != len(types):
             names = ", ".join(self.param_names)
@@ -268,7 +256,7 @@ class CompiledFunction:
             flat.extend(to_leaves(value, t, symbols, what))
         return flat
 
-    def _entry_point(self, jit: JITModule, buffers: list[TensorType]) -> Callable[..., None]:
+    def _entry_point(self, jit: JITModule, buffers: list[TensorSig]) -> Callable[..., None]:
         """A cached ctypes callable of the native code (and how to pass an array to it).
         Beyond ctypes' parameter limit the function is not callable from Python (calling
         it raises TypeError); the module still compiles."""
@@ -388,6 +376,8 @@ class CompiledFunction:
         if status:
             self._raise_for(ctx)
         if self._structured is not None:
+            from dlc.runtime.values import from_leaves
+
             return from_leaves(self._output_type, iter(outputs), self._structured[1])
         if self._single:
             return outputs[0]

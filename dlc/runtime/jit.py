@@ -11,12 +11,12 @@ import threading
 from typing import TYPE_CHECKING
 
 import llvmlite.binding as llvm_binding
-from xdsl.dialects.builtin import ModuleOp
 
 from dlc.target import Target
 
 if TYPE_CHECKING:
     from llvmlite import ir
+    from xdsl.dialects.builtin import ModuleOp
 
 _INIT_LOCK = threading.Lock()
 _initialized: set[str] = set()

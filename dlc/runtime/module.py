@@ -10,10 +10,9 @@ callback, computed on first use.
 from __future__ import annotations
 
 import os
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp
 
 from dlc.diagnostics import clone_located
 from dlc.dialects.abi import RNG_VAR
@@ -21,6 +20,9 @@ from dlc.runtime.context import Contexts
 from dlc.runtime.convention import CompiledFunction
 from dlc.runtime.jit import JITModule
 from dlc.runtime.native import Messages, variable_storage
+
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
 
 LEVELS = ("graph", "tensor", "loop", "llvm")
 

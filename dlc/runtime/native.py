@@ -22,7 +22,7 @@ import numpy as np
 
 from dlc.diagnostics import TrapError
 from dlc.dialects.abi import CTX_FAULT, PY_TYPES, VAR_PREFIX
-from dlc.dialects.graph_types import NATIVE_DTYPES, numpy_dtype
+from dlc.dtypes import NATIVE_DTYPES, numpy_dtype
 from dlc.runtime import interrupts
 from dlc.runtime.context import CallContext
 from dlc.runtime.jit import JITModule

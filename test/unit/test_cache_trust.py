@@ -291,7 +291,9 @@ def test_created_directories_and_files_are_private_under_umask_0(
     made.append(entry_dir(made[-1]))
     assert {str(p): oct(mode(p)) for p in made} == {str(p): "0o700" for p in made}
     meta, obj = entry(made[2])
-    files = [made[2] / cache.KEY_FILE, meta, obj]
+    quick = sorted(made[3].glob("*.quick"))  # the warm start's record (dlc.runtime.quick)
+    assert len(quick) == 1
+    files = [made[2] / cache.KEY_FILE, meta, obj, *quick]
     assert {str(p): oct(mode(p)) for p in files} == {str(p): "0o600" for p in files}
     assert sorted(tmp_path.rglob("*")) == sorted(made + files)  # no temporary left over
     assert len((made[2] / cache.KEY_FILE).read_bytes()) == KEY_BYTES

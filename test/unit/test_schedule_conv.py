@@ -13,12 +13,13 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from dlc.api import check_runnable, compile_graph_module
+from dlc.api import compile_graph_module
 from dlc.dialects import tensor
 from dlc.parser import parse_module
 from dlc.passes.tensor import schedule_conv
 from dlc.passes.tensor.schedule import SchedulePass
 from dlc.semantics.interpreter import run_function
+from dlc.target import check_runnable
 
 Conv = tuple[tuple[int, ...], tuple[int, ...], list[int], list[int], list[int], int]
 """x shape, kernel shape, strides, padding (same both sides), right dilation, groups."""

@@ -7,6 +7,8 @@ Loop results come back from the outlined nest, parallel loops still run on threa
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -97,3 +99,33 @@ def test_split_nests_run_on_threads(monkeypatch: pytest.MonkeyPatch) -> None:
         pytest.skip("no OpenMP runtime here: parallel loops run serially")
     serial = dlc.compile(PROGRAM, num_threads=1)
     np.testing.assert_array_equal(split.f(A, B, C), serial.f(A, B, C))
+
+
+TWO_PRODUCTS = """module "s2"
+stage raw
+
+func @g: (<64 x 96 x f32>, <96 x 128 x f32>, <128 x 128 x f32>) -> <64 x 128 x f32> {
+'entry(%a: <64 x 96 x f32>, %b: <96 x 128 x f32>, %d: <128 x 128 x f32>):
+    %p = dot %a: <64 x 96 x f32>, %b: <96 x 128 x f32>
+    %r = dot %p: <64 x 128 x f32>, %d: <128 x 128 x f32>
+    return %r: <64 x 128 x f32>
+}
+"""
+
+
+def test_parallel_loops_of_split_nests_have_their_own_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each outlined nest names the parallel loops it outlines after itself
+    (`@g.nest0.omp0`, `@g.nest3.omp0`): two split nests with a parallel loop each used
+    to define `@g.omp0` twice (an internal error, found by the tuner)."""
+    monkeypatch.setattr(lower_loop_to_llvm, "SPLIT_OPS", 0)
+    monkeypatch.setattr(lower_loop_to_llvm, "SPLIT_CHUNK", 1)
+    split = dlc.compile(TWO_PRODUCTS, num_threads=2)
+    d = RNG.standard_normal((128, 128)).astype(np.float32)
+    reference = run_function(dlc.parse(TWO_PRODUCTS), "g", [A, B, d])
+    np.testing.assert_allclose(split.g(A, B, d), reference, rtol=1e-4, atol=1e-4)
+    ir = split.ir("llvm")
+    if "GOMP_parallel" not in ir:
+        pytest.skip("no OpenMP runtime here: parallel loops run serially")
+    assert len(set(re.findall(r"define [^@]*@(g\.nest\d+\.omp0)\(", ir))) == 2

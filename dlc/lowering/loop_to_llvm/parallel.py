@@ -213,6 +213,7 @@ class ParallelEmitter(ContextEmitter):
         data = self._pack(captured)
         name = f"{self.name}.omp{len(self.outlined)}"
         worker = self.child()
+        worker.name = name  # what it outlines in turn is named after it: unique
         entry = Block(arg_types=[PTR])
         worker.start(entry)
         worker.unpack(entry.args[0], captured)
@@ -253,6 +254,7 @@ class ParallelEmitter(ContextEmitter):
         data = self._pack(captured, len(outputs))
         name = f"{self.name}.nest{len(self.outlined)}"
         worker = self.child(self.openmp)
+        worker.name = name  # its parallel loops become `@f.nest<k>.omp<j>`: unique
         entry = Block(arg_types=[PTR] * (2 + len(direct)))
         worker.start(entry)
         worker.unpack(entry.args[0], captured)
