@@ -1,5 +1,5 @@
-"""DLVM's data types as plain strings (`f32`, `i8`, `bool`, ...): predicates, widths and
-their NumPy dtypes. No xDSL here: the warm start of a compiled module (`dlc.runtime.quick`)
+"""DLVM's data types as plain strings (`f32`, `i8`, `u8`, `bf16`, `bool`, ...): predicates,
+widths and their NumPy dtypes. No xDSL here: the warm start of a compiled module (`dlc.runtime.quick`)
 uses these without loading the IR classes; `dlc.dialects.graph_types` re-exports them."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import re
 
 import numpy as np
 
-_DTYPE_RE = re.compile(r"f16|f32|f64|bool|i[1-9][0-9]*")
+_DTYPE_RE = re.compile(r"f16|f32|f64|bf16|bool|i[1-9][0-9]*|u8|u16|u32|u64")
 
 
 def is_dtype(name: str) -> bool:
@@ -19,8 +19,18 @@ def dtype_is_float(dtype: str) -> bool:
     return dtype in ("f16", "f32", "f64")
 
 
+def dtype_holds_floats(dtype: str) -> bool:
+    """The float types and bf16: their literals are (rounded) real numbers."""
+    return dtype_is_float(dtype) or dtype == "bf16"
+
+
 def dtype_is_int(dtype: str) -> bool:
-    return dtype.startswith("i")
+    """Signed (`iN`) or unsigned (`uN`) integers."""
+    return dtype[0] in "iu"
+
+
+def dtype_is_unsigned(dtype: str) -> bool:
+    return dtype[0] == "u"
 
 
 def dtype_is_bool(dtype: str) -> bool:
@@ -28,14 +38,15 @@ def dtype_is_bool(dtype: str) -> bool:
 
 
 def dtype_is_numeric(dtype: str) -> bool:
-    return not dtype_is_bool(dtype)
+    """Data types arithmetic accepts: not bool, not the storage type bf16."""
+    return not dtype_is_bool(dtype) and dtype != "bf16"
 
 
 def dtype_bits(dtype: str) -> int:
     """Bit width of a data type (bool is 1 bit wide but stored in one byte)."""
     if dtype == "bool":
         return 1
-    return int(dtype[1:])
+    return int(dtype.lstrip("bfiu"))
 
 
 def dtype_bytes(dtype: str) -> int:
@@ -47,27 +58,34 @@ def dtype_bytes(dtype: str) -> int:
     return size
 
 
-NATIVE_DTYPES = ("f16", "f32", "f64", "bool", "i8", "i16", "i32", "i64")
+NATIVE_DTYPES = (
+    "f16", "f32", "f64", "bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "bf16",
+)  # fmt: skip
 """The data types code generation supports (tensors of other widths stay interpreted)."""
 
 
 def numpy_dtype(dtype: str) -> np.dtype:
-    """The NumPy dtype of a data type: `iN` takes the narrowest width >= N bits (so
+    """The NumPy dtype of a data type: `iN` (`uN`: `uintN`) takes the narrowest width >= N bits (so
     arithmetic wraps at that width); ValueError above 64 bits."""
     if dtype == "bool":
         return np.dtype(np.bool_)
+    if dtype == "bf16":
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
     if dtype_is_float(dtype):
         return np.dtype(f"float{dtype[1:]}")
     bits = dtype_bits(dtype)
+    kind = "uint" if dtype_is_unsigned(dtype) else "int"
     for width in (8, 16, 32, 64):
         if bits <= width:
-            return np.dtype(f"int{width}")
+            return np.dtype(f"{kind}{width}")
     raise ValueError(f"{dtype} data type is wider than 64 bits")
 
 
 def dtype_base(dtype: str) -> str:
     """'float', 'int' or 'bool': casts stay within one base (DLVM canCast)."""
-    if dtype_is_float(dtype):
+    if dtype_is_float(dtype) or dtype == "bf16":
         return "float"
     if dtype_is_bool(dtype):
         return "bool"

@@ -5,7 +5,7 @@ a (nested) tuple of tensors or void, all of a native data type (`C_TYPES`). Tens
 parameters of rank >= 1 are `const T *` to C-contiguous data; rank-0 parameters
 (scalars) are passed by value. Results are `T *` to caller-owned C-contiguous
 buffers of the documented shape, one per tensor leaf of the result (tuples
-flattened in order). `f16` travels as `uint16_t` (the IEEE binary16 bits), `bool` as
+flattened in order). `f16` and `bf16` travel as `uint16_t` (their bits), `bool` as
 C's `bool` (one byte, 0 or 1). Anything else (structs, enums, pointers, tuple
 parameters, other data types) is a located error naming the parameter.
 """
@@ -30,6 +30,11 @@ C_TYPES = {
     "i16": "int16_t",
     "i32": "int32_t",
     "i64": "int64_t",
+    "u8": "uint8_t",
+    "u16": "uint16_t",
+    "u32": "uint32_t",
+    "u64": "uint64_t",
+    "bf16": "uint16_t",
 }
 """DLVM data type -> C type of one element."""
 
@@ -42,6 +47,11 @@ LLVM_SCALARS = {
     "i16": "i16",
     "i32": "i32",
     "i64": "i64",
+    "u8": "i8",
+    "u16": "i16",
+    "u32": "i32",
+    "u64": "i64",
+    "bf16": "i16",
 }
 """DLVM data type -> the LLVM parameter type of a scalar passed by value (C's ABI)."""
 
@@ -135,7 +145,7 @@ def c_function(func: FuncOp, prefix: str) -> CFunction:
     taken: set[str] = set()
     for arg_name, t in zip(names, ftype.args, strict=True):
         if _unsupported(t):
-            kinds = "plain tensors of f16, f32, f64, bool, i8, i16, i32 or i64"
+            kinds = "plain tensors of f16, bf16, f32, f64, bool, i8-i64 or u8-u64"
             raise error_at(
                 func, f"{where}: parameter %{arg_name} has type {format_type(t)} ({kinds} only)"
             )
@@ -145,7 +155,7 @@ def c_function(func: FuncOp, prefix: str) -> CFunction:
         raise error_at(
             func,
             f"{where}: its result type {format_type(ftype.output)} is not made of tensors "
-            "of f16, f32, f64, bool, i8, i16, i32 or i64",
+            "of f16, bf16, f32, f64, bool, i8-i64 or u8-u64",
         )
     single = len(leaves) == 1 and isinstance(ftype.output, TensorType)
     results = [

@@ -24,9 +24,10 @@ from dlc.dialects.graph_types import (
     TensorType,
     TupleType,
     dtype_bits,
+    dtype_holds_floats,
     dtype_is_bool,
-    dtype_is_float,
     dtype_is_int,
+    dtype_is_unsigned,
     format_type,
     numpy_dtype,
 )
@@ -101,7 +102,7 @@ def _check_scalar(kind: str, value: object, ty: Attribute) -> str | None:
         return f"scalar literal is not a valid value of type {format_type(ty)}"
     if dtype_is_bool(ty.dt):
         return None if kind == "bool" else f"{kind} literal is not a valid {ty.dt} value"
-    if dtype_is_float(ty.dt):
+    if dtype_holds_floats(ty.dt):
         if kind not in ("int", "float"):
             return f"{kind} literal is not a valid {ty.dt} value"
         assert isinstance(value, int | float)
@@ -113,7 +114,8 @@ def _check_scalar(kind: str, value: object, ty: Attribute) -> str | None:
         return f"{kind} literal is not a valid {ty.dt} value"
     assert isinstance(value, int) and dtype_is_int(ty.dt)
     bits = dtype_bits(ty.dt)
-    if not -(2 ** (bits - 1)) <= value < 2**bits:
+    lowest = 0 if dtype_is_unsigned(ty.dt) else -(2 ** (bits - 1))
+    if not lowest <= value < 2**bits:
         return f"integer literal {value} does not fit in {ty.dt}"
     return None
 

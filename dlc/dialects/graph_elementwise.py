@@ -21,10 +21,9 @@ from dlc.dialects.graph_canonicalization import GraphCanonicalization
 from dlc.dialects.graph_types import (
     TensorType,
     broadcast_shapes,
-    dtype_base,
-    dtype_bits,
     dtype_is_bool,
     dtype_is_float,
+    dtype_is_int,
     dtype_is_numeric,
     format_type,
     is_dtype,
@@ -130,8 +129,10 @@ class BinaryOp(GraphInstruction):
             )
         if cls.FAMILY == "numeric" and not dtype_is_numeric(lhs.dt):
             raise InferenceError(f"{cls.OPCODE}: operands must be numeric, got {lhs.dt}")
-        if cls.FAMILY == "boolean" and not dtype_is_bool(lhs.dt):
-            raise InferenceError(f"{cls.OPCODE}: operands must be bool, got {lhs.dt}")
+        if cls.FAMILY == "boolean" and not (dtype_is_bool(lhs.dt) or dtype_is_int(lhs.dt)):
+            raise InferenceError(f"{cls.OPCODE}: operands must be bool or integers, got {lhs.dt}")
+        if cls.FAMILY == "shift" and not dtype_is_int(lhs.dt):
+            raise InferenceError(f"{cls.OPCODE}: operands must be integers, got {lhs.dt}")
         if cls.FAMILY == "compare" and not dtype_is_numeric(lhs.dt):
             raise InferenceError(f"{cls.OPCODE}: operands must be numeric, got {lhs.dt}")
         shape = broadcast_or_fail(cls.OPCODE, lhs, rhs)
@@ -159,8 +160,14 @@ _NUMERIC_BINARY = (
 _COMPARE = "lessThan lessThanOrEqual greaterThan greaterThanOrEqual equal notEqual".split()
 
 BINARY_OPS: dict[str, type[BinaryOp]] = {op: _make_binary(op, "numeric") for op in _NUMERIC_BINARY}
-BINARY_OPS["and"] = _make_binary("and", "boolean")
-BINARY_OPS["or"] = _make_binary("or", "boolean")
+# `and`, `or`, `xor` are logical on bool and bitwise on integers (dlc adds integers and
+# `xor`); `shiftLeft` / `shiftRight` (dlc's) shift integers, arithmetically right for
+# signed ones; an amount outside [0, width) gives 0 (right: the sign fill), as ONNX's
+# BitShift.
+for _op in ("and", "or", "xor"):
+    BINARY_OPS[_op] = _make_binary(_op, "boolean")
+for _op in ("shiftLeft", "shiftRight"):
+    BINARY_OPS[_op] = _make_binary(_op, "shift")
 COMPARE_OPS: dict[str, type[BinaryOp]] = {op: _make_binary(op, "compare") for op in _COMPARE}
 BINARY_OPS.update(COMPARE_OPS)
 
@@ -176,7 +183,7 @@ NegateOp = UNARY_OPS["negate"]
 
 @irdl_op_definition
 class NotOp(GraphInstruction):
-    """`not %m: <… x bool>`"""
+    """`not %m: <… x bool>`: logical not, or bitwise on integers (dlc's addition)."""
 
     name = "graph.not"
     OPCODE: ClassVar[str] = "not"
@@ -192,8 +199,8 @@ class NotOp(GraphInstruction):
         cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
     ) -> list[Attribute]:
         x = tensor_operand("not", operand_types[0])
-        if not dtype_is_bool(x.dt):
-            raise InferenceError(f"not: operand must be bool, got {format_type(x)}")
+        if not (dtype_is_bool(x.dt) or dtype_is_int(x.dt)):
+            raise InferenceError(f"not: operand must be bool or integer, got {format_type(x)}")
         return [x]
 
 
@@ -233,9 +240,13 @@ class SelectOp(GraphInstruction):
 
 @irdl_op_definition
 class DataTypeCastOp(GraphInstruction):
-    """`dataTypeCast %x: <… x f32> to f64`: widening within one base (DLVM canCast);
-    float casts may also narrow (round to nearest), which the adjoint of a widening
-    float cast needs (DLVM's AD emits it too but its verifier rejects it)."""
+    """`dataTypeCast %x: <… x f32> to f64`: any data type to any other (DLVM's canCast
+    allowed widening within one base; dlc casts across int/float/bool, ONNX's rules):
+    floats round to nearest (narrowing included, which the adjoint of a widening float
+    cast needs); integers wrap (extended by the source's signedness); int → float
+    rounds to nearest; float → int truncates toward zero and saturates at the target's
+    range, NaN giving 0; bool → number is 0 or 1; number → bool is `x != 0` (NaN:
+    true)."""
 
     name = "graph.data_type_cast"
     OPCODE: ClassVar[str] = "dataTypeCast"
@@ -259,9 +270,6 @@ class DataTypeCastOp(GraphInstruction):
         to = target.data
         if not is_dtype(to):
             raise InferenceError(f"dataTypeCast: unknown data type {to}")
-        widening = dtype_base(x.dt) == dtype_base(to) and dtype_bits(x.dt) <= dtype_bits(to)
-        if not widening and not (dtype_is_float(x.dt) and dtype_is_float(to)):
-            raise InferenceError(f"dataTypeCast: cannot cast {format_type(x)} to {to}")
         return [x.with_dtype(to)]
 
 

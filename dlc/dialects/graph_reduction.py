@@ -206,6 +206,8 @@ class ConvolveOp(GraphInstruction):
     ) -> list[Attribute]:
         x = tensor_operand("convolve", operand_types[0], "input")
         k = tensor_operand("convolve", operand_types[1], "kernel")
+        if x.dt == "bf16":
+            raise InferenceError("convolve: bf16 is a storage type (cast to f32 to compute)")
         if x.dt != k.dt or x.rank != k.rank:
             raise InferenceError(
                 f"convolve: input {format_type(x)} and kernel {format_type(k)} differ in rank or data type"

@@ -59,6 +59,8 @@ class DotOp(GraphInstruction):
         what = f"dot: cannot multiply {format_type(lhs)} by {format_type(rhs)}"
         if lhs.dt != rhs.dt:
             raise InferenceError(what + ": data types differ")
+        if lhs.dt == "bf16":
+            raise InferenceError(what + ": bf16 is a storage type (cast to f32 to compute)")
         if lhs.rank == 1 and rhs.rank == 1:
             if lhs.dims != rhs.dims:
                 raise InferenceError(what + ": lengths differ")

@@ -15,7 +15,10 @@
 Transparent aliases (`type $A = T`) are resolved by the parser, so types compare
 structurally after canonicalisation, as in DLVM. Nominal types compare by name.
 
-Data types: `f16 f32 f64 bool` and `iN` for any width N ≥ 1.
+Data types: `f16 f32 f64 bool`, `iN` for any width N ≥ 1 (two's complement, signed
+where it matters), and dlc's additions to DLVM: the unsigned `u8 u16 u32 u64` and
+`bf16`, a storage type (values move, cast and compare bit for bit, but arithmetic
+needs a `dataTypeCast` to f32; NumPy's side is `ml_dtypes.bfloat16`).
 """
 
 from __future__ import annotations
@@ -34,10 +37,12 @@ from dlc.dtypes import (  # noqa: F401 -- re-exported: dialects and passes impor
     dtype_base,
     dtype_bits,
     dtype_bytes,
+    dtype_holds_floats,
     dtype_is_bool,
     dtype_is_float,
     dtype_is_int,
     dtype_is_numeric,
+    dtype_is_unsigned,
     is_dtype,
     numpy_dtype,
 )

@@ -52,6 +52,7 @@ from dlc.dialects.graph_types import TensorType, format_type
 from dlc.dialects.schedule import ScheduleAttr
 from dlc.dialects.tensor_types import (
     SUPPORTED_DTYPES,
+    bf16_bits,
     dtype_of_scalar,
     scalar_type,
     tensor_type,
@@ -70,7 +71,9 @@ class ConstantOp(IRDLOperation):
 
     def __init__(self, result_type: TensorType, values: Sequence[int | float | bool]):
         data_type = BuiltinTensorType(scalar_type(result_type.dt), result_type.dims)
-        if result_type.dt == "bool" or result_type.dt.startswith("i"):
+        if result_type.dt == "bf16":
+            values = [bf16_bits(v) for v in values]
+        elif result_type.dt == "bool" or result_type.dt[0] in "iu":
             values = [int(v) for v in values]
         else:
             values = [float(v) for v in values]

@@ -22,14 +22,27 @@ def scalar_type(dtype: str) -> Attribute:
         return Float64Type()
     if dtype == "bool":
         return i1
+    if dtype == "bf16":
+        return IntegerType(16)  # a storage type: its bits (see `bf16_bits`)
     assert dtype in SUPPORTED_DTYPES, f"unsupported data type {dtype}"
     return IntegerType(int(dtype[1:]))
+
+
+def bf16_bits(value: float) -> int:
+    """The bits of `value` rounded to bf16 (through f32, to nearest even), as a signed
+    16-bit integer (the storage of bf16 in compute bodies)."""
+    import ml_dtypes
+    import numpy as np
+
+    single = np.array(value, np.float32)
+    bits = int(single.astype(ml_dtypes.bfloat16).view(np.uint16))
+    return bits - (1 << 16) if bits >= 1 << 15 else bits
 
 
 def dtype_of_scalar(scalar: Attribute) -> str | None:
     """The data type whose body scalars have type `scalar` (i1 -> bool), else None."""
     for dtype in SUPPORTED_DTYPES:
-        if scalar_type(dtype) == scalar:
+        if dtype != "bf16" and scalar_type(dtype) == scalar:
             return dtype
     return None
 

@@ -22,8 +22,9 @@ from xdsl.dialects.utils.fast_math import FastMathFlag
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from dlc.dialects import loop
-from dlc.dialects.graph_types import dtype_bits, dtype_is_bool, dtype_is_float
+from dlc.dialects.graph_types import dtype_bits, dtype_is_bool, dtype_is_float, dtype_is_unsigned
 from dlc.dialects.tensor import ComputeOp, ReadOp, scalar_type
+from dlc.dialects.tensor_types import bf16_bits
 
 FLOAT_UNARY: dict[str, type[Operation]] = {
     "sinh": math.SinhOp,
@@ -67,6 +68,9 @@ INT_BINARY: dict[str, type[Operation]] = {
     "max": arith.MaxSIOp,
     "and": arith.AndIOp,
     "or": arith.OrIOp,
+    "xor": arith.XOrIOp,
+    "shiftLeft": arith.ShLIOp,  # amounts >= width (unsigned) give 0, see loop_to_llvm
+    "shiftRight": arith.ShRSIOp,  # ... the sign fill
 }
 
 FLOAT_PREDICATES = {
@@ -77,6 +81,13 @@ FLOAT_PREDICATES = {
     "equal": "oeq",
     "notEqual": "une",
 }
+UINT_BINARY: dict[str, type[Operation]] = {
+    **INT_BINARY,
+    "min": arith.MinUIOp,
+    "max": arith.MaxUIOp,
+    "shiftRight": arith.ShRUIOp,
+}
+
 INT_PREDICATES = {
     "lessThan": "slt",
     "lessThanOrEqual": "sle",
@@ -84,6 +95,13 @@ INT_PREDICATES = {
     "greaterThanOrEqual": "sge",
     "equal": "eq",
     "notEqual": "ne",
+}
+UINT_PREDICATES = {
+    **INT_PREDICATES,
+    "lessThan": "ult",
+    "lessThanOrEqual": "ule",
+    "greaterThan": "ugt",
+    "greaterThanOrEqual": "uge",
 }
 
 
@@ -105,7 +123,9 @@ class ScalarBuilder:
         """A constant of a DLVM data type (bool -> i1)."""
         t = scalar_type(dtype)
         attr: Attribute
-        if dtype_is_float(dtype):
+        if dtype == "bf16":
+            attr = IntegerAttr(bf16_bits(float(value)), t)  # type: ignore[arg-type]
+        elif dtype_is_float(dtype):
             attr = FloatAttr(float(value), t)  # type: ignore[arg-type]
         else:
             attr = IntegerAttr(wrap_int(int(value), dtype_bits(dtype)), t)  # type: ignore[arg-type]
@@ -155,6 +175,8 @@ class ScalarBuilder:
             rest = self.select(self.cmpf("oeq", x, zero), zero, x)
             rest = self.select(self.cmpf("olt", x, zero), minus_one, rest)
             return self.select(self.cmpf("ogt", x, zero), one, rest)
+        if dtype_is_unsigned(dtype):
+            return self.select(self.cmpi("ne", x, zero), one, zero)
         rest = self.select(self.cmpi("slt", x, zero), minus_one, zero)
         return self.select(self.cmpi("sgt", x, zero), one, rest)
 
@@ -168,13 +190,18 @@ class ScalarBuilder:
         if opcode in FLOAT_PREDICATES:
             if dtype_is_float(dtype):
                 return self.cmpf(FLOAT_PREDICATES[opcode], x, y)
+            if dtype_is_unsigned(dtype):
+                return self.cmpi(UINT_PREDICATES[opcode], x, y)
             return self.cmpi(INT_PREDICATES[opcode], x, y)
         if dtype_is_float(dtype):
             return self._float_binary(opcode, x, y)
-        if dtype_is_bool(dtype) and opcode not in ("and", "or"):
+        if dtype_is_bool(dtype) and opcode not in ("and", "or", "xor"):
             raise Unsupported(opcode)
+        unsigned = dtype_is_unsigned(dtype)
         if opcode in INT_BINARY:
-            return self.emit(INT_BINARY[opcode](x, y))
+            return self.emit((UINT_BINARY if unsigned else INT_BINARY)[opcode](x, y))
+        if opcode in ("divide", "truncateDivide", "floorDivide", "modulo") and unsigned:
+            return self._uint_division(opcode, x, y)
         if opcode in ("divide", "truncateDivide", "floorDivide", "modulo"):
             return self._int_division(opcode, x, y)
         if opcode == "power":
@@ -207,6 +234,14 @@ class ScalarBuilder:
         result = self.select(self.cmpf("une", div, zero), floor, signed_zero)
         return self.select(self.cmpf("oeq", b, zero), plain, result)
 
+    def _uint_division(self, opcode: str, x: SSAValue, y: SSAValue) -> SSAValue:
+        """Guarded unsigned division (every rounding is toward zero): y == 0 gives 0."""
+        zero, one = self.typed_const(0, x), self.typed_const(1, x)
+        y_is_zero = self.cmpi("eq", y, zero)
+        safe_y = self.select(y_is_zero, one, y)
+        op = arith.RemUIOp if opcode == "modulo" else arith.DivUIOp
+        return self.select(y_is_zero, zero, self.emit(op(x, safe_y)))
+
     def _int_division(self, opcode: str, x: SSAValue, y: SSAValue) -> SSAValue:
         """Guarded signed division: y == 0 gives 0, y == -1 avoids the MIN / -1 trap."""
         zero, one, minus_one = (self.typed_const(v, x) for v in (0, 1, -1))
@@ -233,11 +268,14 @@ class ScalarBuilder:
         """Square-and-multiply over the exponent's bits, unrolled (wrapping)."""
         zero, one, minus_one = (self.typed_const(v, x) for v in (0, 1, -1))
         result, base = one, x
-        for bit in range(dtype_bits(dtype) - 1):
+        unsigned = dtype_is_unsigned(dtype)
+        for bit in range(dtype_bits(dtype) - (0 if unsigned else 1)):
             shifted = self.emit(arith.ShRSIOp(e, self.typed_const(bit, e)))
             is_set = self.cmpi("ne", self.emit(arith.AndIOp(shifted, one)), zero)
             result = self.select(is_set, self.emit(arith.MuliOp(result, base)), result)
             base = self.emit(arith.MuliOp(base, base))
+        if unsigned:
+            return result
         odd = self.cmpi("ne", self.emit(arith.AndIOp(e, one)), zero)
         minus_one_pow = self.select(odd, minus_one, one)
         negative = self.select(self.cmpi("eq", x, minus_one), minus_one_pow, zero)
@@ -245,17 +283,89 @@ class ScalarBuilder:
         return self.select(self.cmpi("slt", e, zero), negative, result)
 
     def not_(self, x: SSAValue) -> SSAValue:
-        return self.emit(arith.XOrIOp(x, self.emit(arith.ConstantOp(IntegerAttr(1, i1)))))
+        """Logical not of an i1, bitwise not of a wider integer."""
+        if x.type == i1:
+            return self.emit(arith.XOrIOp(x, self.emit(arith.ConstantOp(IntegerAttr(1, i1)))))
+        return self.emit(arith.XOrIOp(x, self.typed_const(-1, x)))
 
     def cast(self, x: SSAValue, source: str, target: str) -> SSAValue:
-        """`dataTypeCast` within one base: widening, or float narrowing (same type: no op)."""
-        if source == target or dtype_bits(source) == dtype_bits(target):
+        """`dataTypeCast` (graph_elementwise.DataTypeCastOp states the rules). f16
+        goes through f32 (ints to f16 through f64 above 16 bits) so that no
+        compiler-rt conversion routine is needed."""
+        if source == target:
             return x
-        if dtype_is_float(source) and dtype_bits(target) < dtype_bits(source):
-            return self.emit(arith.TruncFOp(x, scalar_type(target)))
+        if source == "bf16":
+            x, source = self._bf16_to_f32(x), "f32"
+            return self.cast(x, source, target)
+        if target == "bf16":
+            return self._f32_to_bf16(self.cast(x, source, "f32"))
+        if dtype_is_bool(target):
+            zero = self.const(0, source)
+            if dtype_is_float(source):
+                return self.cmpf("une", x, zero)
+            return self.cmpi("ne", x, zero)
+        if dtype_is_float(source) and dtype_is_float(target):
+            return self._float_cast(x, source, target)
         if dtype_is_float(source):
-            return self.emit(arith.ExtFOp(x, scalar_type(target)))
-        return self.emit(arith.ExtSIOp(x, scalar_type(target)))
+            if source == "f16":
+                x, source = self.emit(arith.ExtFOp(x, scalar_type("f32"))), "f32"
+            return self._float_to_int(x, target)
+        if dtype_is_float(target):
+            via = target if target != "f16" else "f32" if dtype_bits(source) <= 16 else "f64"
+            signed = not (dtype_is_bool(source) or dtype_is_unsigned(source))
+            op = arith.SIToFPOp if signed else arith.UIToFPOp
+            y = self.emit(op(x, scalar_type(via)))
+            return self._float_cast(y, via, target)
+        return self._int_cast(x, source, target)
+
+    def _float_to_int(self, x: SSAValue, target: str) -> SSAValue:
+        """Truncated toward zero to i64 (saturating, NaN -> 0; lowered to LLVM's
+        `fptosi.sat`), then wrapped to the target's width; u64: [0, 2^64) saturating,
+        negatives wrapped from i64 (semantics/ops.py `cast`)."""
+        wide = self.emit(arith.FPToSIOp(x, i64))
+        if target == "u64":
+            big = self.emit(arith.FPToUIOp(x, i64))
+            negative = self.cmpf("olt", x, self.typed_const(0.0, x))
+            return self.select(negative, wide, big)
+        if dtype_bits(target) == 64:
+            return wide
+        return self.emit(arith.TruncIOp(wide, scalar_type(target)))
+
+    def _bf16_to_f32(self, bits: SSAValue) -> SSAValue:
+        """bf16 bits are the top half of the f32 with the same value."""
+        wide = self.emit(arith.ExtUIOp(bits, IntegerType(32)))
+        shifted = self.emit(arith.ShLIOp(wide, self.typed_const(16, wide)))
+        return self.emit(arith.BitcastOp(shifted, scalar_type("f32")))
+
+    def _f32_to_bf16(self, x: SSAValue) -> SSAValue:
+        """f32 -> bf16 bits, rounded to nearest even (NaN: its top half, made quiet)."""
+        bits = self.emit(arith.BitcastOp(x, IntegerType(32)))
+        c = lambda v: self.typed_const(v, bits)  # noqa: E731
+        top = self.emit(arith.ShRUIOp(bits, c(16)))
+        odd = self.emit(arith.AndIOp(top, c(1)))
+        rounded = self.emit(arith.AddiOp(bits, self.emit(arith.AddiOp(c(0x7FFF), odd))))
+        rounded = self.emit(arith.ShRUIOp(rounded, c(16)))
+        quiet = self.emit(arith.OrIOp(top, c(0x40)))
+        result = self.select(self.cmpf("uno", x, x), quiet, rounded)
+        return self.emit(arith.TruncIOp(result, IntegerType(16)))
+
+    def _float_cast(self, x: SSAValue, source: str, target: str) -> SSAValue:
+        if dtype_bits(source) == dtype_bits(target):
+            return x
+        if dtype_bits(target) < dtype_bits(source):
+            return self.emit(arith.TruncFOp(x, scalar_type(target)))
+        return self.emit(arith.ExtFOp(x, scalar_type(target)))
+
+    def _int_cast(self, x: SSAValue, source: str, target: str) -> SSAValue:
+        """Integers (and bool) to integers: wrap, extended by the source's signedness."""
+        bits, to_bits = dtype_bits(source), dtype_bits(target)
+        if bits == to_bits:
+            return x
+        if to_bits < bits:
+            return self.emit(arith.TruncIOp(x, scalar_type(target)))
+        signed = not (dtype_is_bool(source) or dtype_is_unsigned(source))
+        op = arith.ExtSIOp if signed else arith.ExtUIOp
+        return self.emit(op(x, scalar_type(target)))
 
 
 def wrap_int(value: int, bits: int) -> int:

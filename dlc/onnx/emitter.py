@@ -8,6 +8,7 @@ permutation, reductions that keep their dimensions and explicit padding.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Sequence
 from functools import cache
@@ -29,7 +30,7 @@ from dlc.dialects.graph_tensor import (
     ShapeCastOp,
     TransposeOp,
 )
-from dlc.dialects.graph_types import TensorType, format_type, size_error
+from dlc.dialects.graph_types import TensorType, format_type, numpy_dtype, size_error
 from dlc.passes.graph.fold_constants import literal_of, scalar_tree
 
 MAX_PERMUTE_RANK = 6
@@ -40,9 +41,11 @@ to this rank (720 permutations)."""
 ELEMENT_TYPES = {
     TensorProto.FLOAT: "f32", TensorProto.DOUBLE: "f64", TensorProto.FLOAT16: "f16",
     TensorProto.INT8: "i8", TensorProto.INT16: "i16", TensorProto.INT32: "i32",
-    TensorProto.INT64: "i64", TensorProto.BOOL: "bool",
+    TensorProto.INT64: "i64", TensorProto.BOOL: "bool", TensorProto.UINT8: "u8",
+    TensorProto.UINT16: "u16", TensorProto.UINT32: "u32", TensorProto.UINT64: "u64",
+    TensorProto.BFLOAT16: "bf16",
 }  # fmt: skip
-"""ONNX element types dlc has; unsigned integers and bf16 are not among them."""
+"""ONNX element types dlc has."""
 
 
 class ImportProblem(Exception):
@@ -91,6 +94,8 @@ class Emitter:
         try:
             results = cls.infer([o.type for o in operands], props)  # type: ignore[attr-defined]
         except InferenceError as err:
+            if any(tensor_type(o).dt == "bf16" for o in operands):
+                return self._in_f32(cls, operands, props)
             raise ImportProblem(str(err)) from None
         for t in results:
             if isinstance(t, TensorType) and (message := size_error(t)) is not None:
@@ -98,6 +103,22 @@ class Emitter:
         op = cls.create(operands=list(operands), result_types=list(results), properties=props)
         self.block.add_op(op)
         return op.results[0]
+
+    def _in_f32(
+        self, cls: type[Operation], operands: Sequence[SSAValue], props: dict[str, Attribute]
+    ) -> SSAValue:
+        """An op that computes, on bf16 operands: computed in f32 (each bf16 operand
+        widened exactly), an f32 result rounded back to bf16, as ONNX's reference does."""
+        wide = [
+            self.op(DataTypeCastOp, [o], dtype=StringAttr("f32"))
+            if tensor_type(o).dt == "bf16"
+            else o
+            for o in operands
+        ]
+        y = self.op(cls, wide, **props)
+        if tensor_type(y).dt == "f32":
+            y = self.op(DataTypeCastOp, [y], dtype=StringAttr("bf16"))
+        return y
 
     def unary(self, opcode: str, x: SSAValue) -> SSAValue:
         return self.op(UNARY_OPS[opcode], [x])
@@ -117,12 +138,14 @@ class Emitter:
         return op.result
 
     def scalar(self, value: float, dt: str) -> SSAValue:
-        """An inline scalar literal (`1.0: f32`)."""
+        """An inline scalar literal (`1.0: f32`); ±inf is an integer type's extreme."""
+        value = integer_extreme(value, dt)
         op = LiteralOp(LiteralAttr(scalar_tree(value, dt)), TensorType((), dt), inline=True)
         self.block.add_op(op)
         return op.result
 
     def splat(self, value: float, shape: Sequence[int], dt: str) -> SSAValue:
+        value = integer_extreme(value, dt)
         op = LiteralOp(LiteralAttr(scalar_tree(value, dt)), TensorType(shape, dt))
         self.block.add_op(op)
         return op.result
@@ -220,6 +243,15 @@ class Emitter:
         return y
 
 
+def integer_extreme(value: float, dt: str) -> float:
+    """±inf (the identity of max / min, the padding of max pooling) as the lowest or
+    highest integer of `dt`; other values unchanged."""
+    if dt in ("bool", "f16", "bf16", "f32", "f64") or not math.isinf(value):
+        return value
+    info = np.iinfo(numpy_dtype(dt))
+    return info.max if value > 0 else info.min
+
+
 @cache
 def block_reversals(perm: tuple[int, ...]) -> list[tuple[tuple[int, ...], ...]]:
     """The shortest list of block reversals that turns axis order 0..n-1 into `perm`.
@@ -268,7 +300,8 @@ def _splits(n: int) -> list[tuple[tuple[int, ...], ...]]:
 def _dtype_name(dtype: np.dtype) -> str:
     names = {
         "float16": "f16", "float32": "f32", "float64": "f64", "int8": "i8", "int16": "i16",
-        "int32": "i32", "int64": "i64", "bool": "bool",
+        "int32": "i32", "int64": "i64", "bool": "bool", "uint8": "u8", "uint16": "u16",
+        "uint32": "u32", "uint64": "u64", "bfloat16": "bf16",
     }  # fmt: skip
     if dtype.name not in names:
         raise ImportProblem(f"constants of type {dtype.name} are not supported")

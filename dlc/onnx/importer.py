@@ -34,10 +34,12 @@ from dlc.onnx import (
     expand,
     fold,
     ops_activation,
+    ops_cumulative,
     ops_gather,
     ops_logic,
     ops_math,
     ops_nn,
+    ops_resize,
     ops_shape,
     ops_slice,
 )
@@ -52,6 +54,8 @@ CONVERTERS: dict[str, Converter] = {
     **ops_activation.CONVERTERS,
     **ops_slice.CONVERTERS,
     **ops_gather.CONVERTERS,
+    **ops_resize.CONVERTERS,
+    **ops_cumulative.CONVERTERS,
 }
 DTYPES = ELEMENT_TYPES
 
@@ -178,7 +182,7 @@ class GraphImporter:
             kind = TensorProto.DataType.Name(tensor.elem_type)
             self.problems.append(
                 f"input '{name}': element type {kind} is not supported "
-                "(f16, f32, f64, i8, i16, i32, i64, bool)"
+                "(f16, bf16, f32, f64, i8-i64, u8-u64, bool)"
             )
             return None
         declared = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]

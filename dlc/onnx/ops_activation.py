@@ -18,7 +18,7 @@ from dlc.onnx.node import Converter, Node, Result
 def _float_input(node: Node) -> tuple[Emitter, SSAValue, str]:
     x = node.input(0)
     dt = tensor_type(x).dt
-    if dt not in ("f16", "f32", "f64"):
+    if dt not in ("f16", "bf16", "f32", "f64"):
         raise ImportProblem(f"{node.op_type} on {dt} is not supported")
     return node.emit, x, dt
 

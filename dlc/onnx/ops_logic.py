@@ -10,15 +10,17 @@ from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import SSAValue
 
 from dlc.dialects.graph_elementwise import DataTypeCastOp, NotOp, SelectOp
-from dlc.dialects.graph_types import dtype_base, dtype_bits, dtype_is_float
+from dlc.dialects.graph_tensor import BitCastOp
+from dlc.dialects.graph_types import TensorType, dtype_bytes, dtype_is_int
 from dlc.onnx.emitter import ELEMENT_TYPES, ImportProblem, shape_of, tensor_type
 from dlc.onnx.node import Converter, Node, Result
 
 COMPARES = {
     "Equal": "equal", "Less": "lessThan", "LessOrEqual": "lessThanOrEqual",
     "Greater": "greaterThan", "GreaterOrEqual": "greaterThanOrEqual",
-    "And": "and", "Or": "or",
+    "And": "and", "Or": "or", "Xor": "xor",
 }  # fmt: skip
+BITWISE = {"BitwiseAnd": "and", "BitwiseOr": "or", "BitwiseXor": "xor"}
 
 
 def compare(node: Node) -> list[Result]:
@@ -28,17 +30,31 @@ def compare(node: Node) -> list[Result]:
     return [node.emit.binary(COMPARES[node.op_type], a, b)]
 
 
-def xor(node: Node) -> list[Result]:
-    """(a or b) and not (a and b)"""
-    e, a, b = node.emit, node.input(0), node.input(1)
-    if tensor_type(a).dt != "bool":
-        raise ImportProblem("Xor needs bool operands")
-    both = e.op(NotOp, [e.binary("and", a, b)])
-    return [e.binary("and", e.binary("or", a, b), both)]
+def _integers(node: Node, x: SSAValue) -> SSAValue:
+    if not dtype_is_int(tensor_type(x).dt):
+        raise ImportProblem(f"{node.op_type} needs integer operands")
+    return x
+
+
+def bitwise(node: Node) -> list[Result]:
+    a, b = _integers(node, node.input(0)), node.input(1)
+    return [node.emit.binary(BITWISE[node.op_type], a, b)]
+
+
+def bit_shift(node: Node) -> list[Result]:
+    """BitShift: `direction` LEFT or RIGHT; amounts outside [0, width) give 0."""
+    direction = node.require("direction", ("LEFT", "RIGHT"), None)
+    a, b = _integers(node, node.input(0)), node.input(1)
+    return [node.emit.binary("shiftLeft" if direction == "LEFT" else "shiftRight", a, b)]
 
 
 def not_(node: Node) -> list[Result]:
-    return [node.emit.op(NotOp, [node.input(0)])]
+    x = node.input(0)
+    if node.op_type == "Not" and tensor_type(x).dt != "bool":
+        raise ImportProblem("Not needs a bool operand")
+    if node.op_type == "BitwiseNot":
+        _integers(node, x)
+    return [node.emit.op(NotOp, [x])]
 
 
 def where(node: Node) -> list[Result]:
@@ -70,13 +86,10 @@ def is_inf(node: Node) -> list[Result]:
 
 
 def _cast(node: Node, x: SSAValue, to: str) -> SSAValue:
-    """dataTypeCast within one base (floats either way, integers widening)."""
-    dt = tensor_type(x).dt
-    if dt == to:
+    """dataTypeCast: ONNX's rules across int, float and bool (float -> int truncates
+    toward zero; out of range saturates, NaN gives 0, where ONNX leaves it undefined)."""
+    if tensor_type(x).dt == to:
         return x
-    widening = dtype_base(dt) == dtype_base(to) and dtype_bits(dt) <= dtype_bits(to)
-    if not widening and not (dtype_is_float(dt) and dtype_is_float(to)):
-        raise ImportProblem(f"casting {dt} to {to} is not supported")
     return node.emit.op(DataTypeCastOp, [x], dtype=StringAttr(to))
 
 
@@ -88,6 +101,24 @@ def cast(node: Node) -> list[Result]:
         name = TensorProto.DataType.Name(to) if isinstance(to, int) else to
         raise ImportProblem(f"casting to {name} is not supported")
     return [_cast(node, node.input(0), ELEMENT_TYPES[to])]
+
+
+def bit_cast(node: Node) -> list[Result]:
+    """BitCast (opset 26): the bits reinterpreted as `to`, of the same width (not to
+    bool, whose only valid bytes are 0 and 1)."""
+    x, to = node.input(0), node.attr("to")
+    dt = tensor_type(x).dt
+    if not isinstance(to, int) or to not in ELEMENT_TYPES:
+        name = TensorProto.DataType.Name(to) if isinstance(to, int) else to
+        raise ImportProblem(f"bit casting to {name} is not supported")
+    target = ELEMENT_TYPES[to]
+    if target == "bool" and dt != "bool":
+        raise ImportProblem(f"bit casting {dt} to bool is not supported")
+    if dtype_bytes(dt) != dtype_bytes(target):
+        raise ImportProblem(f"bit casting {dt} to {target} changes the width")
+    if dt == target:
+        return [x]
+    return [node.emit.op(BitCastOp, [x], target=TensorType(shape_of(x), target))]
 
 
 def cast_like(node: Node) -> list[Result]:
@@ -128,13 +159,16 @@ def size(node: Node) -> list[Result]:
 
 CONVERTERS: dict[str, Converter] = {
     **dict.fromkeys(COMPARES, compare),
-    "Xor": xor,
+    **dict.fromkeys(BITWISE, bitwise),
+    "BitShift": bit_shift,
     "Not": not_,
+    "BitwiseNot": not_,
     "Where": where,
     "IsNaN": is_nan,
     "IsInf": is_inf,
     "Cast": cast,
     "CastLike": cast_like,
+    "BitCast": bit_cast,
     "Mod": mod,
     "Shape": shape,
     "Size": size,

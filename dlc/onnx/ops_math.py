@@ -5,10 +5,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import SSAValue
 
-from dlc.dialects.graph_elementwise import SelectOp
+from dlc.dialects.graph_elementwise import DataTypeCastOp, SelectOp
 from dlc.dialects.graph_tensor import DotOp
+from dlc.dialects.graph_types import dtype_holds_floats
 from dlc.onnx.emitter import ImportProblem, shape_of, tensor_type
 from dlc.onnx.node import Converter, Node
 
@@ -24,7 +26,22 @@ UNARY = {
 def binary(node: Node) -> list[SSAValue]:
     if node.opset < 7 and node.has_attr("broadcast"):
         raise ImportProblem("legacy broadcast attribute (opset < 7) is not supported")
-    return [node.emit.binary(BINARY[node.op_type], node.input(0), node.input(1))]
+    a, b = node.input(0), node.input(1)
+    if node.op_type == "Pow" and tensor_type(a).dt != tensor_type(b).dt:
+        return [_mixed_power(node, a, b)]
+    return [node.emit.binary(BINARY[node.op_type], a, b)]
+
+
+def _mixed_power(node: Node, a: SSAValue, b: SSAValue) -> SSAValue:
+    """Pow with differently typed base and exponent, as onnx's reference
+    (`np.power(a, b).astype(a.dtype)`): a float base takes the exponent in its type; an
+    integer base with a float exponent computes in f64 and truncates back."""
+    e = node.emit
+    at, bt = tensor_type(a).dt, tensor_type(b).dt
+    cast = lambda x, dt: e.op(DataTypeCastOp, [x], dtype=StringAttr(dt))  # noqa: E731
+    if dtype_holds_floats(bt) and not dtype_holds_floats(at):
+        return cast(e.binary("power", cast(a, "f64"), cast(b, "f64")), at)
+    return e.binary("power", a, cast(b, at))
 
 
 def unary(node: Node) -> list[SSAValue]:
@@ -235,6 +252,8 @@ def reduce(node: Node) -> list[SSAValue]:
     axes = sorted({node.axis(a, rank) for a in axes})
     x = _elementwise(node, before, x)
     combinator, init = REDUCTIONS[kind]
+    if tensor_type(x).dt == "bool" and kind in ("ReduceMax", "ReduceMin"):
+        combinator, init = ("or", False) if kind == "ReduceMax" else ("and", True)
     y = e.reduce(x, combinator, init, axes, keepdims)
     if kind == "ReduceMean":
         count = int(np.prod([shape_of(x)[a] for a in axes]))

@@ -19,7 +19,7 @@ from dlc.dialects.graph_types import (
     PointerType,
     TensorType,
     TupleType,
-    dtype_is_float,
+    dtype_holds_floats,
     format_type,
 )
 from dlc.parser.builder_types import TypeBuilder
@@ -150,7 +150,7 @@ class LiteralBuilder(TypeBuilder):
         tok = node.children[0]
         if node.data == "bool_lit":
             return ("bool", tok == "true")
-        dtype = t.dt if isinstance(t, TensorType) and dtype_is_float(t.dt) else None
+        dtype = t.dt if isinstance(t, TensorType) and dtype_holds_floats(t.dt) else None
         if node.data == "int_lit":
             if dtype is not None and overflows_float(int(tok), dtype):
                 raise self.error(f"integer literal {tok} is out of range for {dtype}", node)

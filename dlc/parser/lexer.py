@@ -30,6 +30,7 @@ UNARY_WORDS = (
 ).split()
 BINARY_WORDS = (
     "add subtract multiply divide min max truncateDivide floorDivide modulo power and or "
+    "xor shiftLeft shiftRight "
     "lessThan lessThanOrEqual greaterThan greaterThanOrEqual equal notEqual dot matrixMultiply"
 ).split()
 OTHER_OPCODES = (

@@ -107,7 +107,7 @@ class Param:
             ok = is_bool or (isinstance(value, numbers.Integral) and int(value) in (0, 1))
         elif is_bool:
             ok = False  # a bool is no number here, though Python's bool is an int
-        elif kind == "i" and isinstance(value, numbers.Real):
+        elif kind in "iu" and isinstance(value, numbers.Real):
             info = np.iinfo(self.dtype)
             whole = isinstance(value, numbers.Integral) or float(value).is_integer()
             ok = whole and info.min <= int(value) <= info.max

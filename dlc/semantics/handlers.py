@@ -88,7 +88,7 @@ def _binary(interp: Interpreter, op: ew.BinaryOp, args: list[Any]) -> object:
 
 @handles(ew.NotOp)
 def _not(interp: Interpreter, op: Operation, args: list[Any]) -> object:
-    return np.logical_not(args[0]).astype(np.bool_)
+    return np.invert(np.asarray(args[0]))  # logical on bool, bitwise on integers
 
 
 @handles(ew.SelectOp)
@@ -98,7 +98,7 @@ def _select(interp: Interpreter, op: Operation, args: list[Any]) -> object:
 
 @handles(ew.DataTypeCastOp)
 def _cast(interp: Interpreter, op: ew.DataTypeCastOp, args: list[Any]) -> object:
-    return np.asarray(args[0].astype(numpy_dtype(op.dtype.data)))
+    return ops.cast(np.asarray(args[0]), numpy_dtype(op.dtype.data))
 
 
 # -- reductions ----------------------------------------------------------------------

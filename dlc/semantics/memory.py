@@ -218,7 +218,7 @@ def _random(interp: Interpreter, op: Operation, args: list[Any]) -> object:
     lo, hi = args[0][()], args[1][()]
     if not lo < hi:
         return np.full(t.dims, lo, dtype=dtype)
-    if dtype.kind == "i":
+    if dtype.kind in "iu":
         return interp.rng.integers(lo, hi, size=t.dims, dtype=dtype)
     unit = interp.rng.random(t.dims, dtype=np.float64)
     values = np.asarray(lo + (hi - lo) * unit.astype(dtype), dtype=dtype)

@@ -155,6 +155,10 @@ def _int_power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(negative, tiny, power)
 
 
+def _uint_power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.power(a, b)
+
+
 def _float_trunc_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.trunc(np.divide(a, b))
 
@@ -169,8 +173,11 @@ _COMMON: dict[str, Kernel2] = {
     "multiply": np.multiply,
     "min": np.minimum,
     "max": np.maximum,
-    "and": np.logical_and,
-    "or": np.logical_or,
+    "and": np.bitwise_and,  # logical on bool
+    "or": np.bitwise_or,
+    "xor": np.bitwise_xor,
+    "shiftLeft": lambda a, b: _shift(a, b, left=True),
+    "shiftRight": lambda a, b: _shift(a, b, left=False),
     "lessThan": np.less,
     "lessThanOrEqual": np.less_equal,
     "greaterThan": np.greater,
@@ -178,6 +185,23 @@ _COMMON: dict[str, Kernel2] = {
     "equal": np.equal,
     "notEqual": np.not_equal,
 }
+
+
+def _shift(a: np.ndarray, b: np.ndarray, left: bool) -> np.ndarray:
+    """ONNX BitShift: amounts outside [0, width) give 0 (right shifts of negative
+    signed values: -1); left shifts wrap; right shifts of signed values are
+    arithmetic."""
+    a, b = np.broadcast_arrays(a, b)
+    bits = a.dtype.itemsize * 8
+    inside = (b >= 0) & (b < bits)
+    amount = np.where(inside, b, 0).astype(a.dtype)
+    if left:
+        unsigned = a.view(f"u{a.dtype.itemsize}")
+        y = np.left_shift(unsigned, amount.astype(unsigned.dtype)).view(a.dtype)
+        return np.where(inside, y, np.zeros_like(a))
+    fill = np.where(a < 0, np.array(-1).astype(a.dtype), np.zeros_like(a))
+    return np.where(inside, np.right_shift(a, amount), fill)
+
 
 _INT_ONLY: dict[str, Kernel2] = {
     "divide": _int_trunc_divide,
@@ -202,10 +226,40 @@ def binary(opcode: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """`opcode a, b` with DLVM broadcasting (a subset of numpy's)."""
     kernel = _COMMON.get(opcode)
     if kernel is None:
-        table = _INT_ONLY if a.dtype.kind == "i" else _FLOAT_ONLY
-        kernel = table[opcode]
+        table = _INT_ONLY if a.dtype.kind in "iu" else _FLOAT_ONLY
+        kernel = _uint_power if opcode == "power" and a.dtype.kind == "u" else table[opcode]
     out_dtype = np.bool_ if opcode in COMPARES else a.dtype
     return np.asarray(kernel(a, b), dtype=out_dtype)
+
+
+def cast(x: np.ndarray, to: np.dtype) -> np.ndarray:
+    """`dataTypeCast`: NumPy's `astype` (integers wrap, floats round to nearest, bool is
+    `x != 0`), except float → int: truncated toward zero to a 64-bit integer, which
+    saturates (NaN gives 0), then wrapped to the target's width as NumPy does for
+    values within int64 (so -2.7 → u8 is 254); u64 takes [0, 2^64) without wrapping.
+    bf16 (ml_dtypes' `bfloat16`, kind "V") converts through f32 both ways."""
+    if x.dtype.name == "bfloat16" and to != x.dtype:
+        return cast(x.astype(np.float32), to)
+    if to.name == "bfloat16" and x.dtype != to:
+        return np.asarray(cast(x, np.dtype(np.float32)).astype(to))
+    if x.dtype.kind != "f" or to.kind not in "iu":
+        return np.asarray(x.astype(to))
+    whole = np.trunc(x.astype(np.float64))
+    wide = _saturate(whole, np.dtype(np.int64))
+    if to == np.uint64:
+        big = _saturate(whole, np.dtype(np.uint64))
+        return np.asarray(np.where(whole >= 0, big, wide.view(np.uint64)), dtype=to)
+    return np.asarray(wide.astype(to))
+
+
+def _saturate(whole: np.ndarray, to: np.dtype) -> np.ndarray:
+    """Whole numbers (float64) to a 64-bit integer type, clamped; NaN gives 0."""
+    info = np.iinfo(to)
+    top = float(2 ** (info.bits - (1 if to.kind == "i" else 0)))  # info.max + 1, exact
+    inside = np.where((whole >= info.min) & (whole < top), whole, 0).astype(to)
+    y = np.where(whole >= top, np.array(info.max, to), inside)
+    y = np.where(whole < info.min, np.array(info.min, to), y)
+    return np.asarray(np.where(np.isnan(whole), np.array(0, to), y), dtype=to)
 
 
 def select(a: np.ndarray, b: np.ndarray, mask: np.ndarray) -> np.ndarray:

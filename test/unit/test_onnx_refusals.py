@@ -40,12 +40,36 @@ F = TensorProto.FLOAT
     ("model", "message"),
     [
         (
-            _typed([node("Cast", ["x"], ["y"], to=F)], {"x": (I32, [2])}, ["y"]),
-            "node 'y' (Cast): casting i32 to f32 is not supported",
+            _typed(
+                [node("BitShift", ["a", "b"], ["y"], direction="UP")],
+                {"a": (I32, [2]), "b": (I32, [2])},
+                ["y"],
+            ),
+            "node 'y' (BitShift): direction='UP' is not supported",
         ),
         (
-            _typed([node("Cast", ["x"], ["y"], to=TensorProto.UINT8)], {"x": (F, [2])}, ["y"]),
-            "node 'y' (Cast): casting to UINT8 is not supported",
+            _typed(
+                [node("BitShift", ["a", "b"], ["y"], direction="LEFT")],
+                {"a": (F, [2]), "b": (F, [2])},
+                ["y"],
+            ),
+            "node 'y' (BitShift): BitShift needs integer operands",
+        ),
+        (
+            _typed([node("BitwiseAnd", ["a", "b"], ["y"])], {"a": (F, [2]), "b": (F, [2])}, ["y"]),
+            "node 'y' (BitwiseAnd): BitwiseAnd needs integer operands",
+        ),
+        (
+            _typed([node("BitwiseNot", ["a"], ["y"])], {"a": (TensorProto.BOOL, [2])}, ["y"]),
+            "node 'y' (BitwiseNot): BitwiseNot needs integer operands",
+        ),
+        (
+            _typed([node("Not", ["a"], ["y"])], {"a": (I32, [2])}, ["y"]),
+            "node 'y' (Not): Not needs a bool operand",
+        ),
+        (
+            _typed([node("Cast", ["x"], ["y"], to=TensorProto.COMPLEX64)], {"x": (F, [2])}, ["y"]),
+            "node 'y' (Cast): casting to COMPLEX64 is not supported",
         ),
         (
             _typed([node("And", ["a", "b"], ["y"])], {"a": (F, [2]), "b": (F, [2])}, ["y"]),
@@ -181,10 +205,10 @@ F = TensorProto.FLOAT
         (
             _typed(
                 [node("LayerNormalization", ["x", "s"], ["y"])],
-                {"x": (F, [2, 3]), "s": (TensorProto.UINT8, [3])},
+                {"x": (F, [2, 3]), "s": (TensorProto.COMPLEX64, [3])},
                 ["y"],
             ),
-            "input 's': element type UINT8 is not supported (f16, f32, f64, i8, i16, i32, i64, bool)",
+            "input 's': element type COMPLEX64 is not supported (f16, bf16, f32, f64, i8-i64, u8-u64, bool)",
         ),
     ],
     ids=lambda v: v if isinstance(v, str) else "",

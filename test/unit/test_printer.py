@@ -108,16 +108,25 @@ def test_every_unary_op(opcode: str) -> None:
     assert line(ew.UNARY_OPS[opcode], [M23]) == f"%r = {opcode} %a: <2 x 3 x f32>"
 
 
-@pytest.mark.parametrize("opcode", [op for op, c in ew.BINARY_OPS.items() if c.FAMILY != "boolean"])
+@pytest.mark.parametrize(
+    "opcode", [op for op, c in ew.BINARY_OPS.items() if c.FAMILY in ("numeric", "compare")]
+)
 def test_every_numeric_and_compare_op(opcode: str) -> None:
     text = line(ew.BINARY_OPS[opcode], [M23], extra=[inline(2.5)])
     assert text == f"%r = {opcode} %a: <2 x 3 x f32>, 2.5: f32"
 
 
-@pytest.mark.parametrize("opcode", ["and", "or"])
+@pytest.mark.parametrize("opcode", ["and", "or", "xor"])
 def test_boolean_ops(opcode: str) -> None:
     b4 = TensorType((4,), "bool")
     assert line(ew.BINARY_OPS[opcode], [b4, BOOL]) == f"%r = {opcode} %a: <4 x bool>, %b: bool"
+
+
+@pytest.mark.parametrize("opcode", ["and", "xor", "shiftLeft", "shiftRight"])
+def test_integer_bit_ops(opcode: str) -> None:
+    u4 = TensorType((4,), "u16")
+    line_text = line(ew.BINARY_OPS[opcode], [u4, u4])
+    assert line_text == f"%r = {opcode} %a: <4 x u16>, %b: <4 x u16>"
 
 
 ELEMENTWISE_CASES = [

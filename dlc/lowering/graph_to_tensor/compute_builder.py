@@ -18,6 +18,7 @@ from xdsl.ir import Attribute, Block, SSAValue
 
 from dlc.dialects import tensor
 from dlc.dialects.graph_types import TensorType, dtype_is_float
+from dlc.dialects.tensor_types import bf16_bits
 from dlc.lowering.scalar_ops import ScalarBuilder, wrap_int
 
 
@@ -42,6 +43,8 @@ def lowered_type(value: Lowered) -> TensorType:
 def scalar_attr(value: int | float | bool, dtype: str) -> Attribute:
     """An `IntegerAttr`/`FloatAttr` of a DLVM data type (bool as i1)."""
     t = tensor.scalar_type(dtype)
+    if dtype == "bf16":
+        return IntegerAttr(bf16_bits(float(value)), t)  # type: ignore[arg-type]
     if dtype_is_float(dtype):
         return FloatAttr(float(value), t)  # type: ignore[arg-type]
     return IntegerAttr(wrap_int(int(value), t.width.data), t)  # type: ignore[attr-defined]

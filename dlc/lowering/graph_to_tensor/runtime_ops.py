@@ -28,7 +28,7 @@ from xdsl.ir import Operation, SSAValue
 from dlc.dialects import graph_memory as gm
 from dlc.dialects import tensor_memory as tm
 from dlc.dialects.abi import RNG_VAR
-from dlc.dialects.graph_types import TensorType, dtype_is_float
+from dlc.dialects.graph_types import TensorType, dtype_bits, dtype_is_float
 from dlc.dialects.layout import I64
 from dlc.dialects.tensor import scalar_type
 from dlc.lowering.graph_to_tensor.compute_builder import BodyBuilder, Lowered, Splat, build_compute
@@ -87,9 +87,9 @@ def _draw(s: BodyBuilder, bits: SSAValue, lo: SSAValue, hi: SSAValue, dt: str) -
     lo64, hi64 = s.cast(lo, dt, "i64"), s.cast(hi, dt, "i64")
     span = s.emit(arith.SubiOp(hi64, lo64))
     value = s.emit(arith.AddiOp(lo64, s.emit(arith.RemUIOp(bits, span))))
-    if dt != "i64":
+    if dtype_bits(dt) != 64:
         value = s.emit(arith.TruncIOp(value, scalar_type(dt)))
-    return s.select(s.cmpi("slt", lo, hi), value, lo)
+    return s.select(s.binary("lessThan", dt, lo, hi), value, lo)
 
 
 def lower_random(b: Builder, op: gm.RandomOp, args: list[Lowered], materialize) -> Lowered:  # noqa: ANN001

@@ -227,6 +227,8 @@ def _identity(comb: str, dtype: str) -> int | float | bool:
     if dtype_is_float(dtype):
         return {"add": -0.0, "multiply": 1.0, "min": math.inf, "max": -math.inf}[comb]
     bits = int(dtype[1:])
+    if dtype.startswith("u"):
+        return {"add": 0, "multiply": 1, "min": (1 << bits) - 1, "max": 0}[comb]
     return {"add": 0, "multiply": 1, "min": (1 << (bits - 1)) - 1, "max": -(1 << (bits - 1))}[comb]
 
 

@@ -142,12 +142,13 @@ class FunctionLowering:
             self.b.insert(loop.ConstCopyOp(op.value, buffer))
             return
         scalars = ScalarBuilder(self.b)
+        data_dt = "i16" if t.dt == "bf16" else t.dt  # bf16 data are its bits already
         for flat, value in enumerate(op.values):
             indices, rest = [], flat
             for n in reversed(t.dims):
                 indices.append(index(self.b, rest % n))
                 rest //= n
-            store(self.b, scalars.const(value, t.dt), buffer, indices[::-1], t.dt)
+            store(self.b, scalars.const(value, data_dt), buffer, indices[::-1], t.dt)
 
     def _compute(self, op: tensor.ComputeOp, new_buffer: Callable[[SSAValue], SSAValue]) -> None:
         """A compute's nest, or its whole fusion group's, as its schedule says."""

@@ -81,7 +81,9 @@ def rule_for(op: Operation) -> Rule | None:
         return binary_rule if op.OPCODE in DIFFERENTIABLE_BINARY else None
     if isinstance(op, gm.ExtractOp) and not extract_is_differentiable(op):
         return None
-    if isinstance(op, ge.DataTypeCastOp) and not dtype_is_float(tensor_of(op.operand).dt):
+    if isinstance(op, ge.DataTypeCastOp) and not (
+        dtype_is_float(tensor_of(op.operand).dt) and dtype_is_float(tensor_of(op.result).dt)
+    ):
         return None
     if type(op) in GATHER_RULES and not has_rule(op):
         return None

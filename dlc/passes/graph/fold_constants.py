@@ -14,7 +14,7 @@ from xdsl.traits import Pure
 
 from dlc.dialects.graph import GlobalRefOp, LiteralOp
 from dlc.dialects.graph_literal import LiteralAttr, LitTree
-from dlc.dialects.graph_types import TensorType, dtype_is_bool, dtype_is_float
+from dlc.dialects.graph_types import TensorType, dtype_holds_floats, dtype_is_bool
 from dlc.dialects.levels import require_level
 from dlc.passes.graph.pass_support import erase_dead_ops, functions, pure_functions
 from dlc.passes.statistics import PassStatistics
@@ -23,7 +23,7 @@ from dlc.passes.statistics import PassStatistics
 def scalar_tree(x: Any, dt: str) -> LitTree:
     if dtype_is_bool(dt):
         return ("bool", bool(x))
-    return ("float", float(x)) if dtype_is_float(dt) else ("int", int(x))
+    return ("float", float(x)) if dtype_holds_floats(dt) else ("int", int(x))
 
 
 def literal_of(value: np.ndarray, t: TensorType) -> LiteralOp:
