@@ -1,4 +1,5 @@
-"""ONNX convolution, pooling and batch normalization as graph ops."""
+"""ONNX convolution, pooling, batch normalization and local response normalization
+as graph ops."""
 
 from __future__ import annotations
 
@@ -184,7 +185,57 @@ def batch_norm(node: Node) -> list[SSAValue]:
     return [e.binary("add", e.binary("multiply", y, scale), bias)]
 
 
+def lrn(node: Node) -> list[SSAValue]:
+    """y = x · (bias + alpha/size · Σ x²)^-beta, the sum over the `size` channels
+    around each channel (floor((size-1)/2) below, ceil((size-1)/2) above): a zero-padded
+    `reduceWindow` over the channel axis."""
+    e, x = node.emit, node.input(0)
+    dims = shape_of(x)
+    if len(dims) < 3:
+        raise ImportProblem(f"input {dims} needs rank ≥ 3")
+    size = node.attr("size")
+    if not isinstance(size, int) or size < 1:
+        raise ImportProblem(f"size must be a positive integer, got {size!r}")
+    alpha, beta = node.attr("alpha", 1e-4), node.attr("beta", 0.75)
+    bias, dt = node.attr("bias", 1.0), tensor_type(x).dt
+    below = (size - 1) // 2
+    pads = [(0, 0), (below, size - 1 - below)] + [(0, 0)] * (len(dims) - 2)
+    squares = e.pad(e.unary("square", x), pads, 0.0)
+    props = {
+        "window": ints_attr([1, size] + [1] * (len(dims) - 2)),
+        "strides": ints_attr([1] * len(dims)),
+        "padding": StringAttr("none"),
+        "combinator": StringAttr("add"),
+    }
+    total = e.op(ReduceWindowOp, [squares, e.scalar(0.0, dt)], **props)
+    base = e.binary(
+        "add", e.binary("multiply", total, e.scalar(alpha / size, dt)), e.scalar(bias, dt)
+    )
+    return [e.binary("multiply", x, e.binary("power", base, e.scalar(-beta, dt)))]
+
+
+def instance_norm(node: Node) -> list[SSAValue]:
+    """y = scale · (x - mean) / sqrt(var + ε) + B, mean and (biased) variance over the
+    spatial dimensions of each sample and channel."""
+    e, x = node.emit, node.input(0)
+    dims, dt = shape_of(x), tensor_type(x).dt
+    if len(dims) < 3:
+        raise ImportProblem(f"input {dims} needs rank ≥ 3")
+    node.attr("consumed_inputs")
+    eps, axes = node.attr("epsilon", 1e-5), list(range(2, len(dims)))
+    count = e.scalar(float(np.prod(dims[2:])), dt)
+    mean = e.binary("divide", e.reduce(x, "add", 0.0, axes, keepdims=True), count)
+    centered = e.binary("subtract", x, mean)
+    squares = e.reduce(e.unary("square", centered), "add", 0.0, axes, keepdims=True)
+    std = e.unary("sqrt", e.binary("add", e.binary("divide", squares, count), e.scalar(eps, dt)))
+    channel = (1, dims[1]) + (1,) * (len(dims) - 2)
+    scale, bias = (e.reshape(node.input(i), channel) for i in (1, 2))
+    return [e.binary("add", e.binary("multiply", e.binary("divide", centered, std), scale), bias)]
+
+
 CONVERTERS: dict[str, Converter] = {
+    "InstanceNormalization": instance_norm,
+    "LRN": lrn,
     "Conv": conv,
     "MaxPool": pool,
     "AveragePool": pool,

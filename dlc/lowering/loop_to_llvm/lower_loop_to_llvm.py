@@ -109,10 +109,11 @@ class FuncEmitter(ParallelEmitter, BufferEmitter):
     def get(self, value: SSAValue) -> SSAValue:
         return self.values[value]
 
-    def child(self, openmp: bool = False) -> FuncEmitter:
+    def child(self, openmp: bool = False, name: str | None = None) -> FuncEmitter:
         """An emitter for a function outlined from this one (parallel loops in it
-        outlined only with `openmp`)."""
-        return FuncEmitter(self.externals, self.status, name=self.name, openmp=openmp)
+        outlined only with `openmp`); `name`, the outlined function's, prefixes the
+        functions outlined from it in turn (`f.nest2.omp0`)."""
+        return FuncEmitter(self.externals, self.status, name=name or self.name, openmp=openmp)
 
     def drain(self) -> None:
         """Lower the ops of the pending frames (what `lower_for` and friends pushed)."""

@@ -191,7 +191,7 @@ class ParallelEmitter(ContextEmitter):
     def get(self, value: SSAValue) -> SSAValue:
         raise NotImplementedError
 
-    def child(self, openmp: bool = False) -> ParallelEmitter:
+    def child(self, openmp: bool = False, name: str | None = None) -> ParallelEmitter:
         """A fresh emitter for an outlined function (same module state)."""
         raise NotImplementedError
 
@@ -252,7 +252,7 @@ class ParallelEmitter(ContextEmitter):
         planned = any(isinstance(v.owner, loop.AllocOp) for v in local)
         data = self._pack(captured, len(outputs))
         name = f"{self.name}.nest{len(self.outlined)}"
-        worker = self.child(self.openmp)
+        worker = self.child(self.openmp, name)
         entry = Block(arg_types=[PTR] * (2 + len(direct)))
         worker.start(entry)
         worker.unpack(entry.args[0], captured)
