@@ -40,8 +40,9 @@ def legacy_broadcast(node: Node, a: SSAValue, b: SSAValue) -> SSAValue:
         return b
     axis = node.attr("axis", len(da) - len(db))
     axis = axis + len(da) if axis < 0 else axis
-    if not 0 <= axis <= len(da) - len(db):
-        raise ImportProblem(f"axis {axis} does not place {list(db)} inside {list(da)}")
+    fits = 0 <= axis <= len(da) - len(db)
+    if not fits or any(d not in (1, a) for d, a in zip(db, da[axis:], strict=False)):
+        raise ImportProblem(f"broadcast=1 cannot place {list(db)} in {list(da)} at axis {axis}")
     dims = (1,) * axis + tuple(db) + (1,) * (len(da) - len(db) - axis)
     return node.emit.reshape(b, dims)
 
