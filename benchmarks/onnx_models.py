@@ -9,7 +9,11 @@ tens of megabytes of random weights).
   self-attention, GELU (the erf form), LayerNorm, built with `onnx.helper`
   (`bert_layer`).
 
-    python benchmarks/onnx_models.py OUT_DIR    # writes resnet50.onnx and bert_layer.onnx
+    python benchmarks/onnx_models.py OUT_DIR    # writes resnet50.onnx, bert_layer.onnx, ...
+
+`*_fill` variants replace the weights by constant fills (`ConstantOfShape`, one scalar
+each): the same computation without tens of millions of weight elements to import
+and compile.
 
 `randomized` also gives the random-weight variants of every light model the model
 tests compare with onnxruntime.
@@ -103,13 +107,20 @@ def resnet50() -> ModelProto:
 
 
 class _Graph:
-    """Nodes and initializers of a graph under construction."""
+    """Nodes and initializers of a graph under construction; with `fill`, weights are
+    `ConstantOfShape` fills of `scale` (as in onnx's light models) instead of random
+    initializers."""
 
-    def __init__(self, rng: np.random.Generator):
+    def __init__(self, rng: np.random.Generator, fill: bool = False):
         self.rng, self.nodes, self.inits = rng, [], []
-        self.count = 0
+        self.count, self.fill = 0, fill
 
     def weight(self, name: str, shape: tuple[int, ...], scale: float) -> str:
+        if self.fill:
+            dims = self.const(f"{name}.shape", np.array(shape, np.int64))
+            value = helper.make_tensor("value", TensorProto.FLOAT, [1], [scale])
+            self.nodes.append(helper.make_node("ConstantOfShape", [dims], [name], value=value))
+            return name
         value = (self.rng.standard_normal(shape) * scale).astype(np.float32)
         self.inits.append(numpy_helper.from_array(value, name))
         return name
@@ -160,9 +171,10 @@ def _gelu(g: _Graph, x: str) -> str:
     return g.op("Mul", [g.op("Mul", [x, half]), g.op("Add", [erf, one])])
 
 
-def bert_layer(seed: int = 9) -> ModelProto:
-    """W9: input_ids int64 [1, 128] -> hidden states f32 [1, 128, 768]."""
-    g = _Graph(np.random.default_rng(seed))
+def bert_layer(seed: int = 9, fill: bool = False) -> ModelProto:
+    """W9: input_ids int64 [1, 128] -> hidden states f32 [1, 128, 768]; `fill`:
+    constant-filled weights instead of random ones."""
+    g = _Graph(np.random.default_rng(seed), fill)
     table = g.weight("embeddings.word", (VOCAB, HIDDEN), 0.02)
     positions = g.weight("embeddings.position", (1, SEQUENCE, HIDDEN), 0.02)
     embedded = g.op("Add", [g.op("Gather", [table, "input_ids"], axis=0), positions])
@@ -187,7 +199,21 @@ def bert_inputs(seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, VOCAB, (1, SEQUENCE), dtype=np.int64)
 
 
-BUILDERS = {"resnet50": resnet50, "bert_layer": bert_layer}
+def resnet50_fill() -> ModelProto:
+    """W8's graph with onnx's `ConstantOfShape` weight fills (light_resnet50.onnx)."""
+    return light_model("resnet50")
+
+
+def bert_layer_fill() -> ModelProto:
+    return bert_layer(fill=True)
+
+
+BUILDERS = {
+    "resnet50": resnet50,
+    "bert_layer": bert_layer,
+    "resnet50_fill": resnet50_fill,
+    "bert_layer_fill": bert_layer_fill,
+}
 
 
 def ensure(name: str, directory: Path) -> Path:
