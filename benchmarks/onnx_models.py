@@ -95,6 +95,7 @@ def randomized(model: ModelProto, seed: int = 0) -> ModelProto:
         out.graph.initializer.append(numpy_helper.from_array(value, node.output[0]))
     del out.graph.node[:]
     out.graph.node.extend(kept)
+    out.ir_version = max(out.ir_version, 4)  # initializers that are not graph inputs
     return out
 
 
