@@ -3,7 +3,7 @@ weights) and W9 (a BERT-base encoder layer: sequence 128, hidden 768, 12 heads,
 token-embedding Gather from a 30522×768 table, GELU, LayerNorm), against onnxruntime
 in the same run.
 
-The models come from `benchmarks/onnx_models.py`, built on first use into
+The models come from `benchmarks/onnx_workloads.py`, built on first use into
 `benchmarks/generated/` (git-ignored: ~100 MB of random weights each). Per model:
 the time `dlc.onnx.load` takes (import), the first compile (cold: an empty compile
 cache), a compile of the same model from the on-disk cache in a fresh process state
@@ -45,7 +45,7 @@ from bench_common import median_seconds  # noqa: E402
 class ModelWorkload:
     id: str
     title: str
-    model: str  # a builder of benchmarks/onnx_models.py
+    model: str  # a builder of benchmarks/onnx_workloads.py
     inputs: Callable[[], list[np.ndarray]]
 
 
@@ -54,9 +54,9 @@ def _image() -> list[np.ndarray]:
 
 
 def _tokens() -> list[np.ndarray]:
-    import onnx_models
+    import onnx_workloads
 
-    return [onnx_models.bert_inputs()]
+    return [onnx_workloads.bert_inputs()]
 
 
 MODELS = [
@@ -95,13 +95,13 @@ def _compile(module: Any, threads: int) -> tuple[Any, float, float]:
 
 def run_model(w: ModelWorkload, threads: int, weights: str = "random") -> str:
     """One report line for `w`, or why it has no numbers."""
-    import onnx_models
+    import onnx_workloads
 
     import dlc.onnx
     from dlc.diagnostics import DiagnosticError
 
     label = f"{w.id:3} {w.title:24}"
-    path = onnx_models.ensure(w.model + ("_fill" if weights == "fill" else ""), GENERATED)
+    path = onnx_workloads.ensure(w.model + ("_fill" if weights == "fill" else ""), GENERATED)
     inputs = w.inputs()
     try:
         start = time.perf_counter()

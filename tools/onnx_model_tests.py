@@ -3,7 +3,7 @@
 1. each `light_<name>.onnx` through `onnx.backend.test.BackendTest` with
    `dlc.onnx.backend` (its weights are `ConstantOfShape` fills; the expected output
    ships beside the model);
-2. with `--random`, each with random weights (`benchmarks/onnx_models.randomized`)
+2. with `--random`, each with random weights (`benchmarks/onnx_workloads.randomized`)
    against onnxruntime: the largest difference relative to the largest output.
 
     python tools/onnx_model_tests.py                     # BackendTest, every light model
@@ -56,13 +56,13 @@ def backend_test(name: str) -> tuple[bool, str]:
 
 def random_weights(name: str, threads: int) -> str:
     """dlc against onnxruntime on `name` with random weights: a report fragment."""
-    import onnx_models
+    import onnx_workloads
     import onnxruntime as ort
 
     import dlc.onnx
     from dlc.api import compile_graph_module
 
-    model = onnx_models.randomized(onnx_models.light_model(name), seed=1)
+    model = onnx_workloads.randomized(onnx_workloads.light_model(name), seed=1)
     constants = {i.name for i in model.graph.initializer}
     inputs = [i for i in model.graph.input if i.name not in constants]
     rng = np.random.default_rng(0)

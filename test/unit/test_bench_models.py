@@ -1,4 +1,4 @@
-"""The W8/W9 models (benchmarks/onnx_models.py), their bench table
+"""The W8/W9 models (benchmarks/onnx_workloads.py), their bench table
 (tools/bench_models.py) and tools/onnx_model_tests.py, on models small enough for the
 suite: the builders' graphs are checked, not compiled (W8 and W9 compile for minutes)."""
 
@@ -18,12 +18,12 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 import bench_models  # noqa: E402
 import onnx_model_tests  # noqa: E402
-import onnx_models  # noqa: E402
+import onnx_workloads  # noqa: E402
 
 
 def test_randomized_replaces_every_fill_by_a_fitting_weight():
-    light = onnx_models.light_model("resnet50")
-    model = onnx_models.randomized(light, seed=3)
+    light = onnx_workloads.light_model("resnet50")
+    model = onnx_workloads.randomized(light, seed=3)
     assert not [n for n in model.graph.node if n.op_type == "ConstantOfShape"]
     fills = [n for n in light.graph.node if n.op_type == "ConstantOfShape"]
     weights = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
@@ -36,14 +36,14 @@ def test_randomized_replaces_every_fill_by_a_fitting_weight():
     w = weights[conv.input[1]]
     assert w.dtype == np.float32 and 0.5 < w.std() * np.sqrt(np.prod(w.shape[1:]) / 2) < 1.5
     onnx.checker.check_model(model)
-    again = onnx_models.randomized(light, seed=3)
+    again = onnx_workloads.randomized(light, seed=3)
     assert again.SerializeToString() == model.SerializeToString()  # deterministic
 
 
 @pytest.mark.parametrize("fill", [False, True])
 def test_bert_layer_has_bert_base_shapes(fill: bool, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(onnx_models, "VOCAB", 100)  # the shapes, without 23M weights
-    model = onnx_models.bert_layer(fill=fill)
+    monkeypatch.setattr(onnx_workloads, "VOCAB", 100)  # the shapes, without 23M weights
+    model = onnx_workloads.bert_layer(fill=fill)
     ops = [n.op_type for n in model.graph.node]
     assert ops.count("LayerNormalization") == 3 and "Erf" in ops
     assert ops.count("Softmax") == 1 and ops.count("Gather") == 1
@@ -54,10 +54,10 @@ def test_bert_layer_has_bert_base_shapes(fill: bool, monkeypatch: pytest.MonkeyP
 
 def test_ensure_builds_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     calls = []
-    tiny = onnx_models.light_model("squeezenet")
-    monkeypatch.setitem(onnx_models.BUILDERS, "tiny", lambda: calls.append(1) or tiny)
-    path = onnx_models.ensure("tiny", tmp_path / "generated")
-    assert onnx_models.ensure("tiny", tmp_path / "generated") == path and calls == [1]
+    tiny = onnx_workloads.light_model("squeezenet")
+    monkeypatch.setitem(onnx_workloads.BUILDERS, "tiny", lambda: calls.append(1) or tiny)
+    path = onnx_workloads.ensure("tiny", tmp_path / "generated")
+    assert onnx_workloads.ensure("tiny", tmp_path / "generated") == path and calls == [1]
     assert onnx.load(str(path)).graph.name == tiny.graph.name
 
 
@@ -78,7 +78,7 @@ def relu_model() -> onnx.ModelProto:
 def test_bench_row_for_a_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys):
     """One table row: import, cold and cached compile, dlc and ort µs, the error."""
     monkeypatch.setattr(bench_models, "GENERATED", tmp_path)
-    monkeypatch.setitem(onnx_models.BUILDERS, "tiny", relu_model)
+    monkeypatch.setitem(onnx_workloads.BUILDERS, "tiny", relu_model)
     w = bench_models.ModelWorkload("W8", "tiny", "tiny", lambda: [np.ones((2, 3), np.float32)])
     monkeypatch.setattr(bench_models, "MODELS", [w])
     bench_models.run_models({"W8"}, 1)

@@ -9,7 +9,7 @@ tens of megabytes of random weights).
   self-attention, GELU (the erf form), LayerNorm, built with `onnx.helper`
   (`bert_layer`).
 
-    python benchmarks/onnx_models.py OUT_DIR    # writes resnet50.onnx, bert_layer.onnx, ...
+    python benchmarks/onnx_workloads.py OUT_DIR    # writes resnet50.onnx, bert_layer.onnx, ...
 
 `*_fill` variants replace the weights by constant fills (`ConstantOfShape`, one scalar
 each): the same computation without tens of millions of weight elements to import
@@ -230,6 +230,6 @@ def ensure(name: str, directory: Path) -> Path:
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        raise SystemExit("usage: python benchmarks/onnx_models.py OUT_DIR")
+        raise SystemExit("usage: python benchmarks/onnx_workloads.py OUT_DIR")
     for model_name in BUILDERS:
         print(ensure(model_name, Path(sys.argv[1])))
