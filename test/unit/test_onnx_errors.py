@@ -177,8 +177,12 @@ CASES = {
     ),
     "pool kernel": (_one("AveragePool"), "node 'y' (AveragePool): kernel_shape needs 2 entries"),
     "pool dilations": (
-        _one("MaxPool", kernel_shape=[2, 2], dilations=[2, 2]),
-        "node 'y' (MaxPool): dilations=[2, 2] are not supported",
+        _one("AveragePool", kernel_shape=[2, 2], dilations=[2, 2], opset=19),
+        "node 'y' (AveragePool): dilations=[2, 2] are not supported",
+    ),
+    "pool dilations same": (
+        _one("MaxPool", kernel_shape=[2, 2], dilations=[2, 2], auto_pad="SAME_UPPER"),
+        "node 'y' (MaxPool): auto_pad=SAME_UPPER with dilations is not supported",
     ),
     "storage_order": (
         _one("MaxPool", kernel_shape=[2, 2], storage_order=1),

@@ -35,8 +35,6 @@ REFUSED = {
     "test_ConvTranspose2d": "operator ConvTranspose is not supported",
     "test_ConvTranspose2d_no_bias": "operator ConvTranspose is not supported",
     "test_operator_convtranspose": "operator ConvTranspose is not supported",
-    "test_MaxPool1d_stride_padding_dilation": "dilations=[10] are not supported",
-    "test_MaxPool2d_stride_padding_dilation": "dilations=[10, 10] are not supported",
 }
 """PyTorch model tests dlc refuses, with the reason its error gives."""
 
@@ -161,6 +159,19 @@ def test_alexnet_like_lrn_grouped_conv_pools_dropout_gemm_opset9():
     y, mask = _dlc(model, x)
     np.testing.assert_allclose(y, want[0], **TOL)
     assert mask.dtype == np.float32 and np.all(mask == 1) and mask.shape == want[1].shape
+
+
+@pytest.mark.parametrize(
+    ("attrs", "shape"),
+    [
+        ({"kernel_shape": [3, 2], "strides": [2, 3], "dilations": [2, 3], "pads": [1, 0, 2, 1]}, (1, 2, 13, 17)),
+        ({"kernel_shape": [3, 3], "strides": [2, 2], "dilations": [2, 2], "ceil_mode": 1}, (2, 3, 12, 11)),
+        ({"kernel_shape": [2], "dilations": [4]}, (1, 2, 9)),
+    ],
+)  # fmt: skip
+def test_dilated_max_pool(attrs: dict, shape: tuple[int, ...]):
+    model = make([node("MaxPool", ["x"], ["y"], **attrs)], {"x": shape}, {"y": None}, opset=12)
+    _compare(model, randn(*shape))
 
 
 def test_resnet_block_batchnorm_sum_ceil_pool():
