@@ -168,7 +168,6 @@ def test_alexnet_like_lrn_grouped_conv_pools_dropout_gemm_opset9():
 @pytest.mark.parametrize(
     ("attrs", "shape"),
     [
-        ({"kernel_shape": [3, 2], "strides": [2, 3], "dilations": [2, 3], "pads": [1, 0, 2, 1]}, (1, 2, 13, 17)),
         ({"kernel_shape": [3, 3], "strides": [2, 2], "dilations": [2, 2], "ceil_mode": 1}, (2, 3, 12, 11)),
         ({"kernel_shape": [2], "dilations": [4]}, (1, 2, 9)),
     ],
