@@ -22,10 +22,12 @@ NumPy's. A GFLOP/s table of every column follows, then the W4 ceiling: NumPy's m
 on OpenBLAS's AVX-512 kernel (`OPENBLAS_CORETYPE=SkylakeX`, in a subprocess) at the
 bench's thread count and at 1 thread, next to dlc's W4 as a percentage of it.
 
+W8 (ResNet-50) and W9 (BERT-base encoder layer), whole ONNX models, run only when
+named (`--only W8,W9`): tools/bench_models.py says what their table shows.
+
 Peers come with `pip install -e '.[bench]'` (torch: see README); a missing one is a
 column saying so. Medians are over at least 7 timed samples after a warm-up; compare
-ratios within one run, never absolute times across runs (the machine is shared and
-noisy).
+ratios within one run, never absolute times across runs (shared, noisy machine).
 """
 
 from __future__ import annotations
@@ -46,7 +48,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_host  # noqa: E402
-from bench_common import TOLERANCE, Arrays, Peer, Workload, max_error, median_seconds  # noqa: E402
+from bench_common import TOLERANCE, Arrays, Peer, Workload, cell, max_error, median_seconds  # noqa: E402
+from bench_models import MODELS, run_models  # noqa: E402
 from bench_onnx import OnnxRuntimePeer  # noqa: E402
 from bench_peers import JaxPeer, NumPyPeer, TorchPeer  # noqa: E402
 
@@ -225,12 +228,6 @@ def time_peer(peer: Peer, w: Workload, inputs: Arrays, want: Any) -> float | str
         return "failed"
 
 
-def cell(dlc_s: float, peer_s: float | str) -> str:
-    if isinstance(peer_s, str):
-        return f" {peer_s:>20}"
-    return f" {peer_s * 1e6:10.1f} {dlc_s / peer_s:9.2f}"
-
-
 def o3_cell(w: Workload, text: str, threads: int, inputs: Arrays, want: Any, o2: float) -> str:
     """dlc at opt_level=3 (the superoptimizer on): µs, opt_level 2 / 3, what fired."""
     import dlc
@@ -391,6 +388,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(line, flush=True)
                 rows.append((w, seconds))
         report_gflops(rows, ["dlc", *(peer.name for peer in peers)])
+        run_models({m.id for m in MODELS} & wanted if wanted else set(), args.threads)
     if wanted is None or "W4" in wanted:
         report_ceiling(next(w for w in WORKLOADS if w.id == "W4"), args.threads)
     return 0

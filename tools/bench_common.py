@@ -92,3 +92,10 @@ class Peer(Protocol):
     def prepare(self, w: Workload, inputs: Arrays) -> Prepared | None:
         """The workload's twin on this system, or None when it has none."""
         ...
+
+
+def cell(dlc_s: float, peer_s: float | str) -> str:
+    """A peer's table cell: its µs and dlc / peer, or the word saying why not."""
+    if isinstance(peer_s, str):
+        return f" {peer_s:>20}"
+    return f" {peer_s * 1e6:10.1f} {dlc_s / peer_s:9.2f}"

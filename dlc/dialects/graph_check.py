@@ -75,6 +75,8 @@ def _check_node(
     if kind in ("int", "float", "bool"):
         return _check_scalar(kind, node[1], ty)
     if kind == "tensor":
+        if isinstance(ty, TensorType) and _valid_dense(node, ty):
+            return None  # the common case, checked in bulk; else element by element
         elems = node[1]
         if not isinstance(ty, TensorType) or ty.rank == 0 or ty.dims[0] != len(elems):
             return bad
@@ -95,6 +97,39 @@ def _check_node(
     if kind == "enum":
         return _check_enum(node, ty, symbols, work)
     return f"unknown literal kind {kind}"
+
+
+def _valid_dense(node: LitTree, ty: TensorType) -> bool:
+    """Whether `node` is a dense tensor of scalars that are all valid `ty.dt` values
+    (shape and values checked level by level and in bulk: an imported weight has
+    millions of elements). False means "not shown valid": the element-by-element
+    walk then decides and finds the message."""
+    level: list[LitTree] = [node]
+    for n in ty.dims:
+        next_level: list[LitTree] = []
+        for sub in level:
+            if sub[0] != "tensor" or len(sub[1]) != n:
+                return False
+            next_level.extend(sub[1])
+        level = next_level
+    kinds = {leaf[0] for leaf in level}
+    if dtype_is_bool(ty.dt):
+        return kinds <= {"bool"}
+    if dtype_is_float(ty.dt):
+        if not kinds <= {"int", "float"}:
+            return False
+        try:
+            values = np.array([leaf[1] for leaf in level], np.float64)
+        except OverflowError:
+            return False
+        with np.errstate(over="ignore"):
+            rounded = values.astype(numpy_dtype(ty.dt))
+        return not bool(np.any(np.isinf(rounded) & np.isfinite(values)))
+    if not kinds <= {"int"} or not dtype_is_int(ty.dt) or not level:
+        return kinds <= {"int"} and dtype_is_int(ty.dt)
+    ints = [leaf[1] for leaf in level]
+    bits = dtype_bits(ty.dt)
+    return -(2 ** (bits - 1)) <= min(ints) and max(ints) < 2**bits
 
 
 def _check_scalar(kind: str, value: object, ty: Attribute) -> str | None:

@@ -85,8 +85,8 @@ class Names:
 
     def __call__(self, name: str) -> str:
         base = re.sub(r"[^A-Za-z0-9_.]", "_", name) or "v"
-        if not re.match(r"[A-Za-z_]", base):
-            base = "_" + base
+        if not re.match(r"[A-Za-z_]", base) or re.fullmatch(r"_+\d*", base):
+            base = "v" + base  # xDSL reads `_5` as name "" with suffix 5
         candidate, k = base, 0
         while candidate in self.taken:
             k += 1

@@ -135,9 +135,14 @@ def thresholded_relu(node: Node) -> list[Result]:
 
 
 def prelu(node: Node) -> list[Result]:
-    """x < 0 ? slope x : x (slope broadcast to x)"""
+    """x < 0 ? slope x : x (slope broadcast to x; before opset 7 a 1-D slope is
+    per channel, dimension 1)"""
     e, x, dt = _float_input(node)
     slope = node.input(1)
+    node.attr("consumed_inputs")
+    dims, sdims = shape_of(x), shape_of(slope)
+    if node.opset < 7 and len(sdims) == 1 and len(dims) >= 2 and sdims[0] == dims[1] > 1:
+        slope = e.reshape(slope, (1, dims[1]) + (1,) * (len(dims) - 2))
     negative = e.binary("multiply", x, slope)
     return [_select(e, negative, x, e.binary("lessThan", x, e.scalar(0.0, dt)))]
 

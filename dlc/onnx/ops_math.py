@@ -24,12 +24,31 @@ UNARY = {
 
 
 def binary(node: Node) -> list[SSAValue]:
-    if node.opset < 7 and node.has_attr("broadcast"):
-        raise ImportProblem("legacy broadcast attribute (opset < 7) is not supported")
     a, b = node.input(0), node.input(1)
+    if node.opset < 7:
+        b = legacy_broadcast(node, a, b)
     if node.op_type == "Pow" and tensor_type(a).dt != tensor_type(b).dt:
         return [_mixed_power(node, a, b)]
     return [node.emit.binary(BINARY[node.op_type], a, b)]
+
+
+def legacy_broadcast(node: Node, a: SSAValue, b: SSAValue) -> SSAValue:
+    """Opset < 7 broadcasting: without `broadcast=1` the shapes are equal; with it, B's
+    dimensions match A's from `axis` (default: A's last ones) and B is reshaped to A's
+    rank with 1s around them."""
+    node.attr("consumed_inputs")
+    da, db = shape_of(a), shape_of(b)
+    if not node.attr("broadcast", 0):
+        if da != db:
+            raise ImportProblem(f"shapes {list(da)} and {list(db)} differ without broadcast=1")
+        return b
+    axis = node.attr("axis", len(da) - len(db))
+    axis = axis + len(da) if axis < 0 else axis
+    fits = 0 <= axis <= len(da) - len(db)
+    if not fits or any(d not in (1, a) for d, a in zip(db, da[axis:], strict=False)):
+        raise ImportProblem(f"broadcast=1 cannot place {list(db)} in {list(da)} at axis {axis}")
+    dims = (1,) * axis + tuple(db) + (1,) * (len(da) - len(db) - axis)
+    return node.emit.reshape(b, dims)
 
 
 def _mixed_power(node: Node, a: SSAValue, b: SSAValue) -> SSAValue:

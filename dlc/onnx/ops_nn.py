@@ -1,4 +1,5 @@
-"""ONNX convolution, pooling and batch normalization as graph ops."""
+"""ONNX convolution, pooling, batch normalization and local response normalization
+as graph ops."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from xdsl.dialects.builtin import IntAttr, StringAttr
 from xdsl.ir import SSAValue
 
 from dlc.dialects.graph_tensor import ConvolveOp, ReduceWindowOp
-from dlc.onnx.emitter import ImportProblem, ints_attr, shape_of, tensor_type
+from dlc.onnx.emitter import Emitter, ImportProblem, ints_attr, shape_of, tensor_type
 from dlc.onnx.node import Converter, Node
+from dlc.onnx.ops_slice import slice_axis
 
 Pads = list[tuple[int, int]]
 
@@ -102,12 +104,19 @@ def pool(node: Node) -> list[SSAValue]:
     if not kernel or len(kernel) != len(dims) - 2:
         raise ImportProblem(f"kernel_shape needs {len(dims) - 2} entries")
     strides, dilations = _window_attrs(node, len(kernel))
-    if any(d != 1 for d in dilations):
-        raise ImportProblem(f"dilations={dilations} are not supported")
-    node.require("storage_order", (0,), 0)
-    pads = _pool_pads(node, dims[2:], kernel, strides)
     is_max = node.op_type == "MaxPool"
+    dilated = any(d != 1 for d in dilations)
+    if dilated and not is_max:
+        raise ImportProblem(f"dilations={dilations} are not supported")
+    if dilated and node.attr("auto_pad", "NOTSET").startswith("SAME"):
+        # onnxruntime and onnx's reference implementation disagree on these pads
+        raise ImportProblem(f"auto_pad={node.attr('auto_pad')} with dilations is not supported")
+    node.require("storage_order", (0,), 0)
+    spans = [(k - 1) * d + 1 for k, d in zip(kernel, dilations, strict=True)]
+    pads = _pool_pads(node, dims[2:], spans, strides)
     padded = e.pad(x, [(0, 0), (0, 0), *pads], -math.inf if is_max else 0.0)
+    if dilated:
+        return [_dilated_max(e, padded, kernel, strides, dilations)]
     props = {
         "window": ints_attr([1, 1, *kernel]),
         "strides": ints_attr([1, 1, *strides]),
@@ -122,6 +131,40 @@ def pool(node: Node) -> list[SSAValue]:
     counts = _window_counts(node, dims[2:], kernel, strides, pads, shape_of(y)[2:])
     divisor = e.constant(counts.astype(np.float64 if dt == "f64" else np.float32))
     return [e.binary("divide", y, divisor)]
+
+
+def _dilated_max(
+    e: Emitter, x: SSAValue, kernel: Sequence[int], strides: Sequence[int],
+    dilations: Sequence[int],
+) -> SSAValue:  # fmt: skip
+    """Max pooling of the padded `x` with dilated windows, one spatial axis at a time
+    (the max over a box is the max over each axis in turn): per axis, the max of the
+    `k` strided slices x[a·d :: s] (a < k), each of the output's length."""
+    for axis, (k, s, d) in enumerate(zip(kernel, strides, dilations, strict=True), start=2):
+        length = shape_of(x)[axis]
+        out = (length - (k - 1) * d - 1) // s + 1
+        slices = [_strided(e, x, axis, a * d, out, s) for a in range(k)]
+        x = slices[0]
+        for other in slices[1:]:
+            x = e.binary("max", x, other)
+    return x
+
+
+def _strided(e: Emitter, x: SSAValue, axis: int, start: int, count: int, step: int) -> SSAValue:
+    """x[..., start : start + count·step : step, ...] along `axis`: a contiguous slice
+    (padded at the end to count·step), split into (count, step), column 0 kept."""
+    dims = list(shape_of(x))
+    end = min(dims[axis], start + count * step)
+    x = slice_axis(e, x, axis, start, end)
+    if end - start < count * step:
+        pads = [(0, 0)] * len(dims)
+        pads[axis] = (0, count * step - (end - start))
+        x = e.pad(x, pads, -math.inf)
+    if step == 1:
+        return x
+    split = dims[:axis] + [count, step] + dims[axis + 1 :]
+    column = slice_axis(e, e.reshape(x, split), axis + 1, 0, 1)
+    return e.reshape(column, dims[:axis] + [count] + dims[axis + 1 :])
 
 
 def _window_counts(
@@ -184,7 +227,57 @@ def batch_norm(node: Node) -> list[SSAValue]:
     return [e.binary("add", e.binary("multiply", y, scale), bias)]
 
 
+def lrn(node: Node) -> list[SSAValue]:
+    """y = x · (bias + alpha/size · Σ x²)^-beta, the sum over the `size` channels
+    around each channel (floor((size-1)/2) below, ceil((size-1)/2) above): a zero-padded
+    `reduceWindow` over the channel axis."""
+    e, x = node.emit, node.input(0)
+    dims = shape_of(x)
+    if len(dims) < 3:
+        raise ImportProblem(f"input {dims} needs rank ≥ 3")
+    size = node.attr("size")
+    if not isinstance(size, int) or size < 1:
+        raise ImportProblem(f"size must be a positive integer, got {size!r}")
+    alpha, beta = node.attr("alpha", 1e-4), node.attr("beta", 0.75)
+    bias, dt = node.attr("bias", 1.0), tensor_type(x).dt
+    below = (size - 1) // 2
+    pads = [(0, 0), (below, size - 1 - below)] + [(0, 0)] * (len(dims) - 2)
+    squares = e.pad(e.unary("square", x), pads, 0.0)
+    props = {
+        "window": ints_attr([1, size] + [1] * (len(dims) - 2)),
+        "strides": ints_attr([1] * len(dims)),
+        "padding": StringAttr("none"),
+        "combinator": StringAttr("add"),
+    }
+    total = e.op(ReduceWindowOp, [squares, e.scalar(0.0, dt)], **props)
+    base = e.binary(
+        "add", e.binary("multiply", total, e.scalar(alpha / size, dt)), e.scalar(bias, dt)
+    )
+    return [e.binary("multiply", x, e.binary("power", base, e.scalar(-beta, dt)))]
+
+
+def instance_norm(node: Node) -> list[SSAValue]:
+    """y = scale · (x - mean) / sqrt(var + ε) + B, mean and (biased) variance over the
+    spatial dimensions of each sample and channel."""
+    e, x = node.emit, node.input(0)
+    dims, dt = shape_of(x), tensor_type(x).dt
+    if len(dims) < 3:
+        raise ImportProblem(f"input {dims} needs rank ≥ 3")
+    node.attr("consumed_inputs")
+    eps, axes = node.attr("epsilon", 1e-5), list(range(2, len(dims)))
+    count = e.scalar(float(np.prod(dims[2:])), dt)
+    mean = e.binary("divide", e.reduce(x, "add", 0.0, axes, keepdims=True), count)
+    centered = e.binary("subtract", x, mean)
+    squares = e.reduce(e.unary("square", centered), "add", 0.0, axes, keepdims=True)
+    std = e.unary("sqrt", e.binary("add", e.binary("divide", squares, count), e.scalar(eps, dt)))
+    channel = (1, dims[1]) + (1,) * (len(dims) - 2)
+    scale, bias = (e.reshape(node.input(i), channel) for i in (1, 2))
+    return [e.binary("add", e.binary("multiply", e.binary("divide", centered, std), scale), bias)]
+
+
 CONVERTERS: dict[str, Converter] = {
+    "InstanceNormalization": instance_norm,
+    "LRN": lrn,
     "Conv": conv,
     "MaxPool": pool,
     "AveragePool": pool,

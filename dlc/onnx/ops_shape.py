@@ -4,9 +4,10 @@ identities of inference (Identity, Dropout)."""
 from __future__ import annotations
 
 import numpy as np
+from onnx import helper, numpy_helper
 from xdsl.ir import SSAValue
 
-from dlc.onnx.emitter import ImportProblem, shape_of
+from dlc.onnx.emitter import ELEMENT_TYPES, ImportProblem, shape_of, tensor_type
 from dlc.onnx.node import Converter, Node
 
 
@@ -101,9 +102,8 @@ def identity(node: Node) -> list[SSAValue]:
 
 
 def dropout(node: Node) -> list[SSAValue]:
-    """The identity in inference; a requested mask or training mode is refused."""
-    if len(node.proto.output) > 1 and node.proto.output[1]:
-        raise ImportProblem("the mask output is not supported")
+    """The identity in inference, with an all-ones mask when one is requested (bool
+    from opset 10, the input's type before); training mode is refused."""
     training = node.constant(2, "training_mode") if node.opset >= 12 else None
     if training is not None and training.any():
         raise ImportProblem("training_mode=true is not supported")
@@ -111,10 +111,35 @@ def dropout(node: Node) -> list[SSAValue]:
         node.attr(name)
     if node.opset < 7 and not node.attr("is_test", 0):
         raise ImportProblem("is_test=0 (training) is not supported")
-    return [node.input(0)]
+    x = node.input(0)
+    if len(node.proto.output) < 2 or not node.proto.output[1]:
+        return [x]
+    t = tensor_type(x)
+    mask_dt = "bool" if node.opset >= 10 else t.dt
+    return [x, node.emit.splat(True if mask_dt == "bool" else 1.0, t.dims, mask_dt)]
+
+
+def constant_of_shape(node: Node) -> list[SSAValue]:
+    """A splat of `value` (one element, default f32 0); small ones fold at import time
+    (fold.py), large ones (the weights of onnx's light models) stay one scalar."""
+    value = node.attr("value")
+    array = np.zeros(1, np.float32) if value is None else numpy_helper.to_array(value)
+    if array.size != 1:
+        raise ImportProblem(f"value must have one element, got {array.size}")
+    shape = node.constant(0, "shape")
+    if shape is None:
+        raise ImportProblem("the shape input is missing")
+    dims = [int(d) for d in shape.reshape(-1)]
+    if min(dims, default=0) < 0:
+        raise ImportProblem(f"shape {dims} has a negative dimension")
+    dt = ELEMENT_TYPES.get(helper.np_dtype_to_tensor_dtype(array.dtype))
+    if dt is None:
+        raise ImportProblem(f"element type {array.dtype} is not supported")
+    return [node.emit.splat(array.reshape(()).item(), dims, dt)]
 
 
 CONVERTERS: dict[str, Converter] = {
+    "ConstantOfShape": constant_of_shape,
     "Reshape": reshape,
     "Flatten": flatten,
     "Transpose": transpose,

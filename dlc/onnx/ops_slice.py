@@ -111,11 +111,11 @@ def tile(node: Node) -> list[Result]:
 
 
 def pad(node: Node) -> list[Result]:
-    """mode="constant" with non-negative pads (attribute before opset 11, input
-    after, on `axes` from opset 18)."""
+    """Non-negative pads (attribute before opset 11, input after, on `axes` from
+    opset 18) of a constant, or (modes "reflect", "edge") of x's own border rows."""
     e, x = node.emit, node.input(0)
     rank = len(shape_of(x))
-    node.require("mode", ("constant",), "constant")
+    mode = node.require("mode", ("constant", "reflect", "edge"), "constant")
     if node.opset < 11:
         pads, value, axes = node.attr("pads"), node.attr("value", 0.0), None
     else:
@@ -127,7 +127,36 @@ def pad(node: Node) -> list[Result]:
     widths = [(0, 0)] * rank
     for k, axis in enumerate(axes):
         widths[axis] = (pads[k], pads[len(axes) + k])
-    return [e.pad(x, widths, value)]
+    if mode == "constant":
+        return [e.pad(x, widths, value)]
+    for axis, (lo, hi) in enumerate(widths):
+        x = _border_pad(e, x, axis, lo, hi, mode)
+    return [x]
+
+
+def _border_pad(e: Emitter, x: SSAValue, axis: int, lo: int, hi: int, mode: str) -> SSAValue:
+    """`lo` and `hi` rows along `axis`: x's rows mirrored about its first and last
+    (reflect: x[lo..1], x[n-2..n-1-hi]) or its first and last row repeated (edge)."""
+    n = shape_of(x)[axis]
+    if not lo and not hi:
+        return x
+    if mode == "reflect" and max(lo, hi) > n - 1:
+        raise ImportProblem(f"reflect pads ({lo}, {hi}) need at most {n - 1} (size {n} - 1)")
+    parts = []
+    if lo:
+        if mode == "reflect":
+            rows = slice_axis(e, x, axis, 1, lo + 1)
+            parts.append(e.op(ReverseOp, [rows], dims=ints_attr([axis])) if lo > 1 else rows)
+        else:
+            parts += [slice_axis(e, x, axis, 0, 1)] * lo
+    parts.append(x)
+    if hi:
+        if mode == "reflect":
+            rows = slice_axis(e, x, axis, n - 1 - hi, n - 1)
+            parts.append(e.op(ReverseOp, [rows], dims=ints_attr([axis])) if hi > 1 else rows)
+        else:
+            parts += [slice_axis(e, x, axis, n - 1, n)] * hi
+    return e.concatenate(parts, axis)
 
 
 def _constant_value(node: Node) -> float | SSAValue:

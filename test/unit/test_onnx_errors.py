@@ -94,8 +94,50 @@ CASES = {
     ),
     "axis": (_one("Softmax", axis=4), "node 'y' (Softmax): axis 4 is out of range for rank 4"),
     "legacy broadcast": (
-        _one("Add", ["x", "x"], opset=6, broadcast=1),
-        "node 'y' (Add): legacy broadcast attribute (opset < 7) is not supported",
+        _one("Add", ["x", "b"], {"b": randn(3)}, opset=6, broadcast=1, axis=1),
+        "node 'y' (Add): broadcast=1 cannot place [3] in [1, 4, 5, 5] at axis 1",
+    ),
+    "legacy broadcast axis": (
+        _one("Mul", ["x", "b"], {"b": randn(5, 5)}, opset=6, broadcast=1, axis=3),
+        "node 'y' (Mul): broadcast=1 cannot place [5, 5] in [1, 4, 5, 5] at axis 3",
+    ),
+    "legacy shapes": (
+        _one("Sub", ["x", "b"], {"b": randn(5)}, opset=6),
+        "node 'y' (Sub): shapes [1, 4, 5, 5] and [5] differ without broadcast=1",
+    ),
+    "lrn size": (
+        _one("LRN", size=0),
+        "node 'y' (LRN): size must be a positive integer, got 0",
+    ),
+    "lrn rank": (
+        _one("LRN", shape={"x": (4, 5)}, size=3),
+        "node 'y' (LRN): input (4, 5) needs rank ≥ 3",
+    ),
+    "instance norm rank": (
+        _one(
+            "InstanceNormalization",
+            ["x", "s", "b"],
+            {"s": randn(4), "b": randn(4)},
+            shape={"x": (4, 5)},
+        ),
+        "node 'y' (InstanceNormalization): input (4, 5) needs rank ≥ 3",
+    ),
+    "reflect pad": (
+        _one("Pad", ["x", "p"], {"p": np.array([0, 0, 5, 0, 0, 0, 0, 0])}, mode="reflect"),
+        "node 'y' (Pad): reflect pads (5, 0) need at most 4 (size 5 - 1)",
+    ),
+    "constant of shape value": (
+        _one(
+            "ConstantOfShape",
+            ["s"],
+            {"s": np.array([300, 300])},
+            value=onnx.numpy_helper.from_array(np.ones(2, np.float32)),
+        ),
+        "node 'y' (ConstantOfShape): value must have one element, got 2",
+    ),
+    "constant of shape negative": (
+        make([node("ConstantOfShape", ["s"], ["y"])], {"s": (2,)}, {"y": None}),
+        "node 'y' (ConstantOfShape): shape (input 0) must be a constant",
     ),
     "matmul batch": (
         make([node("MatMul", ["a", "b"], ["y"])], {"a": (2, 3, 4), "b": (3, 4, 5)}, {"y": None}),
@@ -135,8 +177,12 @@ CASES = {
     ),
     "pool kernel": (_one("AveragePool"), "node 'y' (AveragePool): kernel_shape needs 2 entries"),
     "pool dilations": (
-        _one("MaxPool", kernel_shape=[2, 2], dilations=[2, 2]),
-        "node 'y' (MaxPool): dilations=[2, 2] are not supported",
+        _one("AveragePool", kernel_shape=[2, 2], dilations=[2, 2], opset=19),
+        "node 'y' (AveragePool): dilations=[2, 2] are not supported",
+    ),
+    "pool dilations same": (
+        _one("MaxPool", kernel_shape=[2, 2], dilations=[2, 2], auto_pad="SAME_UPPER"),
+        "node 'y' (MaxPool): auto_pad=SAME_UPPER with dilations is not supported",
     ),
     "storage_order": (
         _one("MaxPool", kernel_shape=[2, 2], storage_order=1),
@@ -181,10 +227,6 @@ CASES = {
     "squeeze": (
         _one("Squeeze", ["x", "a"], {"a": np.array([1])}),
         "node 'y' (Squeeze): cannot squeeze axes [1] of [1, 4, 5, 5]",
-    ),
-    "dropout mask": (
-        _one("Dropout", outputs=["y", "mask"]),
-        "node 'y' (Dropout): the mask output is not supported",
     ),
     "dropout training": (
         _one("Dropout", ["x", "", "t"], {"t": np.array(True)}),

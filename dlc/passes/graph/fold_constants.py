@@ -32,7 +32,9 @@ def literal_of(value: np.ndarray, t: TensorType) -> LiteralOp:
     flat = value.reshape(-1)
     if flat.size and flat.tobytes() == np.full_like(flat, flat[0]).tobytes():
         return LiteralOp(LiteralAttr(scalar_tree(flat[0], t.dt)), t, inline=t.rank == 0)
-    tree: Any = [scalar_tree(x, t.dt) for x in flat.tolist()]
+    kind = scalar_tree(0, t.dt)[0]
+    python = bool if kind == "bool" else float if kind == "float" else int
+    tree: Any = [(kind, python(x)) for x in flat.tolist()]
     for n in reversed(t.dims):  # group innermost dimension first
         tree = (
             [("tensor", tuple(tree[i : i + n])) for i in range(0, len(tree), n)]

@@ -1,0 +1,95 @@
+"""The W8/W9 models (benchmarks/onnx_workloads.py), their bench table
+(tools/bench_models.py) and tools/onnx_model_tests.py, on models small enough for the
+suite: the builders' graphs are checked, not compiled (W8 and W9 compile for minutes)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import numpy_helper
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "tools"))
+
+import bench_models  # noqa: E402
+import onnx_model_tests  # noqa: E402
+import onnx_workloads  # noqa: E402
+
+
+def test_randomized_replaces_every_fill_by_a_fitting_weight():
+    light = onnx_workloads.light_model("resnet50")
+    model = onnx_workloads.randomized(light, seed=3)
+    assert not [n for n in model.graph.node if n.op_type == "ConstantOfShape"]
+    fills = [n for n in light.graph.node if n.op_type == "ConstantOfShape"]
+    weights = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    assert all(n.output[0] in weights for n in fills)
+    filled = {n.output[0] for n in fills}
+    variances = [n.input[4] for n in model.graph.node if n.op_type == "BatchNormalization"]
+    variances = [v for v in variances if v in filled]
+    assert variances and min(weights[v].min() for v in variances) >= 0.5  # stay positive
+    conv = next(n for n in model.graph.node if n.op_type == "Conv")
+    w = weights[conv.input[1]]
+    assert w.dtype == np.float32 and 0.5 < w.std() * np.sqrt(np.prod(w.shape[1:]) / 2) < 1.5
+    onnx.checker.check_model(model)
+    again = onnx_workloads.randomized(light, seed=3)
+    assert again.SerializeToString() == model.SerializeToString()  # deterministic
+
+
+@pytest.mark.parametrize("fill", [False, True])
+def test_bert_layer_has_bert_base_shapes(fill: bool, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(onnx_workloads, "VOCAB", 100)  # the shapes, without 23M weights
+    model = onnx_workloads.bert_layer(fill=fill)
+    ops = [n.op_type for n in model.graph.node]
+    assert ops.count("LayerNormalization") == 3 and "Erf" in ops
+    assert ops.count("Softmax") == 1 and ops.count("Gather") == 1
+    assert ("ConstantOfShape" in ops) == fill
+    shape = onnx.shape_inference.infer_shapes(model).graph.output[0].type.tensor_type.shape
+    assert [d.dim_value for d in shape.dim] == [1, 128, 768]
+
+
+def test_ensure_builds_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    calls = []
+    tiny = onnx_workloads.light_model("squeezenet")
+    monkeypatch.setitem(onnx_workloads.BUILDERS, "tiny", lambda: calls.append(1) or tiny)
+    path = onnx_workloads.ensure("tiny", tmp_path / "generated")
+    assert onnx_workloads.ensure("tiny", tmp_path / "generated") == path and calls == [1]
+    assert onnx.load(str(path)).graph.name == tiny.graph.name
+
+
+def relu_model() -> onnx.ModelProto:
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        "tiny",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def test_bench_row_for_a_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys):
+    """One table row: import, cold and cached compile, dlc and ort µs, the error."""
+    monkeypatch.setattr(bench_models, "GENERATED", tmp_path)
+    monkeypatch.setitem(onnx_workloads.BUILDERS, "tiny", relu_model)
+    w = bench_models.ModelWorkload("W8", "tiny", "tiny", lambda: [np.ones((2, 3), np.float32)])
+    monkeypatch.setattr(bench_models, "MODELS", [w])
+    bench_models.run_models({"W8"}, 1)
+    header, columns, row = capsys.readouterr().out.strip().splitlines()
+    assert "random weights (1 threads" in header and columns.startswith("id  model")
+    fields = row.split()
+    assert fields[:2] == ["W8", "tiny"] and len(fields) == 9 and fields[-1] == "0.0e+00"
+
+
+def test_model_tests_tool_runs_a_light_model(capsys):
+    assert onnx_model_tests.main(["bvlc_alexnet"]) == 0
+    assert capsys.readouterr().out.startswith("bvlc_alexnet   BackendTest pass")
+    with pytest.raises(SystemExit):
+        onnx_model_tests.main(["lenet"])
