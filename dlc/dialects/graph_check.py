@@ -115,7 +115,7 @@ def _valid_dense(node: LitTree, ty: TensorType) -> bool:
     kinds = {leaf[0] for leaf in level}
     if dtype_is_bool(ty.dt):
         return kinds <= {"bool"}
-    if dtype_is_float(ty.dt):
+    if dtype_holds_floats(ty.dt):
         if not kinds <= {"int", "float"}:
             return False
         try:
@@ -129,7 +129,8 @@ def _valid_dense(node: LitTree, ty: TensorType) -> bool:
         return kinds <= {"int"} and dtype_is_int(ty.dt)
     ints = [leaf[1] for leaf in level]
     bits = dtype_bits(ty.dt)
-    return -(2 ** (bits - 1)) <= min(ints) and max(ints) < 2**bits
+    lowest = 0 if dtype_is_unsigned(ty.dt) else -(2 ** (bits - 1))  # as `_check_scalar`
+    return lowest <= min(ints) and max(ints) < 2**bits
 
 
 def _check_scalar(kind: str, value: object, ty: Attribute) -> str | None:
