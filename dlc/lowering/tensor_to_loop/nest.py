@@ -61,6 +61,7 @@ from dlc.lowering.tensor_to_loop.body import (
     load,
     store,
 )
+from dlc.lowering.tensor_to_loop.pack import PackedOperand, Scratch
 from dlc.lowering.tensor_to_loop.tile import (
     MAX_UNROLLED_POINTS,
     Block_,
@@ -77,7 +78,7 @@ class Feeder:
     buffer: SSAValue | None
 
 
-class NestBuilder(RegisterTile):
+class NestBuilder(RegisterTile, PackedOperand):
     """Emits the loops of one compute (module docstring)."""
 
     def __init__(
@@ -89,13 +90,13 @@ class NestBuilder(RegisterTile):
         prefix: Sequence[SSAValue] = (),
         known: dict[SSAValue, SSAValue] | None = None,
         feeders: Sequence[Feeder] = (),
+        scratch: Scratch | None = None,
     ) -> None:
         self.op, self.buffer, self.buffers = op, buffer, buffers
         self.known = dict(known or {})
         self.feeders = list(feeders)
         self.dt = dtype_of(op.result)
         schedule = op.schedule or ScheduleAttr()
-        self._check(schedule)
         self.axes = axis_names(len(op.domain), len(op.reduction_extents))
         self.extents = dict(zip(self.axes, [*op.domain, *op.reduction_extents], strict=True))
         all_loops = schedule.loops(op.domain, op.reduction_extents)
@@ -106,10 +107,7 @@ class NestBuilder(RegisterTile):
         self.fma = schedule.fma
         self._plan_accumulators()
         self._plan_lanes(schedule)
-
-    def _check(self, schedule: ScheduleAttr) -> None:
-        if schedule.packed:
-            raise error_at(self.op, "not supported by the code generator yet: schedule pack")
+        self._plan_pack(schedule, scratch)
 
     # -- emission -------------------------------------------------------------------------
 
@@ -121,10 +119,13 @@ class NestBuilder(RegisterTile):
             for a, n in self.extents.items()
         }
         self.result: SSAValue | None = None
+        self._pack_buffer()
         self._emit(0, b, env)
         return self.result
 
     def _emit(self, pos: int, b: Builder, env: dict[str, Block_]) -> None:
+        if self.pack is not None and pos == self.pack.pos:
+            self._pack_block(b, env)
         if pos == self.first_reduction and self.memory_init and self.chain is None:
             self._init_nest(b, env, pos)
         if self.chain is not None and pos == self.chain[0]:
@@ -235,12 +236,14 @@ class NestBuilder(RegisterTile):
         there along the vectorized axis); feeders first (stored, then in registers)."""
         point = self._indices(b, env, self.axes)
         if lanes > 1:
-            return inline_body_lanes(b, self.op, point, self.buffers, self.lane_plan, lanes)
+            return inline_body_lanes(
+                b, self.op, point, self.buffers, self.lane_plan, lanes, self._packed_reads()
+            )
         for feeder in self.feeders:
             known[feeder.op.result] = inline_body(b, feeder.op, point, self.buffers, known)
             if feeder.buffer is not None:
                 store(b, known[feeder.op.result], feeder.buffer, point, dtype_of(feeder.op.result))
-        return inline_body(b, self.op, point, self.buffers, known)
+        return inline_body(b, self.op, point, self.buffers, known, self._packed_reads())
 
     def _point(self, b: Builder, env: dict[str, Block_]) -> None:
         """Innermost point: an element-wise value, or a reduction step in memory."""
