@@ -8,7 +8,11 @@
 // CHECK-LABEL: loop.func @gemm(
 // CHECK-SAME:    %[[A:.*]]: memref<7x5xf32>, %[[B:.*]]: memref<5x9xf32>, %[[C:.*]]: memref<7x9xf32>) {
 // CHECK:         %[[P:.*]] = loop.alloc : memref<3x2x4xf32>
+// The parallel column-block loop peels its partial last block inside: each iteration
+// branches to a full block or the remainder (not a serial block after the loop).
 // CHECK:         loop.for %[[JB:.*]] = %{{.*}} to %{{.*}} step %{{.*}} parallel {
+// CHECK:           %[[FULL:.*]] = arith.cmpi slt, %[[JB]], %{{.*}} : i64
+// CHECK-NEXT:      loop.if %[[FULL]] {
 // CHECK:           loop.for %[[KB:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
 // full panels: packed[p][kk][r] = B[kb + kk][p * 4 + r]
 // CHECK:             loop.for %[[PF:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
@@ -30,7 +34,9 @@
 // CHECK-NEXT:          %{{.*}} = arith.remui
 // CHECK-NEXT:          %{{.*}} = arith.subi %{{.*}}, %[[KB]] : i64
 // CHECK-NEXT:          %{{.*}} = loop.vload %[[P]][%{{.*}}, %{{.*}}, %{{.*}}] : memref<3x2x4xf32> -> vector<4xf32>
-// (the last column block, 1 column, is peeled: packed again the same way)
+// CHECK:         } else {
+// the last column block (1 column) packs its panel the same way
+// CHECK:           loop.store %{{.*}}, %[[P]][%{{.*}}, %{{.*}}, %{{.*}}] : memref<3x2x4xf32>
 // CHECK:         loop.dealloc %[[P]] : memref<3x2x4xf32>
 // CHECK-NEXT:    loop.return
 tensor.func @gemm(%a: !graph.tensor<7x5xf32>, %b: !graph.tensor<5x9xf32>) -> !graph.tensor<7x9xf32> {
