@@ -10,10 +10,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dlc import compile as dlc_compile
 from dlc.api import compile_graph_module
 from dlc.parser import parse_module
 from dlc.passes.tensor import schedule_policy as schedule
 from dlc.semantics.interpreter import run_function
+from dlc.target import Target
 
 
 @pytest.fixture(autouse=True)
@@ -110,3 +112,40 @@ def test_packing_keeps_the_bits(monkeypatch: pytest.MonkeyPatch) -> None:
     fused = compile_graph_module(module, fma=True)
     monkeypatch.setattr(schedule, "pack_pays", lambda *args: True)
     np.testing.assert_array_equal(fused["mm"](a, b), unpacked["mm"](a, b))
+
+
+def _literal(a: np.ndarray, dt: str) -> str:
+    rows = ", ".join(
+        "<" + ", ".join(f"{float(v)}: {dt}" for v in r) + f">: <{a.shape[1]} x {dt}>" for r in a
+    )
+    return f"<{rows}>: <{a.shape[0]} x {a.shape[1]} x {dt}>"
+
+
+@pytest.mark.parametrize(("dt", "transposed"), [("f32", False), ("f32", True), ("f64", False)])
+def test_constant_weights_are_packed_at_compile_time(dt: str, transposed: bool) -> None:
+    """A literal B becomes a packed read-only constant: no copy loops at run time; the
+    bits are those of the unpacked nest (without FMA)."""
+    m, k, n = 29, 37, 45
+    rng = np.random.default_rng(17)
+    np_dt = np.dtype(dt.replace("f", "float"))
+    w = rng.integers(-4, 5, (n, k) if transposed else (k, n)).astype(np_dt)
+    w_type = f"<{w.shape[0]} x {w.shape[1]} x {dt}>"
+    kn = f"<{k} x {n} x {dt}>"
+    weights = f"%t = transpose %w: {w_type}\n    " if transposed else ""
+    text = (
+        f'module "cw"\nstage raw\nfunc @f: (<{m} x {k} x {dt}>) -> <{m} x {n} x {dt}> {{\n'
+        f"'entry(%x: <{m} x {k} x {dt}>):\n    %w = literal {_literal(w, dt)}\n    {weights}"
+        f"%y = dot %x: <{m} x {k} x {dt}>, %{'t' if transposed else 'w'}: {kn}\n"
+        f"    return %y: <{m} x {n} x {dt}>\n}}\n"
+    )
+    x = rng.standard_normal((m, k)).astype(np_dt)
+    packed = dlc_compile(text, fma=False)
+    loops = packed.ir("loop")
+    panels = -(-n // (2 * Target.host().vector_bytes // np_dt.itemsize))
+    assert "loop.const_buffer dense<" in loops and f"memref<{panels}x{k}x" in loops
+    assert "loop.alloc" not in loops  # no scratch: nothing packed at run time
+    plain = dlc_compile(text, opt_level=0)
+    np.testing.assert_array_equal(packed.f(x), plain.f(x))
+    bound = 4 * np.sqrt(k) * np.finfo(np_dt).eps * (np.abs(x) @ np.abs(w.T if transposed else w))
+    got = dlc_compile(text, fma=True).f(x)
+    assert np.all(np.abs(got - x.astype(np.float64) @ (w.T if transposed else w)) <= bound + 1e-30)

@@ -119,7 +119,7 @@ class NestBuilder(RegisterTile, PackedOperand):
             for a, n in self.extents.items()
         }
         self.result: SSAValue | None = None
-        self._pack_buffer()
+        self._pack_buffer(b)
         self._emit(0, b, env)
         return self.result
 

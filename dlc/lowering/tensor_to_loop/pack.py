@@ -19,6 +19,9 @@ the cache-line splits of an odd one. `PackedOperand` is a base class of `NestBui
 - Tails: full panels are copied by a constant-trip inner loop (vectorized by LLVM);
   a last partial panel reads its columns up to the axis end and zeros past it (a
   clamped index, never a read out of bounds), so its panel has no garbage.
+- Constants: a B that is a `tensor.constant` read directly (`B[k, j]` or `B[j, k]`)
+  is packed at compile time, all of K at once, into a read-only `loop.const_buffer`
+  (a packed constant: nothing is copied at run time).
 - The bits: packing copies values; each element is folded in the same order as
   before, so results do not change.
 
@@ -31,9 +34,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import MemRefType
+from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr, MemRefType, TensorType
 from xdsl.ir import Operation, SSAValue
 
 from dlc.diagnostics import copy_loc, error_at
@@ -55,6 +59,7 @@ class PackPlan:
     width: int  # NR: columns per panel
     depth: int  # KC: rows of K per panel slot
     panels: int
+    constant: tuple[tensor.ConstantOp, bool] | None = None  # B's literal, transposed?
     buffer: SSAValue | None = None  # the scratch buffer (allocated by `emit`)
     k_base: SSAValue | None = None  # the first k of the block packed last
 
@@ -122,19 +127,30 @@ class PackedOperand:
         depth = k_loops[-1].step if k_loops else self.op.reduction_extents[0]
         width = columns[0].block
         panels = -(-self.op.domain[1] // width)
+        constant = _literal(self.op, read)
+        if constant is not None:  # packed at compile time: all of K, no copy loops
+            return PackPlan(read, -1, width, self.op.reduction_extents[0], panels, constant)
         return PackPlan(read, pos, width, depth, panels)
 
     # -- emission -------------------------------------------------------------------------
 
-    def _pack_buffer(self) -> None:
-        """Allocate the scratch buffer (at the start of `emit`)."""
+    def _pack_buffer(self, b: Builder) -> None:
+        """Allocate the scratch buffer, or make the packed constant (at the start of
+        `emit`, at `b`)."""
         plan = self.pack
         if plan is None:
             return
         assert self.scratch is not None
         t = memref_type(plan.read.tensor.type)
-        mtype = MemRefType(t.element_type, [plan.panels, plan.depth, plan.width])
-        plan.buffer = self.scratch(mtype)
+        shape = [plan.panels, plan.depth, plan.width]
+        mtype = MemRefType(t.element_type, shape)
+        if plan.constant is None:
+            plan.buffer = self.scratch(mtype)
+            return
+        data = packed_literal(*plan.constant, plan.width)
+        dense = DenseIntOrFPElementsAttr(TensorType(t.element_type, shape), BytesAttr(data))
+        plan.buffer = b.insert(loop.ConstBufferOp(dense, mtype)).res
+        plan.k_base = index(b, 0)
 
     def _pack_block(self, b: Builder, env: dict) -> None:
         """Copy the block of B that `env` leaves to the inner loops into its panels."""
@@ -223,6 +239,33 @@ class PackedOperand:
         if lanes > 1:
             return b.insert(loop.VLoadOp(plan.buffer, [p, kk, r], lanes)).res
         return load(b, plan.buffer, [p, kk, r], dtype_of(plan.read.tensor))
+
+
+def _literal(op: tensor.ComputeOp, read: tensor.ReadOp) -> tuple[tensor.ConstantOp, bool] | None:
+    """B's literal and whether it is read transposed (`B[j, k]`), when `read` reads a
+    `tensor.constant` directly at `[k, j]` or `[j, k]`; else None."""
+    owner = read.tensor.owner
+    _, columns, k = op.body.block.args
+    if not isinstance(owner, tensor.ConstantOp) or owner.value.is_splat():
+        return None
+    indices = list(read.indices)
+    if indices not in ([k, columns], [columns, k]):
+        return None
+    return owner, indices[0] is columns
+
+
+def packed_literal(literal: tensor.ConstantOp, transposed: bool, width: int) -> bytes:
+    """The bytes of `literal` (K x N, or N x K when `transposed`) as `width`-wide panels
+    `[ceil(N / width)][K][width]`, zeros past column N."""
+    dims = literal.result.type.dims  # type: ignore[attr-defined]
+    dtype = np.dtype(f"<f{int(dtype_of(literal.result)[1:]) // 8}")
+    values = np.frombuffer(literal.value.data.data, dtype=dtype).reshape(dims)
+    kn = values.T if transposed else values
+    k, n = kn.shape
+    panels = -(-n // width)
+    padded = np.zeros((k, panels * width), dtype=dtype)
+    padded[:, :n] = kn
+    return padded.reshape(k, panels, width).transpose(1, 0, 2).tobytes()
 
 
 def _slice(read: tensor.ReadOp) -> set[Operation]:

@@ -144,15 +144,24 @@ def dot_tiles(op: tensor.ComputeOp, target: Target) -> DotTiles | None:
     kc = k_block(k, n * dtype_bytes(t.dt), target)
     nc = n_block(kc, dtype_bytes(t.dt), nr, target) if kc < k else 0
     nc = nc if nc < n else 0
-    return DotTiles(mr, nr, kc, lanes, nc, pack_pays(m, n, k, nc, lanes))
+    b = packed_operand(op)
+    constant = b is not None and isinstance(op.inputs[b].owner, tensor.ConstantOp)
+    return DotTiles(mr, nr, kc, lanes, nc, pack_pays(m, nc, lanes, constant))
 
 
-def pack_pays(m: int, n: int, k: int, nc: int, lanes: int) -> bool:
+def pack_pays(m: int, nc: int, lanes: int, constant: bool) -> bool:
     """Whether B is packed into NR-wide panels (`pack`, carried out by
-    dlc/lowering/tensor_to_loop/pack.py): with column blocks (K blocked: B larger
-    than L2) and vector lanes, each thread packs its own KC x NC block, reused by
-    all M / MR row blocks."""
-    return bool(nc and lanes) and m >= 4 * ROWS and n * k > 0
+    dlc/lowering/tensor_to_loop/pack.py), for vectorized tiles: always for a
+    constant B (packed at compile time, free at run time); else with column blocks
+    (K blocked: B larger than L2), where each thread packs its own KC x NC block,
+    reused by all M / MR row blocks (at least `PACK_ROWS` rows)."""
+    if not lanes:
+        return False
+    return constant or (bool(nc) and m >= PACK_ROWS)
+
+
+PACK_ROWS = 24
+"""Rows below which packing a block of B costs more than its contiguous reads save."""
 
 
 def packed_operand(op: tensor.ComputeOp) -> int | None:
