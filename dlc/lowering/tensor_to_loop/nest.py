@@ -284,9 +284,11 @@ class NestBuilder(RegisterTile, PackedOperand):
         acc = load(b, self.buffer, where, self.dt)
         store(b, self._combine(b, acc, element), self.buffer, where, self.dt)
 
-    def _deliver(self, b: Builder, value: SSAValue, where: list[SSAValue], lanes: int = 1) -> None:
+    def _deliver(
+        self, b: Builder, value: SSAValue, where: list[SSAValue], lanes: int = 1, valid: int = 1
+    ) -> None:
         if self.buffer is not None and lanes > 1:
-            b.insert(loop.VStoreOp(value, self.buffer, where))
+            self._vstore_valid(b, value, where, lanes, valid)
         elif self.buffer is not None:
             store(b, value, self.buffer, where, self.dt)
         if not self.op.domain[len(self.prefix) :]:
