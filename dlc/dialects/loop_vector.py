@@ -168,6 +168,7 @@ class ShuffleOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> ShuffleOp:
+        start = parser.pos
         lhs = parser.parse_unresolved_operand()
         parser.parse_punctuation(",")
         rhs = parser.parse_unresolved_operand()
@@ -177,12 +178,14 @@ class ShuffleOp(IRDLOperation):
         parser.parse_punctuation(":")
         vtype = parser.parse_type()
         parser.parse_punctuation("->")
+        end = parser.pos
         result = parser.parse_type()
         a, b = parser.resolve_operands([lhs, rhs], [vtype, vtype], parser.pos)
         op = cls(a, b, mask)
         op.attributes.update(attrs)
         if op.res.type != result:
-            parser.raise_error(f"loop.shuffle: the result of {len(mask)} lanes is {op.res.type}")
+            message = f"loop.shuffle: the result of {len(mask)} lanes is {op.res.type}"
+            parser.raise_error(message, start, end)
         return op
 
 

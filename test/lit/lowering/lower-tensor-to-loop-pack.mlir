@@ -37,6 +37,12 @@
 // CHECK:         } else {
 // the last column block (1 column) packs its panel the same way
 // CHECK:           loop.store %{{.*}}, %[[P]][%{{.*}}, %{{.*}}, %{{.*}}] : memref<3x2x4xf32>
+// and, its panel being zero-padded, computes whole 4-lane vectors (no column tail),
+// loading (after the first K block) and storing only the valid column of C:
+// CHECK:           loop.vload %[[C]][%{{.*}}, %{{.*}}] : memref<7x9xf32> -> vector<1xf32>
+// CHECK:           loop.vload %[[P]][%{{.*}}, %{{.*}}, %{{.*}}] : memref<3x2x4xf32> -> vector<4xf32>
+// CHECK:           %[[ONE:.*]] = loop.shuffle %{{.*}}, %{{.*}} [0] : vector<4xf32> -> vector<1xf32>
+// CHECK-NEXT:      loop.vstore %[[ONE]], %[[C]][%{{.*}}, %{{.*}}] : vector<1xf32>, memref<7x9xf32>
 // CHECK:         loop.dealloc %[[P]] : memref<3x2x4xf32>
 // CHECK-NEXT:    loop.return
 tensor.func @gemm(%a: !graph.tensor<7x5xf32>, %b: !graph.tensor<5x9xf32>) -> !graph.tensor<7x9xf32> {
