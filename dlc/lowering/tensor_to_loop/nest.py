@@ -8,7 +8,12 @@ nothing itself:
   is only partly inside the axis gets a shorter extent: where an inner loop of the
   axis is unrolled, the loop is peeled into full blocks and one remainder of
   constant extent; elsewhere the inner bound is `min(block, rest)`.
+  A parallel loop with a partial last block peels it inside the loop instead: each
+  iteration branches (`loop.if`) to the full block or the remainder, so the
+  remainder runs on a thread of its own.
 - Unrolled loops are emitted once per iteration.
+- `pack`: the packed operand's block is copied into panels before the first row
+  loop, and the body reads it from there (`pack.py`).
 - Reductions: trailing output loops inside the innermost reduction loop that are all
   unrolled form a register tile: one accumulator per tile point, carried through the
   run of reduction loops that ends there, starting from `init` (or, when reduction

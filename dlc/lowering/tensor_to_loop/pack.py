@@ -18,7 +18,9 @@ the cache-line splits of an odd one. `PackedOperand` is a base class of `NestBui
   own column block's panels after the rows of the one before are done.
 - Tails: full panels are copied by a constant-trip inner loop (vectorized by LLVM);
   a last partial panel reads its columns up to the axis end and zeros past it (a
-  clamped index, never a read out of bounds), so its panel has no garbage.
+  clamped index, never a read out of bounds), so its panel has no garbage. Over
+  those padded panels the microkernel has no column tail: whole vectors, only the
+  output's valid columns loaded and stored (`RegisterTile._lane_pieces`).
 - Constants: a B that is a `tensor.constant` read directly (`B[k, j]` or `B[j, k]`)
   is packed at compile time, all of K at once, into a read-only `loop.const_buffer`
   (a packed constant: nothing is copied at run time).
