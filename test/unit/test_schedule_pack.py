@@ -142,7 +142,7 @@ def test_constant_weights_are_packed_at_compile_time(dt: str, transposed: bool) 
     packed = dlc_compile(text, fma=False)
     loops = packed.ir("loop")
     panels = -(-n // (2 * Target.host().vector_bytes // np_dt.itemsize))
-    assert "loop.const_buffer dense<" in loops and f"memref<{panels}x{k}x" in loops
+    assert loops.count("loop.const_buffer") == 1 and f"memref<{panels}x{k}x" in loops
     assert "loop.alloc" not in loops  # no scratch: nothing packed at run time
     plain = dlc_compile(text, opt_level=0)
     np.testing.assert_array_equal(packed.f(x), plain.f(x))

@@ -86,6 +86,10 @@ class FunctionLowering:
         for buffer in reversed(self.allocs):
             self.b.insert(loop.DeallocOp(buffer))
         self.b.insert(loop.ReturnOp())
+        for const in [o for o in self.result.body.block.ops if isinstance(o, loop.ConstBufferOp)]:
+            if not const.res.uses:  # read only as a packed constant (`pack.py`)
+                const.detach()
+                const.erase()
         return self.result
 
     def _assign_outputs(
