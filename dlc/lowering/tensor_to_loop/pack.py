@@ -245,11 +245,13 @@ class PackedOperand:
 
 def _literal(op: tensor.ComputeOp, read: tensor.ReadOp) -> tuple[tensor.ConstantOp, bool] | None:
     """B's literal and whether it is read transposed (`B[j, k]`), when `read` reads a
-    `tensor.constant` directly at `[k, j]` or `[j, k]`; else None."""
+    float `tensor.constant` directly at `[k, j]` or `[j, k]`; else None."""
     owner = read.tensor.owner
     _, columns, k = op.body.block.args
     if not isinstance(owner, tensor.ConstantOp) or owner.value.is_splat():
         return None
+    if dtype_of(read.tensor) not in ("f16", "f32", "f64"):
+        return None  # packed at run time
     indices = list(read.indices)
     if indices not in ([k, columns], [columns, k]):
         return None
