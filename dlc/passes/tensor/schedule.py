@@ -43,10 +43,10 @@ as written), in three steps, from a `Target` (dlc/target.py):
    (`vectorize`) when the body allows (`dlc.dialects.tensor_lanes`); with `fma`
    (float sums) each step is one fused multiply-add per vector. B is packed into
    zero-padded NR-wide panels (`pack`, `pack_pays`) when it is a literal (at compile
-   time, free at run time) or when K and columns are blocked and there are at least
-   `PACK_ROWS` rows to reuse each packed block: contiguous, aligned panel rows and
-   no column tail (1023^3 on one thread: 227 -> 249 GFLOP/s; power-of-two and
-   multiple-of-32 shapes such as W4 and 1000^3 stay within the noise, ±3%).
+   time, free at run time) or when K and columns are blocked, there are at least
+   `PACK_ROWS` rows to reuse each packed block and N is not a multiple of NR: the
+   zero-padded panels leave the microkernel no column tail (1023^3 on one thread:
+   227 -> 249 GFLOP/s); without a tail (W4) packing measured 2-4% slower.
 
    **Convolutions** (`schedule_conv.py`): a float `add` reduction of products over
    several reduction axes (ci, kh, kw) whose last output axis `w` is read at unit

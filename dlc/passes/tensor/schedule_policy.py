@@ -146,23 +146,25 @@ def dot_tiles(op: tensor.ComputeOp, target: Target) -> DotTiles | None:
     nc = nc if nc < n else 0
     b = packed_operand(op)
     constant = b is not None and isinstance(op.inputs[b].owner, tensor.ConstantOp)
-    return DotTiles(mr, nr, kc, lanes, nc, pack_pays(m, nc, lanes, constant))
+    return DotTiles(mr, nr, kc, lanes, nc, pack_pays(m, n % nr, nc, lanes, constant))
 
 
-def pack_pays(m: int, nc: int, lanes: int, constant: bool) -> bool:
+def pack_pays(m: int, tail: int, nc: int, lanes: int, constant: bool) -> bool:
     """Whether B is packed into NR-wide panels (`pack`, carried out by
     dlc/lowering/tensor_to_loop/pack.py), for vectorized tiles: always for a
     constant B (packed at compile time, free at run time); else with column blocks
     (K blocked: B larger than L2), where each thread packs its own KC x NC block,
-    reused by all M / MR row blocks (at least `PACK_ROWS` rows). Measured on the
-    2-core AVX-512 EPYC while others' jobs ran (so as CPU time per thread, the
-    busiest thread's being the wall time of a quiet machine; packed vs unpacked,
-    GFLOP/s): 1 thread 1023^3 227 -> 249 (the padded panels leave no 31-column
-    tail), 1000^3 and 1024^3 within ±3%; 2 threads 2000x1000x1000 462 -> 490,
-    512x1000x4000 473 -> 464, 1023^3 and 1024^3 equal."""
+    reused by all M / MR row blocks (at least `PACK_ROWS` rows), and only when the
+    columns leave a `tail` (N not a multiple of NR), which the zero-padded panels
+    remove from the microkernel. Measured on the 2-core AVX-512 EPYC while others'
+    jobs ran (so as CPU time per thread, the busiest thread's being the wall time of
+    a quiet machine; unpacked -> packed, GFLOP/s): 1 thread 1023^3 227 -> 249 (no
+    31-column tail), 1000^3 within ±3%; 2 threads 2000x1000x1000 462 -> 490; but
+    without a tail packing only costs: 1024^3 (W4) 447/435 -> 418/435 on 2
+    threads, 219 -> 211 on 1, 512x1000x4000 473 -> 464."""
     if not lanes:
         return False
-    return constant or (bool(nc) and m >= PACK_ROWS)
+    return constant or (bool(nc) and m >= PACK_ROWS and tail > 0)
 
 
 PACK_ROWS = 24
