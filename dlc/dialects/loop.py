@@ -51,7 +51,7 @@ from dlc.dialects.loop_func import (
 )
 from dlc.dialects.loop_memory import MEMORY_OPS
 from dlc.dialects.loop_scalar import SCALAR_OPS, ErfcOp, RemFOp
-from dlc.dialects.loop_vector import VECTOR_OPS, BroadcastOp, VLoadOp, VStoreOp
+from dlc.dialects.loop_vector import VECTOR_OPS, BroadcastOp, ShuffleOp, VLoadOp, VStoreOp
 from dlc.dialects.tensor import scalar_type
 
 
@@ -99,6 +99,7 @@ __all__ = [
     "MIN_LIVE_BYTES",
     "RemFOp",
     "ReturnOp",
+    "ShuffleOp",
     "StoreOp",
     "TrapOp",
     "VLoadOp",

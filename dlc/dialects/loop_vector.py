@@ -2,28 +2,33 @@
 
 `loop.vload` reads W consecutive elements along a buffer's last dimension, starting
 at an index; `loop.vstore` writes them; `loop.broadcast` copies a scalar into every
-lane. Arithmetic on vectors is `arith` on `vector<W x T>` values. The nest builder
+lane; `loop.shuffle` picks lanes of two vectors into a new one (a narrower piece of a
+vector, or pieces put together). Arithmetic on vectors is `arith` on `vector<W x T>` values. The nest builder
 emits these where a schedule vectorizes a register tile (`vectorize`).
 
     %b = loop.vload %w[%k, %j] : memref<64x64xf32> -> vector<16xf32>
     %a = loop.broadcast %s : f32 -> vector<16xf32>
     loop.vstore %acc, %out[%i, %j] : vector<16xf32>, memref<64x64xf32>
+    %p = loop.shuffle %acc, %acc [8, 9, 10, 11] : vector<16xf32> -> vector<4xf32>
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import MemRefType, VectorType, i64
+from xdsl.dialects.builtin import DenseArrayBase, MemRefType, VectorType, i32, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
     operand_def,
+    prop_def,
     result_def,
     traits_def,
     var_operand_def,
 )
+from xdsl.parser import Parser
+from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
@@ -114,4 +119,74 @@ class BroadcastOp(IRDLOperation):
             raise VerifyException(f"{self.name}: {self.source.type} cannot fill {vtype}")
 
 
-VECTOR_OPS = [VLoadOp, VStoreOp, BroadcastOp]
+@irdl_op_definition
+class ShuffleOp(IRDLOperation):
+    """`loop.shuffle %a, %b [m0, m1, ...] : vector<W x T> -> vector<M x T>`: lane `i`
+    of the result is lane `m_i` of `a ++ b` (LLVM's `shufflevector`; both operands
+    have one type, each `m_i` is below 2 W)."""
+
+    name = "loop.shuffle"
+    lhs = operand_def(VectorType)
+    rhs = operand_def(VectorType)
+    mask = prop_def(DenseArrayBase)
+    res = result_def(VectorType)
+    traits = traits_def(Pure())
+
+    def __init__(
+        self, lhs: SSAValue | Operation, rhs: SSAValue | Operation, mask: Sequence[int]
+    ) -> None:
+        vtype = SSAValue.get(lhs).type
+        assert isinstance(vtype, VectorType)
+        result = VectorType(vtype.element_type, [len(mask)])
+        super().__init__(
+            operands=[lhs, rhs],
+            result_types=[result],
+            properties={"mask": DenseArrayBase.from_list(i32, list(mask))},
+        )
+
+    def verify_(self) -> None:
+        vtype = self.lhs.type
+        assert isinstance(vtype, VectorType) and isinstance(self.res.type, VectorType)
+        if self.rhs.type != vtype or self.res.type.element_type != vtype.element_type:
+            raise VerifyException(f"{self.name}: operands and result must be vectors of one type")
+        lanes = 2 * vtype.get_shape()[0]
+        mask = self.mask.get_values()
+        if len(mask) != self.res.type.get_shape()[0] or any(not 0 <= m < lanes for m in mask):
+            raise VerifyException(f"{self.name}: each mask entry must be in [0, {lanes})")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.lhs)
+        printer.print_string(", ")
+        printer.print_operand(self.rhs)
+        printer.print_string(f" [{', '.join(map(str, self.mask.get_values()))}]")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.lhs.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.res.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ShuffleOp:
+        start = parser.pos
+        lhs = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        rhs = parser.parse_unresolved_operand()
+        square = parser.Delimiter.SQUARE
+        mask = parser.parse_comma_separated_list(square, lambda: parser.parse_integer(False))
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        vtype = parser.parse_type()
+        parser.parse_punctuation("->")
+        end = parser.pos
+        result = parser.parse_type()
+        a, b = parser.resolve_operands([lhs, rhs], [vtype, vtype], parser.pos)
+        op = cls(a, b, mask)
+        op.attributes.update(attrs)
+        if op.res.type != result:
+            message = f"loop.shuffle: the result of {len(mask)} lanes is {op.res.type}"
+            parser.raise_error(message, start, end)
+        return op
+
+
+VECTOR_OPS = [VLoadOp, VStoreOp, BroadcastOp, ShuffleOp]

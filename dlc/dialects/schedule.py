@@ -36,7 +36,14 @@ front end can come later:
   unit-stride reads along that axis (`dlc.dialects.tensor_lanes`); elsewhere it is a
   located diagnostic. Lanes are
   separate accumulators: the bits do not change.
-- `pack [i, ...]`: inputs copied into a panel layout (not carried out yet either).
+- `pack [n]`: input `n` of a matrix product, the operand B read along the columns
+  and the reduction, copied into NR-wide panels (NR: the register tile's column
+  block), zero-padded: the block of B the loops outside the row loops leave (GOTO's
+  KC x NC block), right before the first row loop, reused by every row block; a
+  `tensor.constant` B is packed at compile time. Over the padded panels the
+  microkernel computes whole vectors (no column tail); only the valid columns of
+  the output are loaded and stored. Values are copied: the bits do not change
+  (`dlc/lowering/tensor_to_loop/pack.py`; one operand, no fusion group).
 - `group g at k [feeds] [internal]`: fusion group `g`, a run of consecutive computes
   lowered to ONE nest whose first `k` loops (`d0 ... d(k-1)`, untiled) all members
   share (see `verify_group`). `feeds`: evaluated inside the next reduction member's

@@ -9,7 +9,8 @@ form, `convolve`). Its space is a product of knobs, each a short list of values:
   around the K blocks, 0: none), `rows_outer` (row blocks outside column panels or
   inside), `lanes` (vector width: the target's, half of it, or 0 for scalars),
   `fma`, `parallel` (which output loop runs on threads: the first, second or third
-  candidate, or -1 for none);
+  candidate, or -1 for none), and `pack` (B copied into NR-wide panels, or not;
+  only when the nest has such an operand: `packed_operand`);
 - convolutions (several reduction axes, the `schedule` policy's `conv_tiles`
   applies): `mr` output channels x `rows` rows x `nr` columns of the tile, `lanes`,
   `fma`, `parallel`.
@@ -34,7 +35,7 @@ from dlc.dialects import tensor
 from dlc.dialects.graph_types import TensorType, dtype_bytes
 from dlc.dialects.schedule import ScheduleAttr
 from dlc.passes.tensor.schedule_conv import conv_schedule, conv_tiles
-from dlc.passes.tensor.schedule_policy import depends_on, float_sum
+from dlc.passes.tensor.schedule_policy import depends_on, float_sum, packed_operand
 from dlc.passes.tensor.schedule_records import nest_summary, workload_key
 from dlc.target import Target
 
@@ -97,6 +98,7 @@ class Space:
     knobs: dict[str, list[Any]]
     target: Target
     conv: Any = None  # the policy's ConvTiles (channel and row axes) of a convolution
+    packed: int | None = None  # the input `pack` packs (B of a matrix product)
     cache: dict[Point, ScheduleAttr | None] = field(default_factory=dict)
 
     @property
@@ -163,7 +165,8 @@ class Space:
             sizes["r0"] = [v["kc"]]
         order = [*batch, *blocks, *k_outer, *outer, k_inner, *inner]
         vector = (lane, v["lanes"]) if v["lanes"] else None
-        return ScheduleAttr(tiles=sizes, order=order, unroll=inner, vectorize=vector)
+        pack = [self.packed] if v.get("pack") and self.packed is not None else []
+        return ScheduleAttr(tiles=sizes, order=order, unroll=inner, vectorize=vector, pack=pack)
 
     def _conv(self, v: dict[str, Any]) -> ScheduleAttr | None:
         tiles = self.conv
@@ -231,7 +234,10 @@ def make_space(op: tensor.ComputeOp, target: Target) -> Space | None:
             "rows_outer": [True, False],
             **common,
         }
-        return Space(info, "dot", knobs, target)
+        packed = packed_operand(op)
+        if packed is not None:
+            knobs["pack"] = [False, True]
+        return Space(info, "dot", knobs, target, packed=packed)
     conv = conv_tiles(op, target)
     if conv is None:
         return None

@@ -105,7 +105,7 @@ def test_plain_nest_has_no_tiles_and_scheduled_matmul_does() -> None:
             "vectorize d0 x 8",
             "vectorize d0: only the innermost level of an axis in an unrolled register tile",
         ),
-        ("pack [0]", "schedule pack"),
+        ("pack [0]", "pack [0]: only an operand of a matrix product (two output axes, one"),
     ],
 )
 def test_unsupported_schedule_primitives_are_located_diagnostics(

@@ -151,3 +151,16 @@ def test_evaluate_a_database(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert "no workload of this CPU with enough measured records" in capsys.readouterr().err
     assert dlc_tune.main(["--db", str(db)]) == 1
     assert "dlc-tune: error: the .dl file to tune is missing" in capsys.readouterr().err
+
+
+def test_pack_is_a_knob_of_matrix_products(tmp_path: Path) -> None:
+    """Points with `pack` on pack B (input 1); the tuned record is used as it is."""
+    program = _program(MM)
+    (space,) = program.spaces(Target.host())
+    assert space.knobs["pack"] == [False, True] and space.packed == 1
+    point = tuple(1 if k == "pack" else 0 for k in space.knobs)
+    schedule = space.schedule(point)
+    assert schedule is not None and schedule.packed == (1,)
+    assert _valid(program, space.info.key, str(schedule), tmp_path) is None
+    (conv,) = _program(CONV).spaces(Target.host())
+    assert "pack" not in conv.knobs

@@ -94,6 +94,10 @@ class BufferEmitter(ContextEmitter):
                 )
                 mask = DenseArrayBase.from_list(i32, [0] * lanes)
                 self.values[op.res] = self.emit(llvm.ShuffleVectorOp(first, first, mask, vtype))
+            case loop.ShuffleOp():
+                lhs, rhs = self.get(op.lhs), self.get(op.rhs)
+                shuffle = llvm.ShuffleVectorOp(lhs, rhs, op.mask, op.res.type)
+                self.values[op.res] = self.emit(shuffle)
 
     def constant_data(self, value: Attribute, mtype: MemRefType) -> SSAValue:
         """A pointer to `value` as an internal constant global of the module; through an

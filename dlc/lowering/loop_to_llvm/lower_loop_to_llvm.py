@@ -240,7 +240,7 @@ class FuncEmitter(ParallelEmitter, BufferEmitter):
                 self.lower_memory(op)
             case loop.CallOp():
                 self.lower_memory(op)
-            case loop.VLoadOp() | loop.VStoreOp() | loop.BroadcastOp():
+            case loop.VLoadOp() | loop.VStoreOp() | loop.BroadcastOp() | loop.ShuffleOp():
                 self.lower_vector(op)
             case _ if type(op) in RAW_MEMORY_OPS:
                 lower_raw_memory(self, op)

@@ -4,7 +4,7 @@ points of one axis at once (vector lanes, `inline_body_lanes`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith
@@ -55,9 +55,11 @@ def inline_body(
     indices: Sequence[SSAValue],
     buffers: Mapping[SSAValue, SSAValue],
     known: Mapping[SSAValue, SSAValue] = {},
+    reads: Mapping[Operation, Callable[..., SSAValue]] = {},
 ) -> SSAValue:
     """Inline `op`'s body at `indices` (output then reduction indices); reads of
-    `known` tensors use their values (registers), other reads load from `buffers`.
+    `known` tensors use their values (registers), reads in `reads` the value
+    `reads[read](b, indices, 1)` (a packed operand), other reads load from `buffers`.
     Returns the yielded value."""
     block = op.body.block
     mapping: dict[SSAValue, SSAValue] = dict(zip(block.args, indices, strict=True))
@@ -67,6 +69,9 @@ def inline_body(
         if isinstance(inner, tensor.ReadOp):
             if inner.tensor in known:
                 mapping[inner.result] = known[inner.tensor]
+                continue
+            if inner in reads:
+                mapping[inner.result] = reads[inner](b, indices, 1)
                 continue
             where = [mapping.get(i, i) for i in inner.indices]
             dtype = dtype_of(inner.tensor)
@@ -83,10 +88,11 @@ def inline_body_lanes(
     buffers: Mapping[SSAValue, SSAValue],
     plan: Mapping[Operation, str],
     lanes: int,
+    reads: Mapping[Operation, Callable[..., SSAValue]] = {},
 ) -> SSAValue:
     """Inline `op`'s body at `lanes` consecutive points of the axis `plan` was made
-    for (`dlc.dialects.tensor_lanes.lane_plan`); `indices` hold that axis' first point.
-    Returns the yielded value as a `vector<lanes x T>`."""
+    for (`dlc.dialects.tensor_lanes.lane_plan`); `indices` hold that axis' first point;
+    `reads` as for `inline_body`. Returns the yielded value as a `vector<lanes x T>`."""
     block = op.body.block
     mapping: dict[SSAValue, SSAValue] = dict(zip(block.args, indices, strict=True))
     broadcasts: dict[SSAValue, SSAValue] = {}
@@ -104,7 +110,9 @@ def inline_body_lanes(
             return vector(mapping.get(inner.value, inner.value))
         if isinstance(inner, tensor.ReadOp):
             where = [mapping.get(i, i) for i in inner.indices]
-            if kind == "vload":
+            if inner in reads:
+                mapping[inner.result] = reads[inner](b, indices, lanes if kind == "vload" else 1)
+            elif kind == "vload":
                 read = loop.VLoadOp(buffers[inner.tensor], where, lanes)
                 mapping[inner.result] = b.insert(read).res
             else:

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 
 from xdsl.builder import Builder, InsertPoint
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
@@ -86,6 +86,10 @@ class FunctionLowering:
         for buffer in reversed(self.allocs):
             self.b.insert(loop.DeallocOp(buffer))
         self.b.insert(loop.ReturnOp())
+        for const in [o for o in self.result.body.block.ops if isinstance(o, loop.ConstBufferOp)]:
+            if not const.res.uses:  # read only as a packed constant (`pack.py`)
+                const.detach()
+                const.erase()
         return self.result
 
     def _assign_outputs(
@@ -155,7 +159,14 @@ class FunctionLowering:
         if fusion_of(op) is not None:
             emit_group(self.b, op, self.buffers, new_buffer)
             return
-        NestBuilder(op, new_buffer(op.result), self.buffers).emit(self.b)
+        builder = NestBuilder(op, new_buffer(op.result), self.buffers, scratch=self._scratch)
+        builder.emit(self.b)
+
+    def _scratch(self, mtype: MemRefType) -> SSAValue:
+        """A buffer of the nest builder's own (a packed operand), freed with the others."""
+        buffer = self.b.insert(loop.AllocOp(mtype)).res
+        self.allocs.append(buffer)
+        return buffer
 
     def _scan(self, op: tensor.ScanOp, buffer: SSAValue) -> None:
         """`for other indices (C order): acc = x[..0..]; out[..0..] = acc;
@@ -235,6 +246,11 @@ class CFGLowering(FunctionLowering):
         buffer = self.prologue.insert(loop.AllocOp(memref_type(value.type))).res
         self.allocs.append(buffer)
         self.buffers[value] = buffer
+        return buffer
+
+    def _scratch(self, mtype: MemRefType) -> SSAValue:
+        buffer = self.prologue.insert(loop.AllocOp(mtype)).res
+        self.allocs.append(buffer)
         return buffer
 
     def _op(self, op: Operation) -> None:

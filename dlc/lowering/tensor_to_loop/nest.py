@@ -8,7 +8,12 @@ nothing itself:
   is only partly inside the axis gets a shorter extent: where an inner loop of the
   axis is unrolled, the loop is peeled into full blocks and one remainder of
   constant extent; elsewhere the inner bound is `min(block, rest)`.
+  A parallel loop with a partial last block peels it inside the loop instead: each
+  iteration branches (`loop.if`) to the full block or the remainder, so the
+  remainder runs on a thread of its own.
 - Unrolled loops are emitted once per iteration.
+- `pack`: the packed operand's block is copied into panels before the first row
+  loop, and the body reads it from there (`pack.py`).
 - Reductions: trailing output loops inside the innermost reduction loop that are all
   unrolled form a register tile: one accumulator per tile point, carried through the
   run of reduction loops that ends there, starting from `init` (or, when reduction
@@ -45,7 +50,7 @@ from dataclasses import dataclass, replace
 
 from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects import arith
-from xdsl.ir import SSAValue
+from xdsl.ir import Block, SSAValue
 
 from dlc.diagnostics import copy_loc, error_at
 from dlc.dialects import loop, tensor
@@ -64,6 +69,7 @@ from dlc.lowering.tensor_to_loop.body import (
     load,
     store,
 )
+from dlc.lowering.tensor_to_loop.pack import PackedOperand, Scratch
 from dlc.lowering.tensor_to_loop.tile import (
     MAX_UNROLLED_POINTS,
     Block_,
@@ -80,7 +86,7 @@ class Feeder:
     buffer: SSAValue | None
 
 
-class NestBuilder(RegisterTile):
+class NestBuilder(RegisterTile, PackedOperand):
     """Emits the loops of one compute (module docstring)."""
 
     def __init__(
@@ -92,13 +98,13 @@ class NestBuilder(RegisterTile):
         prefix: Sequence[SSAValue] = (),
         known: dict[SSAValue, SSAValue] | None = None,
         feeders: Sequence[Feeder] = (),
+        scratch: Scratch | None = None,
     ) -> None:
         self.op, self.buffer, self.buffers = op, buffer, buffers
         self.known = dict(known or {})
         self.feeders = list(feeders)
         self.dt = dtype_of(op.result)
         schedule = op.schedule or ScheduleAttr()
-        self._check(schedule)
         self.axes = axis_names(len(op.domain), len(op.reduction_extents))
         self.extents = dict(zip(self.axes, [*op.domain, *op.reduction_extents], strict=True))
         all_loops = schedule.loops(op.domain, op.reduction_extents)
@@ -109,10 +115,7 @@ class NestBuilder(RegisterTile):
         self.fma = schedule.fma
         self._plan_accumulators()
         self._plan_lanes(schedule)
-
-    def _check(self, schedule: ScheduleAttr) -> None:
-        if schedule.packed:
-            raise error_at(self.op, "not supported by the code generator yet: schedule pack")
+        self._plan_pack(schedule, scratch)
 
     # -- emission -------------------------------------------------------------------------
 
@@ -124,10 +127,13 @@ class NestBuilder(RegisterTile):
             for a, n in self.extents.items()
         }
         self.result: SSAValue | None = None
+        self._pack_buffer(b)
         self._emit(0, b, env)
         return self.result
 
     def _emit(self, pos: int, b: Builder, env: dict[str, Block_]) -> None:
+        if self.pack is not None and pos == self.pack.pos:
+            self._pack_block(b, env)
         if pos == self.first_reduction and self.memory_init and self.chain is None:
             self._init_nest(b, env, pos)
         if self.chain is not None and pos == self.chain[0]:
@@ -163,6 +169,9 @@ class NestBuilder(RegisterTile):
                         },
                     )
                 return
+            if full and extent % lp.step and lp.name in self.parallel:
+                self._split_for(pos, b, env, extent, inner)
+                return
             if full:
                 whole = {**env, lp.axis: replace(block, extent=full)}
                 self._for(pos, b, whole, index(b, full), lp.step, inner)
@@ -191,6 +200,32 @@ class NestBuilder(RegisterTile):
         body = Builder(InsertPoint.at_end(nest.body.block))
         child = self._child(body, block, nest.iv, ub, step)
         inner(body, {**env, lp.axis: child})
+        body.insert(loop.YieldOp())
+
+    def _split_for(self, pos: int, b: Builder, env: dict[str, Block_], extent: int, inner) -> None:  # noqa: ANN001
+        """A parallel loop whose last block is partial, peeled inside the loop: each
+        iteration branches to the full block or the remainder (both of constant
+        extent), so the remainder runs on a thread of its own instead of after the
+        parallel loop (1000 columns in blocks of 256: three blocks on threads, then
+        the 232 columns left on one: the busiest thread 6.0 ms per call, the other
+        2.0; peeled inside, 4.2 and 4.1 ms, 333 -> 476 GFLOP/s at 1000^3 on 2
+        threads; 2000 x 1000 x 1000 320 -> 462, 1023^3 279 -> 389)."""
+        lp = self.loops[pos]
+        block = env[lp.axis]
+        full = extent - extent % lp.step
+        nest = b.insert(loop.ForOp(index(b, 0), index(b, extent), index(b, lp.step), parallel=True))
+        copy_loc(self.op, nest)
+        body = Builder(InsertPoint.at_end(nest.body.block))
+        base = (
+            nest.iv if block.base is None else body.insert(arith.AddiOp(block.base, nest.iv)).result
+        )
+        is_full = body.insert(arith.CmpiOp(nest.iv, index(body, full), "slt")).result
+        branch = body.insert(loop.IfOp(is_full, [], Block(), Block()))
+        copy_loc(self.op, branch)
+        for region, size in ((branch.then_region, lp.step), (branch.else_region, extent - full)):
+            arm = Builder(InsertPoint.at_end(region.block))
+            inner(arm, {**env, lp.axis: Block_(base, block.offset, size)})
+            arm.insert(loop.YieldOp())
         body.insert(loop.YieldOp())
 
     def _child(self, b: Builder, block: Block_, iv: SSAValue, ub: SSAValue, step: int) -> Block_:
@@ -241,12 +276,14 @@ class NestBuilder(RegisterTile):
         there along the vectorized axis); feeders first (stored, then in registers)."""
         point = self._indices(b, env, self.axes)
         if lanes > 1:
-            return inline_body_lanes(b, self.op, point, self.buffers, self.lane_plan, lanes)
+            return inline_body_lanes(
+                b, self.op, point, self.buffers, self.lane_plan, lanes, self._packed_reads()
+            )
         for feeder in self.feeders:
             known[feeder.op.result] = inline_body(b, feeder.op, point, self.buffers, known)
             if feeder.buffer is not None:
                 store(b, known[feeder.op.result], feeder.buffer, point, dtype_of(feeder.op.result))
-        return inline_body(b, self.op, point, self.buffers, known)
+        return inline_body(b, self.op, point, self.buffers, known, self._packed_reads())
 
     def _lane_points(self, pos: int, b: Builder, env: dict[str, Block_]) -> None:
         """The vectorized last loop of an element-wise nest: its block as vectors (and
@@ -271,9 +308,11 @@ class NestBuilder(RegisterTile):
         acc = load(b, self.buffer, where, self.dt)
         store(b, self._combine(b, acc, element), self.buffer, where, self.dt)
 
-    def _deliver(self, b: Builder, value: SSAValue, where: list[SSAValue], lanes: int = 1) -> None:
+    def _deliver(
+        self, b: Builder, value: SSAValue, where: list[SSAValue], lanes: int = 1, valid: int = 1
+    ) -> None:
         if self.buffer is not None and lanes > 1:
-            b.insert(loop.VStoreOp(value, self.buffer, where))
+            self._vstore_valid(b, value, where, lanes, valid)
         elif self.buffer is not None:
             store(b, value, self.buffer, where, self.dt)
         if not self.op.domain[len(self.prefix) :]:

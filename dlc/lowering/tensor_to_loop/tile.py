@@ -19,8 +19,9 @@ from dlc.diagnostics import copy_loc, error_at
 from dlc.dialects import loop, tensor
 from dlc.dialects.schedule import Loop, ScheduleAttr
 from dlc.dialects.tensor_lanes import lane_plan, vector_pieces
-from dlc.lowering.scalar_ops import mark_reassociable
+from dlc.lowering.scalar_ops import ScalarBuilder, mark_reassociable
 from dlc.lowering.tensor_to_loop.body import index, load
+from dlc.lowering.tensor_to_loop.pack import PackPlan
 
 MAX_UNROLLED_POINTS = 4096
 """At most this many copies of a body per unrolled nest (or accumulator tile)."""
@@ -53,6 +54,7 @@ class RegisterTile:
     known: dict[SSAValue, SSAValue]
     feeders: list
     prefix: dict[str, SSAValue]
+    pack: PackPlan | None  # planned by `PackedOperand`
     # provided by NestBuilder
     _loop: Callable[..., None]
     _child: Callable[..., Block_]
@@ -110,6 +112,7 @@ class RegisterTile:
                 why = plan
             else:
                 self.lanes, self.lane_loop, self.lane_plan = width, name, plan
+                self.lane_axis = tile[name].axis
         if why is not None:
             raise error_at(
                 self.op, f"not supported by the code generator yet: vectorize {name}: {why}"
@@ -126,7 +129,7 @@ class RegisterTile:
                 block = point[lp.axis]
                 extent = constant_extent(block.extent, self.op, lp.name)
                 if lp.name == self.lane_loop:  # step 1 (`_plan_lanes`)
-                    pieces = vector_pieces(extent, self.lanes)
+                    pieces = self._lane_pieces(extent, lp)
                 else:
                     pieces = [(x, min(lp.step, extent - x), 1) for x in range(0, extent, lp.step)]
                 for x, size, wide in pieces:
@@ -135,6 +138,61 @@ class RegisterTile:
             points = grown
         self._check_unroll(len(points))
         return points
+
+    def _lane_pieces(self, extent: int, lp: Loop) -> list[tuple[int, int, int]]:
+        """(start, valid columns, lanes) of the vectorized loop's points: narrower
+        vectors for a partial block (`vector_pieces`), or, over a packed B whose
+        panels are zero-padded to the block (`pack.py`), whole vectors only (no
+        column tail in the microkernel: the lanes past the valid columns fold zeros
+        and are neither loaded from nor stored to the output)."""
+        pack = self.pack
+        padded = (
+            pack is not None
+            and lp.block == pack.width
+            and pack.width % self.lanes == 0
+            and all(k != "vload" or o is pack.read for o, k in self.lane_plan.items())
+        )
+        if not padded:
+            return vector_pieces(extent, self.lanes)
+        return [(x, min(self.lanes, extent - x), self.lanes) for x in range(0, extent, self.lanes)]
+
+    def _valid(self, point: dict[str, Block_], lanes: int) -> int:
+        """Columns of a point of `lanes` lanes inside the output (fewer: a padded tail)."""
+        if lanes == 1:
+            return 1
+        return constant_extent(point[self.lane_axis].extent, self.op, self.lane_loop)
+
+    def _vload_valid(self, b: Builder, where: list[SSAValue], lanes: int, valid: int) -> SSAValue:
+        """`lanes` values of the output from `where`, only the first `valid` loaded
+        (in narrower pieces put together; zeros past them)."""
+        assert self.buffer is not None
+        if valid == lanes:
+            return b.insert(loop.VLoadOp(self.buffer, where, lanes)).res
+        *outer, last = where
+        zero = b.insert(loop.BroadcastOp(ScalarBuilder(b).const(0, self.dt), lanes)).res
+        for start, size, _ in vector_pieces(valid, max(1, lanes // 2)):
+            at = last if not start else b.insert(arith.AddiOp(last, index(b, start))).result
+            piece = b.insert(loop.VLoadOp(self.buffer, [*outer, at], size)).res
+            inside = range(start, start + size)
+            wide = [i - start if i in inside else 0 for i in range(lanes)]
+            widened = b.insert(loop.ShuffleOp(piece, piece, wide)).res
+            mask = [lanes + i if i in inside else i for i in range(lanes)]
+            zero = b.insert(loop.ShuffleOp(zero, widened, mask)).res
+        return zero
+
+    def _vstore_valid(
+        self, b: Builder, value: SSAValue, where: list[SSAValue], lanes: int, valid: int
+    ) -> None:
+        """Store the first `valid` of the `lanes` lanes of `value` at `where`."""
+        assert self.buffer is not None
+        if valid == lanes:
+            b.insert(loop.VStoreOp(value, self.buffer, where))
+            return
+        *outer, last = where
+        for start, size, _ in vector_pieces(valid, max(1, lanes // 2)):
+            at = last if not start else b.insert(arith.AddiOp(last, index(b, start))).result
+            piece = b.insert(loop.ShuffleOp(value, value, list(range(start, start + size)))).res
+            b.insert(loop.VStoreOp(piece, self.buffer, [*outer, at]))
 
     def _register_chain(self, b: Builder, env: dict[str, Block_]) -> None:
         """Accumulators for the tile's points through the chain of reduction loops."""
@@ -152,9 +210,9 @@ class RegisterTile:
         if first is not True:
             assert self.buffer is not None
             partial = []
-            for (_, lanes), where in zip(points, wheres, strict=True):
+            for (point, lanes), where in zip(points, wheres, strict=True):
                 if lanes > 1:
-                    partial.append(b.insert(loop.VLoadOp(self.buffer, where, lanes)).res)
+                    partial.append(self._vload_valid(b, where, lanes, self._valid(point, lanes)))
                 else:
                     partial.append(load(b, self.buffer, where, self.dt))
             if first is False:
@@ -165,8 +223,8 @@ class RegisterTile:
                     for a, p in zip(accs, partial, strict=True)
                 ]
         finals = self._chain(self.chain[0], b, env, points, accs)
-        for value, where, (_, lanes) in zip(finals, wheres, points, strict=True):
-            self._deliver(b, value, where, lanes)
+        for value, where, (point, lanes) in zip(finals, wheres, points, strict=True):
+            self._deliver(b, value, where, lanes, self._valid(point, lanes))
 
     def _first_block(self, b: Builder, env: dict[str, Block_]) -> SSAValue | bool:
         """Whether the chain at `env` is the first for its outputs: every reduction

@@ -41,7 +41,12 @@ as written), in three steps, from a `Target` (dlc/target.py):
    panels, or inside when there are more panels (the outer loop is the parallel one:
    more blocks split more evenly, with no serial remainder). The tile's columns are vectors of the target's width
    (`vectorize`) when the body allows (`dlc.dialects.tensor_lanes`); with `fma`
-   (float sums) each step is one fused multiply-add per vector.
+   (float sums) each step is one fused multiply-add per vector. B is packed into
+   zero-padded NR-wide panels (`pack`, `pack_pays`) when it is a literal (at compile
+   time, free at run time) or when K and columns are blocked, there are at least
+   `PACK_ROWS` rows to reuse each packed block and N is not a multiple of NR: the
+   zero-padded panels leave the microkernel no column tail (1023^3 on one thread:
+   227 -> 249 GFLOP/s); without a tail (W4) packing measured 2-4% slower.
 
    **Convolutions** (`schedule_conv.py`): a float `add` reduction of products over
    several reduction axes (ci, kh, kw) whose last output axis `w` is read at unit

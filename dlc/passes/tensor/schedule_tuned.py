@@ -4,7 +4,7 @@ For each compute of a run, its workload key is looked up for the target CPU. A b
 record whose schedule is `default` (the policy's schedule measured fastest) leaves the
 nest to the policy, silently. Another record
 that parses as a `#schedule.nest` and fits the nest (`ScheduleAttr.check`; no fusion
-group, no packing) is used instead of the policy's schedule, and the nest joins no
+group) is used instead of the policy's schedule, and the nest joins no
 fusion group. Every contraction (a float `add` reduction of products: what `dlc-tune`
 tunes) without a usable record gets a `TuningWarning` at its location saying why (key
 not in the database, only other targets or dlc versions, or the record does not fit):
@@ -56,8 +56,6 @@ def misfit(op: tensor.ComputeOp, schedule: ScheduleAttr) -> str | None:
     """Why `schedule` cannot be the tuned schedule of `op`, or None."""
     if schedule.fusion is not None:
         return "a tuned schedule has no fusion group"
-    if schedule.packed:
-        return "pack is not carried out"
     return schedule.check(op.domain, op.reduction_extents)
 
 

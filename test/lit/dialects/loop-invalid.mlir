@@ -49,6 +49,37 @@ loop.func @f(%x: memref<8xf32>) {
 
 // -----
 
+// CHECK: loop-invalid.mlir:[[# @LINE + 5]]:3: error: IR does not verify in the input: loop.shuffle: operands and result must be vectors of one type
+loop.func @f(%x: memref<8xf32>, %y: memref<8xf64>) {
+  %c0 = arith.constant 0 : i64
+  %v = loop.vload %x[%c0] : memref<8xf32> -> vector<4xf32>
+  %w = loop.vload %y[%c0] : memref<8xf64> -> vector<4xf64>
+  %p = "loop.shuffle"(%v, %w) <{mask = array<i32: 0>}> : (vector<4xf32>, vector<4xf64>) -> vector<1xf32>
+  loop.return
+}
+
+// -----
+
+// CHECK: loop-invalid.mlir:[[# @LINE + 4]]:21: error: loop.shuffle: the result of 2 lanes is vector<2xf32>
+loop.func @f(%x: memref<8xf32>) {
+  %c0 = arith.constant 0 : i64
+  %v = loop.vload %x[%c0] : memref<8xf32> -> vector<4xf32>
+  %p = loop.shuffle %v, %v [0, 1] : vector<4xf32> -> vector<1xf32>
+  loop.return
+}
+
+// -----
+
+// CHECK: loop-invalid.mlir:[[# @LINE + 4]]:3: error: IR does not verify in the input: loop.shuffle: each mask entry must be in [0, 8)
+loop.func @f(%x: memref<8xf32>) {
+  %c0 = arith.constant 0 : i64
+  %v = loop.vload %x[%c0] : memref<8xf32> -> vector<4xf32>
+  %p = loop.shuffle %v, %v [8] : vector<4xf32> -> vector<1xf32>
+  loop.return
+}
+
+// -----
+
 // CHECK: loop-invalid.mlir:[[# @LINE + 2]]:3: error: IR does not verify in the input: loop.const_copy: data of f32 with shape (3,) does not fill memref<4xf32>
 loop.func @f(%x: memref<4xf32>) {
   loop.const_copy dense<[1.0, 2.0, 3.0]> : tensor<3xf32> to %x : memref<4xf32>

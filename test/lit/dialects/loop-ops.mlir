@@ -173,4 +173,19 @@ builtin.module {
     loop.vstore %p, %y[%i, %j] : vector<4xf32>, memref<4x8xf32>
     loop.return
   }
+
+// A shuffle picks lanes of two vectors (a narrower piece of one, or pieces put together).
+// CHECK-LABEL: loop.func @pieces(
+// CHECK:         %[[W:.*]] = loop.shuffle %[[A:.*]], %[[B:.*]] [1, 2, 4, 7] : vector<4xf32> -> vector<4xf32>
+// CHECK-NEXT:    %[[N:.*]] = loop.shuffle %[[W]], %[[W]] [3] : vector<4xf32> -> vector<1xf32>
+  loop.func @pieces(%x: memref<8xf32>, %y: memref<1xf32>) {
+    %i = arith.constant 0 : i64
+    %j = arith.constant 4 : i64
+    %a = loop.vload %x[%i] : memref<8xf32> -> vector<4xf32>
+    %b = loop.vload %x[%j] : memref<8xf32> -> vector<4xf32>
+    %w = loop.shuffle %a, %b [1, 2, 4, 7] : vector<4xf32> -> vector<4xf32>
+    %n = loop.shuffle %w, %w [3] : vector<4xf32> -> vector<1xf32>
+    loop.vstore %n, %y[%i] : vector<1xf32>, memref<1xf32>
+    loop.return
+  }
 }

@@ -62,6 +62,17 @@ builtin.module attributes {dlc.name = "lower_loop_to_llvm", dlc.stage = "raw"} {
     loop.return
   }
 
+// A shuffle is a shufflevector with the same mask.
+// CHECK-LABEL: llvm.func @shuffle(
+// CHECK:         %{{.*}} = llvm.shufflevector %[[V:.*]], %[[V]] [2, 7] : vector<4xf32>
+  loop.func @shuffle(%x: memref<4xf32>, %y: memref<2xf32>) {
+    %i = arith.constant 0 : i64
+    %v = loop.vload %x[%i] : memref<4xf32> -> vector<4xf32>
+    %p = loop.shuffle %v, %v [2, 7] : vector<4xf32> -> vector<2xf32>
+    loop.vstore %p, %y[%i] : vector<2xf32>, memref<2xf32>
+    loop.return
+  }
+
 // Literal data is a read-only global of the object file, copied into the buffer.
 // CHECK-LABEL: llvm.func @weights(
 // CHECK:         %[[G:.*]] = llvm.mlir.addressof @__dlc_const_0 : !llvm.ptr

@@ -1,0 +1,300 @@
+"""Packed operands of the nest builder: `pack [n]` of a `#schedule.nest` carried out.
+
+A matrix product's B operand (the input read along the columns `j` and the reduction
+`k`, not the rows `i`) is copied, block by block, into a scratch buffer of NR-wide
+panels, `packed[p][k - kb][j % NR]` with `p = j / NR` (NR: the block of the register
+tile's column loop), so the microkernel reads B contiguously: one panel row of NR
+values per `k`, aligned, without the 4 KiB aliasing of a power-of-two row stride or
+the cache-line splits of an odd one. `PackedOperand` is a base class of `NestBuilder`
+(like `RegisterTile`) and uses its `_indices` and `_element`:
+
+- Where: the block of B is packed right before the first loop over the rows (the
+  block of `j` and `k` the loops outside leave: GOTO's KC x NC block inside a column
+  block and a K block, the whole of B when no loop is outside), and reused by every
+  row block inside.
+- Layout: one slot per panel of the whole column axis (`ceil(N / NR)` panels) of KC
+  rows each (the K block of the innermost K loop outside, or all of K): column blocks
+  running on different threads write disjoint panels, and a K block overwrites its
+  own column block's panels after the rows of the one before are done.
+- Tails: full panels are copied by a constant-trip inner loop (vectorized by LLVM);
+  a last partial panel reads its columns up to the axis end and zeros past it (a
+  clamped index, never a read out of bounds), so its panel has no garbage. Over
+  those padded panels the microkernel has no column tail: whole vectors, only the
+  output's valid columns loaded and stored (`RegisterTile._lane_pieces`).
+- Constants: a B that is a `tensor.constant` read directly (`B[k, j]` or `B[j, k]`)
+  is packed at compile time, all of K at once, into a read-only `loop.const_buffer`
+  (a packed constant: nothing is copied at run time).
+- The bits: packing copies values; each element is folded in the same order as
+  before, so results do not change.
+
+Anything else (another operand, a batched or grouped nest, a packed read that
+varies along the rows or whose indices read a tensor) is a located diagnostic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.builder import Builder, InsertPoint
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr, MemRefType, TensorType
+from xdsl.ir import Operation, SSAValue
+
+from dlc.diagnostics import copy_loc, error_at
+from dlc.dialects import loop, tensor
+from dlc.dialects.schedule import Loop, ScheduleAttr
+from dlc.lowering.scalar_ops import ScalarBuilder
+from dlc.lowering.tensor_to_loop.body import dtype_of, index, load, memref_type, store
+
+Scratch = Callable[[MemRefType], SSAValue]
+"""Allocates a buffer that lives for the whole function (freed before it returns)."""
+
+
+@dataclass
+class PackPlan:
+    """What `pack [n]` packs, where, and the state of the block being packed."""
+
+    read: tensor.ReadOp
+    pos: int  # the loop before which the block is packed
+    width: int  # NR: columns per panel
+    depth: int  # KC: rows of K per panel slot
+    panels: int
+    constant: tuple[tensor.ConstantOp, bool] | None = None  # B's literal, transposed?
+    buffer: SSAValue | None = None  # the scratch buffer (allocated by `emit`)
+    k_base: SSAValue | None = None  # the first k of the block packed last
+
+
+class PackedOperand:
+    """`pack` planning and emission (module docstring)."""
+
+    op: tensor.ComputeOp
+    loops: list[Loop]
+    tile: list[Loop]
+    chain: tuple[int, int] | None
+    feeders: list
+    prefix: dict[str, SSAValue]
+    known: dict[SSAValue, SSAValue]
+    buffers: dict[SSAValue, SSAValue]
+    _indices: Callable[..., list[SSAValue]]
+
+    def _plan_pack(self, schedule: ScheduleAttr, scratch: Scratch | None) -> None:
+        """`self.pack`: the plan of the schedule's `pack`, None without one, or a
+        located diagnostic saying why it cannot be carried out."""
+        self.pack: PackPlan | None = None
+        self.scratch = scratch
+        if not schedule.packed:
+            return
+        plan = self._pack_plan(schedule.packed)
+        if isinstance(plan, str):
+            listed = ", ".join(map(str, schedule.packed))
+            raise error_at(
+                self.op, f"not supported by the code generator yet: pack [{listed}]: {plan}"
+            )
+        self.pack = plan
+
+    def _pack_plan(self, packed: tuple[int, ...]) -> PackPlan | str:
+        op = self.op
+        if len(packed) != 1:
+            return "one operand at a time"
+        (n,) = packed
+        if n >= len(op.inputs):
+            return f"the compute has {len(op.inputs)} inputs"
+        if len(op.domain) != 2 or len(op.reduction_extents) != 1 or op.combinator is None:
+            return "only an operand of a matrix product (two output axes, one reduction)"
+        if self.feeders or self.prefix or self.known or self.scratch is None:
+            return "not inside a fusion group"
+        reads = [
+            r
+            for r in op.body.block.ops
+            if isinstance(r, tensor.ReadOp) and r.tensor is op.inputs[n]
+        ]
+        if len(reads) != 1:
+            return f"input {n} must be read once by the body"
+        why = _read_shape(op, reads[0])
+        if why is not None:
+            return why
+        return self._pack_place(reads[0])
+
+    def _pack_place(self, read: tensor.ReadOp) -> PackPlan | str:
+        columns = [lp for lp in self.tile if lp.axis == "d1" and lp.step == 1]
+        if self.chain is None or not columns:
+            return "the columns' innermost loop must be in the unrolled register tile"
+        rows = [i for i, lp in enumerate(self.loops) if lp.axis == "d0"]
+        if not rows or rows[0] >= self.chain[0]:
+            return "a loop over the rows must lie outside the reduction loops"
+        pos = rows[0]
+        k_loops = [lp for lp in self.loops[:pos] if lp.axis == "r0"]
+        depth = k_loops[-1].step if k_loops else self.op.reduction_extents[0]
+        width = columns[0].block
+        panels = -(-self.op.domain[1] // width)
+        constant = _literal(self.op, read)
+        if constant is not None:  # packed at compile time: all of K, no copy loops
+            return PackPlan(read, -1, width, self.op.reduction_extents[0], panels, constant)
+        return PackPlan(read, pos, width, depth, panels)
+
+    # -- emission -------------------------------------------------------------------------
+
+    def _pack_buffer(self, b: Builder) -> None:
+        """Allocate the scratch buffer, or make the packed constant (at the start of
+        `emit`, at `b`)."""
+        plan = self.pack
+        if plan is None:
+            return
+        assert self.scratch is not None
+        t = memref_type(plan.read.tensor.type)
+        shape = [plan.panels, plan.depth, plan.width]
+        mtype = MemRefType(t.element_type, shape)
+        if plan.constant is None:
+            plan.buffer = self.scratch(mtype)
+            return
+        data = packed_literal(*plan.constant, plan.width)
+        dense = DenseIntOrFPElementsAttr(TensorType(t.element_type, shape), BytesAttr(data))
+        plan.buffer = b.insert(loop.ConstBufferOp(dense, mtype)).res
+        plan.k_base = index(b, 0)
+
+    def _pack_block(self, b: Builder, env: dict) -> None:
+        """Copy the block of B that `env` leaves to the inner loops into its panels."""
+        plan = self.pack
+        assert plan is not None and plan.buffer is not None
+        (j0, k0) = self._indices(b, env, ["d1", "r0"])
+        plan.k_base = k0
+        depth = env["r0"].extent
+        k_extent = depth if isinstance(depth, SSAValue) else index(b, depth)
+        columns = env["d1"].extent
+        width = index(b, plan.width)
+        extent = columns if isinstance(columns, SSAValue) else index(b, columns)
+        end = b.insert(arith.AddiOp(j0, extent)).result
+        first = b.insert(arith.DivUIOp(j0, width)).result
+        full = b.insert(arith.DivUIOp(end, width)).result
+        rounded = b.insert(arith.AddiOp(end, index(b, plan.width - 1))).result
+        last = b.insert(arith.DivUIOp(rounded, width)).result
+        self._pack_panels(b, first, full, k0, k_extent, None)
+        self._pack_panels(b, full, last, k0, k_extent, end)
+
+    def _pack_panels(
+        self,
+        b: Builder,
+        lo: SSAValue,
+        hi: SSAValue,
+        k0: SSAValue,
+        k_extent: SSAValue,
+        end: SSAValue | None,
+    ) -> None:
+        """Panels [lo, hi): `packed[p][kk][r] = B(k0 + kk, p * NR + r)`; with `end`,
+        columns from `end` on are zeros (a clamped read)."""
+        plan = self.pack
+        assert plan is not None and plan.buffer is not None
+        one = index(b, 1)
+        ivs: list[SSAValue] = []
+        for lb, ub in ((lo, hi), (index(b, 0), k_extent), (index(b, 0), index(b, plan.width))):
+            nest = b.insert(loop.ForOp(lb, ub, one))
+            copy_loc(self.op, nest)
+            nest.body.block.add_op(loop.YieldOp())
+            ivs.append(nest.iv)
+            b = Builder(InsertPoint.before(nest.body.block.last_op))  # type: ignore[arg-type]
+        p, kk, r = ivs
+        start = b.insert(arith.MuliOp(p, index(b, plan.width))).result
+        column = b.insert(arith.AddiOp(start, r)).result
+        k = b.insert(arith.AddiOp(k0, kk)).result
+        dt = dtype_of(plan.read.tensor)
+        if end is None:
+            store(b, self._read_at(b, column, k), plan.buffer, [p, kk, r], dt)
+            return
+        final = b.insert(arith.SubiOp(end, one)).result
+        clamped = b.insert(arith.MinSIOp(column, final)).result
+        value = self._read_at(b, clamped, k)
+        inside = b.insert(arith.CmpiOp(column, end, "slt")).result
+        zero = ScalarBuilder(b).const(0, dt)
+        store(b, b.insert(arith.SelectOp(inside, value, zero)).result, plan.buffer, [p, kk, r], dt)
+
+    def _read_at(self, b: Builder, column: SSAValue, k: SSAValue) -> SSAValue:
+        """The packed read at column `column` and reduction index `k` (its index
+        arithmetic cloned from the body; the rows do not matter)."""
+        plan = self.pack
+        assert plan is not None
+        args = self.op.body.block.args
+        mapping: dict[SSAValue, SSAValue] = {args[0]: index(b, 0), args[1]: column, args[2]: k}
+        needed = _slice(plan.read)
+        for inner in self.op.body.block.ops:
+            if inner is plan.read:
+                break
+            if inner in needed:
+                b.insert(inner.clone(mapping))  # type: ignore[arg-type]
+        where = [mapping.get(i, i) for i in plan.read.indices]
+        return load(b, self.buffers[plan.read.tensor], where, dtype_of(plan.read.tensor))
+
+    def _packed_reads(self) -> dict[Operation, Callable[..., SSAValue]]:
+        """The reads the body inliners take from the panels instead of the operand."""
+        return {} if self.pack is None else {self.pack.read: self._packed_load}
+
+    def _packed_load(self, b: Builder, point: Sequence[SSAValue], lanes: int) -> SSAValue:
+        """`lanes` values of the packed operand from column `point[1]` on (within one
+        panel) at reduction index `point[2]`."""
+        plan = self.pack
+        assert plan is not None and plan.buffer is not None and plan.k_base is not None
+        width = index(b, plan.width)
+        p = b.insert(arith.DivUIOp(point[1], width)).result
+        r = b.insert(arith.RemUIOp(point[1], width)).result
+        kk = b.insert(arith.SubiOp(point[2], plan.k_base)).result
+        if lanes > 1:
+            return b.insert(loop.VLoadOp(plan.buffer, [p, kk, r], lanes)).res
+        return load(b, plan.buffer, [p, kk, r], dtype_of(plan.read.tensor))
+
+
+def _literal(op: tensor.ComputeOp, read: tensor.ReadOp) -> tuple[tensor.ConstantOp, bool] | None:
+    """B's literal and whether it is read transposed (`B[j, k]`), when `read` reads a
+    float `tensor.constant` directly at `[k, j]` or `[j, k]`; else None."""
+    owner = read.tensor.owner
+    _, columns, k = op.body.block.args
+    if not isinstance(owner, tensor.ConstantOp) or owner.value.is_splat():
+        return None
+    if dtype_of(read.tensor) not in ("f16", "f32", "f64"):
+        return None  # packed at run time
+    indices = list(read.indices)
+    if indices not in ([k, columns], [columns, k]):
+        return None
+    return owner, indices[0] is columns
+
+
+def packed_literal(literal: tensor.ConstantOp, transposed: bool, width: int) -> bytes:
+    """The bytes of `literal` (K x N, or N x K when `transposed`) as `width`-wide panels
+    `[ceil(N / width)][K][width]`, zeros past column N."""
+    dims = literal.result.type.dims  # type: ignore[attr-defined]
+    dtype = np.dtype(f"<f{int(dtype_of(literal.result)[1:]) // 8}")
+    values = np.frombuffer(literal.value.data.data, dtype=dtype).reshape(dims)
+    kn = values.T if transposed else values
+    k, n = kn.shape
+    panels = -(-n // width)
+    padded = np.zeros((k, panels * width), dtype=dtype)
+    padded[:, :n] = kn
+    return padded.reshape(k, panels, width).transpose(1, 0, 2).tobytes()
+
+
+def _slice(read: tensor.ReadOp) -> set[Operation]:
+    """The body ops the read's indices are computed by."""
+    block = read.parent_block()
+    out: set[Operation] = set()
+    stack = list(read.indices)
+    while stack:
+        owner = stack.pop().owner
+        if isinstance(owner, Operation) and owner.parent_block() is block and owner not in out:
+            out.add(owner)
+            stack.extend(owner.operands)
+    return out
+
+
+def _read_shape(op: tensor.ComputeOp, read: tensor.ReadOp) -> str | None:
+    """Why `read` is not a packable B operand (varies along the rows, not along the
+    columns or the reduction, or its indices read a tensor), or None."""
+    rows, columns, k = op.body.block.args
+    needed = _slice(read)
+    if any(isinstance(o, tensor.ReadOp) for o in needed):
+        return "the packed read's indices read a tensor"
+    used = {v for o in needed for v in o.operands} | set(read.indices)
+    if rows in used:
+        return "the packed operand varies along the rows (d0); pack the one along d1 and r0"
+    if columns not in used or k not in used:
+        return "the packed operand must vary along the columns (d1) and the reduction (r0)"
+    return None
