@@ -51,9 +51,9 @@ builtin.module attributes {dlc.name = "split", dlc.stage = "raw"} {
     loop.return
   }
 
-// Parallel loops in two outlined runs are outlined again, named after their run
-// (each run's own count starts at 0: named after the function, both were
-// `@two_parallel.omp0`).
+// Parallel loops in two outlined runs (different ones: alike runs share a function)
+// are outlined again, named after their run (each run's own count starts at 0: named
+// after the function, both were `@two_parallel.omp0`).
 // OMP-LABEL: llvm.func @two_parallel(
 // OMP:         llvm.func internal @two_parallel.nest0(
 // OMP:         llvm.func internal @two_parallel.nest0.omp0(
@@ -71,7 +71,8 @@ builtin.module attributes {dlc.name = "split", dlc.stage = "raw"} {
     loop.store %z, %x[%lb] : memref<8xf32>
     loop.for %j = %lb to %ub step %st parallel {
       %v = loop.load %y[%j] : memref<8xf32>
-      loop.store %v, %x[%j] : memref<8xf32>
+      %w = arith.addf %v, %v : f32
+      loop.store %w, %x[%j] : memref<8xf32>
     }
     loop.return
   }
