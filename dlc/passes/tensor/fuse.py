@@ -114,12 +114,15 @@ def _reads_at_reduction_index(consumer: tensor.ComputeOp, producer: SSAValue) ->
         if not isinstance(op, tensor.ReadOp) or op.tensor != producer:
             continue
         stack: list[SSAValue] = list(op.indices)
+        seen = set(stack)  # shared subexpressions: each value once, not once per path
         while stack:
             value = stack.pop()
             if value in reduction_args:
                 return True
             if isinstance(value.owner, Operation):
-                stack.extend(value.owner.operands)
+                fresh = [v for v in value.owner.operands if v not in seen]
+                seen.update(fresh)
+                stack.extend(fresh)
     return False
 
 

@@ -23,13 +23,18 @@ ROWS_32 = 12  # MR of a 32-register (AVX-512) target: 24 accumulators, 12x2 vect
 
 
 def depends_on(value: SSAValue, targets: set[SSAValue]) -> bool:
-    stack = [value]
+    """Whether `value` is computed from one of `targets` (each value visited once: index
+    expressions share subexpressions, and a walk of every path is exponential)."""
+    stack, seen = [value], {value}
     while stack:
         v = stack.pop()
         if v in targets:
             return True
         if isinstance(v.owner, Operation):
-            stack.extend(v.owner.operands)
+            for operand in v.owner.operands:
+                if operand not in seen:
+                    seen.add(operand)
+                    stack.append(operand)
     return False
 
 
