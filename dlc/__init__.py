@@ -156,43 +156,27 @@ def compile(
 
     level = _check_opt_level(opt_level)
     allowed = allowed_externs(externs)
+    settings: dict[str, Any] = {
+        "opt_level": level,
+        "fuse": fuse,
+        "plan_memory": plan_memory,
+        "fast_math_functions": fast_math_functions,
+        "bounds_check": bounds_check,
+        "fma": fma,
+        "target_cpu": target_cpu,
+        "tuning_db": tuning_db,
+        "seed": seed,
+        "num_threads": num_threads,
+    }
     compiled = None
     if isinstance(text, str | bytes) and isinstance(filename, str):
-        compiled = warm.compile_cached(
-            text,
-            filename,
-            allowed,
-            seed=seed,
-            num_threads=num_threads,
-            opt_level=level,
-            fuse=fuse,
-            plan_memory=plan_memory,
-            fast_math_functions=fast_math_functions,
-            bounds_check=bounds_check,
-            fma=fma,
-            target_cpu=target_cpu,
-            tuning_db=tuning_db,
-        )
+        compiled = warm.compile_cached(text, filename, allowed, **settings)
     if compiled is not None:  # compiled before: from the cache, without parsing
         return compiled
     from dlc.api import compile_graph_module
 
     module = parse(text, filename)
-    return compile_graph_module(
-        module,
-        opt_level=level,
-        bounds_check=bounds_check,
-        seed=seed,
-        fuse=fuse,
-        plan_memory=plan_memory,
-        fast_math_functions=fast_math_functions,
-        fma=fma,
-        target_cpu=target_cpu,
-        num_threads=num_threads,
-        externs=allowed,
-        tuning_db=tuning_db,
-        source=text,
-    )
+    return compile_graph_module(module, externs=allowed, source=text, **settings)
 
 
 def compile_file(path: str | os.PathLike[str], **options: Any) -> CompiledModule:

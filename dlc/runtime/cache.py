@@ -60,6 +60,7 @@ _LOCK = threading.Lock()
 _MEMORY: OrderedDict[str, Entry] = OrderedDict()
 _QUICK: OrderedDict[str, dict[str, Any]] = OrderedDict()  # quick records (`quick.py`)
 _FINGERPRINT: list[str] = []
+_TARGET: list[dict[str, str]] = []  # `_target()` of this process
 Kind = Literal["directory", "entry", "key"]  # what a checked path must be
 _WARNED: set[str] = set()  # directories already warned about in this process
 
@@ -155,17 +156,24 @@ def _xdsl_version() -> str:
 
 
 def _target() -> dict[str, str]:
+    """The host and the versions of what made the code, once per process (every key
+    needs them: a compile computes its entry key and its quick record's key)."""
+    if _TARGET:
+        return _TARGET[0]
     import llvmlite
     import llvmlite.binding as llvm_binding
 
-    return {
-        "triple": llvm_binding.get_process_triple(),
-        "cpu": llvm_binding.get_host_cpu_name(),
-        "features": llvm_binding.get_host_cpu_features().flatten(),
-        "llvmlite": llvmlite.__version__,
-        "llvm": ".".join(map(str, llvm_binding.llvm_version_info)),
-        "xdsl": _xdsl_version(),
-    }
+    _TARGET.append(
+        {
+            "triple": llvm_binding.get_process_triple(),
+            "cpu": llvm_binding.get_host_cpu_name(),
+            "features": llvm_binding.get_host_cpu_features().flatten(),
+            "llvmlite": llvmlite.__version__,
+            "llvm": ".".join(map(str, llvm_binding.llvm_version_info)),
+            "xdsl": _xdsl_version(),
+        }
+    )
+    return _TARGET[0]
 
 
 def key(options: dict[str, Any], program: str) -> str:
