@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ctypes
 import numbers
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -50,6 +51,22 @@ from dlc.runtime.signature import (
 )
 
 NUMPY_DTYPES = {dt: numpy_dtype(dt) for dt in NATIVE_DTYPES}
+
+
+def _poisoned_empty(shape: Any, dtype: Any) -> np.ndarray:
+    """A new output filled with the byte 0x7f (f32 3.4e38, f64 1.4e306, i32
+    2139062143): an element the compiled code fails to write shows up as a wrong
+    value instead of whatever the allocator's recycled memory held."""
+    output = np.empty(shape, dtype)
+    output.reshape(-1).view(np.uint8).fill(0x7F)  # reshape: 0-d arrays too
+    return output
+
+
+new_output: Callable[..., np.ndarray] = (
+    _poisoned_empty if os.environ.get("DLC_POISON_OUTPUTS", "") == "1" else np.empty
+)
+"""Allocates result arrays: `np.empty`, or poisoned with `DLC_POISON_OUTPUTS=1` (the
+test suite sets it, so a result element left unwritten cannot pass by luck)."""
 
 
 SMALL_CALL_ELEMENTS = 1 << 14
@@ -313,7 +330,7 @@ class CompiledFunction:
         fast = self._fast
         if fast is not None and not kwargs:  # a builtin function (fastcall.py)
             ctx = self._contexts.current or self._contexts.get()
-            output = np.empty(fast[1], fast[2])
+            output = new_output(fast[1], fast[2])
             if fast[0](ctx.words, *args, output) is output:
                 return output
             if ctx.status.value > 0:
@@ -321,7 +338,7 @@ class CompiledFunction:
             return self._call(args, kwargs)
         checked = self._checked
         if checked is not None and not kwargs and len(args) == checked[0]:  # through ctypes
-            output = np.empty(checked[1], checked[2])
+            output = new_output(checked[1], checked[2])
             ctx = self._contexts.current or self._contexts.get()
             status = self._native(ctx.address, *map(id, args), id(output))
             if not status:
@@ -366,7 +383,7 @@ class CompiledFunction:
             pointers.append(pointer(value))
         outputs = []
         for shape, dtype in self._outputs:
-            output = np.empty(shape, dtype)
+            output = new_output(shape, dtype)
             outputs.append(output)
             pointers.append(pointer(output))
         ctx = self._contexts.current or self._contexts.get()

@@ -1,5 +1,7 @@
 """Test-suite defaults: an isolated compile cache (never the user's ~/.cache/dlc), and
-every level the compiler builds verified (DLC_VERIFY=1).
+every level the compiler builds verified (DLC_VERIFY=1), and every result array
+filled with 0x7f bytes before the native code runs (DLC_POISON_OUTPUTS=1), so an
+element the code fails to write is a wrong value, not a lucky leftover.
 
 Every test process gets its own temporary DLC_CACHE_DIR, removed at exit, unless the
 environment already names one (or turns the cache off with DLC_CACHE=0). Fixtures of
@@ -17,6 +19,7 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("DLC_VERIFY", "1")  # every level of every compile verified
+os.environ.setdefault("DLC_POISON_OUTPUTS", "1")  # results start as 0x7f bytes
 
 if "DLC_CACHE_DIR" not in os.environ:
     _CACHE_DIR = tempfile.mkdtemp(prefix="dlc-test-cache-")

@@ -309,10 +309,16 @@ class NestBuilder(RegisterTile, PackedOperand):
         store(b, self._combine(b, acc, element), self.buffer, where, self.dt)
 
     def _deliver(
-        self, b: Builder, value: SSAValue, where: list[SSAValue], lanes: int = 1, valid: int = 1
+        self,
+        b: Builder,
+        value: SSAValue,
+        where: list[SSAValue],
+        lanes: int = 1,
+        valid: int | None = None,
     ) -> None:
+        """Store a point's value; of a vector, its first `valid` lanes (all by default)."""
         if self.buffer is not None and lanes > 1:
-            self._vstore_valid(b, value, where, lanes, valid)
+            self._vstore_valid(b, value, where, lanes, lanes if valid is None else valid)
         elif self.buffer is not None:
             store(b, value, self.buffer, where, self.dt)
         if not self.op.domain[len(self.prefix) :]:

@@ -105,6 +105,26 @@ builtin.module attributes {dlc.name = "lower_tensor_to_loop", dlc.stage = "raw"}
     } : (!graph.tensor<4x6xf32>, !graph.tensor<6x10xf32>) -> !graph.tensor<4x10xf32>
     tensor.return %c : !graph.tensor<4x10xf32>
   }
+// A vectorized element-wise nest stores every lane of its vectors: 10 columns as a
+// vector of 8 and one of 2 (regression: all but lane 0 were dropped by a one-lane
+// shuffle before the store).
+// CHECK-LABEL: loop.func @vector_rows(
+// CHECK-NOT:     loop.shuffle
+// CHECK:         %[[V:.*]] = loop.vload %{{.*}}[%{{.*}}, %{{.*}}] : memref<3x10xf32> -> vector<8xf32>
+// CHECK-NEXT:    %[[S:.*]] = arith.addf %[[V]], %[[V]] : vector<8xf32>
+// CHECK-NEXT:    loop.vstore %[[S]], %{{.*}}[%{{.*}}, %{{.*}}] : vector<8xf32>, memref<3x10xf32>
+// CHECK:         loop.vstore %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] : vector<2xf32>, memref<3x10xf32>
+// CHECK-NOT:     loop.shuffle
+// CHECK:         loop.return
+  tensor.func @vector_rows(%a: !graph.tensor<3x10xf32>) -> !graph.tensor<3x10xf32> {
+    %c = tensor.compute(%a) schedule #schedule.nest<tile [d1 = [10]], interchange [d0, d1.0, d1.1], unroll [d1.1], vectorize d1.1 x 8> {
+    ^bb0(%i: i64, %j: i64):
+      %x = tensor.read %a[%i, %j] : !graph.tensor<3x10xf32>
+      %y = arith.addf %x, %x : f32
+      tensor.yield %y : f32
+    } : (!graph.tensor<3x10xf32>) -> !graph.tensor<3x10xf32>
+    tensor.return %c : !graph.tensor<3x10xf32>
+  }
 // K blocks outside the register tile: no nest sets the output to 0 first; the chain
 // of the first K block starts from 0, later ones from the partial sums in the buffer.
 // CHECK-LABEL: loop.func @kblocks(
