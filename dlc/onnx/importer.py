@@ -40,6 +40,7 @@ from dlc.onnx import (
     ops_math,
     ops_nn,
     ops_resize,
+    ops_sample,
     ops_shape,
     ops_slice,
 )
@@ -55,6 +56,7 @@ CONVERTERS: dict[str, Converter] = {
     **ops_slice.CONVERTERS,
     **ops_gather.CONVERTERS,
     **ops_resize.CONVERTERS,
+    **ops_sample.CONVERTERS,
     **ops_cumulative.CONVERTERS,
 }
 DTYPES = ELEMENT_TYPES
