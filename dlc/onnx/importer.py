@@ -42,6 +42,7 @@ from dlc.onnx import (
     ops_resize,
     ops_sample,
     ops_shape,
+    ops_signal,
     ops_slice,
 )
 from dlc.onnx.emitter import ELEMENT_TYPES, Emitter, ImportProblem, NotConstant
@@ -57,6 +58,7 @@ CONVERTERS: dict[str, Converter] = {
     **ops_gather.CONVERTERS,
     **ops_resize.CONVERTERS,
     **ops_sample.CONVERTERS,
+    **ops_signal.CONVERTERS,
     **ops_cumulative.CONVERTERS,
 }
 DTYPES = ELEMENT_TYPES
