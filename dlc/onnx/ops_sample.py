@@ -201,7 +201,8 @@ def combine(
     if weight is not None:
         weight = e.reshape(e.broadcast_to(weight, (*lead, *counts)), total)
     if valid is not None:
-        valid = e.reshape(e.broadcast_to(valid, (*lead, *counts)), total)
+        everywhere = e.splat(True, (*lead, *counts), "bool")
+        valid = e.reshape(e.binary("and", valid, everywhere), total)
     return flat, weight, valid
 
 
