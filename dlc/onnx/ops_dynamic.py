@@ -49,8 +49,6 @@ def folded(node: Node) -> list[Result]:
         outputs = fold.fold(node.proto, node.constants, node.opset)
     except ValueError as err:
         raise ImportProblem(str(err)) from None
-    if any(o.size == 0 for o in outputs):
-        raise ImportProblem("the output is empty (a dimension of size 0 is not supported)")
     return list(outputs)
 
 

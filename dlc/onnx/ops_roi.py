@@ -108,23 +108,34 @@ def _extents(node: Node, half_pixel: bool) -> np.ndarray | None:
     return extents if half_pixel else np.maximum(extents, np.float32(1.0))
 
 
+def _check(x: SSAValue, rois: SSAValue, batch: SSAValue) -> None:
+    dims, rdims, bdims = shape_of(x), shape_of(rois), shape_of(batch)
+    if tensor_type(x).dt not in FLOATS or len(dims) != 4:
+        raise ImportProblem(f"X must be a 4-D float tensor, got {list(dims)}")
+    if len(rdims) != 2 or rdims[1] != 4 or bdims != rdims[:1]:
+        raise ImportProblem(
+            f"rois {list(rdims)} and batch_indices {list(bdims)} must be (R, 4) and (R,)"
+        )
+    if tensor_type(batch).dt not in ("i32", "i64"):
+        raise ImportProblem(f"batch_indices of type {tensor_type(batch).dt} are not supported")
+
+
+def _half_pixel(node: Node) -> bool:
+    """RoiAlign-10 has no coordinate_transformation_mode: it is output_half_pixel."""
+    if node.opset < 16:
+        return False
+    modes = ("half_pixel", "output_half_pixel")
+    return node.require("coordinate_transformation_mode", modes, "half_pixel") == "half_pixel"
+
+
 def roi_align(node: Node) -> list[Result]:
     """Y[r, c, ph, pw] pooled over the samples of bin (ph, pw) of roi r in image
     batch_indices[r]."""
     e, x, rois, batch = node.emit, node.input(0), node.input(1), node.input(2)
+    _check(x, rois, batch)
     dims, rdims = shape_of(x), shape_of(rois)
-    if tensor_type(x).dt not in FLOATS or len(dims) != 4:
-        raise ImportProblem(f"X must be a 4-D float tensor, got {list(dims)}")
-    if len(rdims) != 2 or rdims[1] != 4 or shape_of(batch) != rdims[:1]:
-        raise ImportProblem(f"rois {list(rdims)} and batch_indices {list(shape_of(batch))} "
-                            "must be (R, 4) and (R,)")  # fmt: skip
     mode = node.require("mode", ("avg", "max"), "avg")
-    transform = "output_half_pixel"
-    if node.opset >= 16:
-        transform = node.require(
-            "coordinate_transformation_mode", ("half_pixel", "output_half_pixel"), "half_pixel"
-        )
-    half_pixel = transform == "half_pixel"
+    half_pixel = _half_pixel(node)
     bins = (int(node.attr("output_height", 1)), int(node.attr("output_width", 1)))
     if min(bins) < 1:
         raise ImportProblem(f"output size {list(bins)} must be positive")

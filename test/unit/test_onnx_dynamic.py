@@ -116,3 +116,14 @@ def test_data_dependent_shapes_are_refused_and_not_specialized(op, inputs, name,
     assert err.value.wanted_constants == []
     with pytest.raises(OnnxImportError):
         backend.prepare(model)
+
+
+def test_folded_empty_output_and_a_2d_condition():
+    """NonZero of zeros is a (1, 0) constant, as onnx's reference gives."""
+    nonzero = helper.make_node("NonZero", ["x"], ["y"])
+    model = _model([nonzero], {}, {"x": np.zeros(4, np.float32)})
+    assert interpret(model).shape == (1, 0)
+    compress = helper.make_node("Compress", ["x", "c"], ["y"])
+    model = _model([compress], {"x": (TensorProto.FLOAT, (2, 2))}, {"c": np.ones((2, 2), bool)})
+    with pytest.raises(OnnxImportError, match=r"condition must be 1-D, got shape \[2, 2\]"):
+        dlc.onnx.load(model)

@@ -180,3 +180,24 @@ def test_roi_align_opset10_is_output_half_pixel():
 def test_roi_align_adaptive_sampling_needs_constant_rois():
     with pytest.raises(OnnxImportError, match="sampling_ratio=0 needs the rois as a constant"):
         dlc.onnx.load(_roi_model(sampling_ratio=0))
+
+
+@pytest.mark.parametrize(
+    "shapes, attrs, message",
+    [
+        (((2, 3, 9), (1, 4), (1,)), {}, "X must be a 4-D float tensor, got [2, 3, 9]"),
+        (((1, 1, 4, 4), (2, 5), (2,)), {}, "rois [2, 5] and batch_indices [2] must be (R, 4)"),
+        (((1, 1, 4, 4), (2, 4), (2,), TensorProto.FLOAT), {}, "batch_indices of type f32"),
+        (((1, 1, 4, 4), (2, 4), (2,)), {"output_height": 0}, "output size [0, 1] must be"),
+    ],
+)
+def test_roi_align_refusals(shapes, attrs, message):
+    xs, rs, bs, *bt = shapes
+    inputs = {
+        "x": (TensorProto.FLOAT, np.zeros(xs)),
+        "rois": (TensorProto.FLOAT, np.zeros(rs)),
+        "batch": (bt[0] if bt else TensorProto.INT64, np.zeros(bs)),
+    }
+    model = _model("RoiAlign", inputs, sampling_ratio=1, **attrs)
+    with pytest.raises(OnnxImportError, match=r"node #0 \(RoiAlign\): " + re.escape(message)):
+        dlc.onnx.load(model)

@@ -186,3 +186,42 @@ def test_mel_weight_matrix_is_folded_and_feeds_a_matmul():
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     x = RNG.standard_normal((3, 33)).astype(np.float32)
     np.testing.assert_allclose(run(model, x), _reference(model, x), rtol=1e-5, atol=1e-6)
+
+
+def _stft(shape, step=2, window=None, length=None, dtype=TensorProto.DOUBLE):
+    inits, order = {"step": np.array(step, np.int64)}, ["x", "step", "", ""]
+    if window is not None:
+        inits["w"], order[2] = np.ones(window), "w"
+    if length is not None:
+        inits["length"], order[3] = np.array(length, np.int64), "length"
+    while order[-1] == "":
+        order.pop()
+    return _model("STFT", {"x": (dtype, shape)}, inits, 17, dtype, order)
+
+
+@pytest.mark.parametrize(
+    "model, message",
+    [
+        (_stft((20, 1)), "the signal must be (batch, length, parts), got [20, 1]"),
+        (_stft((1, 20, 1), step=0), "frame_step 0 must be a positive constant"),
+        (_stft((1, 20, 1), window=(2, 4)), "the window must be 1-D, got shape [2, 4]"),
+        (_stft((1, 20, 1), length=30), "frame_length 30 does not fit a signal of length 20"),
+        (_stft((1, 20, 1), dtype=TensorProto.INT32), "STFT of i32 is not supported"),
+        (_dft((2, 5, 1), n=0), "dft_length 0 must be positive"),
+        (_dft((2, 5000, 2)), "a DFT of 5000 points over 5000 is too large (O(n²) matrix)"),
+        (_dft((2, 5, 1), axis=[1, 2]), "axis must be a single value, got shape [2]"),
+    ],
+)
+def test_signal_refusals(model, message):
+    op = model.graph.node[0].op_type
+    with pytest.raises(OnnxImportError, match=rf"node #0 \({op}\): " + re.escape(message)):
+        dlc.onnx.load(model)
+
+
+def test_folding_failures_are_refusals():
+    """The reference's own checks (here: a window type onnx does not allow) become the
+    node's problem."""
+    inits = {"size": np.array(4, np.int64)}
+    model = _model("HannWindow", {}, inits, 17, TensorProto.FLOAT, output_datatype=8)
+    with pytest.raises(OnnxImportError, match=r"node #0 \(HannWindow\): cannot fold constant"):
+        dlc.onnx.load(model)
