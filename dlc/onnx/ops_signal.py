@@ -31,7 +31,12 @@ from dlc.onnx.node import Converter, Node, Result
 from dlc.onnx.ops_sample import FLOATS, cast
 
 MAX_MATRIX = 1 << 24
-"""Elements of the largest DFT matrix built at import time (n = 2048 complex)."""
+"""Elements of the largest DFT matrix (n = 2048 complex: 64 MiB in f32)."""
+NP_FLOAT = {"f32": np.float32, "f64": np.float64}
+LITERAL_MATRIX = 1 << 16
+"""Elements of the largest DFT matrix that is a literal (as `fold-constants` folds);
+a larger one is gathered by the program on each call from tables of n values (O(n²)
+copies, cheaper than the product) instead of costing the compiler a huge literal."""
 MAX_FOLDED = 1 << 22
 """Elements of the largest window or mel matrix evaluated at import time."""
 
@@ -70,23 +75,59 @@ def dft_matrix(
     return matrix.reshape(length * parts, -1), out_parts
 
 
+def generated_matrix(
+    e: Emitter, length: int, parts: int, n: int, inverse: bool, onesided: bool, ct: str
+) -> tuple[SSAValue, int]:
+    """`dft_matrix` built by the program, for matrices too large to be literals: its
+    entries are the n values of cos and ±sin of 2π m / n (tables of n values each, a
+    small literal), gathered at m = (j · k) mod n."""
+    used = min(length, n // 2 + 1 if inverse and onesided else n)
+    count = n if inverse or not onesided else n // 2 + 1
+    out_parts = 1 if inverse and onesided else 2
+    theta = 2 * np.pi * np.arange(n) / n
+    sign = 1.0 if inverse else -1.0
+    tables = {(0, 0): np.cos(theta), (0, 1): sign * np.sin(theta),
+              (1, 0): -sign * np.sin(theta), (1, 1): np.cos(theta)}  # fmt: skip
+    kinds = [(p, q) for p in range(parts) for q in range(out_parts)]
+    table = np.concatenate([tables[kind] for kind in kinds]) / (n if inverse else 1)
+    j = e.constant(np.arange(used, dtype=np.int64).reshape(used, 1, 1, 1))
+    k = e.constant(np.arange(count, dtype=np.int64).reshape(1, 1, count, 1))
+    turns = e.binary("modulo", e.binary("multiply", j, k), e.scalar(n, "i64"))
+    offsets = n * np.arange(len(kinds), dtype=np.int64).reshape(1, parts, 1, out_parts)
+    index = e.binary("add", turns, e.constant(offsets))
+    values = e.constant(table.astype(NP_FLOAT[ct]))
+    block = e.op(gg.GatherOp, [values, index], axis=IntAttr(0))
+    if inverse and onesided:  # irfft: the real part of a Hermitian-completed sum
+        twice = np.where((np.arange(used) > 0) & (2 * np.arange(used) < n), 2.0, 1.0)
+        factors = e.constant(twice.astype(NP_FLOAT[ct]).reshape(used, 1, 1, 1))
+        block = e.binary("multiply", block, factors)
+    if used < length:
+        zeros = e.splat(0.0, (length - used, parts, count, out_parts), ct)
+        block = e.concatenate([block, zeros], 0)
+    return e.reshape(block, (length * parts, count * out_parts)), out_parts
+
+
 def transform(
     e: Emitter, x: SSAValue, axis: int, n: int, inverse: bool, onesided: bool
 ) -> SSAValue:
     """The DFT of x (…, parts) along `axis` (not the last one) as one `dot`."""
     dims, dt = shape_of(x), tensor_type(x).dt
     rank, parts, length = len(dims), dims[-1], dims[axis]
-    if length * parts * n * 2 > MAX_MATRIX:
+    count = n if inverse or not onesided else n // 2 + 1
+    if length * parts * count * 2 > MAX_MATRIX:
         raise ImportProblem(f"a DFT of {n} points over {length} is too large (O(n²) matrix)")
-    matrix, out_parts = dft_matrix(length, parts, n, inverse, onesided)
     ct = "f64" if dt == "f64" else "f32"
+    if length * parts * count * 2 <= LITERAL_MATRIX:
+        matrix, out_parts = dft_matrix(length, parts, n, inverse, onesided)
+        weights = e.constant(matrix.astype(NP_FLOAT[ct]))
+    else:
+        weights, out_parts = generated_matrix(e, length, parts, n, inverse, onesided, ct)
     perm = [*(i for i in range(rank - 1) if i != axis), axis, rank - 1]
     front = e.transpose(cast(e, x, ct), perm)
     lead = [dims[i] for i in perm[:-2]]
     rows = e.reshape(front, (int(np.prod(lead)), length * parts))
-    weights = e.constant(matrix.astype(np.float64 if ct == "f64" else np.float32))
     y = e.op(DotOp, [rows, weights])
-    y = e.reshape(y, (*lead, matrix.shape[1] // out_parts, out_parts))
+    y = e.reshape(y, (*lead, shape_of(weights)[1] // out_parts, out_parts))
     y = e.transpose(y, [int(i) for i in np.argsort(perm)])
     return cast(e, y, dt)
 

@@ -15,7 +15,8 @@ from onnx.reference import ReferenceEvaluator
 from onnx_models import interpret, run
 
 import dlc.onnx
-from dlc.onnx import OnnxImportError
+from dlc.dialects.graph import LiteralOp
+from dlc.onnx import OnnxImportError, ops_signal
 from dlc.onnx.ops_signal import dft_matrix
 
 RNG = np.random.default_rng(3)
@@ -87,6 +88,26 @@ def test_dft_f32_rounds_once_from_an_f64_matrix():
     y = np.fft.fft(x[..., 0].astype(np.float64), axis=1)
     expected = np.stack([y.real, y.imag], axis=-1)
     np.testing.assert_allclose(run(model, x), expected, rtol=0, atol=2e-5 * np.abs(y).max())
+
+
+def test_generated_matrices_equal_the_literal_ones(monkeypatch):
+    """Every form with the matrix gathered by the program from cos/sin tables (the path
+    of matrices above LITERAL_MATRIX elements), interpreted."""
+    monkeypatch.setattr(ops_signal, "LITERAL_MATRIX", 0)
+    for parts, inverse, onesided, n in itertools.product((1, 2), (0, 1), (0, 1), (None, 5, 13)):
+        x = RNG.standard_normal((2, 7, parts))
+        model = _dft(x.shape, 20, 1, n, inverse=inverse, onesided=onesided)
+        np.testing.assert_allclose(interpret(model, x), _reference(model, x), atol=1e-12)
+
+
+def test_large_dft_matrix_is_no_literal():
+    x = RNG.standard_normal((2, 300, 1))
+    model = _dft(x.shape, 20, 1)
+    module = dlc.onnx.load(model)
+    sizes = [op.result.type.num_elements for op in module.walk() if isinstance(op, LiteralOp)]
+    assert max(sizes) <= 2 * 300
+    y = np.fft.fft(x[..., 0], axis=1)
+    np.testing.assert_allclose(run(model, x), np.stack([y.real, y.imag], -1), atol=1e-10)
 
 
 def test_dft_matrix_of_a_real_inverse_counts_inner_frequencies_twice():
