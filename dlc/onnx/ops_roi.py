@@ -22,7 +22,16 @@ from xdsl.ir import SSAValue
 
 from dlc.onnx.emitter import Emitter, ImportProblem, shape_of, tensor_type
 from dlc.onnx.node import Converter, Node, Result
-from dlc.onnx.ops_sample import FLOATS, cast, clamp, combine, gather_channels, select
+from dlc.onnx.ops_sample import (
+    FLOATS,
+    NP_FLOAT,
+    cast,
+    clamp,
+    combine,
+    compute_type,
+    gather_planes,
+    select,
+)
 from dlc.onnx.ops_slice import slice_axis
 
 
@@ -38,7 +47,7 @@ def _samples(
     per_roi = grid.astype(np.float64)[:, None]
     offsets = p[None, :] + (i[None, :] + 0.5) / np.maximum(per_roi, 1)
     step = e.binary("divide", extent, e.scalar(bins, dt))
-    ramp = e.constant(offsets.astype(np.float64 if dt == "f64" else np.float32))
+    ramp = e.constant(offsets.astype(NP_FLOAT[dt]))
     pos = e.binary("add", start, e.binary("multiply", ramp, step))
     inside = e.binary(
         "and",
@@ -66,6 +75,15 @@ def _spread(e: Emitter, value: SSAValue, axis: int, other: int) -> SSAValue:
     if axis == 0:
         return e.broadcast_to(e.reshape(value, (rois, count, 1, k)), (rois, count, other, k))
     return e.broadcast_to(e.reshape(value, (rois, 1, count, k)), (rois, other, count, k))
+
+
+def _bin_major(e: Emitter, t: SSAValue, bins: tuple[int, int]) -> SSAValue:
+    """(R, bins_y · g_y, bins_x · g_x, k) -> (R, bins_y, bins_x, g_y, g_x, k): the
+    samples of one bin next to each other, so that pooling reduces the last axes."""
+    rois, sy, sx, k = shape_of(t)
+    gy, gx = sy // bins[0], sx // bins[1]
+    split = e.reshape(t, (rois, bins[0], gy, bins[1], gx, k))
+    return e.transpose(split, (0, 1, 3, 2, 4, 5))
 
 
 def _grids(node: Node, rois: int, bins: tuple[int, int], extents: np.ndarray | None):
@@ -140,7 +158,7 @@ def roi_align(node: Node) -> list[Result]:
     if min(bins) < 1:
         raise ImportProblem(f"output size {list(bins)} must be positive")
     grids = _grids(node, rdims[0], bins, _extents(node, half_pixel))
-    ct = "f64" if tensor_type(x).dt == "f64" else "f32"
+    ct = compute_type(x)
     starts, extents = _corners(node, rois, half_pixel, ct)
     axes = [_samples(e, starts[k], extents[k], bins[k], grids[k], dims[2 + k]) for k in (0, 1)]
     counts = [shape_of(axes[k][2])[1] for k in (0, 1)]
@@ -150,47 +168,43 @@ def roi_align(node: Node) -> list[Result]:
     ]
     flat, weight, _ = combine(e, spread, dims[2:])
     assert weight is not None
-    total = int(np.prod(shape_of(flat)[1:]))
-    values = gather_channels(e, x, cast(e, batch, "i64"), e.reshape(flat, (rdims[0], total)))
-    weight = e.reshape(weight, (rdims[0], total))
     inside = e.binary(
         "and",
-        e.reshape(axes[0][2], (rdims[0], counts[0], 1)),
-        e.reshape(axes[1][2], (rdims[0], 1, counts[1])),
+        e.reshape(axes[0][2], (rdims[0], counts[0], 1, 1)),
+        e.reshape(axes[1][2], (rdims[0], 1, counts[1], 1)),
     )
-    y = _pool(e, values, weight, inside, mode, bins, grids, ct)
+    flat, weight, inside = [_bin_major(e, t, bins) for t in (flat, weight, inside)]
+    values = gather_planes(e, x, cast(e, batch, "i64"), flat)
+    y = _pool(e, values, weight, inside, mode, grids, ct)
     return [cast(e, y, tensor_type(x).dt)]
 
 
 def _pool(
     e: Emitter, values: SSAValue, weight: SSAValue, inside: SSAValue, mode: str,
-    bins: tuple[int, int], grids: tuple[np.ndarray, np.ndarray], ct: str,
+    grids: tuple[np.ndarray, np.ndarray], ct: str,
 ) -> SSAValue:  # fmt: skip
-    """The weighted neighbours (R, C, samples · 4) pooled per bin: their sum over the
-    roi's sample count, or their max (0 for a bin without samples). A sample outside
-    the map weighs 0; one beyond its roi's own count takes no part."""
-    rois, channels, _ = shape_of(values)
-    gy, gx = int(grids[0].max()), int(grids[1].max())
-    products = e.binary(
-        "multiply", cast(e, values, ct), e.reshape(weight, (rois, 1, shape_of(weight)[1]))
-    )
-    shape = (rois, channels, bins[0], gy, bins[1], gx, 4)
-    products = e.reshape(products, shape)
-    mask = e.reshape(inside, (rois, 1, bins[0], gy, bins[1], gx, 1))
+    """The neighbours (R, C, bins_y, bins_x, g_y, g_x, 4) times their weights (R, bins_y,
+    bins_x, g_y, g_x, 4), pooled per bin: their sum over the roi's sample count, or
+    their max (0 for a bin without samples). A sample outside the map weighs 0; one
+    beyond its roi's own count takes no part."""
+    rois, _, _, _, gy, gx, _ = shape_of(values)
+    spread = (rois, 1, *shape_of(weight)[1:])
+    products = e.binary("multiply", cast(e, values, ct), e.reshape(weight, spread))
+    mask = e.reshape(inside, (rois, 1, *shape_of(inside)[1:]))
     products = select(e, products, e.scalar(0, ct), mask)
-    counted = (np.arange(gy)[None, :] < grids[0][:, None])[:, None, None, :, None, None, None] & (
+    counted = (np.arange(gy)[None, :] < grids[0][:, None])[:, None, None, None, :, None, None] & (
         np.arange(gx)[None, :] < grids[1][:, None]
     )[:, None, None, None, None, :, None]
     if mode == "avg":
         if not counted.all():
             products = select(e, products, e.scalar(0, ct), e.constant(counted))
-        total = e.reduce(products, "add", 0.0, [3, 5, 6], keepdims=False)
-        count = np.maximum(grids[0] * grids[1], 1).astype(np.float64 if ct == "f64" else np.float32)
-        return e.binary("divide", total, e.constant(count.reshape(rois, 1, 1, 1)))
+        total = e.reduce(products, "add", 0.0, [4, 5, 6], keepdims=False)
+        count_of = np.maximum(grids[0] * grids[1], 1).astype(NP_FLOAT[ct])
+        return e.binary("divide", total, e.constant(count_of.reshape(rois, 1, 1, 1)))
     if counted.all():
-        return e.reduce(products, "max", -math.inf, [3, 5, 6], keepdims=False)
+        return e.reduce(products, "max", -math.inf, [4, 5, 6], keepdims=False)
     products = select(e, products, e.scalar(-math.inf, ct), e.constant(counted))
-    best = e.reduce(products, "max", -math.inf, [3, 5, 6], keepdims=False)
+    best = e.reduce(products, "max", -math.inf, [4, 5, 6], keepdims=False)
     empty = e.constant((grids[0] * grids[1] == 0).reshape(rois, 1, 1, 1))
     return select(e, e.scalar(0, ct), best, empty)
 

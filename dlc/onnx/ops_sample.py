@@ -30,11 +30,18 @@ from dlc.onnx.ops_slice import slice_axis
 FLOATS = ("f16", "bf16", "f32", "f64")
 MODES = {16: ("bilinear", "nearest", "bicubic"), 20: ("linear", "nearest", "cubic")}
 PADDING = ("zeros", "border", "reflection")
+NP_FLOAT = {"f32": np.float32, "f64": np.float64}
+"""NumPy types of the compute types: f64 data is computed in f64, any other float in f32."""
 CUBIC_A = -0.75
 """The cubic convolution coefficient GridSample uses (Keys; PyTorch's and ONNX's)."""
 
 
 # ---- small element-wise helpers -----------------------------------------------------
+
+
+def compute_type(value: SSAValue) -> str:
+    """f64 for f64 data, f32 for the other floats."""
+    return "f64" if tensor_type(value).dt == "f64" else "f32"
 
 
 def cast(e: Emitter, x: SSAValue, dt: str) -> SSAValue:
@@ -140,13 +147,9 @@ def candidates(e: Emitter, x: SSAValue, mode: str) -> tuple[SSAValue, SSAValue |
     else:
         offsets, weights = [-1.0, 0.0, 1.0, 2.0], cubic_weights(e, t)
     dt = tensor_type(x).dt
-    ramp = e.constant(np.asarray(offsets, dtype=np.float64).astype(dt_numpy(dt)))
+    ramp = e.constant(np.asarray(offsets, dtype=NP_FLOAT[dt]))
     positions = e.binary("add", base, ramp)
     return positions, e.concatenate(weights, len(shape_of(x)) - 1)
-
-
-def dt_numpy(dt: str) -> type:
-    return np.float64 if dt == "f64" else np.float32
 
 
 def source_indices(
@@ -206,37 +209,22 @@ def combine(
     return flat, weight, valid
 
 
-def gather_channels(e: Emitter, x: SSAValue, batch: SSAValue, flat: SSAValue) -> SSAValue:
-    """out[b, c, q] = x[batch[b], c, flat[b, q]] for x (N, C, *spatial), batch (B,) and
-    flat (B, Q) indices into the spatial axes."""
-    dims = shape_of(x)
+def gather_planes(e: Emitter, x: SSAValue, batch: SSAValue, flat: SSAValue) -> SSAValue:
+    """out[b, c, q…] = x[batch[b], c, flat[b, q…]] for x (N, C, *spatial), batch (B,)
+    and flat (B, q…) indices into the spatial axes, as one `gather` from the flattened
+    x at (batch[b] · C + c) · spatial size + flat[b, q…]. The index is a broadcast sum
+    (fused into the gather, never stored) and the result comes in the shape it is
+    consumed in: reshaping a large gathered tensor would cost divisions per element."""
+    dims, idims = shape_of(x), shape_of(flat)
     channels, space = dims[1], int(np.prod(dims[2:]))
-    rows, count = shape_of(flat)
-    start = e.binary("multiply", e.reshape(batch, (rows, 1, 1)), e.scalar(channels, "i64"))
-    ramp = e.constant(np.arange(channels, dtype=np.int64).reshape(1, channels, 1))
+    ones = (1,) * (len(idims) - 1)
+    start = e.reshape(batch, (idims[0], 1, *ones))
+    start = e.binary("multiply", start, e.scalar(channels, "i64"))
+    ramp = e.constant(np.arange(channels, dtype=np.int64).reshape(1, channels, *ones))
     plane = e.binary("multiply", e.binary("add", start, ramp), e.scalar(space, "i64"))
-    index = e.binary("add", plane, e.reshape(flat, (rows, 1, count)))
+    index = e.binary("add", plane, e.reshape(flat, (idims[0], 1, *idims[1:])))
     table = e.reshape(x, (int(np.prod(dims)),))
     return e.op(gg.GatherOp, [table, index], axis=IntAttr(0))
-
-
-def weighted_sum(
-    e: Emitter, values: SSAValue, weight: SSAValue | None, valid: SSAValue | None,
-    corners: int, dt: str,
-) -> SSAValue:  # fmt: skip
-    """Sum over groups of `corners` last-axis values (B, C, Q * corners) times their
-    weights (B, Q * corners), invalid corners read as 0; computed in `dt`."""
-    rows, channels, count = shape_of(values)
-    values = cast(e, values, dt)
-    if valid is not None:
-        mask = e.reshape(valid, (rows, 1, count))
-        values = select(e, values, e.scalar(0, dt), mask)
-    if weight is not None:
-        values = e.binary("multiply", values, e.reshape(weight, (rows, 1, count)))
-    if corners == 1:
-        return values
-    grouped = e.reshape(values, (rows, channels, count // corners, corners))
-    return e.reduce(grouped, "add", 0.0, [3], keepdims=False)
 
 
 # ---- the operator -------------------------------------------------------------------
@@ -272,7 +260,7 @@ def grid_sample(node: Node) -> list[Result]:
     mode = _mode(node, len(dims))
     padding = node.require("padding_mode", PADDING, "zeros")
     align = bool(node.attr("align_corners", 0))
-    ct = "f64" if tensor_type(x).dt == "f64" else "f32"
+    ct = compute_type(x)
     n, space, spatial = dims[0], dims[2:], len(dims) - 2
     points = int(np.prod(gdims[1:-1]))
     coords = cast(e, e.reshape(grid, (n, points, spatial)), ct)
@@ -286,12 +274,29 @@ def grid_sample(node: Node) -> list[Result]:
         index, valid = source_indices(e, positions, size, align, padding)
         axes.append((index, weight, valid))
     flat, weight, valid = combine(e, axes, space)
-    corners = shape_of(flat)[-1]
+    y = _sampled(e, x, flat, weight, valid, gdims[1:-1], ct)
+    return [cast(e, y, tensor_type(x).dt)]
+
+
+def _sampled(
+    e: Emitter, x: SSAValue, flat: SSAValue, weight: SSAValue | None, valid: SSAValue | None,
+    out: tuple[int, ...], ct: str,
+) -> SSAValue:  # fmt: skip
+    """(N, C, *out): the K corners (N, P, K) of each of the P = |out| samples gathered,
+    invalid ones read as 0, weighed and summed (nearest: one corner, no weight)."""
+    n, _, corners = shape_of(flat)
     batch = e.constant(np.arange(n, dtype=np.int64))
-    values = gather_channels(e, x, batch, e.reshape(flat, (n, points * corners)))
-    y = weighted_sum(e, values, weight, valid, corners, ct)
-    y = cast(e, y, tensor_type(x).dt)
-    return [e.reshape(y, (n, dims[1], *gdims[1:-1]))]
+    shape = (n, *out, corners) if weight is not None else (n, *out)
+    values = gather_planes(e, x, batch, e.reshape(flat, shape))
+    if weight is not None:
+        values = cast(e, values, ct)
+    zero = e.scalar(0, tensor_type(values).dt)
+    if valid is not None:
+        values = select(e, values, zero, e.reshape(valid, (n, 1, *shape[1:])))
+    if weight is None:
+        return values
+    values = e.binary("multiply", values, e.reshape(weight, (n, 1, *shape[1:])))
+    return e.reduce(values, "add", 0.0, [len(shape)], keepdims=False)
 
 
 CONVERTERS: dict[str, Converter] = {"GridSample": grid_sample}

@@ -28,11 +28,10 @@ from dlc.dialects.graph_tensor import DotOp
 from dlc.onnx import fold
 from dlc.onnx.emitter import Emitter, ImportProblem, shape_of, tensor_type
 from dlc.onnx.node import Converter, Node, Result
-from dlc.onnx.ops_sample import FLOATS, cast
+from dlc.onnx.ops_sample import FLOATS, NP_FLOAT, cast, compute_type
 
 MAX_MATRIX = 1 << 24
 """Elements of the largest DFT matrix (n = 2048 complex: 64 MiB in f32)."""
-NP_FLOAT = {"f32": np.float32, "f64": np.float64}
 LITERAL_MATRIX = 1 << 16
 """Elements of the largest DFT matrix that is a literal (as `fold-constants` folds);
 a larger one is gathered by the program on each call from tables of n values (O(n²)
@@ -116,7 +115,7 @@ def transform(
     count = n if inverse or not onesided else n // 2 + 1
     if length * parts * count * 2 > MAX_MATRIX:
         raise ImportProblem(f"a DFT of {n} points over {length} is too large (O(n²) matrix)")
-    ct = "f64" if dt == "f64" else "f32"
+    ct = compute_type(x)
     if length * parts * count * 2 <= LITERAL_MATRIX:
         matrix, out_parts = dft_matrix(length, parts, n, inverse, onesided)
         weights = e.constant(matrix.astype(NP_FLOAT[ct]))
@@ -202,7 +201,7 @@ def stft(node: Node) -> list[Result]:
     index = e.constant(starts + np.arange(size, dtype=np.int64)[None, :])
     framed = e.op(gg.GatherOp, [x, index], axis=IntAttr(1))
     if window is not None:
-        ct = "f64" if tensor_type(x).dt == "f64" else "f32"
+        ct = compute_type(x)
         weights = e.reshape(cast(e, window, ct), (1, 1, size, 1))
         framed = cast(e, e.binary("multiply", cast(e, framed, ct), weights), tensor_type(x).dt)
     onesided = bool(node.attr("onesided", 1))
