@@ -41,7 +41,7 @@ def _samples(
     """One axis of every roi: sample positions start + p · bin + (i + 0.5) · bin / g_r
     (bin = extent / bins; p < bins, i < max g), each sample's two neighbours (R, S, 2)
     as indices and weights, and whether it lies within a pixel of the map (R, S)."""
-    rois, most = shape_of(start)[0], int(grid.max())
+    rois, most = shape_of(start)[0], max(int(grid.max()), 1)
     dt = tensor_type(start).dt
     p, i = np.divmod(np.arange(bins * most), most)
     per_roi = grid.astype(np.float64)[:, None]
@@ -86,7 +86,9 @@ def _bin_major(e: Emitter, t: SSAValue, bins: tuple[int, int]) -> SSAValue:
     return e.transpose(split, (0, 1, 3, 2, 4, 5))
 
 
-def _grids(node: Node, rois: int, bins: tuple[int, int], extents: np.ndarray | None):
+def _grids(
+    node: Node, rois: int, bins: tuple[int, int], extents: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
     """Sample counts per roi along y and x: the fixed sampling_ratio or, with 0,
     ceil(extent / bins) from the constant rois."""
     ratio = int(node.attr("sampling_ratio", 0))
@@ -101,7 +103,10 @@ def _grids(node: Node, rois: int, bins: tuple[int, int], extents: np.ndarray | N
     return np.maximum(counts[0], 0), np.maximum(counts[1], 0)
 
 
-def _corners(node: Node, rois: SSAValue, half_pixel: bool, ct: str):
+Pair = tuple[SSAValue, SSAValue]
+
+
+def _corners(node: Node, rois: SSAValue, half_pixel: bool, ct: str) -> tuple[Pair, Pair]:
     """Each roi's start (y, x) and extent (height, width) as (R, 1) tensors."""
     e = node.emit
     scale, offset = float(node.attr("spatial_scale", 1.0)), 0.5 if half_pixel else 0.0
