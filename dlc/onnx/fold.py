@@ -41,9 +41,11 @@ def foldable(proto: NodeProto, constants: list[np.ndarray | None]) -> bool:
     return all(c.size <= MAX_ELEMENTS for c in given if c is not None)
 
 
-def fold(proto: NodeProto, constants: list[np.ndarray | None], opset: int) -> list[np.ndarray]:
-    """The outputs of `proto` on its constant inputs; ValueError when they are too
-    large or the reference implementation rejects the node."""
+def fold(
+    proto: NodeProto, constants: list[np.ndarray | None], opset: int, limit: int = MAX_ELEMENTS
+) -> list[np.ndarray]:
+    """The outputs of `proto` on its constant inputs; ValueError when one has more than
+    `limit` elements or the reference implementation rejects the node."""
     from onnx.reference import ReferenceEvaluator
 
     feeds = {
@@ -58,6 +60,6 @@ def fold(proto: NodeProto, constants: list[np.ndarray | None], opset: int) -> li
     except Exception as err:  # the reference implementation's own checks
         raise ValueError(f"cannot fold constant inputs: {err}") from None
     arrays = [np.asarray(o) for o in outputs]
-    if any(a.size > MAX_ELEMENTS for a in arrays):
-        raise ValueError(f"folded output exceeds {MAX_ELEMENTS} elements")
+    if any(a.size > limit for a in arrays):
+        raise ValueError(f"folded output exceeds {limit} elements")
     return arrays

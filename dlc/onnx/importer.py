@@ -35,12 +35,16 @@ from dlc.onnx import (
     fold,
     ops_activation,
     ops_cumulative,
+    ops_dynamic,
     ops_gather,
     ops_logic,
     ops_math,
     ops_nn,
     ops_resize,
+    ops_roi,
+    ops_sample,
     ops_shape,
+    ops_signal,
     ops_slice,
 )
 from dlc.onnx.emitter import ELEMENT_TYPES, Emitter, ImportProblem, NotConstant
@@ -55,6 +59,10 @@ CONVERTERS: dict[str, Converter] = {
     **ops_slice.CONVERTERS,
     **ops_gather.CONVERTERS,
     **ops_resize.CONVERTERS,
+    **ops_sample.CONVERTERS,
+    **ops_roi.CONVERTERS,
+    **ops_dynamic.CONVERTERS,
+    **ops_signal.CONVERTERS,
     **ops_cumulative.CONVERTERS,
 }
 DTYPES = ELEMENT_TYPES
