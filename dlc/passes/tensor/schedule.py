@@ -104,9 +104,11 @@ from xdsl.passes import ModulePass
 
 from dlc.dialects import tensor
 from dlc.dialects.levels import require_level
+from dlc.dialects.schedule import ScheduleAttr
 from dlc.dialects.tensor_groups import group_members
 from dlc.passes.statistics import PassStatistics
 from dlc.passes.tensor.schedule_conv import conv_schedule, conv_tiles
+from dlc.passes.tensor.schedule_epilogue import epilogue_run
 from dlc.passes.tensor.schedule_gather import gathered_rows_schedule, serial_gathered_rows
 from dlc.passes.tensor.schedule_groups import group_computes
 from dlc.passes.tensor.schedule_policy import (
@@ -164,10 +166,12 @@ class SchedulePass(ModulePass, PassStatistics):
                     for c in run:
                         c.schedule = plain_schedule(c, default_order(c, target))
                     convs = {c: conv_tiles(c, target) for c in run}  # before groups (step 3)
+                    tiled = {c for c in run if convs[c] or dot_tiles(c, target)}
+                    epilogues = {c: epilogue_run(c) for c in tiled - set(tuned)}
+                    members = {m for ms in epilogues.values() for m in ms}
                     if self.group:
-                        tiled = {c for c in run if convs[c] or dot_tiles(c, target)}
-                        tiled |= set(tuned)
-                        next_id = group_computes(run, next_id, tiled.__contains__)
+                        alone = tiled | set(tuned) | members
+                        next_id = group_computes(run, next_id, alone.__contains__)
                     for c in run:
                         tiles = dot_tiles(c, target)
                         if tiles is not None:
@@ -183,7 +187,11 @@ class SchedulePass(ModulePass, PassStatistics):
                             c.schedule = blocks
                         if self.fma and target.fma and float_sum(c):
                             c.schedule = c.schedule.replaced(fma=True)  # type: ignore[union-attr]
-                    mark_parallel(run)
+                    for c, ms in epilogues.items():
+                        c.schedule = c.schedule.replaced(epilogue=len(ms))  # type: ignore[union-attr]
+                    mark_parallel([c for c in run if c not in members])
+                    for m in members:
+                        m.schedule = ScheduleAttr()
                     for c in gathered:
                         serial_gathered_rows(c)
                     for c, schedule in tuned.items():
