@@ -134,7 +134,8 @@ class SchedulePass(ModulePass, PassStatistics):
     Input: verified tensor level. Afterwards every compute has a schedule; computes
     that had one keep it. `target` names the CPU model (`host`, or an LLVM name such as
     `haswell`) of the architecture of `triple` ("": this machine's, else e.g.
-    `aarch64-linux-gnu`, see `dlc.target.FOREIGN_ARCHES`); `group=false` forms no fusion groups; `fma=true` lets float sums fuse
+    `aarch64-linux-gnu`, see `dlc.target.FOREIGN_ARCHES`); `group=false` forms no fusion
+    groups and no epilogues; `fma=true` lets float sums fuse
     their multiply-adds where the target has FMA (the pipeline's default at
     opt_level >= 2). `tuning_db` names a tuning database (`schedule_records.py`): a
     compute whose workload has a record for the target takes the record's schedule
@@ -167,7 +168,7 @@ class SchedulePass(ModulePass, PassStatistics):
                         c.schedule = plain_schedule(c, default_order(c, target))
                     convs = {c: conv_tiles(c, target) for c in run}  # before groups (step 3)
                     tiled = {c for c in run if convs[c] or dot_tiles(c, target)}
-                    epilogues = {c: epilogue_run(c) for c in tiled - set(tuned)}
+                    epilogues = {c: epilogue_run(c) for c in tiled - set(tuned) if self.group}
                     members = {m for ms in epilogues.values() for m in ms}
                     if self.group:
                         alone = tiled | set(tuned) | members
