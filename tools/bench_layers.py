@@ -98,7 +98,9 @@ LAYERS: dict[str, Conv | Dense] = {
 }
 
 
-def _weight(rng: np.random.Generator, shape: tuple[int, ...], fan_in: int, fill: bool) -> np.ndarray:
+def _weight(
+    rng: np.random.Generator, shape: tuple[int, ...], fan_in: int, fill: bool
+) -> np.ndarray:
     if fill:
         return np.full(shape, 1.0 / fan_in, np.float32)
     return (rng.standard_normal(shape) * math.sqrt(2.0 / fan_in)).astype(np.float32)
@@ -125,7 +127,12 @@ def build(layer: Conv | Dense, fill: bool, seed: int = 0):  # noqa: ANN201
 
     if isinstance(layer, Conv):
         fan_in = layer.ci // layer.group * layer.kernel**2
-        w = const("w", _weight(rng, (layer.co, layer.ci // layer.group, layer.kernel, layer.kernel), fan_in, fill))
+        w = const(
+            "w",
+            _weight(
+                rng, (layer.co, layer.ci // layer.group, layer.kernel, layer.kernel), fan_in, fill
+            ),
+        )
         b = const("b", np.full(layer.co, 0.01) if fill else rng.uniform(-0.2, 0.2, layer.co))
         k, s, p = layer.kernel, layer.stride, layer.pad
         attrs = {"kernel_shape": [k, k], "strides": [s, s], "pads": [p] * 4, "group": layer.group}
@@ -187,10 +194,10 @@ def cpu_seconds(fn: Callable[..., object], args: Sequence[object], calls: int) -
 
 def run_layer(name: str, layer: Conv | Dense, threads: int, fill: bool, cpu: bool) -> str:
     import onnx
+    from bench_models import ort_session
 
     import dlc.onnx
     from dlc.api import compile_graph_module
-    from bench_models import ort_session
 
     model = build(layer, fill)
     path = Path(tempfile.mkdtemp(prefix="dlc-layer-")) / f"{name}.onnx"
@@ -239,9 +246,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown layer(s): {', '.join(unknown)} (see --list)")
     print(f"single layers, {args.weights} weights, {args.threads} threads (µs per call)")
-    print(f"{'layer':18} {'compile':>7} {'dlc µs':>10} {'ort µs':>10} {'dlc/ort':>7} {'GFLOP/s':>7}  max rel err")
+    print(
+        f"{'layer':18} {'compile':>7} {'dlc µs':>10} {'ort µs':>10} {'dlc/ort':>7} {'GFLOP/s':>7}  max rel err"
+    )
     for name in wanted:
-        print(run_layer(name, LAYERS[name], args.threads, args.weights == "fill", args.cpu), flush=True)
+        print(
+            run_layer(name, LAYERS[name], args.threads, args.weights == "fill", args.cpu),
+            flush=True,
+        )
     return 0
 
 

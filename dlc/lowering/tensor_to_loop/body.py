@@ -180,3 +180,13 @@ def vstore_valid(
         at = last if not start else b.insert(arith.AddiOp(last, index(b, start))).result
         piece = b.insert(loop.ShuffleOp(value, value, list(range(start, start + size)))).res
         b.insert(loop.VStoreOp(piece, buffer, [*outer, at]))
+
+
+def all_of(b: Builder, conditions: Sequence[SSAValue]) -> SSAValue | bool:
+    """The i1 conjunction of `conditions` (True when there are none)."""
+    if not conditions:
+        return True
+    value = conditions[0]
+    for c in conditions[1:]:
+        value = b.insert(arith.AndIOp(value, c)).result
+    return value

@@ -29,6 +29,7 @@ from dlc.dialects import loop, tensor
 from dlc.dialects.tensor_groups import next_compute, reads_at_identity, uses_of
 from dlc.dialects.tensor_lanes import lane_plan
 from dlc.lowering.tensor_to_loop.body import (
+    all_of,
     dtype_of,
     index,
     inline_body,
@@ -162,12 +163,7 @@ class EpilogueTile:
                 end = b.insert(arith.AddiOp(end, index(b, block.offset))).result
             done = arith.CmpiOp(end, index(b, self.extents[a]), "sge")
             conditions.append(b.insert(done).result)
-        if not conditions:
-            return True
-        last = conditions[0]
-        for c in conditions[1:]:
-            last = b.insert(arith.AndIOp(last, c)).result
-        return last
+        return all_of(b, conditions)
 
     def _epilogue_points(
         self, b: Builder, points: list, wheres: list, finals: list[SSAValue]

@@ -20,7 +20,7 @@ from dlc.dialects import loop, tensor
 from dlc.dialects.schedule import Loop, ScheduleAttr
 from dlc.dialects.tensor_lanes import lane_plan, vector_pieces
 from dlc.lowering.scalar_ops import mark_reassociable
-from dlc.lowering.tensor_to_loop.body import index, load, vload_valid, vstore_valid
+from dlc.lowering.tensor_to_loop.body import all_of, index, load, vload_valid, vstore_valid
 from dlc.lowering.tensor_to_loop.pack import PackPlan
 
 MAX_UNROLLED_POINTS = 4096
@@ -222,12 +222,7 @@ class RegisterTile:
             if block.base is not None:
                 (start,) = self._indices(b, env, [a])
                 conditions.append(b.insert(arith.CmpiOp(start, index(b, 0), "eq")).result)
-        if not conditions:
-            return True
-        first = conditions[0]
-        for c in conditions[1:]:
-            first = b.insert(arith.AndIOp(first, c)).result
-        return first
+        return all_of(b, conditions)
 
     def _chain(
         self,
