@@ -44,6 +44,15 @@ front end can come later:
   microkernel computes whole vectors (no column tail); only the valid columns of
   the output are loaded and stored. Values are copied: the bits do not change
   (`dlc/lowering/tensor_to_loop/pack.py`; one operand, no fusion group).
+- `epilogue n`: the `n` computes right after this reduction (element-wise, same
+  domain, each reading this one's and the earlier ones' results only at the current
+  point: a bias, a batch norm's scale and shift, an activation, a residual add) are
+  computed at its register tile (MLIR's "fuse into containing op", Halide's
+  `compute_at` the tile): when a tile point's accumulator is final (in the last
+  block of any reduction loop outside the tile) their bodies run on it in registers,
+  as vectors when the tile is vectorized, and only their results that something else
+  reads are stored (`dlc/lowering/tensor_to_loop/epilogue.py`). Each value is
+  computed by the same operations as in its own nest: the bits do not change.
 - `group g at k [feeds] [internal]`: fusion group `g`, a run of consecutive computes
   lowered to ONE nest whose first `k` loops (`d0 ... d(k-1)`, untiled) all members
   share (see `verify_group`). `feeds`: evaluated inside the next reduction member's
@@ -69,7 +78,17 @@ from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-_CLAUSES = ("tile", "interchange", "parallel", "unroll", "fma", "vectorize", "pack", "group")
+_CLAUSES = (
+    "tile",
+    "interchange",
+    "parallel",
+    "unroll",
+    "fma",
+    "vectorize",
+    "pack",
+    "group",
+    "epilogue",
+)
 
 
 @dataclass(frozen=True)
@@ -110,6 +129,7 @@ class ScheduleAttr(ParametrizedAttribute):
     pack: ArrayAttr[IntAttr]
     group: ArrayAttr[IntAttr]  # [] or [id, at, feeds, internal]
     contract: IntAttr  # 1: fuse multiply-adds (fma)
+    epilogue_count: IntAttr  # computes after this one evaluated at its register tile
 
     def __init__(
         self,
@@ -122,6 +142,7 @@ class ScheduleAttr(ParametrizedAttribute):
         pack: Sequence[int] = (),
         group: tuple[int, int, bool, bool] | None = None,
         fma: bool = False,
+        epilogue: int = 0,
     ) -> None:
         def names(items: Sequence[str]) -> ArrayAttr[StringAttr]:
             return ArrayAttr([StringAttr(n) for n in items])
@@ -144,6 +165,7 @@ class ScheduleAttr(ParametrizedAttribute):
             ArrayAttr([IntAttr(i) for i in pack]),
             ArrayAttr(grp),
             IntAttr(int(fma)),
+            IntAttr(epilogue),
         )
 
     # -- Python views -------------------------------------------------------------------
@@ -191,6 +213,11 @@ class ScheduleAttr(ParametrizedAttribute):
     def fma(self) -> bool:
         return bool(self.contract.data)
 
+    @property
+    def epilogue(self) -> int:
+        """How many of the computes right after this one run at its register tile."""
+        return self.epilogue_count.data
+
     def replaced(self, **changes: object) -> ScheduleAttr:
         """This schedule with some clauses changed (constructor keywords)."""
         fields: dict[str, object] = {
@@ -202,6 +229,7 @@ class ScheduleAttr(ParametrizedAttribute):
             "pack": self.packed,
             "group": self.fusion,
             "fma": self.fma,
+            "epilogue": self.epilogue,
         }
         fields.update(changes)
         return ScheduleAttr(**fields)  # type: ignore[arg-type]
@@ -273,6 +301,10 @@ class ScheduleAttr(ParametrizedAttribute):
             return f"vectorize: no loop {vector[0]} or a width below 1"
         if self.fusion is not None and self.fusion[1] < 0:
             return "group: `at` must not be negative"
+        if self.epilogue < 0:
+            return "epilogue: the count must not be negative"
+        if self.epilogue and self.fusion is not None:
+            return "epilogue: not inside a fusion group"
         return None
 
     # -- syntax ---------------------------------------------------------------------------
@@ -303,6 +335,8 @@ class ScheduleAttr(ParametrizedAttribute):
                 + (" feeds" if feeds else "")
                 + (" internal" if internal else "")
             )
+        if self.epilogue:
+            clauses.append(f"epilogue {self.epilogue}")
         printer.print_string("<" + ", ".join(clauses) + ">")
 
     @classmethod
@@ -343,6 +377,8 @@ def _parse_clause(parser: AttrParser, clause: str) -> object:
         return loop, parser.parse_integer(False, False)
     if clause == "pack":
         return parser.parse_comma_separated_list(square, lambda: parser.parse_integer(False, False))
+    if clause == "epilogue":
+        return parser.parse_integer(False, False)
     gid = parser.parse_integer(False, False)
     parser.parse_keyword("at")
     at = parser.parse_integer(False, False)

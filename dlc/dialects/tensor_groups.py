@@ -95,6 +95,15 @@ def reads_at_identity(consumer: tensor.ComputeOp, producer: SSAValue) -> bool:
     return all(identity_dims(consumer, r, t.dims) for r in reads_of(consumer, producer))
 
 
+def next_compute(op: Operation) -> Operation | None:
+    """The op after `op`, past any `tensor.constant`s (literals: no operands, lowered
+    wherever they stand)."""
+    current = op.next_op
+    while isinstance(current, tensor.ConstantOp):
+        current = current.next_op
+    return current
+
+
 def fusion_of(op: tensor.ComputeOp) -> tuple[int, int, bool, bool] | None:
     """(group id, at, feeds, internal) of a grouped compute, else None."""
     return op.schedule.fusion if op.schedule is not None else None

@@ -21,7 +21,15 @@ from xdsl.ir import Operation, SSAValue
 
 from dlc.dialects import tensor
 
-LANE_ARITH = (arith.AddfOp, arith.SubfOp, arith.MulfOp, arith.DivfOp, arith.NegfOp)
+LANE_ARITH = (
+    arith.AddfOp,
+    arith.SubfOp,
+    arith.MulfOp,
+    arith.DivfOp,
+    arith.NegfOp,
+    arith.MaximumfOp,
+    arith.MinimumfOp,
+)
 """Float ops carried out on whole vectors."""
 
 

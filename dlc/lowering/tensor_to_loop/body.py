@@ -13,6 +13,8 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from dlc.dialects import loop, tensor
 from dlc.dialects.graph_types import TensorType
+from dlc.dialects.tensor_lanes import vector_pieces
+from dlc.lowering.scalar_ops import ScalarBuilder
 
 
 def memref_type(t: Attribute) -> MemRefType:
@@ -89,10 +91,14 @@ def inline_body_lanes(
     plan: Mapping[Operation, str],
     lanes: int,
     reads: Mapping[Operation, Callable[..., SSAValue]] = {},
+    known: Mapping[SSAValue, SSAValue] = {},
+    valid: int | None = None,
 ) -> SSAValue:
     """Inline `op`'s body at `lanes` consecutive points of the axis `plan` was made
     for (`dlc.dialects.tensor_lanes.lane_plan`); `indices` hold that axis' first point;
-    `reads` as for `inline_body`. Returns the yielded value as a `vector<lanes x T>`."""
+    `reads` and `known` (vectors here) as for `inline_body`; `valid`: vector loads
+    read only the first `valid` lanes (zeros past them: a zero-padded tail). Returns
+    the yielded value as a `vector<lanes x T>`."""
     block = op.body.block
     mapping: dict[SSAValue, SSAValue] = dict(zip(block.args, indices, strict=True))
     broadcasts: dict[SSAValue, SSAValue] = {}
@@ -110,11 +116,16 @@ def inline_body_lanes(
             return vector(mapping.get(inner.value, inner.value))
         if isinstance(inner, tensor.ReadOp):
             where = [mapping.get(i, i) for i in inner.indices]
-            if inner in reads:
+            if inner.tensor in known:
+                mapping[inner.result] = known[inner.tensor]
+            elif inner in reads:
                 mapping[inner.result] = reads[inner](b, indices, lanes if kind == "vload" else 1)
             elif kind == "vload":
-                read = loop.VLoadOp(buffers[inner.tensor], where, lanes)
-                mapping[inner.result] = b.insert(read).res
+                wide = lanes if valid is None else valid
+                dt = dtype_of(inner.tensor)
+                mapping[inner.result] = vload_valid(
+                    b, buffers[inner.tensor], where, lanes, wide, dt
+                )
             else:
                 mapping[inner.result] = load(
                     b, buffers[inner.tensor], where, dtype_of(inner.tensor)
@@ -134,3 +145,48 @@ def inline_body_lanes(
         b.insert(new)
         mapping[inner.results[0]] = new.results[0]
     raise AssertionError("compute body without tensor.yield")
+
+
+def vload_valid(
+    b: Builder, buffer: SSAValue, where: list[SSAValue], lanes: int, valid: int, dt: str
+) -> SSAValue:
+    """`lanes` values of `buffer` from `where`, only the first `valid` loaded (in
+    narrower pieces put together; zeros past them): nothing past the valid columns
+    is read."""
+    if valid == lanes:
+        return b.insert(loop.VLoadOp(buffer, where, lanes)).res
+    zero = b.insert(loop.BroadcastOp(ScalarBuilder(b).const(0, dt), lanes)).res
+    *outer, last = where
+    for start, size, _ in vector_pieces(valid, max(1, lanes // 2)):
+        at = last if not start else b.insert(arith.AddiOp(last, index(b, start))).result
+        piece = b.insert(loop.VLoadOp(buffer, [*outer, at], size)).res
+        inside = range(start, start + size)
+        wide = [i - start if i in inside else 0 for i in range(lanes)]
+        widened = b.insert(loop.ShuffleOp(piece, piece, wide)).res
+        mask = [lanes + i if i in inside else i for i in range(lanes)]
+        zero = b.insert(loop.ShuffleOp(zero, widened, mask)).res
+    return zero
+
+
+def vstore_valid(
+    b: Builder, value: SSAValue, buffer: SSAValue, where: list[SSAValue], lanes: int, valid: int
+) -> None:
+    """Store the first `valid` of the `lanes` lanes of `value` at `where`."""
+    if valid == lanes:
+        b.insert(loop.VStoreOp(value, buffer, where))
+        return
+    *outer, last = where
+    for start, size, _ in vector_pieces(valid, max(1, lanes // 2)):
+        at = last if not start else b.insert(arith.AddiOp(last, index(b, start))).result
+        piece = b.insert(loop.ShuffleOp(value, value, list(range(start, start + size)))).res
+        b.insert(loop.VStoreOp(piece, buffer, [*outer, at]))
+
+
+def all_of(b: Builder, conditions: Sequence[SSAValue]) -> SSAValue | bool:
+    """The i1 conjunction of `conditions` (True when there are none)."""
+    if not conditions:
+        return True
+    value = conditions[0]
+    for c in conditions[1:]:
+        value = b.insert(arith.AndIOp(value, c)).result
+    return value

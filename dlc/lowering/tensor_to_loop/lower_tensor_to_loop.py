@@ -22,6 +22,11 @@ from dlc.dialects.tensor_groups import fusion_of
 from dlc.dialects.tensor_memory import MEMORY_OPS
 from dlc.lowering.scalar_ops import ScalarBuilder, Unsupported
 from dlc.lowering.tensor_to_loop.body import index, load, memref_type, store
+from dlc.lowering.tensor_to_loop.epilogue import (
+    EpilogueMember,
+    epilogue_members,
+    read_elsewhere,
+)
 from dlc.lowering.tensor_to_loop.group import emit_group
 from dlc.lowering.tensor_to_loop.memory import MemoryOpLowering
 from dlc.lowering.tensor_to_loop.nest import NestBuilder
@@ -57,18 +62,19 @@ class FunctionLowering:
         )
         self.allocs: list[SSAValue] = []
         self.b = Builder(InsertPoint.at_end(self.result.body.block))
+        self.dests: dict[SSAValue, SSAValue] = {}
+        self.done: set[Operation] = set()  # lowered with an earlier op (an epilogue)
 
     def run(self) -> loop.FuncOp:
         ret = self.func.body.block.last_op
         assert isinstance(ret, tensor.ReturnOp)
         dests, copies = self._assign_outputs(ret)
+        self.dests = dests
         for op in self.func.body.block.ops:
-            if isinstance(op, tensor.ConstantOp) and op.result not in dests and _as_data(op):
-                self.buffers[op.result] = self.b.insert(
-                    loop.ConstBufferOp(op.value, memref_type(op.result.type))
-                ).res
-            elif isinstance(op, tensor.ConstantOp):
-                self._constant(op, self._buffer(op.result, dests))
+            if op in self.done:
+                continue
+            if isinstance(op, tensor.ConstantOp):
+                self._lower_constant(op)
             elif isinstance(op, tensor.ComputeOp):
                 self._compute(op, lambda v: self._buffer(v, dests))
             elif isinstance(op, tensor.ScanOp):
@@ -105,6 +111,15 @@ class FunctionLowering:
             else:
                 dests[value] = out
         return dests, copies
+
+    def _lower_constant(self, op: tensor.ConstantOp) -> None:
+        """Read-only data, or stored into its buffer (`CONSTANT_STORES`)."""
+        if op.result not in self.dests and _as_data(op):
+            self.buffers[op.result] = self.b.insert(
+                loop.ConstBufferOp(op.value, memref_type(op.result.type))
+            ).res
+            return
+        self._constant(op, self._buffer(op.result, self.dests))
 
     def _buffer(self, value: SSAValue, dests: dict[SSAValue, SSAValue]) -> SSAValue:
         buffer = dests.get(value)
@@ -159,7 +174,22 @@ class FunctionLowering:
         if fusion_of(op) is not None:
             emit_group(self.b, op, self.buffers, new_buffer)
             return
-        builder = NestBuilder(op, new_buffer(op.result), self.buffers, scratch=self._scratch)
+        members = epilogue_members(op)
+        after: Operation | None = op
+        while members and after is not members[-1]:  # the members and literals among them
+            after = after.next_op  # type: ignore[union-attr]
+            self.done.add(after)  # type: ignore[arg-type]
+            if isinstance(after, tensor.ConstantOp):
+                self._lower_constant(after)  # first: the members read them
+        buffer = new_buffer(op.result)
+        epilogue = [
+            EpilogueMember(m, new_buffer(m.result) if read_elsewhere(m.result, members) else None)
+            for m in members
+        ]
+        keep = not members or read_elsewhere(op.result, members)
+        builder = NestBuilder(
+            op, buffer, self.buffers, scratch=self._scratch, epilogue=epilogue, keep_result=keep
+        )
         builder.emit(self.b)
 
     def _scratch(self, mtype: MemRefType) -> SSAValue:
@@ -253,9 +283,14 @@ class CFGLowering(FunctionLowering):
         self.allocs.append(buffer)
         return buffer
 
+    def _lower_constant(self, op: tensor.ConstantOp) -> None:
+        self._constant(op, self._buffer(op.result, {}))
+
     def _op(self, op: Operation) -> None:
+        if op in self.done:
+            return
         if isinstance(op, tensor.ConstantOp):
-            self._constant(op, self._buffer(op.result, {}))
+            self._lower_constant(op)
         elif isinstance(op, tensor.ComputeOp):
             self._compute(op, lambda v: self._buffer(v, {}))
         elif isinstance(op, tensor.ScanOp):

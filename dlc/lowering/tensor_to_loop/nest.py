@@ -69,6 +69,7 @@ from dlc.lowering.tensor_to_loop.body import (
     load,
     store,
 )
+from dlc.lowering.tensor_to_loop.epilogue import EpilogueMember, EpilogueTile
 from dlc.lowering.tensor_to_loop.pack import PackedOperand, Scratch
 from dlc.lowering.tensor_to_loop.tile import (
     MAX_UNROLLED_POINTS,
@@ -86,7 +87,7 @@ class Feeder:
     buffer: SSAValue | None
 
 
-class NestBuilder(RegisterTile, PackedOperand):
+class NestBuilder(RegisterTile, PackedOperand, EpilogueTile):
     """Emits the loops of one compute (module docstring)."""
 
     def __init__(
@@ -99,6 +100,8 @@ class NestBuilder(RegisterTile, PackedOperand):
         known: dict[SSAValue, SSAValue] | None = None,
         feeders: Sequence[Feeder] = (),
         scratch: Scratch | None = None,
+        epilogue: Sequence[EpilogueMember] = (),
+        keep_result: bool = True,
     ) -> None:
         self.op, self.buffer, self.buffers = op, buffer, buffers
         self.known = dict(known or {})
@@ -116,6 +119,13 @@ class NestBuilder(RegisterTile, PackedOperand):
         self._plan_accumulators()
         self._plan_lanes(schedule)
         self._plan_pack(schedule, scratch)
+        self._plan_epilogue(list(epilogue), keep_result)
+        if self.epilogue and self.chain is None:
+            raise error_at(
+                op,
+                "schedule: epilogue: the accumulators must be in registers"
+                " (the loops inside the reduction loops unrolled)",
+            )
 
     # -- emission -------------------------------------------------------------------------
 

@@ -19,8 +19,8 @@ from dlc.diagnostics import copy_loc, error_at
 from dlc.dialects import loop, tensor
 from dlc.dialects.schedule import Loop, ScheduleAttr
 from dlc.dialects.tensor_lanes import lane_plan, vector_pieces
-from dlc.lowering.scalar_ops import ScalarBuilder, mark_reassociable
-from dlc.lowering.tensor_to_loop.body import index, load
+from dlc.lowering.scalar_ops import mark_reassociable
+from dlc.lowering.tensor_to_loop.body import all_of, index, load, vload_valid, vstore_valid
 from dlc.lowering.tensor_to_loop.pack import PackPlan
 
 MAX_UNROLLED_POINTS = 4096
@@ -55,6 +55,8 @@ class RegisterTile:
     feeders: list
     prefix: dict[str, SSAValue]
     pack: PackPlan | None  # planned by `PackedOperand`
+    epilogue: list  # planned by `EpilogueTile`
+    _deliver_final: Callable[..., None]
     # provided by NestBuilder
     _loop: Callable[..., None]
     _child: Callable[..., Block_]
@@ -163,36 +165,16 @@ class RegisterTile:
         return constant_extent(point[self.lane_axis].extent, self.op, self.lane_loop)
 
     def _vload_valid(self, b: Builder, where: list[SSAValue], lanes: int, valid: int) -> SSAValue:
-        """`lanes` values of the output from `where`, only the first `valid` loaded
-        (in narrower pieces put together; zeros past them)."""
+        """`lanes` values of the output from `where`, only the first `valid` loaded."""
         assert self.buffer is not None
-        if valid == lanes:
-            return b.insert(loop.VLoadOp(self.buffer, where, lanes)).res
-        *outer, last = where
-        zero = b.insert(loop.BroadcastOp(ScalarBuilder(b).const(0, self.dt), lanes)).res
-        for start, size, _ in vector_pieces(valid, max(1, lanes // 2)):
-            at = last if not start else b.insert(arith.AddiOp(last, index(b, start))).result
-            piece = b.insert(loop.VLoadOp(self.buffer, [*outer, at], size)).res
-            inside = range(start, start + size)
-            wide = [i - start if i in inside else 0 for i in range(lanes)]
-            widened = b.insert(loop.ShuffleOp(piece, piece, wide)).res
-            mask = [lanes + i if i in inside else i for i in range(lanes)]
-            zero = b.insert(loop.ShuffleOp(zero, widened, mask)).res
-        return zero
+        return vload_valid(b, self.buffer, where, lanes, valid, self.dt)
 
     def _vstore_valid(
         self, b: Builder, value: SSAValue, where: list[SSAValue], lanes: int, valid: int
     ) -> None:
         """Store the first `valid` of the `lanes` lanes of `value` at `where`."""
         assert self.buffer is not None
-        if valid == lanes:
-            b.insert(loop.VStoreOp(value, self.buffer, where))
-            return
-        *outer, last = where
-        for start, size, _ in vector_pieces(valid, max(1, lanes // 2)):
-            at = last if not start else b.insert(arith.AddiOp(last, index(b, start))).result
-            piece = b.insert(loop.ShuffleOp(value, value, list(range(start, start + size)))).res
-            b.insert(loop.VStoreOp(piece, self.buffer, [*outer, at]))
+        vstore_valid(b, value, self.buffer, where, lanes, valid)
 
     def _register_chain(self, b: Builder, env: dict[str, Block_]) -> None:
         """Accumulators for the tile's points through the chain of reduction loops."""
@@ -223,6 +205,9 @@ class RegisterTile:
                     for a, p in zip(accs, partial, strict=True)
                 ]
         finals = self._chain(self.chain[0], b, env, points, accs)
+        if self.epilogue:
+            self._deliver_final(b, env, points, wheres, finals)
+            return
         for value, where, (point, lanes) in zip(finals, wheres, points, strict=True):
             self._deliver(b, value, where, lanes, self._valid(point, lanes))
 
@@ -237,12 +222,7 @@ class RegisterTile:
             if block.base is not None:
                 (start,) = self._indices(b, env, [a])
                 conditions.append(b.insert(arith.CmpiOp(start, index(b, 0), "eq")).result)
-        if not conditions:
-            return True
-        first = conditions[0]
-        for c in conditions[1:]:
-            first = b.insert(arith.AndIOp(first, c)).result
-        return first
+        return all_of(b, conditions)
 
     def _chain(
         self,

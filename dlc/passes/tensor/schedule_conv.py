@@ -41,18 +41,22 @@ class ConvTiles:
 def _channel_axis(op: tensor.ComputeOp) -> int | None:
     """The output axis (before the last) that a broadcast read (one not depending on
     the last axis) depends on, preferring one the row reads do not depend on: its tile
-    values share those loads (a convolution's output channels)."""
+    values share those loads (a convolution's output channels). An axis no read
+    depends on at all (a kernel that is one repeated value, folded into the body) is
+    the last resort: its tile values share every load too."""
     args = op.body.block.args
     reads = [r for r in op.body.block.ops if isinstance(r, tensor.ReadOp)]
     last = args[len(op.domain) - 1]
     rows = {r for r in reads if any(depends_on(i, {last}) for i in r.indices)}
-    found: list[tuple[bool, bool, int]] = []
+    found: list[tuple[bool, bool, bool, int]] = []
     for axis in range(len(op.domain) - 1):
         uses = [r for r in reads if any(depends_on(i, {args[axis]}) for i in r.indices)]
-        if any(r not in rows for r in uses):
+        if not uses and rows:
+            found.append((True, op.domain[axis] > 1, False, axis))
+        elif any(r not in rows for r in uses):
             shared = not any(r in rows for r in uses)
-            found.append((shared, op.domain[axis] > 1, axis))
-    return max(found)[2] if found else None
+            found.append((shared, op.domain[axis] > 1, True, axis))
+    return max(found)[3] if found else None
 
 
 def _sum_of_products(op: tensor.ComputeOp) -> bool:

@@ -125,7 +125,7 @@ tensor.func @f(%x: !graph.tensor<8xf32>) -> (!graph.tensor<8xf32>, !graph.tensor
 
 // -----
 
-// CHECK: schedule-invalid.mlir:[[# @LINE + 2]]:53: error: Expected one of 'fma', 'group', 'interchange', 'pack', 'parallel', 'tile', 'unroll', 'vectorize' in a schedule
+// CHECK: schedule-invalid.mlir:[[# @LINE + 2]]:53: error: Expected one of 'epilogue', 'fma', 'group', 'interchange', 'pack', 'parallel', 'tile', 'unroll', 'vectorize' in a schedule
 tensor.func @f(%x: !graph.tensor<8xf32>) -> !graph.tensor<8xf32> {
     %e = tensor.compute(%x) schedule #schedule.nest<fuse [d0]> {
     ^bb0(%i: i64):

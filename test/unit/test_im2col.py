@@ -1,0 +1,83 @@
+"""Convolutions lowered as im2col + a matrix product (dlc/lowering/graph_to_tensor/
+im2col.py): short rows (7, 14), strides 2, padding, right dilation, a 7 x 7 stem,
+batch 2, constant and splat kernels and a 1 x 1 parameter kernel, as ONNX Conv
+nodes. Each is compared with the exact float64 convolution within the bound of its
+length-K float sum, and (without fma) bit for bit with the convolution's own nest
+(the same sum in the same order); 1, 2 and 3 threads and bounds checks."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx_models import conv, make, node, randn
+
+import dlc
+from dlc.lowering.graph_to_tensor import windows
+
+# (batch, in channels, out channels, size, kernel, stride, pad, dilation)
+CASES = [
+    (1, 8, 12, 7, 3, 1, 1, 1),  # ResNet's late 3x3: rows of 7
+    (1, 16, 24, 7, 1, 1, 0, 1),  # a 1x1 over rows of 7
+    (2, 6, 5, 14, 3, 1, 1, 2),  # batch 2, rows of 14, dilated (d=2, pad 1: 12 x 12)
+    (1, 5, 6, 20, 3, 2, 1, 1),  # stride 2, a row tail
+    (1, 3, 8, 23, 7, 2, 3, 1),  # the 7x7 stride-2 stem, odd size
+    (1, 16, 8, 14, 1, 2, 0, 1),  # a strided 1x1 (ResNet's downsampling shortcut)
+]
+
+
+def _model(
+    case: tuple[int, ...], fill: bool = False, kernel_input: bool = False
+) -> onnx.ModelProto:
+    n, ci, co, size, k, s, p, d = case
+    w = np.full((co, ci, k, k), 0.125, np.float32) if fill else randn(co, ci, k, k, seed=1)
+    attrs = {"pads": [p] * 4, "strides": [s, s], "dilations": [d, d]}
+    inputs: dict = {"x": (n, ci, size, size)}
+    if kernel_input:
+        inputs["w"] = w.shape
+    out = (size + 2 * p - d * (k - 1) - 1) // s + 1
+    nodes = [node("Conv", ["x", "w"], ["y"], **attrs)]
+    return make(nodes, inputs, {"y": (n, co, out, out)}, {} if kernel_input else {"w": w})
+
+
+def _exact(case: tuple[int, ...], x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    *_, s, p, d = case
+    return conv(x, w, [s, s], [(p, p)] * 2, [d, d])
+
+
+@pytest.mark.parametrize("case", CASES, ids=[str(i) for i in range(len(CASES))])
+def test_im2col_convolution(case: tuple[int, ...], monkeypatch: pytest.MonkeyPatch) -> None:
+    n, ci, co, size, k = case[:5]
+    x = randn(n, ci, size, size, seed=2)
+    w = randn(co, ci, k, k, seed=1)
+    model = _model(case)
+    threads = 1 + sum(case) % 3
+    compiled = dlc.compile_onnx(model, fma=False, num_threads=threads, bounds_check=True)
+    assert f"reduce [{ci * k * k}]" in compiled.ir("tensor")  # one flattened K axis
+    got = compiled.g(x)
+    want = _exact(case, x, w)
+    scale = _exact(case, np.abs(x), np.abs(w))
+    assert np.all(np.abs(got - want) <= ci * k * k * np.finfo(np.float32).eps * scale + 1e-30)
+    monkeypatch.setattr(windows, "im2col_fits", lambda *args: False)
+    nest = dlc.compile_onnx(model, fma=False, num_threads=threads)
+    assert "reduce [" + f"{ci}, {k}, {k}]" in nest.ir("tensor")
+    np.testing.assert_array_equal(got, nest.g(x))
+
+
+def test_im2col_splat_and_parameter_kernels() -> None:
+    """A splat kernel (no kernel data at all) and a 1x1 kernel given as an input (read
+    in place) take im2col; a 3x3 kernel given as an input keeps the convolution nest."""
+    x = randn(1, 16, 7, 7, seed=3)
+    fill = dlc.compile_onnx(_model(CASES[1], fill=True))
+    np.testing.assert_allclose(
+        fill.g(x), 0.125 * x.sum(axis=1, keepdims=True).repeat(24, 1), rtol=1e-5
+    )
+    w = randn(24, 16, 1, 1, seed=4)
+    param = dlc.compile_onnx(_model(CASES[1], kernel_input=True))
+    assert "reduce [16]" in param.ir("tensor")
+    np.testing.assert_allclose(param.g(x, w), _exact(CASES[1], x, w), rtol=1e-4, atol=1e-5)
+    w3 = randn(12, 8, 3, 3, seed=5)
+    x3 = randn(1, 8, 7, 7, seed=6)
+    nest = dlc.compile_onnx(_model(CASES[0], kernel_input=True))
+    assert "reduce [8, 3, 3]" in nest.ir("tensor")
+    np.testing.assert_allclose(nest.g(x3, w3), _exact(CASES[0], x3, w3), rtol=1e-4, atol=1e-5)

@@ -1,0 +1,130 @@
+"""Epilogues computed at a contraction's register tile (`epilogue n`: the schedule
+policy in dlc/passes/tensor/schedule_epilogue.py, the code generator in
+dlc/lowering/tensor_to_loop/epilogue.py) on layers as ONNX exports them, weights as
+constant initializers: Conv + bias + Relu, Conv + BatchNormalization + residual Add +
+Relu, a Conv whose weights are one repeated value, Gemm with a packed constant B and
+a column tail, a K-blocked MatMul + bias. Odd sizes, 1, 2 and 3 threads, bounds
+checks; compared with the reference interpreter bit for bit without fma (the epilogue
+runs the same operations on the same values) and within the bound of a length-K
+float sum with it."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx_models import conv, make, node, randn
+
+import dlc
+import dlc.onnx
+from dlc.passes.tensor import schedule_conv
+from dlc.passes.tensor import schedule_policy as policy
+from dlc.semantics.interpreter import run_function
+
+
+@pytest.fixture(autouse=True)
+def _small_tiles(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tile small contractions; K blocks of 16 where B exceeds 4 KiB (so the products
+    here run several K blocks: the epilogue only in the last)."""
+    monkeypatch.setattr(schedule_conv, "MIN_WORK", 0)
+    monkeypatch.setattr(policy, "MIN_WORK", 0)
+    monkeypatch.setattr(
+        policy, "k_block", lambda k, row_bytes, t: 16 if k * row_bytes > 4096 else k
+    )
+
+
+def _conv_model(co: int, ci: int, size: tuple[int, int], fill: bool = False) -> onnx.ModelProto:
+    """Conv 3x3 pad 1 (+ bias) then Relu."""
+    w = np.full((co, ci, 3, 3), 0.25, np.float32) if fill else randn(co, ci, 3, 3, seed=1)
+    b = randn(co, seed=2)
+    nodes = [node("Conv", ["x", "w", "b"], ["y"], pads=[1, 1, 1, 1]), node("Relu", ["y"], ["z"])]
+    shape = (1, ci, *size)
+    return make(nodes, {"x": shape}, {"z": (1, co, *size)}, {"w": w, "b": b})
+
+
+def _residual_model(co: int, ci: int, size: tuple[int, int]) -> onnx.ModelProto:
+    """Conv 1x1 + BatchNormalization + Add(residual) + Relu, ResNet's block tail."""
+    inits = {
+        "w": randn(co, ci, 1, 1, seed=3),
+        "gamma": randn(co, seed=4),
+        "beta": randn(co, seed=5),
+        "mean": randn(co, seed=6),
+        "var": np.abs(randn(co, seed=7)) + 0.5,
+    }
+    nodes = [
+        node("Conv", ["x", "w"], ["y"]),
+        node("BatchNormalization", ["y", "gamma", "beta", "mean", "var"], ["n"]),
+        node("Add", ["n", "r"], ["s"]),
+        node("Relu", ["s"], ["z"]),
+    ]
+    out = (1, co, *size)
+    return make(nodes, {"x": (1, ci, *size), "r": out}, {"z": out}, inits)
+
+
+def _gemm_model(m: int, k: int, n: int, matmul: bool = False) -> onnx.ModelProto:
+    """Gemm (constant B, transB) + bias + Relu, or MatMul + Add(bias)."""
+    b = randn(n, seed=9)
+    if matmul:
+        nodes = [node("MatMul", ["x", "w"], ["y"]), node("Add", ["y", "b"], ["z"])]
+        return make(nodes, {"x": (m, k)}, {"z": (m, n)}, {"w": randn(k, n, seed=8), "b": b})
+    nodes = [node("Gemm", ["x", "w", "b"], ["y"], transB=1), node("Relu", ["y"], ["z"])]
+    return make(nodes, {"x": (m, k)}, {"z": (m, n)}, {"w": randn(n, k, seed=8), "b": b})
+
+
+def _check(
+    model: onnx.ModelProto, args: list[np.ndarray], terms: int, **options: object
+) -> tuple[str, np.ndarray]:
+    """Compiled with and without fma against the reference interpreter (within
+    `terms` ε of the magnitudes) and without fma bit for bit against the plain nests
+    of opt_level=0 (no schedule, no epilogue); returns the tensor IR and the result."""
+    module = dlc.onnx.load(model)
+    want = np.asarray(run_function(module, "g", args))
+    plain = dlc.compile_onnx(model, opt_level=0, **options).g(*args)
+    exact = dlc.compile_onnx(model, fma=False, **options)
+    np.testing.assert_array_equal(exact.g(*args), plain)
+    fused = dlc.compile_onnx(model, fma=True, **options)
+    bound = terms * np.finfo(np.float32).eps * (np.abs(want).max() + 1)
+    got = fused.g(*args)
+    assert np.abs(plain - want).max() <= bound and np.abs(got - want).max() <= bound
+    return fused.ir("tensor"), got
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_conv_bias_relu(threads: int) -> None:
+    model = _conv_model(13, 5, (11, 19))
+    x = randn(1, 5, 11, 19, seed=10)
+    ir, got = _check(model, [x], 5 * 9, num_threads=threads, bounds_check=threads == 3)
+    assert "epilogue 1" in ir
+    exact = conv(x, randn(13, 5, 3, 3, seed=1), [1, 1], [(1, 1)] * 2, [1, 1])
+    want = np.maximum(exact + randn(13, seed=2)[:, None, None], 0)
+    assert np.abs(got - want).max() <= 45 * np.finfo(np.float32).eps * (np.abs(want).max() + 1)
+
+
+def test_conv_batchnorm_residual_relu() -> None:
+    model = _residual_model(12, 7, (9, 37))
+    x, r = randn(1, 7, 9, 37, seed=11), randn(1, 12, 9, 37, seed=12)
+    ir, _ = _check(model, [x, r], 7, num_threads=2)
+    assert "epilogue 1" in ir
+
+
+def test_conv_with_one_repeated_weight_is_tiled() -> None:
+    """A splat kernel is folded into the body (no kernel read): the convolution is
+    still register-tiled, over output channels no read depends on."""
+    model = _conv_model(16, 8, (10, 30), fill=True)
+    ir, _ = _check(model, [randn(1, 8, 10, 30, seed=13)], 8 * 9, num_threads=1)
+    assert "unroll [d1.1, d3.1]" in ir and "epilogue 1" in ir
+
+
+def test_gemm_packed_tail_bias_relu() -> None:
+    """37 columns: the packed constant B's last panel is zero-padded; the epilogue
+    loads only the valid columns of the bias and stores only the valid outputs."""
+    model = _gemm_model(29, 40, 37)
+    ir, _ = _check(model, [randn(29, 40, seed=14)], 40, num_threads=3, bounds_check=True)
+    assert "pack [1]" in ir and "epilogue 1" in ir
+
+
+def test_matmul_k_blocked_bias() -> None:
+    """K = 70 in blocks of 16: the accumulators are final only in the last block."""
+    model = _gemm_model(26, 70, 45, matmul=True)
+    ir, _ = _check(model, [randn(26, 70, seed=15)], 70, num_threads=2)
+    assert "r0 = [16]" in ir and "epilogue 1" in ir
