@@ -34,6 +34,7 @@ from dlc.onnx import (
     expand,
     fold,
     ops_activation,
+    ops_conv_transpose,
     ops_cumulative,
     ops_gather,
     ops_logic,
@@ -56,6 +57,7 @@ CONVERTERS: dict[str, Converter] = {
     **ops_gather.CONVERTERS,
     **ops_resize.CONVERTERS,
     **ops_cumulative.CONVERTERS,
+    **ops_conv_transpose.CONVERTERS,
 }
 DTYPES = ELEMENT_TYPES
 
