@@ -176,9 +176,9 @@ CASES = {
         "node 'y' (MaxPool): the Indices output is not supported",
     ),
     "pool kernel": (_one("AveragePool"), "node 'y' (AveragePool): kernel_shape needs 2 entries"),
-    "pool dilations": (
-        _one("AveragePool", kernel_shape=[2, 2], dilations=[2, 2], opset=19),
-        "node 'y' (AveragePool): dilations=[2, 2] are not supported",
+    "lp pool p": (
+        _one("LpPool", kernel_shape=[2, 2], p=0),
+        "node 'y' (LpPool): p must be a positive number, got 0",
     ),
     "pool dilations same": (
         _one("MaxPool", kernel_shape=[2, 2], dilations=[2, 2], auto_pad="SAME_UPPER"),
