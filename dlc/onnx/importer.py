@@ -40,6 +40,7 @@ from dlc.onnx import (
     ops_logic,
     ops_math,
     ops_nn,
+    ops_onehot,
     ops_resize,
     ops_shape,
     ops_slice,
@@ -58,6 +59,7 @@ CONVERTERS: dict[str, Converter] = {
     **ops_resize.CONVERTERS,
     **ops_cumulative.CONVERTERS,
     **ops_conv_transpose.CONVERTERS,
+    **ops_onehot.CONVERTERS,
 }
 DTYPES = ELEMENT_TYPES
 
