@@ -116,6 +116,8 @@ class _TopKBase(GraphInstruction):
         axis, count = int_prop(props, "axis"), int_prop(props, "count")
         if not dtype_is_numeric(x.dt):
             raise InferenceError(f"{cls.OPCODE}: operand must be numeric, got {format_type(x)}")
+        if x.dt == "bf16":
+            raise InferenceError(f"{cls.OPCODE}: bf16 is a storage type (cast to f32 to compute)")
         if not 0 <= axis < x.rank:
             raise InferenceError(f"{cls.OPCODE}: axis {axis} out of range for {format_type(x)}")
         if not 1 <= count <= x.dims[axis]:

@@ -34,6 +34,7 @@ from dlc.onnx import (
     expand,
     fold,
     ops_activation,
+    ops_composite,
     ops_conv_transpose,
     ops_cumulative,
     ops_gather,
@@ -60,6 +61,7 @@ CONVERTERS: dict[str, Converter] = {
     **ops_cumulative.CONVERTERS,
     **ops_conv_transpose.CONVERTERS,
     **ops_onehot.CONVERTERS,
+    **ops_composite.CONVERTERS,
 }
 DTYPES = ELEMENT_TYPES
 
