@@ -90,7 +90,7 @@ class EinsumOp(GraphInstruction):
         if len(terms) != len(operands) or not operands:
             raise InferenceError(f"einsum: {len(terms)} terms for {len(operands)} operands")
         dt = operands[0].dt
-        if any(t.dt != dt for t in operands) or not dtype_is_numeric(dt) or dt == "bf16":
+        if any(t.dt != dt for t in operands) or not dtype_is_numeric(dt):
             kinds = ", ".join(format_type(t) for t in operands)
             raise InferenceError(f"einsum: operands need one numeric data type, got {kinds}")
         sizes = letter_sizes(terms, operands)
@@ -116,8 +116,6 @@ class _TopKBase(GraphInstruction):
         axis, count = int_prop(props, "axis"), int_prop(props, "count")
         if not dtype_is_numeric(x.dt):
             raise InferenceError(f"{cls.OPCODE}: operand must be numeric, got {format_type(x)}")
-        if x.dt == "bf16":
-            raise InferenceError(f"{cls.OPCODE}: bf16 is a storage type (cast to f32 to compute)")
         if not 0 <= axis < x.rank:
             raise InferenceError(f"{cls.OPCODE}: axis {axis} out of range for {format_type(x)}")
         if not 1 <= count <= x.dims[axis]:
