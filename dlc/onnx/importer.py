@@ -43,6 +43,7 @@ from dlc.onnx import (
     ops_nn,
     ops_onehot,
     ops_resize,
+    ops_scatter_back,
     ops_shape,
     ops_slice,
 )
@@ -62,6 +63,7 @@ CONVERTERS: dict[str, Converter] = {
     **ops_conv_transpose.CONVERTERS,
     **ops_onehot.CONVERTERS,
     **ops_composite.CONVERTERS,
+    **ops_scatter_back.CONVERTERS,
 }
 DTYPES = ELEMENT_TYPES
 
