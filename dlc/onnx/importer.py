@@ -37,6 +37,7 @@ from dlc.onnx import (
     ops_composite,
     ops_conv_transpose,
     ops_cumulative,
+    ops_det,
     ops_gather,
     ops_logic,
     ops_math,
@@ -64,6 +65,7 @@ CONVERTERS: dict[str, Converter] = {
     **ops_onehot.CONVERTERS,
     **ops_composite.CONVERTERS,
     **ops_scatter_back.CONVERTERS,
+    **ops_det.CONVERTERS,
 }
 DTYPES = ELEMENT_TYPES
 
