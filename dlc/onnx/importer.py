@@ -37,6 +37,7 @@ from dlc.onnx import (
     ops_composite,
     ops_conv_transpose,
     ops_cumulative,
+    ops_deform_conv,
     ops_det,
     ops_gather,
     ops_logic,
@@ -66,6 +67,7 @@ CONVERTERS: dict[str, Converter] = {
     **ops_composite.CONVERTERS,
     **ops_scatter_back.CONVERTERS,
     **ops_det.CONVERTERS,
+    **ops_deform_conv.CONVERTERS,
 }
 DTYPES = ELEMENT_TYPES
 

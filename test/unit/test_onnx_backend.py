@@ -45,6 +45,7 @@ NODE_TESTS = [
     "test_convtranspose_group_2", "test_lppool_2d_dilations", "test_averagepool_2d_dilations",
     "test_einsum_batch_diagonal", "test_top_k_same_values_largest", "test_onehot_negative_indices",
     "test_eyelike_with_dtype", "test_col2im_pads", "test_maxunpool_export_with_output_shape",
+    "test_det_nd",
 ]  # fmt: skip
 
 
