@@ -5,9 +5,11 @@ name (block · stride - pad_lo + offset · dilation): a scatter-add of the colum
 zeros at constant positions, with positions in the padding sent to one extra slot
 that is cut off afterwards, so every sum is exactly the reference's and an infinite
 or NaN entry reaches only its own position. MaxUnpool writes each value at its flat
-index into zeros of the pooled input's shape (a replacing scatter: the last of equal
-indices wins, an index out of range is a run-time error) and pads the result with
-zeros up to `output_shape`.
+index into zeros of the unpooled shape, one (batch, channel) plane at a time (a
+replacing scatter: the last of equal indices wins; an index outside its own plane, as
+MaxPool never makes, is a run-time IndexError) and pads the result with zeros up to
+`output_shape`. A scatter costs (output elements × updates) per plane (README,
+"Gathers and scatters").
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 from xdsl.dialects.builtin import IntAttr, StringAttr
 
+from dlc.dialects.graph_elementwise import SelectOp
 from dlc.dialects.graph_gather import ScatterElementsOp
 from dlc.onnx.emitter import ImportProblem, shape_of, tensor_type
 from dlc.onnx.node import Converter, Node, Result
@@ -101,10 +104,14 @@ def max_unpool(node: Node) -> list[Result]:
     wanted = full if len(node.names) < 3 or not node.names[2] else _ints(node, 2, "output_shape")
     if len(wanted) != len(full) or any(w < f for w, f in zip(wanted, full, strict=True)):
         raise ImportProblem(f"output_shape {wanted} is smaller than the unpooled {full}")
-    count = int(np.prod(dims))
-    zeros = e.splat(0.0, (int(np.prod(full)),), tensor_type(x).dt)
-    flat = [e.reshape(v, (count,)) for v in (x, idx)]
-    y = e.op(ScatterElementsOp, [flat[0], zeros, flat[1]], axis=IntAttr(0))
+    planes, size, area = dims[0] * dims[1], int(np.prod(dims[2:])), int(np.prod(inferred))
+    base = np.arange(planes, dtype=np.int64).reshape(planes, 1) * area
+    local = e.binary("subtract", e.reshape(idx, (planes, size)), e.constant(base))
+    # an index of another plane stays out of range (an IndexError, never a wrap-around)
+    local = e.op(SelectOp, [e.scalar(area, "i64"), local, e.binary("lessThan", local,
+                                                                   e.scalar(0, "i64"))])  # fmt: skip
+    zeros = e.splat(0.0, (planes, area), tensor_type(x).dt)
+    y = e.op(ScatterElementsOp, [e.reshape(x, (planes, size)), zeros, local], axis=IntAttr(1))
     y = e.reshape(y, full)
     return [e.pad(y, [(0, w - f) for w, f in zip(wanted, full, strict=True)], 0.0)]
 

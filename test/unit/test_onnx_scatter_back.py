@@ -100,3 +100,13 @@ def test_refusals_say_why(model, message):
         dlc.onnx.load(model)
     op = model.graph.node[0].op_type
     assert info.value.problems == [f"node 'y' ({op}): {message}"]
+
+
+def test_max_unpool_index_of_another_plane_is_an_error_not_a_wrap_around():
+    model = _unpool((1, 2, 2, 2), kernel_shape=[1, 1])
+    x = np.ones((1, 2, 2, 2), np.float32)
+    indices = np.arange(8, dtype=np.int64).reshape(1, 2, 2, 2)
+    np.testing.assert_array_equal(run(model, x, indices), x)
+    indices[0, 1, 0, 0] = 1  # plane 0's element, from plane 1
+    with pytest.raises(IndexError, match="out-of-bounds scatterElements index 4"):
+        run(model, x, indices)
