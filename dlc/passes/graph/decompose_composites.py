@@ -125,7 +125,8 @@ def top_k_indices(e: Emitter, x: SSAValue, count: int, smallest: bool) -> SSAVal
     n = dims[-1]
     xj, xi = e.reshape(x, [*dims[:-1], 1, n]), e.reshape(x, [*dims[:-1], n, 1])
     ones = [1] * (len(dims) - 1)
-    lower = constant(e, np.tri(n, k=-1, dtype=bool).reshape(*ones, n, n), "bool")  # j < i
+    positions = constant(e, np.arange(n, dtype=np.int64).reshape(*ones, 1, n), "i64")
+    lower = e.binary("lessThan", positions, e.reshape(positions, [*ones, n, 1]))  # j < i
     tie = e.binary("and", same(e, xj, xi), lower)
     ahead = e.binary("or", beats(e, xj, xi, smallest), tie)
     one, zero = e.const(1, "i64"), e.const(0, "i64")
@@ -133,7 +134,6 @@ def top_k_indices(e: Emitter, x: SSAValue, count: int, smallest: bool) -> SSAVal
     spread = e.reshape(rank, [*dims[:-1], 1, n])
     slots = constant(e, np.arange(count, dtype=np.int64).reshape(*ones, count, 1), "i64")
     hit = e.binary("equal", spread, slots)
-    positions = constant(e, np.arange(n, dtype=np.int64).reshape(*ones, 1, n), "i64")
     return e.reduce_add(e.select(positions, zero, hit), [len(dims)])
 
 
