@@ -28,6 +28,7 @@ from dlc.dialects import graph_tensor as gt
 from dlc.dialects.graph import LiteralOp
 from dlc.dialects.graph_types import dtype_is_float
 from dlc.passes.graph import adjoint_rules_composite as composite
+from dlc.passes.graph import adjoint_rules_convolve as convolve
 from dlc.passes.graph.adjoint_emitter import Adj, Emitter, tensor_of
 from dlc.passes.graph.adjoint_rules_elementwise import (
     DIFFERENTIABLE_BINARY,
@@ -70,6 +71,7 @@ RULES: dict[type[Operation], Rule] = {
     gm.ExtractOp: extract_rule,
     **GATHER_RULES,
     **composite.RULES,
+    gt.ConvolveOp: convolve.convolve_rule,
 }
 
 DIFFERENTIABLE_REDUCTIONS = ("add", "multiply", "max", "min")
@@ -90,6 +92,8 @@ def rule_for(op: Operation) -> Rule | None:
     if type(op) in GATHER_RULES and not has_rule(op):
         return None
     if type(op) in composite.RULES and not composite.has_rule(op):
+        return None
+    if isinstance(op, gt.ConvolveOp) and not convolve.has_rule(op):
         return None
     return RULES.get(type(op))
 
