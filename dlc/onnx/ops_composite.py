@@ -38,8 +38,8 @@ def _spell_ellipses(
     """Terms and result with every '...' replaced by fresh letters (right-aligned)."""
     used = set("".join(terms) + (output or ""))
     fresh = [c for c in string.ascii_letters if c not in used]
-    widths = [r - len(t.replace("...", "")) if "..." in t else 0 for t, r in zip(terms, ranks,
-                                                                              strict=True)]  # fmt: skip
+    pairs = zip(terms, ranks, strict=True)
+    widths = [r - len(t.replace("...", "")) if "..." in t else 0 for t, r in pairs]
     if min(widths, default=0) < 0 or max(widths, default=0) > len(fresh):
         raise ImportProblem("the equation's terms do not fit the inputs' ranks")
     width = max(widths, default=0)

@@ -47,8 +47,8 @@ def transpose_pads(
         if len(output_shape) != spatial:
             raise ImportProblem(f"output_shape needs {spatial} entries")
     elif auto_pad.startswith("SAME"):
-        output_shape = [n * s for n, s in zip(dims, _spatial_attr(node, "strides", spatial, 1),
-                                              strict=True)]  # fmt: skip
+        strides = _spatial_attr(node, "strides", spatial, 1)
+        output_shape = [n * s for n, s in zip(dims, strides, strict=True)]
     if auto_pad == "VALID" or (output_shape is None and pads is None):
         pads = [0] * (2 * spatial)
     if output_shape is None:
@@ -99,13 +99,16 @@ def conv_transpose(node: Node) -> list[SSAValue]:
     dilations = _spatial_attr(node, "dilations", spatial, 1)
     extra = _spatial_attr(node, "output_padding", spatial, 0)
     spans = [(k - 1) * d for k, d in zip(kernel, dilations, strict=True)]
-    natural = [(n - 1) * s + span + 1 + p for n, s, span, p in zip(xs[2:], strides, spans, extra,
-                                                                   strict=True)]  # fmt: skip
+    natural = [
+        (n - 1) * s + span + 1 + p
+        for n, s, span, p in zip(xs[2:], strides, spans, extra, strict=True)
+    ]
     crops = transpose_pads(node, xs[2:], natural)
     if any(n - lo - hi <= 0 for n, (lo, hi) in zip(natural, crops, strict=True)):
         raise ImportProblem(f"pads {crops} leave an empty output of the {natural} computed")
-    padding = [(span - lo, span - hi + p) for span, (lo, hi), p in zip(spans, crops, extra,
-                                                                      strict=True)]  # fmt: skip
+    padding = [
+        (span - lo, span - hi + p) for span, (lo, hi), p in zip(spans, crops, extra, strict=True)
+    ]
     props = {
         "padding": ints_attr([max(v, 0) for pair in padding for v in pair]),
         "left_dilation": ints_attr(strides),

@@ -96,8 +96,10 @@ def _geometry(node: Node, xs: Sequence[int], ws: Sequence[int]) -> list[list[int
         raise ImportProblem(f"kernel_shape {kernel} differs from the weight's {list(ws[2:])}")
     strides, dilations = _pair(node, "strides", 2, 1), _pair(node, "dilations", 2, 1)
     pads = _pair(node, "pads", 4, 0)
-    out = [(size + pads[i] + pads[2 + i] - (k - 1) * d - 1) // s + 1 for i, (size, k, s, d) in
-           enumerate(zip(xs[2:], kernel, strides, dilations, strict=True))]  # fmt: skip
+    out = [
+        (size + pads[i] + pads[2 + i] - (k - 1) * d - 1) // s + 1
+        for i, (size, k, s, d) in enumerate(zip(xs[2:], kernel, strides, dilations, strict=True))
+    ]
     if min(out) < 1:
         raise ImportProblem(f"the output {out} would be empty")
     return [kernel, strides, dilations, pads, out]
@@ -113,8 +115,9 @@ def deform_conv(node: Node) -> list[Result]:
     group, offset_group = int(node.attr("group", 1)), int(node.attr("offset_group", 1))
     n, c, oc = xs[0], xs[1], ws[0]
     if c != ws[1] * group or oc % group or c % offset_group:
-        raise ImportProblem(f"input {xs} and weight {ws} do not fit group={group}, "
-                            f"offset_group={offset_group}")  # fmt: skip
+        raise ImportProblem(
+            f"input {xs} and weight {ws} do not fit group={group}, offset_group={offset_group}"
+        )
     kernel, strides, dilations, pads, out = _geometry(node, xs, ws)
     taps, positions = kernel[0] * kernel[1], out[0] * out[1]
     if shape_of(offset) != (n, offset_group * taps * 2, *out):

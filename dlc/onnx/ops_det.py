@@ -49,8 +49,9 @@ def det(node: Node) -> list[Result]:
     entries = e.op(GatherOp, [flat, e.constant(positions)], axis=IntAttr(len(batch)))
     products = e.reduce(entries, "multiply", 1.0, [len(batch) + 1], keepdims=False)
     signs = signs.astype(np.float64 if dt == "f64" else np.float32)
-    y = e.reduce(e.binary("multiply", products, e.constant(signs)), "add", 0.0, [len(batch)],
-                 keepdims=False)  # fmt: skip
+    y = e.reduce(
+        e.binary("multiply", products, e.constant(signs)), "add", 0.0, [len(batch)], keepdims=False
+    )
     return [e.op(DataTypeCastOp, [y], dtype=StringAttr(dt)) if wide else y]
 
 

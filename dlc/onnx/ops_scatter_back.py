@@ -57,8 +57,12 @@ def col2im_positions(
     out = []
     for offset in itertools.product(*(range(k) for k in block)):
         for where in itertools.product(*(range(c) for c in counts)):
-            at = [w * s - pads[i] + o * d for i, (w, s, o, d) in
-                  enumerate(zip(where, strides, offset, dilations, strict=True))]  # fmt: skip
+            at = [
+                w * s - pads[i] + o * d
+                for i, (w, s, o, d) in enumerate(
+                    zip(where, strides, offset, dilations, strict=True)
+                )
+            ]
             inside = all(0 <= a < size for a, size in zip(at, image, strict=True))
             out.append(int(np.ravel_multi_index(at, image)) if inside else int(np.prod(image)))
     return np.asarray(out, np.int64).reshape(int(np.prod(block)), int(np.prod(counts)))
@@ -98,8 +102,10 @@ def max_unpool(node: Node) -> list[Result]:
         raise ImportProblem(f"kernel_shape needs {len(dims) - 2} entries")
     n = len(kernel)
     strides, pads = _spatial(node, "strides", n, 1), _spatial(node, "pads", 2 * n, 0)
-    inferred = [(size - 1) * s - pads[i] - pads[n + i] + k for i, (size, s, k) in
-                enumerate(zip(dims[2:], strides, kernel, strict=True))]  # fmt: skip
+    inferred = [
+        (size - 1) * s - pads[i] - pads[n + i] + k
+        for i, (size, s, k) in enumerate(zip(dims[2:], strides, kernel, strict=True))
+    ]
     full = [*dims[:2], *inferred]
     wanted = full if len(node.names) < 3 or not node.names[2] else _ints(node, 2, "output_shape")
     if len(wanted) != len(full) or any(w < f for w, f in zip(wanted, full, strict=True)):
@@ -108,8 +114,9 @@ def max_unpool(node: Node) -> list[Result]:
     base = np.arange(planes, dtype=np.int64).reshape(planes, 1) * area
     local = e.binary("subtract", e.reshape(idx, (planes, size)), e.constant(base))
     # an index of another plane stays out of range (an IndexError, never a wrap-around)
-    local = e.op(SelectOp, [e.scalar(area, "i64"), local, e.binary("lessThan", local,
-                                                                   e.scalar(0, "i64"))])  # fmt: skip
+    local = e.op(
+        SelectOp, [e.scalar(area, "i64"), local, e.binary("lessThan", local, e.scalar(0, "i64"))]
+    )
     zeros = e.splat(0.0, (planes, area), tensor_type(x).dt)
     y = e.op(ScatterElementsOp, [e.reshape(x, (planes, size)), zeros, local], axis=IntAttr(1))
     y = e.reshape(y, full)
