@@ -7,12 +7,12 @@ Python entry wrappers). The pipeline, level by level, for `opt_level >= 1`:
 
 | level  | passes (before lowering the level)                          | lowering               |
 |--------|-------------------------------------------------------------|------------------------|
-| graph  | differentiate, then the graph optimizer (`GRAPH_OPTIMIZER`; at opt_level 3 also `SUPEROPTIMIZER`) | lower-graph-to-tensor  |
+| graph  | differentiate, decompose-composites, then the graph optimizer (`GRAPH_OPTIMIZER`; at opt_level 3 also `SUPEROPTIMIZER`) | lower-graph-to-tensor  |
 | tensor | fuse (inline producers), schedule (loop nests, groups, tiles)| lower-tensor-to-loop   |
 | loop   | plan-memory, math-approx                                    | lower-loop-to-llvm     |
 | llvm   | LLVM's own O-level pipeline (`dlc.runtime.jit`)             |                        |
 
-`opt_level=0` only differentiates and lowers (plus `plan-memory` and `math-approx`
+`opt_level=0` only differentiates, decomposes composites and lowers (plus `plan-memory` and `math-approx`
 when asked), so its results are bit-identical to the reference interpreter's.
 `fuse`, `plan_memory` and `fast_math_functions` turn single passes off.
 """
@@ -57,6 +57,7 @@ subexpressions, cheapest matrix-chain order, then a second round on what that ex
 _PASSES: dict[str, str] = {
     "verify": "dlc.passes.verify:VerifyPass",
     "differentiate": "dlc.passes.graph.differentiate:DifferentiatePass",
+    "decompose-composites": "dlc.passes.graph.decompose_composites:DecomposeCompositesPass",
     "canonicalize": "dlc.passes.graph.canonicalize:CanonicalizePass",
     "fold-constants": "dlc.passes.graph.fold_constants:FoldConstantsPass",
     "cse": "dlc.passes.graph.cse:CSEPass",
@@ -126,7 +127,7 @@ def level_passes(level: str, options: Options) -> list[ModulePass]:
     """The passes run on a module at `level` before it is lowered (module docstring)."""
     optimize = options.opt_level >= 1
     if level == "graph":
-        names = ["differentiate", *(GRAPH_OPTIMIZER if optimize else ())]
+        names = ["differentiate", "decompose-composites", *(GRAPH_OPTIMIZER if optimize else ())]
         names += SUPEROPTIMIZER if options.opt_level >= 3 else ()
         return [make_pass(n) for n in names]
     if level == "tensor" and optimize:

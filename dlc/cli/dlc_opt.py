@@ -214,13 +214,12 @@ class DlcOptMain(DlcOptTargets):
                     f"unknown pass '{name}' (available: {', '.join(self.available_passes)})"
                 )
         # Like DLVM's mandatory AD: a pipeline that lowers the graph level differentiates
-        # the [adjoint] declarations first (see apply_passes).
+        # the [adjoint] declarations first, and decomposes einsum and top-k, which have
+        # no code generation of their own (see apply_passes).
         lowers = "lower-graph-to-tensor" in names
-        self.auto_differentiate = (
-            lowers
-            and "differentiate"
-            not in names[: names.index("lower-graph-to-tensor") if lowers else 0]
-        )
+        before = names[: names.index("lower-graph-to-tensor") if lowers else 0]
+        self.auto_differentiate = lowers and "differentiate" not in before
+        self.auto_decompose = lowers and "decompose-composites" not in before
         try:
             self.pipeline = PassPipeline.parse_spec(self.available_passes, spec, self.after_pass)
         except (ValueError, TypeError) as e:
@@ -281,9 +280,13 @@ class DlcOptMain(DlcOptTargets):
         print(f"dlc-opt: timing: {what}: {elapsed_ms:.3f} ms", file=sys.stderr)
 
     def apply_passes(self, prog: ModuleOp) -> None:
-        if self.auto_differentiate and level_of(prog) == "graph":
-            self.running = self.available_passes["differentiate"]()()
-            self.running.apply(self.ctx, prog)
+        for name, wanted in (
+            ("differentiate", self.auto_differentiate),
+            ("decompose-composites", self.auto_decompose),
+        ):
+            if wanted and level_of(prog) == "graph":
+                self.running = self.available_passes[name]()()
+                self.running.apply(self.ctx, prog)
         self.pipeline.apply(self.ctx, prog)
 
     # -- driver -----------------------------------------------------------------------

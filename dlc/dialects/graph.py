@@ -373,7 +373,13 @@ def prints_at_use(op: Operation) -> bool:
 
 
 def all_graph_ops() -> list[type[Operation]]:
-    from dlc.dialects import graph_elementwise, graph_gather, graph_memory, graph_tensor
+    from dlc.dialects import (
+        graph_composite,
+        graph_elementwise,
+        graph_gather,
+        graph_memory,
+        graph_tensor,
+    )
 
     return [
         StructOp,
@@ -390,6 +396,7 @@ def all_graph_ops() -> list[type[Operation]]:
         *graph_elementwise.OPS,
         *graph_tensor.OPS,
         *graph_gather.OPS,
+        *graph_composite.OPS,
         *graph_memory.OPS,
     ]
 

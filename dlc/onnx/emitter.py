@@ -9,9 +9,7 @@ permutation, reductions that keep their dimensions and explicit padding.
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Sequence
-from functools import cache
 
 import numpy as np
 from onnx import TensorProto
@@ -32,6 +30,7 @@ from dlc.dialects.graph_tensor import (
 )
 from dlc.dialects.graph_types import TensorType, format_type, numpy_dtype, size_error
 from dlc.passes.graph.fold_constants import literal_of, scalar_tree
+from dlc.passes.graph.permutations import block_reversals
 
 MAX_PERMUTE_RANK = 6
 """Transposes with a permutation are searched for among reshape + reverse sequences up
@@ -250,51 +249,6 @@ def integer_extreme(value: float, dt: str) -> float:
         return value
     info = np.iinfo(numpy_dtype(dt))
     return info.max if value > 0 else info.min
-
-
-@cache
-def block_reversals(perm: tuple[int, ...]) -> list[tuple[tuple[int, ...], ...]]:
-    """The shortest list of block reversals that turns axis order 0..n-1 into `perm`.
-
-    A step splits the current axes into blocks of adjacent axes and reverses the order
-    of the blocks. Each entry lists the blocks as positions of the current axes."""
-    n = len(perm)
-    start = tuple(range(n))
-    seen: dict[tuple[int, ...], tuple[tuple[int, ...], tuple[tuple[int, ...], ...]] | None] = {
-        start: None
-    }
-    queue = deque([start])
-    while queue:
-        order = queue.popleft()
-        if order == perm:
-            break
-        for blocks in _splits(n):
-            new = tuple(order[i] for block in reversed(blocks) for i in block)
-            if new not in seen:
-                seen[new] = (order, blocks)
-                queue.append(new)
-    steps: list[tuple[tuple[int, ...], ...]] = []
-    order = perm
-    while (prev := seen[order]) is not None:
-        order, blocks = prev
-        steps.append(blocks)
-    return steps[::-1]
-
-
-@cache
-def _splits(n: int) -> list[tuple[tuple[int, ...], ...]]:
-    """Every split of positions 0..n-1 into at least two blocks of adjacent positions."""
-    out = []
-    for mask in range(1, 1 << (n - 1)):
-        blocks, current = [], [0]
-        for i in range(1, n):
-            if mask >> (i - 1) & 1:
-                blocks.append(tuple(current))
-                current = []
-            current.append(i)
-        blocks.append(tuple(current))
-        out.append(tuple(blocks))
-    return out
 
 
 def _dtype_name(dtype: np.dtype) -> str:

@@ -92,8 +92,10 @@ def _pool_pads(
 
 
 def pool(node: Node) -> list[SSAValue]:
-    """Max or average over windows: explicit padding (-inf or 0), `reduceWindow`, and
-    for averages a division by each window's element count."""
+    """Max, average or Lp norm over windows: explicit padding (-inf or 0), the
+    windows' max or sum (`_windows`), and for averages a division by each window's
+    element count; LpPool sums |x|^p (zero padding adds nothing) and takes the p-th
+    root."""
     e, x = node.emit, node.input(0)
     dims = shape_of(x)
     if len(dims) < 3:
@@ -104,42 +106,63 @@ def pool(node: Node) -> list[SSAValue]:
     if not kernel or len(kernel) != len(dims) - 2:
         raise ImportProblem(f"kernel_shape needs {len(dims) - 2} entries")
     strides, dilations = _window_attrs(node, len(kernel))
-    is_max = node.op_type == "MaxPool"
-    dilated = any(d != 1 for d in dilations)
-    if dilated and not is_max:
-        raise ImportProblem(f"dilations={dilations} are not supported")
-    if dilated and node.attr("auto_pad", "NOTSET").startswith("SAME"):
+    is_max, is_lp = node.op_type == "MaxPool", node.op_type == "LpPool"
+    if any(d != 1 for d in dilations) and node.attr("auto_pad", "NOTSET").startswith("SAME"):
         # onnxruntime and onnx's reference implementation disagree on these pads
         raise ImportProblem(f"auto_pad={node.attr('auto_pad')} with dilations is not supported")
     node.require("storage_order", (0,), 0)
     spans = [(k - 1) * d + 1 for k, d in zip(kernel, dilations, strict=True)]
     pads = _pool_pads(node, dims[2:], spans, strides)
-    padded = e.pad(x, [(0, 0), (0, 0), *pads], -math.inf if is_max else 0.0)
-    if dilated:
-        return [_dilated_max(e, padded, kernel, strides, dilations)]
-    props = {
-        "window": ints_attr([1, 1, *kernel]),
-        "strides": ints_attr([1, 1, *strides]),
-        "padding": StringAttr("none"),
-        "combinator": StringAttr("max" if is_max else "add"),
-    }
     dt = tensor_type(x).dt
-    init = e.scalar(-math.inf if is_max else 0.0, dt)
-    y = e.op(ReduceWindowOp, [padded, init], **props)
+    if is_lp:
+        x = _lp_powers(node, x)
+    padded = e.pad(x, [(0, 0), (0, 0), *pads], -math.inf if is_max else 0.0)
+    y = _windows(e, padded, kernel, strides, dilations, "max" if is_max else "add")
     if is_max:
         return [y]
-    counts = _window_counts(node, dims[2:], kernel, strides, pads, shape_of(y)[2:])
+    if is_lp:
+        return [e.binary("power", y, e.scalar(1.0 / node.attr("p", 2), dt))]
+    counts = _window_counts(node, dims[2:], kernel, strides, dilations, pads, shape_of(y)[2:])
     divisor = e.constant(counts.astype(np.float64 if dt == "f64" else np.float32))
     return [e.binary("divide", y, divisor)]
 
 
-def _dilated_max(
+def _lp_powers(node: Node, x: SSAValue) -> SSAValue:
+    """|x|^p (x² for p = 2) of LpPool, whose padding then adds zeros."""
+    p = node.attr("p", 2)
+    if not isinstance(p, int | float) or p <= 0:
+        raise ImportProblem(f"p must be a positive number, got {p!r}")
+    if p == 2:
+        return node.emit.unary("square", x)
+    magnitude = node.emit.binary("max", x, node.emit.unary("negate", x))
+    return node.emit.binary("power", magnitude, node.emit.scalar(float(p), tensor_type(x).dt))
+
+
+def _windows(
     e: Emitter, x: SSAValue, kernel: Sequence[int], strides: Sequence[int],
-    dilations: Sequence[int],
+    dilations: Sequence[int], combinator: str,
 ) -> SSAValue:  # fmt: skip
-    """Max pooling of the padded `x` with dilated windows, one spatial axis at a time
-    (the max over a box is the max over each axis in turn): per axis, the max of the
-    `k` strided slices x[a·d :: s] (a < k), each of the output's length."""
+    """Max or sum pooling of the padded `x`: a `reduceWindow`, or with dilated windows
+    for a sum a convolution of each channel with a kernel of ones (rightDilation d), for
+    a max one spatial axis at a time (the max over a box is the max over each axis in
+    turn): per axis, the max of the `k` strided slices x[a·d :: s] (a < k), each of the
+    output's length."""
+    if all(d == 1 for d in dilations):
+        props = {
+            "window": ints_attr([1, 1, *kernel]),
+            "strides": ints_attr([1, 1, *strides]),
+            "padding": StringAttr("none"),
+            "combinator": StringAttr(combinator),
+        }
+        init = e.scalar(-math.inf if combinator == "max" else 0.0, tensor_type(x).dt)
+        return e.op(ReduceWindowOp, [x, init], **props)
+    if combinator == "add":
+        dims = shape_of(x)
+        planes = e.reshape(x, (dims[0] * dims[1], 1, *dims[2:]))
+        ones = e.splat(1.0, (1, 1, *kernel), tensor_type(x).dt)
+        props = {"strides": ints_attr(strides), "right_dilation": ints_attr(dilations)}
+        y = e.op(ConvolveOp, [planes, ones], **props)
+        return e.reshape(y, (*dims[:2], *shape_of(y)[2:]))
     for axis, (k, s, d) in enumerate(zip(kernel, strides, dilations, strict=True), start=2):
         length = shape_of(x)[axis]
         out = (length - (k - 1) * d - 1) // s + 1
@@ -169,19 +192,20 @@ def _strided(e: Emitter, x: SSAValue, axis: int, start: int, count: int, step: i
 
 def _window_counts(
     node: Node, dims: Sequence[int], kernel: Sequence[int], strides: Sequence[int],
-    pads: Pads, out: Sequence[int],
+    dilations: Sequence[int], pads: Pads, out: Sequence[int],
 ) -> np.ndarray:  # fmt: skip
     """Elements each window averages: those of the input, or with count_include_pad
     those of the input and its explicit pads (never the ceil_mode overhang)."""
     include = node.attr("count_include_pad", 0)
-    explicit = _pads(node, dims, kernel, strides, [1] * len(kernel))
+    spans = [(k - 1) * d + 1 for k, d in zip(kernel, dilations, strict=True)]
+    explicit = _pads(node, dims, spans, strides, [1] * len(kernel))
     counts = np.ones((), np.int64)
-    for n, k, s, (lo, _), (elo, ehi), m in zip(
-        dims, kernel, strides, pads, explicit, out, strict=True
+    for n, k, s, d, (lo, _), (elo, ehi), m in zip(
+        dims, kernel, strides, dilations, pads, explicit, out, strict=True
     ):
-        start = np.arange(m) * s - lo
+        taps = (np.arange(m) * s - lo)[:, None] + np.arange(k) * d
         low, high = (-elo, n + ehi) if include else (0, n)
-        per_axis = np.minimum(start + k, high) - np.maximum(start, low)
+        per_axis = ((taps >= low) & (taps < high)).sum(axis=1)
         counts = np.multiply.outer(counts, per_axis)
     return counts.reshape((1, 1, *out))
 
@@ -281,6 +305,7 @@ CONVERTERS: dict[str, Converter] = {
     "Conv": conv,
     "MaxPool": pool,
     "AveragePool": pool,
+    "LpPool": pool,
     "GlobalAveragePool": global_pool,
     "GlobalMaxPool": global_pool,
     "BatchNormalization": batch_norm,

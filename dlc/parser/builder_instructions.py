@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from lark import Token, Tree
-from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr, UnitAttr
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from dlc.dialects.graph import BranchEnumOp, BranchOp, ConditionalOp, InferenceError, ReturnOp
+from dlc.dialects.graph_composite import EinsumOp, TopKIndicesOp, TopKOp
 from dlc.dialects.graph_elementwise import BINARY_OPS, UNARY_OPS, DataTypeCastOp, NotOp, SelectOp
 from dlc.dialects.graph_gather import (
     GatherElementsOp,
@@ -166,6 +167,14 @@ class InstructionBuilder(LiteralBuilder):
             "gather_nd": self._gather_nd,
             "scatter_elements": lambda n: self._scatter(ScatterElementsOp, n),
             "scatter_nd": lambda n: self._scatter(ScatterNDOp, n),
+            "einsum": lambda n: self.emit(
+                EinsumOp,
+                n,
+                [self.use(u) for u in n.children[2].children],
+                equation=StringAttr(str(n.children[1])[1:-1]),
+            ),
+            "top_k": lambda n: self._top_k(TopKOp, n),
+            "top_k_indices": lambda n: self._top_k(TopKIndicesOp, n),
         }
 
     def _uses(self, node: Tree) -> list[SSAValue]:
@@ -284,6 +293,14 @@ class InstructionBuilder(LiteralBuilder):
         by = [c for c in node.children if isinstance(c, Tree) and c.data == "scatter_by"]
         if by:
             props["reduction"] = StringAttr(str(by[0].children[0]))
+        return self.emit(cls, node, self._uses(node), **props)
+
+    def _top_k(self, cls: type[Operation], node: Tree) -> Operation:
+        """`topK %x count K along A [smallest]` / `topKIndices ...`."""
+        count, axis = (int(c) for c in node.children if isinstance(c, Token) and c.type == "INT")
+        props: dict[str, Attribute] = {"count": IntAttr(count), "axis": IntAttr(axis)}
+        if any(isinstance(c, Token) and c.type == "SMALLEST" for c in node.children):
+            props["smallest"] = UnitAttr()
         return self.emit(cls, node, self._uses(node), **props)
 
     def _keys(self, node: Tree, values: list[SSAValue]) -> ArrayAttr[Attribute]:

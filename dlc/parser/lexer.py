@@ -41,6 +41,7 @@ OTHER_OPCODES = (
     "branchEnum return"
 ).split()
 GATHER_OPCODES = "gather gatherElements gatherND scatterElements scatterND".split()
+COMPOSITE_OPCODES = "einsum topK topKIndices".split()
 
 # Keywords kept in the parse tree have plain names; the others start with "_".
 KEYWORDS: dict[str, str] = {
@@ -96,12 +97,13 @@ KEYWORDS: dict[str, str] = {
     "x": "_X",
     "box": "BOX",
     "batchDims": "_BATCHDIMS",
+    "smallest": "SMALLEST",
 }
 for _word in UNARY_WORDS:
     KEYWORDS[_word] = "UNARY_OP"
 for _word in BINARY_WORDS:
     KEYWORDS[_word] = "BINARY_OP"
-for _word in OTHER_OPCODES + GATHER_OPCODES:
+for _word in OTHER_OPCODES + GATHER_OPCODES + COMPOSITE_OPCODES:
     KEYWORDS[_word] = "OP_" + _word.upper()
 
 PUNCTUATION = {
@@ -180,7 +182,7 @@ DISPLAY: dict[str, str] = {
 for _word, _kind in KEYWORDS.items():
     if _kind not in DISPLAY and not _kind.startswith("OP_"):
         DISPLAY[_kind] = f"'{_word}'"
-for _word in OTHER_OPCODES + GATHER_OPCODES:
+for _word in OTHER_OPCODES + GATHER_OPCODES + COMPOSITE_OPCODES:
     DISPLAY["OP_" + _word.upper()] = "instruction"
 for _text, _kind in PUNCTUATION.items():
     DISPLAY[_kind] = f"'{_text}'"

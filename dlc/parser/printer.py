@@ -24,6 +24,7 @@ from xdsl.dialects.builtin import ArrayAttr, IntAttr, ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 
 from dlc.diagnostics import error_at
+from dlc.dialects import graph_composite as gc
 from dlc.dialects import graph_elementwise as ew
 from dlc.dialects import graph_gather as gg
 from dlc.dialects import graph_memory as mem
@@ -159,6 +160,11 @@ def _scatter(op: gg.ScatterElementsOp | gg.ScatterNDOp, ctx: _Context, axis: str
     return f"{head} at {ctx.use(op.indices)}{axis}{by}"
 
 
+def _top_k(op: gc.TopKOp | gc.TopKIndicesOp, ctx: _Context) -> str:
+    tail = " smallest" if op.smallest is not None else ""
+    return f"{op.OPCODE} {ctx.use(op.operand)} count {op.count.data} along {op.axis.data}{tail}"
+
+
 Formatter = Callable[[Any, _Context], str]
 
 # One rule a line: op class -> its DLVM spelling (shared/DLVM.md §2.2). Subclasses of
@@ -203,6 +209,11 @@ FORMATTERS: dict[type[Operation], Formatter] = {
     gg.GatherNDOp: _gather_nd,
     gg.ScatterElementsOp: lambda op, c: _scatter(op, c, f" along {op.axis.data}"),
     gg.ScatterNDOp: lambda op, c: _scatter(op, c, ""),
+    gc.EinsumOp: lambda op, c: (
+        f'einsum "{op.equation.data}" ' + ", ".join(c.use(v) for v in op.inputs)
+    ),
+    gc.TopKOp: lambda op, c: _top_k(op, c),
+    gc.TopKIndicesOp: lambda op, c: _top_k(op, c),
     mem.ExtractOp: lambda op, c: f"extract {_keys(op, c)} from {c.use(op.operand)}",
     mem.InsertOp: lambda op, c: f"insert {c.use(op.source)} to {c.use(op.dest)} at {_keys(op, c)}",
     mem.ApplyOp: lambda op, c: (

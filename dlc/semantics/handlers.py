@@ -22,6 +22,7 @@ from dlc.dialects.graph_tensor import conv_config, ints
 from dlc.dialects.graph_types import PointerType, TensorType
 from dlc.semantics import ops as ops
 from dlc.semantics import tensor as rt
+from dlc.semantics.composite import COMPOSITE_HANDLERS
 from dlc.semantics.gather import GATHER_HANDLERS
 from dlc.semantics.memory import MEMORY_HANDLERS, dynamic_keys, load, store
 from dlc.semantics.values import (
@@ -225,5 +226,6 @@ def _insert(interp: Interpreter, op: mem.InsertOp, args: list[Any]) -> object:
 
 HANDLERS.update(MEMORY_HANDLERS)
 HANDLERS.update(GATHER_HANDLERS)
+HANDLERS.update(COMPOSITE_HANDLERS)
 
 __all__ = ["HANDLERS", "load", "store"]

@@ -18,6 +18,7 @@ from dlc.pipeline import LOWERINGS, get_all_passes, make_pass
 
 PASS_LEVELS = {
     "differentiate": "graph",
+    "decompose-composites": "graph",
     "canonicalize": "graph",
     "fold-constants": "graph",
     "cse": "graph",

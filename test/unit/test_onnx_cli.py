@@ -99,8 +99,8 @@ def test_dlc_opt_reads_onnx_by_format_and_lowers(
 
 def test_dlc_opt_import_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = str(tmp_path / "bad.onnx")
-    onnx.save(make([node("Det", ["x"], ["y"])], {"x": (2,)}, {"y": None}), path)
+    onnx.save(make([node("Xyz", ["x"], ["y"])], {"x": (2,)}, {"y": None}), path)
     assert dlc_opt.main([path]) == 1
     assert (
-        capsys.readouterr().err == f"{path}: error: node 'y' (Det): operator Det is not supported\n"
+        capsys.readouterr().err == f"{path}: error: node 'y' (Xyz): operator Xyz is not supported\n"
     )

@@ -27,6 +27,8 @@ from dlc.dialects import graph_memory as gm
 from dlc.dialects import graph_tensor as gt
 from dlc.dialects.graph import LiteralOp
 from dlc.dialects.graph_types import dtype_is_float
+from dlc.passes.graph import adjoint_rules_composite as composite
+from dlc.passes.graph import adjoint_rules_convolve as convolve
 from dlc.passes.graph.adjoint_emitter import Adj, Emitter, tensor_of
 from dlc.passes.graph.adjoint_rules_elementwise import (
     DIFFERENTIABLE_BINARY,
@@ -68,6 +70,8 @@ RULES: dict[type[Operation], Rule] = {
     LiteralOp: literal_rule,
     gm.ExtractOp: extract_rule,
     **GATHER_RULES,
+    **composite.RULES,
+    gt.ConvolveOp: convolve.convolve_rule,
 }
 
 DIFFERENTIABLE_REDUCTIONS = ("add", "multiply", "max", "min")
@@ -86,6 +90,10 @@ def rule_for(op: Operation) -> Rule | None:
     ):
         return None
     if type(op) in GATHER_RULES and not has_rule(op):
+        return None
+    if type(op) in composite.RULES and not composite.has_rule(op):
+        return None
+    if isinstance(op, gt.ConvolveOp) and not convolve.has_rule(op):
         return None
     return RULES.get(type(op))
 
