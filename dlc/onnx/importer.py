@@ -34,14 +34,17 @@ from dlc.onnx import (
     expand,
     fold,
     ops_activation,
+    ops_control,
     ops_cumulative,
     ops_gather,
     ops_logic,
     ops_math,
     ops_nn,
     ops_resize,
+    ops_rnn,
     ops_shape,
     ops_slice,
+    subgraph,
 )
 from dlc.onnx.emitter import ELEMENT_TYPES, Emitter, ImportProblem, NotConstant
 from dlc.onnx.node import Converter, Node
@@ -56,6 +59,8 @@ CONVERTERS: dict[str, Converter] = {
     **ops_gather.CONVERTERS,
     **ops_resize.CONVERTERS,
     **ops_cumulative.CONVERTERS,
+    **ops_control.CONVERTERS,
+    **ops_rnn.CONVERTERS,
 }
 DTYPES = ELEMENT_TYPES
 
@@ -127,7 +132,9 @@ class GraphImporter:
         self.constants: dict[str, np.ndarray] = {}
         self.unknown: set[str] = set()
         self.block = Block()
+        self.region = Region([self.block])  # control flow adds blocks (subgraph.py)
         self.emit = Emitter(self.block)
+        self.producers: dict[str, list[str]] = {}
 
     def run(self) -> ModuleOp:
         opset = default_opset(self.model)
@@ -145,7 +152,7 @@ class GraphImporter:
             self.constants[name] = np.asarray(value)
         params = self._parameters(graph)
         for index, proto in enumerate(graph.node):
-            self._node(proto, index, opset)
+            self.import_node(proto, index, opset)
         results = [self._output(o.name, o.type) for o in graph.output]
         if self.problems:
             raise OnnxImportError(self.problems, self.filename, self.wanted)
@@ -260,12 +267,12 @@ class GraphImporter:
             out_type = TupleType([r.type for r in results])
             tree = ("tuple", tuple(("operand", k) for k in range(len(results))))
             literal = LiteralOp(LiteralAttr(tree), out_type, results)
-            self.block.add_op(literal)
+            self.emit.block.add_op(literal)
             out = literal.result
-        self.block.add_op(ReturnOp(out))
+        self.emit.block.add_op(ReturnOp(out))
         self.block._name = "entry"
         name = Names()(self.graph.name or "main")
-        func = FuncOp(name, FunctionType(params, out_type), Region([self.block]))
+        func = FuncOp(name, FunctionType(params, out_type), self.region)
         module = ModuleOp([func])
         module.attributes["dlc.name"] = StringAttr(self.graph.name or "main")
         module.attributes["dlc.stage"] = StringAttr("raw")
@@ -282,8 +289,10 @@ class GraphImporter:
             self.values[name] = value
         return self.values[name]
 
-    def _node(self, proto: NodeProto, index: int, opset: int) -> None:
+    def import_node(self, proto: NodeProto, index: int, opset: int) -> None:
         label = node_label(proto, index)
+        for name in proto.output:
+            self.producers[name] = [*proto.input, *subgraph.outer_names(proto)]
         if any(name in self.unknown for name in proto.input):
             self.unknown.update(proto.output)  # the cause is reported already
             return
@@ -292,8 +301,8 @@ class GraphImporter:
         except ImportProblem as err:
             self.problems.append(f"{label}: {err}")
             self.unknown.update(proto.output)
-            if isinstance(err, NotConstant) and err.name in self.graph_inputs:
-                self.wanted.append(err.name)
+            if isinstance(err, NotConstant):
+                self.wanted += subgraph.inputs_behind(err.name, self.producers, self.graph_inputs)
         except (ValueError, TypeError, KeyError, IndexError) as err:  # a malformed node
             self.problems.append(f"{label}: malformed node: {type(err).__name__}: {err}")
             self.unknown.update(proto.output)
@@ -325,6 +334,7 @@ class GraphImporter:
             constants,
             self._value,
             self.emit,
+            scope=self,
         )
         results = convert(node)
         unused = [a.name for a in proto.attribute if a.name not in node.used]
@@ -343,7 +353,7 @@ class GraphImporter:
         nodes, body_opset = body
         before = len(self.problems)
         for index, inner in enumerate(nodes):
-            self._node(inner, index, body_opset)
+            self.import_node(inner, index, body_opset)
         inner_problems = self.problems[before:]
         del self.problems[before:]
         if inner_problems:
