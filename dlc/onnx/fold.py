@@ -24,7 +24,7 @@ FOLDABLE = frozenset(
         "Equal", "Expand", "Flatten", "Floor", "Gather", "Greater", "GreaterOrEqual",
         "Identity", "Less", "LessOrEqual", "Max", "Min", "Mod", "Mul", "Neg", "Not", "Or", "Pow",
         "Range", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum",
-        "Relu", "Reshape", "Shape", "Sign", "Size", "Slice", "Sqrt", "Squeeze", "Sub", "Tile",
+        "Relu", "Reshape", "Shape", "Sign", "Size", "Slice", "Split", "Sqrt", "Squeeze", "Sub", "Tile",
         "Transpose", "Trilu", "Unsqueeze", "Where", "Xor",
     }
 )  # fmt: skip

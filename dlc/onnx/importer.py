@@ -291,9 +291,10 @@ class GraphImporter:
 
     def import_node(self, proto: NodeProto, index: int, opset: int) -> None:
         label = node_label(proto, index)
+        inputs = [*proto.input, *subgraph.outer_names(proto)]
         for name in proto.output:
-            self.producers[name] = [*proto.input, *subgraph.outer_names(proto)]
-        if any(name in self.unknown for name in proto.input):
+            self.producers[name] = inputs
+        if any(name in self.unknown for name in inputs):
             self.unknown.update(proto.output)  # the cause is reported already
             return
         try:

@@ -288,7 +288,10 @@ def _scan8(node: Node) -> list[Result]:
     rows = []
     for b in range(batch):
         index = node.emit.constant(np.array(b, np.int64))
-        row = [node.emit.op(GatherOp, [node.input(j), index], axis=IntAttr(0)) for j in range(1, 1 + n + m)]
+        row = [
+            node.emit.op(GatherOp, [node.input(j), index], axis=IntAttr(0))
+            for j in range(1, 1 + n + m)
+        ]
         rows.append(scan_loop(node, body, row[:n], row[n:], [0] * m, directions, [0] * k, [0] * k))
     return [stack(node.emit, [r[j] for r in rows]) for j in range(n + k)]
 

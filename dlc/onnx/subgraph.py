@@ -129,7 +129,9 @@ def new_block(emit: Emitter, names: Any, name: str, types: Sequence[Attribute] =
 def subgraphs(proto: NodeProto) -> list[GraphProto]:
     """The graphs among `proto`'s attributes."""
     graphs = [a.g for a in proto.attribute if a.type == AttributeProto.GRAPH]
-    return graphs + [g for a in proto.attribute if a.type == AttributeProto.GRAPHS for g in a.graphs]
+    return graphs + [
+        g for a in proto.attribute if a.type == AttributeProto.GRAPHS for g in a.graphs
+    ]
 
 
 def outer_names(proto: NodeProto) -> list[str]:
