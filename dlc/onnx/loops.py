@@ -6,14 +6,16 @@ the loop-carried values and one accumulator per scan output; the header tests
 `i < count and cond` and enters the body or the exit; the body (the block the step
 function leaves the emitter in: nested control flow adds blocks) branches back with
 the new values. Scan outputs are written into their accumulator, a tensor of the
-static trip count's length, at row i (`scatterND`). Every later node is imported into
-the exit block, where the header's arguments hold the final values.
+static trip count's length, at row i (a `select` of the rows equal to i: one fused,
+vectorized pass over the accumulator per iteration, so T iterations cost T² rows;
+an in-place row update at the loop level would make it T). Every later node is
+imported into the exit block, where the header's arguments hold the final values.
 
     'pre:  ... branch 'head(0: i64, %c0: bool, %v0, %acc0)
     'head(%i: i64, %c: bool, %v, %acc):
            %go = and (lessThan %i, %n), %c
            conditional %go then 'body() else 'exit()
-    'body: ... %acc1 = scatterND %y to %acc at (shapeCast %i to 1 x 1)
+    'body: ... %acc1 = select (shapeCast %y to 1 x ...), %acc by (equal %rows, %i)
            branch 'head(add %i, 1, %c1, %v1, %acc1)
     'exit: ...
 """
@@ -23,10 +25,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
 from xdsl.ir import Block, SSAValue
 
 from dlc.dialects.graph import BranchOp, ConditionalOp
-from dlc.dialects.graph_gather import ScatterNDOp
+from dlc.dialects.graph_elementwise import SelectOp
 from dlc.dialects.graph_types import TensorType
 from dlc.onnx.emitter import Emitter, ImportProblem, describe, shape_of, tensor_type
 from dlc.onnx.node import Result
@@ -122,14 +125,14 @@ def _accumulate(
     """Row i of each scan output's accumulator (a new header argument) set."""
     if scans and trips is None:
         raise ImportProblem("scan outputs need a loop with a fixed number of iterations")
-    row = emit.reshape(i, (1, 1))
     out = []
     for value in scans:
         value = as_tensor(emit, value)
         t = tensor_type(value)
         acc = head.insert_arg(t.with_shape((trips, *t.dims)), len(head.args))
+        rows = emit.constant(np.arange(trips, dtype=np.int64).reshape((trips,) + (1,) * t.rank))
         update = emit.reshape(value, (1, *shape_of(value)))
-        out.append(emit.op(ScatterNDOp, [update, acc, row]))
+        out.append(emit.op(SelectOp, [update, acc, emit.binary("equal", rows, i)]))
     return out
 
 

@@ -206,8 +206,9 @@ class Recurrence:
         return self.b.const(np.zeros(shape, numpy_dtype(self.dt)))
 
     def _direction(self, x: str, d: int) -> list[str]:
-        """Direction d's Y ([T, B, H]) and final states, from one Scan."""
-        b = self.b
+        """Direction d's Y ([T, B, H]) and final states, from one Scan. The gates'
+        input projections and recurrent weights are split outside the loop."""
+        b, gates = self.b, GATES[self.op]
         reverse = self.direction == "reverse" or d == 1
         w, r = self._input(1, d), self._input(2, d)
         assert w is not None and r is not None
@@ -220,14 +221,18 @@ class Recurrence:
         states = [self._input(5, d, transpose=True) or zeros]
         if self.op == "LSTM":
             states.append(self._input(6, d, transpose=True) or zeros)
-        scanned, lens = [xw], None
+        scanned = b.many("Split", [xw], gates, axis=-1) if gates > 1 else [xw]
+        lens = None
         if self.lens is not None:
             lens = b.const(self.lens)
             if reverse:
-                scanned[0] = b("ReverseSequence", [xw, lens], time_axis=0, batch_axis=1)
+                scanned = [b("ReverseSequence", [v, lens], time_axis=0, batch_axis=1) for v in scanned]  # fmt: skip
             mask = np.arange(self.steps)[:, None] < self.lens[None, :]
             scanned.append(b.const(mask[:, :, None]))
-        body = self._body(d, r, rb if self.op == "GRU" else None)
+        parts = b.many("Split", [r], gates, axis=0) if gates > 1 else [r]
+        rts = [b("Transpose", [p], perm=[1, 0]) for p in parts]
+        biases = b.many("Split", [rb], 3) if rb is not None and self.op == "GRU" else [None] * 3
+        body = self._body(d, rts, biases)
         flip = int(reverse and lens is None)
         outs = b.many(
             "Scan", [*states, *scanned], len(states) + 1, body=body,
@@ -239,57 +244,58 @@ class Recurrence:
             y = b("ReverseSequence", [y, lens], time_axis=0, batch_axis=1)
         return [y, *outs[:-1]]
 
-    def _body(self, d: int, r: str, rb: str | None) -> GraphProto:
-        """The cell: (states..., X·Wᵀ row[, mask row]) -> (states..., Y row)."""
+    def _body(self, d: int, rts: list[str], biases: list[str | None]) -> GraphProto:
+        """The cell: (states..., each gate's X·Wᵀ row[, mask row]) -> (states..., Y row)."""
         inner = Builder(f"{self.b.prefix}d{d}.")
         states = [inner.fresh() for _ in range(2 if self.op == "LSTM" else 1)]
-        xw, mask = inner.fresh(), inner.fresh() if self.lens is not None else None
+        xw = [inner.fresh() for _ in rts]
+        mask = inner.fresh() if self.lens is not None else None
         if self.op == "RNN":
-            rt = self.b("Transpose", [r], perm=[1, 0])
-            pre = inner("Add", [xw, inner("MatMul", [states[0], rt])])
+            pre = inner("Add", [xw[0], inner("MatMul", [states[0], rts[0]])])
             new = [self.cell.act(inner, self.specs[d][0], pre)]
         elif self.op == "GRU":
-            new = [self._gru(inner, d, r, rb, states[0], xw)]
+            new = [self._gru(inner, d, rts, biases, states[0], xw)]
         else:
-            new = self._lstm(inner, d, r, states, xw)
+            new = self._lstm(inner, d, rts, states, xw)
         if mask is None:
             outs, y = new, inner("Identity", [new[0]])
         else:
             outs = [inner("Where", [mask, n, s]) for n, s in zip(new, states, strict=True)]
             y = inner("Where", [mask, new[0], self._zeros(self.batch, self.hidden)])
-        ins = [*states, xw, *([mask] if mask else [])]
+        ins = [*states, *xw, *([mask] if mask else [])]
         return helper.make_graph(
             inner.nodes, f"{self.op.lower()}_cell",
             [helper.make_empty_tensor_value_info(n) for n in ins],
             [helper.make_empty_tensor_value_info(n) for n in [*outs, y]],
         )  # fmt: skip
 
-    def _gru(self, b: Builder, d: int, r: str, rb: str | None, h: str, xw: str) -> str:
+    def _gru(
+        self, b: Builder, d: int, rts: list[str], biases: list[str | None], h: str, xw: list[str]
+    ) -> str:
         """Ht = (1 - z) h~ + z Ht-1 (linear_before_reset: r applied after Rh)."""
         f, g = self.specs[d]
-        rz, rr, rh = (self.b("Transpose", [m], perm=[1, 0]) for m in self.b.many("Split", [r], 3))
-        biases = self.b.many("Split", [rb], 3) if rb is not None else [None] * 3
 
         def plus(x: str, bias: str | None) -> str:
             return x if bias is None else b("Add", [x, bias])
 
-        xz, xr, xh = b.many("Split", [xw], 3, axis=-1)
-        z = self.cell.act(b, f, plus(b("Add", [xz, b("MatMul", [h, rz])]), biases[0]))
-        reset = self.cell.act(b, f, plus(b("Add", [xr, b("MatMul", [h, rr])]), biases[1]))
+        def gate(k: int) -> str:
+            return self.cell.act(b, f, plus(b("Add", [xw[k], b("MatMul", [h, rts[k]])]), biases[k]))  # fmt: skip
+
+        z, reset = gate(0), gate(1)
         if self.cell.linear_before_reset:
-            pre = b("Add", [xh, b("Mul", [reset, plus(b("MatMul", [h, rh]), biases[2])])])
+            recurrent = plus(b("MatMul", [h, rts[2]]), biases[2])
+            pre = b("Add", [xw[2], b("Mul", [reset, recurrent])])
         else:
-            pre = plus(b("Add", [xh, b("MatMul", [b("Mul", [reset, h]), rh])]), biases[2])
+            pre = plus(b("Add", [xw[2], b("MatMul", [b("Mul", [reset, h]), rts[2]])]), biases[2])
         candidate = self.cell.act(b, g, pre)
         keep = b("Sub", [self.b.const(np.asarray(1, numpy_dtype(self.dt))), z])
         return b("Add", [b("Mul", [keep, candidate]), b("Mul", [z, h])])
 
-    def _lstm(self, b: Builder, d: int, r: str, states: list[str], xw: str) -> list[str]:
+    def _lstm(self, b: Builder, d: int, rts: list[str], states: list[str], xw: list[str]) -> list[str]:  # fmt: skip
         """Gates i, o, f, c (peepholes on i, f from Ct-1 and on o from Ct)."""
         f, g, h = self.specs[d]
         h_prev, c_prev = states
-        gates = b("Add", [xw, b("MatMul", [h_prev, self.b("Transpose", [r], perm=[1, 0])])])
-        i, o, forget, c = b.many("Split", [gates], 4, axis=-1)
+        i, o, forget, c = (b("Add", [x, b("MatMul", [h_prev, rt])]) for x, rt in zip(xw, rts, strict=True))  # fmt: skip
         peep = self._input(7, d)
         pi, po, pf = self.b.many("Split", [peep], 3) if peep is not None else (None,) * 3
         if pi is not None:
