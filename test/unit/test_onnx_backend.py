@@ -42,6 +42,8 @@ NODE_TESTS = [
     "test_mod_mixed_sign_int32", "test_hardmax_axis_1", "test_lpnormalization_default",
     "test_cast_FLOAT16_to_FLOAT", "test_gathernd_example_int32_batch_dim1",
     "test_scatter_elements_with_duplicate_indices", "test_scatternd_max", "test_scatter_with_axis",
+    "test_if", "test_loop11", "test_scan9_sum", "test_scan_sum", "test_lstm_with_peepholes",
+    "test_gru_seq_length", "test_range_float_type_positive_delta", "test_reversesequence_batch",
 ]  # fmt: skip
 
 
