@@ -328,15 +328,8 @@ class GraphImporter:
         if convert is None:
             self._function_body(proto, opset)
             return
-        node = Node(
-            proto,
-            opset,
-            list(proto.input),
-            constants,
-            self._value,
-            self.emit,
-            scope=self,
-        )
+        names = list(proto.input)
+        node = Node(proto, opset, names, constants, self._value, self.emit, scope=self)
         results = convert(node)
         unused = [a.name for a in proto.attribute if a.name not in node.used]
         if unused:
@@ -352,11 +345,7 @@ class GraphImporter:
         if body is None:
             raise ImportProblem(f"operator {proto.op_type} is not supported")
         nodes, body_opset = body
-        before = len(self.problems)
-        for index, inner in enumerate(nodes):
-            self.import_node(inner, index, body_opset)
-        inner_problems = self.problems[before:]
-        del self.problems[before:]
+        inner_problems = subgraph.import_nodes(self, nodes, body_opset)
         if inner_problems:
             details = "; ".join(inner_problems[:3])
             raise ImportProblem(f"operator {proto.op_type} (its function body: {details})")

@@ -29,7 +29,7 @@ from dlc.dialects.graph_gather import GatherElementsOp
 from dlc.dialects.graph_types import numpy_dtype
 from dlc.onnx.emitter import ImportProblem, shape_of, tensor_type
 from dlc.onnx.node import Converter, Node, Result
-from dlc.onnx.subgraph import import_nodes, lookup
+from dlc.onnx.subgraph import expand, lookup
 
 EXPANSION_OPSET = 17
 """The opset the generated nodes are written in, whatever the model's."""
@@ -189,7 +189,7 @@ class Recurrence:
             y = b("Transpose", [y], perm=[2, 0, 1, 3])
             states = [b("Transpose", [s], perm=[1, 0, 2]) for s in states]
         scope = self.node.scope
-        import_nodes(scope, b.nodes, EXPANSION_OPSET, f"{self.op}'s expansion")
+        expand(scope, b.nodes, EXPANSION_OPSET, f"{self.op}'s expansion")
         return [lookup(scope, n, self.op) for n in (y, *states)]
 
     def _input(self, i: int, d: int, transpose: bool = False) -> str | None:

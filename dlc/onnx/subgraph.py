@@ -21,7 +21,7 @@ body (a literal placed in the body's block) is not used outside it, where that b
 does not dominate.
 
 Nodes that expand into other ONNX nodes (RNN, GRU, LSTM, ReverseSequence) import them
-with `import_nodes`, as the importer imports a function body.
+with `expand`, as the importer imports a function body.
 """
 
 from __future__ import annotations
@@ -78,13 +78,20 @@ def lookup(importer: Any, name: str, where: str) -> Result:
     raise ImportProblem(f"{where}: '{name}' is not computed")
 
 
-def import_nodes(importer: Any, nodes: Sequence[NodeProto], opset: int, where: str) -> None:
-    """Import `nodes` in order; their problems become one problem of the node."""
+def import_nodes(importer: Any, nodes: Sequence[NodeProto], opset: int) -> list[str]:
+    """Import `nodes` in order; their problems are returned (to become one problem of
+    the node they stand for), not recorded."""
     before = len(importer.problems)
     for index, inner in enumerate(nodes):
         importer.import_node(inner, index, opset)
     problems = importer.problems[before:]
     del importer.problems[before:]
+    return problems
+
+
+def expand(importer: Any, nodes: Sequence[NodeProto], opset: int, where: str) -> None:
+    """Import `nodes` in the node's place; their problems become one of the node."""
+    problems = import_nodes(importer, nodes, opset)
     if problems:
         raise ImportProblem(f"{where}: " + "; ".join(problems[:3]))
 
@@ -104,7 +111,7 @@ def import_graph(
             bind(importer, init.name, numpy_helper.to_array(init))
         for value, binding in zip(graph.input, bindings, strict=True):
             bind(importer, value.name, binding)
-        import_nodes(importer, graph.node, opset, where)
+        expand(importer, graph.node, opset, where)
         return [lookup(importer, o.name, where) for o in graph.output]
 
 
