@@ -35,6 +35,9 @@ from dlc.onnx.emitter import Emitter, ImportProblem, describe, shape_of, tensor_
 from dlc.onnx.node import Result
 from dlc.onnx.subgraph import as_tensor, new_block
 
+MAX_SCAN_ROWS = 1 << 20
+"""Scan outputs of loops with more iterations are refused (their accumulators)."""
+
 I64 = TensorType((), "i64")
 BOOL = TensorType((), "bool")
 
@@ -125,6 +128,8 @@ def _accumulate(
     """Row i of each scan output's accumulator (a new header argument) set."""
     if scans and trips is None:
         raise ImportProblem("scan outputs need a loop with a fixed number of iterations")
+    if scans and trips is not None and trips > MAX_SCAN_ROWS:
+        raise ImportProblem(f"scan outputs of more than {MAX_SCAN_ROWS} iterations")
     out = []
     for value in scans:
         value = as_tensor(emit, value)

@@ -178,6 +178,18 @@ def test_loop_cfg_with_scan_outputs():
     check(m, np.zeros(2, np.float32), np.array([1.0, 0.5], np.float32))
 
 
+def _with_scan_output(m: onnx.ModelProto, passes_condition: bool = False) -> onnx.ModelProto:
+    """The counting loop with a scan output `s` (and its condition passed through)."""
+    body = m.graph.node[0].attribute[0].g
+    if passes_condition:
+        body.node[-1].CopyFrom(node("Identity", ["cin"], ["cout"]))
+    body.node.append(node("Identity", ["yout"], ["s"]))
+    body.output.append(vi("s"))
+    m.graph.node[0].output.append("s")
+    m.graph.output.append(vi("s"))
+    return m
+
+
 def test_loop_refusals():
     changing = graph(
         [node("Identity", ["cin"], ["cout"]), node("Concat", ["yin", "yin"], ["yout"], axis=0)],
@@ -190,15 +202,14 @@ def test_loop_refusals():
     assert problems(_loop(changing)) == [
         "node 'y' (Loop): a Loop with neither a trip count nor a condition never ends"
     ]
-    m = _loop(_counting_body(), 40, True, extra_inputs=[vi("x", F, [2]), vi("limit", F, [])])
-    body = m.graph.node[0].attribute[0].g
-    body.node.append(node("Identity", ["yout"], ["s"]))
-    body.output.append(vi("s"))
-    m.graph.node[0].output.append("s")
-    m.graph.output.append(vi("s"))
-    assert problems(m) == [
+    extra = [vi("x", F, [2]), vi("limit", F, [])]
+    assert problems(_with_scan_output(_loop(_counting_body(), 40, True, extra_inputs=extra))) == [
         "node 'y' (Loop): scan outputs need a fixed number of iterations: the body's "
         "condition must pass the incoming one through"
+    ]
+    huge = _loop(_counting_body(), 1 << 40, True, extra_inputs=extra)
+    assert problems(_with_scan_output(huge, passes_condition=True)) == [
+        "node 'y' (Loop): scan outputs of more than 1048576 iterations"
     ]
 
 
