@@ -130,10 +130,16 @@ class Emitter:
     # ---- literals -------------------------------------------------------------------
 
     def constant(self, value: np.ndarray) -> SSAValue:
-        """A literal of `value` (a splat when all elements are equal)."""
+        """A literal of `value` (a splat when all elements are equal), placed in the
+        function's entry block: read in a loop body, it is not made again per
+        iteration."""
         t = TensorType(value.shape, _dtype_name(value.dtype))
         op = literal_of(np.ascontiguousarray(value), t)
-        self.block.add_op(op)
+        entry = self.block.parent.first_block if self.block.parent else None
+        if entry is None or entry is self.block or entry.last_op is None:
+            self.block.add_op(op)
+        else:
+            entry.insert_op_before(op, entry.last_op)  # before its terminator
         return op.result
 
     def scalar(self, value: float, dt: str) -> SSAValue:

@@ -10,6 +10,8 @@ first output's name: names stay the same from one import to the next).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import onnx
 from onnx import AttributeProto, FunctionProto, NodeProto, TypeProto, helper
 
@@ -89,6 +91,27 @@ def _substituted(node: NodeProto, function: FunctionProto, prefix: str) -> list[
                 value.name = attr.name
                 new.attribute.append(value)
             else:
-                new.attribute.append(attr)
+                new.attribute.append(_renamed_graphs(attr, rename))
         nodes.append(new)
     return nodes
+
+
+def _renamed_graphs(attr: AttributeProto, rename: Callable[[str], str]) -> AttributeProto:
+    """`attr` with every name in its subgraphs (at any depth) renamed as the body's
+    names are: a subgraph reads the body's values by those names, and renaming the
+    names it defines the same way keeps its shadowing as it was."""
+    if attr.type not in (AttributeProto.GRAPH, AttributeProto.GRAPHS):
+        return attr
+    copy = AttributeProto()
+    copy.CopyFrom(attr)
+    stack = [copy.g] if attr.type == AttributeProto.GRAPH else list(copy.graphs)
+    while stack:
+        graph = stack.pop()
+        for value in [*graph.input, *graph.output, *graph.value_info, *graph.initializer]:
+            value.name = rename(value.name)
+        for inner in graph.node:
+            inner.input[:] = [rename(n) for n in inner.input]
+            inner.output[:] = [rename(n) for n in inner.output]
+            stack.extend(a.g for a in inner.attribute if a.type == AttributeProto.GRAPH)
+            stack.extend(g for a in inner.attribute for g in a.graphs)
+    return copy

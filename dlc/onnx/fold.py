@@ -24,7 +24,7 @@ FOLDABLE = frozenset(
         "Equal", "Expand", "Flatten", "Floor", "Gather", "Greater", "GreaterOrEqual",
         "Identity", "Less", "LessOrEqual", "Max", "Min", "Mod", "Mul", "Neg", "Not", "Or", "Pow",
         "Range", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum",
-        "Reshape", "Shape", "Sign", "Size", "Slice", "Sqrt", "Squeeze", "Sub", "Tile",
+        "Relu", "Reshape", "Shape", "Sign", "Size", "Slice", "Split", "Sqrt", "Squeeze", "Sub", "Tile",
         "Transpose", "Trilu", "Unsqueeze", "Where", "Xor",
     }
 )  # fmt: skip
@@ -46,8 +46,18 @@ def fold(
 ) -> list[np.ndarray]:
     """The outputs of `proto` on its constant inputs; ValueError when one has more than
     `limit` elements or the reference implementation rejects the node."""
+    from onnx import ValueInfoProto, helper
     from onnx.reference import ReferenceEvaluator
 
+    # a model, not the bare node: the reference ignores `opsets` for a node and runs the
+    # newest form of the op (opset 11's Unsqueeze with an `axes` attribute failed)
+    graph = helper.make_graph(
+        [proto],
+        "fold",
+        [ValueInfoProto(name=n) for n in dict.fromkeys(proto.input) if n],
+        [ValueInfoProto(name=n) for n in proto.output if n],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     feeds = {
         name: value
         for name, value in zip(proto.input, constants, strict=True)
@@ -56,10 +66,11 @@ def fold(
     try:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
-            outputs = ReferenceEvaluator(proto, opsets={"": opset}).run(None, feeds)
+            outputs = ReferenceEvaluator(model).run(None, feeds)
     except Exception as err:  # the reference implementation's own checks
         raise ValueError(f"cannot fold constant inputs: {err}") from None
-    arrays = [np.asarray(o) for o in outputs]
+    produced = iter(outputs)
+    arrays = [np.asarray(next(produced)) if n else np.empty(0) for n in proto.output]
     if any(a.size > limit for a in arrays):
         raise ValueError(f"folded output exceeds {limit} elements")
     return arrays

@@ -35,6 +35,7 @@ from dlc.onnx import (
     fold,
     ops_activation,
     ops_composite,
+    ops_control,
     ops_conv_transpose,
     ops_cumulative,
     ops_deform_conv,
@@ -46,12 +47,14 @@ from dlc.onnx import (
     ops_nn,
     ops_onehot,
     ops_resize,
+    ops_rnn,
     ops_roi,
     ops_sample,
     ops_scatter_back,
     ops_shape,
     ops_signal,
     ops_slice,
+    subgraph,
 )
 from dlc.onnx.emitter import ELEMENT_TYPES, Emitter, ImportProblem, NotConstant
 from dlc.onnx.node import Converter, Node
@@ -76,6 +79,8 @@ CONVERTERS: dict[str, Converter] = {
     **ops_scatter_back.CONVERTERS,
     **ops_det.CONVERTERS,
     **ops_deform_conv.CONVERTERS,
+    **ops_control.CONVERTERS,
+    **ops_rnn.CONVERTERS,
 }
 DTYPES = ELEMENT_TYPES
 
@@ -147,7 +152,9 @@ class GraphImporter:
         self.constants: dict[str, np.ndarray] = {}
         self.unknown: set[str] = set()
         self.block = Block()
+        self.region = Region([self.block])  # control flow adds blocks (subgraph.py)
         self.emit = Emitter(self.block)
+        self.producers: dict[str, list[str]] = {}
 
     def run(self) -> ModuleOp:
         opset = default_opset(self.model)
@@ -165,7 +172,7 @@ class GraphImporter:
             self.constants[name] = np.asarray(value)
         params = self._parameters(graph)
         for index, proto in enumerate(graph.node):
-            self._node(proto, index, opset)
+            self.import_node(proto, index, opset)
         results = [self._output(o.name, o.type) for o in graph.output]
         if self.problems:
             raise OnnxImportError(self.problems, self.filename, self.wanted)
@@ -280,12 +287,12 @@ class GraphImporter:
             out_type = TupleType([r.type for r in results])
             tree = ("tuple", tuple(("operand", k) for k in range(len(results))))
             literal = LiteralOp(LiteralAttr(tree), out_type, results)
-            self.block.add_op(literal)
+            self.emit.block.add_op(literal)
             out = literal.result
-        self.block.add_op(ReturnOp(out))
+        self.emit.block.add_op(ReturnOp(out))
         self.block._name = "entry"
         name = Names()(self.graph.name or "main")
-        func = FuncOp(name, FunctionType(params, out_type), Region([self.block]))
+        func = FuncOp(name, FunctionType(params, out_type), self.region)
         module = ModuleOp([func])
         module.attributes["dlc.name"] = StringAttr(self.graph.name or "main")
         module.attributes["dlc.stage"] = StringAttr("raw")
@@ -302,9 +309,12 @@ class GraphImporter:
             self.values[name] = value
         return self.values[name]
 
-    def _node(self, proto: NodeProto, index: int, opset: int) -> None:
+    def import_node(self, proto: NodeProto, index: int, opset: int) -> None:
         label = node_label(proto, index)
-        if any(name in self.unknown for name in proto.input):
+        inputs = [*proto.input, *subgraph.outer_names(proto)]
+        for name in proto.output:
+            self.producers[name] = inputs
+        if any(name in self.unknown for name in inputs):
             self.unknown.update(proto.output)  # the cause is reported already
             return
         try:
@@ -312,8 +322,8 @@ class GraphImporter:
         except ImportProblem as err:
             self.problems.append(f"{label}: {err}")
             self.unknown.update(proto.output)
-            if isinstance(err, NotConstant) and err.name in self.graph_inputs:
-                self.wanted.append(err.name)
+            if isinstance(err, NotConstant):
+                self.wanted += subgraph.inputs_behind(err.name, self.producers, self.graph_inputs)
         except (ValueError, TypeError, KeyError, IndexError) as err:  # a malformed node
             self.problems.append(f"{label}: malformed node: {type(err).__name__}: {err}")
             self.unknown.update(proto.output)
@@ -338,14 +348,8 @@ class GraphImporter:
         if convert is None:
             self._function_body(proto, opset)
             return
-        node = Node(
-            proto,
-            opset,
-            list(proto.input),
-            constants,
-            self._value,
-            self.emit,
-        )
+        names = list(proto.input)
+        node = Node(proto, opset, names, constants, self._value, self.emit, scope=self)
         results = convert(node)
         unused = [a.name for a in proto.attribute if a.name not in node.used]
         if unused:
@@ -361,11 +365,7 @@ class GraphImporter:
         if body is None:
             raise ImportProblem(f"operator {proto.op_type} is not supported")
         nodes, body_opset = body
-        before = len(self.problems)
-        for index, inner in enumerate(nodes):
-            self._node(inner, index, body_opset)
-        inner_problems = self.problems[before:]
-        del self.problems[before:]
+        inner_problems = subgraph.import_nodes(self, nodes, body_opset)
         if inner_problems:
             details = "; ".join(inner_problems[:3])
             raise ImportProblem(f"operator {proto.op_type} (its function body: {details})")

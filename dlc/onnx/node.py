@@ -27,6 +27,9 @@ class Node:
     resolve: Callable[[str], SSAValue]
     emit: Emitter
     used: set[str] = field(default_factory=set)
+    scope: Any = None
+    """The `GraphImporter`, for the operators that import subgraphs or expand into
+    other nodes (`subgraph.py`)."""
 
     @property
     def op_type(self) -> str:

@@ -48,6 +48,8 @@ NODE_TESTS = [
     "test_einsum_batch_diagonal", "test_top_k_same_values_largest", "test_onehot_negative_indices",
     "test_eyelike_with_dtype", "test_col2im_pads", "test_maxunpool_export_with_output_shape",
     "test_det_nd",
+    "test_if", "test_loop11", "test_scan9_sum", "test_scan_sum", "test_lstm_with_peepholes",
+    "test_gru_seq_length", "test_range_float_type_positive_delta", "test_reversesequence_batch",
 ]  # fmt: skip
 
 
