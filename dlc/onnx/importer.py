@@ -39,6 +39,7 @@ from dlc.onnx import (
     ops_logic,
     ops_math,
     ops_nn,
+    ops_quant,
     ops_resize,
     ops_shape,
     ops_slice,
@@ -56,6 +57,7 @@ CONVERTERS: dict[str, Converter] = {
     **ops_gather.CONVERTERS,
     **ops_resize.CONVERTERS,
     **ops_cumulative.CONVERTERS,
+    **ops_quant.CONVERTERS,
 }
 DTYPES = ELEMENT_TYPES
 

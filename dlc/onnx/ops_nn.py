@@ -50,7 +50,18 @@ def _pads(
 
 
 def conv(node: Node) -> list[SSAValue]:
-    e, x, w = node.emit, node.input(0), node.input(1)
+    e, w = node.emit, node.input(1)
+    y = convolution(node, node.input(0), w)
+    bias = node.optional(2)
+    if bias is not None:
+        spatial = len(shape_of(w)) - 2
+        bias = e.reshape(bias, (1, shape_of(w)[0]) + (1,) * spatial)
+        y = e.binary("add", y, bias)
+    return [y]
+
+
+def convolution(node: Node, x: SSAValue, w: SSAValue) -> SSAValue:
+    """`convolve x kernel w` with Conv's attributes (also ConvInteger's, QLinearConv's)."""
     xs, ws = shape_of(x), shape_of(w)
     if len(xs) < 3 or len(ws) != len(xs):
         raise ImportProblem(f"input {xs} and weight {ws} need equal rank ≥ 3")
@@ -66,12 +77,7 @@ def conv(node: Node) -> list[SSAValue]:
         "right_dilation": ints_attr(dilations),
         "groups": IntAttr(node.attr("group", 1)),
     }
-    y = e.op(ConvolveOp, [x, w], **props)
-    bias = node.optional(2)
-    if bias is not None:
-        bias = e.reshape(bias, (1, ws[0]) + (1,) * spatial)
-        y = e.binary("add", y, bias)
-    return [y]
+    return node.emit.op(ConvolveOp, [x, w], **props)
 
 
 def _pool_pads(
