@@ -131,8 +131,10 @@ class Emitter:
     # ---- literals -------------------------------------------------------------------
 
     def constant(self, value: np.ndarray) -> SSAValue:
-        """A literal of `value` (a splat when all elements are equal)."""
+        """A literal of `value` (a splat when all elements are equal, or there are none)."""
         t = TensorType(value.shape, _dtype_name(value.dtype))
+        if value.size == 0:
+            return self.splat(False if t.dt == "bool" else 0, t.dims, t.dt)
         op = literal_of(np.ascontiguousarray(value), t)
         self.block.add_op(op)
         return op.result

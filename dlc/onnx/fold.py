@@ -9,6 +9,11 @@ nodes read as shape inputs or, when they read them as tensors, as literals.
 
 Folding is limited to these ops and to `MAX_ELEMENTS` elements per input and output:
 it folds shape arithmetic, not a model's numerical work.
+
+When such a computation reads an integer graph input (CenterCropPad's `shape`), it
+cannot fold, and a node that needs its result as a constant names that graph input
+as wanted (`derived`): the ONNX backend then compiles the model for its value, as it
+does for a graph input read as a shape directly.
 """
 
 from __future__ import annotations
@@ -17,6 +22,9 @@ import warnings
 
 import numpy as np
 from onnx import NodeProto
+from xdsl.ir import SSAValue
+
+from dlc.dialects.graph_types import TensorType
 
 FOLDABLE = frozenset(
     {
@@ -61,3 +69,17 @@ def fold(proto: NodeProto, constants: list[np.ndarray | None], opset: int) -> li
     if any(a.size > MAX_ELEMENTS for a in arrays):
         raise ValueError(f"folded output exceeds {MAX_ELEMENTS} elements")
     return arrays
+
+
+def is_index(t: TensorType) -> bool:
+    """A small integer tensor: a shape, axes or sizes."""
+    return t.dt in ("i32", "i64") and t.num_elements <= MAX_ELEMENTS
+
+
+def derived(proto: NodeProto, value: SSAValue, sources: dict[str, set[str]]) -> set[str]:
+    """The integer graph inputs (`sources` of proto's inputs) a small integer output
+    of a FOLDABLE node is computed from: constants once those inputs are."""
+    t = value.type
+    if proto.op_type not in FOLDABLE or not isinstance(t, TensorType) or not is_index(t):
+        return set()
+    return set().union(*(sources.get(name, set()) for name in proto.input))

@@ -171,6 +171,7 @@ class GraphImporter:
             if name not in {v.name for v in graph.input} - self.constants.keys():
                 self.problems.append(f"input_shapes names '{name}', which is not a graph input")
         self.graph_inputs = set(names)
+        self.sources = {n: {n} for n, t in zip(names, types, strict=True) if fold.is_index(t)}
         for name, t in zip(names, types, strict=True):
             arg = self.block.insert_arg(t, len(self.block.args))
             arg._name = self.names(name)
@@ -294,8 +295,8 @@ class GraphImporter:
         except ImportProblem as err:
             self.problems.append(f"{label}: {err}")
             self.unknown.update(proto.output)
-            if isinstance(err, NotConstant) and err.name in self.graph_inputs:
-                self.wanted.append(err.name)
+            if isinstance(err, NotConstant):  # the graph inputs it is computed from
+                self.wanted += sorted(self.sources.get(err.name, {err.name} & self.graph_inputs))
         except (ValueError, TypeError, KeyError, IndexError) as err:  # a malformed node
             self.problems.append(f"{label}: malformed node: {type(err).__name__}: {err}")
             self.unknown.update(proto.output)
@@ -376,6 +377,8 @@ class GraphImporter:
             if value._name is None:
                 value._name = self.names(name)
             self.values[name] = value
+            if derived := fold.derived(proto, value, self.sources):
+                self.sources[name] = derived
 
     def _constant(self, proto: NodeProto) -> None:
         attrs = {a.name: a for a in proto.attribute}
