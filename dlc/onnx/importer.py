@@ -43,6 +43,7 @@ from dlc.onnx import (
     ops_resize,
     ops_shape,
     ops_slice,
+    ops_training,
 )
 from dlc.onnx.emitter import ELEMENT_TYPES, Emitter, ImportProblem, NotConstant
 from dlc.onnx.node import Converter, Node
@@ -58,6 +59,7 @@ CONVERTERS: dict[str, Converter] = {
     **ops_resize.CONVERTERS,
     **ops_cumulative.CONVERTERS,
     **ops_quant.CONVERTERS,
+    **ops_training.CONVERTERS,
 }
 DTYPES = ELEMENT_TYPES
 

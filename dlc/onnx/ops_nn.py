@@ -12,8 +12,10 @@ from xdsl.ir import SSAValue
 
 from dlc.dialects.graph_tensor import ConvolveOp, ReduceWindowOp
 from dlc.onnx.emitter import Emitter, ImportProblem, ints_attr, shape_of, tensor_type
-from dlc.onnx.node import Converter, Node
+from dlc.onnx.node import Converter, Node, Result
+from dlc.onnx.ops_pool_index import max_indices
 from dlc.onnx.ops_slice import slice_axis
+from dlc.onnx.ops_training import batch_norm_training
 
 Pads = list[tuple[int, int]]
 
@@ -104,8 +106,6 @@ def pool(node: Node) -> list[SSAValue]:
     dims = shape_of(x)
     if len(dims) < 3:
         raise ImportProblem(f"input {dims} needs rank ≥ 3")
-    if len(node.proto.output) > 1 and node.proto.output[1]:
-        raise ImportProblem("the Indices output is not supported")
     kernel = node.attr("kernel_shape")
     if not kernel or len(kernel) != len(dims) - 2:
         raise ImportProblem(f"kernel_shape needs {len(dims) - 2} entries")
@@ -117,12 +117,13 @@ def pool(node: Node) -> list[SSAValue]:
     if dilated and node.attr("auto_pad", "NOTSET").startswith("SAME"):
         # onnxruntime and onnx's reference implementation disagree on these pads
         raise ImportProblem(f"auto_pad={node.attr('auto_pad')} with dilations is not supported")
-    node.require("storage_order", (0,), 0)
     spans = [(k - 1) * d + 1 for k, d in zip(kernel, dilations, strict=True)]
     pads = _pool_pads(node, dims[2:], spans, strides)
     padded = e.pad(x, [(0, 0), (0, 0), *pads], -math.inf if is_max else 0.0)
+    window = (kernel, strides, dilations)
     if dilated:
-        return [_dilated_max(e, padded, kernel, strides, dilations)]
+        y = _dilated_max(e, padded, kernel, strides, dilations)
+        return [y, *max_indices(node, padded, y, pads, window)]
     props = {
         "window": ints_attr([1, 1, *kernel]),
         "strides": ints_attr([1, 1, *strides]),
@@ -133,7 +134,7 @@ def pool(node: Node) -> list[SSAValue]:
     init = e.scalar(-math.inf if is_max else 0.0, dt)
     y = e.op(ReduceWindowOp, [padded, init], **props)
     if is_max:
-        return [y]
+        return [y, *max_indices(node, padded, y, pads, window)]
     counts = _window_counts(node, dims[2:], kernel, strides, pads, shape_of(y)[2:])
     divisor = e.constant(counts.astype(np.float64 if dt == "f64" else np.float32))
     return [e.binary("divide", y, divisor)]
@@ -203,14 +204,13 @@ def global_pool(node: Node) -> list[SSAValue]:
     return [e.binary("divide", total, e.scalar(count, tensor_type(x).dt))]
 
 
-def batch_norm(node: Node) -> list[SSAValue]:
+def batch_norm(node: Node) -> list[Result]:
     """Inference form: y = x · scale' + shift' with scale' = scale / sqrt(var + ε) and
     shift' = bias - mean · scale', folded at import time when the parameters are
     constants."""
     e, x = node.emit, node.input(0)
-    if len([o for o in node.proto.output if o]) > 1:
-        raise ImportProblem("training outputs (mean, var) are not supported")
-    node.require("training_mode", (0,), 0)
+    if node.attr("training_mode", 0) or len([o for o in node.proto.output if o]) > 1:
+        return batch_norm_training(node)
     node.require("spatial", (1,), 1)
     node.attr("momentum")
     node.attr("is_test")

@@ -17,41 +17,20 @@ from collections.abc import Sequence
 
 import numpy as np
 from onnx import TensorProto
-from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import SSAValue
 
-from dlc.dialects.graph_elementwise import DataTypeCastOp
-from dlc.dtypes import NATIVE_DTYPES, numpy_dtype
 from dlc.onnx.emitter import ELEMENT_TYPES, Emitter, ImportProblem, shape_of, tensor_type
 from dlc.onnx.node import Converter, Node, Result
 from dlc.onnx.ops_math import matmul_of
 from dlc.onnx.ops_nn import convolution
 from dlc.onnx.ops_slice import slice_axis
+from dlc.onnx.promote import cast, promoted
 
 QUANTIZED = {"i8": (-128, 127), "u8": (0, 255), "i16": (-32768, 32767), "u16": (0, 65535)}
 """The integer types QuantizeLinear produces, with their saturation ranges."""
 WIDE = 1 << 20
 """|rint(x / scale)| is clamped to this before the zero point is added in i32: beyond
 every quantized range plus any zero point, so the final saturation is unchanged."""
-_BY_NUMPY = {numpy_dtype(dt): dt for dt in NATIVE_DTYPES}
-
-
-def cast(e: Emitter, x: SSAValue, dt: str) -> SSAValue:
-    if tensor_type(x).dt == dt:
-        return x
-    return e.op(DataTypeCastOp, [x], dtype=StringAttr(dt))
-
-
-def promoted(*dts: str, divide: bool = False) -> str:
-    """NumPy's result type of an operation on arrays of `dts` (true division of
-    integers: f64), as onnx's reference computes it."""
-    try:
-        result = np.result_type(*(numpy_dtype(dt) for dt in dts))
-    except TypeError:
-        raise ImportProblem(f"no common type of {', '.join(dts)} (as NumPy)") from None
-    if divide and result.kind in "iu":
-        result = np.dtype(np.float64)
-    return _BY_NUMPY[result]
 
 
 def clamp(e: Emitter, x: SSAValue, lo: float, hi: float) -> SSAValue:
