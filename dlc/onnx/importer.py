@@ -36,6 +36,7 @@ from dlc.onnx import (
     ops_activation,
     ops_cumulative,
     ops_gather,
+    ops_image,
     ops_logic,
     ops_math,
     ops_nn,
@@ -43,6 +44,7 @@ from dlc.onnx import (
     ops_resize,
     ops_shape,
     ops_slice,
+    ops_tfidf,
     ops_training,
 )
 from dlc.onnx.emitter import ELEMENT_TYPES, Emitter, ImportProblem, NotConstant
@@ -60,6 +62,8 @@ CONVERTERS: dict[str, Converter] = {
     **ops_cumulative.CONVERTERS,
     **ops_quant.CONVERTERS,
     **ops_training.CONVERTERS,
+    **ops_tfidf.CONVERTERS,
+    **ops_image.CONVERTERS,
 }
 DTYPES = ELEMENT_TYPES
 

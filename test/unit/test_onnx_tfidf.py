@@ -1,0 +1,128 @@
+"""ONNX TfIdfVectorizer on integer tokens and ImageDecoder, compiled by dlc and
+interpreted, against onnx's reference implementation."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
+
+import dlc
+import dlc.onnx
+from dlc.onnx import OnnxImportError
+from dlc.semantics.interpreter import run_function
+
+
+def _model(node, inputs, constants=None, opset=18) -> onnx.ModelProto:
+    graph = helper.make_graph(
+        [node], "g",
+        [helper.make_tensor_value_info(n, t, s) for n, (s, t) in inputs.items()],
+        [helper.make_tensor_value_info(n, TensorProto.UNDEFINED, None) for n in node.output],
+        [numpy_helper.from_array(a, n) for n, a in (constants or {}).items()],
+    )  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def _check(model: onnx.ModelProto, *args: np.ndarray) -> None:
+    feeds = {i.name: a for i, a in zip(model.graph.input, args, strict=True)}
+    (expected,) = ReferenceEvaluator(model).run(None, feeds)
+    for got in (
+        dlc.compile_onnx(model).g(*args),
+        run_function(dlc.onnx.load(model), "g", list(args)),
+    ):
+        assert got.shape == expected.shape and got.dtype == expected.dtype
+        np.testing.assert_array_equal(got, expected)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(expected))
+
+
+# 1-grams 2, 3, 5, 4, 2 (2 twice: the second counts), 2-grams (5, 6), (7, 8), (6, 7),
+# (5, 6) again, 3-gram (2, 3, 5)
+POOL = [2, 3, 5, 4, 2, 5, 6, 7, 8, 6, 7, 5, 6, 2, 3, 5]
+COUNTS = [0, 5, 13]
+INDEXES = [0, 1, 2, 3, 4, 5, 6, 5, 7, 2]  # outputs 2 and 5 collect two n-grams each
+
+
+@pytest.mark.parametrize(
+    ("mode", "low", "high", "skip", "weights"),
+    [
+        ("TF", 1, 3, 0, None),
+        ("TF", 2, 2, 3, None),
+        ("IDF", 1, 2, 1, [0.5, -1.0, 2.0, 1.0, 3.0, 1.5, -2.0, 0.25]),
+        ("TFIDF", 1, 3, 2, [0.5, -1.0, 2.0, 1.0, 3.0, 1.5, -2.0, 0.25]),
+    ],
+)
+def test_tfidf_counts_ngrams_as_the_reference(mode, low, high, skip, weights):
+    x = np.random.default_rng(0).integers(2, 9, (3, 11)).astype(np.int32)
+    x[0, :5] = [2, 3, 5, 6, 7]
+    attrs = dict(
+        mode=mode, min_gram_length=low, max_gram_length=high, max_skip_count=skip,
+        ngram_counts=COUNTS, ngram_indexes=INDEXES, pool_int64s=POOL,
+    )  # fmt: skip
+    if weights:
+        attrs["weights"] = weights
+    node = helper.make_node("TfIdfVectorizer", ["x"], ["y"], **attrs)
+    _check(_model(node, {"x": ((3, 11), TensorProto.INT32)}), x)
+    node = helper.make_node("TfIdfVectorizer", ["x"], ["y"], **attrs)
+    _check(_model(node, {"x": ((11,), TensorProto.INT64)}), x[0].astype(np.int64))
+
+
+def test_tfidf_without_weights():
+    """IDF without weights is 1 where an n-gram occurs, TFIDF the counts (onnx's
+    reference fails on a missing `weights`: compared with its TF counts)."""
+    x = np.random.default_rng(2).integers(2, 9, (2, 9)).astype(np.int64)
+    attrs = dict(min_gram_length=1, max_gram_length=3, max_skip_count=1, ngram_counts=COUNTS,
+                 ngram_indexes=INDEXES, pool_int64s=POOL)  # fmt: skip
+    outputs = {}
+    for mode in ("TF", "IDF", "TFIDF"):
+        node = helper.make_node("TfIdfVectorizer", ["x"], ["y"], mode=mode, **attrs)
+        outputs[mode] = dlc.compile_onnx(_model(node, {"x": ((2, 9), TensorProto.INT64)})).g(x)
+    node = helper.make_node("TfIdfVectorizer", ["x"], ["y"], mode="TF", **attrs)
+    (tf,) = ReferenceEvaluator(node).run(None, {"x": x})
+    assert tf.max() > 1
+    np.testing.assert_array_equal(outputs["TF"], tf)
+    np.testing.assert_array_equal(outputs["TFIDF"], tf)
+    np.testing.assert_array_equal(outputs["IDF"], (tf > 0).astype(np.float32))
+
+
+def test_tfidf_string_pools_are_refused():
+    node = helper.make_node(
+        "TfIdfVectorizer", ["x"], ["y"], mode="TF", min_gram_length=1, max_gram_length=1,
+        ngram_counts=[0], ngram_indexes=[0], pool_strings=["a"],
+    )  # fmt: skip
+    with pytest.raises(OnnxImportError) as err:
+        dlc.onnx.load(_model(node, {"x": ((3,), TensorProto.INT32)}))
+    assert err.value.problems == [
+        "node #0 (TfIdfVectorizer): only pool_int64s (integer tokens) is supported"
+    ]
+
+
+def _png(pixels: np.ndarray) -> np.ndarray:
+    image = pytest.importorskip("PIL.Image")
+    out = io.BytesIO()
+    image.fromarray(pixels).save(out, format="PNG")
+    return np.frombuffer(out.getvalue(), np.uint8)
+
+
+@pytest.mark.parametrize("pixel_format", ["RGB", "BGR", "Grayscale"])
+def test_image_decoder_decodes_a_constant_image_at_import(pixel_format):
+    pixels = np.random.default_rng(1).integers(0, 256, (5, 7, 3)).astype(np.uint8)
+    node = helper.make_node("ImageDecoder", ["data"], ["y"], pixel_format=pixel_format)
+    model = _model(node, {}, {"data": _png(pixels)}, opset=20)
+    (expected,) = ReferenceEvaluator(model).run(None, {})
+    got = dlc.compile_onnx(model).g()
+    assert got.dtype == np.uint8 and got.shape == expected.shape
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_image_decoder_of_a_run_time_image_is_refused():
+    node = helper.make_node("ImageDecoder", ["data"], ["y"])
+    with pytest.raises(OnnxImportError) as err:
+        dlc.onnx.load(_model(node, {"data": ((100,), TensorProto.UINT8)}, opset=20))
+    assert err.value.problems == [
+        "node #0 (ImageDecoder): the decoded image's shape depends on the encoded bytes, "
+        "a run-time input (dlc compiles static shapes)"
+    ]
