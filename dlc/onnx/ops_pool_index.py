@@ -1,25 +1,27 @@
 """MaxPool's Indices output: for each window, the flat index (into the whole input,
 row-major, or column-major over the spatial axes with storage_order=1) of its first
-largest element, as onnx's reference computes it.
+largest element in row-major window order, as onnx's reference computes it.
 
-The window's elements are strided slices of the padded input, one per kernel offset;
-the index is that of the first slice whose element equals the window's maximum
-(`select`s from the last offset to the first). Padding never matches: its index
-is -1. A NaN window picks its first NaN.
+One `gather` of constant positions picks every window's elements from the padded
+input ([N, C, K, *out] for K window elements); the index is the smallest row-major
+position (a constant) among the elements equal to the window's maximum, which is
+the first in the reference's scan; padding never matches. A NaN window picks its
+first NaN.
 """
 
 from __future__ import annotations
 
-import itertools
+import math
 from collections.abc import Sequence
 
 import numpy as np
+from xdsl.dialects.builtin import IntAttr
 from xdsl.ir import SSAValue
 
 from dlc.dialects.graph_elementwise import SelectOp
+from dlc.dialects.graph_gather import GatherOp
 from dlc.onnx.emitter import Emitter, ImportProblem, shape_of
 from dlc.onnx.node import Node
-from dlc.onnx.ops_slice import rows_of
 
 MAX_WINDOW = 256
 """Elements of the largest window whose indices are computed (one slice each)."""
@@ -36,36 +38,65 @@ def max_indices(
     order = node.require("storage_order", (0, 1), 0)
     if len(node.proto.output) < 2 or not node.proto.output[1]:
         return []
-    kernel, strides, dilations = window
-    if int(np.prod(kernel)) > MAX_WINDOW:
+    if int(np.prod(window[0])) > MAX_WINDOW:
         raise ImportProblem(f"the Indices output of windows over {MAX_WINDOW} elements")
-    e, dims = node.emit, shape_of(padded)
+    e, dims, out = node.emit, shape_of(padded), shape_of(y)[2:]
     spatial = [d - lo - hi for d, (lo, hi) in zip(dims[2:], pads, strict=True)]
-    plane = int(np.prod(spatial))
-    flat = np.arange(plane, dtype=np.int64).reshape(spatial[::-1] if order else spatial)
-    flat = flat.transpose() if order else flat
-    flat = np.pad(flat, pads, constant_values=-1).reshape(1, 1, *dims[2:])
-    indices = e.constant(flat)
-    found = e.splat(-1, shape_of(y), "i64")
-    y_nan = e.binary("notEqual", y, y)
-    for offset in reversed(list(itertools.product(*(range(k) for k in kernel)))):
-        x_k, i_k = padded, indices
-        for axis, (a, s, d, n) in enumerate(zip(offset, strides, dilations, shape_of(y)[2:])):
-            rows = range(a * d, a * d + (n - 1) * s + 1, s)
-            x_k, i_k = rows_of(e, x_k, axis + 2, rows), rows_of(e, i_k, axis + 2, rows)
-        match = e.binary("or", e.binary("equal", x_k, y), _both_nan(e, x_k, y_nan))
-        match = e.binary("and", match, e.binary("greaterThanOrEqual", i_k, e.scalar(0, "i64")))
-        found = _select(e, i_k, found, match)
-    base = np.arange(dims[0] * dims[1], dtype=np.int64) * plane
-    return [e.binary("add", found, e.constant(base.reshape(dims[:2] + (1,) * len(spatial))))]
+    positions = _window_positions(dims[2:], out, window)
+    flat = np.arange(int(np.prod(spatial)), dtype=np.int64).reshape(spatial)
+    rows = np.pad(flat, pads, constant_values=-1).reshape(-1)[positions]  # -1: padding
+    windows = e.op(
+        GatherOp,
+        [e.reshape(padded, (*dims[:2], int(np.prod(dims[2:])))), e.constant(positions)],
+        axis=IntAttr(2),
+    )
+    y_k = e.reshape(y, (*dims[:2], 1, *out))
+    match = e.binary("or", e.binary("equal", windows, y_k), _both_nan(e, windows, y_k))
+    rows_k = e.constant(rows.reshape(1, 1, *rows.shape))
+    match = e.binary("and", match, e.binary("greaterThanOrEqual", rows_k, e.scalar(0, "i64")))
+    last = e.splat(flat.size, shape_of(match), "i64")
+    first = e.reduce(
+        e.op(SelectOp, [e.broadcast_to(rows_k, shape_of(match)), last, match]),
+        "min",
+        math.inf,
+        [2],
+        keepdims=False,
+    )
+    if order:
+        first = _column_major(e, first, spatial)
+    base = np.arange(dims[0] * dims[1], dtype=np.int64) * flat.size
+    return [e.binary("add", first, e.constant(base.reshape(dims[:2] + (1,) * len(spatial))))]
 
 
-def _both_nan(e: Emitter, x: SSAValue, y_nan: SSAValue) -> SSAValue:
-    return e.binary("and", e.binary("notEqual", x, x), y_nan)
+def _window_positions(padded: Sequence[int], out: Sequence[int], window: Window) -> np.ndarray:
+    """[K, *out] row-major positions in the padded spatial axes of each window's
+    elements (K = the kernel's elements, in row-major order)."""
+    kernel, strides, dilations = window
+    grids = np.meshgrid(
+        *(np.arange(k) for k in kernel), *(np.arange(n) for n in out), indexing="ij"
+    )
+    rank = len(kernel)
+    coords = [
+        grids[i] * d + grids[rank + i] * s for i, (s, d) in enumerate(zip(strides, dilations))
+    ]
+    positions = np.ravel_multi_index(coords, padded)
+    return positions.reshape(-1, *out)
 
 
-def _select(e: Emitter, a: SSAValue, b: SSAValue, mask: SSAValue) -> SSAValue:
-    """a where mask, else b; a broadcast to mask's shape."""
-    if shape_of(a) != shape_of(mask):
-        a = e.broadcast_to(a, shape_of(mask))
-    return e.op(SelectOp, [a, b, mask])
+def _column_major(e: Emitter, rows: SSAValue, spatial: Sequence[int]) -> SSAValue:
+    """Row-major positions in `spatial` as column-major ones."""
+    result, stride, rest = None, 1, rows
+    coords = []
+    for n in reversed(spatial):
+        coords.append(e.binary("modulo", rest, e.scalar(n, "i64")))
+        rest = e.binary("floorDivide", rest, e.scalar(n, "i64"))
+    for coord, n in zip(reversed(coords), spatial):
+        term = e.binary("multiply", coord, e.scalar(stride, "i64"))
+        result = term if result is None else e.binary("add", result, term)
+        stride *= n
+    assert result is not None
+    return result
+
+
+def _both_nan(e: Emitter, x: SSAValue, y: SSAValue) -> SSAValue:
+    return e.binary("and", e.binary("notEqual", x, x), e.binary("notEqual", y, y))

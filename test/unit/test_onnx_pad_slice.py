@@ -7,39 +7,14 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
+from onnx_models import check_reference, typed_model
 
 import dlc
 import dlc.onnx
 import dlc.onnx.backend as backend
 from dlc.onnx import OnnxImportError
-from dlc.semantics.interpreter import run_function
-
-
-def _model(nodes, inputs, constants=None, outputs=("y",), opset=18) -> onnx.ModelProto:
-    """`inputs` name: (shape, ONNX type) graph inputs; `constants` initializers."""
-    graph = helper.make_graph(
-        nodes, "g",
-        [helper.make_tensor_value_info(n, t, s) for n, (s, t) in inputs.items()],
-        [helper.make_tensor_value_info(n, TensorProto.UNDEFINED, None) for n in outputs],
-        [numpy_helper.from_array(a, n) for n, a in (constants or {}).items()],
-    )  # fmt: skip
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-
-
-def _check(model: onnx.ModelProto, *args: np.ndarray) -> None:
-    """dlc compiled and interpreted equal onnx's reference (shapes, dtypes, values)."""
-    feeds = {i.name: a for i, a in zip(model.graph.input, args, strict=True)}
-    expected = ReferenceEvaluator(model).run(None, feeds)
-    compiled = dlc.compile_onnx(model).g(*args)
-    interpreted = run_function(dlc.onnx.load(model), "g", list(args))
-    for got in (compiled, interpreted):
-        got = list(got) if isinstance(got, tuple) else [got]
-        for g, e in zip(got, expected, strict=True):
-            assert g.shape == e.shape and g.dtype == e.dtype
-            np.testing.assert_array_equal(g, e)
-
 
 F32 = TensorProto.FLOAT
 X = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
@@ -48,12 +23,12 @@ X = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
 @pytest.mark.parametrize("pads", [[0, 1, 2, 0, 2, 1], [1, 4, 9, 1, 0, 5]])
 def test_pad_wrap_repeats_rows_periodically(pads):
     """Pads longer than the dimension wrap around more than once (as np.pad)."""
-    model = _model(
+    model = typed_model(
         [helper.make_node("Pad", ["x", "pads"], ["y"], mode="wrap")],
         {"x": ((2, 3, 4), F32)},
         {"pads": np.array(pads, np.int64)},
     )
-    _check(model, X)
+    check_reference(model, X)
 
 
 @pytest.mark.parametrize(
@@ -70,31 +45,31 @@ def test_slice_steps_and_empty_results(starts, ends, axes, steps):
         "s": np.array(starts, np.int64), "e": np.array(ends, np.int64),
         "a": np.array(axes, np.int64), "t": np.array(steps, np.int64),
     }  # fmt: skip
-    model = _model(
+    model = typed_model(
         [helper.make_node("Slice", ["x", "s", "e", "a", "t"], ["y"])],
         {"x": ((2, 3, 4), F32)},
         constants,
     )
-    _check(model, X)
+    check_reference(model, X)
 
 
 def test_split_into_parts_of_size_zero_and_an_empty_concat_operand():
-    model = _model(
+    model = typed_model(
         [
             helper.make_node("Split", ["x", "sizes"], ["a", "b", "c"], axis=2),
             helper.make_node("Concat", ["b", "c"], ["y"], axis=2),
         ],
         {"x": ((2, 3, 4), F32)},
         {"sizes": np.array([0, 4, 0], np.int64)},
-        outputs=("a", "y"),
+        outputs=["a", "y"],
     )
-    _check(model, X)
+    check_reference(model, X)
 
 
 def test_ops_on_empty_inputs():
     """Element-wise ops, products, reductions and convolutions of tensors with a
     dimension of size 0 (the graph dialect has empty tensors)."""
-    model = _model(
+    model = typed_model(
         [
             helper.make_node("MatMul", ["a", "b"], ["p"]),
             helper.make_node("ReduceSum", ["a", "axis"], ["s"], keepdims=0),
@@ -103,22 +78,22 @@ def test_ops_on_empty_inputs():
         ],
         {"a": ((2, 0), F32), "b": ((0, 3), F32), "c": ((0, 2, 4, 4), F32)},
         {"axis": np.array([1], np.int64), "w": np.ones((3, 2, 3, 3), np.float32)},
-        outputs=("p", "s", "r", "v"),
+        outputs=["p", "s", "r", "v"],
     )
     empty = np.zeros((0, 2, 4, 4), np.float32)
-    _check(model, np.zeros((2, 0), np.float32), np.zeros((0, 3), np.float32), empty)
+    check_reference(model, np.zeros((2, 0), np.float32), np.zeros((0, 3), np.float32), empty)
 
 
 def _center_crop_pad(shape_is_input: bool) -> onnx.ModelProto:
     node = helper.make_node("CenterCropPad", ["x", "shape"], ["y"], axes=[0, 2])
     shape = np.array([1, 7], np.int64)
     if shape_is_input:
-        return _model([node], {"x": ((2, 3, 4), F32), "shape": ((2,), TensorProto.INT64)})
-    return _model([node], {"x": ((2, 3, 4), F32)}, {"shape": shape})
+        return typed_model([node], {"x": ((2, 3, 4), F32), "shape": ((2,), TensorProto.INT64)})
+    return typed_model([node], {"x": ((2, 3, 4), F32)}, {"shape": shape})
 
 
 def test_center_crop_pad_folds_its_pads_from_a_constant_shape():
-    _check(_center_crop_pad(shape_is_input=False), X)
+    check_reference(_center_crop_pad(shape_is_input=False), X)
 
 
 def test_pads_computed_from_a_graph_input_name_it_as_wanted():
@@ -137,7 +112,7 @@ def test_pads_computed_from_a_graph_input_name_it_as_wanted():
 
 
 def test_wrap_pad_of_an_empty_dimension_is_refused():
-    model = _model(
+    model = typed_model(
         [helper.make_node("Pad", ["x", "pads"], ["y"], mode="wrap")],
         {"x": ((0, 3), F32)},
         {"pads": np.array([1, 0, 0, 0], np.int64)},

@@ -10,12 +10,11 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from onnx.reference import ReferenceEvaluator
+from onnx_models import check_reference
 
 import dlc
 import dlc.onnx
 from dlc.onnx import OnnxImportError
-from dlc.semantics.interpreter import run_function
 
 TYPES = {
     np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float16): TensorProto.FLOAT16,
@@ -46,16 +45,8 @@ def _model(op, inputs, constants=None, opset=21, outputs=1, **attrs) -> onnx.Mod
 def _check(model: onnx.ModelProto, inputs: dict, constants=None) -> list[np.ndarray]:
     """dlc compiled and interpreted equal onnx's reference, values and dtypes."""
     constants = constants or {}
-    feeds = {n: a for n, a in inputs.items() if a is not None and n not in constants}
-    expected = ReferenceEvaluator(model).run(None, feeds)
-    compiled = dlc.compile_onnx(model).g(*feeds.values())
-    interpreted = run_function(dlc.onnx.load(model), "g", list(feeds.values()))
-    for got in (compiled, interpreted):
-        got = list(got) if isinstance(got, tuple) else [got]
-        for g, e in zip(got, expected, strict=True):
-            assert g.dtype == e.dtype
-            np.testing.assert_array_equal(g, e)
-    return expected
+    feeds = [a for n, a in inputs.items() if a is not None and n not in constants]
+    return check_reference(model, *feeds)
 
 
 def _rng(seed: int = 0) -> np.random.Generator:

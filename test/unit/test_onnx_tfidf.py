@@ -6,38 +6,14 @@ from __future__ import annotations
 import io
 
 import numpy as np
-import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
+from onnx_models import check_reference, typed_model
 
 import dlc
 import dlc.onnx
 from dlc.onnx import OnnxImportError
-from dlc.semantics.interpreter import run_function
-
-
-def _model(node, inputs, constants=None, opset=18) -> onnx.ModelProto:
-    graph = helper.make_graph(
-        [node], "g",
-        [helper.make_tensor_value_info(n, t, s) for n, (s, t) in inputs.items()],
-        [helper.make_tensor_value_info(n, TensorProto.UNDEFINED, None) for n in node.output],
-        [numpy_helper.from_array(a, n) for n, a in (constants or {}).items()],
-    )  # fmt: skip
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-
-
-def _check(model: onnx.ModelProto, *args: np.ndarray) -> None:
-    feeds = {i.name: a for i, a in zip(model.graph.input, args, strict=True)}
-    (expected,) = ReferenceEvaluator(model).run(None, feeds)
-    for got in (
-        dlc.compile_onnx(model).g(*args),
-        run_function(dlc.onnx.load(model), "g", list(args)),
-    ):
-        assert got.shape == expected.shape and got.dtype == expected.dtype
-        np.testing.assert_array_equal(got, expected)
-        np.testing.assert_array_equal(np.signbit(got), np.signbit(expected))
-
 
 # 1-grams 2, 3, 5, 4, 2 (2 twice: the second counts), 2-grams (5, 6), (7, 8), (6, 7),
 # (5, 6) again, 3-gram (2, 3, 5)
@@ -65,9 +41,9 @@ def test_tfidf_counts_ngrams_as_the_reference(mode, low, high, skip, weights):
     if weights:
         attrs["weights"] = weights
     node = helper.make_node("TfIdfVectorizer", ["x"], ["y"], **attrs)
-    _check(_model(node, {"x": ((3, 11), TensorProto.INT32)}), x)
+    check_reference(typed_model([node], {"x": ((3, 11), TensorProto.INT32)}), x)
     node = helper.make_node("TfIdfVectorizer", ["x"], ["y"], **attrs)
-    _check(_model(node, {"x": ((11,), TensorProto.INT64)}), x[0].astype(np.int64))
+    check_reference(typed_model([node], {"x": ((11,), TensorProto.INT64)}), x[0].astype(np.int64))
 
 
 def test_tfidf_without_weights():
@@ -79,7 +55,9 @@ def test_tfidf_without_weights():
     outputs = {}
     for mode in ("TF", "IDF", "TFIDF"):
         node = helper.make_node("TfIdfVectorizer", ["x"], ["y"], mode=mode, **attrs)
-        outputs[mode] = dlc.compile_onnx(_model(node, {"x": ((2, 9), TensorProto.INT64)})).g(x)
+        outputs[mode] = dlc.compile_onnx(typed_model([node], {"x": ((2, 9), TensorProto.INT64)})).g(
+            x
+        )
     node = helper.make_node("TfIdfVectorizer", ["x"], ["y"], mode="TF", **attrs)
     (tf,) = ReferenceEvaluator(node).run(None, {"x": x})
     assert tf.max() > 1
@@ -94,7 +72,7 @@ def test_tfidf_string_pools_are_refused():
         ngram_counts=[0], ngram_indexes=[0], pool_strings=["a"],
     )  # fmt: skip
     with pytest.raises(OnnxImportError) as err:
-        dlc.onnx.load(_model(node, {"x": ((3,), TensorProto.INT32)}))
+        dlc.onnx.load(typed_model([node], {"x": ((3,), TensorProto.INT32)}))
     assert err.value.problems == [
         "node #0 (TfIdfVectorizer): only pool_int64s (integer tokens) is supported"
     ]
@@ -111,7 +89,7 @@ def _png(pixels: np.ndarray) -> np.ndarray:
 def test_image_decoder_decodes_a_constant_image_at_import(pixel_format):
     pixels = np.random.default_rng(1).integers(0, 256, (5, 7, 3)).astype(np.uint8)
     node = helper.make_node("ImageDecoder", ["data"], ["y"], pixel_format=pixel_format)
-    model = _model(node, {}, {"data": _png(pixels)}, opset=20)
+    model = typed_model([node], {}, {"data": _png(pixels)}, opset=20)
     (expected,) = ReferenceEvaluator(model).run(None, {})
     got = dlc.compile_onnx(model).g()
     assert got.dtype == np.uint8 and got.shape == expected.shape
@@ -121,7 +99,7 @@ def test_image_decoder_decodes_a_constant_image_at_import(pixel_format):
 def test_image_decoder_of_a_run_time_image_is_refused():
     node = helper.make_node("ImageDecoder", ["data"], ["y"])
     with pytest.raises(OnnxImportError) as err:
-        dlc.onnx.load(_model(node, {"data": ((100,), TensorProto.UINT8)}, opset=20))
+        dlc.onnx.load(typed_model([node], {"data": ((100,), TensorProto.UINT8)}, opset=20))
     assert err.value.problems == [
         "node #0 (ImageDecoder): the decoded image's shape depends on the encoded bytes, "
         "a run-time input (dlc compiles static shapes)"

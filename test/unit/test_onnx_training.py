@@ -5,40 +5,15 @@ by dlc and interpreted, against onnx's reference implementation."""
 from __future__ import annotations
 
 import numpy as np
-import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
-from onnx.reference import ReferenceEvaluator
+from onnx import TensorProto, helper
+from onnx_models import check_reference, typed_model
 
 import dlc
 import dlc.onnx
 from dlc.onnx import OnnxImportError
-from dlc.semantics.interpreter import run_function
 
 F32 = TensorProto.FLOAT
-
-
-def _model(node, inputs, constants=None, opset=18) -> onnx.ModelProto:
-    graph = helper.make_graph(
-        [node], "g",
-        [helper.make_tensor_value_info(n, t, s) for n, (s, t) in inputs.items()],
-        [helper.make_tensor_value_info(n, TensorProto.UNDEFINED, None) for n in node.output],
-        [numpy_helper.from_array(a, n) for n, a in (constants or {}).items()],
-    )  # fmt: skip
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-
-
-def _check(model: onnx.ModelProto, *args: np.ndarray, rtol: float = 0.0) -> None:
-    feeds = {i.name: a for i, a in zip(model.graph.input, args, strict=True)}
-    expected = ReferenceEvaluator(model).run(None, feeds)
-    compiled = dlc.compile_onnx(model).g(*args)
-    interpreted = run_function(dlc.onnx.load(model), "g", list(args))
-    for got in (compiled, interpreted):
-        got = list(got) if isinstance(got, tuple) else [got]
-        for g, e in zip(got, expected, strict=True):
-            assert g.shape == e.shape and g.dtype == e.dtype
-            np.testing.assert_allclose(g, e, rtol=rtol)
-            np.testing.assert_array_equal(np.signbit(g), np.signbit(e))
 
 
 X = np.random.default_rng(0).standard_normal((3, 4, 5)).astype(np.float32)
@@ -54,15 +29,15 @@ def test_dropout_training_with_a_seed_draws_the_references_mask(ratio_is_input):
     ratio = np.array(0.3, np.float32)
     if ratio_is_input:
         inputs["r"] = ((), F32)
-        _check(_model(node, inputs, constants), X, ratio)
+        check_reference(typed_model([node], inputs, constants), X, ratio)
     else:
-        _check(_model(node, inputs, {**constants, "r": ratio}), X)
+        check_reference(typed_model([node], inputs, {**constants, "r": ratio}), X)
 
 
 def test_dropout_training_with_ratio_zero_is_the_identity():
     node = helper.make_node("Dropout", ["x", "r", "t"], ["y", "mask"])
     constants = {"r": np.array(0.0, np.float32), "t": np.array(True)}
-    _check(_model(node, {"x": ((3, 4, 5), F32)}, constants), X)
+    check_reference(typed_model([node], {"x": ((3, 4, 5), F32)}, constants), X)
 
 
 def test_batch_norm_training_outputs_the_running_statistics():
@@ -74,7 +49,7 @@ def test_batch_norm_training_outputs_the_running_statistics():
         training_mode=1, momentum=0.8, epsilon=1e-3,
     )  # fmt: skip
     inputs = {"x": ((2, 3, 4, 5), F32), **{n: ((3,), F32) for n in "sbmv"}}
-    _check(_model(node, inputs, opset=15), x, *params, rtol=2e-6)
+    check_reference(typed_model([node], inputs, opset=15), x, *params, rtol=2e-6)
 
 
 @pytest.mark.parametrize(
@@ -90,18 +65,20 @@ def test_max_pool_indices(attrs):
     x = np.random.default_rng(2).integers(0, 4, (2, 3, 6, 7)).astype(np.float32)
     x[0, 0, :2, :2] = -np.inf  # a window of -inf picks its first element, not the padding
     node = helper.make_node("MaxPool", ["x"], ["y", "i"], **attrs)
-    _check(_model(node, {"x": ((2, 3, 6, 7), F32)}, opset=12), x)
+    check_reference(typed_model([node], {"x": ((2, 3, 6, 7), F32)}, opset=12), x)
 
 
 def test_max_pool_indices_1d():
     x = np.random.default_rng(3).standard_normal((1, 2, 9)).astype(np.float32)
     node = helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[3], strides=[2])
-    _check(_model(node, {"x": ((1, 2, 9), F32)}, opset=12), x)
+    check_reference(typed_model([node], {"x": ((1, 2, 9), F32)}, opset=12), x)
 
 
 @pytest.mark.parametrize("op", ["RandomUniformLike", "RandomNormalLike", "Bernoulli"])
 def test_random_generators_are_refused(op):
-    model = _model(helper.make_node(op, ["x"], ["y"], seed=1.0), {"x": ((4,), F32)}, opset=15)
+    model = typed_model(
+        [helper.make_node(op, ["x"], ["y"], seed=1.0)], {"x": ((4,), F32)}, opset=15
+    )
     with pytest.raises(OnnxImportError) as err:
         dlc.onnx.load(model)
     assert err.value.problems == [
