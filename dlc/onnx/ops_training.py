@@ -42,8 +42,8 @@ def dropout(node: Node) -> list[Result]:
     from `RandomState(seed).uniform(0, 1)` at import (f64, compared in f64)."""
     e, x = node.emit, node.input(0)
     t = tensor_type(x)
-    ratio = node.optional(1) if node.opset >= 12 else None
-    constant_ratio = node.constants[1] if ratio is not None else node.attr("ratio", 0.5)
+    given = node.opset >= 12 and len(node.names) > 1 and bool(node.names[1])
+    constant_ratio = node.constants[1] if given else node.attr("ratio", 0.5)
     seed = node.attr("seed")
     if not _training(node) or (constant_ratio is not None and not np.any(constant_ratio)):
         if len(node.proto.output) < 2 or not node.proto.output[1]:
@@ -55,12 +55,15 @@ def dropout(node: Node) -> list[Result]:
     if t.num_elements > MAX_MASK:
         raise ImportProblem(f"a training mask of more than {MAX_MASK} elements")
     uniform = np.random.RandomState(int(seed)).uniform(0, 1.0, t.dims)
-    if ratio is None:  # omitted: 0.5, a Python float (NumPy keeps x's type)
-        ratio, rt = e.scalar(0.5, t.dt), t.dt
-    else:
+    if given:
+        ratio = e.reshape(node.input(1), ())
         rt = tensor_type(ratio).dt
-        ratio = e.reshape(ratio, ())
-    mask = e.binary("greaterThanOrEqual", e.constant(uniform), cast(e, ratio, "f64"))
+    else:  # 0.5 or the attribute, a Python float (NumPy keeps x's type)
+        ratio, rt = e.scalar(float(constant_ratio), t.dt), t.dt
+    if constant_ratio is not None:
+        mask = e.constant(uniform >= np.asarray(constant_ratio).reshape(()))
+    else:
+        mask = e.binary("greaterThanOrEqual", e.constant(uniform), cast(e, ratio, "f64"))
     scale = e.binary("divide", e.scalar(1.0, rt), e.binary("subtract", e.scalar(1.0, rt), ratio))
     wide = promoted(t.dt, rt)
     y = e.binary("multiply", cast(e, x, wide), cast(e, mask, wide))  # x · 0 keeps x's sign
