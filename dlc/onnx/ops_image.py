@@ -24,7 +24,7 @@ def image_decoder(node: Node) -> list[Result]:
     try:
         return [fold.fold(node.proto, node.constants, node.opset)[0]]
     except ValueError as err:
-        raise ImportProblem(str(err)) from None
+        raise ImportProblem(f"decoding at import: {err}") from None
 
 
 CONVERTERS: dict[str, Converter] = {"ImageDecoder": image_decoder}

@@ -224,7 +224,7 @@ def qlinear_matmul(node: Node) -> list[Result]:
 def _multiplier(e: Emitter, x_scale: SSAValue, w_scale: SSAValue, y_scale: SSAValue) -> SSAValue:
     """x_scale · w_scale / y_scale in NumPy's types (f32, f16)."""
     st = promoted(*(tensor_type(s).dt for s in (x_scale, w_scale, y_scale)))
-    if st not in ("f16", "f32", "f64"):
+    if st not in ("f16", "f32"):
         raise ImportProblem(f"scales of type {st} are not supported (f16, f32)")
     ws = [cast(e, s, st) for s in (x_scale, w_scale, y_scale)]
     return e.binary("divide", e.binary("multiply", ws[0], ws[1]), ws[2])

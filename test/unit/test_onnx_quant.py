@@ -6,6 +6,7 @@ beyond i32)."""
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import onnx
 import pytest
@@ -20,7 +21,8 @@ TYPES = {
     np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float16): TensorProto.FLOAT16,
     np.dtype(np.int8): TensorProto.INT8, np.dtype(np.uint8): TensorProto.UINT8,
     np.dtype(np.int16): TensorProto.INT16, np.dtype(np.uint16): TensorProto.UINT16,
-    np.dtype(np.int32): TensorProto.INT32,
+    np.dtype(np.int32): TensorProto.INT32, np.dtype(np.float64): TensorProto.DOUBLE,
+    np.dtype(ml_dtypes.bfloat16): TensorProto.BFLOAT16,
 }  # fmt: skip
 
 
@@ -190,6 +192,44 @@ def test_conv_integer_and_qlinear_conv_per_channel():
         ("QLinearMatMul", {"a": np.zeros((2, 3), np.int32), "sa": np.float32(1), "za": None,
                            "b": np.zeros((3, 2), np.int32)},
          {}, "input 0 of type i32 is not supported (i8, u8)"),
+        ("QuantizeLinear", {"x": np.zeros(4, np.float32), "s": np.float32(1)},
+         {"block_size": -1}, "block_size=-1 must not be negative"),
+        ("QuantizeLinear", {"x": np.zeros(4, np.float32), "s": np.float32(1), "z": np.asarray(np.int32(0))},
+         {}, "quantizing to i32 is not supported (i8, u8, i16, u16)"),
+        ("QuantizeLinear", {"x": np.zeros(4, np.float32), "s": np.float32(1)},
+         {"opset": 23, "precision": TensorProto.INT8}, "precision=INT8 is not supported"),
+        ("QuantizeLinear", {"x": np.zeros(4, np.int32), "s": np.asarray(ml_dtypes.bfloat16(1))},
+         {"opset": 23}, "no common type of i32, bf16 (as NumPy)"),
+        ("DequantizeLinear", {"x": np.zeros(4, np.float32), "s": np.float32(1)},
+         {}, "dequantizing f32 is not supported (i8, u8, i16, u16, i32)"),
+        ("DequantizeLinear", {"x": np.zeros(4, np.int8), "s": np.float64(1)},
+         {}, "a scale of type f64 is not supported (f16, bf16, f32)"),
+        ("DequantizeLinear", {"x": np.zeros(4, np.int8), "s": np.float32(1)},
+         {"opset": 23, "output_dtype": TensorProto.DOUBLE}, "output_dtype=DOUBLE is not supported"),
+        ("MatMulInteger", {"a": np.zeros((2, 3), np.uint8), "b": np.zeros((3, 2), np.uint8),
+                           "za": np.asarray(np.int8(0))},
+         {}, "the zero point of input 0 has another type than the input"),
+        ("MatMulInteger", {"a": np.zeros((2, 3), np.uint8), "b": np.zeros((3, 2), np.uint8),
+                           "za": None, "zb": np.zeros(3, np.uint8)},
+         {}, "b_zero_point (input 3) must be one value or 2 (one per column)"),
+        ("QLinearMatMul", {"a": np.zeros((2, 3), np.int8), "sa": np.float64(1), "za": None,
+                           "b": np.zeros((3, 2), np.int8), "sb": np.float64(1), "zb": None,
+                           "sy": np.float64(1)},
+         {}, "scales of type f64 are not supported (f16, f32)"),
+        ("QLinearMatMul", {"a": np.zeros((2, 3), np.int8), "sa": np.float32(1), "za": None,
+                           "b": np.zeros((3, 2), np.int8), "sb": np.float32(1), "zb": None,
+                           "sy": np.float32(1), "zy": np.asarray(np.int16(0))},
+         {}, "an output of type i16 is not supported (i8, u8)"),
+        ("ConvInteger", {"x": np.zeros((1, 2, 4, 4), np.uint8), "w": np.zeros((3, 2, 3, 3), np.uint8),
+                         "zx": None, "zw": np.zeros(2, np.uint8)},
+         {}, "the weight's zero point must be one value or 3"),
+        ("QLinearConv", {"x": np.zeros((1, 2, 4, 4), np.uint8), "sx": np.float32(1), "zx": None,
+                         "w": np.zeros((3, 2, 3, 3), np.uint8), "sw": np.float32(1), "zw": None,
+                         "sy": np.float32(1), "zy": None, "bias": np.zeros(3, np.float32)},
+         {}, "the bias must be 3 i32 values"),
+        ("QLinearConv", {"x": np.zeros((1, 2, 4, 4), np.uint8), "sx": np.float32(1), "zx": None,
+                         "w": np.zeros((3, 2, 3, 3), np.uint8), "sw": np.ones(2, np.float32)},
+         {}, "w_scale must be one value or 3 (one per output channel)"),
     ],
 )  # fmt: skip
 def test_refusals(op, inputs, attrs, message):

@@ -4,6 +4,7 @@ interpreted, against onnx's reference implementation."""
 from __future__ import annotations
 
 import io
+import sys
 
 import numpy as np
 import pytest
@@ -66,16 +67,28 @@ def test_tfidf_without_weights():
     np.testing.assert_array_equal(outputs["IDF"], (tf > 0).astype(np.float32))
 
 
-def test_tfidf_string_pools_are_refused():
-    node = helper.make_node(
-        "TfIdfVectorizer", ["x"], ["y"], mode="TF", min_gram_length=1, max_gram_length=1,
-        ngram_counts=[0], ngram_indexes=[0], pool_strings=["a"],
-    )  # fmt: skip
+TFIDF_BASE = dict(mode="TF", min_gram_length=1, max_gram_length=1, ngram_counts=[0],
+                  ngram_indexes=[0, 1], pool_int64s=[4, 5])  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("changes", "x_type", "message"),
+    [
+        ({"pool_int64s": None, "pool_strings": ["a"]}, TensorProto.INT32,
+         "only pool_int64s (integer tokens) is supported"),
+        ({"ngram_counts": None}, TensorProto.INT32,
+         "ngram_counts, min_gram_length ≤ max_gram_length are required"),
+        ({}, TensorProto.FLOAT, "the input must be i32 or i64 tokens of rank ≤ 2"),
+        ({"ngram_indexes": [0]}, TensorProto.INT64, "ngram_indexes needs 2 non-negative entries"),
+        ({"mode": "IDF", "weights": [1.0]}, TensorProto.INT64, "weights needs 2 entries"),
+    ],
+)  # fmt: skip
+def test_tfidf_refusals(changes, x_type, message):
+    attrs = {k: v for k, v in {**TFIDF_BASE, **changes}.items() if v is not None}
+    node = helper.make_node("TfIdfVectorizer", ["x"], ["y"], **attrs)
     with pytest.raises(OnnxImportError) as err:
-        dlc.onnx.load(typed_model([node], {"x": ((3,), TensorProto.INT32)}))
-    assert err.value.problems == [
-        "node #0 (TfIdfVectorizer): only pool_int64s (integer tokens) is supported"
-    ]
+        dlc.onnx.load(typed_model([node], {"x": ((3,), x_type)}))
+    assert err.value.problems == [f"node #0 (TfIdfVectorizer): {message}"]
 
 
 def _png(pixels: np.ndarray) -> np.ndarray:
@@ -103,4 +116,22 @@ def test_image_decoder_of_a_run_time_image_is_refused():
     assert err.value.problems == [
         "node #0 (ImageDecoder): the decoded image's shape depends on the encoded bytes, "
         "a run-time input (dlc compiles static shapes)"
+    ]
+
+
+def test_image_decoder_refuses_constant_images_it_cannot_decode(monkeypatch):
+    """Too many pixels to decode at import; no Pillow to decode with."""
+    node = helper.make_node("ImageDecoder", ["data"], ["y"])
+    large = typed_model([node], {}, {"data": _png(np.zeros((200, 200, 3), np.uint8))}, opset=20)
+    with pytest.raises(OnnxImportError) as err:
+        dlc.onnx.load(large)
+    assert err.value.problems == [
+        "node #0 (ImageDecoder): decoding at import: folded output exceeds 65536 elements"
+    ]
+    small = typed_model([node], {}, {"data": _png(np.zeros((2, 2, 3), np.uint8))}, opset=20)
+    monkeypatch.setitem(sys.modules, "PIL.Image", None)
+    with pytest.raises(OnnxImportError) as err:
+        dlc.onnx.load(small)
+    assert err.value.problems == [
+        "node #0 (ImageDecoder): decoding a constant image needs Pillow (pip install pillow)"
     ]

@@ -84,3 +84,14 @@ def test_random_generators_are_refused(op):
     assert err.value.problems == [
         f"node #0 ({op}): random values are not supported (onnx's tests compare NumPy's draws)"
     ]
+
+
+def test_dropout_masks_beyond_the_import_limit_are_refused():
+    node = helper.make_node("Dropout", ["x", "r", "t"], ["y"], seed=0)
+    constants = {"r": np.array(0.5, np.float32), "t": np.array(True)}
+    model = typed_model([node], {"x": ((1025, 1024), F32)}, constants)
+    with pytest.raises(OnnxImportError) as err:
+        dlc.onnx.load(model)
+    assert err.value.problems == [
+        "node #0 (Dropout): a training mask of more than 1048576 elements"
+    ]
