@@ -130,10 +130,12 @@ class Emitter:
     # ---- literals -------------------------------------------------------------------
 
     def constant(self, value: np.ndarray) -> SSAValue:
-        """A literal of `value` (a splat when all elements are equal), placed in the
-        function's entry block: read in a loop body, it is not made again per
-        iteration."""
+        """A literal of `value` (a splat when all elements are equal, or there are none),
+        placed in the function's entry block: read in a loop body, it is not made again
+        per iteration."""
         t = TensorType(value.shape, _dtype_name(value.dtype))
+        if value.size == 0:
+            return self.splat(False if t.dt == "bool" else 0, t.dims, t.dt)
         op = literal_of(np.ascontiguousarray(value), t)
         entry = self.block.parent.first_block if self.block.parent else None
         if entry is None or entry is self.block or entry.last_op is None:

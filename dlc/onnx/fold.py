@@ -9,6 +9,11 @@ nodes read as shape inputs or, when they read them as tensors, as literals.
 
 Folding is limited to these ops and to `MAX_ELEMENTS` elements per input and output:
 it folds shape arithmetic, not a model's numerical work.
+
+When such a computation reads a graph input (CenterCropPad's `shape`), it cannot
+fold, and a node that needs its result as a constant names the graph inputs it is
+computed from as wanted (`subgraph.inputs_behind`): the ONNX backend then compiles
+the model for their values, as it does for a graph input read as a shape directly.
 """
 
 from __future__ import annotations

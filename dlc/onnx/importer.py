@@ -42,10 +42,12 @@ from dlc.onnx import (
     ops_det,
     ops_dynamic,
     ops_gather,
+    ops_image,
     ops_logic,
     ops_math,
     ops_nn,
     ops_onehot,
+    ops_quant,
     ops_resize,
     ops_rnn,
     ops_roi,
@@ -54,6 +56,8 @@ from dlc.onnx import (
     ops_shape,
     ops_signal,
     ops_slice,
+    ops_tfidf,
+    ops_training,
     subgraph,
 )
 from dlc.onnx.emitter import ELEMENT_TYPES, Emitter, ImportProblem, NotConstant
@@ -81,6 +85,10 @@ CONVERTERS: dict[str, Converter] = {
     **ops_deform_conv.CONVERTERS,
     **ops_control.CONVERTERS,
     **ops_rnn.CONVERTERS,
+    **ops_quant.CONVERTERS,
+    **ops_training.CONVERTERS,
+    **ops_tfidf.CONVERTERS,
+    **ops_image.CONVERTERS,
 }
 DTYPES = ELEMENT_TYPES
 
@@ -312,8 +320,10 @@ class GraphImporter:
     def import_node(self, proto: NodeProto, index: int, opset: int) -> None:
         label = node_label(proto, index)
         inputs = [*proto.input, *subgraph.outer_names(proto)]
+        # Shape and Size read only the (static) type of their input, never its values
+        sources = [] if proto.op_type in ("Shape", "Size") else inputs
         for name in proto.output:
-            self.producers[name] = inputs
+            self.producers[name] = sources
         if any(name in self.unknown for name in inputs):
             self.unknown.update(proto.output)  # the cause is reported already
             return

@@ -11,7 +11,7 @@ from xdsl.ir import SSAValue
 from dlc.dialects.graph_elementwise import DataTypeCastOp, SelectOp
 from dlc.dialects.graph_tensor import DotOp
 from dlc.dialects.graph_types import dtype_holds_floats
-from dlc.onnx.emitter import ImportProblem, shape_of, tensor_type
+from dlc.onnx.emitter import Emitter, ImportProblem, shape_of, tensor_type
 from dlc.onnx.node import Converter, Node
 
 BINARY = {"Add": "add", "Sub": "subtract", "Mul": "multiply", "Div": "divide", "Pow": "power"}
@@ -147,10 +147,12 @@ def _bound(node: Node, i: int) -> float | SSAValue:
 
 
 def matmul(node: Node) -> list[SSAValue]:
+    return [matmul_of(node.emit, node.input(0), node.input(1))]
+
+
+def matmul_of(e: Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
     """NumPy matmul: 1-D operands gain a dimension that is dropped afterwards, batch
     dimensions broadcast."""
-    e = node.emit
-    a, b = node.input(0), node.input(1)
     a_vector, b_vector = len(shape_of(a)) == 1, len(shape_of(b)) == 1
     if a_vector:
         a = e.reshape(a, (1, *shape_of(a)))
@@ -170,7 +172,7 @@ def matmul(node: Node) -> list[SSAValue]:
         dims.pop()
     if a_vector:
         dims.pop(-1 if b_vector else -2)
-    return [e.reshape(y, dims)]
+    return e.reshape(y, dims)
 
 
 def gemm(node: Node) -> list[SSAValue]:

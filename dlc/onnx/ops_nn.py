@@ -12,8 +12,10 @@ from xdsl.ir import SSAValue
 
 from dlc.dialects.graph_tensor import ConvolveOp, ReduceWindowOp
 from dlc.onnx.emitter import Emitter, ImportProblem, ints_attr, shape_of, tensor_type
-from dlc.onnx.node import Converter, Node
+from dlc.onnx.node import Converter, Node, Result
+from dlc.onnx.ops_pool_index import max_indices
 from dlc.onnx.ops_slice import slice_axis
+from dlc.onnx.ops_training import batch_norm_training
 
 Pads = list[tuple[int, int]]
 
@@ -50,7 +52,18 @@ def _pads(
 
 
 def conv(node: Node) -> list[SSAValue]:
-    e, x, w = node.emit, node.input(0), node.input(1)
+    e, w = node.emit, node.input(1)
+    y = convolution(node, node.input(0), w)
+    bias = node.optional(2)
+    if bias is not None:
+        spatial = len(shape_of(w)) - 2
+        bias = e.reshape(bias, (1, shape_of(w)[0]) + (1,) * spatial)
+        y = e.binary("add", y, bias)
+    return [y]
+
+
+def convolution(node: Node, x: SSAValue, w: SSAValue) -> SSAValue:
+    """`convolve x kernel w` with Conv's attributes (also ConvInteger's, QLinearConv's)."""
     xs, ws = shape_of(x), shape_of(w)
     if len(xs) < 3 or len(ws) != len(xs):
         raise ImportProblem(f"input {xs} and weight {ws} need equal rank ≥ 3")
@@ -66,12 +79,7 @@ def conv(node: Node) -> list[SSAValue]:
         "right_dilation": ints_attr(dilations),
         "groups": IntAttr(node.attr("group", 1)),
     }
-    y = e.op(ConvolveOp, [x, w], **props)
-    bias = node.optional(2)
-    if bias is not None:
-        bias = e.reshape(bias, (1, ws[0]) + (1,) * spatial)
-        y = e.binary("add", y, bias)
-    return [y]
+    return node.emit.op(ConvolveOp, [x, w], **props)
 
 
 def _pool_pads(
@@ -100,8 +108,6 @@ def pool(node: Node) -> list[SSAValue]:
     dims = shape_of(x)
     if len(dims) < 3:
         raise ImportProblem(f"input {dims} needs rank ≥ 3")
-    if len(node.proto.output) > 1 and node.proto.output[1]:
-        raise ImportProblem("the Indices output is not supported")
     kernel = node.attr("kernel_shape")
     if not kernel or len(kernel) != len(dims) - 2:
         raise ImportProblem(f"kernel_shape needs {len(dims) - 2} entries")
@@ -110,7 +116,6 @@ def pool(node: Node) -> list[SSAValue]:
     if any(d != 1 for d in dilations) and node.attr("auto_pad", "NOTSET").startswith("SAME"):
         # onnxruntime and onnx's reference implementation disagree on these pads
         raise ImportProblem(f"auto_pad={node.attr('auto_pad')} with dilations is not supported")
-    node.require("storage_order", (0,), 0)
     spans = [(k - 1) * d + 1 for k, d in zip(kernel, dilations, strict=True)]
     pads = _pool_pads(node, dims[2:], spans, strides)
     dt = tensor_type(x).dt
@@ -119,7 +124,7 @@ def pool(node: Node) -> list[SSAValue]:
     padded = e.pad(x, [(0, 0), (0, 0), *pads], -math.inf if is_max else 0.0)
     y = _windows(e, padded, kernel, strides, dilations, "max" if is_max else "add")
     if is_max:
-        return [y]
+        return [y, *max_indices(node, padded, y, pads, (kernel, strides, dilations))]
     if is_lp:
         return [e.binary("power", y, e.scalar(1.0 / node.attr("p", 2), dt))]
     counts = _window_counts(node, dims[2:], kernel, strides, dilations, pads, shape_of(y)[2:])
@@ -221,14 +226,13 @@ def global_pool(node: Node) -> list[SSAValue]:
     return [e.binary("divide", total, e.scalar(count, tensor_type(x).dt))]
 
 
-def batch_norm(node: Node) -> list[SSAValue]:
+def batch_norm(node: Node) -> list[Result]:
     """Inference form: y = x · scale' + shift' with scale' = scale / sqrt(var + ε) and
     shift' = bias - mean · scale', folded at import time when the parameters are
     constants."""
     e, x = node.emit, node.input(0)
-    if len([o for o in node.proto.output if o]) > 1:
-        raise ImportProblem("training outputs (mean, var) are not supported")
-    node.require("training_mode", (0,), 0)
+    if node.attr("training_mode", 0) or len([o for o in node.proto.output if o]) > 1:
+        return batch_norm_training(node)
     node.require("spatial", (1,), 1)
     node.attr("momentum")
     node.attr("is_test")

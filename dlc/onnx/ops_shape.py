@@ -1,5 +1,5 @@
-"""ONNX shape ops (Reshape, Flatten, Transpose, Concat, Squeeze, Unsqueeze) and the
-identities of inference (Identity, Dropout)."""
+"""ONNX shape ops (Reshape, Flatten, Transpose, Concat, Squeeze, Unsqueeze),
+ConstantOfShape and Identity (Dropout: ops_training.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import numpy as np
 from onnx import helper, numpy_helper
 from xdsl.ir import SSAValue
 
-from dlc.onnx.emitter import ELEMENT_TYPES, ImportProblem, shape_of, tensor_type
+from dlc.onnx.emitter import ELEMENT_TYPES, ImportProblem, shape_of
 from dlc.onnx.node import Converter, Node
 
 
@@ -101,24 +101,6 @@ def identity(node: Node) -> list[SSAValue]:
     return [node.input(0)]
 
 
-def dropout(node: Node) -> list[SSAValue]:
-    """The identity in inference, with an all-ones mask when one is requested (bool
-    from opset 10, the input's type before); training mode is refused."""
-    training = node.constant(2, "training_mode") if node.opset >= 12 else None
-    if training is not None and training.any():
-        raise ImportProblem("training_mode=true is not supported")
-    for name in ("ratio", "seed", "is_test", "consumed_inputs"):
-        node.attr(name)
-    if node.opset < 7 and not node.attr("is_test", 0):
-        raise ImportProblem("is_test=0 (training) is not supported")
-    x = node.input(0)
-    if len(node.proto.output) < 2 or not node.proto.output[1]:
-        return [x]
-    t = tensor_type(x)
-    mask_dt = "bool" if node.opset >= 10 else t.dt
-    return [x, node.emit.splat(True if mask_dt == "bool" else 1.0, t.dims, mask_dt)]
-
-
 def constant_of_shape(node: Node) -> list[SSAValue]:
     """A splat of `value` (one element, default f32 0); small ones fold at import time
     (fold.py), large ones (the weights of onnx's light models) stay one scalar."""
@@ -147,5 +129,4 @@ CONVERTERS: dict[str, Converter] = {
     "Squeeze": squeeze,
     "Unsqueeze": unsqueeze,
     "Identity": identity,
-    "Dropout": dropout,
 }

@@ -1,6 +1,7 @@
 """ONNX Slice, Split, Expand, Tile and Pad with constant parameters, from `slice`
 (rows of dimension 0, so other axes are moved to the front and back), `reverse`,
-`concatenate` and broadcasting."""
+`gather` (strided slices), `concatenate` and broadcasting. A result with a dimension
+of size 0 is a literal without elements (the graph dialect has empty tensors)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from xdsl.dialects.builtin import IntAttr
 from xdsl.ir import SSAValue
 
 from dlc.dialects.graph_elementwise import SelectOp
+from dlc.dialects.graph_gather import GatherOp
 from dlc.dialects.graph_tensor import ReverseOp, SliceOp
 from dlc.onnx.emitter import Emitter, ImportProblem, ints_attr, shape_of, tensor_type
 from dlc.onnx.node import Converter, Node, Result
@@ -33,8 +35,8 @@ def _ints(node: Node, i: int, what: str) -> list[int] | None:
 
 
 def slice_(node: Node) -> list[Result]:
-    """starts/ends/axes/steps as attributes (opset < 10) or constant inputs; steps of
-    1 and -1, or any step that picks one element."""
+    """starts/ends/axes/steps as attributes (opset < 10) or constant inputs; an empty
+    result is a literal without elements."""
     e, x = node.emit, node.input(0)
     dims = shape_of(x)
     if node.opset < 10:
@@ -47,19 +49,35 @@ def slice_(node: Node) -> list[Result]:
         raise ImportProblem("starts and ends must be given, of equal length")
     axes = list(range(len(starts))) if axes is None else axes
     steps = [1] * len(starts) if steps is None else steps
+    picks: dict[int, range] = {}
     for start, end, axis, step in zip(starts, ends, axes, steps, strict=True):
-        axis = node.axis(axis, len(dims))
         if step == 0:
             raise ImportProblem("a step of 0 is not valid")
-        rows = range(*slice(start, end, step).indices(shape_of(x)[axis]))
-        if len(rows) == 0:
-            raise ImportProblem("empty slices (a dimension of size 0) are not supported")
-        if len(rows) > 1 and abs(step) != 1:
-            raise ImportProblem(f"step {step} is not supported (only 1 and -1)")
-        x = slice_axis(e, x, axis, min(rows), max(rows) + 1)
-        if step < 0 and len(rows) > 1:
-            x = e.op(ReverseOp, [x], dims=ints_attr([axis]))
+        axis = node.axis(axis, len(dims))
+        picks[axis] = range(*slice(start, end, step).indices(dims[axis]))
+    shape = [len(picks[a]) if a in picks else d for a, d in enumerate(dims)]
+    if 0 in shape:
+        return [empty(e, shape, tensor_type(x).dt)]
+    for axis, rows in picks.items():
+        x = rows_of(e, x, axis, rows)
     return [x]
+
+
+def rows_of(e: Emitter, x: SSAValue, axis: int, rows: range) -> SSAValue:
+    """x's `rows` (a non-empty range) along `axis`: a slice, reversed for step -1,
+    or a gather of constant indices for other steps."""
+    if len(rows) > 1 and abs(rows.step) != 1:
+        indices = e.constant(np.asarray(rows, np.int64))
+        return e.op(GatherOp, [x, indices], axis=IntAttr(axis))
+    x = slice_axis(e, x, axis, min(rows), max(rows) + 1)
+    if rows.step < 0 and len(rows) > 1:
+        x = e.op(ReverseOp, [x], dims=ints_attr([axis]))
+    return x
+
+
+def empty(e: Emitter, shape: Sequence[int], dt: str) -> SSAValue:
+    """A tensor of `shape`, which has a dimension of size 0: a splat with no elements."""
+    return e.splat(False if dt == "bool" else 0, shape, dt)
 
 
 def split(node: Node) -> list[Result]:
@@ -73,10 +91,17 @@ def split(node: Node) -> list[Result]:
     if not sizes:
         part = -(-dims[axis] // count)
         sizes = [min(part, dims[axis] - k * part) for k in range(count)]
-    if sum(sizes) != dims[axis] or min(sizes) <= 0:
+    if sum(sizes) != dims[axis] or min(sizes) < 0:
         raise ImportProblem(f"split sizes {sizes} do not partition dimension {dims[axis]}")
     offsets = np.cumsum([0, *sizes])
-    return [slice_axis(e, x, axis, int(lo), int(hi)) for lo, hi in zip(offsets, offsets[1:])]
+    parts = []
+    for lo, hi in zip(offsets, offsets[1:]):
+        shape = [int(hi - lo) if a == axis else d for a, d in enumerate(dims)]
+        if 0 in shape:
+            parts.append(empty(e, shape, tensor_type(x).dt))
+        else:
+            parts.append(slice_axis(e, x, axis, int(lo), int(hi)))
+    return parts
 
 
 def broadcast(e: Emitter, x: SSAValue, shape: Sequence[int]) -> SSAValue:
@@ -112,10 +137,10 @@ def tile(node: Node) -> list[Result]:
 
 def pad(node: Node) -> list[Result]:
     """Non-negative pads (attribute before opset 11, input after, on `axes` from
-    opset 18) of a constant, or (modes "reflect", "edge") of x's own border rows."""
+    opset 18) of a constant, or (modes "reflect", "edge", "wrap") of x's own rows."""
     e, x = node.emit, node.input(0)
     rank = len(shape_of(x))
-    mode = node.require("mode", ("constant", "reflect", "edge"), "constant")
+    mode = node.require("mode", ("constant", "reflect", "edge", "wrap"), "constant")
     if node.opset < 11:
         pads, value, axes = node.attr("pads"), node.attr("value", 0.0), None
     else:
@@ -130,8 +155,29 @@ def pad(node: Node) -> list[Result]:
     if mode == "constant":
         return [e.pad(x, widths, value)]
     for axis, (lo, hi) in enumerate(widths):
-        x = _border_pad(e, x, axis, lo, hi, mode)
+        x = (
+            _wrap_pad(e, x, axis, lo, hi)
+            if mode == "wrap"
+            else _border_pad(e, x, axis, lo, hi, mode)
+        )
     return [x]
+
+
+def _wrap_pad(e: Emitter, x: SSAValue, axis: int, lo: int, hi: int) -> SSAValue:
+    """Rows -lo .. n+hi-1 of x along `axis`, row i being x's row i mod n (NumPy's
+    "wrap"; pads longer than n repeat x)."""
+    n = shape_of(x)[axis]
+    if not lo and not hi:
+        return x
+    if n == 0:
+        raise ImportProblem("wrap pads of an empty dimension are not defined")
+    parts, row = [], -lo
+    while row < n + hi:
+        start = row % n
+        count = min(n - start, n + hi - row)
+        parts.append(slice_axis(e, x, axis, start, start + count))
+        row += count
+    return e.concatenate(parts, axis)
 
 
 def _border_pad(e: Emitter, x: SSAValue, axis: int, lo: int, hi: int, mode: str) -> SSAValue:

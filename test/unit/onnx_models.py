@@ -7,7 +7,10 @@ versions of the ONNX ops whose semantics take more than one line.
 - `node(op_type, inputs, outputs, **attributes)`: `onnx.helper.make_node` with a name;
 - `run(model, *args)`: compiled by dlc; `interpret(model, *args)`: the reference
   interpreter on the imported module;
-- `conv`, `pool`: NumPy convolution and pooling with explicit pads.
+- `conv`, `pool`: NumPy convolution and pooling with explicit pads;
+- `typed_model(nodes, inputs, constants, outputs, opset)`: inputs of any ONNX type,
+  outputs of unknown type; `check_reference(model, *args)`: dlc compiled and
+  interpreted against onnx's reference implementation.
 """
 
 from __future__ import annotations
@@ -57,6 +60,49 @@ def run(model: onnx.ModelProto, *args: np.ndarray, **options: Any) -> Any:
 
 def interpret(model: onnx.ModelProto, *args: np.ndarray) -> Any:
     return run_function(dlc.onnx.load(model), "g", list(args))
+
+
+def typed_model(
+    nodes: Sequence[onnx.NodeProto],
+    inputs: Mapping[str, tuple[Sequence[int], int]],
+    constants: Mapping[str, np.ndarray] | None = None,
+    outputs: Sequence[str] | None = None,
+    opset: int = 18,
+) -> onnx.ModelProto:
+    """`inputs` name: (shape, ONNX element type); `constants` initializers; the
+    outputs (default: the last node's) of unknown type."""
+    graph = helper.make_graph(
+        list(nodes),
+        "g",
+        [helper.make_tensor_value_info(n, t, s) for n, (s, t) in inputs.items()],
+        [
+            helper.make_tensor_value_info(n, TensorProto.UNDEFINED, None)
+            for n in (outputs or nodes[-1].output)
+        ],
+        [numpy_helper.from_array(a, n) for n, a in (constants or {}).items()],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def check_reference(model: onnx.ModelProto, *args: np.ndarray, rtol: float = 0.0) -> list:
+    """dlc's compiled and interpreted outputs equal onnx's reference implementation's
+    (shapes, dtypes, values within `rtol`, signs of zeros); the reference's outputs."""
+    from onnx.reference import ReferenceEvaluator
+
+    feeds = {i.name: a for i, a in zip(model.graph.input, args, strict=True)}
+    expected = ReferenceEvaluator(model).run(None, feeds)
+    compiled = dlc.compile_onnx(model).g(*args)
+    interpreted = run_function(dlc.onnx.load(model), "g", list(args))
+    for got in (compiled, interpreted):
+        got = list(got) if isinstance(got, tuple) else [got]
+        for g, e in zip(got, expected, strict=True):
+            assert g.shape == e.shape and g.dtype == e.dtype
+            if e.dtype.kind != "f":
+                np.testing.assert_array_equal(g, e)
+                continue
+            np.testing.assert_allclose(g, e, rtol=rtol)
+            np.testing.assert_array_equal(np.signbit(g), np.signbit(e))
+    return expected
 
 
 def randn(*shape: int, seed: int = 0) -> np.ndarray:

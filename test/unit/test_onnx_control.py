@@ -308,9 +308,9 @@ def test_scan_refusals():
         "node 's' (Scan): the scan inputs' lengths [4, 5] must be one nonzero length"
     ]
     m = _scan_model([0, 0], [0, 0], [0, 0], [0, 0])
-    m.graph.node[0].attribute[0].g.node[0].op_type = "Det"
+    m.graph.node[0].attribute[0].g.node[0].op_type = "Frobnicate"
     assert problems(m) == [
-        "node 's' (Scan): graph 'body': node 's2' (Det): operator Det is not supported"
+        "node 's' (Scan): graph 'body': node 's2' (Frobnicate): operator Frobnicate is not supported"
     ]
 
 

@@ -174,8 +174,8 @@ CASES = {
         "node 'y' (MaxPool): input (4, 5) needs rank ≥ 3",
     ),
     "pool indices": (
-        _one("MaxPool", outputs=["y", "i"], kernel_shape=[2, 2]),
-        "node 'y' (MaxPool): the Indices output is not supported",
+        _one("MaxPool", outputs=["y", "i"], kernel_shape=[17, 17], shape={"x": (1, 1, 20, 20)}),
+        "node 'y' (MaxPool): the Indices output of windows over 256 elements",
     ),
     "pool kernel": (_one("AveragePool"), "node 'y' (AveragePool): kernel_shape needs 2 entries"),
     "lp pool p": (
@@ -187,8 +187,8 @@ CASES = {
         "node 'y' (MaxPool): auto_pad=SAME_UPPER with dilations is not supported",
     ),
     "storage_order": (
-        _one("MaxPool", kernel_shape=[2, 2], storage_order=1),
-        "node 'y' (MaxPool): storage_order=1 is not supported",
+        _one("MaxPool", kernel_shape=[2, 2], storage_order=2),
+        "node 'y' (MaxPool): storage_order=2 is not supported",
     ),
     "batch norm training": (
         make(
@@ -196,14 +196,14 @@ CASES = {
                 node(
                     "BatchNormalization",
                     ["x", "s", "s", "s", "s"],
-                    ["y", "m", "v"],
-                    training_mode=1,
+                    ["y", "m", "v", "sm", "sv"],
                 )
             ],
             {**X4, "s": (4,)},
             {"y": None},
+            opset=9,
         ),
-        "node 'y' (BatchNormalization): training outputs (mean, var) are not supported",
+        "node 'y' (BatchNormalization): training outputs before opset 14 are not supported",
     ),
     "reshape missing": (_one("Reshape", ["x"]), "node 'y' (Reshape): the shape input is missing"),
     "reshape target": (
@@ -232,7 +232,7 @@ CASES = {
     ),
     "dropout training": (
         _one("Dropout", ["x", "", "t"], {"t": np.array(True)}),
-        "node 'y' (Dropout): training_mode=true is not supported",
+        "node 'y' (Dropout): training_mode=true without a seed draws random numbers",
     ),
     "dropout is_test": (
         _one("Dropout", opset=6),

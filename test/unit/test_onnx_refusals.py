@@ -146,24 +146,6 @@ F = TensorProto.FLOAT
         ),
         (
             _typed(
-                [node("Slice", ["x", "s", "e", "a", "t"], ["y"])],
-                {"x": (F, [8])},
-                ["y"],
-                {"s": np.array([0]), "e": np.array([8]), "a": np.array([0]), "t": np.array([2])},
-            ),
-            "node 'y' (Slice): step 2 is not supported (only 1 and -1)",
-        ),
-        (
-            _typed(
-                [node("Slice", ["x", "s", "e"], ["y"])],
-                {"x": (F, [8])},
-                ["y"],
-                {"s": np.array([3]), "e": np.array([3])},
-            ),
-            "node 'y' (Slice): empty slices (a dimension of size 0) are not supported",
-        ),
-        (
-            _typed(
                 [node("Split", ["x", "s"], ["y", "z"])],
                 {"x": (F, [5])},
                 ["y", "z"],
