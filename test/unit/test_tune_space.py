@@ -16,7 +16,7 @@ from dlc.passes.tensor.schedule_records import Record, append_record
 from dlc.target import Target
 from dlc.tuner.features import FEATURE_COUNT, features
 from dlc.tuner.model import CostModel, propose_model, propose_random, spearman
-from dlc.tuner.runner import Program
+from dlc.tuner.program import Program
 
 pytest.importorskip("lightgbm")
 
