@@ -13,14 +13,14 @@ Knobs, each a short list (only those that can change something):
   own (beyond the shared loops) tiled by 2, 4 or 8 and unrolled (1: not);
 - `unroll_reduce`: the same for the innermost reduction loop of every reduction
   member (the fold order does not change: the bits do not);
-- `lanes`: element-wise members that can (`lane_plan`, float) computed as vectors of
-  the target's width or half of it along their last axis, `unroll` vectors a step (0:
-  scalars); the code generator vectorizes no member inside a fusion group, so only
-  with `fuse` off or for a lone nest.
+- `lanes`: element-wise members with loops of their own that can (`lane_plan`,
+  float) computed as vectors of the target's width or half of it along their last
+  axis, `unroll` vectors a step (0: scalars).
 
 Points excluded up front: a `parallel` choice past the candidates, a tile wider than
-its loop, vectors inside a group, member schedules that `ScheduleAttr.check` or the
-group verifier (`apply_group_schedules`) rejects.
+its loop, vectors where no member can have them (the same point as scalars), member
+schedules that `ScheduleAttr.check` or the group verifier (`apply_group_schedules`)
+rejects.
 """
 
 from __future__ import annotations
@@ -83,14 +83,14 @@ class GroupSpace(Space):
 
     def _build(self, v: dict[str, Any]) -> GroupSchedule | None:  # type: ignore[override]
         fused = v.get("fuse", False) and fusion_of(self.members[0]) is not None
-        if fused and v.get("lanes", 0):
-            return None  # no vectors inside a fusion group
         out: list[ScheduleAttr] = []
         for m, policy, vector in zip(self.members, self.policy, self.vectors, strict=True):
             s = _member(m, policy if fused else policy.with_group(None), v, vector)
             if s is None:
                 return None
             out.append(s)
+        if v.get("lanes", 0) and not any(s.vector for s in out):
+            return None  # the point without vectors
         out = _parallel(self.members, out, v["parallel"], fused)
         if not out:
             return None

@@ -144,6 +144,27 @@ def test_a_group_record_applies_as_a_whole(fused: bool, tmp_path: Path) -> None:
     _check(text, "lng", mod, [(16, 64), (1, 64), (1, 64)])
 
 
+def test_a_fused_member_as_vectors(tmp_path: Path) -> None:
+    """Without tanh the last member vectorizes inside the group (the earlier members'
+    registers broadcast to the lanes), and the space offers it fused."""
+    text = LNG.format(r=16).replace("    %t = tanh %y: <16 x 64 x f32>\n", "")
+    text = text.replace("%t: <16 x 64", "%y: <16 x 64")
+    (group,) = _units(text)
+    last = "tile [d1 = [16]], interchange [d0, d1.0, d1.1], unroll [d1.1], vectorize d1.1 x 8"
+    schedules = ["#schedule.nest<group 0 at 1>"] * 4 + [f"#schedule.nest<{last}, group 0 at 1>"]
+    db = tmp_path / "db.jsonl"
+    append_record(db, _record(group_key(group), "[" + ", ".join(schedules) + "]"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TuningWarning)  # the sum of squares: a contraction
+        mod = dlc.compile(text, tuning_db=db)
+    assert "vectorize d1.1 x 8, group" in mod.ir("tensor")
+    _check(text, "lng", mod, [(16, 64), (1, 64), (1, 64)])
+    program = Program.load(text, "t.dl", None, pipeline.Options())
+    (space,) = program.group_spaces(Target.host(), "")
+    fused_vectors = space.schedule(tuple(1 if k == "lanes" else 0 for k in space.knobs))
+    assert fused_vectors is not None and fused_vectors.members[-1].vector is not None
+
+
 def test_each_group_without_a_record_is_a_located_warning(tmp_path: Path) -> None:
     text = SOFTMAX + AXPY.format(n=256, v="y").split("stage raw", 1)[1]
     db = tmp_path / "db.jsonl"
@@ -224,7 +245,7 @@ def test_group_points_are_schedules_the_lowering_accepts(tmp_path: Path) -> None
         assert len(feats) == GROUP_FEATURE_COUNT and all(np.isfinite(feats))
     assert space.knobs["fuse"][0] is True and space.knobs["lanes"][1] > 0
     fused_vectors = tuple(1 if k == "lanes" else 0 for k in space.knobs)
-    assert space.schedule(fused_vectors) is None  # no vectors inside a fusion group
+    assert space.schedule(fused_vectors) is None  # fused, only tanh's member has loops
 
 
 def test_a_small_tuning_run_of_a_group(tmp_path: Path) -> None:
