@@ -50,7 +50,7 @@ class Program:
             p.apply(pipeline.context(), work)
         return Program(source, filename, entry, options, graph, work)
 
-    def _scheduled_blocks(self, db: str) -> list[list[tensor.ComputeOp]]:
+    def scheduled_blocks(self, db: str) -> list[list[tensor.ComputeOp]]:
         """The computes of each block of the entry function, scheduled with `db`."""
         scheduled = self.fused.clone()
         with warnings.catch_warnings():
@@ -66,7 +66,7 @@ class Program:
     def spaces(self, target: Target) -> list[Space]:
         """One space per distinct tunable contraction of the entry function."""
         out: dict[str, Space] = {}
-        for computes in self._scheduled_blocks(""):
+        for computes in self.scheduled_blocks(""):
             for op in computes:
                 space = make_space(op, target)
                 if space is not None and space.info.key not in out:
@@ -78,7 +78,7 @@ class Program:
         reduction nest) of the entry function scheduled with the records of `db`
         (the contractions' best: groups form around them as they will in a compile)."""
         out: dict[str, GroupSpace] = {}
-        for computes in self._scheduled_blocks(db):
+        for computes in self.scheduled_blocks(db):
             for members in tunable_units(computes):
                 space = make_group_space(members, target)
                 if space.size > 1 and space.info.key not in out:

@@ -88,7 +88,7 @@ CPU = Target.host().cpu
 
 def _units(text: str) -> list[list[tensor.ComputeOp]]:
     program = Program.load(text, "t.dl", None, pipeline.Options())
-    (computes,) = program._scheduled_blocks("")  # noqa: SLF001 -- the units a compile sees
+    (computes,) = program.scheduled_blocks("")  # the units a compile sees
     return tunable_units(computes)
 
 

@@ -244,25 +244,7 @@ class TuningDatabase:
                 db.other_versions.setdefault(entry.key, set()).add(entry.version)
             else:
                 db.add(entry)
-        if corrupt:
-            number, why = corrupt[0]
-            _warn(
-                warn,
-                f"{path}:{number}: warning: corrupt tuning record ignored ({why})"
-                + (f", and {len(corrupt) - 1} more corrupt lines" if len(corrupt) > 1 else ""),
-            )
-        if newer:
-            _warn(
-                warn,
-                f"{path}:{newer[0]}: warning: {len(newer)} tuning record(s) of a newer record "
-                f"format ignored (this dlc reads format {RECORD_FORMAT} and older)",
-            )
-        if stale:
-            _warn(
-                warn,
-                f"{path}:{stale[0]}: warning: {len(stale)} tuning record(s) of another dlc version "
-                f"ignored (this is {__version__}); tune again",
-            )
+        _report_skipped(str(path), warn, corrupt, newer, stale)
         return db
 
     def add(self, record: Record) -> None:
@@ -287,6 +269,31 @@ class TuningDatabase:
             versions = ", ".join(sorted(self.other_versions[key]))
             return None, f"records only from dlc {versions}, not {__version__}"
         return None, f"key {key} not in {self.path}"
+
+
+def _report_skipped(
+    path: str, warn: bool, corrupt: list[tuple[int, str]], newer: list[int], stale: list[int]
+) -> None:
+    """One warning per kind of line `TuningDatabase.load` skipped (the first's number)."""
+    if corrupt:
+        number, why = corrupt[0]
+        _warn(
+            warn,
+            f"{path}:{number}: warning: corrupt tuning record ignored ({why})"
+            + (f", and {len(corrupt) - 1} more corrupt lines" if len(corrupt) > 1 else ""),
+        )
+    if newer:
+        _warn(
+            warn,
+            f"{path}:{newer[0]}: warning: {len(newer)} tuning record(s) of a newer record "
+            f"format ignored (this dlc reads format {RECORD_FORMAT} and older)",
+        )
+    if stale:
+        _warn(
+            warn,
+            f"{path}:{stale[0]}: warning: {len(stale)} tuning record(s) of another dlc version "
+            f"ignored (this is {__version__}); tune again",
+        )
 
 
 def _warn(enabled: bool, message: str) -> None:
