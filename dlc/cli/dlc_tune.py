@@ -1,7 +1,7 @@
-"""`dlc-tune`: tune the schedules of a program's contractions into a tuning database.
+"""`dlc-tune`: tune a program's contractions and fused groups into a tuning database.
 
     dlc-tune model.dl --entry f --trials 64 --db tune.jsonl [--random | --compare]
-             [--plot out.png] [--cluster local:N | ADDRESS]
+             [--plot out.png] [--cluster local:N | ADDRESS] [--only contractions|groups]
     dlc-tune --evaluate --db tune.jsonl     # the cost model's Spearman rho per workload
 
 Shows a progress bar per nest (trials, best GFLOP/s so far, ETA), then a table of
@@ -46,6 +46,12 @@ def _argument_parser() -> argparse.ArgumentParser:
     add("--timeout", type=float, default=60.0, help="seconds per candidate (default 60)")
     add("--budget", type=float, default=0.2, help="seconds of timed calls per candidate (0.2)")
     add("--opt-level", "-O", type=int, choices=range(1, 4), default=2, help="LLVM opt level")
+    add(
+        "--only",
+        choices=("contractions", "groups"),
+        help="tune only the contractions, or only the fused groups and lone element-wise "
+        "or reduction nests (default: both)",
+    )
     add("--no-progress", action="store_true", help="no progress bar")
     add(
         "--evaluate",
@@ -88,11 +94,12 @@ def run(argv: Sequence[str] | None) -> None:
             budget=args.budget,
             progress=not args.no_progress,
             plot=args.plot,
+            nests=args.only or "all",
         )
     except ValueError as err:
         raise TuneError(str(err)) from None
     if not report.nests:
-        print(f"@{report.entry}: no contraction to tune (nothing appended to {args.db})")
+        print(f"@{report.entry}: no contraction or group to tune (nothing appended to {args.db})")
         return
     print(report.table())
     print(f"records appended to {args.db}")

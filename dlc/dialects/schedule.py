@@ -32,7 +32,7 @@ front end can come later:
   are bit-identical to the reference interpreter.
 - `vectorize l x w`: loop `l` as vectors of `w` lanes. The code generator carries it
   out for the innermost level of an output axis in an unrolled register tile, or the
-  unrolled last loop of an element-wise nest, whose body is float arithmetic on
+  unrolled last loop of an element-wise nest (in a fusion group too), whose body is float arithmetic on
   unit-stride reads along that axis (`dlc.dialects.tensor_lanes`); elsewhere it is a
   located diagnostic. Lanes are
   separate accumulators: the bits do not change.

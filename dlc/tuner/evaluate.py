@@ -6,6 +6,9 @@ records,
   workload's records and the measured speed (1 / seconds) of this workload's records;
 - **online ρ**: the same for a model trained on all other records plus the first half
   (in measurement order) of this workload's, on its second half.
+
+A model trains on records of one kind (contractions, or groups: feature vectors of
+one length, `training_features`), so "every other workload" is every other of its kind.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dlc.passes.tensor.schedule_records import Record, TuningDatabase
+from dlc.tuner.features import training_features
 from dlc.tuner.model import CostModel, spearman
 
 MIN_RECORDS = 8
@@ -27,30 +31,39 @@ class Evaluation:
     online: float | None
 
 
-def _rows(records: list[Record]) -> list[tuple[list[float], float | None]]:
-    return [(r.features, r.seconds if r.ok else None) for r in records]
+Rows = list[tuple[list[float], float | None]]
 
 
-def _rho(model: CostModel, held_out: list[Record]) -> float | None:
-    measured = [r for r in held_out if r.ok and r.seconds]
+def _rows(records: list[tuple[list[float], Record]]) -> Rows:
+    return [(f, r.seconds if r.ok else None) for f, r in records]
+
+
+def _rho(model: CostModel, held_out: list[tuple[list[float], Record]]) -> float | None:
+    measured = [(f, r) for f, r in held_out if r.ok and r.seconds]
     if not model.trained or len(measured) < 3:
         return None
-    scores = model.predict([r.features for r in measured])
-    return spearman(list(scores), [1.0 / r.seconds for r in measured])  # type: ignore[operator]
+    scores = model.predict([f for f, _ in measured])
+    return spearman(list(scores), [1.0 / r.seconds for _, r in measured])  # type: ignore[operator]
 
 
 def evaluate(path: str, target: str, seed: int = 0) -> list[Evaluation]:
     """Transfer and online ρ per workload of `target` in the database at `path`."""
     db = TuningDatabase.load(path)
-    by_key: dict[str, list[Record]] = {}
+    by_key: dict[str, list[tuple[list[float], Record]]] = {}
     for r in db.all_records:
-        if r.target == target and r.features:
-            by_key.setdefault(r.key, []).append(r)
+        feats = training_features(r)
+        if r.target == target and feats:
+            by_key.setdefault(r.key, []).append((feats, r))
     out: list[Evaluation] = []
     for key, records in by_key.items():
-        if sum(r.ok for r in records) < MIN_RECORDS:
+        if sum(r.ok for _, r in records) < MIN_RECORDS:
             continue
-        others = {k: _rows(rs) for k, rs in by_key.items() if k != key}
+        length = len(records[0][0])
+        others = {
+            k: _rows([(f, r) for f, r in rs if len(f) == length])
+            for k, rs in by_key.items()
+            if k != key
+        }
         transfer = CostModel(seed)
         transfer.fit(others)
         half = len(records) // 2
@@ -59,7 +72,7 @@ def evaluate(path: str, target: str, seed: int = 0) -> list[Evaluation]:
         out.append(
             Evaluation(
                 key,
-                records[0].nest,
+                records[0][1].nest,
                 len(records),
                 _rho(transfer, records),
                 _rho(online, records[half:]),

@@ -14,10 +14,14 @@ For a nest (`NestInfo`) and a schedule, with the loops in schedule order:
 - per read (`READS` of them, in body order): whether the innermost loop walks it
   contiguously (its last index follows that loop's axis), how many of its indices
   the innermost loop moves (0: reused across it, a broadcast), and the log2 of its
-  reuse at the register tile (multiply-adds per element loaded).
+  reuse at the register tile (multiply-adds per element loaded);
+- the clauses the loops do not show (record format 2): `pack` (an operand copied into
+  panels, 0 or 1) and `epilogue` (computes evaluated at the register tile).
 
 Features are plain floats, stored with each record, so a model trains on a database
-without the IR.
+without the IR. A format-1 record (`RECORD_FORMAT`) has the first
+`FORMAT1_FEATURE_COUNT` of them: `training_features` appends the clause features,
+read from its schedule text, so old records still train the model.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from __future__ import annotations
 import math
 
 from dlc.dialects.schedule import Loop, ScheduleAttr, axis_names
+from dlc.passes.tensor.schedule_records import DEFAULT_SCHEDULE, Record
 from dlc.tuner.space import NestInfo
 
 LEVELS = 6
@@ -81,7 +86,12 @@ def features(info: NestInfo, schedule: ScheduleAttr) -> list[float]:
         ]
     out += _level_features(info, loops, position)
     out += _read_features(info, loops, tile, position)
-    return out
+    return out + clause_features(schedule)
+
+
+def clause_features(schedule: ScheduleAttr) -> list[float]:
+    """`pack` and `epilogue` (module docstring)."""
+    return [float(bool(schedule.packed)), float(schedule.epilogue)]
 
 
 def _covered_axes(loops: list[Loop], start: int, position: dict[str, int]) -> list[int]:
@@ -125,4 +135,20 @@ def _read_features(
     return out
 
 
-FEATURE_COUNT = 8 + 5 * LEVELS + 2 * LEVELS + 3 * READS
+FORMAT1_FEATURE_COUNT = 8 + 5 * LEVELS + 2 * LEVELS + 3 * READS
+FEATURE_COUNT = FORMAT1_FEATURE_COUNT + 2
+
+
+def training_features(record: Record) -> list[float] | None:
+    """The features a model trains on for `record` (a format-1 nest record's extended,
+    module docstring), or None when it has none to offer."""
+    if not record.features or record.schedule == DEFAULT_SCHEDULE:
+        return None
+    if record.format >= 2 or len(record.features) != FORMAT1_FEATURE_COUNT:
+        return record.features
+    from dlc.passes.tensor.schedule_tuned import parse_schedule
+
+    try:
+        return [*record.features, *clause_features(parse_schedule(record.schedule))]
+    except ValueError:
+        return None

@@ -1,7 +1,9 @@
-"""`dlc.tune`: tune the contractions of one function and append the records to a
-tuning database.
+"""`dlc.tune`: tune the contractions, fused groups and lone element-wise or reduction
+nests of one function and append the records to a tuning database.
 
-For each tunable nest of the entry function (`space.tunable`, one per workload key):
+First the contractions, then the groups. For each tunable nest of the entry function
+(`space.tunable`, one per workload key; then each tunable unit, `space_groups.py`,
+one per group key):
 measure the default schedule, then repeat until `trials` candidates are measured:
 propose a batch (the cost model's simulated annealing with ε-greedy exploration, or
 random search), exclude up front what the lowering rejects (`validate`: the candidate
@@ -15,6 +17,11 @@ a `default` record per nest: where no candidate beats it, compiles keep the poli
 schedule. The model starts from the database's records of other workloads
 (transfer); when it was trained on any, its ranking of this run's measured candidates
 is reported as Spearman's ρ (a workload it did not train on).
+
+Groups are tuned in a *context*: the database's best records of every other
+workload (the contractions just tuned among them), written into the default's
+database and each candidate's, so groups form around the tuned contractions as they
+will in a compile; the default of that phase is the program with the context.
 """
 
 from __future__ import annotations
@@ -22,20 +29,15 @@ from __future__ import annotations
 import random
 import tempfile
 import time
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp
 
 from dlc import pipeline
 from dlc.api import compile_graph_module, defined_functions
-from dlc.diagnostics import DiagnosticError, TrapError
-from dlc.dialects import tensor
-from dlc.parser import parse_module
-from dlc.passes.tensor.schedule import SchedulePass
+from dlc.diagnostics import TrapError
 from dlc.passes.tensor.schedule_records import (
     DEFAULT_SCHEDULE,
     Record,
@@ -43,10 +45,11 @@ from dlc.passes.tensor.schedule_records import (
     append_record,
 )
 from dlc.target import Target
-from dlc.tuner.features import features
+from dlc.tuner.features import training_features
 from dlc.tuner.measure import Job, Result, measure, outputs, random_inputs
 from dlc.tuner.model import CostModel, propose_model, propose_random, spearman
-from dlc.tuner.space import Point, Space, make_space
+from dlc.tuner.program import Program
+from dlc.tuner.space import Point, Space
 
 Measurer = Callable[[list[Job]], list[Result]]
 
@@ -92,67 +95,6 @@ class NestResult:
         return next((n + 1 for n, g in enumerate(self.curve(search)) if g >= goal), None)
 
 
-@dataclass
-class Program:
-    """The program being tuned, parsed, with its tensor level before scheduling."""
-
-    source: str
-    filename: str
-    entry: str
-    options: pipeline.Options
-    graph: ModuleOp
-    fused: ModuleOp  # tensor level after `fuse`, before `schedule`
-
-    @staticmethod
-    def load(source: str, filename: str, entry: str | None, options: pipeline.Options) -> Program:
-        graph = parse_module(source, filename)
-        funcs = defined_functions(graph)
-        if entry is None:
-            if len(funcs) != 1:
-                names = ", ".join(f"@{n}" for n in sorted(funcs)) or "none"
-                raise ValueError(f"choose the function to tune with entry (defined: {names})")
-            entry = next(iter(funcs))
-        if entry not in funcs:
-            raise ValueError(f"no function @{entry} in {filename}")
-        work = pipeline.run(graph.clone(), pipeline.steps(options, stop="tensor"))
-        for p in pipeline.level_passes("tensor", options)[:-1]:  # fuse, not schedule
-            p.apply(pipeline.context(), work)
-        return Program(source, filename, entry, options, graph, work)
-
-    def spaces(self, target: Target) -> list[Space]:
-        """One space per distinct tunable workload of the entry function."""
-        scheduled = self.fused.clone()
-        self.schedule_pass("").apply(pipeline.context(), scheduled)
-        out: dict[str, Space] = {}
-        for func in scheduled.body.block.ops:
-            if not isinstance(func, tensor.FuncOp) or func.sym_name.data != self.entry:
-                continue
-            for op in func.walk():
-                if isinstance(op, tensor.ComputeOp):
-                    space = make_space(op, target)
-                    if space is not None and space.info.key not in out:
-                        out[space.info.key] = space
-        return list(out.values())
-
-    def schedule_pass(self, db: str) -> SchedulePass:
-        o = self.options
-        return SchedulePass(target=o.target_cpu, group=o.fuse, fma=o.contract, tuning_db=db)
-
-    def validate(self, db: str) -> str | None:
-        """Why the lowering rejects the schedules of `db`, or None."""
-        from dlc.lowering.tensor_to_loop.lower_tensor_to_loop import LowerTensorToLoopPass
-
-        work = self.fused.clone()
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                self.schedule_pass(db).apply(pipeline.context(), work)
-                LowerTensorToLoopPass().apply(pipeline.context(), work)
-        except DiagnosticError as err:
-            return err.message
-        return None
-
-
 def local_measurer(jobs: list[Job]) -> list[Result]:
     """One worker process per job, one after the other (timings do not compete)."""
     return [measure(job) for job in jobs]
@@ -177,6 +119,18 @@ class Tuner:
     reference: str = ""
     model: CostModel = field(default_factory=CostModel)
     default_times: list[float] = field(default_factory=list)
+    context: list[Record] = field(default_factory=list)  # in every candidate's database
+    context_db: str | None = None  # the default's database (None: no records)
+
+    def use_context(self, records: list[Record]) -> None:
+        """Measure from now on with `records` in every database (module docstring);
+        the default is another program then: its times start again."""
+        self.context, self.default_times = list(records), []
+        self.context_db = None
+        if records:
+            self.context_db = str(self.workdir / f"context-{time.monotonic_ns()}.jsonl")
+            for r in records:
+                append_record(self.context_db, r)
 
     def prepare(self) -> None:
         """The default schedule's outputs on the run's inputs, as the reference."""
@@ -211,7 +165,7 @@ class Tuner:
         )
 
     def record(self, space: Space, schedule: str, result: Result, search: str) -> Record:
-        feats = features(space.info, _parse(schedule)) if schedule else []
+        feats = space.features(space.parse(schedule)) if schedule else []
         return Record(
             key=space.info.key,
             target=self.target.cpu,
@@ -225,20 +179,22 @@ class Tuner:
         )
 
     def groups(
-        self, exclude: str | None = None
+        self, length: int, exclude: str | None = None
     ) -> dict[str, list[tuple[list[float], float | None]]]:
-        """Training data: this target's records with features, per workload key."""
+        """Training data: this target's records with `length` features (one kind of
+        space), per workload key."""
         db = TuningDatabase.load(self.db_path, warn=False)
         out: dict[str, list[tuple[list[float], float | None]]] = {}
         for r in db.all_records:
-            if r.target == self.target.cpu and r.features and r.key != exclude:
-                out.setdefault(r.key, []).append((r.features, r.seconds if r.ok else None))
+            feats = training_features(r)
+            if r.target == self.target.cpu and feats and len(feats) == length and r.key != exclude:
+                out.setdefault(r.key, []).append((feats, r.seconds if r.ok else None))
         return out
 
     def measure_default(self) -> float:
         """Time the default schedule once more; the fastest of all its measurements so
         far (every nest of the run shares it: the same program without records)."""
-        result = self.measurer([self.job(None, "")])[0]
+        result = self.measurer([self.job(self.context_db, "")])[0]
         if not result.ok or result.seconds is None:
             raise ValueError(f"the default schedule fails in a worker: {result.status}")
         self.default_times.append(result.seconds)
@@ -260,13 +216,14 @@ class Tuner:
         for search in searches:
             result.trials[search] = self.search(space, trials, search)
         measured = [
-            (features(space.info, _parse(t.schedule)), t.seconds)
+            (space.features(space.parse(t.schedule)), t.seconds)
             for run in result.trials.values()
             for t in run
             if t.seconds
         ]
         transfer = CostModel(self.seed)
-        if len(measured) >= 3 and transfer.fit(self.groups(exclude=space.info.key)):
+        training = self.groups(space.feature_count, exclude=space.info.key)
+        if len(measured) >= 3 and transfer.fit(training):
             scores = transfer.predict([f for f, _ in measured])
             result.spearman = spearman(scores, [-s for _, s in measured])  # type: ignore[operator]
         return result
@@ -274,7 +231,8 @@ class Tuner:
     def search(self, space: Space, trials: int, search: str) -> list[Trial]:
         rng = random.Random(self.seed)
         self.model = CostModel(self.seed)
-        self.model.fit(self.groups())  # transfer: warm start from the database
+        length = space.feature_count
+        self.model.fit(self.groups(length))  # transfer: warm start from the database
         visited: set[Point] = set()
         fastest: list[tuple[float, Point]] = []  # measured points, fastest first
         done: list[Trial] = []
@@ -283,7 +241,13 @@ class Tuner:
             count = min(self.batch, trials - len(done))
             if search == "model" and self.model.trained:
                 points = propose_model(
-                    space, self._scorer(space), count, visited, rng, self.epsilon
+                    space,
+                    self._scorer(space),
+                    count,
+                    visited,
+                    rng,
+                    self.epsilon,
+                    starts=[p for _, p in fastest],
                 )
             else:
                 points = propose_random(space, count, visited, rng)
@@ -294,7 +258,7 @@ class Tuner:
             done += measured
             fastest += [(t.seconds, p) for t, p in zip(measured, points) if t.seconds]
             fastest.sort()
-            self.model.fit(self.groups())
+            self.model.fit(self.groups(length))
             best = max((space.info.flops / t.seconds / 1e9 for t in done if t.seconds), default=0.0)
             bar.update(len(done) - bar.n)
             bar.set_postfix_str(f"best {best:.1f} GFLOP/s")
@@ -306,13 +270,15 @@ class Tuner:
         for n, point in enumerate(points):
             text = str(space.schedule(point))
             db = str(self.workdir / f"candidate-{time.monotonic_ns()}-{n}.jsonl")
+            for r in self.context:
+                append_record(db, r)
             append_record(db, self.record(space, text, Result("ok", 1.0), search))
             why = self.program.validate(db)
             jobs.append((text, Result(f"failed: invalid: {why}") if why else self.job(db, text)))
         pending = [j for _, j in jobs if isinstance(j, Job)]
         # the default once per batch as well: the best of many candidates is a lucky
         # measurement, and the default deserves as many chances on a noisy machine
-        answered = self.measurer([*pending, self.job(None, "")])
+        answered = self.measurer([*pending, self.job(self.context_db, "")])
         default = answered.pop()
         if default.ok and default.seconds is not None:
             self.default_times.append(default.seconds)
@@ -328,16 +294,10 @@ class Tuner:
 
     def _scorer(self, space: Space) -> Callable[[list[Point]], np.ndarray]:
         def score(points: list[Point]) -> np.ndarray:
-            rows = [features(space.info, space.schedule(p)) for p in points]  # type: ignore[arg-type]
+            rows = [space.features(space.schedule(p)) for p in points]
             return self.model.predict(rows)
 
         return score
-
-
-def _parse(text: str):  # noqa: ANN202 -- ScheduleAttr
-    from dlc.passes.tensor.schedule_tuned import parse_schedule
-
-    return parse_schedule(text)
 
 
 class _NoBar:

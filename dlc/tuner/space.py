@@ -11,6 +11,9 @@ form, `convolve`). Its space is a product of knobs, each a short list of values:
   `fma`, `parallel` (which output loop runs on threads: the first, second or third
   candidate, or -1 for none), and `pack` (B copied into NR-wide panels, or not;
   only when the nest has such an operand: `packed_operand`);
+- both: `epilogue` (the element-wise computes after the nest that qualify,
+  `epilogue_run`, computed at its register tile, or as nests of their own: 0), when
+  there are any;
 - convolutions (several reduction axes, the `schedule` policy's `conv_tiles`
   applies): `mr` output channels x `rows` rows x `nr` columns of the tile, `lanes`,
   `fma`, `parallel`.
@@ -35,6 +38,7 @@ from dlc.dialects import tensor
 from dlc.dialects.graph_types import TensorType, dtype_bytes
 from dlc.dialects.schedule import ScheduleAttr
 from dlc.passes.tensor.schedule_conv import conv_schedule, conv_tiles
+from dlc.passes.tensor.schedule_epilogue import epilogue_run
 from dlc.passes.tensor.schedule_policy import depends_on, float_sum, packed_operand
 from dlc.passes.tensor.schedule_records import nest_summary, workload_key
 from dlc.target import Target
@@ -122,6 +126,24 @@ class Space:
         new[i] = (point[i] + rng.randrange(1, n)) % n
         return tuple(new)
 
+    @property
+    def feature_count(self) -> int:
+        from dlc.tuner.features import FEATURE_COUNT
+
+        return FEATURE_COUNT
+
+    def features(self, schedule: Any) -> list[float]:
+        """The cost model's features of `schedule` (`features.py`)."""
+        from dlc.tuner.features import features
+
+        return features(self.info, schedule)
+
+    def parse(self, text: str) -> Any:
+        """The schedule of a record's text (as `schedule` returns them)."""
+        from dlc.passes.tensor.schedule_tuned import parse_schedule
+
+        return parse_schedule(text)
+
     def schedule(self, point: Point) -> ScheduleAttr | None:
         """The schedule of `point`, or None when it is excluded up front."""
         if point not in self.cache:
@@ -139,7 +161,8 @@ class Space:
         schedule = self._conv(v) if self.kind == "conv" else self._dot(v)
         if schedule is None or schedule.check(self.info.domain, self.info.reductions):
             return None
-        return self._parallel(schedule.replaced(fma=v["fma"]), v["parallel"])
+        schedule = schedule.replaced(fma=v["fma"], epilogue=v.get("epilogue", 0))
+        return self._parallel(schedule, v["parallel"])
 
     def _dot(self, v: dict[str, Any]) -> ScheduleAttr | None:
         domain, k = self.info.domain, self.info.reductions[0]
@@ -217,6 +240,8 @@ def make_space(op: tensor.ComputeOp, target: Target) -> Space | None:
         "fma": [True, False] if target.fma else [False],
         "parallel": [0, 1, 2, -1],
     }
+    if epilogue_run(op):
+        common["epilogue"] = [len(epilogue_run(op)), 0]
     columns = sorted(
         {c for c in (lanes // 2, lanes, 2 * lanes, 3 * lanes, 4 * lanes) if c <= width}
     )

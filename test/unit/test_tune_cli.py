@@ -111,7 +111,7 @@ def test_nothing_to_tune(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     path = tmp_path / "map.dl"
     path.write_text(MAP)
     assert dlc_tune.main([str(path), "--db", str(tmp_path / "db.jsonl")]) == 0
-    assert "@f: no contraction to tune" in capsys.readouterr().out
+    assert "@f: no contraction or group to tune" in capsys.readouterr().out
 
 
 TRAP = """module "t"

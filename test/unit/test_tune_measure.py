@@ -13,7 +13,7 @@ from dlc import pipeline
 from dlc.passes.tensor.schedule_records import Record, append_record
 from dlc.target import Target
 from dlc.tuner.measure import Job, measure, mismatch
-from dlc.tuner.runner import Program
+from dlc.tuner.program import Program
 
 MM = """module "mm"
 stage raw

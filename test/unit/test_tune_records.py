@@ -219,3 +219,35 @@ def test_a_fastest_default_record_keeps_the_policy(tmp_path: Path) -> None:
     stats = mod.pass_statistics()["schedule"]
     assert stats["nests the tuning database leaves to the default policy"] == 1
     assert "nests scheduled from the tuning database" not in stats
+
+
+def test_old_and_newer_record_formats(tmp_path: Path) -> None:
+    """A format-1 record (no `format` field, features before `pack` and `epilogue`)
+    still applies and trains the model with its features extended; a record of a
+    newer format is ignored with a warning, never an error."""
+    from dlc.tuner.features import FEATURE_COUNT, FORMAT1_FEATURE_COUNT, training_features
+
+    text = MM.format(m=64, k=64, n=64, a="a")
+    old = json.loads(_record(_dot_key(text), features=[0.5] * FORMAT1_FEATURE_COUNT).to_json())
+    del old["format"]
+    packed = dict(old, schedule=TUNED.removesuffix(">") + ", pack [1]>", seconds=2e-3)
+    db = tmp_path / "db.jsonl"
+    db.write_text(json.dumps(old) + "\n" + json.dumps(packed) + "\n")
+    newer = json.loads(_record(_dot_key(text), seconds=1e-6).to_json())
+    with open(db, "a") as f:
+        f.write(json.dumps(dict(newer, format=3)) + "\n")
+    with pytest.warns(
+        TuningWarning,
+        match=r"db.jsonl:3: warning: 1 tuning record\(s\) of a newer record format ignored",
+    ):
+        loaded = TuningDatabase.load(db)
+    first, second = loaded.all_records
+    assert first.format == 1 and loaded.best[(first.key, first.target)] == first
+    extended = [training_features(r) for r in (first, second)]
+    assert [len(f or []) for f in extended] == [FEATURE_COUNT] * 2
+    assert extended[0][-2:] == [0.0, 0.0] and extended[1][-2:] == [1.0, 0.0]  # type: ignore[index]
+    with pytest.warns(TuningWarning, match="newer record format"):
+        mod = dlc.compile(text, tuning_db=db)
+    assert TUNED.removesuffix(">") in mod.ir("tensor")
+    with pytest.raises(ValueError, match="field 'format' is not a positive int"):
+        Record.from_json(json.dumps(dict(old, format="2")))

@@ -16,7 +16,7 @@ from dlc.passes.tensor.schedule_records import Record, append_record
 from dlc.target import Target
 from dlc.tuner.features import FEATURE_COUNT, features
 from dlc.tuner.model import CostModel, propose_model, propose_random, spearman
-from dlc.tuner.runner import Program
+from dlc.tuner.program import Program
 
 pytest.importorskip("lightgbm")
 
@@ -164,3 +164,49 @@ def test_pack_is_a_knob_of_matrix_products(tmp_path: Path) -> None:
     assert _valid(program, space.info.key, str(schedule), tmp_path) is None
     (conv,) = _program(CONV).spaces(Target.host())
     assert "pack" not in conv.knobs
+
+
+MLP = """module "mlp"
+stage raw
+
+func @mlp: (<48 x 64 x f32>, <64 x 80 x f32>, <1 x 80 x f32>) -> <48 x 80 x f32> {
+'entry(%x: <48 x 64 x f32>, %w: <64 x 80 x f32>, %b: <1 x 80 x f32>):
+    %y = dot %x: <48 x 64 x f32>, %w: <64 x 80 x f32>
+    %z = add %y: <48 x 80 x f32>, %b: <1 x 80 x f32>
+    %r = max %z: <48 x 80 x f32>, 0.0: f32
+    return %r: <48 x 80 x f32>
+}
+"""
+
+
+def test_epilogue_is_a_knob_and_features_see_it(tmp_path: Path) -> None:
+    """A product with a bias and relu after it: `epilogue` on or off; the features
+    see `epilogue` and `pack`; a tuned record with an epilogue computes the bias and
+    relu at the register tile and matches the reference interpreter."""
+    import dlc
+    from dlc.parser import parse_module
+    from dlc.semantics.interpreter import run_function
+
+    program = _program(MLP)
+    (space,) = program.spaces(Target.host())
+    assert space.knobs["epilogue"] == [1, 0]
+    point = tuple(1 if k == "pack" else 0 for k in space.knobs)  # pack on, epilogue 1
+    schedule = space.schedule(point)
+    assert schedule is not None and schedule.epilogue == 1 and schedule.packed
+    off = space.schedule(tuple(1 if k in ("pack", "epilogue") else 0 for k in space.knobs))
+    assert off is not None and off.epilogue == 0
+    assert features(space.info, schedule)[-2:] == [1.0, 1.0]
+    assert features(space.info, off)[-2:] == [1.0, 0.0]
+    db = tmp_path / "db.jsonl"
+    assert _valid(program, space.info.key, str(schedule), tmp_path) is None
+    append_record(db, Record(space.info.key, Target.host().cpu, str(schedule), 1e-3))
+    mod = dlc.compile(MLP, tuning_db=db)
+    assert "epilogue 1" in mod.ir("tensor")
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(s, dtype=np.float32) for s in ((48, 64), (64, 80), (1, 80))]
+    want = run_function(parse_module(MLP), "mlp", args)
+    np.testing.assert_allclose(mod.mlp(*args), want, rtol=1e-4, atol=1e-4)
+    too_many = str(schedule).replace("epilogue 1", "epilogue 2")
+    assert "epilogue 2: fewer computes after it qualify" in (
+        _valid(program, space.info.key, too_many, tmp_path) or ""
+    )

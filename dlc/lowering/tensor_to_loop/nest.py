@@ -31,7 +31,9 @@ nothing itself:
   `tensor_lanes.vector_pieces`), so a partial tile has no scalar cliff. Lanes are
   independent sums, each folded in the same order as before: the bits do not change.
   An element-wise nest whose unrolled last loop is vectorized computes and stores its
-  block as vectors the same way (`_lane_points`: gathered rows, schedule_gather.py).
+  block as vectors the same way (`_lane_points`: gathered rows, schedule_gather.py;
+  an element-wise member of a fusion group with loops of its own, which reads the
+  earlier members' registers as scalars broadcast to the lanes).
 
 Every element is folded in the order of its reduction indices (the schedule verifier
 keeps reduction loops in order), so any schedule gives the same bits as the plain
@@ -287,7 +289,7 @@ class NestBuilder(RegisterTile, PackedOperand, EpilogueTile):
         point = self._indices(b, env, self.axes)
         if lanes > 1:
             return inline_body_lanes(
-                b, self.op, point, self.buffers, self.lane_plan, lanes, self._packed_reads()
+                b, self.op, point, self.buffers, self.lane_plan, lanes, self._packed_reads(), known
             )
         for feeder in self.feeders:
             known[feeder.op.result] = inline_body(b, feeder.op, point, self.buffers, known)

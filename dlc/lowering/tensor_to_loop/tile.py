@@ -104,8 +104,8 @@ class RegisterTile:
         why = None
         if name not in tile or tile[name].step != 1:
             why = "only the innermost level of an axis in an unrolled register tile"
-        elif self.feeders or self.prefix or self.known:
-            why = "not inside a fusion group"
+        elif self.feeders or (self.op.combinator is not None and (self.prefix or self.known)):
+            why = "a reduction inside a fusion group"
         elif self.dt not in ("f16", "f32", "f64"):
             why = f"only float results, not {self.dt}"
         else:

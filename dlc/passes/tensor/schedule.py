@@ -116,25 +116,22 @@ from xdsl.passes import ModulePass
 from dlc.dialects import tensor
 from dlc.dialects.levels import require_level
 from dlc.dialects.schedule import ScheduleAttr
-from dlc.dialects.tensor_groups import group_members
 from dlc.passes.statistics import PassStatistics
 from dlc.passes.tensor.schedule_conv import conv_schedule, conv_tiles
 from dlc.passes.tensor.schedule_epilogue import epilogue_run
 from dlc.passes.tensor.schedule_gather import gathered_rows_schedule, serial_gathered_rows
-from dlc.passes.tensor.schedule_groups import group_computes
+from dlc.passes.tensor.schedule_groups import group_computes, mark_parallel
 from dlc.passes.tensor.schedule_policy import (
-    PARALLEL_WORK,
     default_order,
     dot_tiles,
     float_sum,
-    parallel_loop,
     plain_schedule,
     tiled_schedule,
     transpose_schedule,
-    work,
 )
 from dlc.passes.tensor.schedule_records import TuningDatabase
 from dlc.passes.tensor.schedule_tuned import tuned_schedules
+from dlc.passes.tensor.schedule_tuned_groups import group_records
 from dlc.target import Target
 
 
@@ -150,8 +147,10 @@ class SchedulePass(ModulePass, PassStatistics):
     their multiply-adds where the target has FMA (the pipeline's default at
     opt_level >= 2). `tuning_db` names a tuning database (`schedule_records.py`): a
     compute whose workload has a record for the target takes the record's schedule
-    and joins no group; a contraction without one is a `TuningWarning` saying why
-    (`schedule_tuned.py`), and both are counted in the pass statistics.
+    and joins no group (`schedule_tuned.py`), then each fused group and lone
+    element-wise or reduction nest takes its group record's member schedules
+    (`schedule_tuned_groups.py`); a contraction, group or lone nest without a usable
+    record is a `TuningWarning` saying why; all are counted in the pass statistics.
     """
 
     name = "schedule"
@@ -180,6 +179,7 @@ class SchedulePass(ModulePass, PassStatistics):
                     convs = {c: conv_tiles(c, target) for c in run}  # before groups (step 3)
                     tiled = {c for c in run if convs[c] or dot_tiles(c, target)}
                     epilogues = {c: epilogue_run(c) for c in tiled - set(tuned) if self.group}
+                    epilogues |= {c: epilogue_run(c)[: s.epilogue] for c, s in tuned.items()}
                     members = {m for ms in epilogues.values() for m in ms}
                     if self.group:
                         alone = tiled | set(tuned) | members
@@ -208,22 +208,8 @@ class SchedulePass(ModulePass, PassStatistics):
                         serial_gathered_rows(c)
                     for c, schedule in tuned.items():
                         c.schedule = schedule
-
-
-def mark_parallel(run: list[tensor.ComputeOp]) -> None:
-    """Step 4: the parallel loop of each nest (a group's: of its shared loops), when the
-    nest's work is worth threads (`PARALLEL_WORK`)."""
-    index = 0
-    while index < len(run):
-        members = group_members(run[index]) or [run[index]]
-        index += len(members)
-        fusion = members[0].schedule.fusion  # type: ignore[union-attr]
-        limit = fusion[1] if fusion is not None else None
-        chosen = parallel_loop(members[0], limit)
-        if sum(work(m) for m in members) < PARALLEL_WORK:
-            chosen = None
-        for m in members:
-            m.schedule = m.schedule.replaced(parallel=[chosen] if chosen else [])  # type: ignore[union-attr]
+                    if db is not None:
+                        group_records(run, db, target.cpu, self, frozenset(tuned))
 
 
 def _runs_to_schedule(ops: list[Operation]) -> list[list[tensor.ComputeOp]]:

@@ -1,6 +1,7 @@
 """Fusion groups of the `schedule` pass (step 2 of `schedule.py`'s docstring): runs of
 consecutive computes lowered to one loop nest, with their feeders and register-only
-members, checked by `dlc.dialects.tensor_groups.verify_group`."""
+members, checked by `dlc.dialects.tensor_groups.verify_group`, and the parallel loop of each
+nest or group (step 4)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,14 @@ from xdsl.ir import SSAValue
 
 from dlc.dialects import tensor
 from dlc.dialects.tensor_groups import (
+    group_members,
     identity_dims,
     reads_at_identity,
     reads_of,
     uses_of,
     verify_group,
 )
-from dlc.passes.tensor.schedule_policy import kept_outside
+from dlc.passes.tensor.schedule_policy import PARALLEL_WORK, kept_outside, parallel_loop, work
 
 
 class _Group:
@@ -154,3 +156,19 @@ def group_computes(
             continue
         group_id += 1
     return group_id
+
+
+def mark_parallel(run: list[tensor.ComputeOp]) -> None:
+    """Step 4: the parallel loop of each nest (a group's: of its shared loops), when the
+    nest's work is worth threads (`PARALLEL_WORK`)."""
+    index = 0
+    while index < len(run):
+        members = group_members(run[index]) or [run[index]]
+        index += len(members)
+        fusion = members[0].schedule.fusion  # type: ignore[union-attr]
+        limit = fusion[1] if fusion is not None else None
+        chosen = parallel_loop(members[0], limit)
+        if sum(work(m) for m in members) < PARALLEL_WORK:
+            chosen = None
+        for m in members:
+            m.schedule = m.schedule.replaced(parallel=[chosen] if chosen else [])  # type: ignore[union-attr]

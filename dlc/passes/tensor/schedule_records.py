@@ -15,6 +15,17 @@ The **tuning database** is a JSON lines file (one record a line, appended by
      "schedule": "#schedule.nest<...>", "seconds": 1.2e-5, "status": "ok",
      "version": "0.1.0", "time": 1767000000.0, "search": "model", "features": [...]}
 
+A **group key** (`group_key`) names a fused group, or one element-wise or reduction
+nest in no group, the same way: the normal form of each member in order, which
+earlier member or which outside value (numbered in first-use order) each input and
+init is, and whether the member's result is used outside the group. Its records'
+schedules are arrays of member schedules (`schedule_tuned_groups.py`).
+
+Records carry a `format` (`RECORD_FORMAT`): format 1 (no field: before the cost
+model's features saw `pack` and `epilogue`) is read as it is, its schedule applies
+and the tuner extends its features (`dlc.tuner.features.training_features`); a
+record of a newer format than this dlc reads is ignored with one warning.
+
 A record whose schedule is `default` measured the policy's own schedule (`dlc-tune`
 writes one per nest): when it is the fastest, the nest keeps the policy's schedule.
 `TuningDatabase.load(path)` keeps the fastest `ok` record per (key, target) of this
@@ -38,7 +49,11 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from dlc.dialects import tensor
 from dlc.dialects.graph_types import TensorType, format_type
+from dlc.dialects.tensor_groups import uses_of
 from dlc.version import __version__
+
+RECORD_FORMAT = 2
+"""The format of the records this dlc writes (module docstring)."""
 
 DEFAULT_SCHEDULE = "default"
 """The `schedule` of a record that measured the default policy's schedule: when it is
@@ -75,6 +90,26 @@ def _normal_form(op: tensor.ComputeOp) -> str:
         types = ", ".join(str(r.type) for r in inner.results)
         lines.append(f"{inner.name}({operands}) {{{props}}} {{{attrs}}} -> {types}")
     return "\n".join(lines)
+
+
+def group_key(members: list[tensor.ComputeOp]) -> str:
+    """The stable key of a fused group (module docstring): 16 hex digits."""
+    position = {m.result: n for n, m in enumerate(members)}
+    outside: dict[SSAValue, int] = {}
+
+    def name(value: SSAValue) -> str:
+        if value in position:
+            return f"m{position[value]}"
+        return f"x{outside.setdefault(value, len(outside))}"
+
+    parts = ["group"]
+    for m in members:
+        uses = uses_of(m.result)
+        escapes = uses.blocked or any(c.result not in position for c in uses.reads)
+        wiring = ", ".join(name(v) for v in m.inputs)
+        init = name(m.init) if m.init is not None else "-"
+        parts.append(f"{_normal_form(m)}\nwiring: {wiring}; init {init}; escapes {escapes}")
+    return hashlib.sha256("\n--\n".join(parts).encode()).hexdigest()[:16]
 
 
 def _text(attr: Attribute | None) -> str:
@@ -119,6 +154,7 @@ class Record:
     time: float = 0.0
     search: str = ""
     features: list[float] = field(default_factory=list)
+    format: int = RECORD_FORMAT
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -138,6 +174,9 @@ class Record:
         features = data.get("features", [])
         if not isinstance(features, list) or not all(isinstance(f, int | float) for f in features):
             raise ValueError("field 'features' is not a list of numbers")
+        form = data.setdefault("format", 1)  # format 1 wrote no field
+        if isinstance(form, bool) or not isinstance(form, int) or form < 1:
+            raise ValueError("field 'format' is not a positive int")
         known = set(Record.__dataclass_fields__)
         return Record(**{k: v for k, v in data.items() if k in known})
 
@@ -186,6 +225,7 @@ class TuningDatabase:
         db = TuningDatabase(str(path))
         corrupt: list[tuple[int, str]] = []
         stale: list[int] = []
+        newer: list[int] = []
         try:
             lines = list(read_records(path))
         except OSError as err:
@@ -197,24 +237,14 @@ class TuningDatabase:
         for number, entry in lines:
             if isinstance(entry, str):
                 corrupt.append((number, entry))
+            elif entry.format > RECORD_FORMAT:
+                newer.append(number)
             elif entry.version != __version__:
                 stale.append(number)
                 db.other_versions.setdefault(entry.key, set()).add(entry.version)
             else:
                 db.add(entry)
-        if corrupt:
-            number, why = corrupt[0]
-            _warn(
-                warn,
-                f"{path}:{number}: warning: corrupt tuning record ignored ({why})"
-                + (f", and {len(corrupt) - 1} more corrupt lines" if len(corrupt) > 1 else ""),
-            )
-        if stale:
-            _warn(
-                warn,
-                f"{path}:{stale[0]}: warning: {len(stale)} tuning record(s) of another dlc version "
-                f"ignored (this is {__version__}); tune again",
-            )
+        _report_skipped(str(path), warn, corrupt, newer, stale)
         return db
 
     def add(self, record: Record) -> None:
@@ -239,6 +269,31 @@ class TuningDatabase:
             versions = ", ".join(sorted(self.other_versions[key]))
             return None, f"records only from dlc {versions}, not {__version__}"
         return None, f"key {key} not in {self.path}"
+
+
+def _report_skipped(
+    path: str, warn: bool, corrupt: list[tuple[int, str]], newer: list[int], stale: list[int]
+) -> None:
+    """One warning per kind of line `TuningDatabase.load` skipped (the first's number)."""
+    if corrupt:
+        number, why = corrupt[0]
+        _warn(
+            warn,
+            f"{path}:{number}: warning: corrupt tuning record ignored ({why})"
+            + (f", and {len(corrupt) - 1} more corrupt lines" if len(corrupt) > 1 else ""),
+        )
+    if newer:
+        _warn(
+            warn,
+            f"{path}:{newer[0]}: warning: {len(newer)} tuning record(s) of a newer record "
+            f"format ignored (this dlc reads format {RECORD_FORMAT} and older)",
+        )
+    if stale:
+        _warn(
+            warn,
+            f"{path}:{stale[0]}: warning: {len(stale)} tuning record(s) of another dlc version "
+            f"ignored (this is {__version__}); tune again",
+        )
 
 
 def _warn(enabled: bool, message: str) -> None:

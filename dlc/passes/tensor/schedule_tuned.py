@@ -4,8 +4,8 @@ For each compute of a run, its workload key is looked up for the target CPU. A b
 record whose schedule is `default` (the policy's schedule measured fastest) leaves the
 nest to the policy, silently. Another record
 that parses as a `#schedule.nest` and fits the nest (`ScheduleAttr.check`; no fusion
-group) is used instead of the policy's schedule, and the nest joins no
-fusion group. Every contraction (a float `add` reduction of products: what `dlc-tune`
+group; an `epilogue n` only where `n` computes after it qualify, `epilogue_run`) is
+used instead of the policy's schedule, and the nest joins no fusion group. Every contraction (a float `add` reduction of products: what `dlc-tune`
 tunes) without a usable record gets a `TuningWarning` at its location saying why (key
 not in the database, only other targets or dlc versions, or the record does not fit):
 never a silent fallback. Other nests without a record are the policy's, silently.
@@ -17,12 +17,14 @@ import functools
 import warnings
 
 from xdsl.context import Context
+from xdsl.ir import Attribute
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError
 
 from dlc.dialects import tensor
 from dlc.dialects.schedule import Schedule, ScheduleAttr
 from dlc.passes.statistics import PassStatistics
+from dlc.passes.tensor.schedule_epilogue import epilogue_run
 from dlc.passes.tensor.schedule_policy import float_sum
 from dlc.passes.tensor.schedule_records import (
     DEFAULT_SCHEDULE,
@@ -41,12 +43,17 @@ def _context() -> Context:
     return ctx
 
 
-def parse_schedule(text: str) -> ScheduleAttr:
-    """The `#schedule.nest<...>` in `text`; ValueError when it is not one."""
+def parse_attribute(text: str) -> Attribute:
+    """The attribute `text` spells (schedules known); ValueError when it is none."""
     try:
-        attr = Parser(_context(), text).parse_attribute()
+        return Parser(_context(), text).parse_attribute()
     except ParseError as err:
         raise ValueError(str(err).strip().splitlines()[-1]) from None
+
+
+def parse_schedule(text: str) -> ScheduleAttr:
+    """The `#schedule.nest<...>` in `text`; ValueError when it is not one."""
+    attr = parse_attribute(text)
     if not isinstance(attr, ScheduleAttr):
         raise ValueError(f"not a #schedule.nest: {text}")
     return attr
@@ -56,6 +63,8 @@ def misfit(op: tensor.ComputeOp, schedule: ScheduleAttr) -> str | None:
     """Why `schedule` cannot be the tuned schedule of `op`, or None."""
     if schedule.fusion is not None:
         return "a tuned schedule has no fusion group"
+    if schedule.epilogue > len(epilogue_run(op)):
+        return f"epilogue {schedule.epilogue}: fewer computes after it qualify"
     return schedule.check(op.domain, op.reduction_extents)
 
 

@@ -78,6 +78,32 @@ builtin.module attributes {dlc.name = "lower_tensor_to_loop", dlc.stage = "raw"}
     tensor.return %n, %m, %n : !graph.tensor<3xbool>, !graph.tensor<3xbool>, !graph.tensor<3xbool>
   }
 
+// A fusion group's element-wise member with loops of its own, vectorized: the row's
+// sum, an earlier member's value in a register, is broadcast to the lanes.
+// CHECK-LABEL: loop.func @group_vector(
+// CHECK:         loop.for %[[I:.*]] = %{{.*}} to %{{.*}} step %{{.*}} parallel {
+// CHECK:           %[[S:.*]] = loop.for %{{.*}} iter_args
+// CHECK:           loop.for %[[J:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK-NEXT:        %[[V:.*]] = loop.vload %{{.*}}[%[[I]], %[[J]]] : memref<2x8xf32> -> vector<4xf32>
+// CHECK-NEXT:        %[[SV:.*]] = loop.broadcast %[[S]] : f32 -> vector<4xf32>
+// CHECK-NEXT:        %[[D:.*]] = arith.subf %[[V]], %[[SV]] : vector<4xf32>
+// CHECK-NEXT:        loop.vstore %[[D]], %{{.*}}[%[[I]], %[[J]]] : vector<4xf32>, memref<2x8xf32>
+  tensor.func @group_vector(%x: !graph.tensor<2x8xf32>) -> !graph.tensor<2x8xf32> {
+    %s = tensor.compute(%x) reduce [8] by "add" init 0.0 : f32 schedule #schedule.nest<parallel [d0], group 0 at 1 internal> {
+    ^bb0(%i: i64, %k: i64):
+      %v = tensor.read %x[%i, %k] : !graph.tensor<2x8xf32>
+      tensor.yield %v : f32
+    } : (!graph.tensor<2x8xf32>) -> !graph.tensor<2xf32>
+    %d = tensor.compute(%x, %s) schedule #schedule.nest<tile [d1 = [8]], interchange [d0, d1.0, d1.1], parallel [d0], unroll [d1.1], vectorize d1.1 x 4, group 0 at 1> {
+    ^bb0(%i: i64, %j: i64):
+      %v = tensor.read %x[%i, %j] : !graph.tensor<2x8xf32>
+      %m = tensor.read %s[%i] : !graph.tensor<2xf32>
+      %r = arith.subf %v, %m : f32
+      tensor.yield %r : f32
+    } : (!graph.tensor<2x8xf32>, !graph.tensor<2xf32>) -> !graph.tensor<2x8xf32>
+    tensor.return %d : !graph.tensor<2x8xf32>
+  }
+
 // A vectorized register tile: 2 rows x 8 columns as 2 x 2 vectors of 4 lanes, carried
 // through the K loop; A's element is loaded once per row and broadcast, B's row is a
 // vector load; the partial last panel (2 columns of 10) is one narrower vector of 2
