@@ -20,7 +20,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from dlc.dialects.graph import InferenceError, LiteralOp
 from dlc.dialects.graph_elementwise import BINARY_OPS, UNARY_OPS, DataTypeCastOp
-from dlc.dialects.graph_literal import LiteralAttr
+from dlc.dialects.graph_literal import LiteralAttr, scalar_tree
 from dlc.dialects.graph_tensor import (
     ConcatenateOp,
     ConvolveOp,
@@ -31,7 +31,7 @@ from dlc.dialects.graph_tensor import (
     TransposeOp,
 )
 from dlc.dialects.graph_types import TensorType, format_type, numpy_dtype, size_error
-from dlc.passes.graph.fold_constants import literal_of, scalar_tree
+from dlc.passes.graph.fold_constants import literal_of
 
 MAX_PERMUTE_RANK = 6
 """Transposes with a permutation are searched for among reshape + reverse sequences up

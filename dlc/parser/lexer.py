@@ -96,6 +96,7 @@ KEYWORDS: dict[str, str] = {
     "x": "_X",
     "box": "BOX",
     "batchDims": "_BATCHDIMS",
+    "dense": "_DENSE",
 }
 for _word in UNARY_WORDS:
     KEYWORDS[_word] = "UNARY_OP"

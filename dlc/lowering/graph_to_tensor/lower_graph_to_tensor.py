@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 from xdsl.builder import Builder, InsertPoint
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -16,7 +17,7 @@ from dlc.dialects import graph, tensor
 from dlc.dialects import graph_memory as gm
 from dlc.dialects import graph_tensor as gt
 from dlc.dialects.graph import Symbols
-from dlc.dialects.graph_literal import LitTree
+from dlc.dialects.graph_literal import LitTree, all_equal, dense_dtype, scalar_tree
 from dlc.dialects.graph_types import NominalType, TensorType, TupleType, format_type, nest_leaves
 from dlc.dialects.layout import I64, LayoutError, children, leaves
 from dlc.dialects.levels import require_level
@@ -103,15 +104,17 @@ class _Segment:
 def tensor_literal(
     b: Builder, op: graph.LiteralOp, tree: LitTree, t: TensorType, args: list[Lowered]
 ) -> Lowered:
-    """`<...>` literal: dense constant, splat, or computed when elements are values."""
+    """`<...>` or dense literal: dense constant, splat, or computed when elements are
+    values. The data is built in bulk (NumPy), a dense literal's bytes used as they are."""
     segments = _segments(tree, t)
     values = [s for s in segments if s.tree[0] == "operand"]
-    data = _dense(segments, t)
-    if len(set(data)) <= 1 and not values:  # empty or uniform
-        return Splat(data[0] if data else 0, t)
+    data = tree[1] if tree[0] == "dense" else _data(segments, t)
+    array = np.frombuffer(data, dense_dtype(t.dt))
+    if not values and (array.size == 0 or all_equal(array)):
+        return Splat(scalar_tree(array[0], t.dt)[1] if array.size else 0, t)
     if not values:
-        return b.insert(tensor.ConstantOp(t, data)).result
-    base: Lowered = b.insert(tensor.ConstantOp(t, data)).result if data else Splat(0, t)
+        return b.insert(tensor.ConstantOp.from_bytes(t, data)).result
+    base: Lowered = b.insert(tensor.ConstantOp.from_bytes(t, data)).result if data else Splat(0, t)
 
     def body(s: BodyBuilder, i: Sequence[SSAValue], _: Sequence[SSAValue]) -> SSAValue:
         acc = s.read(base, i)
@@ -124,7 +127,8 @@ def tensor_literal(
 
 
 def _segments(tree: LitTree, t: TensorType) -> list[_Segment]:
-    """Row-major leaves of a tensor literal: scalars, splats and value elements."""
+    """Row-major leaves of a tensor literal: scalars, splats, dense parts and value
+    elements."""
     out: list[_Segment] = []
     stack = [_Segment((), tree, t)]
     while stack:
@@ -139,16 +143,27 @@ def _segments(tree: LitTree, t: TensorType) -> list[_Segment]:
     return out
 
 
-def _dense(segments: list[_Segment], t: TensorType) -> list[int | float | bool]:
-    """The constant data, value elements filled with 0."""
-    data: list[int | float | bool] = []
+def _data(segments: list[_Segment], t: TensorType) -> bytes:
+    """The constant data as a dense literal's bytes, value elements filled with 0; runs
+    of scalars are converted together (bf16 through f32, as `tensor.bf16_bits`)."""
+    dtype = dense_dtype(t.dt)
+    via = np.float32 if t.dt == "bf16" else dtype
+    chunks: list[np.ndarray] = []
+    run: list[int | float | bool] = []
     for seg in segments:
         kind = seg.tree[0]
         value = seg.tree[1] if kind in ("int", "float", "bool") else 0
-        data.extend([value] * seg.type.num_elements)
-    if t.dt == "bool":
-        return [bool(v) for v in data]
-    return data
+        if kind != "dense" and seg.type.num_elements == 1:
+            run.append(value)
+            continue
+        chunks.append(np.array(run, via).astype(dtype))
+        run = []
+        if kind == "dense":
+            chunks.append(np.frombuffer(seg.tree[1], dtype))
+        else:
+            chunks.append(np.full(seg.type.num_elements, value, via).astype(dtype))
+    chunks.append(np.array(run, via).astype(dtype))
+    return np.concatenate(chunks).tobytes()
 
 
 def lower_literal(
@@ -181,7 +196,7 @@ def lower_literal(
             out.append(Splat(tree[1], t))
         elif kind in ("zero", "undefined"):
             out.append(Splat(False if t.dt == "bool" else 0, t))
-        elif kind == "tensor":
+        elif kind in ("tensor", "dense"):
             out.append(tensor_literal(b, op, tree, t, args))
         else:
             raise error_at(op, UNSUPPORTED + f"literal {kind}")
