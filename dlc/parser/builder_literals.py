@@ -232,7 +232,7 @@ class LiteralBuilder(TypeBuilder):
     def _dense_tree(self, lit: Tree, t: Attribute) -> LitTree:
         """`dense "<base64>"`: the bytes of a tensor of type `t` (checked here, so an
         error points at this literal even inside an aggregate)."""
-        tok = lit.children[0]
+        tok = lit.children[1]  # after the `dense` keyword
         try:  # base64 has no escapes: the token between its quotes is the payload
             tree = ("dense", base64.b64decode(str(tok)[1:-1], validate=True))
         except binascii.Error:
