@@ -18,7 +18,8 @@ output of onnxruntime's.
 
 `--weights fill` runs the same graphs with every weight a `ConstantOfShape` fill (the
 form of onnx's light models): the same computation for both systems, without the
-weight data, whose import and compile cost dominates dlc's times today (README).
+weight data (dense literals, README "Whole ONNX models": their import and compile cost
+little beside the code's).
 """
 
 from __future__ import annotations

@@ -191,6 +191,8 @@ for _text, _kind in PUNCTUATION.items():
 
 def split_lines(text: str) -> list[str]:
     """Source lines as the lexer counts them (`\\r\\n`, `\\r` and `\\n` end a line)."""
+    if "\r" not in text:  # the usual case, split in C (a dense literal's text is long)
+        return text.split("\n")
     return _NEWLINE_RE.split(text)
 
 
@@ -215,7 +217,7 @@ def decode_source(data: str | bytes, filename: str) -> SourceText:
     file can hold: a module name with one broke the compile cache's key), is a located
     diagnostic."""
     if isinstance(data, str):
-        surrogate = _SURROGATE_RE.search(data)
+        surrogate = None if data.isascii() else _SURROGATE_RE.search(data)
         if surrogate is None:
             return SourceText(data, filename)
         lines = split_lines(data[: surrogate.start()])

@@ -62,15 +62,22 @@ class DataFiles:
             self._dir.cleanup()
             self._dir = None
 
-    def include(self, name: str, data: bytes) -> list[str]:
-        """Assembly lines defining local symbol `name` as `data` in `.rodata`."""
-        if self._dir is None:
-            self._dir = tempfile.TemporaryDirectory(prefix="dlc-data-")  # mode 0700
-        path = Path(self._dir.name) / f"{self.count}.bin"
+    def include(self, name: str, data: bytes) -> list[str] | None:
+        """Assembly lines defining local symbol `name` as `data` in `.rodata`; None
+        when no file can be written (no usable temporary directory): the caller then
+        gives the data as text."""
+        try:
+            if self._dir is None:
+                self._dir = tempfile.TemporaryDirectory(prefix="dlc-data-")  # mode 0700
+            path = Path(self._dir.name) / f"{self.count}.bin"
+            if not (str(path).isascii() and str(path).isprintable()):
+                return None  # not spelled safely in an assembler string
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+        except OSError:
+            return None
         self.count += 1
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
         quoted = '"' + str(path).replace("\\", "\\\\").replace('"', '\\"') + '"'
         return [
             ".pushsection .rodata",
@@ -139,11 +146,11 @@ def converted(module: ModuleOp, triple: str, files: DataFiles | None) -> ir.Modu
     lines: list[str] = []
     for _, op, data in swapped:
         name = op.sym_name.data  # type: ignore[attr-defined]
-        if files is not None and data:
-            lines.extend(files.include(name, data))
-        _give_data(ir_module.get_global(name), data, files is not None and bool(data))
+        included = files.include(name, data) if files is not None and data else None
+        lines.extend(included or [])
+        _give_data(ir_module.get_global(name), data, included is not None)
     if lines:
-        ir_module.asm = lines  # type: ignore[attr-defined]
+        ir_module.dlc_module_asm = lines  # type: ignore[attr-defined]
     return ir_module
 
 
@@ -161,7 +168,7 @@ def _give_data(gv: ir.GlobalVariable, data: bytes, included: bool) -> None:
 
 def module_text(ir_module: ir.Module) -> str:
     """LLVM IR text of a module `converted` made, with its module assembly."""
-    asm = getattr(ir_module, "asm", None)
+    asm = getattr(ir_module, "dlc_module_asm", None)
     if not asm:
         return str(ir_module)
     escaped = [line.replace("\\", "\\5C").replace('"', "\\22") for line in asm]

@@ -13,6 +13,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 from aot_driver import build, driver_source, results, run
+from autodiff_util import check_gradients
 
 import dlc
 from dlc.aot.signature import c_function
@@ -120,20 +121,27 @@ func @f: () -> <8 x 9 x f32> {{
         np.testing.assert_array_equal(dense_array(literal.value.data[1], "f32", (8, 9)), a * b)
 
 
+def dot_program(w: np.ndarray, rows: int, dt: str) -> str:
+    """`@mm(x) = x @ w`, x of `rows` rows, w a dense literal."""
+    k, n = w.shape
+    x, wt, y = f"<{rows} x {k} x {dt}>", f"<{k} x {n} x {dt}>", f"<{rows} x {n} x {dt}>"
+    return f"""module "mm"
+stage raw
+func @mm: ({x}) -> {y} {{
+'entry(%x: {x}):
+    %w = literal dense "{dense(w)}": {wt}
+    %y = dot %x: {x}, %w: {wt}
+    return %y: {y}
+}}
+"""
+
+
 def test_constant_matrix_packed_from_dense_bytes() -> None:
     """A constant B of a matrix product is packed into panels at compile time, a NumPy
     reshuffle of the dense literal's bytes."""
     rng = np.random.default_rng(0)
     w = rng.standard_normal((128, 80)).astype(np.float32)
-    program = f"""module "mm"
-stage raw
-func @mm: (<16 x 128 x f32>) -> <16 x 80 x f32> {{
-'entry(%x: <16 x 128 x f32>):
-    %w = literal dense "{dense(w)}": <128 x 80 x f32>
-    %y = dot %x: <16 x 128 x f32>, %w: <128 x 80 x f32>
-    return %y: <16 x 80 x f32>
-}}
-"""
+    program = dot_program(w, 16, "f32")
     mod = dlc.compile(program)
     assert "tensor<5x128x16xf32> : memref<5x128x16xf32>" in mod.ir("loop")  # the panels
     x = rng.standard_normal((16, 128)).astype(np.float32)
@@ -141,28 +149,30 @@ func @mm: (<16 x 128 x f32>) -> <16 x 80 x f32> {{
 
 
 def test_onnx_importer_makes_dense_literals() -> None:
-    onnx = pytest.importorskip("onnx")
+    """Initializers become dense literals straight from their arrays, as do the
+    constants the importer computes (Gemm's transposed B); the bias of 5 stays a
+    `<…>` literal."""
+    pytest.importorskip("onnx")
     from onnx import TensorProto, helper, numpy_helper
 
-    w = sample("f32", (6, 5), 9)
-    w[~np.isfinite(w)] = 1.0
-    graph = helper.make_graph(
-        [helper.make_node("MatMul", ["x", "w"], ["y"])],
-        "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 6])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 5])],
-        [numpy_helper.from_array(w, "w")],
+    rng = np.random.default_rng(9)
+    w, bias, x = (rng.standard_normal(s).astype(np.float32) for s in ((5, 6), (5,), (3, 6)))
+    inits = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(bias, "b")]
+    model = helper.make_model(
+        helper.make_graph(
+            [helper.make_node("Gemm", ["x", "w", "b"], ["y"], transB=1)],
+            "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 6])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 5])],
+            inits,
+        ),
+        opset_imports=[helper.make_opsetid("", 17)],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     module = dlc.onnx.load(model.SerializeToString())
-    trees = [op.value.data for op in module.walk() if isinstance(op, LiteralOp)]
-    assert ("dense", w.tobytes()) in trees
-    assert f'literal dense "{dense(w)}": <6 x 5 x f32>' in dlc.print_module(module)
-    x = sample("f32", (3, 6), 10)
-    x[~np.isfinite(x)] = 0.0
-    got = dlc.compile_onnx(model)["g"](x)
-    np.testing.assert_allclose(got, x @ w, rtol=1e-5, atol=1e-3)
-    assert onnx is not None
+    kinds = {op.value.data[0] for op in module.walk() if isinstance(op, LiteralOp)}
+    assert f'literal dense "{dense(w.T)}": <6 x 5 x f32>' in dlc.print_module(module)
+    assert kinds == {"dense", "tensor"}
+    np.testing.assert_allclose(dlc.compile_onnx(model)["g"](x), x @ w.T + bias, rtol=1e-5)
 
 
 WEIGHTS = """module "w"
@@ -214,6 +224,18 @@ def test_data_as_llvm_ir_text(monkeypatch: pytest.MonkeyPatch) -> None:
     assert 'constant [16384 x i8] c"' in text and ".incbin" not in text  # the 64 x 64 weight
 
 
+def test_data_without_a_temporary_directory(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No data file can be written: the data goes as text, the compile succeeds."""
+
+    def refused(*_args: object, **_kwargs: object) -> None:
+        raise PermissionError("no temporary directory")
+
+    monkeypatch.setenv("DLC_CACHE", "0")
+    monkeypatch.setattr(constant_data.tempfile, "TemporaryDirectory", refused)
+    program, w, b = weights_program(5)
+    np.testing.assert_allclose(dlc.compile(program).affine(X), X @ w + b, rtol=1e-5, atol=1e-4)
+
+
 @pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler 'cc' on this machine")
 def test_shared_library_carries_dense_weights(tmp_path: Path) -> None:
     """An exported library holds the weights itself (`.incbin` into its object): a C
@@ -227,3 +249,20 @@ def test_shared_library_carries_dense_weights(tmp_path: Path) -> None:
     driver = build("cc", tmp_path / "driver.c", tmp_path / "driver", link)
     (printed,) = results(run(driver, "affine", [X]))
     np.testing.assert_allclose(printed, (X @ w + b).ravel(), rtol=1e-5, atol=1e-4)
+
+
+def test_gradient_through_a_dense_weight() -> None:
+    """The adjoint of x @ W with W dense: W^T applied to the seed, interpreted (against
+    central differences) and compiled alike."""
+    w = np.random.default_rng(4).standard_normal((3, 20))
+    adjoint = (
+        "[adjoint @mm seedable]\nfunc @df: (<2 x 3 x f64>, <2 x 20 x f64>) -> (<2 x 3 x f64>)\n"
+    )
+    text = dot_program(w, 2, "f64") + adjoint
+    x = np.random.default_rng(5).standard_normal((2, 3))
+    seed = np.random.default_rng(6).standard_normal((2, 20))
+    module = check_gradients(text, "mm", "df", [x], seed=seed)
+    (interpreted,) = run_function(module, "df", [x, seed])
+    (compiled,) = dlc.compile(text).df(x, seed)
+    np.testing.assert_allclose(interpreted, seed @ w.T, rtol=1e-12)
+    np.testing.assert_allclose(compiled, seed @ w.T, rtol=1e-12)
