@@ -266,3 +266,13 @@ def test_gradient_through_a_dense_weight() -> None:
     (compiled,) = dlc.compile(text).df(x, seed)
     np.testing.assert_allclose(interpreted, seed @ w.T, rtol=1e-12)
     np.testing.assert_allclose(compiled, seed @ w.T, rtol=1e-12)
+
+
+def test_foreign_objects_carry_dense_weights(tmp_path: Path) -> None:
+    """Objects for other architectures get the data as LLVM IR text: the bytes are
+    in the object all the same."""
+    program, w, _ = weights_program(7)
+    mod = dlc.compile(program)
+    for target in ("aarch64-linux-gnu", "wasm32-unknown-unknown"):
+        mod.export(tmp_path / f"{target}.o", target=target)
+        assert w.tobytes() in (tmp_path / f"{target}.o").read_bytes()
