@@ -177,12 +177,14 @@ def cache_key(
     extern symbols it is allowed to call and the host (`cache.environment`). Not the
     locations themselves: the machine code does not depend on them, and the trap and
     bounds messages that name them are stored location-free (`portable_messages`), so
-    one program read through any spelling of its path, or reformatted, is one entry."""
+    one program read through any spelling of its path, or reformatted, is one entry.
+    Dense literals (weights) enter as the SHA-256 of their bytes, not as text."""
     from dlc.parser import print_module
 
     # surrogatepass: a file name from os.fsdecode, or a module built in Python, may hold
     # lone surrogates, which plain UTF-8 refuses to encode.
-    digest = hashlib.sha256(print_module(module).encode("utf-8", "surrogatepass"))
+    text = print_module(module, dense=lambda data: "sha256:" + hashlib.sha256(data).hexdigest())
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass"))
     digest.update(bytes(own_location(op) is not None for op in module.walk()))
     from dlc.version import __version__
 

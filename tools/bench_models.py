@@ -10,7 +10,10 @@ cache), a compile of the same model from the on-disk cache in a fresh process st
 (cached: the in-memory entries forgotten), dlc's median µs per call, onnxruntime's
 (`intra_op_num_threads` = the bench's threads, `session.intra_op.allow_spinning` = 0)
 and dlc / ort, and the largest difference of the outputs relative to the largest
-output of onnxruntime's.
+output of onnxruntime's; then, in parentheses, the CPU seconds of the import, the cold
+and the cached compile (this process and the compile's worker processes: the measure
+that holds on a loaded machine) and the peak resident memory so far (run one model per
+process, `--only`, for each model's own).
 
     python tools/bench.py --only W8,W9
     python tools/bench_models.py [--only W8] [--threads N]   # the same rows alone
@@ -18,7 +21,8 @@ output of onnxruntime's.
 
 `--weights fill` runs the same graphs with every weight a `ConstantOfShape` fill (the
 form of onnx's light models): the same computation for both systems, without the
-weight data, whose import and compile cost dominates dlc's times today (README).
+weight data (dense literals, README "Whole ONNX models": their import and compile cost
+little beside the code's).
 """
 
 from __future__ import annotations
@@ -66,7 +70,26 @@ MODELS = [
 HEADER = (
     f"{'id':3} {'model':24} {'import s':>8} {'cold s':>8} {'cached s':>8} "
     f"{'dlc µs':>10} {'ort µs':>10} {'dlc/ort':>7}  max rel err"
+    "  (CPU s of import/cold/cached; max RSS)"
 )
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process and of its children waited for (the compile's
+    workers): on a loaded machine the measure that wall time is not."""
+    import resource
+
+    own, children = (
+        resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def _timed(f: Callable[[], Any]) -> tuple[Any, float, float]:
+    """`f()`, its wall seconds and its CPU seconds."""
+    wall, cpu = time.perf_counter(), _cpu_seconds()
+    out = f()
+    return out, time.perf_counter() - wall, _cpu_seconds() - cpu
 
 
 def ort_session(path: Path, threads: int) -> Any:
@@ -79,18 +102,16 @@ def ort_session(path: Path, threads: int) -> Any:
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
-def _compile(module: Any, threads: int) -> tuple[Any, float, float]:
-    """The compiled module, its cold compile time and its time from the disk cache."""
+def _compile(module: Any, threads: int) -> tuple[Any, list[float]]:
+    """The compiled module, and the wall and CPU seconds of its cold compile and of its
+    compile from the disk cache."""
     from dlc.api import compile_graph_module
     from dlc.runtime import cache
 
-    start = time.perf_counter()
-    compiled = compile_graph_module(module, num_threads=threads)
-    cold = time.perf_counter() - start
+    compiled, *cold = _timed(lambda: compile_graph_module(module, num_threads=threads))
     cache.clear_memory()
-    start = time.perf_counter()
-    compile_graph_module(module, num_threads=threads)
-    return compiled, cold, time.perf_counter() - start
+    _, *cached = _timed(lambda: compile_graph_module(module, num_threads=threads))
+    return compiled, [*cold, *cached]
 
 
 def run_model(w: ModelWorkload, threads: int, weights: str = "random") -> str:
@@ -104,27 +125,34 @@ def run_model(w: ModelWorkload, threads: int, weights: str = "random") -> str:
     path = onnx_workloads.ensure(w.model + ("_fill" if weights == "fill" else ""), GENERATED)
     inputs = w.inputs()
     try:
-        start = time.perf_counter()
-        module = dlc.onnx.load(path)
-        imported = time.perf_counter() - start
-        compiled, cold, cached = _compile(module, threads)
+        module, imported, imported_cpu = _timed(lambda: dlc.onnx.load(path))
+        compiled, (cold, cold_cpu, cached, cached_cpu) = _compile(module, threads)
     except DiagnosticError as e:
         return f"{label} skipped: dlc cannot compile it: {e.message}"
     fn = compiled[next(iter(compiled.functions))]
     got = np.asarray(fn(*inputs))
     dlc_s = median_seconds(fn, inputs)
     line = f"{label} {imported:8.2f} {cold:8.2f} {cached:8.2f} {dlc_s * 1e6:10.1f}"
+    usage = f"  ({imported_cpu:.2f}/{cold_cpu:.2f}/{cached_cpu:.2f}; {_max_rss_gb():.2f} GB)"
     try:
         session = ort_session(path, threads)
     except ImportError:
-        return line + f" {'not installed':>18}"
+        return line + f" {'not installed':>18}" + usage
     names = [i.name for i in session.get_inputs()]
     feeds = dict(zip(names, inputs, strict=True))
     want = session.run(None, feeds)[0]
     ort_s = median_seconds(lambda *_: session.run(None, feeds), inputs)
     scale = float(np.max(np.abs(want)))
     error = f"{float(np.max(np.abs(got - want))) / scale:.1e}" if scale else "- (all 0)"
-    return line + f" {ort_s * 1e6:10.1f} {dlc_s / ort_s:7.2f}  {error}"
+    return line + f" {ort_s * 1e6:10.1f} {dlc_s / ort_s:7.2f}  {error:>11}" + usage
+
+
+def _max_rss_gb() -> float:
+    """Peak resident memory of this process so far in GB (Linux: ru_maxrss in KiB);
+    with several models in one run, the largest so far."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9
 
 
 def run_models(wanted: set[str] | None, threads: int, weights: str = "random") -> None:

@@ -25,6 +25,7 @@ from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp
 from dlc.aot import c_entry, header, link
 from dlc.aot.signature import CFunction
 from dlc.dialects import abi
+from dlc.runtime.constant_data import data_files, module_text
 from dlc.runtime.jit import llvmlite_module, optimize, target_machine, target_triple
 from dlc.target import Target
 
@@ -98,18 +99,19 @@ def object_code(
 ) -> bytes:
     """Optimized, position-independent object code of the module and its entry points."""
     tm = target_machine(request.opt_level, request.target, pic=True)
-    ir_module = llvmlite_module(llvm_level, tm)
-    _static_variables(ir_module, _variables(llvm_level))
-    module = llvm_binding.parse_assembly(str(ir_module))
-    shim = c_entry.entry_points(functions, opts, tm.triple, str(tm.target_data))
-    try:
-        module.link_in(llvm_binding.parse_assembly(shim))
-    except RuntimeError as e:  # a DLVM function named like a C function the entries call
-        raise link.ExportError(f"cannot add the C entry points to the module: {e}") from None
-    _internalize(module, c_entry.exported_names(functions, opts.prefix))
-    module.verify()
-    optimize(module, tm, request.opt_level)
-    return tm.emit_object(module)
+    with data_files(tm.triple) as files:  # constant data included until the object exists
+        ir_module = llvmlite_module(llvm_level, tm, files)
+        _static_variables(ir_module, _variables(llvm_level))
+        module = llvm_binding.parse_assembly(module_text(ir_module))
+        shim = c_entry.entry_points(functions, opts, tm.triple, str(tm.target_data))
+        try:
+            module.link_in(llvm_binding.parse_assembly(shim))
+        except RuntimeError as e:  # a DLVM function named like a C function the entries call
+            raise link.ExportError(f"cannot add the C entry points to the module: {e}") from None
+        _internalize(module, c_entry.exported_names(functions, opts.prefix))
+        module.verify()
+        optimize(module, tm, request.opt_level)
+        return tm.emit_object(module)
 
 
 def write_library(

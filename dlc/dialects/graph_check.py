@@ -4,7 +4,8 @@ Differences from DLVM: `null` is valid for pointers and boxes; integer literals 
 fit their data type (signed or unsigned range of the width); a finite literal of a float
 type must not round to infinity in it (`1e39: f32`, `70000: f16`: C and LLVM would round
 it to inf, dlc reports it; write `inf` for infinity); enum literals must give exactly
-the case's number of values. The walk is iterative: literals may nest deeply.
+the case's number of values; a dense literal (dlc's addition) must hold exactly its
+type's bytes. The walk is iterative: literals may nest deeply.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from xdsl.ir import Attribute
 
 from dlc.dialects.graph_literal import LitTree
 from dlc.dialects.graph_types import (
+    NATIVE_DTYPES,
     ArrayType,
     BoxType,
     NominalType,
@@ -24,6 +26,7 @@ from dlc.dialects.graph_types import (
     TensorType,
     TupleType,
     dtype_bits,
+    dtype_bytes,
     dtype_holds_floats,
     dtype_is_bool,
     dtype_is_int,
@@ -74,6 +77,8 @@ def _check_node(
         return None
     if kind in ("int", "float", "bool"):
         return _check_scalar(kind, node[1], ty)
+    if kind == "dense":
+        return _check_dense(node[1], ty)
     if kind == "tensor":
         if isinstance(ty, TensorType) and _valid_dense(node, ty):
             return None  # the common case, checked in bulk; else element by element
@@ -131,6 +136,21 @@ def _valid_dense(node: LitTree, ty: TensorType) -> bool:
     bits = dtype_bits(ty.dt)
     lowest = 0 if dtype_is_unsigned(ty.dt) else -(2 ** (bits - 1))  # as `_check_scalar`
     return lowest <= min(ints) and max(ints) < 2**bits
+
+
+def _check_dense(data: bytes, ty: Attribute) -> str | None:
+    """A dense node: a tensor of a native data type, its bytes exactly the elements (a
+    bool byte 0 or 1); checked in bulk."""
+    if not isinstance(ty, TensorType):
+        return f"dense literal is not a valid value of type {format_type(ty)}"
+    if ty.dt not in NATIVE_DTYPES:
+        return f"dense literal of {ty.dt} is not supported (only of {', '.join(NATIVE_DTYPES)})"
+    need = ty.num_elements * dtype_bytes(ty.dt)
+    if len(data) != need:
+        return f"dense literal has {len(data)} bytes, {format_type(ty)} takes {need}"
+    if dtype_is_bool(ty.dt) and np.frombuffer(data, np.uint8).max(initial=0) > 1:
+        return "dense bool literal holds a byte other than 0 and 1"
+    return None
 
 
 def _check_scalar(kind: str, value: object, ty: Attribute) -> str | None:

@@ -16,8 +16,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
+import numpy as np
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    BytesAttr,
     DenseIntOrFPElementsAttr,
     FloatAttr,
     IntAttr,
@@ -79,6 +81,24 @@ class ConstantOp(IRDLOperation):
             values = [float(v) for v in values]
         dense = DenseIntOrFPElementsAttr.from_list(data_type, values)  # type: ignore[arg-type]
         super().__init__(result_types=[result_type], properties={"value": dense})
+
+    @classmethod
+    def from_bytes(cls, result_type: TensorType, raw: bytes) -> ConstantOp:
+        """The constant whose elements are `raw`, the little-endian row-major bytes of
+        the data type's NumPy array (a graph dense literal's payload; bool: bytes 0 and
+        1, stored here as i1 data 0 and 0xff, as `from_list` packs them)."""
+        if result_type.dt == "bool":
+            raw = (np.frombuffer(raw, np.uint8) * np.uint8(0xFF)).tobytes()
+        data_type = BuiltinTensorType(scalar_type(result_type.dt), result_type.dims)
+        dense = DenseIntOrFPElementsAttr(data_type, BytesAttr(raw))
+        return cls.build(result_types=[result_type], properties={"value": dense})
+
+    def is_splat(self) -> bool:
+        """Whether every element has the bits of the first (in bulk)."""
+        raw = np.frombuffer(self.value.data.data, np.uint8)
+        size = self.value.get_element_type().compile_time_size  # type: ignore[attr-defined]
+        rows = raw.reshape(-1, size)
+        return rows.shape[0] > 0 and bool((rows == rows[0]).all())
 
     def verify_(self) -> None:
         t = tensor_type(self.result, "tensor.constant")

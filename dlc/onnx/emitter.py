@@ -18,7 +18,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from dlc.dialects.graph import InferenceError, LiteralOp
 from dlc.dialects.graph_elementwise import BINARY_OPS, UNARY_OPS, DataTypeCastOp
-from dlc.dialects.graph_literal import LiteralAttr
+from dlc.dialects.graph_literal import LiteralAttr, scalar_tree
 from dlc.dialects.graph_tensor import (
     ConcatenateOp,
     ConvolveOp,
@@ -29,7 +29,7 @@ from dlc.dialects.graph_tensor import (
     TransposeOp,
 )
 from dlc.dialects.graph_types import TensorType, format_type, numpy_dtype, size_error
-from dlc.passes.graph.fold_constants import literal_of, scalar_tree
+from dlc.passes.graph.fold_constants import literal_of
 from dlc.passes.graph.permutations import block_reversals
 
 MAX_PERMUTE_RANK = 6

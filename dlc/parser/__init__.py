@@ -7,6 +7,8 @@ Every user error is one located `DiagnosticError`; no lark exception escapes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import lark
 from lark.exceptions import UnexpectedInput, UnexpectedToken
 from xdsl.dialects.builtin import ModuleOp
@@ -106,11 +108,12 @@ def _join(items: list[str]) -> str:
     return ", ".join(items[:-1]) + " or " + items[-1]
 
 
-def print_module(module: ModuleOp) -> str:
-    """DLVM text of a graph module (implemented in `dlc.parser.printer`)."""
+def print_module(module: ModuleOp, dense: Callable[[bytes], str] | None = None) -> str:
+    """DLVM text of a graph module (implemented in `dlc.parser.printer`; `dense` spells
+    the payloads of dense literals, base64 by default)."""
     from dlc.parser.printer import print_module as _print_module
 
-    return _print_module(module)
+    return _print_module(module) if dense is None else _print_module(module, dense)
 
 
 __all__ = ["parse_module", "print_module"]

@@ -3,6 +3,8 @@ inline scalar literals and the `literal` instruction's aggregate payloads (itera
 
 from __future__ import annotations
 
+import base64
+import binascii
 import math
 from dataclasses import dataclass, field
 
@@ -181,6 +183,8 @@ class LiteralBuilder(TypeBuilder):
             return self._scalar_tree(lit, t)
         if kind in ("zero_lit", "undefined_lit", "null_lit"):
             return (kind[: -len("_lit")],)
+        if kind == "dense_lit":
+            return self._dense_tree(lit, t)
         result: list[LitTree] = []
         stack: list[_LitFrame] = [self._lit_frame(lit, t)]
         while stack:
@@ -220,8 +224,23 @@ class LiteralBuilder(TypeBuilder):
             )
         if kind in AGGREGATE_LITS:
             return self._lit_frame(value_node, annotated)
+        if kind == "dense_lit":
+            return self._dense_tree(value_node, annotated)
         operands.append(self.use(use))
         return ("operand", len(operands) - 1)
+
+    def _dense_tree(self, lit: Tree, t: Attribute) -> LitTree:
+        """`dense "<base64>"`: the bytes of a tensor of type `t` (checked here, so an
+        error points at this literal even inside an aggregate)."""
+        tok = lit.children[1]  # after the `dense` keyword
+        try:  # base64 has no escapes: the token between its quotes is the payload
+            tree = ("dense", base64.b64decode(str(tok)[1:-1], validate=True))
+        except binascii.Error:
+            raise self.error("dense literal: malformed base64 payload", tok) from None
+        message = check_literal(tree, t, [], self.symbols)
+        if message is not None:
+            raise self.error(message, lit)
+        return tree
 
     def _lit_frame(self, lit: Tree, t: Attribute) -> _LitFrame:
         kind = lit.data

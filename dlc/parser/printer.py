@@ -47,6 +47,7 @@ from dlc.dialects.graph import (
 from dlc.dialects.graph_types import format_type
 from dlc.parser.printer_literals import (
     TypeTexts,
+    format_dense,
     format_ints,
     format_literal,
     format_shape,
@@ -62,10 +63,13 @@ from dlc.parser.printer_names import FunctionNames
 class _Context:
     """What instruction formatters need: value names, block names, symbols, type texts."""
 
-    def __init__(self, names: FunctionNames, symbols: Symbols | None):
+    def __init__(
+        self, names: FunctionNames, symbols: Symbols | None, dense: Callable[[bytes], str]
+    ):
         self.names = names
         self.symbols = symbols
         self.ty = TypeTexts()
+        self.dense = dense
 
     def ref(self, v: SSAValue) -> str:
         """The bare reference `%x` / `@g` of a value, without its type."""
@@ -89,7 +93,11 @@ class _Context:
 
     def literal(self, op: LiteralOp) -> str:
         return format_literal(
-            op.value.data, op.result.type, self.symbols, lambda k: self.use(op.elements[k])
+            op.value.data,
+            op.result.type,
+            self.symbols,
+            lambda k: self.use(op.elements[k]),
+            self.dense,
         )
 
     def dest(self, block: Block, args: Iterable[SSAValue]) -> str:
@@ -298,8 +306,11 @@ def _format_block(block: Block, ctx: _Context) -> list[str]:
     return lines
 
 
-def print_function(func: FuncOp, symbols: Symbols | None = None) -> str:
-    """A function in DLVM syntax (attribute and declaration lines, signature, body)."""
+def print_function(
+    func: FuncOp, symbols: Symbols | None = None, dense: Callable[[bytes], str] = format_dense
+) -> str:
+    """A function in DLVM syntax (attribute and declaration lines, signature, body);
+    `dense` spells the payloads of dense literals (`format_literal`)."""
     if symbols is None:
         parent = func.parent_op()
         symbols = Symbols.of_module(parent) if parent is not None else None
@@ -310,7 +321,7 @@ def print_function(func: FuncOp, symbols: Symbols | None = None) -> str:
     signature = f"func @{func.sym_name.data}: {format_type(func.function_type)}"
     if func.is_declaration:
         return "\n".join([*lines, signature])
-    ctx = _Context(FunctionNames(func), symbols)
+    ctx = _Context(FunctionNames(func), symbols, dense)
     lines.append(signature + " {")
     for block in func.body.blocks:
         lines.extend(_format_block(block, ctx))
@@ -335,7 +346,9 @@ def _format_alias(op: TypeAliasOp) -> str:
     return f"type ${op.sym_name.data} = {target}"
 
 
-def format_declaration(op: Operation, symbols: Symbols | None = None) -> str:
+def format_declaration(
+    op: Operation, symbols: Symbols | None = None, dense: Callable[[bytes], str] = format_dense
+) -> str:
     """One top-level declaration in DLVM syntax (no surrounding blank lines)."""
     if isinstance(op, StructOp):
         return _format_struct(op)
@@ -346,7 +359,7 @@ def format_declaration(op: Operation, symbols: Symbols | None = None) -> str:
     if isinstance(op, VarOp):
         return f"var @{op.sym_name.data}: {format_type(op.var_type)}"
     if isinstance(op, FuncOp):
-        return print_function(op, symbols)
+        return print_function(op, symbols, dense)
     raise error_at(op, f"the DLVM printer does not know the declaration '{op.name}'")
 
 
@@ -355,12 +368,14 @@ def _module_attr(module: ModuleOp, key: str, default: str) -> str:
     return attr.data if isinstance(attr, StringAttr) else default
 
 
-def print_module(module: ModuleOp) -> str:
-    """A graph-level module in DLVM syntax; declarations keep their module order."""
+def print_module(module: ModuleOp, dense: Callable[[bytes], str] = format_dense) -> str:
+    """A graph-level module in DLVM syntax; declarations keep their module order.
+    `dense(data)` spells the payload of each dense literal: base64 (`format_dense`), or
+    for the compile cache's key a digest of the bytes (text that does not parse)."""
     symbols = Symbols.of_module(module)
     name = _module_attr(module, "dlc.name", "")
     stage = _module_attr(module, "dlc.stage", "raw")
     parts = [f"module {format_string(name)}\nstage {stage}\n"]
     for op in module.ops:
-        parts.append("\n" + format_declaration(op, symbols) + "\n")
+        parts.append("\n" + format_declaration(op, symbols, dense) + "\n")
     return "".join(parts)

@@ -8,6 +8,7 @@ string literals.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -62,16 +63,23 @@ def format_scalar(kind: str, value: Any) -> str:
     return str(int(value))
 
 
+def format_dense(data: bytes) -> str:
+    """The payload of a dense literal: its bytes as a base64 string."""
+    return '"' + base64.b64encode(data).decode("ascii") + '"'
+
+
 def format_literal(
     tree: LitTree,
     ty: Attribute,
     symbols: Symbols | None = None,
     operand: Callable[[int], str] | None = None,
+    dense: Callable[[bytes], str] = format_dense,
 ) -> str:
     """A literal as a DLVM use, `LIT: T` (elements of aggregates carry their own types).
 
     `operand(k)` prints the literal op's k-th operand (a `("operand", k)` element);
-    `symbols` gives struct fields and enum cases. Iterative: nesting depth is unbounded.
+    `symbols` gives struct fields and enum cases; `dense(data)` spells the payload of a
+    dense literal (`dense PAYLOAD: T`). Iterative: nesting depth is unbounded.
     """
     types = TypeTexts()
     out: list[str] = []
@@ -86,6 +94,9 @@ def format_literal(
             if operand is None:
                 raise ValueError("literal operand element printed without its operands")
             out.append(operand(node[1]))
+            continue
+        if node[0] == "dense":
+            out.append(f"dense {dense(node[1])}: {types(t)}")
             continue
         work.extend(reversed(_literal_parts(node, t, types(t), symbols)))
     return "".join(out)

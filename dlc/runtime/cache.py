@@ -378,7 +378,9 @@ def _mac(secret: bytes, record: dict[str, Any], obj: bytes) -> str:
     """HMAC-SHA256 of a record (format, key, metadata; canonical JSON) and the object
     code. JSON text holds no NUL byte, so the separator makes the message unambiguous."""
     text = json.dumps(record, sort_keys=True, separators=(",", ":")).encode()
-    return hmac.new(secret, text + b"\0" + obj, hashlib.sha256).hexdigest()
+    mac = hmac.new(secret, text + b"\0", hashlib.sha256)
+    mac.update(obj)  # not concatenated: the object holds the weights (100 MB and more)
+    return mac.hexdigest()
 
 
 def _write(key: str, entry: Entry) -> None:

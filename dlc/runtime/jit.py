@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from llvmlite import ir
     from xdsl.dialects.builtin import ModuleOp
 
+    from dlc.runtime.constant_data import DataFiles
+
 _INIT_LOCK = threading.Lock()
 _initialized: set[str] = set()
 
@@ -29,6 +31,7 @@ def _initialize(all_targets: bool = False) -> None:
         if "native" not in _initialized:
             llvm_binding.initialize_native_target()
             llvm_binding.initialize_native_asmprinter()
+            llvm_binding.initialize_native_asmparser()  # `.incbin` of constant data
             _initialized.add("native")
         if all_targets and "all" not in _initialized:
             llvm_binding.initialize_all_targets()
@@ -83,12 +86,17 @@ def optimize(module: llvm_binding.ModuleRef, tm: llvm_binding.TargetMachine, opt
     pass_manager.run(module, pass_builder)
 
 
-def llvmlite_module(llvm_level: ModuleOp, tm: llvm_binding.TargetMachine) -> ir.Module:
-    """An llvm-level xDSL module as an llvmlite IR module for `tm` (triple and layout)."""
-    from xdsl.backend.llvm.convert import convert_module  # only when compiling
-    from xdsl.dialects import llvm
+def llvmlite_module(
+    llvm_level: ModuleOp, tm: llvm_binding.TargetMachine, files: DataFiles | None = None
+) -> ir.Module:
+    """An llvm-level xDSL module as an llvmlite IR module for `tm` (triple and layout),
+    its constant data included from `files` or spelled as bytes (`constant_data`;
+    print it with `constant_data.module_text`)."""
+    from xdsl.dialects import llvm  # only when compiling
 
-    ir_module = convert_module(llvm_level, fallback_target_triple=tm.triple)
+    from dlc.runtime.constant_data import converted
+
+    ir_module = converted(llvm_level, tm.triple, files)
     for op in llvm_level.body.block.ops:  # xDSL's converter drops function attributes
         if isinstance(op, llvm.FuncOp) and op.no_inline is not None:
             ir_module.get_global(op.sym_name.data).attributes.add("noinline")
@@ -97,17 +105,26 @@ def llvmlite_module(llvm_level: ModuleOp, tm: llvm_binding.TargetMachine) -> ir.
     return ir_module
 
 
-def _parsed(llvm_level: ModuleOp, tm: llvm_binding.TargetMachine) -> llvm_binding.ModuleRef:
+def _parsed(
+    llvm_level: ModuleOp, tm: llvm_binding.TargetMachine, files: DataFiles | None = None
+) -> llvm_binding.ModuleRef:
     """Convert an llvm-level xDSL module and parse it into an LLVM module for `tm`."""
-    module = llvm_binding.parse_assembly(str(llvmlite_module(llvm_level, tm)))
+    from dlc.runtime.constant_data import module_text
+
+    module = llvm_binding.parse_assembly(module_text(llvmlite_module(llvm_level, tm, files)))
     module.verify()
     return module
 
 
-def _compiled(llvm_level: ModuleOp, opt_level: int, target: Target | None = None):
+def _compiled(
+    llvm_level: ModuleOp,
+    opt_level: int,
+    target: Target | None = None,
+    files: DataFiles | None = None,
+):
     _check_level(opt_level)
     tm = target_machine(opt_level, target)
-    module = _parsed(llvm_level, tm)
+    module = _parsed(llvm_level, tm, files)
     optimize(module, tm, opt_level)
     return module, tm
 
@@ -144,6 +161,7 @@ class JITModule:
 
     object_code: bytes | None = None  # the relocatable object MCJIT made (compile cache)
     optimized_ir: str | None = None
+    has_constructors = False  # static constructors the object code alone would not run
 
     def __init__(
         self,
@@ -159,16 +177,28 @@ class JITModule:
         if llvm_level is None:
             self._load_object(object_code or b"", opt_level, target)
             return
-        from dlc.runtime.jit_parts import compile_in_parts, pack_objects
+        from dlc.runtime.constant_data import data_files
 
         _check_level(opt_level)
-        objects = compile_in_parts(llvm_level, opt_level, target)
+        with data_files(target_triple(target)) as files:  # until the object code exists
+            self._compile(llvm_level, opt_level, target, files)
+
+    def _compile(
+        self, llvm_level: ModuleOp, opt_level: int, target: Target | None, files: DataFiles | None
+    ) -> None:
+        from dlc.runtime.jit_parts import compile_in_parts, pack_objects
+
+        objects = compile_in_parts(llvm_level, opt_level, target, files)
         if objects is not None:  # a large module, built on several threads
             self._load_object(pack_objects(objects), opt_level, target)
             return
-        module, tm = _compiled(llvm_level, opt_level, target)
+        module, tm = _compiled(llvm_level, opt_level, target, files)
         self.opt_level = opt_level
-        self.optimized_ir = str(module)
+        text = str(module)
+        self.has_constructors = "@llvm.global_ctors" in text
+        # IR that includes data files is not kept: they are gone after the compile
+        # (`ProgramLevels` makes self-contained IR when asked)
+        self.optimized_ir = None if files is not None and files.count else text
         self.target_machine = tm
         self._module = module
         self._engine = llvm_binding.create_mcjit_compiler(module, tm)
@@ -205,8 +235,7 @@ class JITModule:
 
     def cacheable(self) -> bool:
         """The object code alone reproduces the module (no static constructors to run)."""
-        ir = self.optimized_ir or ""
-        return self.object_code is not None and "@llvm.global_ctors" not in ir
+        return self.object_code is not None and not self.has_constructors
 
     def global_address(self, name: str) -> int | None:
         """Native address of global variable `name`, or None."""

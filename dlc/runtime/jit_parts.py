@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # imported where used: loading cached objects needs none of t
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.ir import Operation
 
+    from dlc.runtime.constant_data import DataFiles
     from dlc.target import Target
 
 MIN_OPS = 5_000
@@ -174,12 +175,19 @@ def _declaration(op: Operation) -> Operation:
     return llvm.GlobalOp(op.global_type, op.sym_name.data, "external")
 
 
-def _part_texts(module: ModuleOp, moved: list[list[llvm.FuncOp]], tm) -> list[str]:  # noqa: ANN001
-    """LLVM IR of part 0 (the module without the moved functions) and of each part;
-    the module is restored afterwards."""
+def _part_texts(
+    module: ModuleOp,
+    moved: list[list[llvm.FuncOp]],
+    tm,  # noqa: ANN001
+    files: DataFiles | None,
+) -> list[str]:
+    """LLVM IR of part 0 (the module without the moved functions) and of each part,
+    constant data included from `files` (`constant_data`); the module is restored
+    afterwards."""
     from xdsl.dialects import llvm
     from xdsl.dialects.builtin import ModuleOp
 
+    from dlc.runtime.constant_data import module_text
     from dlc.runtime.jit import llvmlite_module
 
     block = module.body.block
@@ -197,12 +205,12 @@ def _part_texts(module: ModuleOp, moved: list[list[llvm.FuncOp]], tm) -> list[st
         for f in roots:  # part 0 calls them
             added.append(_declaration(f))
         block.add_ops(added)
-        texts.append(str(llvmlite_module(module, tm)))
+        texts.append(module_text(llvmlite_module(module, tm, files)))
         for part in moved:
             names = {f.sym_name.data for f in part}
             needed = set().union(*(_references(f) for f in part)) - names
             decls = [_declaration(symbols[n]) for n in sorted(needed) if n in symbols]
-            texts.append(str(llvmlite_module(ModuleOp([*decls, *part]), tm)))
+            texts.append(module_text(llvmlite_module(ModuleOp([*decls, *part]), tm, files)))
             for f in part:
                 f.detach()
     finally:
@@ -217,15 +225,18 @@ def _part_texts(module: ModuleOp, moved: list[list[llvm.FuncOp]], tm) -> list[st
     return texts
 
 
-def compile_in_parts(module: ModuleOp, opt_level: int, target: Target | None) -> list[bytes] | None:
+def compile_in_parts(
+    module: ModuleOp, opt_level: int, target: Target | None, files: DataFiles | None = None
+) -> list[bytes] | None:
     """Object code of `module` in parts (module docstring), parts 1.. built in worker
-    processes while this one builds part 0; None when it is better compiled whole."""
+    processes while this one builds part 0 (`files` holds the constant data they
+    include); None when it is better compiled whole."""
     from dlc.runtime.jit import build_object, target_machine
 
     moved = _plan(module, min(MAX_PARTS, _threads()))
     if moved is None:
         return None
-    texts = _part_texts(module, moved, target_machine(opt_level, target))
+    texts = _part_texts(module, moved, target_machine(opt_level, target), files)
     if any("@llvm.global_ctors" in text for text in texts):
         return None
     workers = [_start_worker(text, opt_level, target) for text in texts[1:]]

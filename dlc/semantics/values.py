@@ -31,7 +31,7 @@ from xdsl.ir import Attribute
 from dlc.diagnostics import DiagnosticError
 from dlc.dialects import graph_types
 from dlc.dialects.graph import Symbols
-from dlc.dialects.graph_literal import LitTree
+from dlc.dialects.graph_literal import LitTree, dense_array
 from dlc.dialects.graph_types import (
     ArrayType,
     BoxType,
@@ -250,6 +250,9 @@ def build_literal(
             return splat(lit[1], ty)
         if kind == "operand":
             return operands[lit[1]]
+        if kind == "dense":  # a read-only view of the bytes: values are never mutated
+            assert isinstance(ty, TensorType)
+            return dense_array(lit[1], ty.dt, ty.dims)
         if kind == "tensor":
             assert isinstance(ty, TensorType)
             if not kids:

@@ -1,9 +1,10 @@
 """The W8/W9 models (benchmarks/onnx_workloads.py), their bench table
 (tools/bench_models.py) and tools/onnx_model_tests.py, on models small enough for the
-suite: the builders' graphs are checked, not compiled (W8 and W9 compile for minutes)."""
+suite: the builders' graphs are checked, not compiled (W8 and W9 take a minute or more)."""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -76,7 +77,8 @@ def relu_model() -> onnx.ModelProto:
 
 
 def test_bench_row_for_a_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys):
-    """One table row: import, cold and cached compile, dlc and ort µs, the error."""
+    """One table row: import, cold and cached compile, dlc and ort µs, the error, then
+    the CPU seconds and the peak memory."""
     monkeypatch.setattr(bench_models, "GENERATED", tmp_path)
     monkeypatch.setitem(onnx_workloads.BUILDERS, "tiny", relu_model)
     w = bench_models.ModelWorkload("W8", "tiny", "tiny", lambda: [np.ones((2, 3), np.float32)])
@@ -84,8 +86,10 @@ def test_bench_row_for_a_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
     bench_models.run_models({"W8"}, 1)
     header, columns, row = capsys.readouterr().out.strip().splitlines()
     assert "random weights (1 threads" in header and columns.startswith("id  model")
-    fields = row.split()
+    main, usage = row.rsplit("  (", 1)
+    fields = main.split()
     assert fields[:2] == ["W8", "tiny"] and len(fields) == 9 and fields[-1] == "0.0e+00"
+    assert re.fullmatch(r"[0-9.]+/[0-9.]+/[0-9.]+; [0-9.]+ GB\)", usage)  # CPU s, max RSS
 
 
 def test_model_tests_tool_runs_a_light_model(capsys):

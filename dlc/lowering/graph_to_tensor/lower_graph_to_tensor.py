@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 
 from xdsl.builder import Builder, InsertPoint
 from xdsl.context import Context
@@ -16,13 +15,13 @@ from dlc.dialects import graph, tensor
 from dlc.dialects import graph_memory as gm
 from dlc.dialects import graph_tensor as gt
 from dlc.dialects.graph import Symbols
-from dlc.dialects.graph_literal import LitTree
-from dlc.dialects.graph_types import NominalType, TensorType, TupleType, format_type, nest_leaves
-from dlc.dialects.layout import I64, LayoutError, children, leaves
+from dlc.dialects.graph_types import TensorType, nest_leaves
+from dlc.dialects.layout import LayoutError, leaves
 from dlc.dialects.levels import require_level
 from dlc.dialects.tensor_memory import GlobalAddressOp
-from dlc.lowering.graph_to_tensor.compute_builder import BodyBuilder, Lowered, Splat, build_compute
-from dlc.lowering.graph_to_tensor.memory import MemoryRules, lower_aggregate_key_op, zero
+from dlc.lowering.graph_to_tensor.compute_builder import Lowered, Splat, build_compute
+from dlc.lowering.graph_to_tensor.literals import UNSUPPORTED, lower_literal
+from dlc.lowering.graph_to_tensor.memory import MemoryRules, lower_aggregate_key_op
 from dlc.lowering.graph_to_tensor.memory import unflatten as memory_unflatten
 from dlc.lowering.graph_to_tensor.ops import UnsupportedOp, rule_for
 from dlc.lowering.scalar_ops import Unsupported
@@ -50,9 +49,6 @@ MEMORY_OPS = (
 
 def _has_aggregate(args: list[Lowered]) -> bool:
     return isinstance(args[0], list) or (len(args) > 1 and isinstance(args[1], list))
-
-
-UNSUPPORTED = "not supported by the code generator yet: "
 
 
 def check_type(op: Operation, t: Attribute, symbols: Symbols | None = None) -> None:
@@ -89,130 +85,6 @@ def materialize(b: Builder, value: SSAValue | Splat) -> SSAValue:
     if isinstance(value, SSAValue):
         return value
     return build_compute(b, value.type, lambda s, i, _: s.read(value, i)).result
-
-
-@dataclass
-class _Segment:
-    """Part of a tensor literal: the elements under index `prefix`."""
-
-    prefix: tuple[int, ...]
-    tree: LitTree
-    type: TensorType
-
-
-def tensor_literal(
-    b: Builder, op: graph.LiteralOp, tree: LitTree, t: TensorType, args: list[Lowered]
-) -> Lowered:
-    """`<...>` literal: dense constant, splat, or computed when elements are values."""
-    segments = _segments(tree, t)
-    values = [s for s in segments if s.tree[0] == "operand"]
-    data = _dense(segments, t)
-    if len(set(data)) <= 1 and not values:  # empty or uniform
-        return Splat(data[0] if data else 0, t)
-    if not values:
-        return b.insert(tensor.ConstantOp(t, data)).result
-    base: Lowered = b.insert(tensor.ConstantOp(t, data)).result if data else Splat(0, t)
-
-    def body(s: BodyBuilder, i: Sequence[SSAValue], _: Sequence[SSAValue]) -> SSAValue:
-        acc = s.read(base, i)
-        for seg in values:
-            hit = s.all_equal(i[: len(seg.prefix)], seg.prefix)
-            acc = s.select(hit, s.read(args[seg.tree[1]], i[len(seg.prefix) :]), acc)
-        return acc
-
-    return build_compute(b, t, body).result
-
-
-def _segments(tree: LitTree, t: TensorType) -> list[_Segment]:
-    """Row-major leaves of a tensor literal: scalars, splats and value elements."""
-    out: list[_Segment] = []
-    stack = [_Segment((), tree, t)]
-    while stack:
-        seg = stack.pop()
-        if seg.tree[0] != "tensor":
-            out.append(seg)
-            continue
-        sub = seg.type.with_shape(seg.type.dims[1:])
-        stack.extend(
-            _Segment((*seg.prefix, k), e, sub) for k, e in reversed(list(enumerate(seg.tree[1])))
-        )
-    return out
-
-
-def _dense(segments: list[_Segment], t: TensorType) -> list[int | float | bool]:
-    """The constant data, value elements filled with 0."""
-    data: list[int | float | bool] = []
-    for seg in segments:
-        kind = seg.tree[0]
-        value = seg.tree[1] if kind in ("int", "float", "bool") else 0
-        data.extend([value] * seg.type.num_elements)
-    if t.dt == "bool":
-        return [bool(v) for v in data]
-    return data
-
-
-def lower_literal(
-    b: Builder, op: graph.LiteralOp, args: list[Lowered], symbols: Symbols | None = None
-) -> Lowered:
-    """Scalars and splats stay compile-time `Splat`s; aggregates become Python lists."""
-    symbols = symbols or Symbols()
-    root: list[Lowered] = []
-    stack: list[tuple[LitTree, Attribute, list[Lowered]]] = [(op.value.data, op.result.type, root)]
-    while stack:
-        tree, t, out = stack.pop()
-        kind = tree[0]
-        if kind == "operand":
-            out.append(args[tree[1]])
-        elif kind == "tuple" and isinstance(t, TupleType):
-            items: list[Lowered] = []
-            out.append(items)
-            stack.extend(
-                (e, et, items) for e, et in reversed(list(zip(tree[1], t.types, strict=True)))
-            )
-        elif kind in ("zero", "undefined", "null") and not isinstance(t, TensorType):
-            out.append(zero(t, symbols))
-        elif kind in ("tuple", "array", "struct", "enum"):
-            items = []
-            out.append(items)
-            stack.extend(reversed(_aggregate_literal(tree, t, items, symbols)))
-        elif not isinstance(t, TensorType):
-            raise error_at(op, UNSUPPORTED + f"literal of type {format_type(t)}")
-        elif kind in ("int", "float", "bool"):
-            out.append(Splat(tree[1], t))
-        elif kind in ("zero", "undefined"):
-            out.append(Splat(False if t.dt == "bool" else 0, t))
-        elif kind == "tensor":
-            out.append(tensor_literal(b, op, tree, t, args))
-        else:
-            raise error_at(op, UNSUPPORTED + f"literal {kind}")
-    return root[0]
-
-
-def _aggregate_literal(
-    tree: LitTree, t: Attribute, items: list[Lowered], symbols: Symbols
-) -> list[tuple[LitTree, Attribute, list[Lowered]]]:
-    """Work items filling `items` with the elements of an array/struct/enum literal
-    (an enum: its tag, then each case's values, zeros for the other cases)."""
-    kind = tree[0]
-    if kind == "enum":
-        assert isinstance(t, NominalType)
-        cases = symbols.enums[t.ident]
-        items.append(Splat([c for c, _ in cases].index(tree[1]), I64))
-        work = []
-        for name, types in cases:
-            if name != tree[1]:
-                items.append(zero(TupleType(list(types)), symbols))
-                continue
-            values: list[Lowered] = []
-            items.append(values)
-            work.extend((e, et, values) for e, et in zip(tree[2], types, strict=True))
-        return work
-    kids = children(t, symbols) or []
-    elements = list(tree[1])
-    if kind == "struct":
-        by_name = dict(elements)
-        elements = [by_name[name] for name, _ in symbols.structs[t.ident]]  # type: ignore[attr-defined]
-    return [(e, et, items) for e, et in zip(elements, kids, strict=True)]
 
 
 def unflatten(t: Attribute, leaves: Iterator[SSAValue], symbols: Symbols | None = None) -> Lowered:

@@ -248,7 +248,7 @@ def _literal(op: tensor.ComputeOp, read: tensor.ReadOp) -> tuple[tensor.Constant
     float `tensor.constant` directly at `[k, j]` or `[j, k]`; else None."""
     owner = read.tensor.owner
     _, columns, k = op.body.block.args
-    if not isinstance(owner, tensor.ConstantOp) or owner.value.is_splat():
+    if not isinstance(owner, tensor.ConstantOp) or owner.is_splat():
         return None
     if dtype_of(read.tensor) not in ("f16", "f32", "f64"):
         return None  # packed at run time

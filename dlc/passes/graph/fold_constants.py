@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from xdsl.context import Context
@@ -13,35 +12,18 @@ from xdsl.passes import ModulePass
 from xdsl.traits import Pure
 
 from dlc.dialects.graph import GlobalRefOp, LiteralOp
-from dlc.dialects.graph_literal import LiteralAttr, LitTree
-from dlc.dialects.graph_types import TensorType, dtype_holds_floats, dtype_is_bool
+from dlc.dialects.graph_literal import LiteralAttr, array_tree
+from dlc.dialects.graph_types import TensorType
 from dlc.dialects.levels import require_level
 from dlc.passes.graph.pass_support import erase_dead_ops, functions, pure_functions
 from dlc.passes.statistics import PassStatistics
 
 
-def scalar_tree(x: Any, dt: str) -> LitTree:
-    if dtype_is_bool(dt):
-        return ("bool", bool(x))
-    return ("float", float(x)) if dtype_holds_floats(dt) else ("int", int(x))
-
-
 def literal_of(value: np.ndarray, t: TensorType) -> LiteralOp:
-    """`value` as a literal op: a splat when all elements have the same bits, else a
-    dense `<…>` tree nested per dimension (an inline literal for scalars)."""
-    flat = value.reshape(-1)
-    if flat.size and flat.tobytes() == np.full_like(flat, flat[0]).tobytes():
-        return LiteralOp(LiteralAttr(scalar_tree(flat[0], t.dt)), t, inline=t.rank == 0)
-    kind = scalar_tree(0, t.dt)[0]
-    python = bool if kind == "bool" else float if kind == "float" else int
-    tree: Any = [(kind, python(x)) for x in flat.tolist()]
-    for n in reversed(t.dims):  # group innermost dimension first
-        tree = (
-            [("tensor", tuple(tree[i : i + n])) for i in range(0, len(tree), n)]
-            if n
-            else [("tensor", ())]
-        )
-    return LiteralOp(LiteralAttr(tree[0]), t)
+    """`value` as a literal op (`array_tree`: a splat when all elements have the same
+    bits, inline for scalars; a dense literal when large; else a `<…>` tree)."""
+    tree = array_tree(value, t.dt)
+    return LiteralOp(LiteralAttr(tree), t, inline=t.rank == 0)
 
 
 def foldable(op: Operation, limit: int) -> bool:
@@ -91,7 +73,8 @@ class FoldConstantsPass(PassStatistics, ModulePass):
     per-op handlers (so folding agrees with dlc's semantics). Ops whose result or an
     operand has more than `max-elements` elements (default 2^16) are left alone, so a
     huge literal is never materialized. The result is a splat literal when all
-    elements are equal (inline for scalars), otherwise a dense `<…>` literal. Unused
+    elements are equal (inline for scalars), otherwise a `<…>` literal, dense (bytes) from
+    17 elements. Unused
     literals are erased afterwards. An op whose evaluation raises IndexError (a gather
     of a constant index out of range) stays, to raise it at run time. Statistics: "ops
     folded".

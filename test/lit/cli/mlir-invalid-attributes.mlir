@@ -48,3 +48,26 @@ builtin.module attributes {dlc.name = "m", dlc.stage = "raw"} {
 builtin.module attributes {dlc.name = "m", dlc.stage = "raw"} {
   "graph.var"() <{sym_name = "g", var_type = !graph.tensor<?x3xf32>}> : () -> ()
 }
+
+// -----
+
+// A dense payload whose base64 is malformed, or whose bytes do not fill the type.
+// CHECK: mlir-invalid-attributes.mlir:[[# @LINE + 4]]:{{[0-9]+}}: error: malformed #graph.lit payload
+builtin.module attributes {dlc.name = "m", dlc.stage = "raw"} {
+  "graph.func"() <{sym_name = "f", function_type = !graph.fn<[], !graph.tensor<2xf32>>}> ({
+  ^entry:
+    %x = "graph.literal"() <{value = #graph.lit<"[\22dense\22, {\22base64\22: \22AAA!\22}]">}> : () -> !graph.tensor<2xf32>
+    "graph.return"(%x) : (!graph.tensor<2xf32>) -> ()
+  }) : () -> ()
+}
+
+// -----
+
+// CHECK: mlir-invalid-attributes.mlir:[[# @LINE + 4]]:5: error: dense literal has 4 bytes, <2 x f32> takes 8
+builtin.module attributes {dlc.name = "m", dlc.stage = "raw"} {
+  "graph.func"() <{sym_name = "f", function_type = !graph.fn<[], !graph.tensor<2xf32>>}> ({
+  ^entry:
+    %x = "graph.literal"() <{value = #graph.lit<"[\22dense\22, {\22base64\22: \22AACAPw==\22}]">}> : () -> !graph.tensor<2xf32>
+    "graph.return"(%x) : (!graph.tensor<2xf32>) -> ()
+  }) : () -> ()
+}

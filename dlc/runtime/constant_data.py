@@ -1,0 +1,176 @@
+"""Constant data (weights) from the llvm-level module into LLVM without per-element text.
+
+`lower-loop-to-llvm` keeps each large literal as an internal constant `llvm.mlir.global`
+whose value is the tensor-level dense attribute: the bytes of the data. xDSL's
+converter would spell such a value element by element in LLVM IR text, which LLVM then
+parses again (≈ 26 µs per weight element with the rest of the old path: ResNet-50's
+25.5 M weights ≈ 11 minutes). `converted` instead hands each data global to LLVM as
+bytes, in one of two ways:
+
+- **text** (`files` None): the global becomes `[N x i8] c"\\xx\\xx…"`, three characters
+  per byte made by `bytes.hex` in C. Self-contained LLVM IR: what `-t llvm`, `-t asm`,
+  foreign targets and non-ELF objects get. 100 MB of data: 2.6 s to make the text,
+  6.7 s for LLVM to parse it, 1.45 GB peak memory.
+- **included** (`files` a `DataFiles`: object code for this machine, ELF): the global
+  is declared (`external hidden`) and defined by module-level assembly that includes
+  the bytes from a file (`.incbin`) into `.rodata`, 64-byte aligned, as a local symbol
+  of the object. Neither Python nor LLVM's IR parser sees the bytes; the assembler
+  copies the file into the object, which stays self-contained (the compile cache and
+  `export` store it as it is). 100 MB: 0.1 s to write the file, 0.4 s to emit the
+  object, 0.49 GB peak. The files live in a private temporary directory until the
+  `DataFiles` context exits (after the object code is made).
+
+Times: llvmlite 0.50 alone (`parse_assembly` and `emit_object` of a module holding one
+global of 100 MB of random bytes) on the 2-core development machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from llvmlite import ir
+    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.ir import Operation
+
+ALIGN = 64  # a cache line; vector loads from the data are at most this wide
+
+
+class DataFiles:
+    """A private directory holding the data files of `.incbin` directives, removed on
+    exit; `include` writes one and returns the module assembly that defines its
+    symbol."""
+
+    def __init__(self) -> None:
+        self._dir: tempfile.TemporaryDirectory[str] | None = None
+        self.count = 0  # files written (each part of a split module writes its own)
+
+    def __enter__(self) -> DataFiles:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        if self._dir is not None:
+            self._dir.cleanup()
+            self._dir = None
+
+    def include(self, name: str, data: bytes) -> list[str] | None:
+        """Assembly lines defining local symbol `name` as `data` in `.rodata`; None
+        when no file can be written (no usable temporary directory): the caller then
+        gives the data as text."""
+        try:
+            if self._dir is None:
+                self._dir = tempfile.TemporaryDirectory(prefix="dlc-data-")  # mode 0700
+            path = Path(self._dir.name) / f"{self.count}.bin"
+            if not (str(path).isascii() and str(path).isprintable()):
+                return None  # not spelled safely in an assembler string
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+        except OSError:
+            return None
+        self.count += 1
+        quoted = '"' + str(path).replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return [
+            ".pushsection .rodata",
+            f".p2align {ALIGN.bit_length() - 1}",
+            f"{name}:",
+            f".incbin {quoted}",
+            f".size {name}, {len(data)}",
+            ".popsection",
+        ]
+
+
+def included_data_possible(triple: str) -> bool:
+    """Whether `.incbin` can place data in objects for `triple`: this machine's
+    architecture (llvmlite initializes only the native assembly parser) writing ELF."""
+    from dlc.target import is_foreign, process_triple
+
+    return not is_foreign(triple) and "-linux" in (triple or process_triple())
+
+
+def data_files(triple: str) -> contextlib.AbstractContextManager[DataFiles | None]:
+    """A `DataFiles` for object code for `triple` when it can include data, else None
+    (the data is then LLVM IR text)."""
+    return DataFiles() if included_data_possible(triple) else contextlib.nullcontext()
+
+
+def _data_globals(module: ModuleOp) -> list[Operation]:
+    """The internal constant globals of dense data (mutable ones, such as the Python
+    entries' type table, are small and keep xDSL's conversion)."""
+    from xdsl.dialects import llvm
+    from xdsl.dialects.builtin import DenseIntOrFPElementsAttr
+
+    return [
+        op
+        for op in module.body.block.ops
+        if isinstance(op, llvm.GlobalOp)
+        and isinstance(op.value, DenseIntOrFPElementsAttr)
+        and op.constant is not None
+        and op.linkage.linkage.data == "internal"
+    ]
+
+
+def converted(module: ModuleOp, triple: str, files: DataFiles | None) -> ir.Module:
+    """xDSL's conversion of `module` to an llvmlite module, its data globals given to
+    LLVM as bytes (module docstring): each is swapped for an uninitialized `[N x i8]`
+    stand-in during the conversion, then given its data. The module is left as it was."""
+    from xdsl.backend.llvm.convert import convert_module
+    from xdsl.dialects import llvm
+    from xdsl.dialects.builtin import IntAttr, i8
+
+    block = module.body.block
+    swapped: list[tuple[Operation, Operation, bytes]] = []
+    for op in _data_globals(module):
+        data: bytes = op.value.data.data  # type: ignore[attr-defined]
+        array = llvm.LLVMArrayType(IntAttr(len(data)), i8)
+        stand_in = llvm.GlobalOp(array, op.sym_name.data, "internal", constant=True)  # type: ignore[attr-defined]
+        block.insert_op_before(stand_in, op)
+        op.detach()
+        swapped.append((stand_in, op, data))
+    try:
+        ir_module = convert_module(module, fallback_target_triple=triple)
+    finally:
+        for stand_in, op, _ in swapped:
+            block.insert_op_before(op, stand_in)
+            stand_in.detach()
+            stand_in.erase()
+    lines: list[str] = []
+    for _, op, data in swapped:
+        name = op.sym_name.data  # type: ignore[attr-defined]
+        included = files.include(name, data) if files is not None and data else None
+        lines.extend(included or [])
+        _give_data(ir_module.get_global(name), data, included is not None)
+    if lines:
+        ir_module.dlc_module_asm = lines  # type: ignore[attr-defined]
+    return ir_module
+
+
+def _give_data(gv: ir.GlobalVariable, data: bytes, included: bool) -> None:
+    from llvmlite import ir
+
+    if included:  # defined by the module assembly; hidden: addressed PC-relative
+        gv.linkage = "external"
+        gv.storage_class = "hidden"  # llvmlite prints it where LLVM's visibility goes
+        return
+    text = 'c"\\' + data.hex("\\") + '"' if data else "zeroinitializer"
+    gv.initializer = ir.FormattedConstant(gv.value_type, text)
+    gv.align = ALIGN
+
+
+def module_text(ir_module: ir.Module) -> str:
+    """LLVM IR text of a module `converted` made, with its module assembly."""
+    asm = getattr(ir_module, "dlc_module_asm", None)
+    if not asm:
+        return str(ir_module)
+    escaped = [line.replace("\\", "\\5C").replace('"', "\\22") for line in asm]
+    return str(ir_module) + "\n" + "".join(f'module asm "{line}"\n' for line in escaped)
