@@ -124,8 +124,8 @@ def compile(
     - `seed` seeds the `random` generator (any int, taken mod 2**64; reseed with
       `mod.seed(n)`).
     - `fuse`, `plan_memory`: the tensor-level fusion and loop-level arena planning.
-    - `fast_math_functions`: f32 exp/log/tanh as vectorizable polynomials (≤ 2, 2 and
-      5 ULP); False keeps exact libm calls.
+    - `fast_math_functions`: f32 exp/log/tanh/erf as vectorizable polynomials (≤ 2, 2,
+      5 and 2 ULP); False keeps exact libm calls.
     - `fma`: float sums (`dot`, `convolve`, `reduce by add`) fuse their multiply-adds
       (one rounding per step instead of two; within the K·ε bound of the reference for
       a length-K sum). None: on at opt_level >= 2; False keeps results bit-identical to

@@ -347,7 +347,7 @@ def compile_graph_module(
     declaration, raised before the cache, the pipeline or the symbol lookup see it.
 
     `fuse` (tensor-level fusion, at opt_level >= 1), `plan_memory` (one static arena per
-    function) and `fast_math_functions` (f32 exp/log/tanh as polynomials instead of libm
+    function) and `fast_math_functions` (f32 exp/log/tanh/erf as polynomials instead of libm
     calls) can be turned off. `bounds_check` guards every load and store (IndexError
     naming the op's location on a violation); None means the environment variable
     DLC_BOUNDS_CHECK=1. `seed` seeds the `random` generator (`CompiledModule.seed`).

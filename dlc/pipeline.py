@@ -8,7 +8,7 @@ Python entry wrappers). The pipeline, level by level, for `opt_level >= 1`:
 | level  | passes (before lowering the level)                          | lowering               |
 |--------|-------------------------------------------------------------|------------------------|
 | graph  | differentiate, decompose-composites, then the graph optimizer (`GRAPH_OPTIMIZER`; at opt_level 3 also `SUPEROPTIMIZER`) | lower-graph-to-tensor  |
-| tensor | fuse (inline producers), schedule (loop nests, groups, tiles)| lower-tensor-to-loop   |
+| tensor | unfold-convolutions (im2col where it pays), fuse (inline producers), schedule (loop nests, groups, tiles) | lower-tensor-to-loop |
 | loop   | plan-memory, math-approx                                    | lower-loop-to-llvm     |
 | llvm   | LLVM's own O-level pipeline (`dlc.runtime.jit`)             |                        |
 
@@ -70,6 +70,7 @@ _PASSES: dict[str, str] = {
     ),
     "matrix-chain-reorder": "dlc.passes.graph.matrix_chain_reorder:MatrixChainReorderPass",
     "superoptimize": "dlc.passes.graph.superoptimize:SuperoptimizePass",
+    "unfold-convolutions": "dlc.passes.tensor.unfold_convolutions:UnfoldConvolutionsPass",
     "fuse": "dlc.passes.tensor.fuse:FusePass",
     "schedule": "dlc.passes.tensor.schedule:SchedulePass",
     "plan-memory": "dlc.passes.loop.plan_memory:PlanMemoryPass",
@@ -131,6 +132,7 @@ def level_passes(level: str, options: Options) -> list[ModulePass]:
         names += SUPEROPTIMIZER if options.opt_level >= 3 else ()
         return [make_pass(n) for n in names]
     if level == "tensor" and optimize:
+        unfold = make_pass("unfold-convolutions", target=options.target_cpu, triple=options.triple)
         fuse = [make_pass("fuse")] if options.fuse else []
         schedule = make_pass(
             "schedule",
@@ -140,7 +142,7 @@ def level_passes(level: str, options: Options) -> list[ModulePass]:
             fma=options.contract,
             tuning_db=options.tuning_db or "",
         )
-        return [*fuse, schedule]
+        return [unfold, *fuse, schedule]
     if level == "loop":
         names = ["plan-memory"] if options.plan_memory else []
         names += ["math-approx"] if options.fast_math_functions else []

@@ -51,7 +51,16 @@ from dlc.dialects.loop_func import (
 )
 from dlc.dialects.loop_memory import MEMORY_OPS
 from dlc.dialects.loop_scalar import SCALAR_OPS, ErfcOp, RemFOp
-from dlc.dialects.loop_vector import VECTOR_OPS, BroadcastOp, ShuffleOp, VLoadOp, VStoreOp
+from dlc.dialects.loop_vector import (
+    CMPF_PREDICATES,
+    VECTOR_OPS,
+    BroadcastOp,
+    ShuffleOp,
+    VCmpfOp,
+    VLoadOp,
+    VSelectOp,
+    VStoreOp,
+)
 from dlc.dialects.tensor import scalar_type
 
 
@@ -102,7 +111,10 @@ __all__ = [
     "ShuffleOp",
     "StoreOp",
     "TrapOp",
+    "CMPF_PREDICATES",
+    "VCmpfOp",
     "VLoadOp",
+    "VSelectOp",
     "VStoreOp",
     "YieldOp",
     "element_bytes",

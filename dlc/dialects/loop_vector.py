@@ -3,20 +3,26 @@
 `loop.vload` reads W consecutive elements along a buffer's last dimension, starting
 at an index; `loop.vstore` writes them; `loop.broadcast` copies a scalar into every
 lane; `loop.shuffle` picks lanes of two vectors into a new one (a narrower piece of a
-vector, or pieces put together). Arithmetic on vectors is `arith` on `vector<W x T>` values. The nest builder
-emits these where a schedule vectorizes a register tile (`vectorize`).
+vector, or pieces put together); `loop.vcmpf` compares two float vectors lane by lane
+(a `vector<W x i1>`: xDSL's `arith.cmpf` only gives one i1) and `loop.vselect` picks
+lanes by such a mask (`arith.select` takes one i1 for the whole vector). Other
+arithmetic on vectors is `arith`/`math` on `vector<W x T>` values. The nest builder
+emits these where a schedule vectorizes a register tile (`vectorize`) or its
+epilogue, `math-approx` in its vector expansions.
 
     %b = loop.vload %w[%k, %j] : memref<64x64xf32> -> vector<16xf32>
     %a = loop.broadcast %s : f32 -> vector<16xf32>
     loop.vstore %acc, %out[%i, %j] : vector<16xf32>, memref<64x64xf32>
     %p = loop.shuffle %acc, %acc [8, 9, 10, 11] : vector<16xf32> -> vector<4xf32>
+    %m = loop.vcmpf olt, %a, %b : vector<16xf32>
+    %r = loop.vselect %m, %a, %b : vector<16xf32>
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import DenseArrayBase, MemRefType, VectorType, i32, i64
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, MemRefType, VectorType, i1, i32, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -189,4 +195,129 @@ class ShuffleOp(IRDLOperation):
         return op
 
 
-VECTOR_OPS = [VLoadOp, VStoreOp, BroadcastOp, ShuffleOp]
+CMPF_PREDICATES = (
+    *("false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord"),
+    *("ueq", "ugt", "uge", "ult", "ule", "une", "uno", "true"),
+)
+"""`arith.cmpf`'s predicates by number (LLVM's `fcmp` numbering)."""
+
+
+def _mask_type(vtype: Attribute) -> VectorType:
+    assert isinstance(vtype, VectorType)
+    return VectorType(i1, vtype.get_shape())
+
+
+@irdl_op_definition
+class VCmpfOp(IRDLOperation):
+    """`loop.vcmpf olt, %a, %b : vector<W x T>`: lane `i` of the `vector<W x i1>`
+    result is `a[i] olt b[i]` (`arith.cmpf`'s predicates, lane by lane)."""
+
+    name = "loop.vcmpf"
+    predicate = prop_def(IntegerAttr)
+    lhs = operand_def(VectorType)
+    rhs = operand_def(VectorType)
+    res = result_def(VectorType)
+    traits = traits_def(Pure())
+
+    def __init__(self, predicate: str, lhs: SSAValue | Operation, rhs: SSAValue | Operation):
+        vtype = SSAValue.get(lhs).type
+        super().__init__(
+            operands=[lhs, rhs],
+            result_types=[_mask_type(vtype)],
+            properties={"predicate": IntegerAttr(CMPF_PREDICATES.index(predicate), i64)},
+        )
+
+    @property
+    def predicate_name(self) -> str:
+        return CMPF_PREDICATES[self.predicate.value.data]
+
+    def verify_(self) -> None:
+        vtype = self.lhs.type
+        if self.rhs.type != vtype or self.res.type != _mask_type(vtype):
+            raise VerifyException(
+                f"{self.name}: operands must be one vector type and the result its i1 mask"
+            )
+        if not 0 <= self.predicate.value.data < len(CMPF_PREDICATES):
+            raise VerifyException(f"{self.name}: unknown predicate {self.predicate.value.data}")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.predicate_name}, ")
+        printer.print_operand(self.lhs)
+        printer.print_string(", ")
+        printer.print_operand(self.rhs)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.lhs.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> VCmpfOp:
+        start = parser.pos
+        predicate = parser.parse_identifier()
+        if predicate not in CMPF_PREDICATES:
+            parser.raise_error(f"loop.vcmpf: unknown predicate {predicate!r}", start, parser.pos)
+        parser.parse_punctuation(",")
+        lhs = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        rhs = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        vtype = parser.parse_type()
+        a, b = parser.resolve_operands([lhs, rhs], [vtype, vtype], parser.pos)
+        op = cls(predicate, a, b)
+        op.attributes.update(attrs)
+        return op
+
+
+@irdl_op_definition
+class VSelectOp(IRDLOperation):
+    """`loop.vselect %m, %a, %b : vector<W x T>`: lane `i` is `a[i]` where `m[i]`
+    (a `vector<W x i1>`), else `b[i]`."""
+
+    name = "loop.vselect"
+    mask = operand_def(VectorType)
+    lhs = operand_def(VectorType)
+    rhs = operand_def(VectorType)
+    res = result_def(VectorType)
+    traits = traits_def(Pure())
+
+    def __init__(
+        self, mask: SSAValue | Operation, lhs: SSAValue | Operation, rhs: SSAValue | Operation
+    ):
+        super().__init__(operands=[mask, lhs, rhs], result_types=[SSAValue.get(lhs).type])
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list(self.operands, printer.print_operand)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.lhs.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> VSelectOp:
+        unresolved = [parser.parse_unresolved_operand()]
+        for _ in range(2):
+            parser.parse_punctuation(",")
+            unresolved.append(parser.parse_unresolved_operand())
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        start = parser.pos
+        vtype = parser.parse_type()
+        if not isinstance(vtype, VectorType):
+            parser.raise_error(
+                f"loop.vselect: expected a vector type, got {vtype}", start, parser.pos
+            )
+        types = [_mask_type(vtype), vtype, vtype]
+        mask, a, b = parser.resolve_operands(unresolved, types, parser.pos)
+        op = cls(mask, a, b)
+        op.attributes.update(attrs)
+        return op
+
+    def verify_(self) -> None:
+        vtype = self.lhs.type
+        if self.rhs.type != vtype or self.res.type != vtype:
+            raise VerifyException(f"{self.name}: both choices and the result need one type")
+        if self.mask.type != _mask_type(vtype):
+            raise VerifyException(f"{self.name}: the mask must be {_mask_type(vtype)}")
+
+
+VECTOR_OPS = [VLoadOp, VStoreOp, BroadcastOp, ShuffleOp, VCmpfOp, VSelectOp]

@@ -8,6 +8,9 @@ stride) become vector loads; float arithmetic on lane values becomes vector
 arithmetic; index arithmetic `j + e` stays scalar, computing the first lane's index.
 Anything else that depends on `j` (a strided or gathered read, a compare, a select, a
 cast, a math function) makes the body not vectorizable: the plan is the reason why.
+With `functions` (a register tile's epilogue) float compares ("compare": a lane mask,
+`loop.vcmpf`), selects ("select": by a mask, `loop.vselect`, or by one i1) and the
+math functions `math-approx` expands on vectors (`LANE_FUNCTIONS`) are lane ops too.
 
 The schedule policy asks before it writes `vectorize`; the nest builder follows the
 same plan, so what the policy accepts is what the code generator emits.
@@ -15,8 +18,8 @@ same plan, so what the policy accepts is what the code generator emits.
 
 from __future__ import annotations
 
-from xdsl.dialects import arith
-from xdsl.dialects.builtin import i64
+from xdsl.dialects import arith, math
+from xdsl.dialects.builtin import AnyFloat, i64
 from xdsl.ir import Operation, SSAValue
 
 from dlc.dialects import tensor
@@ -32,10 +35,18 @@ LANE_ARITH = (
 )
 """Float ops carried out on whole vectors."""
 
+LANE_FUNCTIONS = (math.ExpOp, math.TanhOp, math.ErfOp, math.AbsFOp, math.CopySignOp)
+"""Math functions on whole vectors with `functions` (expanded by `math-approx`)."""
 
-def lane_plan(op: tensor.ComputeOp, axis: int) -> dict[Operation, str] | str:
-    """op -> "scalar" | "vload" | "vector" | "lane-index" for every body op of `op`
-    vectorized along index argument `axis`, or the reason it cannot be."""
+_NO_LANE_PREDICATES = (0, 15)  # cmpf false / true: not a comparison of the lanes
+
+
+def lane_plan(
+    op: tensor.ComputeOp, axis: int, functions: bool = False
+) -> dict[Operation, str] | str:
+    """op -> "scalar" | "vload" | "vector" | "lane-index" (and with `functions`
+    "compare" | "select") for every body op of `op` vectorized along index argument
+    `axis`, or the reason it cannot be."""
     lane = op.body.block.args[axis]
     varying: set[SSAValue] = {lane}
     plan: dict[Operation, str] = {}
@@ -44,7 +55,7 @@ def lane_plan(op: tensor.ComputeOp, axis: int) -> dict[Operation, str] | str:
         if isinstance(inner, tensor.YieldOp) or not touched:
             plan[inner] = "scalar"
             continue
-        kind = _kind(inner, varying)
+        kind = _kind(inner, varying) or (_function_kind(inner) if functions else None)
         if kind is None:
             return f"{inner.name} depends on the vectorized index"
         plan[inner] = kind
@@ -63,6 +74,16 @@ def _kind(inner: Operation, varying: set[SSAValue]) -> str | None:
         return "lane-index" if (lhs in varying) != (rhs in varying) else None
     if isinstance(inner, LANE_ARITH):
         return "vector"
+    return None
+
+
+def _function_kind(inner: Operation) -> str | None:
+    if isinstance(inner, LANE_FUNCTIONS):
+        return "vector"
+    if isinstance(inner, arith.CmpfOp):
+        return None if inner.predicate.value.data in _NO_LANE_PREDICATES else "compare"
+    if isinstance(inner, arith.SelectOp) and isinstance(inner.result.type, AnyFloat):
+        return "select"  # of floats only: picked indices would read as if consecutive
     return None
 
 

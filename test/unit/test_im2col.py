@@ -1,5 +1,5 @@
-"""Convolutions lowered as im2col + a matrix product (dlc/lowering/graph_to_tensor/
-im2col.py): short rows (7, 14), strides 2, padding, right dilation, a 7 x 7 stem,
+"""Convolutions unfolded as im2col + a matrix product (the `unfold-convolutions` pass,
+dlc/passes/tensor/unfold_convolutions.py): short rows (7, 14), strides 2, padding, right dilation, a 7 x 7 stem,
 batch 2, constant and splat kernels and a 1 x 1 parameter kernel, as ONNX Conv
 nodes. Each is compared with the exact float64 convolution within the bound of its
 length-K float sum, and (without fma) bit for bit with the convolution's own nest
@@ -13,7 +13,7 @@ import pytest
 from onnx_models import conv, make, node, randn
 
 import dlc
-from dlc.lowering.graph_to_tensor import windows
+from dlc.passes.tensor import unfold_convolutions
 
 # (batch, in channels, out channels, size, kernel, stride, pad, dilation)
 CASES = [
@@ -58,7 +58,7 @@ def test_im2col_convolution(case: tuple[int, ...], monkeypatch: pytest.MonkeyPat
     want = _exact(case, x, w)
     scale = _exact(case, np.abs(x), np.abs(w))
     assert np.all(np.abs(got - want) <= ci * k * k * np.finfo(np.float32).eps * scale + 1e-30)
-    monkeypatch.setattr(windows, "im2col_fits", lambda *args: False)
+    monkeypatch.setattr(unfold_convolutions, "unfolds", lambda *args: False)
     nest = dlc.compile_onnx(model, fma=False, num_threads=threads)
     assert "reduce [" + f"{ci}, {k}, {k}]" in nest.ir("tensor")
     np.testing.assert_array_equal(got, nest.g(x))
@@ -81,3 +81,33 @@ def test_im2col_splat_and_parameter_kernels() -> None:
     nest = dlc.compile_onnx(_model(CASES[0], kernel_input=True))
     assert "reduce [8, 3, 3]" in nest.ir("tensor")
     np.testing.assert_allclose(nest.g(x3, w3), _exact(CASES[0], x3, w3), rtol=1e-4, atol=1e-5)
+
+
+def test_opt_level_0_and_older_targets() -> None:
+    """opt_level=0 keeps the convolution's nest (the pass does not run) with the same
+    bits as the unfolded product; for haswell (AVX2) the rows of 7 are unfolded and
+    the results match; a strided float64 convolution likewise."""
+    case = (1, 8, 12, 7, 3, 1, 1, 1)
+    x = randn(1, 8, 7, 7, seed=7)
+    model = _model(case)
+    plain = dlc.compile_onnx(model, opt_level=0)
+    assert "reduce [8, 3, 3]" in plain.ir("tensor")
+    unfolded = dlc.compile_onnx(model, fma=False)
+    np.testing.assert_array_equal(plain.g(x), unfolded.g(x))
+    old = dlc.compile_onnx(model, target_cpu="haswell", num_threads=2)
+    assert "reduce [72]" in old.ir("tensor")
+    np.testing.assert_allclose(old.g(x), plain.g(x), rtol=1e-5, atol=1e-6)
+    text = """module "m"
+stage raw
+func @f: (<1 x 2 x 40 x 40 x f64>) -> <1 x 3 x 20 x 20 x f64> {
+'entry(%x: <1 x 2 x 40 x 40 x f64>):
+    %k = literal 0.25: <3 x 2 x 3 x 3 x f64>
+    %y = convolve %x: <1 x 2 x 40 x 40 x f64> kernel %k: <3 x 2 x 3 x 3 x f64> strides 2, 2 padding (1, 1), (1, 1)
+    return %y: <1 x 3 x 20 x 20 x f64>
+}
+"""
+    x64 = np.random.default_rng(8).standard_normal((1, 2, 40, 40))
+    nest = dlc.compile(text, opt_level=0, bounds_check=True)
+    product = dlc.compile(text, fma=False, num_threads=3)
+    assert "reduce [18]" in product.ir("tensor")
+    np.testing.assert_array_equal(nest.f(x64), product.f(x64))

@@ -1,7 +1,7 @@
-"""Polynomial f32 exp / log / tanh (dlc/passes/loop/math_approx.py): ULP error sweeps.
+"""Polynomial f32 exp / log / tanh / erf (dlc/passes/loop/math_approx.py): ULP error sweeps.
 
 Each function is compiled once over a big array, so a sweep of 10^7 inputs plus the
-special values stays fast. The reference is float64 NumPy rounded to float32.
+special values stays fast. The reference is float64 NumPy (SciPy's erf) rounded to float32.
 """
 
 from __future__ import annotations
@@ -19,10 +19,12 @@ SPECIALS = np.array(
         1e-45, -1e-45, 1.1754942e-38, 1.1754944e-38, -1.1754944e-38, 3.4028235e38, -3.4028235e38,
         88.72283, 88.72284, 88.7229, 89.0, -87.33654, -87.33655, -103.97207, -103.97208,
         -104.0, -150.0, 0.625, -0.625, 0.62499994, 9.0, 9.1, -9.1, 1e-20, -1e-20,
+        0.921875, 0.92187494, 4.0, -3.9999998,
     ],
     dtype=np.float32,
 )  # fmt: skip
-BOUNDS = {"exp": 2, "log": 2, "tanh": 5}
+BOUNDS = {"exp": 2, "log": 2, "tanh": 5, "erf": 2}
+OPS = list(BOUNDS)
 
 
 def _program(op: str, n: int) -> str:
@@ -66,29 +68,32 @@ def ulp_errors(got: np.ndarray, want: np.ndarray) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def compiled() -> dict:
-    return {
-        op: compile_graph_module(parse_module(_program(op, N)))["f"]
-        for op in ("exp", "log", "tanh")
-    }
+    return {op: compile_graph_module(parse_module(_program(op, N)))["f"] for op in OPS}
 
 
-@pytest.mark.parametrize("op", ["exp", "log", "tanh"])
+def _reference(op: str, x: np.ndarray) -> np.ndarray:
+    if op == "erf":
+        special = pytest.importorskip("scipy.special")
+        return special.erf(x.astype(np.float64)).astype(np.float32)
+    with np.errstate(all="ignore"):
+        return getattr(np, op)(x.astype(np.float64)).astype(np.float32)
+
+
+@pytest.mark.parametrize("op", OPS)
 def test_sweep_within_ulp_bound(compiled: dict, op: str) -> None:
     x = _inputs(op)
     assert x.size >= N
-    with np.errstate(all="ignore"):
-        want = getattr(np, op)(x.astype(np.float64)).astype(np.float32)
+    want = _reference(op, x)
     got = compiled[op](x)
     err = ulp_errors(got, want)
     worst = int(err.argmax())
     assert err.max() <= BOUNDS[op], f"{op}({x[worst]!r}) = {got[worst]!r}, want {want[worst]!r}"
 
 
-@pytest.mark.parametrize("op", ["exp", "log", "tanh"])
+@pytest.mark.parametrize("op", OPS)
 def test_special_values_exact(compiled: dict, op: str) -> None:
     x = np.resize(SPECIALS, N).astype(np.float32)
-    with np.errstate(all="ignore"):
-        want = getattr(np, op)(x.astype(np.float64)).astype(np.float32)
+    want = _reference(op, x)
     got = compiled[op](x)[: SPECIALS.size]
     want = want[: SPECIALS.size]
     exact = ~np.isfinite(want) | (want == 0)
@@ -104,6 +109,11 @@ def test_no_libm_calls_and_vector_code() -> None:
     ir = mod.ir("llvm")
     assert "tanhf" not in ir and "@llvm.exp." not in ir
     assert "<16 x float>" in ir or "<8 x float>" in ir
+
+
+def test_erf_has_no_libm_call() -> None:
+    ir = compile_graph_module(parse_module(_program("erf", 4096))).ir("llvm")
+    assert "erff" not in ir and ("<16 x float>" in ir or "<8 x float>" in ir)
 
 
 def test_libm_option_keeps_calls() -> None:

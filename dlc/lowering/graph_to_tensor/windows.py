@@ -13,9 +13,10 @@ Semantics follow the reference interpreter (dlc/semantics/tensor.py):
   identity: function combinators `@f`, subtract, ...) become one `tensor.scan` per
   dimension: out[0] = x[0], out[k] = comb(out[k-1], x[k]), the reference's order.
 
-A 2-D convolution with short or strided output rows becomes a matrix product over
-the flattened image instead (`im2col.py`). Reads outside an operand are never emitted: indices are clamped into range and the
-value replaced by a `select` when the position is padding.
+Reads outside an operand are never emitted: indices are clamped into range and the
+value replaced by a `select` when the position is padding. (Whether a 2-D convolution
+runs as a matrix product over the unfolded image instead is the tensor-level pass
+`unfold-convolutions`'s decision, dlc/passes/tensor/unfold_convolutions.py.)
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ from dlc.lowering.graph_to_tensor.compute_builder import (
     build_compute,
     lowered_type,
 )
-from dlc.lowering.graph_to_tensor.im2col import im2col_fits, lower_im2col
 from dlc.lowering.graph_to_tensor.ops import combinator_name
 
 
@@ -127,8 +127,6 @@ def lower_convolve(b: Builder, op: Operation, args: list[Lowered]) -> Lowered:
         checks = [False] * n
         cfg = {**cfg, "padding": [0] * (2 * n), "left_dilation": [1] * n}
         xt = lowered_type(x)
-    if im2col_fits(k, xt, kt, out, cfg):
-        return lower_im2col(b, x, k, xt, kt, out, cfg)
 
     def body(s: BodyBuilder, i: Sequence[SSAValue], r: Sequence[SSAValue]) -> SSAValue:
         c, taps = r[0], r[1:]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import DenseArrayBase, IntAttr, MemRefType, i1, i32, i64
+from xdsl.dialects.builtin import DenseArrayBase, IntAttr, IntegerAttr, MemRefType, i1, i32, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from dlc.diagnostics import error_at, location_prefix
@@ -98,6 +98,20 @@ class BufferEmitter(ContextEmitter):
                 lhs, rhs = self.get(op.lhs), self.get(op.rhs)
                 shuffle = llvm.ShuffleVectorOp(lhs, rhs, op.mask, op.res.type)
                 self.values[op.res] = self.emit(shuffle)
+            case loop.VCmpfOp():
+                self.values[op.res] = self.lane_compare(op)
+            case loop.VSelectOp():
+                mask, lhs, rhs = (self.get(v) for v in op.operands)
+                self.values[op.res] = self.emit(llvm.SelectOp(mask, lhs, rhs))
+
+    def lane_compare(self, op: loop.VCmpfOp) -> SSAValue:
+        """`fcmp` on whole vectors (a `<W x i1>`; xDSL types the llvm op's result i1,
+        the LLVM IR it prints is typed from the operands)."""
+        predicate = op.predicate.value.data
+        if predicate in (0, 15):  # false / true
+            return const(self, int(predicate == 15), op.res.type)
+        lhs, rhs = self.get(op.lhs), self.get(op.rhs)
+        return self.emit(llvm.FCmpOp(lhs, rhs, IntegerAttr(predicate, i64)))
 
     def constant_data(self, value: Attribute, mtype: MemRefType) -> SSAValue:
         """A pointer to `value` as an internal constant global of the module; through an

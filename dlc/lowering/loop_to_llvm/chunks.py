@@ -22,6 +22,7 @@ from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
 
 from xdsl.dialects import arith
+from xdsl.dialects.builtin import VectorType
 from xdsl.ir import Block, Operation, SSAValue
 
 from dlc.diagnostics import location_prefix
@@ -41,11 +42,33 @@ _ACCESSES = (loop.LoadOp, loop.StoreOp, loop.VLoadOp, loop.VStoreOp, loop.Broadc
 def can_split(op: Operation, walked: list[Operation]) -> bool:
     """A top-level op `lower_split_chunk` can outline (`walked`: `walk_ops(op)`): a loop
     nest without arena or stack allocation and without calls (the outlined function
-    has no arena block or stack guard of its own), or a scalar `arith` / `math` op."""
+    has no arena block or stack guard of its own), or a scalar `arith` / `math` op;
+    neither taking nor giving a vector value across its boundary (a run's values
+    cross in 8-byte slots: a register tile whose outer loops have one iteration
+    leaves its accumulators and epilogue at the top level)."""
+    if _vectors_cross(op, walked):
+        return False
     if isinstance(op, loop.ForOp):
         unsafe = (loop.AllocOp, loop.CallOp, lm.ScalarCallOp, lm.StackAllocOp, loop.ExternCallOp)
         return not any(isinstance(inner, unsafe) for inner in walked)
     return not op.regions and op.name.startswith(("arith.", "math."))
+
+
+def _vectors_cross(op: Operation, walked: list[Operation]) -> bool:
+    """`op` gives a vector result, or an op in it uses a vector defined outside it."""
+    if any(isinstance(r.type, VectorType) for r in op.results):
+        return True
+    inside = {id(inner) for inner in walked}
+    for inner in walked:
+        for value in inner.operands:
+            if not isinstance(value.type, VectorType):
+                continue
+            owner = value.owner
+            if isinstance(owner, Block):
+                owner = owner.parent_op()
+            if id(owner) not in inside:
+                return True
+    return False
 
 
 def split_chunks(

@@ -242,6 +242,8 @@ class FuncEmitter(ParallelEmitter, BufferEmitter):
                 self.lower_memory(op)
             case loop.VLoadOp() | loop.VStoreOp() | loop.BroadcastOp() | loop.ShuffleOp():
                 self.lower_vector(op)
+            case loop.VCmpfOp() | loop.VSelectOp():
+                self.lower_vector(op)
             case _ if type(op) in RAW_MEMORY_OPS:
                 lower_raw_memory(self, op)
             case _:

@@ -18,6 +18,7 @@ from typing import Protocol
 from xdsl.dialects import arith, llvm, math
 from xdsl.dialects.builtin import (
     AnyFloat,
+    DenseArrayBase,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -27,6 +28,7 @@ from xdsl.dialects.builtin import (
     VectorType,
     f32,
     i1,
+    i32,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 
@@ -69,6 +71,9 @@ _INTS: dict[tuple[int, Attribute], IntegerAttr] = {}  # const's attributes, made
 
 
 def const(out: ScalarEmitter, value: int | float, t: Attribute) -> SSAValue:
+    """The constant `value` of type `t` (a vector type: in every lane)."""
+    if isinstance(t, VectorType):
+        return splat(out, const(out, value, t.element_type), t)
     if isinstance(t, IntegerType):
         key = (int(value), t)
         attr = _INTS.get(key)
@@ -77,6 +82,13 @@ def const(out: ScalarEmitter, value: int | float, t: Attribute) -> SSAValue:
         return out.constant(attr, t)
     assert isinstance(t, AnyFloat)
     return out.constant(FloatAttr(float(value), t), t)
+
+
+def splat(out: ScalarEmitter, scalar: SSAValue, t: VectorType) -> SSAValue:
+    """`scalar` in every lane of a `t` (LLVM folds a constant's splat to a constant)."""
+    first = out.emit(llvm.InsertElementOp(out.emit(llvm.UndefOp(t)), scalar, const(out, 0, i32)))
+    mask = DenseArrayBase.from_list(i32, [0] * t.get_shape()[0])
+    return out.emit(llvm.ShuffleVectorOp(first, first, mask, t))
 
 
 def intrinsic(out: ScalarEmitter, name: str, args: Sequence[SSAValue], t: Attribute) -> SSAValue:
@@ -152,11 +164,12 @@ def _shift(kind: type[Operation], arithmetic: bool):
     def lower(out: ScalarEmitter, xs: list[SSAValue]) -> SSAValue:
         a, b = xs
         t = a.type
-        assert isinstance(t, IntegerType)
-        width = const(out, t.width.data, t)
+        element = t.element_type if isinstance(t, VectorType) else t  # lane by lane
+        assert isinstance(element, IntegerType)
+        width = const(out, element.width.data, t)
         too_far = icmp(out, "uge", b, width)
         if arithmetic:  # a >> min(b, width - 1) is the sign fill for large b
-            clamped = select(out, too_far, const(out, t.width.data - 1, t), b)
+            clamped = select(out, too_far, const(out, element.width.data - 1, t), b)
             return out.emit(llvm.AShrOp(a, clamped))
         shifted = out.emit(kind(a, b))
         return select(out, too_far, const(out, 0, t), shifted)
@@ -188,10 +201,13 @@ def _ipowi(out: ScalarEmitter, xs: list[SSAValue]) -> SSAValue:
 
 
 def libm_call(name: str):
-    """Call libm `name` (double) / `namef` (float); f16 is computed in f32."""
+    """Call libm `name` (double) / `namef` (float); f16 is computed in f32; on
+    vectors, one call per lane."""
 
     def lower(out: ScalarEmitter, xs: list[SSAValue]) -> SSAValue:
         t = xs[0].type
+        if isinstance(t, VectorType):
+            return _per_lane(out, xs, t, lower)
         work = f32 if isinstance(t, Float16Type) else t
         args = [x if work == t else out.emit(llvm.FPExtOp(x, work)) for x in xs]
         symbol = name if isinstance(work, Float64Type) else f"{name}f"
@@ -200,6 +216,24 @@ def libm_call(name: str):
         return value if work == t else out.emit(llvm.FPTruncOp(value, t))
 
     return lower
+
+
+def _per_lane(out: ScalarEmitter, xs: list[SSAValue], t: VectorType, scalar: Lowering) -> SSAValue:
+    """`scalar` applied to each lane of the vectors `xs`, put together as a `t` (a lane
+    is taken out as a one-lane shuffle bitcast to its scalar: xDSL's llvm dialect has
+    no `extractelement`)."""
+    result = out.emit(llvm.UndefOp(t))
+    element = t.element_type
+    one = VectorType(element, [1])
+    for lane in range(t.get_shape()[0]):
+        mask = DenseArrayBase.from_list(i32, [lane])
+        args = [
+            out.emit(llvm.BitcastOp(out.emit(llvm.ShuffleVectorOp(x, x, mask, one)), element))
+            for x in xs
+        ]
+        at = const(out, lane, i32)
+        result = out.emit(llvm.InsertElementOp(result, scalar(out, args), at))
+    return result
 
 
 def _intr(name: str, *extra_false: bool):
@@ -418,8 +452,8 @@ def lower_scalar_op(op: Operation, operands: list[SSAValue], out: ScalarEmitter)
     """The llvm values replacing `op`'s results; raises for unsupported ops."""
     for value in (*operands, *op.results):
         t = value.type
-        if isinstance(t, VectorType) and type(op) in SIMPLE:
-            t = t.element_type  # element-wise arithmetic on whole registers
+        if isinstance(t, VectorType) and not isinstance(op, arith.ConstantOp):
+            t = t.element_type  # element-wise arithmetic and casts on whole registers
         if not isinstance(t, IntegerType | Float16Type | Float32Type | Float64Type):
             raise error_at(
                 op, f"not supported by the code generator yet: {op.name} on {value.type}"

@@ -131,20 +131,39 @@ def inline_body_lanes(
                     b, buffers[inner.tensor], where, dtype_of(inner.tensor)
                 )
             continue
-        if kind != "vector":  # scalar, or the first lane's index
+        if kind not in ("vector", "compare", "select"):  # scalar, or the first lane's index
             b.insert(inner.clone(mapping))
             continue
-        operands = [vector(mapping.get(v, v)) for v in inner.operands]
-        result_type = VectorType(inner.results[0].type, [lanes])
-        new = type(inner).create(
-            operands=operands,
-            result_types=[result_type],
-            properties=dict(inner.properties),
-            attributes=dict(inner.attributes),
-        )
+        new = _lane_op(inner, kind, [mapping.get(v, v) for v in inner.operands], vector, lanes)
         b.insert(new)
         mapping[inner.results[0]] = new.results[0]
     raise AssertionError("compute body without tensor.yield")
+
+
+def _lane_op(
+    inner: Operation,
+    kind: str,
+    operands: list[SSAValue],
+    vector: Callable[[SSAValue], SSAValue],
+    lanes: int,
+) -> Operation:
+    """`inner` on whole vectors: a lane compare (`loop.vcmpf`), a select by a lane
+    mask (`loop.vselect`) or by one i1, or the same op on vector types."""
+    if kind == "compare":
+        assert isinstance(inner, arith.CmpfOp)
+        predicate = loop.CMPF_PREDICATES[inner.predicate.value.data]
+        return loop.VCmpfOp(predicate, vector(operands[0]), vector(operands[1]))
+    if kind == "select":
+        cond, lhs, rhs = operands
+        if isinstance(cond.type, VectorType):
+            return loop.VSelectOp(cond, vector(lhs), vector(rhs))
+        return arith.SelectOp(cond, vector(lhs), vector(rhs))
+    return type(inner).create(
+        operands=[vector(v) for v in operands],
+        result_types=[VectorType(inner.results[0].type, [lanes])],
+        properties=dict(inner.properties),
+        attributes=dict(inner.attributes),
+    )
 
 
 def vload_valid(

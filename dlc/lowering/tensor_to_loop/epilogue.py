@@ -120,7 +120,7 @@ class EpilogueTile:
         if self.lanes > 1:
             axis = self.axes.index(self.lane_axis)
             for m in members:
-                plan = lane_plan(m.op, axis)
+                plan = lane_plan(m.op, axis, functions=True)
                 if isinstance(plan, str) or dtype_of(m.op.result) not in ("f16", "f32", "f64"):
                     why = plan if isinstance(plan, str) else "not a float result"
                     raise error_at(

@@ -1,10 +1,13 @@
-"""math-approx: f32 `exp`, `log`, `tanh` as branch-free polynomials (no libm calls).
+"""math-approx: f32 `exp`, `log`, `tanh`, `erf` as branch-free polynomials (no libm calls).
 
 A loop-level rewrite run before `lower-loop-to-llvm` (unless the user asks for exact
 libm calls: `compile_graph_module(..., fast_math_functions=False)`). The expansions use
 only `arith` ops, `math.fma` and bit casts, so the loop vectorizer turns them into
 full-width vector code; the sigmoid pattern `1 / (1 + exp(-x))` therefore vectorizes
-too. f16 is computed in f32 and rounded; f64 keeps the exact calls.
+too. f16 is computed in f32 and rounded; f64 keeps the exact calls. `exp`, `tanh` and
+`erf` on `vector<W x f32>` values (a register tile's epilogue, `epilogue.py`) expand
+to the same code on whole vectors: constants broadcast, compares and selects as
+`loop.vcmpf` / `loop.vselect`, so every lane gets the bits of the scalar expansion.
 
 Worst-case errors (float32, measured against float64 NumPy rounded to float32 over a
 sweep of 10^7 inputs plus special values, see test/unit/test_math_approx.py):
@@ -19,6 +22,10 @@ sweep of 10^7 inputs plus special values, see test/unit/test_math_approx.py):
 - tanh: within 5 ULP. |x| < 0.625: `x + x^3 Q(x^2)` (degree-5 fit, relative error
   2.3e-9); otherwise `1 - 2 / (exp(2|x|) + 1)` with the exp above; the sign is copied
   from x (so -0 -> -0, ±inf -> ±1, nan -> nan).
+- erf: within 2 ULP. |x| < 0.921875: `x P(x^2)` (degree 6 in x^2, a fit of erf(x)/x
+  with relative error 4e-10); above: `1 - exp(Q(min(|x|, 4)))`, Q of degree 9 in
+  |x| - 2.5 a fit of log(erfc) (absolute error 4e-9; erf(4) rounds to 1 in f32);
+  the sign copied from x (-0 -> -0, ±inf -> ±1, nan -> nan).
 """
 
 from __future__ import annotations
@@ -34,12 +41,14 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerAttr,
     ModuleOp,
+    VectorType,
     f32,
     i32,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 
+from dlc.dialects import loop
 from dlc.dialects.levels import require_level
 from dlc.dialects.walk import walk_ops
 
@@ -63,6 +72,28 @@ _TANH_Q = [  # tanh(a) = a + a^3 (q0 + q1 a^2 + ...), highest first
     0.13333207368850708,
     -0.3333333134651184,
 ]
+_ERF_SMALL = [  # erf(x) / x as a polynomial in x^2 on |x| < _ERF_SPLIT, highest first
+    8.370249270228669e-05,
+    -0.0008142745937220752,
+    0.00520103657618165,
+    -0.026859400793910027,
+    0.11283695697784424,
+    -0.37612634897232056,
+    1.128379225730896,
+]
+_ERF_LARGE = [  # log(erfc(x)) as a polynomial in x - 2.5 on [_ERF_SPLIT, 4], highest first
+    3.33990293199804e-08,
+    1.6606431927357335e-06,
+    -1.3465233678289223e-05,
+    7.718589768046513e-05,
+    -0.00041991102625615895,
+    0.0021654514130204916,
+    -0.010858637280762196,
+    -0.9438937902450562,
+    -5.352680683135986,
+    -7.806815147399902,
+]
+_ERF_SPLIT = 0.921875
 _MAGIC = 12582912.0  # 1.5 * 2^23: adding it rounds to an integer in the low bits
 _MAGIC_BITS = 0x4B400000
 
@@ -75,10 +106,12 @@ _INTS: dict[int, IntegerAttr] = {}
 
 
 class _F32:
-    """Tiny f32 expression builder."""
+    """Tiny f32 expression builder, on scalars or (`lanes`) on `vector<lanes x f32>`."""
 
-    def __init__(self, b: Builder):
+    def __init__(self, b: Builder, lanes: int = 0):
         self.b = b
+        self.lanes = lanes
+        self._splats: dict[Attribute, SSAValue] = {}
 
     def emit(self, op: Operation) -> SSAValue:
         return self.b.insert(op).results[0]
@@ -87,6 +120,8 @@ class _F32:
         """`kind(*operands, extra)` (no `extra` when None), built by the generic
         `Operation.create` once the constructor's properties are known: a fifth of the
         constructor's time, and the expansions build 45 ops per `exp`."""
+        if self.lanes and isinstance(extra, Attribute):
+            extra = VectorType(extra, [self.lanes])  # a cast's result type
         key = (kind, extra, *(v.type for v in operands))
         known = _BUILT.get(key)
         if known is None:
@@ -112,8 +147,14 @@ class _F32:
         return self.constant(attr)
 
     def constant(self, value: FloatAttr | IntegerAttr) -> SSAValue:
+        if value in self._splats:
+            return self._splats[value]
         op = arith.ConstantOp.create(properties={"value": value}, result_types=[value.type])
-        return self.emit(op)
+        scalar = self.emit(op)
+        if self.lanes:
+            scalar = self.emit(loop.BroadcastOp(scalar, self.lanes))
+            self._splats[value] = scalar
+        return scalar
 
     def add(self, a: SSAValue, b: SSAValue) -> SSAValue:
         return self.op(arith.AddfOp, a, b)
@@ -128,9 +169,13 @@ class _F32:
         return self.op(math.FmaOp, a, b, c)
 
     def cmp(self, pred: str, a: SSAValue, b: SSAValue) -> SSAValue:
+        if self.lanes:
+            return self.emit(loop.VCmpfOp(pred, a, b))
         return self.op(arith.CmpfOp, a, b, extra=pred)
 
     def select(self, cond: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
+        if self.lanes:
+            return self.emit(loop.VSelectOp(cond, a, b))
         return self.op(arith.SelectOp, cond, a, b)
 
     def to_int(self, x: SSAValue) -> SSAValue:
@@ -197,26 +242,46 @@ class _F32:
         r = self.select(self.cmp("olt", a, self.c(0.625)), small, large)
         return self.op(math.CopySignOp, r, x)
 
+    def erf(self, x: SSAValue) -> SSAValue:
+        a = self.op(math.AbsFOp, x)
+        small = self.mul(a, self.horner(self.mul(a, a), _ERF_SMALL))
+        b = self.op(arith.MinimumfOp, a, self.c(4.0))
+        e = self.exp(self.horner(self.sub(b, self.c(2.5)), _ERF_LARGE))
+        r = self.select(self.cmp("olt", a, self.c(_ERF_SPLIT)), small, self.sub(self.c(1.0), e))
+        return self.op(math.CopySignOp, r, x)
 
-_EXPANSIONS = {math.ExpOp: _F32.exp, math.LogOp: _F32.log, math.TanhOp: _F32.tanh}
+
+_EXPANSIONS = {
+    math.ExpOp: _F32.exp,
+    math.LogOp: _F32.log,
+    math.TanhOp: _F32.tanh,
+    math.ErfOp: _F32.erf,
+}
+VECTOR_EXPANSIONS = (math.ExpOp, math.TanhOp, math.ErfOp)
+"""The functions expanded on `vector<W x f32>` too (log's uses integer-to-float casts
+on vectors, which xDSL's arith does not take: vector log stays LLVM's `llvm.log`)."""
 
 
 def expand(op: Operation) -> bool:
-    """Replace one f16/f32 exp/log/tanh by its polynomial; False if not applicable."""
+    """Replace one f16/f32 exp/log/tanh/erf (or a vector exp/tanh/erf) by its
+    polynomial; False if not applicable."""
     expansion = _EXPANSIONS.get(type(op))
     if expansion is None:
         return False
     t = op.results[0].type
+    lanes = 0
+    if isinstance(t, VectorType) and isinstance(op, VECTOR_EXPANSIONS):
+        lanes, t = t.get_shape()[0], t.element_type
     if not isinstance(t, Float32Type | Float16Type):
         return False
     b = Builder(InsertPoint.before(op))
-    s = _F32(b)
+    s = _F32(b, lanes)
     x = op.operands[0]
     if isinstance(t, Float16Type):
-        x = s.emit(arith.ExtFOp(x, f32))
+        x = s.emit(arith.ExtFOp(x, VectorType(f32, [lanes]) if lanes else f32))
     value = expansion(s, x)
     if isinstance(t, Float16Type):
-        value = s.emit(arith.TruncFOp(value, t))
+        value = s.emit(arith.TruncFOp(value, op.results[0].type))
     op.results[0].replace_all_uses_with(value)
     op.detach()
     op.erase()
@@ -224,7 +289,8 @@ def expand(op: Operation) -> bool:
 
 
 class MathApproxPass(ModulePass):
-    """Loop level: f32/f16 `math.exp`, `math.log`, `math.tanh` -> polynomial arith code.
+    """Loop level: f32/f16 `math.exp`, `math.log`, `math.tanh`, `math.erf` -> polynomial
+    arith code (exp, tanh, erf on f32/f16 vectors too).
 
     Input: verified loop level (or any level whose bodies use xDSL `math`). Output: the
     same code without those ops for f16/f32 (f64 untouched); the error bounds are in

@@ -10,7 +10,10 @@ as written), in three steps, from a `Target` (dlc/target.py):
    several reduction axes (a convolution's channels and short tap loops) more output
    loops move inside too, while the accumulator block they cover fits in half of L1
    (the 56 x 56 plane of W5), so the tap loops' overhead is spread over a 2-D block.
-   The fold order per element is unchanged, so results are bit-identical.
+   The fold order per element is unchanged, so results are bit-identical. A product
+   with a splat matrix (ONNX fill weights, folded into the body) reads nothing along
+   its columns and takes this order too, so step 3 tiles it as a real product (it
+   summed each row again for every column: MatMul 128 x 768 x 3072, 17.7 -> 8.8 ms).
 2. **Fusion groups** (with `group=true`, the default). A maximal run of consecutive
    computes becomes one group, lowered to ONE loop nest (`tensor_groups.py`): its
    base is the shortest member domain (counting a reduction-outer member by the

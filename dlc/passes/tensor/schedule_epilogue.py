@@ -44,4 +44,4 @@ def _fits(op: tensor.ComputeOp, member: tensor.ComputeOp, earlier: list[tensor.C
         return False  # not a consumer of the chain
     if not all(reads_at_identity(member, v.result) for v in [op, *earlier]):
         return False
-    return isinstance(lane_plan(member, len(op.domain) - 1), dict)
+    return isinstance(lane_plan(member, len(op.domain) - 1, functions=True), dict)

@@ -58,6 +58,8 @@ def reduction_outer_pays(op: tensor.ComputeOp) -> bool:
     args = op.body.block.args
     last = args[len(op.domain) - 1]
     reduction_args = set(args[len(op.domain) :])
+    if float_sum(op) and len(op.domain) >= 2 and not _reads_along(op, last):
+        return True  # a product with a splat matrix (fill weights): tiled as a real one
     strided_row = False
     for read in op.body.block.ops:
         if not isinstance(read, tensor.ReadOp) or not read.indices:
@@ -68,6 +70,12 @@ def reduction_outer_pays(op: tensor.ComputeOp) -> bool:
         if _walks(inner, last) and any(depends_on(i, reduction_args) for i in outer):
             strided_row = True
     return strided_row
+
+
+def _reads_along(op: tensor.ComputeOp, iv: SSAValue) -> bool:
+    """Some read of `op`'s body has an index depending on `iv`."""
+    reads = [r for r in op.body.block.ops if isinstance(r, tensor.ReadOp)]
+    return any(depends_on(i, {iv}) for r in reads for i in r.indices)
 
 
 def default_order(op: tensor.ComputeOp, target: Target) -> list[str]:

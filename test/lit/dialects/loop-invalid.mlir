@@ -93,3 +93,34 @@ loop.func @f() {
   %t = loop.const_buffer dense<[1.0, 2.0]> : tensor<2xf64> : memref<2xf32>
   loop.return
 }
+
+// -----
+
+// CHECK: loop-invalid.mlir:[[# @LINE + 4]]:3: error: IR does not verify in the input: loop.vcmpf: operands must be one vector type and the result its i1 mask
+loop.func @f(%x: memref<8xf32>) {
+  %c0 = arith.constant 0 : i64
+  %v = loop.vload %x[%c0] : memref<8xf32> -> vector<4xf32>
+  %m = "loop.vcmpf"(%v, %v) <{predicate = 4 : i64}> : (vector<4xf32>, vector<4xf32>) -> vector<4xi8>
+  loop.return
+}
+
+// -----
+
+// CHECK: loop-invalid.mlir:[[# @LINE + 5]]:3: error: IR does not verify in the input: loop.vselect: the mask must be vector<4xi1>
+loop.func @f(%x: memref<8xf32>) {
+  %c0 = arith.constant 0 : i64
+  %v = loop.vload %x[%c0] : memref<8xf32> -> vector<4xf32>
+  %b = loop.broadcast %c0 : i64 -> vector<4xi64>
+  %r = "loop.vselect"(%b, %v, %v) : (vector<4xi64>, vector<4xf32>, vector<4xf32>) -> vector<4xf32>
+  loop.return
+}
+
+// -----
+
+// CHECK: loop-invalid.mlir:[[# @LINE + 4]]:19: error: loop.vcmpf: unknown predicate 'lt'
+loop.func @f(%x: memref<8xf32>) {
+  %c0 = arith.constant 0 : i64
+  %v = loop.vload %x[%c0] : memref<8xf32> -> vector<4xf32>
+  %m = loop.vcmpf lt, %v, %v : vector<4xf32>
+  loop.return
+}

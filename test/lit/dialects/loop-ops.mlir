@@ -188,4 +188,19 @@ builtin.module {
     loop.vstore %n, %y[%i] : vector<1xf32>, memref<1xf32>
     loop.return
   }
+// Lane-wise compares give a vector of i1, which picks lanes in a vector select.
+// CHECK-LABEL: loop.func @masks(
+// CHECK:         %[[M:.*]] = loop.vcmpf olt, %[[A:.*]], %[[B:.*]] : vector<4xf32>
+// CHECK-NEXT:    %[[R:.*]] = loop.vselect %[[M]], %[[A]], %[[B]] : vector<4xf32>
+// CHECK-NEXT:    loop.vstore %[[R]]
+  loop.func @masks(%x: memref<8xf32>) {
+    %i = arith.constant 0 : i64
+    %j = arith.constant 4 : i64
+    %a = loop.vload %x[%i] : memref<8xf32> -> vector<4xf32>
+    %b = loop.vload %x[%j] : memref<8xf32> -> vector<4xf32>
+    %m = loop.vcmpf olt, %a, %b : vector<4xf32>
+    %r = loop.vselect %m, %a, %b : vector<4xf32>
+    loop.vstore %r, %x[%i] : vector<4xf32>, memref<8xf32>
+    loop.return
+  }
 }

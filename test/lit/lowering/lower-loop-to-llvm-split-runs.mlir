@@ -56,4 +56,26 @@ builtin.module attributes {dlc.name = "runs", dlc.stage = "raw"} {
     }
     loop.return
   }
+
+// A run neither takes nor gives a vector value (values cross into an outlined run in
+// 8-byte slots): the vector sum here is defined before the nest that stores it, so
+// nothing is outlined (this raised an internal KeyError on VectorType).
+// CHECK-LABEL: llvm.func @vectors_are_not_outlined(
+// CHECK:         %[[V:.*]] = llvm.load %{{.*}} -> vector<4xf32>
+// CHECK-NEXT:    %[[W:.*]] = llvm.fadd %[[V]], %[[V]] : vector<4xf32>
+// CHECK-NOT:     llvm.call
+// CHECK:         llvm.store %[[W]], %{{.*}} : vector<4xf32>, !llvm.ptr
+// CHECK-NOT:     llvm.call
+// CHECK:         llvm.return
+  loop.func @vectors_are_not_outlined(%x: memref<8xf32>) {
+    %c0 = arith.constant 0 : i64
+    %c1 = arith.constant 1 : i64
+    %c2 = arith.constant 2 : i64
+    %v = loop.vload %x[%c0] : memref<8xf32> -> vector<4xf32>
+    %w = arith.addf %v, %v : vector<4xf32>
+    loop.for %i = %c0 to %c2 step %c1 {
+      loop.vstore %w, %x[%i] : vector<4xf32>, memref<8xf32>
+    }
+    loop.return
+  }
 }

@@ -106,3 +106,35 @@ tensor.func @mm_then_relu(%a: !graph.tensor<4x5xf32>, %b: !graph.tensor<5x8xf32>
     } : (!graph.tensor<4x8xf32>) -> !graph.tensor<4x8xf32>
     tensor.return %r : !graph.tensor<4x8xf32>
 }
+
+// Compares, selects and math functions in an epilogue run on whole vectors: a lane
+// mask (`loop.vcmpf`) picks lanes (`loop.vselect`), erf is `math.erf` on the vector
+// (math-approx expands it later).
+// CHECK-LABEL: loop.func @mm_leaky_erf(
+// CHECK:         %[[ACC:[0-9]+]], %{{.*}} = loop.for
+// CHECK:         %[[POS:.*]] = loop.vcmpf ogt, %[[ACC]], %[[ZERO:.*]] : vector<4xf32>
+// CHECK:         %[[LEAK:.*]] = arith.mulf %[[ACC]], %{{.*}} : vector<4xf32>
+// CHECK-NEXT:    %[[SEL:.*]] = loop.vselect %[[POS]], %[[ACC]], %[[LEAK]] : vector<4xf32>
+// CHECK-NEXT:    %[[ERF:.*]] = math.erf %[[SEL]] : vector<4xf32>
+// CHECK-NEXT:    loop.vstore %[[ERF]]
+tensor.func @mm_leaky_erf(%a: !graph.tensor<4x5xf32>, %b: !graph.tensor<5x8xf32>) -> !graph.tensor<4x8xf32> {
+    %c = tensor.compute(%a, %b) reduce [5] by "add" init 0.0 : f32 schedule #schedule.nest<tile [d0 = [4], d1 = [8]], interchange [d0.0, d1.0, r0, d0.1, d1.1], unroll [d0.1, d1.1], vectorize d1.1 x 4, epilogue 1> {
+    ^bb0(%i: i64, %j: i64, %k: i64):
+      %x = tensor.read %a[%i, %k] : !graph.tensor<4x5xf32>
+      %y = tensor.read %b[%k, %j] : !graph.tensor<5x8xf32>
+      %p = arith.mulf %x, %y : f32
+      tensor.yield %p : f32
+    } : (!graph.tensor<4x5xf32>, !graph.tensor<5x8xf32>) -> !graph.tensor<4x8xf32>
+    %r = tensor.compute(%c) {
+    ^bb0(%i: i64, %j: i64):
+      %v = tensor.read %c[%i, %j] : !graph.tensor<4x8xf32>
+      %zero = arith.constant 0.0 : f32
+      %alpha = arith.constant 0.1 : f32
+      %pos = arith.cmpf ogt, %v, %zero : f32
+      %leak = arith.mulf %v, %alpha : f32
+      %m = arith.select %pos, %v, %leak : f32
+      %e = math.erf %m : f32
+      tensor.yield %e : f32
+    } : (!graph.tensor<4x8xf32>) -> !graph.tensor<4x8xf32>
+    tensor.return %r : !graph.tensor<4x8xf32>
+}

@@ -1,0 +1,216 @@
+"""unfold-convolutions: 2-D convolutions with short or strided rows as a matrix
+product over the unfolded image (im2col), where the register-tiled convolution
+serves them badly.
+
+The tiled convolution (`schedule_conv.py`) vectorizes along the output row: a row
+shorter than two of the target's vectors wastes most lanes (ResNet's 7 x 7 and
+14 x 14 stages on AVX2: rows of 7 as vectors of 4 + 2 + 1 lanes, 6 GFLOP/s where
+56-wide rows run at 30 on the 2-core AVX2 host), and a strided row is no vector at
+all (a scalar tile). Here the convolution (`conv2d_of`: the nest
+`lower-graph-to-tensor` builds, its padding already materialized) becomes
+
+    cols[n, c·KH·KW + kh·KW + kw, oh·OW + ow] = x[n, c, oh·s + kh·d, ow·s + kw·d]
+    flat[n, o, p] = sum over k of cols[n, k, p] · w[o, k]        (a `dot`-like compute)
+    y[n, o, oh, ow] = flat[n, o, oh·OW + ow]
+
+so the product's columns are the whole image (OH·OW: 49 or 196 for ResNet's late
+stages) and the default policy gives it the matrix-product register tile and
+unit-stride vector loads whatever the stride. `cols` is materialized (`fuse` keeps
+it: every element is read once per output channel) and `w[o, k]` is the kernel's
+data seen as an (O, C·KH·KW) matrix: a literal with the same bytes, so only
+constant (or 1 x 1) kernels take this form. The sum runs over k = (c, kh, kw) in
+the convolution's order with the same init, so results are bit-identical to the
+convolution's nest.
+
+Which convolutions (`unfolds`, from the `Target`): float, ungrouped, rows shorter
+than two of the target's vectors of the element type (16 f32 with AVX2, 32 with
+AVX-512) or strided, at least that many output pixels (the product's columns fill a
+register tile), a constant or 1 x 1 kernel, and a `cols` buffer of at most
+`MAX_COLS_BYTES`.
+
+Input: verified tensor level, before `fuse` and `schedule` (the pipeline runs it at
+opt_level >= 1). Output: the same values; each unfolded convolution is three
+computes without schedules, the others are unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.builder import Builder, InsertPoint
+from xdsl.context import Context
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerAttr, ModuleOp, i64
+from xdsl.dialects.builtin import TensorType as BuiltinTensorType
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from dlc.diagnostics import copy_loc
+from dlc.dialects import tensor
+from dlc.dialects.graph_types import TensorType, dtype_bytes
+from dlc.dialects.levels import require_level
+from dlc.passes.statistics import PassStatistics
+from dlc.passes.tensor.conv2d import Conv2d, conv2d_of
+from dlc.target import Target
+
+MAX_COLS_BYTES = 32 << 20
+"""Largest `cols` buffer; larger convolutions keep the tiled nest."""
+
+
+def unfolds(conv: Conv2d, target: Target) -> bool:
+    """Whether `conv` becomes cols + a product on `target` (module docstring)."""
+    t = conv.op.result.type
+    assert isinstance(t, TensorType)
+    if t.dt not in ("f32", "f64"):
+        return False
+    vectors2 = 2 * target.vector_bytes // dtype_bytes(t.dt)  # two vectors, in elements
+    batch, _, oh, ow = t.dims
+    if ow >= vectors2 and conv.strides == (1, 1):
+        return False
+    if oh * ow < vectors2:
+        return False
+    kernel = conv.kernel
+    literal = kernel is None or isinstance(kernel.owner, tensor.ConstantOp)
+    if not literal and conv.taps != (1, 1):
+        return False
+    depth = conv.channels * conv.taps[0] * conv.taps[1]
+    return batch * depth * oh * ow * dtype_bytes(t.dt) <= MAX_COLS_BYTES
+
+
+class _Body:
+    """A compute body under construction: index constants made once."""
+
+    def __init__(self, rank: int):
+        self.block = Block(arg_types=[i64] * rank)
+        self.builder = Builder(InsertPoint.at_end(self.block))
+        self._indices: dict[int, SSAValue] = {}
+
+    def emit(self, op: Operation) -> SSAValue:
+        return self.builder.insert(op).results[0]
+
+    def index(self, value: int) -> SSAValue:
+        if value not in self._indices:
+            self._indices[value] = self.emit(arith.ConstantOp(IntegerAttr(value, i64)))
+        return self._indices[value]
+
+    def divmod(self, value: SSAValue, n: int) -> tuple[SSAValue, SSAValue]:
+        if n == 1:
+            return value, self.index(0)
+        quotient = self.emit(arith.DivSIOp(value, self.index(n)))
+        return quotient, self.emit(arith.RemSIOp(value, self.index(n)))
+
+    def at(self, out: SSAValue, stride: int, tap: SSAValue, dilation: int) -> SSAValue:
+        """out·stride + tap·dilation."""
+        pos = out if stride == 1 else self.emit(arith.MuliOp(out, self.index(stride)))
+        step = tap if dilation == 1 else self.emit(arith.MuliOp(tap, self.index(dilation)))
+        return self.emit(arith.AddiOp(pos, step))
+
+    def compute(self, inputs: list[SSAValue], value: SSAValue, out: TensorType, **reduce: object):
+        self.builder.insert(tensor.YieldOp(value))
+        return tensor.ComputeOp(inputs, out, self.block, **reduce)  # type: ignore[arg-type]
+
+
+def _cols(conv: Conv2d) -> tensor.ComputeOp:
+    """cols[n, c·KH·KW + kh·KW + kw, oh·OW + ow] = x[n, c, oh·s + kh·d, ow·s + kw·d]."""
+    batch, _, oh, ow = conv.domain
+    kh, kw = conv.taps
+    (sh, sw), (dh, dw) = conv.strides, conv.dilations
+    s = _Body(3)
+    n, kk, p = s.block.args
+    c, tap = s.divmod(kk, kh * kw)
+    th, tw = s.divmod(tap, kw)
+    row, col = s.divmod(p, ow)
+    where = [n, c, s.at(row, sh, th, dh), s.at(col, sw, tw, dw)]
+    value = s.emit(tensor.ReadOp(conv.x, where))
+    out = TensorType((batch, conv.channels * kh * kw, oh * ow), conv.dtype)
+    return s.compute([conv.x], value, out)
+
+
+def _product(conv: Conv2d, cols: SSAValue, weights: SSAValue | None) -> tensor.ComputeOp:
+    """flat[n, o, p] = sum over k of cols[n, k, p] · w[o, k]: `weights` (the flat
+    kernel), the 1 x 1 kernel read in place, or the body's splat constant."""
+    batch, channels, oh, ow = conv.domain
+    depth = cols.type.dims[1]  # type: ignore[attr-defined]
+    s = _Body(4)
+    n, o, p, k = s.block.args
+    inputs = [cols]
+    value = s.emit(tensor.ReadOp(cols, [n, k, p]))
+    if conv.kernel is None:
+        weight = s.emit(conv.splat.clone())  # type: ignore[union-attr]
+    elif weights is None:
+        inputs.append(conv.kernel)
+        weight = s.emit(tensor.ReadOp(conv.kernel, [o, k, s.index(0), s.index(0)]))
+    else:
+        inputs.append(weights)
+        weight = s.emit(tensor.ReadOp(weights, [o, k]))
+    product = s.emit(arith.MulfOp(value, weight))
+    out = TensorType((batch, channels, oh * ow), conv.dtype)
+    init = conv.op.init_value
+    return s.compute(inputs, product, out, reduction=[depth], combinator="add", init_value=init)
+
+
+def _image(conv: Conv2d, flat: SSAValue) -> tensor.ComputeOp:
+    """y[n, o, oh, ow] = flat[n, o, oh·OW + ow]."""
+    s = _Body(4)
+    n, o, row, col = s.block.args
+    pixel = s.emit(arith.AddiOp(s.emit(arith.MuliOp(row, s.index(conv.domain[3]))), col))
+    value = s.emit(tensor.ReadOp(flat, [n, o, pixel]))
+    return s.compute([flat], value, TensorType(conv.domain, conv.dtype))
+
+
+def _flat_kernel(b: Builder, conv: Conv2d) -> SSAValue | None:
+    """The literal kernel as an (O, C·KH·KW) literal with the same bytes; None for a
+    splat or a 1 x 1 kernel that is not a literal (read in place)."""
+    owner = conv.kernel.owner if conv.kernel is not None else None
+    if not isinstance(owner, tensor.ConstantOp):
+        return None
+    shape = (conv.domain[1], conv.channels * conv.taps[0] * conv.taps[1])
+    data = owner.value
+    dense = DenseIntOrFPElementsAttr(BuiltinTensorType(data.get_element_type(), shape), data.data)
+    flat = tensor.ConstantOp.build(
+        result_types=[TensorType(shape, conv.dtype)], properties={"value": dense}
+    )
+    return b.insert(flat).result
+
+
+def unfold(conv: Conv2d) -> None:
+    """Replace `conv` by cols, the product and the image (module docstring)."""
+    op = conv.op
+    b = Builder(InsertPoint.before(op))
+    cols = b.insert(_cols(conv))
+    weights = _flat_kernel(b, conv)
+    flat = b.insert(_product(conv, cols.result, weights))
+    image = b.insert(_image(conv, flat.result))
+    copy_loc(op, cols, flat, image)
+    op.result.replace_all_uses_with(image.result)
+    op.detach()
+    op.erase()
+    kernel = conv.kernel.owner if conv.kernel is not None else None
+    if isinstance(kernel, tensor.ConstantOp) and not kernel.result.uses:
+        kernel.detach()
+        kernel.erase()
+
+
+@dataclass(frozen=True)
+class UnfoldConvolutionsPass(ModulePass, PassStatistics):
+    """Rewrite the 2-D convolutions `unfolds` chooses for `target` as im2col + a
+    matrix product (module docstring).
+
+    Input: verified tensor level, computes without schedules (before `fuse`).
+    Output: verified tensor level with the same values (bit-identical); `target`
+    and `triple` name the CPU as for `schedule`.
+    """
+
+    name = "unfold-convolutions"
+
+    target: str = "host"
+    triple: str = ""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_level(op, "tensor", self.name)
+        target = Target.from_cpu(self.target, self.triple)
+        for compute in [c for c in op.walk() if isinstance(c, tensor.ComputeOp)]:
+            conv = conv2d_of(compute)
+            if conv is not None and unfolds(conv, target):
+                unfold(conv)
+                self.count("convolutions unfolded")
