@@ -65,7 +65,7 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
         return Math
 
     def llvm() -> Dialect:
-        from xdsl.dialects.llvm import LLVM
+        from dlc.dialects.llvm_lanes import LLVM  # xDSL's, with fcmp/select on vectors
 
         return LLVM
 

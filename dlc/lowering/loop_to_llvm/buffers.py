@@ -12,7 +12,7 @@ from xdsl.dialects.builtin import DenseArrayBase, IntAttr, IntegerAttr, MemRefTy
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from dlc.diagnostics import error_at, location_prefix
-from dlc.dialects import abi, loop
+from dlc.dialects import abi, llvm_lanes, loop
 from dlc.lowering.loop_to_llvm.context import ContextEmitter, arena_element
 from dlc.lowering.loop_to_llvm.scalar import const, icmp
 
@@ -102,16 +102,15 @@ class BufferEmitter(ContextEmitter):
                 self.values[op.res] = self.lane_compare(op)
             case loop.VSelectOp():
                 mask, lhs, rhs = (self.get(v) for v in op.operands)
-                self.values[op.res] = self.emit(llvm.SelectOp(mask, lhs, rhs))
+                self.values[op.res] = self.emit(llvm_lanes.SelectOp(mask, lhs, rhs))
 
     def lane_compare(self, op: loop.VCmpfOp) -> SSAValue:
-        """`fcmp` on whole vectors (a `<W x i1>`; xDSL types the llvm op's result i1,
-        the LLVM IR it prints is typed from the operands)."""
+        """`fcmp` on whole vectors (a `<W x i1>`: `dlc.dialects.llvm_lanes`)."""
         predicate = op.predicate.value.data
         if predicate in (0, 15):  # false / true
             return const(self, int(predicate == 15), op.res.type)
         lhs, rhs = self.get(op.lhs), self.get(op.rhs)
-        return self.emit(llvm.FCmpOp(lhs, rhs, IntegerAttr(predicate, i64)))
+        return self.emit(llvm_lanes.FCmpOp(lhs, rhs, IntegerAttr(predicate, i64)))
 
     def constant_data(self, value: Attribute, mtype: MemRefType) -> SSAValue:
         """A pointer to `value` as an internal constant global of the module; through an

@@ -33,7 +33,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from dlc.diagnostics import error_at
-from dlc.dialects import loop
+from dlc.dialects import llvm_lanes, loop
 
 
 class ScalarEmitter(Protocol):
@@ -102,7 +102,7 @@ def icmp(out: ScalarEmitter, pred: str, lhs: SSAValue, rhs: SSAValue) -> SSAValu
 
 
 def select(out: ScalarEmitter, cond: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
-    return out.emit(llvm.SelectOp(cond, a, b))
+    return out.emit(llvm_lanes.SelectOp(cond, a, b))
 
 
 # --- integer division: x / 0 -> 0, INT_MIN / -1 wraps ------------------------------
@@ -376,10 +376,10 @@ def _f64_to_f16(out: ScalarEmitter, x: SSAValue) -> SSAValue:
     bits = out.emit(llvm.BitcastOp(r, i32t))
     abs_back = intrinsic(out, "fabs", [back], Float64Type())
     abs_x = intrinsic(out, "fabs", [x], Float64Type())
-    overshot = out.emit(llvm.FCmpOp(abs_back, abs_x, "ogt"))
+    overshot = out.emit(llvm_lanes.FCmpOp(abs_back, abs_x, "ogt"))
     truncated = select(out, overshot, out.emit(llvm.SubOp(bits, const(out, 1, i32t))), bits)
     odd = out.emit(llvm.OrOp(truncated, const(out, 1, i32t)))
-    inexact = out.emit(llvm.FCmpOp(back, x, "one"))
+    inexact = out.emit(llvm_lanes.FCmpOp(back, x, "one"))
     to_odd = out.emit(llvm.BitcastOp(select(out, inexact, odd, bits), f32t))
     return out.emit(llvm.FPTruncOp(to_odd, Float16Type()))
 
@@ -420,7 +420,7 @@ def _compare(op: Operation, xs: list[SSAValue], out: ScalarEmitter) -> SSAValue 
     predicate = op.predicate.value.data
     if predicate in (0, 15):  # false / true
         return const(out, int(predicate == 15), i1)
-    return out.emit(llvm.FCmpOp(xs[0], xs[1], IntegerAttr(predicate, 64)))
+    return out.emit(llvm_lanes.FCmpOp(xs[0], xs[1], IntegerAttr(predicate, 64)))
 
 
 def _constant(op: arith.ConstantOp, out: ScalarEmitter) -> SSAValue:
