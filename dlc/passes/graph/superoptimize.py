@@ -25,9 +25,10 @@ class SuperoptimizePass(PassStatistics, ModulePass):
     """Rewrite each block into the cheapest equivalent graph the substitution search finds.
 
     Input: a graph-level module. In every block, the instructions the substitution
-    terms cover (`add`/`multiply` of equal-shaped matrices, `multiply` by a scalar,
-    `max %x, 0`, rank-2 `dot`, `transpose`, two-operand `concatenate`, row slices that
-    split a matrix in two and column splits written transpose·slice·transpose) become a
+    terms cover (`add`/`multiply` of equal-shaped matrices or rank-4 tensors, `multiply`
+    by a scalar, `max %x, 0`, rank-2 `dot`, `transpose`, two-operand `concatenate`, row
+    slices that split in two, column splits written transpose·slice·transpose, 2-d
+    `convolve` of one group and unpadded max pooling `reduceWindow`) become a
     hash-consed graph; everything else is left where it is and only reads it. The
     search (TASO's backtracking search with relaxation `alpha`, within `budget`
     seconds and `max-graphs` graphs per block) applies only the `proven` rules of the
