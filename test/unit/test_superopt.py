@@ -231,6 +231,7 @@ def test_opt_level_3_matches_the_reference_interpreter() -> None:
     for name, shapes in {
         "merge_shared_lhs_products": [(4, 6), (6, 5), (6, 5)],
         "merge_shared_rhs_products": [(3, 6), (3, 6), (6, 7)],
+        "merge_shared_image_convolutions": [(1, 3, 4, 4), (2, 3, 1, 1), (3, 3, 1, 1)],
     }.items():
         args = [rng.standard_normal(s).astype(np.float32) for s in shapes]
         want = run_function(module, name, args)
@@ -273,6 +274,46 @@ func @qkv: ({t}) -> ({t}, {t}, {t}) {{
     x = rng.standard_normal((4, 6)).astype(np.float32)
     for got, w in zip(compiled.qkv(x), ws):
         np.testing.assert_allclose(got, x @ w, rtol=1e-5, atol=1e-5)
+
+
+def tensor_literal(a: np.ndarray) -> str:
+    """A literal of any rank (nested, each level with its type)."""
+    dims = " x ".join(map(str, a.shape))
+    if a.ndim == 1:
+        return "<" + ", ".join(f"{v}: f32" for v in a) + f">: <{dims} x f32>"
+    return "<" + ", ".join(tensor_literal(r) for r in a) + f">: <{dims} x f32>"
+
+
+def test_convolutions_over_constant_kernels_become_one_folded_convolution() -> None:
+    """Three 1×1 convolutions of one image with literal kernels and relu tails (an
+    Inception block's): one convolution over one folded kernel; at batch 2 the channel
+    splits go through the (n, c·h·w) matrix's column split (batch 1: the lit test)."""
+    rng, batch = np.random.default_rng(2), 2
+    ks = [rng.integers(-3, 4, (o, 4, 1, 1)).astype(np.float32) for o in (2, 3, 5)]
+    x, ys = f"<{batch} x 4 x 5 x 5 x f32>", [f"<{batch} x {k.shape[0]} x 5 x 5 x f32>" for k in ks]
+    body = "".join(
+        f"    %k{i} = literal {tensor_literal(k)}\n"
+        f"    %c{i} = convolve %x: {x} kernel %k{i}: <{k.shape[0]} x 4 x 1 x 1 x f32>\n"
+        f"    %r{i} = max %c{i}: {ys[i]}, 0: f32\n"
+        for i, k in enumerate(ks)
+    )
+    outs = ", ".join(ys)
+    text = f"""module "c"
+stage raw
+
+func @inception: ({x}) -> ({outs}) {{
+'entry(%x: {x}):
+{body}    %r = literal (%r0: {ys[0]}, %r1: {ys[1]}, %r2: {ys[2]}): ({outs})
+    return %r: ({outs})
+}}
+"""
+    compiled = dlc.compile(text, opt_level=3)
+    graph = compiled.ir("graph")
+    assert graph.count("= convolve ") == 1 and "concatenate" not in graph
+    image = rng.standard_normal((batch, 4, 5, 5)).astype(np.float32)
+    want = run_function(parse_module(text, "<c>"), "inception", [image])
+    for got, w in zip(compiled.inception(image), want):
+        np.testing.assert_allclose(got, np.asarray(w), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize(
