@@ -102,11 +102,29 @@ def np_mlp(
     return np_softmax(h @ w2 + b2, axis=1)
 
 
-def np_conv2d(x: np.ndarray, k: np.ndarray) -> np.ndarray:
-    padded = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+def np_conv2d(x: np.ndarray, k: np.ndarray, pad: int = 1) -> np.ndarray:
+    padded = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
     windows = np.lib.stride_tricks.sliding_window_view(padded, k.shape[2:], axis=(2, 3))
     out = np.tensordot(windows, k, axes=([1, 4, 5], [1, 2, 3]))  # (n, h, w, o)
     return np.ascontiguousarray(out.transpose(0, 3, 1, 2))
+
+
+def inception_kernel(out: int, branch: int) -> np.ndarray:
+    """W12's constant 1x1 kernel of `branch` (benchmarks/inception.dl's formula)."""
+    a = ((7 * np.arange(out) + 3 * branch) % 11 - 5) / 8
+    b = ((5 * np.arange(192) + branch) % 13 - 6) / 64
+    return np.outer(a, b).astype(np.float32)[:, :, None, None]
+
+
+def np_inception(x: np.ndarray, k2: np.ndarray, k3: np.ndarray, k4: np.ndarray) -> np.ndarray:
+    def conv(v: np.ndarray, k: np.ndarray) -> np.ndarray:
+        return np.maximum(np_conv2d(v, k, k.shape[2] // 2), 0)
+
+    k1, k2r, k3r = (inception_kernel(o, i) for i, o in enumerate((64, 96, 16)))
+    padded = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=-np.inf)
+    pooled = np.lib.stride_tricks.sliding_window_view(padded, (3, 3), axis=(2, 3)).max((4, 5))
+    branches = [conv(x, k1), conv(conv(x, k2r), k2), conv(conv(x, k3r), k3), conv(pooled, k4)]
+    return np.concatenate(branches, axis=1)
 
 
 def np_train_step(
@@ -184,6 +202,7 @@ WORKLOADS = [
     Workload("W7", "LayerNorm + GELU", "benchmarks/layernorm_gelu.dl", "layernorm_gelu", layernorm_inputs, np_layernorm_gelu),
     Workload("W10", "LSTM step, 4 gate dots", "benchmarks/lstm_step.dl", "lstm_step", normal(*[(64, 1024)] * 2, *[(1024, 1024)] * 4, scale=0.05), np_lstm_step, 8.0 * 64 * 1024 * 1024),
     Workload("W11", "attention, Q/K/V dots", "benchmarks/attention.dl", "attention", normal((128, 512), *[(512, 512)] * 3, scale=0.05), np_attention, 2.0 * 128 * 512 * (3 * 512 + 2 * 128)),
+    Workload("W12", "Inception block 3a", "benchmarks/inception.dl", "inception", normal((1, 192, 28, 28), (128, 96, 3, 3), (32, 16, 5, 5), (32, 192, 1, 1), scale=0.1), np_inception, 2.0 * 784 * (192 * 176 + 96 * 128 * 9 + 16 * 32 * 25 + 192 * 32)),
 ]  # fmt: skip
 
 

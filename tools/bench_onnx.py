@@ -229,6 +229,8 @@ class OnnxRuntimePeer:
     def prepare(self, w: Workload, inputs: Arrays) -> Prepared | None:
         import onnxruntime as ort
 
+        if w.id not in GRAPHS:
+            return None  # no ONNX twin (the cell shows '-')
         nodes, outputs = GRAPHS[w.id](w, inputs)
         model = onnx_model(nodes, inputs, outputs)
         options = ort.SessionOptions()

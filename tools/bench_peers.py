@@ -47,7 +47,7 @@ class NumPyPeer:
         return w.numpy, inputs
 
 
-def jax_twin(w: Workload) -> Callable[..., Any]:
+def jax_twin(w: Workload) -> Callable[..., Any] | None:
     import jax
     import jax.numpy as jnp
     from jax import lax
@@ -105,7 +105,7 @@ def jax_twin(w: Workload) -> Callable[..., Any]:
         "W10": lstm_step,
         "W11": attention,
     }
-    return twins[w.id]
+    return twins.get(w.id)  # None: no twin (the cell shows '-')
 
 
 class JaxPeer:
@@ -139,7 +139,10 @@ class JaxPeer:
         import jax
         import jax.numpy as jnp
 
-        jitted = jax.jit(jax_twin(w))
+        twin = jax_twin(w)
+        if twin is None:
+            return None
+        jitted = jax.jit(twin)
         block = jax.block_until_ready
 
         def call(*args: Any) -> Any:
@@ -148,7 +151,7 @@ class JaxPeer:
         return call, [jnp.asarray(a) for a in inputs]
 
 
-def torch_twin(w: Workload) -> Callable[..., Any]:
+def torch_twin(w: Workload) -> Callable[..., Any] | None:
     import torch
     import torch.nn.functional as F
 
@@ -202,7 +205,7 @@ def torch_twin(w: Workload) -> Callable[..., Any]:
         "W10": lstm_step,
         "W11": attention,
     }
-    return twins[w.id]
+    return twins.get(w.id)  # None: no twin (the cell shows '-')
 
 
 class TorchPeer:
@@ -231,6 +234,8 @@ class TorchPeer:
         torch.set_num_threads(self.threads)
         torch.set_grad_enabled(False)
         twin = torch_twin(w)
+        if twin is None:
+            return None
         if self.compiled:
             twin = torch.compile(twin)
         return twin, [torch.from_numpy(a) for a in inputs]
