@@ -49,6 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_host  # noqa: E402
 from bench_common import TOLERANCE, Arrays, Peer, Workload, cell, max_error, median_seconds  # noqa: E402
+from bench_inception import np_conv2d, np_inception  # noqa: E402
 from bench_models import MODELS, run_models  # noqa: E402
 from bench_onnx import OnnxRuntimePeer  # noqa: E402
 from bench_peers import JaxPeer, NumPyPeer, TorchPeer  # noqa: E402
@@ -100,31 +101,6 @@ def np_mlp(
 ) -> np.ndarray:
     h = np.maximum(x @ w1 + b1, 0)
     return np_softmax(h @ w2 + b2, axis=1)
-
-
-def np_conv2d(x: np.ndarray, k: np.ndarray, pad: int = 1) -> np.ndarray:
-    padded = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    windows = np.lib.stride_tricks.sliding_window_view(padded, k.shape[2:], axis=(2, 3))
-    out = np.tensordot(windows, k, axes=([1, 4, 5], [1, 2, 3]))  # (n, h, w, o)
-    return np.ascontiguousarray(out.transpose(0, 3, 1, 2))
-
-
-def inception_kernel(out: int, branch: int) -> np.ndarray:
-    """W12's constant 1x1 kernel of `branch` (benchmarks/inception.dl's formula)."""
-    a = ((7 * np.arange(out) + 3 * branch) % 11 - 5) / 8
-    b = ((5 * np.arange(192) + branch) % 13 - 6) / 64
-    return np.outer(a, b).astype(np.float32)[:, :, None, None]
-
-
-def np_inception(x: np.ndarray, k2: np.ndarray, k3: np.ndarray, k4: np.ndarray) -> np.ndarray:
-    def conv(v: np.ndarray, k: np.ndarray) -> np.ndarray:
-        return np.maximum(np_conv2d(v, k, k.shape[2] // 2), 0)
-
-    k1, k2r, k3r = (inception_kernel(o, i) for i, o in enumerate((64, 96, 16)))
-    padded = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=-np.inf)
-    pooled = np.lib.stride_tricks.sliding_window_view(padded, (3, 3), axis=(2, 3)).max((4, 5))
-    branches = [conv(x, k1), conv(conv(x, k2r), k2), conv(conv(x, k3r), k3), conv(pooled, k4)]
-    return np.concatenate(branches, axis=1)
 
 
 def np_train_step(

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bench_common import Arrays, Prepared, Workload
+from bench_inception import jax_inception, torch_inception
 
 SINGLE_THREAD_XLA_FLAG = "--xla_cpu_multi_thread_eigen=false"
 
@@ -47,7 +48,7 @@ class NumPyPeer:
         return w.numpy, inputs
 
 
-def jax_twin(w: Workload) -> Callable[..., Any] | None:
+def jax_twin(w: Workload) -> Callable[..., Any]:
     import jax
     import jax.numpy as jnp
     from jax import lax
@@ -104,8 +105,9 @@ def jax_twin(w: Workload) -> Callable[..., Any] | None:
         "W7": layernorm_gelu,
         "W10": lstm_step,
         "W11": attention,
+        "W12": jax_inception(),
     }
-    return twins.get(w.id)  # None: no twin (the cell shows '-')
+    return twins[w.id]
 
 
 class JaxPeer:
@@ -139,10 +141,7 @@ class JaxPeer:
         import jax
         import jax.numpy as jnp
 
-        twin = jax_twin(w)
-        if twin is None:
-            return None
-        jitted = jax.jit(twin)
+        jitted = jax.jit(jax_twin(w))
         block = jax.block_until_ready
 
         def call(*args: Any) -> Any:
@@ -151,7 +150,7 @@ class JaxPeer:
         return call, [jnp.asarray(a) for a in inputs]
 
 
-def torch_twin(w: Workload) -> Callable[..., Any] | None:
+def torch_twin(w: Workload) -> Callable[..., Any]:
     import torch
     import torch.nn.functional as F
 
@@ -204,8 +203,9 @@ def torch_twin(w: Workload) -> Callable[..., Any] | None:
         "W7": layernorm_gelu,
         "W10": lstm_step,
         "W11": attention,
+        "W12": torch_inception(),
     }
-    return twins.get(w.id)  # None: no twin (the cell shows '-')
+    return twins[w.id]
 
 
 class TorchPeer:
@@ -234,8 +234,6 @@ class TorchPeer:
         torch.set_num_threads(self.threads)
         torch.set_grad_enabled(False)
         twin = torch_twin(w)
-        if twin is None:
-            return None
         if self.compiled:
             twin = torch.compile(twin)
         return twin, [torch.from_numpy(a) for a in inputs]
