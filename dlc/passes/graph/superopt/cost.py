@@ -2,7 +2,8 @@
 
 Analytical, with constants fitted by hand to single-thread timings of dlc's own
 compiled kernels on the development machine (AVX-512, opt_level=2), not measured per
-shape at compile time (a measured per-shape cache is future work):
+shape at compile time (`superoptimize{costs=measured}` prices products by measured
+kernels instead, `measure.py`):
 
 | measured (1 thread)                                   | time    | constant           |
 |-------------------------------------------------------|---------|--------------------|
