@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from dlc import superopt_costs
 from dlc.parser import parse_module, print_module
 from dlc.passes.graph.superopt import measure
 from dlc.passes.graph.superoptimize import SuperoptimizePass
@@ -28,6 +29,11 @@ func @f: (<4 x 6 x f32>, <6 x 5 x f32>, <6 x 5 x f32>) -> <4 x 5 x f32> {
     return %r: <4 x 5 x f32>
 }
 """
+
+
+@pytest.fixture(autouse=True)
+def runtime() -> None:
+    superopt_costs.install()
 
 
 def write_table(path: Path, costs: dict[str, float], mode: int = 0o600) -> Path:
@@ -61,10 +67,16 @@ def test_measured_costs_are_cached_owner_only(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     timed: list[str] = []
-    monkeypatch.setattr(measure, "measure_ns", lambda key: timed.append(key) or 5000.0)
+
+    def fake(text: str) -> float:
+        timed.append(text)
+        return 5000.0
+
+    monkeypatch.setattr(superopt_costs.Runtime, "measure", staticmethod(fake))
     table = tmp_path / "cache" / "deeper" / "costs.json"
     _, stats = run(TWO_PRODUCTS, costs="measured", cost_table=str(table))
-    assert stats["costs measured"] == len(timed) > 0 and "matmul 4x6 6x5" in timed
+    assert stats["costs measured"] == len(timed) > 0
+    assert measure.kernel_text("matmul 4x6 6x5") in timed
     assert os.stat(table).st_mode & 0o777 == 0o600
     assert os.stat(table.parent).st_mode & 0o777 == 0o700
     assert json.loads(table.read_text())["costs"]["matmul 4x6 6x5"] == 5000.0
@@ -103,6 +115,14 @@ def test_an_unknown_cost_model_is_an_option_error() -> None:
         SuperoptimizePass(costs="guessed")
 
 
+def test_without_the_runtime_measured_costs_are_an_option_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(measure, "BACKEND", [])
+    with pytest.raises(ValueError, match="measured costs need dlc's runtime"):
+        SuperoptimizePass(costs="table")
+
+
 @pytest.mark.parametrize("key", ["matmul 2x3 3x4", "conv 1x2x5x5 3x2x3x3 s2x1 p1x1x0x0"])
 def test_dlc_measures_a_product_and_a_convolution(key: str) -> None:
-    assert measure.measure_ns(key) > 0
+    assert superopt_costs.measure_ns(measure.kernel_text(key)) > 0

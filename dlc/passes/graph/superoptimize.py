@@ -16,7 +16,7 @@ from dlc.passes.graph.superopt.cost import node_cost
 from dlc.passes.graph.superopt.emit import to_block
 from dlc.passes.graph.superopt.graphs import from_block
 from dlc.passes.graph.superopt.library import Rule, applicable, read, shipped
-from dlc.passes.graph.superopt.measure import CostTable, default_path
+from dlc.passes.graph.superopt.measure import CostTable
 from dlc.passes.graph.superopt.search import patterns, search
 from dlc.passes.statistics import PassStatistics
 
@@ -75,7 +75,7 @@ class SuperoptimizePass(PassStatistics, ModulePass):
         """The measured cost table, or None for the analytical model."""
         if self.costs == "analytical":
             return None
-        path = Path(self.cost_table) if self.cost_table else default_path()
+        path = Path(self.cost_table) if self.cost_table else None
         return CostTable.load(path, measure=self.costs == "measured")
 
     def library(self) -> list[Rule]:

@@ -13,7 +13,10 @@ Measurements are keyed by op and shapes (`op_key`) and kept in a JSON table on d
 names another), read and written like the compile cache: a file or directory that is
 not owned by the current user, is writable by group or others or is a symbolic link is
 refused (an option error, never read), new directories are 0700 and the table is
-replaced atomically by a 0600 file.
+replaced atomically by a 0600 file. Compiling, timing and the checked file access are
+the runtime's business, above the passes: `dlc.superopt_costs.install()` provides
+them (`Backend`; dlc-opt installs it), and without it measured costs are an option
+error.
 
 - `costs=measured`: a shape the table lacks is measured when the search first prices
   it (a compile and a few calls, ~1 s, counted against the search's time budget) and
@@ -25,30 +28,52 @@ replaced atomically by a 0600 file.
 from __future__ import annotations
 
 import json
-import os
-import statistics
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-
-import numpy as np
+from typing import Protocol
 
 from dlc.passes.graph.superopt.cost import node_cost
 from dlc.passes.graph.superopt.graphs import Config, Node
 
 Shapes = tuple[tuple[int, ...], ...]
 NodeCost = Callable[[Node, Shapes], float]
-SAMPLE_SECONDS = 0.2  # timing budget per measured op (after one warm-up call)
-MAX_SAMPLES = 9
 
 
-def default_path() -> Path:
-    """`<compile cache dir>/superopt-costs-<host cpu>.json`: costs belong to one CPU."""
-    import llvmlite.binding as llvm
+class Backend(Protocol):
+    """What measured costs need from the runtime (`dlc.superopt_costs`)."""
 
-    from dlc.runtime.cache import cache_dir
+    def default_path(self) -> Path:
+        """The table of this host in the compile cache directory."""
+        ...
 
-    return cache_dir() / f"superopt-costs-{llvm.get_host_cpu_name()}.json"
+    def read(self, path: Path) -> bytes | None:
+        """The file's bytes (None when missing); OSError when it or its directory is
+        not the current user's alone."""
+        ...
+
+    def write(self, path: Path, data: bytes) -> None:
+        """Replace the file atomically (0600, in 0700 directories it creates)."""
+        ...
+
+    def measure(self, text: str) -> float:
+        """Median nanoseconds of a call of @op of the DLVM module `text` (random inputs)."""
+        ...
+
+
+BACKEND: list[Backend] = []  # the installed backend (dlc.superopt_costs.install)
+
+
+def provide(runtime: Backend) -> None:
+    BACKEND[:] = [runtime]
+
+
+def backend() -> Backend:
+    if not BACKEND:
+        raise ValueError(
+            "superoptimize: measured costs need dlc's runtime: call "
+            "dlc.superopt_costs.install() first (dlc-opt does)"
+        )
+    return BACKEND[0]
 
 
 def dims(shape: Sequence[int]) -> str:
@@ -56,9 +81,8 @@ def dims(shape: Sequence[int]) -> str:
 
 
 def op_key(node: Node, shapes: Shapes, configs: Sequence[Config]) -> str | None:
-    """The table key of `node` (`matmul 4x6 6x5`, `conv 1x3x8x8 4x3x3x3 s1x1 p1x1x1x1`: strides, then
-    padding as (top, bottom, left, right)),
-    or None when its cost is not measured."""
+    """The table key of `node` (`matmul 4x6 6x5`, `conv 1x3x8x8 4x3x3x3 s1x1 p1x1x1x1`:
+    strides, then padding top, bottom, left, right), or None when it is not measured."""
     if node.dtype != "f32":
         return None
     if node.kind == "matmul":
@@ -93,24 +117,6 @@ def kernel_text(key: str) -> str:
     )
 
 
-def measure_ns(key: str) -> float:
-    """Median nanoseconds of one call of dlc's compiled kernel for `key` (1 thread)."""
-    import dlc
-
-    fn = dlc.compile(kernel_text(key), opt_level=2, num_threads=1)["op"]
-    rng = np.random.default_rng(0)
-    _, a, b, *_ = key.split()
-    args = [rng.standard_normal(tuple(map(int, s.split("x")))).astype(np.float32) for s in (a, b)]
-    fn(*args)  # warm-up
-    samples: list[float] = []
-    stop = time.perf_counter() + SAMPLE_SECONDS
-    while len(samples) < 3 or (len(samples) < MAX_SAMPLES and time.perf_counter() < stop):
-        start = time.perf_counter()
-        fn(*args)
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples) * 1e9
-
-
 class CostTable:
     """Measured costs by `op_key`, read from and saved to a trusted file."""
 
@@ -119,24 +125,18 @@ class CostTable:
         self.entries: dict[str, float] = dict(entries or {})
         self.changed = False
         self.measured = 0  # ops measured since loading
-        self.measure_op: Callable[[str], float] = measure_ns
 
     @classmethod
-    def load(cls, path: Path, measure: bool) -> CostTable:
-        """The table at `path` (empty when missing). Raises ValueError when it or its
-        directory is untrusted or it is not a table."""
-        from dlc.runtime import cache
-
+    def load(cls, path: Path | None, measure: bool) -> CostTable:
+        """The table at `path` (default: the backend's; empty when missing). Raises
+        ValueError when it or its directory is untrusted or it is not a table."""
+        path = path or backend().default_path()
         try:
-            if path.parent.exists():
-                os.close(cache._open_checked(path.parent, "directory"))
-            if not os.path.lexists(path):
-                return cls(path, measure)
-            with os.fdopen(cache._open_checked(path, "entry"), "rb") as f:
-                data = json.loads(f.read())
+            data = backend().read(path)
+            table = {"costs": {}} if data is None else json.loads(data)
         except (OSError, ValueError) as e:
             raise ValueError(f"superoptimize: cost table {path}: {e}") from None
-        entries = data.get("costs") if isinstance(data, dict) else None
+        entries = table.get("costs") if isinstance(table, dict) else None
         if not isinstance(entries, dict) or not all(
             isinstance(k, str) and isinstance(v, int | float) and v > 0 for k, v in entries.items()
         ):
@@ -153,23 +153,15 @@ class CostTable:
             if key not in self.entries:
                 if not self.measure:
                     return node_cost(node, shapes)
-                self.entries[key] = self.measure_op(key)
+                self.entries[key] = backend().measure(kernel_text(key))
                 self.changed, self.measured = True, self.measured + 1
             return self.entries[key]
 
         return cost
 
     def save(self) -> None:
-        """Write the table (0600, atomically, in 0700 directories) if it changed."""
-        from dlc.runtime import cache
-
-        if not self.changed:
-            return
-        cache._make_dirs(self.path.parent)
-        data = json.dumps({"costs": dict(sorted(self.entries.items()))}, indent=1) + "\n"
-        fd = cache._open_checked(self.path.parent, "directory")
-        try:
-            cache._atomic_write(fd, self.path.name, data.encode())
-        finally:
-            os.close(fd)
-        self.changed = False
+        """Write the table through the backend if it changed."""
+        if self.changed:
+            data = json.dumps({"costs": dict(sorted(self.entries.items()))}, indent=1) + "\n"
+            backend().write(self.path, data.encode())
+            self.changed = False
