@@ -49,6 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_host  # noqa: E402
 from bench_common import TOLERANCE, Arrays, Peer, Workload, cell, max_error, median_seconds  # noqa: E402
+from bench_inception import np_conv2d, np_inception  # noqa: E402
 from bench_models import MODELS, run_models  # noqa: E402
 from bench_onnx import OnnxRuntimePeer  # noqa: E402
 from bench_peers import JaxPeer, NumPyPeer, TorchPeer  # noqa: E402
@@ -100,13 +101,6 @@ def np_mlp(
 ) -> np.ndarray:
     h = np.maximum(x @ w1 + b1, 0)
     return np_softmax(h @ w2 + b2, axis=1)
-
-
-def np_conv2d(x: np.ndarray, k: np.ndarray) -> np.ndarray:
-    padded = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
-    windows = np.lib.stride_tricks.sliding_window_view(padded, k.shape[2:], axis=(2, 3))
-    out = np.tensordot(windows, k, axes=([1, 4, 5], [1, 2, 3]))  # (n, h, w, o)
-    return np.ascontiguousarray(out.transpose(0, 3, 1, 2))
 
 
 def np_train_step(
@@ -184,6 +178,7 @@ WORKLOADS = [
     Workload("W7", "LayerNorm + GELU", "benchmarks/layernorm_gelu.dl", "layernorm_gelu", layernorm_inputs, np_layernorm_gelu),
     Workload("W10", "LSTM step, 4 gate dots", "benchmarks/lstm_step.dl", "lstm_step", normal(*[(64, 1024)] * 2, *[(1024, 1024)] * 4, scale=0.05), np_lstm_step, 8.0 * 64 * 1024 * 1024),
     Workload("W11", "attention, Q/K/V dots", "benchmarks/attention.dl", "attention", normal((128, 512), *[(512, 512)] * 3, scale=0.05), np_attention, 2.0 * 128 * 512 * (3 * 512 + 2 * 128)),
+    Workload("W12", "Inception block 3a", "benchmarks/inception.dl", "inception", normal((1, 192, 28, 28), (128, 96, 3, 3), (32, 16, 5, 5), (32, 192, 1, 1), scale=0.1), np_inception, 2.0 * 784 * (192 * 176 + 96 * 128 * 9 + 16 * 32 * 25 + 192 * 32)),
 ]  # fmt: skip
 
 

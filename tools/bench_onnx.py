@@ -191,6 +191,12 @@ def attention(w: Workload, inputs: Arrays) -> tuple[Nodes, Outputs]:
     return nodes, [("out", (inputs[0].shape[0], inputs[3].shape[1]))]
 
 
+def inception(w: Workload, inputs: Arrays) -> tuple[Nodes, Outputs]:
+    from bench_inception import onnx_nodes
+
+    return onnx_nodes(), [("out", (1, 256, 28, 28))]
+
+
 GRAPHS: dict[str, Callable[[Workload, Arrays], tuple[Nodes, Outputs]]] = {
     "W0": add_one,
     "W1": lstm_tail,
@@ -202,6 +208,7 @@ GRAPHS: dict[str, Callable[[Workload, Arrays], tuple[Nodes, Outputs]]] = {
     "W7": layernorm_gelu,
     "W10": lstm_step,
     "W11": attention,
+    "W12": inception,
 }
 
 

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bench_common import Arrays, Prepared, Workload
+from bench_inception import jax_inception, torch_inception
 
 SINGLE_THREAD_XLA_FLAG = "--xla_cpu_multi_thread_eigen=false"
 
@@ -104,6 +105,7 @@ def jax_twin(w: Workload) -> Callable[..., Any]:
         "W7": layernorm_gelu,
         "W10": lstm_step,
         "W11": attention,
+        "W12": jax_inception(),
     }
     return twins[w.id]
 
@@ -201,6 +203,7 @@ def torch_twin(w: Workload) -> Callable[..., Any]:
         "W7": layernorm_gelu,
         "W10": lstm_step,
         "W11": attention,
+        "W12": torch_inception(),
     }
     return twins[w.id]
 

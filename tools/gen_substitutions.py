@@ -5,38 +5,53 @@
 
 Stages, each timed and counted in the file's header and on stdout:
 
-1. enumerate every graph of up to `--ops` ops (a split counts as one op with two
-   outputs, as in TASO) over a fixed pool of symbolic inputs, in a canonical order
-   (commutative operands sorted, independent ops in increasing order, no duplicate op);
-2. fingerprint each graph by evaluating its outputs on random int64 inputs (exact);
-   graphs with equal fingerprints over the same inputs are candidate pairs, each
-   paired with the smallest graph of its class;
-3. prune: renamings of same-shaped inputs, pairs that share a subgraph over inputs
+1. per family (tools/substitution_enumeration.py: matrices; NCHW images with OIHW
+   kernels, convolutions and max pooling), enumerate every graph of up to `--ops` ops
+   and fingerprint it on random int64 inputs (exact); graphs with equal fingerprints
+   over the same inputs are candidate pairs, each paired with the smallest graph of
+   its class;
+2. prune: renamings of same-shaped inputs, pairs that share a subgraph over inputs
    (an instance of a smaller rule), pairs with a side that is a bare input in the
-   wrong direction, pairs a single step of a smaller kept rule already performs;
-4. re-check each candidate on random integers for other dimension sizes, then prove
-   it with z3 from the axioms that survived their own random check
-   (dlc.passes.graph.superopt.axioms), each guarded by the shapes under which it holds
-   (dlc.passes.graph.superopt.prove). Every candidate is written with its status;
-   the `superoptimize` pass applies only `proven` ones.
+   wrong direction;
+3. re-check each candidate on random integers for other dimension sizes (and
+   configurations), then prove it with z3 from the axioms that survived their own
+   random check (dlc.passes.graph.superopt.axioms), each guarded by the shapes under
+   which it holds (dlc.passes.graph.superopt.prove), on `--jobs` processes; every
+   proof is bounded by z3's step count, so the statuses do not depend on the number
+   of processes or the machine's load;
+4. in order, drop the candidates a single step of a smaller proven rule already
+   performs; every other candidate is written with its status (the `superoptimize`
+   pass applies only `proven` ones).
 
-Needs `z3-solver` (in the test extra). The output is deterministic for a given
-configuration (fixed seeds, sorted order).
+Candidates whose sides have at most two ops each come first (every family's, then
+every family's larger ones), so a reduced configuration (`--ops 2`) writes the first
+rules of the full file, byte for byte. Needs `z3-solver` (in the test extra). The
+output is deterministic for a given configuration (fixed seeds, sorted order).
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import json
+import multiprocessing
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from substitution_enumeration import (  # noqa: E402
+    FAMILIES,
+    Enumerator,
+    Family,
+    candidates,
+    leaves,
+)
 
 from dlc.passes.graph.superopt.axioms import AXIOMS, checked_axioms  # noqa: E402
 from dlc.passes.graph.superopt.graphs import Leaf, Node, Pool  # noqa: E402
@@ -44,16 +59,10 @@ from dlc.passes.graph.superopt.library import RULES_FILE, Rule, dump, holds_nume
 from dlc.passes.graph.superopt.prove import Prover  # noqa: E402
 from dlc.passes.graph.superopt.search import Pattern, View, apply, matches, patterns  # noqa: E402
 from dlc.passes.graph.superopt.terms import (  # noqa: E402
-    BINARY,
-    COMMUTATIVE,
     SPLITS,
     Shape,
     Term,
-    apply_op,
     concrete,
-    infer,
-    parse_shape,
-    random_inputs,
     shapes_of,
     show,
     size,
@@ -61,135 +70,8 @@ from dlc.passes.graph.superopt.terms import (  # noqa: E402
     subterms,
 )
 
-POOL = {"x0": "a b", "x1": "a b", "w0": "b c", "w1": "b d", "s": ""}
-SIZES = {"a": 2, "b": 3, "c": 4, "d": 5}
-OPS = (
-    "ewadd",
-    "ewmul",
-    "smul",
-    "matmul",
-    "concat0",
-    "concat1",
-    "transpose",
-    "relu",
-    "split0",
-    "split1",
-)
-MAX_OUTPUTS = 2
-
-
-class Enumerator:
-    """Canonical graphs over the pool, with values memoized per term."""
-
-    def __init__(self, pool: dict[str, Shape], max_ops: int, seed: int = 1):
-        self.pool = pool
-        self.max_ops = max_ops
-        self.shapes: dict[Term, Shape] = dict(pool)
-        rng = np.random.default_rng(seed)
-        self.values: dict[Term, np.ndarray] = dict(random_inputs(pool, SIZES, rng))
-
-    def shape(self, op: str, args: Sequence[Term]) -> Shape | None:
-        return infer(op, [self.shapes[a] for a in args])
-
-    def node(self, op: str, args: tuple[Term, ...]) -> Term | None:
-        """The term `(op, *args)` if well-typed (shape and value memoized)."""
-        term = (op, *args)
-        if term in self.shapes:
-            return term
-        s = self.shape(op, args)
-        if s is None:
-            return None
-        cut = split_point(op, self.shapes[args[0]], SIZES) if op.startswith("split") else 0
-        self.shapes[term] = s
-        self.values[term] = apply_op(op, [self.values[a] for a in args], cut)
-        return term
-
-    def steps(self, values: list[Term]) -> Iterator[tuple[Term, ...]]:
-        """Every op on existing values: a tuple of the new nodes (two for a split)."""
-        for op in OPS:
-            if op.startswith("split"):
-                for v in values:
-                    a, b = self.node(op + "a", (v,)), self.node(op + "b", (v,))
-                    if a is not None and b is not None:
-                        yield (a, b)
-                continue
-            arity = 2 if op in BINARY else 1
-            for args in itertools.product(values, repeat=arity):
-                if op in COMMUTATIVE and show(args[0]) > show(args[1]):
-                    continue
-                t = self.node(op, tuple(args))
-                if t is not None:
-                    yield (t,)
-
-    def graphs(self) -> Iterator[tuple[Term, ...]]:
-        """Outputs of every canonical graph (0 ops: each input alone), maybe repeated."""
-        for name in self.pool:
-            yield (name,)
-        stack: list[tuple[tuple[Term, ...], ...]] = [()]
-        while stack:
-            done = stack.pop()
-            if len(done) >= self.max_ops:
-                continue
-            nodes = tuple(n for step in done for n in step)
-            for new in self.steps([*self.pool, *nodes]):
-                if any(t in nodes for t in new) or (done and not in_order(done[-1], new)):
-                    continue
-                stack.append((*done, new))
-                outs = outputs((*nodes, *new))
-                if len(outs) == 1 or (len(outs) <= MAX_OUTPUTS and self.distinct(outs)):
-                    yield outs
-
-    def distinct(self, outs: tuple[Term, ...]) -> bool:
-        """No output of a multi-output graph is an input's value or another output's (such
-        graphs only restate smaller single-output rules)."""
-        seen = [self.values[n].tobytes() for n in self.pool]
-        for t in outs:
-            v = self.values[t].tobytes()
-            if v in seen:
-                return False
-            seen.append(v)
-        return True
-
-    def fingerprint(self, outs: tuple[Term, ...]) -> tuple:
-        used = frozenset(a for t in outs for a in ([t] if isinstance(t, str) else leaves(t)))
-        keyed = sorted((str(self.shapes[t]), hash(self.values[t].tobytes())) for t in outs)
-        return (used, tuple(keyed))
-
-
-def in_order(prev: tuple[Term, ...], new: tuple[Term, ...]) -> bool:
-    """An op that reads nothing of the previous op comes after it in text order (every
-    graph has such a topological order: the smallest-first one)."""
-    if any(p in n[1:] for p in prev for n in new):
-        return True
-    return show(new[0]) > show(prev[0])
-
-
-def leaves(t: Term) -> set[str]:
-    out: set[str] = set()
-    for sub in subterms([t]):
-        out.update(a for a in sub[1:] if isinstance(a, str))
-    return out
-
-
-def outputs(nodes: tuple[Term, ...]) -> tuple[Term, ...]:
-    """The nodes no other node reads (a split's halves stay together, in order)."""
-    read = {a for n in nodes for a in n[1:]}
-    return tuple(n for n in nodes if n not in read)
-
-
-def aligned(en: Enumerator, src: tuple[Term, ...], dst: tuple[Term, ...]) -> tuple[Term, ...]:
-    """`dst`'s outputs reordered so that output i has the value of `src`'s output i."""
-    left = list(dst)
-    out: list[Term] = []
-    for t in src:
-        match = next(
-            d
-            for d in left
-            if en.shapes[d] == en.shapes[t] and np.array_equal(en.values[d], en.values[t])
-        )
-        left.remove(match)
-        out.append(match)
-    return tuple(out)
+Pair = tuple[tuple[Term, ...], tuple[Term, ...]]
+SMALL = 2  # ops per side of the candidates verified first
 
 
 def renamings(pool: dict[str, Shape]) -> list[dict[str, str]]:
@@ -227,27 +109,12 @@ def canonical_text(
         shapes = []
         for n in names:
             for d in pool[n]:
-                dims.setdefault(str(d), "abcdefgh"[len(dims)])
+                dims.setdefault(str(d), "abcdefghijklmnop"[len(dims)])
             shapes.append(" ".join(dims[str(d)] for d in pool[n]))
         for n, f in fresh.items():
             text = text.replace(n, f)
         texts.append(text + repr(shapes))
     return min(texts)
-
-
-def candidates(en: Enumerator) -> tuple[int, list[tuple[tuple[Term, ...], tuple[Term, ...]]]]:
-    """(graphs enumerated, pairs (graph, smallest graph of its fingerprint class))."""
-    classes: dict[tuple, dict[tuple[Term, ...], None]] = defaultdict(dict)
-    count = 0
-    for outs in en.graphs():
-        count += 1
-        classes[en.fingerprint(outs)][outs] = None
-    pairs = []
-    for members in classes.values():
-        ranked = sorted(members, key=lambda g: (size(g), len(g), [show(t) for t in g]))
-        best = ranked[0]
-        pairs.extend((g, aligned(en, g, best)) for g in ranked[1:])
-    return count, pairs
 
 
 def prune(
@@ -276,13 +143,14 @@ def prune(
 class Implied:
     """Whether one step of an already kept rule turns a candidate's lhs into its rhs."""
 
-    def __init__(self, pool_shapes: dict[str, Shape]):
+    def __init__(self, pool_shapes: dict[str, Shape], sizes: dict[str, int]):
         self.pool = Pool()
         self.inputs = pool_shapes
+        self.sizes = sizes
         self.leaf: dict[str, int] = {}
         for name, shape in sorted(pool_shapes.items()):
             self.pool.leaves.append(Leaf(None, -1))  # type: ignore[arg-type]
-            node = Node("leaf", (), len(self.pool.leaves) - 1, concrete(shape, SIZES), "f32")
+            node = Node("leaf", (), len(self.pool.leaves) - 1, concrete(shape, sizes), "f32")
             self.leaf[name] = self.pool.intern(node)
         self.patterns: list[Pattern] = []
 
@@ -291,8 +159,10 @@ class Implied:
         assert shapes is not None
         ids: dict[Term, int] = dict(self.leaf)
         for t in subterms(terms):
-            cut = split_point(t[0], shapes[t[1]], SIZES) if t[0] in SPLITS else 0
-            node = Node(t[0], tuple(ids[a] for a in t[1:]), cut, concrete(shapes[t], SIZES), "f32")
+            # the one configuration of convolutions and poolings is attr 0
+            cut = split_point(t[0], shapes[t[1]], self.sizes) if t[0] in SPLITS else 0
+            dims = concrete(shapes[t], self.sizes)
+            node = Node(t[0], tuple(ids[a] for a in t[1:]), cut, dims, "f32")
             ids[t] = self.pool.intern(node)
         return tuple(ids[t] for t in terms)
 
@@ -316,70 +186,139 @@ def make_rule(en: Enumerator, index: int, lhs: tuple[Term, ...], rhs: tuple[Term
     return Rule(f"r{index}", {n: en.pool[n] for n in used}, lhs, rhs)
 
 
-def verify(
-    en: Enumerator, kept: list[tuple[tuple[Term, ...], tuple[Term, ...]]], prover: Prover
-) -> tuple[list[Rule], int]:
-    """(rules with their status, candidates dropped as implied by a smaller proven rule)."""
-    implied = Implied(en.pool)
-    out: list[Rule] = []
-    dropped = 0
-    for lhs, rhs in kept:  # smallest first: a rule is implied only by smaller ones
-        if implied(lhs, rhs):
-            dropped += 1
-            continue
-        rule = make_rule(en, len(out), lhs, rhs)
-        if not holds_numerically(rule, trials=3, seed=7):
-            status = "refuted"
-        else:
-            status = prover.prove(rule)
-        rule = Rule(rule.name, rule.inputs, rule.lhs, rule.rhs, status)
-        if rule.proven:
-            implied.keep(rule)
-        out.append(rule)
-    return out, dropped
+PROVER: Prover | None = None  # one per worker process
 
 
-def generate(max_ops: int, rlimit: int, log: bool = True) -> tuple[list[Rule], dict]:
+def start_worker(axioms: list[str], rlimit: int) -> None:
+    global PROVER
+    PROVER = Prover([Rule.from_json(json.loads(a)) for a in axioms], rlimit)
+
+
+def prove_text(rule: str) -> str:
+    assert PROVER is not None
+    return PROVER.prove(Rule.from_json(json.loads(rule)))
+
+
+def prove_all(rules: list[Rule], axioms: list[Rule], rlimit: int, jobs: int) -> list[str]:
+    """Each rule's proof status, on `jobs` processes (rules and axioms travel as JSON)."""
+    texts = [json.dumps(r.to_json()) for r in rules]
+    args = ([json.dumps(a.to_json()) for a in axioms], rlimit)
+    if jobs <= 1:
+        start_worker(*args)
+        return [prove_text(t) for t in texts]
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(
+        jobs, mp_context=context, initializer=start_worker, initargs=args
+    ) as ex:
+        return list(ex.map(prove_text, texts))
+
+
+def generate(
+    max_ops: int,
+    rlimit: int,
+    log: bool = True,
+    families: Sequence[Family] = FAMILIES,
+    jobs: int = 2,
+) -> tuple[list[Rule], dict]:
     """The rules of one configuration and the header (counts and seconds per stage)."""
-    stats: dict = {"config": {"ops": max_ops, "pool": POOL, "sizes": SIZES, "rlimit": rlimit}}
-
-    def stage(name: str, start: float) -> float:
-        now = time.perf_counter()
-        stats.setdefault("seconds", {})[name] = round(now - start, 2)
-        return now
-
+    stats: dict = {"config": {"ops": max_ops, "rlimit": rlimit}}
+    seconds: dict[str, float] = {}
     t = time.perf_counter()
     trusted, rejected = checked_axioms(AXIOMS)
     stats["axioms"] = {"trusted": len(trusted), "rejected": [r.name for r in rejected]}
-    t = stage("axioms", t)
-    en = Enumerator({k: parse_shape(v) for k, v in POOL.items()}, max_ops)
-    count, pairs = candidates(en)
-    stats["enumerated"], stats["candidates"] = count, len(pairs)
-    t = stage("enumerate+fingerprint", t)
-    kept = prune(en, pairs)
-    stats["distinct, sharing no subgraph"] = len(kept)
-    t = stage("prune", t)
-    out, dropped = verify(en, kept, Prover(trusted, rlimit))
-    stats["implied by a smaller rule"] = dropped
-    stats["after pruning"] = len(out)
-    stats["proven"] = sum(r.proven for r in out)
-    stats["refuted"] = sum(r.status == "refuted" for r in out)
-    stage("implied+verify", t)
+    seconds["axioms"] = round(time.perf_counter() - t, 2)
+    work: list[tuple[str, Enumerator, list[Pair]]] = []
+    later: list[tuple[str, Enumerator, list[Pair]]] = []
+    for family in families:
+        en, kept, counts = enumerate_family(family, max_ops)
+        stats["config"][family.name] = {"pool": family.pool, "sizes": family.sizes}
+        stats[family.name] = counts
+        small = [p for p in kept if max(size(p[0]), size(p[1])) <= SMALL]
+        work.append((family.name, en, small))
+        later.append((family.name, en, [p for p in kept if p not in small]))
+    rules = verify(work + later, trusted, rlimit, jobs, stats, seconds)
+    stats["seconds"] = seconds
     if log:
-        keys = ("enumerated", "candidates", "distinct, sharing no subgraph")
-        keys += ("implied by a smaller rule", "after pruning")
-        for key in (*keys, "proven", "refuted", "seconds"):
-            print(f"{key}: {stats[key]}")
-    return out, stats
+        for family in families:
+            print(
+                f"{family.name}: " + ", ".join(f"{k}: {v}" for k, v in stats[family.name].items())
+            )
+        print(f"seconds: {seconds}")
+    return rules, stats
+
+
+def enumerate_family(family: Family, max_ops: int) -> tuple[Enumerator, list[Pair], dict]:
+    """A family's candidates after pruning, and its counts (with seconds per stage)."""
+    t = time.perf_counter()
+    en = Enumerator(family, max_ops)
+    count, pairs = candidates(en)
+    middle = time.perf_counter()
+    kept = prune(en, pairs)
+    counts = {
+        "ops": en.max_ops,
+        "enumerated": count,
+        "candidates": len(pairs),
+        "distinct, sharing no subgraph": len(kept),
+        "implied by a smaller rule": 0,
+        "after pruning": 0,
+        "proven": 0,
+        "unknown": 0,
+        "refuted": 0,
+        "seconds": {
+            "enumerate+fingerprint": round(middle - t, 2),
+            "prune": round(time.perf_counter() - middle, 2),
+        },
+    }
+    return en, kept, counts
+
+
+def verify(
+    work: list[tuple[str, Enumerator, list[Pair]]],
+    axioms: list[Rule],
+    rlimit: int,
+    jobs: int,
+    stats: dict,
+    seconds: dict[str, float],
+) -> list[Rule]:
+    """Every candidate's status, then, in order, the rules that no single step of a
+    smaller proven rule of their family implies (counted into `stats`)."""
+    t = time.perf_counter()
+    drafts = [[make_rule(en, 0, lhs, rhs) for lhs, rhs in pairs] for _, en, pairs in work]
+    holds = [[holds_numerically(r, trials=4, seed=7) for r in rs] for rs in drafts]
+    seconds["numeric check"] = round(time.perf_counter() - t, 2)
+    t = time.perf_counter()
+    todo = [r for rs, hs in zip(drafts, holds) for r, h in zip(rs, hs) if h]
+    proofs = iter(prove_all(todo, axioms, rlimit, jobs))
+    statuses = [[next(proofs) if h else "refuted" for h in hs] for hs in holds]
+    seconds[f"prove ({jobs} processes)"] = round(time.perf_counter() - t, 2)
+    t = time.perf_counter()
+    implied: dict[str, Implied] = {}
+    out: list[Rule] = []
+    for (name, en, pairs), states in zip(work, statuses):
+        check = implied.setdefault(name, Implied(en.pool, en.sizes))
+        counts = stats[name]
+        for (lhs, rhs), status in zip(pairs, states):  # smallest first
+            if check(lhs, rhs):
+                counts["implied by a smaller rule"] += 1
+                continue
+            rule = Rule(f"r{len(out)}", make_rule(en, 0, lhs, rhs).inputs, lhs, rhs, status)
+            if rule.proven:
+                check.keep(rule)
+            out.append(rule)
+            counts["after pruning"] += 1
+            counts[status] += 1
+    seconds["implied"] = round(time.perf_counter() - t, 2)
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ops", type=int, default=3, help="ops per graph (default 3)")
     ap.add_argument("--rlimit", type=int, default=5_000_000, help="z3 resource limit per output")
+    ap.add_argument("--jobs", type=int, default=2, help="prover processes (default 2)")
     ap.add_argument("-o", "--output", type=Path, default=RULES_FILE)
     args = ap.parse_args(argv)
-    rules, stats = generate(args.ops, args.rlimit)
+    rules, stats = generate(args.ops, args.rlimit, jobs=args.jobs)
     dump(rules, args.output, {"generator": "tools/gen_substitutions.py", **stats})
     print(f"wrote {len(rules)} rules to {args.output}")
     return 0

@@ -42,6 +42,7 @@ from dlc.cli.targets import DlcOptTargets, Output, UsageError, register_output_a
 from dlc.diagnostics import DiagnosticError, verify_located
 from dlc.dialects.levels import level_of
 from dlc.passes.statistics import PassStatistics
+from dlc.superopt_costs import install as install_superopt_costs
 from dlc.version import __version__
 
 SWITCHES: tuple[tuple[tuple[str, ...], str], ...] = (
@@ -372,6 +373,7 @@ class DlcOptMain(DlcOptTargets):
 def main(argv: Sequence[str] | None = None) -> int:
     """Run dlc-opt; return the exit code (0 ok, 1 user error, 2 internal error)."""
     plain_warnings()
+    install_superopt_costs()  # superoptimize{costs=measured} measures with dlc's kernels
     try:
         return DlcOptMain(args=argv).run()
     except DiagnosticError as e:

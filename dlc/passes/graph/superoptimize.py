@@ -16,8 +16,11 @@ from dlc.passes.graph.superopt.cost import node_cost
 from dlc.passes.graph.superopt.emit import to_block
 from dlc.passes.graph.superopt.graphs import from_block
 from dlc.passes.graph.superopt.library import Rule, applicable, read, shipped
+from dlc.passes.graph.superopt.measure import CostTable
 from dlc.passes.graph.superopt.search import patterns, search
 from dlc.passes.statistics import PassStatistics
+
+COSTS = ("analytical", "measured", "table")
 
 
 @dataclass(frozen=True)
@@ -25,9 +28,10 @@ class SuperoptimizePass(PassStatistics, ModulePass):
     """Rewrite each block into the cheapest equivalent graph the substitution search finds.
 
     Input: a graph-level module. In every block, the instructions the substitution
-    terms cover (`add`/`multiply` of equal-shaped matrices, `multiply` by a scalar,
-    `max %x, 0`, rank-2 `dot`, `transpose`, two-operand `concatenate`, row slices that
-    split a matrix in two and column splits written transpose·slice·transpose) become a
+    terms cover (`add`/`multiply` of equal-shaped matrices or rank-4 tensors, `multiply`
+    by a scalar, `max %x, 0`, rank-2 `dot`, `transpose`, two-operand `concatenate`, row
+    slices that split in two, column splits written transpose·slice·transpose, 2-d
+    `convolve` of one group and unpadded max pooling `reduceWindow`) become a
     hash-consed graph; everything else is left where it is and only reads it. The
     search (TASO's backtracking search with relaxation `alpha`, within `budget`
     seconds and `max-graphs` graphs per block) applies only the `proven` rules of the
@@ -36,7 +40,12 @@ class SuperoptimizePass(PassStatistics, ModulePass):
     block is rewritten: surviving instructions are kept (moved right before their first
     reader), new ones are inserted there, unread ones erased; otherwise the block is
     left unchanged. Results are equal up to floating-point reassociation.
-    Statistics: substitutions applied, each rule that fired, cost before and after (ns).
+    `costs=measured` prices products (`dot`, `convolve`) by dlc's own kernels measured on
+    this machine and cached on disk per shape (`cost-table`, default in the compile
+    cache directory, owner-only), `costs=table` only reads that table; both keep the
+    analytical cost for everything else (`superopt/measure.py`).
+    Statistics: substitutions applied, each rule that fired, cost before and after (ns),
+    costs measured.
     """
 
     name = "superoptimize"
@@ -45,6 +54,8 @@ class SuperoptimizePass(PassStatistics, ModulePass):
     budget: float = 5.0
     max_graphs: int = 2000
     rules: str = ""
+    costs: str = "analytical"
+    cost_table: str = ""
 
     def __post_init__(self) -> None:
         if not self.alpha >= 1.0:
@@ -53,7 +64,19 @@ class SuperoptimizePass(PassStatistics, ModulePass):
             raise ValueError(f"superoptimize: budget must be at least 0 s, got {self.budget}")
         if self.max_graphs < 1:
             raise ValueError(f"superoptimize: max-graphs must be at least 1, got {self.max_graphs}")
+        if self.costs not in COSTS:
+            raise ValueError(
+                f"superoptimize: costs must be one of {', '.join(COSTS)}, got '{self.costs}'"
+            )
         self.library()  # an unreadable rules file is an option error, before any pass runs
+        self.table()  # so is an untrusted or malformed cost table
+
+    def table(self) -> CostTable | None:
+        """The measured cost table, or None for the analytical model."""
+        if self.costs == "analytical":
+            return None
+        path = Path(self.cost_table) if self.cost_table else None
+        return CostTable.load(path, measure=self.costs == "measured")
 
     def library(self) -> list[Rule]:
         """The rules of the `rules` file, or the shipped ones."""
@@ -67,6 +90,7 @@ class SuperoptimizePass(PassStatistics, ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_level(op, "graph", self.name)
         pats = patterns(applicable(self.library()))
+        table = self.table()
         deadline = time.monotonic() + self.budget
         before = after = 0.0
         for func in functions(op):
@@ -75,7 +99,8 @@ class SuperoptimizePass(PassStatistics, ModulePass):
                 if all(n.kind == "leaf" for n in graph.pool.nodes):
                     continue
                 left = max(0.0, deadline - time.monotonic())
-                result = search(graph, pats, node_cost, self.alpha, left, self.max_graphs)
+                cost = node_cost if table is None else table.node_cost(graph.pool.configs)
+                result = search(graph, pats, cost, self.alpha, left, self.max_graphs)
                 before += result.cost_before
                 if result.cost_after >= result.cost_before:
                     after += result.cost_before
@@ -87,3 +112,6 @@ class SuperoptimizePass(PassStatistics, ModulePass):
                     self.count(f"fired {name}")
         self.count("cost before (ns)", int(before))
         self.count("cost after (ns)", int(after))
+        if table is not None:
+            self.count("costs measured", table.measured)
+            table.save()

@@ -2,9 +2,12 @@
 
 Each axiom is an equation between terms over inputs of symbolic shapes (terms.py).
 None is trusted as written: `checked_axioms` evaluates both sides on random integer
-inputs for several random dimension sizes and drops (and reports) any axiom that
-fails — published property lists have contained false entries, and one false axiom
-proves anything.
+inputs for several random dimension sizes (and convolution or pooling configurations)
+and drops (and reports) any axiom that fails — published property lists have contained
+false entries, and one false axiom proves anything. The prover uses an axiom at every
+rank its terms allow (an element-wise or concatenation law written over matrices also
+speaks about rank-4 tensors), so an axiom whose terms are well-typed over rank-4
+inputs is checked at rank 4 as well.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dlc.passes.graph.superopt.library import Rule, holds_numerically
-from dlc.passes.graph.superopt.terms import parse, parse_shape
+from dlc.passes.graph.superopt.terms import parse, parse_shape, shapes_of
 
 # name, input shapes, lhs = rhs
 # fmt: off
@@ -55,6 +58,19 @@ AXIOMS: tuple[tuple[str, str, str, str], ...] = (
     ("relu-concat1", "x:a b y:a c", "(relu (concat1 x y))", "(concat1 (relu x) (relu y))"),
     ("concat0-concat1", "x:a c y:a d z:b c w:b d", "(concat0 (concat1 x y) (concat1 z w))", "(concat1 (concat0 x z) (concat0 y w))"),
     ("relu-idempotent", "x:a b", "(relu (relu x))", "(relu x)"),
+    ("relu-double", "x:a b", "(relu (ewadd x x))", "(ewadd (relu x) (relu x))"),  # max(2x, 0) = 2·max(x, 0)
+    # convolutions (NCHW images, OIHW kernels) and max pooling
+    ("conv-add-l", "x:n c h w y:n c h w k:o c r s", "(conv (ewadd x y) k)", "(ewadd (conv x k) (conv y k))"),
+    ("conv-add-r", "x:n c h w k:o c r s l:o c r s", "(conv x (ewadd k l))", "(ewadd (conv x k) (conv x l))"),
+    ("conv-smul-l", "x:n c h w k:o c r s t:", "(conv (smul x t) k)", "(smul (conv x k) t)"),
+    ("conv-smul-r", "x:n c h w k:o c r s t:", "(conv x (smul k t))", "(smul (conv x k) t)"),
+    ("conv-concat-batch", "x:n c h w y:m c h w k:o c r s", "(conv (concat0 x y) k)", "(concat0 (conv x k) (conv y k))"),
+    ("conv-concat-kernel", "x:n c h w k:o c r s l:p c r s", "(conv x (concat0 k l))", "(concat1 (conv x k) (conv x l))"),
+    ("conv-concat-inner", "x:n c h w y:n d h w k:o c r s l:o d r s", "(conv (concat1 x y) (concat1 k l))", "(ewadd (conv x k) (conv y l))"),
+    ("maxpool-concat0", "x:n c h w y:m c h w", "(maxpool (concat0 x y))", "(concat0 (maxpool x) (maxpool y))"),
+    ("maxpool-concat1", "x:n c h w y:n d h w", "(maxpool (concat1 x y))", "(concat1 (maxpool x) (maxpool y))"),
+    ("maxpool-relu", "x:n c h w", "(maxpool (relu x))", "(relu (maxpool x))"),
+    ("maxpool-double", "x:n c h w", "(maxpool (ewadd x x))", "(ewadd (maxpool x) (maxpool x))"),
 )
 # fmt: on
 
@@ -85,13 +101,26 @@ def axiom_rule(entry: tuple[str, str, str, str]) -> Rule:
     return Rule(name, parse_inputs(spec), (parse(lhs),), (parse(rhs),), "unknown")
 
 
+def at_rank4(rule: Rule) -> Rule | None:
+    """`rule` over rank-4 inputs (two more dimensions on each non-scalar input), when
+    its terms are well-typed so."""
+    inputs = {k: (*v, "r4g", "r4h") if v else v for k, v in rule.inputs.items()}
+    if shapes_of(rule.lhs + rule.rhs, inputs) is None:
+        return None
+    return Rule(rule.name, inputs, rule.lhs, rule.rhs)
+
+
 def checked_axioms(
     entries: Sequence[tuple[str, str, str, str]] = AXIOMS,
 ) -> tuple[list[Rule], list[Rule]]:
-    """(trusted, rejected): each axiom evaluated on random integer inputs first."""
+    """(trusted, rejected): each axiom evaluated on random integer inputs first, at
+    every rank the prover may use it at."""
     trusted: list[Rule] = []
     rejected: list[Rule] = []
     for entry in entries:
         rule = axiom_rule(entry)
-        (trusted if holds_numerically(rule, trials=5) else rejected).append(rule)
+        wide = at_rank4(rule) if all(len(v) in (0, 2) for v in rule.inputs.values()) else None
+        holds = holds_numerically(rule, trials=5)
+        holds = holds and (wide is None or holds_numerically(wide, trials=3))
+        (trusted if holds else rejected).append(rule)
     return trusted, rejected

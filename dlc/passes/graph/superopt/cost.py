@@ -2,7 +2,8 @@
 
 Analytical, with constants fitted by hand to single-thread timings of dlc's own
 compiled kernels on the development machine (AVX-512, opt_level=2), not measured per
-shape at compile time (a measured per-shape cache is future work):
+shape at compile time (`superoptimize{costs=measured}` prices products by measured
+kernels instead, `measure.py`):
 
 | measured (1 thread)                                   | time    | constant           |
 |-------------------------------------------------------|---------|--------------------|
@@ -13,7 +14,9 @@ shape at compile time (a measured per-shape cache is future work):
 Per node:
 
 - `matmul` (m×k)·(k×n): 2mkn / PEAK plus one kernel start (a parallel region, operand
-  packing set-up) — the saving when two products become one;
+  packing set-up) — the saving when two products become one; `conv` likewise, its
+  FLOPs 2·|result|·c·r·s for c input channels and an r×s window;
+- `maxpool`: FUSED_NS per input element plus a quarter start;
 - `concat0/1`: a copy of its result (dlc materializes a concatenation that feeds a
   product; fused into an element-wise reader it would be cheaper, so this is an upper
   bound — the search stays conservative about merging products over large weights);
@@ -43,6 +46,11 @@ def node_cost(node: Node, operand_shapes: tuple[tuple[int, ...], ...] = ()) -> f
     if node.kind == "matmul":
         (m, k), (_, n) = operand_shapes
         return 2.0 * m * k * n / PEAK_FLOPS_PER_NS + START_NS
+    if node.kind == "conv":
+        (_, c, _, _), (_, _, r, s) = operand_shapes
+        return 2.0 * out * c * r * s / PEAK_FLOPS_PER_NS + START_NS
+    if node.kind == "maxpool":
+        return FUSED_NS * elements(operand_shapes[0]) + START_NS / 4
     if node.kind in ("concat0", "concat1"):
         return COPY_NS * out
     if node.kind in ("ewadd", "ewmul", "smul", "relu"):

@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import IntAttr
-from xdsl.ir import Block, Operation, SSAValue
+import math
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from dlc.dialects.graph_elementwise import AddOp, MultiplyOp
-from dlc.dialects.graph_tensor import ConcatenateOp, DotOp, SliceOp, TransposeOp
+from dlc.dialects.graph_reduction import ConvolveOp, ReduceWindowOp
+from dlc.dialects.graph_tensor import ConcatenateOp, DotOp, ShapeCastOp, SliceOp, TransposeOp
 from dlc.dialects.graph_types import TensorType
 from dlc.passes.graph.pass_support import splat
-from dlc.passes.graph.superopt.graphs import BlockGraph, MaxOp, Node
+from dlc.passes.graph.superopt.graphs import BlockGraph, Config, MaxOp, Node
 
 
-def build(node: Node, args: list[SSAValue]) -> list[Operation]:
+def build(node: Node, args: list[SSAValue], configs: Sequence[Config]) -> list[Operation]:
     """The ops computing `node` from `args` (the last one defines its value)."""
     t = TensorType(node.shape, node.dtype)
+    if node.kind == "conv":
+        return [conv(args, configs[node.attr], t)]
+    if node.kind == "maxpool":
+        return maxpool(args[0], configs[node.attr], t)
     if node.kind in ("ewadd", "ewmul", "smul"):
         cls = AddOp if node.kind == "ewadd" else MultiplyOp
         return [cls(args[0], args[1], t)]
@@ -30,7 +38,57 @@ def build(node: Node, args: list[SSAValue]) -> list[Operation]:
         return [ConcatenateOp.create(operands=args, properties=axis, result_types=[t])]
     if node.kind in ("split0a", "split0b"):
         return [row_slice(node, args[0], t)]
+    if len(node.shape) == 4:
+        return channel_split(node, args[0], t)
     return column_split(node, args[0], t)
+
+
+def ints(values: Sequence[int]) -> ArrayAttr[IntAttr]:
+    return ArrayAttr([IntAttr(v) for v in values])
+
+
+def conv(args: list[SSAValue], config: Config, t: TensorType) -> Operation:
+    _, strides, padding, left, right = config
+    props: dict[str, Attribute] = {"strides": ints(strides), "padding": ints(padding)}
+    if any(d != 1 for d in left + right):
+        props |= {"left_dilation": ints(left), "right_dilation": ints(right)}
+    return ConvolveOp.create(operands=args, properties=props, result_types=[t])
+
+
+def maxpool(x: SSAValue, config: Config, t: TensorType) -> list[Operation]:
+    """reduceWindow x by max init -inf, windows and strides of 1 over N and C."""
+    _, window, strides, _, _ = config
+    init = splat(-math.inf, TensorType((), t.dt))
+    props = {
+        "window": ints((1, 1, *window)),
+        "strides": ints((1, 1, *strides)),
+        "padding": StringAttr("none"),
+        "combinator": StringAttr("max"),
+    }
+    op = ReduceWindowOp.create(operands=[x, init.results[0]], properties=props, result_types=[t])
+    return [init, op]
+
+
+def channel_split(node: Node, x: SSAValue, t: TensorType) -> list[Operation]:
+    """split1x of an (n, c, h, w) tensor: a row split of its (c, h·w) matrix when n is
+    1 (no copy), else a column split of its (n, c·h·w) matrix."""
+    xt = x.type
+    assert isinstance(xt, TensorType)
+    n, c, h, w = xt.dims
+    if n == 1:
+        flat = shape_cast(x, xt.with_shape((c, h * w)))
+        part = Node("split0" + node.kind[-1], (), node.attr, (t.dims[1], h * w), t.dt)
+        cut = row_slice(part, flat.results[0], t.with_shape(part.shape))
+        return [flat, cut, shape_cast(cut.results[0], t)]
+    flat = shape_cast(x, xt.with_shape((n, c * h * w)))
+    part = Node(node.kind, (), node.attr * h * w, (n, t.dims[1] * h * w), t.dt)
+    cut = column_split(part, flat.results[0], t.with_shape(part.shape))
+    return [flat, *cut, shape_cast(cut[-1].results[0], t)]
+
+
+def shape_cast(x: SSAValue, t: TensorType) -> Operation:
+    props = {"shape": ints(t.dims)}
+    return ShapeCastOp.create(operands=[x], properties=props, result_types=[t])
 
 
 def row_slice(node: Node, x: SSAValue, t: TensorType) -> Operation:
@@ -74,7 +132,7 @@ def to_block(block: Block, graph: BlockGraph, roots: tuple[int, ...]) -> None:
                 reused.add(op)
                 values[n] = op.results[0]
                 continue
-            ops = build(node, args)
+            ops = build(node, args, pool.configs)
             block.insert_ops_before(ops, reader)
             values[n] = ops[-1].results[0]
         reader.operands[index] = values[root]

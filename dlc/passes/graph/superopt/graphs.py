@@ -10,17 +10,24 @@ survived and creating the others right before their first reader.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from xdsl.ir import Block, Operation, SSAValue
 
 from dlc.dialects.graph import LiteralOp
 from dlc.dialects.graph_elementwise import BINARY_OPS, AddOp, MultiplyOp
+from dlc.dialects.graph_reduction import ConvolveOp, ReduceWindowOp, conv_config
 from dlc.dialects.graph_tensor import ConcatenateOp, DotOp, SliceOp, TransposeOp
-from dlc.dialects.graph_types import TensorType, dtype_is_numeric
-from dlc.passes.graph.pass_support import is_splat
+from dlc.dialects.graph_types import TensorType, dtype_is_float, dtype_is_numeric
+from dlc.passes.graph.pass_support import is_splat, splat_value
 
 MaxOp = BINARY_OPS["max"]
+
+
+# ("conv", strides, padding, left dilation, right dilation) or ("pool", window, strides),
+# spatial dimensions only
+Config = tuple[str, tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]
 
 
 @dataclass(frozen=True)
@@ -29,7 +36,8 @@ class Node:
 
     kind: str
     args: tuple[int, ...]
-    attr: int  # split point of a split, leaf index of a leaf, else 0
+    attr: int  # split point of a split, leaf index of a leaf, a conv's or maxpool's
+    # configuration (an index into `Pool.configs`), else 0
     shape: tuple[int, ...]
     dtype: str
 
@@ -55,6 +63,13 @@ class Pool:
     ready: list[int] = field(default_factory=list)
     constant: list[bool] = field(default_factory=list)
     leaves: list[Leaf] = field(default_factory=list)
+    configs: list[Config] = field(default_factory=list)
+
+    def config(self, c: Config) -> int:
+        """The index of configuration `c` (interned)."""
+        if c not in self.configs:
+            self.configs.append(c)
+        return self.configs.index(c)
 
     def intern(self, node: Node) -> int:
         found = self.index.get(node)
@@ -126,36 +141,72 @@ def is_matrix(v: SSAValue) -> bool:
     return isinstance(t, TensorType) and t.rank == 2 and dtype_is_numeric(t.dt)
 
 
+def is_image(v: SSAValue) -> bool:
+    """A rank-4 tensor (an NCHW image or an OIHW kernel)."""
+    t = v.type
+    return isinstance(t, TensorType) and t.rank == 4 and dtype_is_numeric(t.dt)
+
+
 def is_scalar(v: SSAValue) -> bool:
     t = v.type
     return isinstance(t, TensorType) and t.rank == 0 and dtype_is_numeric(t.dt)
 
 
-def classify(op: Operation) -> tuple[str, list[SSAValue], int] | None:
-    """(kind, operands, attr) when `op` is a term op on matrices, else None."""
-    if not op.results or not is_matrix(op.results[0]):
+Found = tuple[str, list[SSAValue], int | Config]
+
+
+def classify(op: Operation) -> Found | None:
+    """(kind, operands, attr) when `op` is a term op on matrices or rank-4 tensors."""
+    if not op.results or not (is_matrix(op.results[0]) or is_image(op.results[0])):
         return None
     ins = list(op.operands)
     if isinstance(op, AddOp | MultiplyOp) and ins[0].type == ins[1].type:
         return ("ewadd" if isinstance(op, AddOp) else "ewmul", ins, 0)
-    if isinstance(op, MultiplyOp) and is_scalar(ins[1]) and is_matrix(ins[0]):
+    if isinstance(op, MultiplyOp) and is_scalar(ins[1]) and ins[0].type == op.results[0].type:
         return ("smul", ins, 0)
-    if isinstance(op, MultiplyOp) and is_scalar(ins[0]) and is_matrix(ins[1]):
+    if isinstance(op, MultiplyOp) and is_scalar(ins[0]) and ins[1].type == op.results[0].type:
         return ("smul", ins[::-1], 0)
-    if isinstance(op, MaxOp) and is_matrix(ins[0]) and is_splat(ins[1], 0):
+    if isinstance(op, MaxOp) and ins[0].type == op.results[0].type and is_splat(ins[1], 0):
         return ("relu", ins[:1], 0)
     if isinstance(op, DotOp) and is_matrix(ins[0]) and is_matrix(ins[1]):
         return ("matmul", ins, 0)
-    if isinstance(op, TransposeOp):
+    if isinstance(op, TransposeOp) and is_matrix(ins[0]):
         return ("transpose", ins, 0)
-    if isinstance(op, ConcatenateOp) and len(ins) == 2:
+    if isinstance(op, ConcatenateOp) and len(ins) == 2 and op.axis.data in (0, 1):
         return (f"concat{op.axis.data}", ins, 0)
     if isinstance(op, SliceOp):
         return classify_slice(op)
+    if isinstance(op, ConvolveOp):
+        return classify_conv(op)
+    if isinstance(op, ReduceWindowOp):
+        return classify_pool(op)
     return None
 
 
-def classify_slice(op: SliceOp) -> tuple[str, list[SSAValue], int] | None:
+def classify_conv(op: ConvolveOp) -> Found | None:
+    """conv(x, k) for a 2-d convolution of one group."""
+    cfg = conv_config(op.properties, 2)
+    if cfg["groups"] != [1] or not is_image(op.lhs):
+        return None
+    parts = ("strides", "padding", "left_dilation", "right_dilation")
+    config = ("conv", *(tuple(cfg[k]) for k in parts))
+    return ("conv", [op.lhs, op.kernel], config)  # type: ignore[return-value]
+
+
+def classify_pool(op: ReduceWindowOp) -> Found | None:
+    """maxpool(x): a max over spatial windows, unpadded, from -inf."""
+    window, strides = [a.data for a in op.window], [a.data for a in op.strides]
+    init = splat_value(op.init)
+    if op.combinator_fn is not None or op.combinator is None or op.combinator.data != "max":
+        return None
+    if window[:2] != [1, 1] or strides[:2] != [1, 1] or op.padding.data != "none":
+        return None
+    if not dtype_is_float(op.operand.type.dt) or init is None or init != -math.inf:  # type: ignore[attr-defined]
+        return None
+    return ("maxpool", [op.operand], ("pool", tuple(window[2:]), tuple(strides[2:]), (), ()))
+
+
+def classify_slice(op: SliceOp) -> Found | None:
     rows = op.operand.type.dims[0]  # type: ignore[attr-defined]
     lo, hi = op.lower.data, op.upper.data
     if lo == 0 and hi < rows - 1:
@@ -187,6 +238,7 @@ def from_block(block: Block) -> BlockGraph:
             kind, ins, attr = found
             t = op.results[0].type
             assert isinstance(t, TensorType)
+            attr = pool.config(attr) if isinstance(attr, tuple) else attr
             n = pool.intern(Node(kind, tuple(node_of(v) for v in ins), attr, t.dims, t.dt))
             n = fold_split1(pool, n)
             origin.setdefault(n, op)

@@ -20,6 +20,7 @@ import numpy as np
 from dlc.passes.graph.superopt.terms import (
     Shape,
     Term,
+    concrete,
     evaluate,
     parse,
     parse_shape,
@@ -29,6 +30,7 @@ from dlc.passes.graph.superopt.terms import (
     show_shape,
     size,
     variables,
+    windowed,
 )
 
 RULES_FILE = Path(__file__).with_name("rules.json")
@@ -88,13 +90,16 @@ class Rule:
 
 
 def holds_numerically(rule: Rule, trials: int = 3, seed: int = 0, exact: bool = True) -> bool:
-    """Whether both sides agree on random inputs for a few random dimension sizes
-    (integers compared exactly, floats within rounding)."""
+    """Whether both sides agree on random inputs for a few random dimension sizes and,
+    when the rule convolves or pools, configurations (integers compared exactly, floats
+    within rounding); every second trial makes every input negative."""
     rng = np.random.default_rng(seed)
     names = variables(rule.inputs)
-    for _ in range(trials):
-        sizes = {v: int(rng.integers(1, 6)) for v in names}
+    for trial in range(trials):
+        sizes = random_sizes(rule, names, rng)
         values = random_inputs(rule.inputs, sizes, rng, np.int64 if exact else np.float64)
+        if trial % 2:  # every value negative: max and relu then keep no positive by chance
+            values = {k: -np.abs(v) for k, v in values.items()}
         left = evaluate(rule.lhs, rule.inputs, values, sizes)
         right = evaluate(rule.rhs, rule.inputs, values, sizes)
         for a, b in zip(left, right):
@@ -103,6 +108,21 @@ def holds_numerically(rule: Rule, trials: int = 3, seed: int = 0, exact: bool = 
             if not (np.array_equal(a, b) if exact else np.allclose(a, b, rtol=1e-9, atol=1e-9)):
                 return False
     return True
+
+
+def random_sizes(rule: Rule, names: Sequence[str], rng: np.random.Generator) -> dict[str, int]:
+    """Dimension sizes in 1..5; with a configuration (stride and padding 1..2 and 0..1,
+    pooling window 2..3 and stride 1..2) under which every window size is ≥ 1."""
+    if not windowed(rule.lhs + rule.rhs):
+        return {v: int(rng.integers(1, 6)) for v in names}
+    shapes = shapes_of(rule.lhs + rule.rhs, rule.inputs)
+    assert shapes is not None
+    while True:
+        sizes = {v: int(rng.integers(1, 6)) for v in names}
+        sizes["@stride"], sizes["@pad"] = int(rng.integers(1, 3)), int(rng.integers(0, 2))
+        sizes["@pwin"], sizes["@pstride"] = int(rng.integers(2, 4)), int(rng.integers(1, 3))
+        if all(n >= 1 for s in shapes.values() for n in concrete(s, sizes)):
+            return sizes
 
 
 def dump(rules: Sequence[Rule], path: Path, header: dict[str, Any]) -> None:

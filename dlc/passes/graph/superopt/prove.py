@@ -1,10 +1,12 @@
 """Proofs of substitutions with z3 (the `z3-solver` package, needed only to generate).
 
 Tensors are one uninterpreted sort; every op is an uninterpreted function. Shapes are
-tracked by integer functions of a tensor — `rows`, `cols`, and `cut0`/`cut1`, where a
-split along 0/1 cuts (TASO records the same from concatenations) — defined for every op
-by quantified equations (`rows(matmul(x, y)) = rows(x)`, `cut0(concat0(x, y)) =
-rows(x)`, …). Each trusted axiom becomes
+tracked by integer functions of a tensor — `rank`, `d0`…`d3` (1 beyond the rank; `d0`
+and `d1` are a matrix's rows and columns) and `cut0`/`cut1`, where a split along 0/1
+cuts (TASO records the same from concatenations) — defined for every op by quantified
+equations (`d0(matmul(x, y)) = d0(x)`, `cut0(concat0(x, y)) = d0(x)`, `d2(conv(x, k))
+= conv2(d2(x), d2(k))` with `conv2` an uninterpreted function: the rule's one
+convolution configuration, …). Each trusted axiom becomes
 
     ∀ vars. well-typed(lhs) ∧ well-typed(rhs) → lhs = rhs
 
@@ -25,7 +27,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from dlc.passes.graph.superopt.library import Rule
-from dlc.passes.graph.superopt.terms import BINARY, UNARY, Dim, Term, subterms
+from dlc.passes.graph.superopt.terms import BINARY, UNARY, Dim, Term, Window, show_dim, subterms
 
 
 class Prover:
@@ -38,10 +40,14 @@ class Prover:
         self.sort = z3.DeclareSort("Tensor")
         self.funcs = {op: z3.Function(op, self.sort, self.sort, self.sort) for op in BINARY}
         self.funcs.update({op: z3.Function(op, self.sort, self.sort) for op in UNARY})
-        names = ("rows", "cols", "cut0", "cut1")
-        self.rows, self.cols, self.cut0, self.cut1 = (
-            z3.Function(n, self.sort, z3.IntSort()) for n in names
-        )
+        ints = z3.IntSort()
+        self.rank = z3.Function("rank", self.sort, ints)
+        self.dims = [z3.Function(f"d{i}", self.sort, ints) for i in range(4)]
+        self.rows, self.cols = self.dims[0], self.dims[1]
+        self.cut0, self.cut1 = (z3.Function(n, self.sort, ints) for n in ("cut0", "cut1"))
+        # a convolution's / a pooling's spatial result size (one configuration per rule)
+        self.conv_size = [z3.Function(f"conv{i}", ints, ints, ints) for i in (2, 3)]
+        self.pool_size = [z3.Function(f"pool{i}", ints, ints) for i in (2, 3)]
         self.axioms = list(axioms)
         self.rlimit = rlimit
         self.laws = self.shape_laws() + [self.law(a) for a in self.axioms]
@@ -56,18 +62,28 @@ class Prover:
             guards += self.typed(sub[0], args)
         return built[t], guards
 
+    def same(self, x: Any, y: Any, skip: int = -1) -> list[Any]:
+        """x and y have the same rank and dimensions (but dimension `skip`)."""
+        out = [self.rank(x) == self.rank(y)]
+        return out + [d(x) == d(y) for i, d in enumerate(self.dims) if i != skip]
+
     def typed(self, op: str, args: list[Any]) -> list[Any]:
         """When `op` on `args` is well-typed (terms.infer, in z3)."""
-        r, c = self.rows, self.cols
+        r, c, rank = self.rows, self.cols, self.rank
         if op in ("ewadd", "ewmul"):
-            x, y = args
-            return [r(x) == r(y), c(x) == c(y)]
+            return self.same(args[0], args[1])
+        if op == "smul":
+            return [rank(args[1]) == 0]
         if op == "matmul":
-            return [c(args[0]) == r(args[1])]
-        if op == "concat0":
-            return [c(args[0]) == c(args[1])]
-        if op == "concat1":
-            return [r(args[0]) == r(args[1])]
+            return [rank(args[0]) == 2, rank(args[1]) == 2, c(args[0]) == r(args[1])]
+        if op == "transpose":
+            return [rank(args[0]) == 2]
+        if op in ("concat0", "concat1"):
+            return self.same(args[0], args[1], skip=int(op[6]))
+        if op == "conv":
+            return [rank(args[0]) == 4, rank(args[1]) == 4, c(args[0]) == c(args[1])]
+        if op == "maxpool":
+            return [rank(args[0]) == 4]
         if op.startswith("split"):
             (t,) = args
             cut, size = (self.cut0, r) if op[5] == "0" else (self.cut1, c)
@@ -75,28 +91,54 @@ class Prover:
         return []
 
     def shape_laws(self) -> list[Any]:
-        """rows, cols and cuts of every op's result (true of every well-typed term; for
-        ill-typed ones they only define the shape of a value that does not exist)."""
+        """rank, dimensions and cuts of every op's result (true of every well-typed term;
+        for ill-typed ones they only define the shape of a value that does not exist)."""
         z3, T = self.z3, self.sort
         x, y = z3.Const("sx", T), z3.Const("sy", T)
-        r, c, k0, k1 = self.rows, self.cols, self.cut0, self.cut1
         f = self.funcs
-        same = [(f[op](x, y), x) for op in ("ewadd", "ewmul", "smul")] + [(f["relu"](x), x)]
         laws = []
-        for t, like in same:
-            laws += [r(t) == r(like), c(t) == c(like), k0(t) == k0(like), k1(t) == k1(like)]
-        mm, tr = f["matmul"](x, y), f["transpose"](x)
-        laws += [r(mm) == r(x), c(mm) == c(y), k0(mm) == k0(x), k1(mm) == k1(y)]
-        laws += [r(tr) == c(x), c(tr) == r(x), k0(tr) == k1(x), k1(tr) == k0(x)]
-        c0, c1 = f["concat0"](x, y), f["concat1"](x, y)
-        laws += [r(c0) == r(x) + r(y), c(c0) == c(x), k0(c0) == r(x), k1(c0) == k1(x)]
-        laws += [r(c1) == r(x), c(c1) == c(x) + c(y), k1(c1) == c(x), k0(c1) == k0(x)]
-        s0a, s0b, s1a, s1b = (f[op](x) for op in ("split0a", "split0b", "split1a", "split1b"))
-        laws += [r(s0a) == k0(x), c(s0a) == c(x), k1(s0a) == k1(x)]
-        laws += [r(s0b) == r(x) - k0(x), c(s0b) == c(x), k1(s0b) == k1(x)]
-        laws += [c(s1a) == k1(x), r(s1a) == r(x), k0(s1a) == k0(x)]
-        laws += [c(s1b) == c(x) - k1(x), r(s1b) == r(x), k0(s1b) == k0(x)]
-        return [z3.ForAll([x, y], law) for law in laws]
+        for op in (*BINARY, *UNARY):
+            t, bound = (f[op](x, y), [x, y]) if op in BINARY else (f[op](x), [x])
+            if op.startswith(("concat", "split")):
+                want = self.joined_shape(op, x, y)
+            else:
+                want = self.result_shape(op, x, y)
+            body = z3.And(*(a == b for a, b in zip(self.shape(t), want) if b is not None))
+            # the op's term is the only trigger: no law fires on a bare `cut0(x)`
+            laws.append(z3.ForAll(bound, body, patterns=[t]))
+        return laws
+
+    def shape(self, t: Any) -> list[Any]:
+        """[rank, d0..d3, cut0, cut1] of t."""
+        return [self.rank(t), *(d(t) for d in self.dims), self.cut0(t), self.cut1(t)]
+
+    def result_shape(self, op: str, x: Any, y: Any) -> list[Any]:
+        """`shape` of `op`'s result from its operands' (ops that join or cut nothing)."""
+        d, k0, k1 = self.dims, self.cut0, self.cut1
+        if op == "matmul":
+            return [2, d[0](x), d[1](y), d[2](x), d[3](x), k0(x), k1(y)]
+        if op == "transpose":
+            return [2, d[1](x), d[0](x), d[2](x), d[3](x), k1(x), k0(x)]
+        if op == "conv":
+            h, w = (size(d[i](x), d[i](y)) for i, size in zip((2, 3), self.conv_size))
+            return [4, d[0](x), d[0](y), h, w, k0(x), k0(y)]
+        if op == "maxpool":
+            h, w = (size(d[i](x)) for i, size in zip((2, 3), self.pool_size))
+            return [4, d[0](x), d[1](x), h, w, k0(x), k1(x)]
+        return self.shape(x)  # element-wise
+
+    def joined_shape(self, op: str, x: Any, y: Any) -> list[Any | None]:
+        """`shape` of a concatenation's or a split's result."""
+        axis = int(op[-1] if op.startswith("concat") else op[5])
+        cut = (self.cut0, self.cut1)[axis]
+        out: list[Any | None] = list(self.shape(x))
+        if op.startswith("concat"):
+            out[1 + axis] = self.dims[axis](x) + self.dims[axis](y)
+            out[5 + axis] = self.dims[axis](x)
+        else:  # a split's part records no cut along its axis
+            out[1 + axis] = cut(x) if op.endswith("a") else self.dims[axis](x) - cut(x)
+            out[5 + axis] = None
+        return out
 
     def law(self, axiom: Rule) -> Any:
         z3 = self.z3
@@ -107,6 +149,8 @@ class Prover:
         return z3.ForAll(list(env.values()), body, patterns=triggers)
 
     def dim(self, d: Dim, sizes: dict[str, Any]) -> Any:
+        if isinstance(d, Window):  # never in a rule's input shapes
+            raise ValueError(f"an input shape cannot hold the window size {show_dim(d)}")
         if isinstance(d, str):
             if d not in sizes:
                 sizes[d] = self.z3.Int(f"dim.{d}")
@@ -114,16 +158,16 @@ class Prover:
         return self.dim(d[0], sizes) + self.dim(d[1], sizes)
 
     def facts(self, rule: Rule, env: dict[str, Any]) -> list[Any]:
-        """The inputs' shapes: dimension variables ≥ 1, rows/cols/cuts of each matrix."""
+        """The inputs' shapes: dimension variables ≥ 1; rank, dimensions (1 beyond the
+        rank) and cuts of each input."""
         sizes: dict[str, Any] = {}
         out: list[Any] = []
         for name, shape in rule.inputs.items():
-            if len(shape) != 2:
-                continue
             x = env[name]
-            out += [self.rows(x) == self.dim(shape[0], sizes)]
-            out += [self.cols(x) == self.dim(shape[1], sizes)]
-            for cut, d in ((self.cut0, shape[0]), (self.cut1, shape[1])):
+            out.append(self.rank(x) == len(shape))
+            for i, size in enumerate(self.dims):
+                out.append(size(x) == (self.dim(shape[i], sizes) if i < len(shape) else 1))
+            for cut, d in zip((self.cut0, self.cut1), shape):
                 if isinstance(d, tuple):
                     out.append(cut(x) == self.dim(d[0], sizes))
         return out + [v >= 1 for v in sizes.values()]

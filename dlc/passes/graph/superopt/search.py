@@ -26,10 +26,13 @@ from dlc.passes.graph.superopt.library import Rule
 from dlc.passes.graph.superopt.terms import (
     COMMUTATIVE,
     SPLITS,
+    WINDOWED,
     Shape,
     Term,
+    Window,
     concrete,
     shapes_of,
+    show_dim,
     split_point,
     subterms,
 )
@@ -56,7 +59,7 @@ def patterns(rules: Sequence[Rule]) -> list[Pattern]:
             (rule.name, rule.lhs, rule.rhs),
             (rule.name + "'", rule.rhs, rule.lhs),
         ):
-            if any(isinstance(t, str) for t in src):
+            if any(isinstance(t, str) for t in src) or not binds(src, dst):
                 continue
             shapes = shapes_of(src + dst, rule.inputs)
             if shapes is None:
@@ -64,6 +67,17 @@ def patterns(rules: Sequence[Rule]) -> list[Pattern]:
             kinds = frozenset(t[0] for t in subterms(src))
             out.append(Pattern(name, rule.inputs, src, dst, shapes, kinds))
     return out
+
+
+def binds(src: tuple[Term, ...], dst: tuple[Term, ...]) -> bool:
+    """Whether a match of `src` binds everything `dst` needs: its inputs, and the
+    configuration of its convolutions and poolings."""
+    src_ops = {t[0] for t in subterms(src)}
+    dst_terms = subterms(dst)
+    inputs = {a for t in dst_terms for a in t[1:] if isinstance(a, str)}
+    inputs |= {t for t in dst if isinstance(t, str)}
+    src_inputs = {a for t in subterms(src) for a in t[1:] if isinstance(a, str)}
+    return inputs <= src_inputs and all(t[0] in src_ops for t in dst_terms if t[0] in WINDOWED)
 
 
 def unify(pool: Pool, pairs: list[tuple[Term, int]], b: Binding) -> Iterator[Binding]:
@@ -90,29 +104,45 @@ def unify(pool: Pool, pairs: list[tuple[Term, int]], b: Binding) -> Iterator[Bin
 
 
 def sizes_of(p: Pattern, pool: Pool, b: Binding) -> dict[str, int] | None:
-    """The dimension sizes a binding implies, if every matched shape agrees with them."""
+    """The dimension sizes a binding implies, if every matched shape agrees with them;
+    window sizes are bound by their text and the one configuration of the matched
+    convolutions (poolings) as `@conv` (`@pool`)."""
     sizes: dict[str, int] = {}
     for name, shape in p.inputs.items():
-        dims = pool.nodes[b[name]].shape
-        if len(dims) != len(shape):
+        if not bind(shape, pool.nodes[b[name]].shape, sizes, False):
             return None
-        for d, v in zip(shape, dims):
-            if isinstance(d, str) and sizes.setdefault(d, v) != v:
-                return None
     dtypes = {pool.nodes[n].dtype for t, n in b.items() if p.shapes[t] != ()}
     if len(dtypes) > 1:
         return None
     for t, n in b.items():
         node = pool.nodes[n]
-        if concrete(p.shapes[t], sizes) != node.shape:
+        if not bind(p.shapes[t], node.shape, sizes, True):
             return None
-        if (
-            not isinstance(t, str)
-            and t[0] in SPLITS
-            and node.attr != split_point(t[0], p.shapes[t[1]], sizes)
-        ):
+        if isinstance(t, str):
+            continue
+        if t[0] in SPLITS and node.attr != split_point(t[0], p.shapes[t[1]], sizes):
             return None
+        key = {"conv": "@conv", "maxpool": "@pool"}.get(t[0])
+        if key is not None and sizes.setdefault(key, node.attr) != node.attr:
+            return None
+    try:
+        for t in subterms(p.dst):
+            concrete(p.shapes[t], sizes)
+    except KeyError:
+        return None  # a window size of the target that the match does not determine
     return sizes
+
+
+def bind(shape: Shape, dims: tuple[int, ...], sizes: dict[str, int], windows: bool) -> bool:
+    """Bind `shape`'s variables (and window sizes) to `dims`; False on a conflict."""
+    if len(shape) != len(dims):
+        return False
+    for d, v in zip(shape, dims):
+        if isinstance(d, str) and sizes.setdefault(d, v) != v:
+            return False
+        if windows and isinstance(d, Window) and sizes.setdefault(show_dim(d), v) != v:
+            return False
+    return all(concrete((d,), sizes) == (v,) for d, v in zip(shape, dims) if windows)
 
 
 def matches(
@@ -164,6 +194,7 @@ def apply(p: Pattern, pool: Pool, view: View, b: Binding, sizes: dict[str, int])
     built: dict[Term, int] = {name: b[name] for name in p.inputs if name in b}
     for t in subterms(p.dst):
         attr = split_point(t[0], p.shapes[t[1]], sizes) if t[0] in SPLITS else 0
+        attr = sizes["@conv" if t[0] == "conv" else "@pool"] if t[0] in WINDOWED else attr
         shape = concrete(p.shapes[t], sizes)
         built[t] = pool.intern(Node(t[0], tuple(built[a] for a in t[1:]), attr, shape, dtype))
     subst = {b[s]: built[d] for s, d in zip(p.src, p.dst)}

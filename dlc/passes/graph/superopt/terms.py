@@ -5,19 +5,30 @@ prints and parses as an s-expression, `(matmul x0 (concat1 x1 x2))`. Inputs carr
 symbolic shape: a tuple of dimensions, each a dimension variable (`"a"`) or a pair
 `(d, e)` meaning d + e — the pair records where a concatenation joined its parts, so
 that `split0a`/`split0b` (the two halves of a split along dimension 0) know where to cut,
-as in TASO. Scalars have the empty shape.
+as in TASO. Scalars have the empty shape. A convolution's or a pooling's spatial result
+size is a `Window` dimension: a function of the input's size (and the kernel's) under
+the rule's one configuration — every `conv` of a rule has the same strides, padding
+and dilations, every `maxpool` the same window and strides (the search binds them at a
+match; evaluation reads them from the reserved sizes `@stride`, `@pad`, `@pwin`,
+`@pstride`).
 
-| op          | operands        | result shape        | graph dialect                         |
-|-------------|-----------------|---------------------|---------------------------------------|
-| ewadd       | X: S, Y: S      | S                   | `add`                                 |
-| ewmul       | X: S, Y: S      | S                   | `multiply`                            |
-| smul        | X: (m n), s: () | (m n)               | `multiply` by a scalar                |
-| matmul      | (m k), (k n)    | (m n)               | `dot`                                 |
-| transpose   | (m n)           | (n m)               | `transpose`                           |
-| concat0/1   | two matrices    | joined along 0 / 1  | `concatenate … along 0/1`             |
-| split0a/0b  | ((m, p) n)      | (m n) / (p n)       | `slice` rows                          |
-| split1a/1b  | (m (n, q))      | (m n) / (m q)       | `transpose(slice(transpose(x)))`      |
-| relu        | (m n)           | (m n)               | `max %x, 0`                           |
+| op          | operands                | result shape          | graph dialect                         |
+|-------------|-------------------------|-----------------------|---------------------------------------|
+| ewadd       | X: S, Y: S              | S                     | `add`                                 |
+| ewmul       | X: S, Y: S              | S                     | `multiply`                            |
+| smul        | X: S, s: ()             | S                     | `multiply` by a scalar                |
+| matmul      | (m k), (k n)            | (m n)                 | `dot`                                 |
+| transpose   | (m n)                   | (n m)                 | `transpose`                           |
+| concat0/1   | two tensors             | joined along 0 / 1    | `concatenate … along 0/1`             |
+| split0a/0b  | ((m, p) …)              | (m …) / (p …)         | `slice` rows                          |
+| split1a/1b  | (m (n, q) …)            | (m n …) / (m q …)     | transpose·slice·transpose (matrices)  |
+| relu        | S                       | S                     | `max %x, 0`                           |
+| conv        | (n c h w), (o c r s)    | (n o h' w')           | `convolve` (groups 1)                 |
+| maxpool     | (n c h w)               | (n c h' w')           | `reduceWindow … by max init -inf`     |
+
+S is a matrix or a rank-4 tensor (NCHW; a kernel is OIHW, so `concat0` of kernels
+stacks output channels and `concat1` of images stacks channels); `matmul` and
+`transpose` take matrices, `conv` and `maxpool` rank-4 tensors.
 
 `evaluate` runs terms on NumPy arrays of any dtype (int64 for the generator's exact
 fingerprints, float64 for the numeric re-checks).
@@ -26,55 +37,105 @@ fingerprints, float64 for the numeric re-checks).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-Dim = str | tuple["Dim", "Dim"]
+from dlc.semantics.tensor import convolve
+
+
+@dataclass(frozen=True)
+class Window:
+    """The spatial result size along `axis` of a `conv` (over `base`, kernel `extent`)
+    or a `maxpool` (over `base`) under the rule's configuration."""
+
+    kind: str  # "conv" or "pool"
+    base: Dim
+    extent: Dim | None
+    axis: int
+
+
+Dim = str | tuple["Dim", "Dim"] | Window
 Shape = tuple[Dim, ...]
 Term = str | tuple[Any, ...]
 
-BINARY = ("ewadd", "ewmul", "smul", "matmul", "concat0", "concat1")
-UNARY = ("transpose", "relu", "split0a", "split0b", "split1a", "split1b")
+BINARY = ("ewadd", "ewmul", "smul", "matmul", "concat0", "concat1", "conv")
+UNARY = ("transpose", "relu", "split0a", "split0b", "split1a", "split1b", "maxpool")
 COMMUTATIVE = ("ewadd", "ewmul")
 SPLITS = ("split0a", "split0b", "split1a", "split1b")
+WINDOWED = ("conv", "maxpool")
+# the configuration sizes evaluation reads (see the module docstring)
+CONFIG = ("@stride", "@pad", "@pwin", "@pstride")
 
 
 def infer(op: str, shapes: Sequence[Shape]) -> Shape | None:
     """The symbolic result shape of `op` on operands of `shapes`, or None if ill-typed."""
+    if any(len(s) not in (0, 2, 4) for s in shapes):
+        return None
     if op in ("ewadd", "ewmul"):
         x, y = shapes
-        return x if x == y and len(x) == 2 else None
+        return x if x == y and x else None
     if op == "smul":
         x, s = shapes
-        return x if len(x) == 2 and s == () else None
-    if any(len(s) != 2 for s in shapes):
+        return x if x and s == () else None
+    if any(not s for s in shapes):
+        return None
+    if op in ("matmul", "transpose") and any(len(s) != 2 for s in shapes):
+        return None
+    if op in WINDOWED and any(len(s) != 4 for s in shapes):
         return None
     if op == "matmul":
         x, y = shapes
         return (x[0], y[1]) if x[1] == y[0] else None
-    if op == "concat0":
-        x, y = shapes
-        return ((x[0], y[0]), x[1]) if x[1] == y[1] else None
-    if op == "concat1":
-        x, y = shapes
-        return (x[0], (x[1], y[1])) if x[0] == y[0] else None
+    if op == "conv":
+        x, k = shapes
+        if x[1] != k[1]:
+            return None
+        return (x[0], k[0], Window("conv", x[2], k[2], 2), Window("conv", x[3], k[3], 3))
+    if op in ("concat0", "concat1"):
+        return infer_concat(int(op[6]), *shapes)
     (x,) = shapes
     if op == "transpose":
         return (x[1], x[0])
     if op == "relu":
         return x
+    if op == "maxpool":
+        return (x[0], x[1], Window("pool", x[2], None, 2), Window("pool", x[3], None, 3))
     axis, half = int(op[5]), "ab".index(op[6])
     if not isinstance(x[axis], tuple):
         return None
     return tuple(x[axis][half] if i == axis else d for i, d in enumerate(x))
 
 
+def infer_concat(axis: int, x: Shape, y: Shape) -> Shape | None:
+    """x and y joined along `axis`: equal ranks, equal other dimensions."""
+    if len(x) != len(y) or any(a != b for i, (a, b) in enumerate(zip(x, y)) if i != axis):
+        return None
+    return tuple((x[i], y[i]) if i == axis else d for i, d in enumerate(x))
+
+
 def dim_value(d: Dim, sizes: Mapping[str, int]) -> int:
     """The size of a symbolic dimension under `sizes` (variable -> size)."""
     if isinstance(d, str):
         return sizes[d]
+    if isinstance(d, Window):
+        return window_value(d, sizes)
     return dim_value(d[0], sizes) + dim_value(d[1], sizes)
+
+
+def window_value(d: Window, sizes: Mapping[str, int]) -> int:
+    """A bound window size (the search binds them by their text), else its value under
+    the configuration sizes (symmetric padding, no dilation)."""
+    key = show_dim(d)
+    if key in sizes:
+        return sizes[key]
+    base = dim_value(d.base, sizes)
+    if d.kind == "pool":
+        return (base - sizes["@pwin"]) // sizes["@pstride"] + 1
+    assert d.extent is not None
+    extent = dim_value(d.extent, sizes)
+    return (base + 2 * sizes["@pad"] - extent) // sizes["@stride"] + 1
 
 
 def concrete(shape: Shape, sizes: Mapping[str, int]) -> tuple[int, ...]:
@@ -88,8 +149,17 @@ def split_point(op: str, operand: Shape, sizes: Mapping[str, int]) -> int:
     return dim_value(pair[0], sizes)
 
 
-def apply_op(op: str, args: Sequence[np.ndarray], cut: int = 0) -> np.ndarray:
-    """`op` on NumPy arrays; `cut` is the split point of a split."""
+def apply_op(
+    op: str, args: Sequence[np.ndarray], cut: int = 0, config: Mapping[str, int] | None = None
+) -> np.ndarray:
+    """`op` on NumPy arrays; `cut` is the split point of a split, `config` the
+    configuration sizes of `conv` and `maxpool`."""
+    if op == "conv":
+        assert config is not None
+        return conv(args[0], args[1], config["@stride"], config["@pad"])
+    if op == "maxpool":
+        assert config is not None
+        return maxpool(args[0], config["@pwin"], config["@pstride"])
     table: dict[str, Callable[..., np.ndarray]] = {
         "ewadd": lambda x, y: x + y,
         "ewmul": lambda x, y: x * y,
@@ -105,6 +175,25 @@ def apply_op(op: str, args: Sequence[np.ndarray], cut: int = 0) -> np.ndarray:
         "split1b": lambda x: x[:, cut:],
     }
     return table[op](*args)
+
+
+def conv(x: np.ndarray, k: np.ndarray, stride: int, pad: int) -> np.ndarray:
+    """dlc's `convolve` (the reference interpreter's) with square strides and padding."""
+    cfg = {
+        "strides": [stride] * 2,
+        "padding": [pad] * 4,
+        "left_dilation": [1, 1],
+        "right_dilation": [1, 1],
+        "groups": [1],
+    }
+    spatial = [(n + 2 * pad - r) // stride + 1 for n, r in zip(x.shape[2:], k.shape[2:])]
+    return convolve(x, k, cfg, (x.shape[0], k.shape[0], *spatial))
+
+
+def maxpool(x: np.ndarray, window: int, stride: int) -> np.ndarray:
+    """Max over each window × window box of the two spatial dimensions, no padding."""
+    boxes = np.lib.stride_tricks.sliding_window_view(x, (window, window), axis=(2, 3))
+    return boxes[:, :, ::stride, ::stride].max(axis=(4, 5))
 
 
 def subterms(roots: Sequence[Term]) -> list[Term]:
@@ -154,7 +243,7 @@ def evaluate(
     env: dict[Term, np.ndarray] = dict(values)
     for t in subterms(roots):
         cut = split_point(t[0], shapes[t[1]], sizes) if t[0] in SPLITS else 0
-        env[t] = apply_op(t[0], [env[a] for a in t[1:]], cut)
+        env[t] = apply_op(t[0], [env[a] for a in t[1:]], cut, sizes)
     return [env[r] for r in roots]
 
 
@@ -185,9 +274,16 @@ def variables(inputs: Mapping[str, Shape]) -> list[str]:
         d = stack.pop()
         if isinstance(d, str):
             found.add(d)
+        elif isinstance(d, Window):
+            stack.extend(e for e in (d.base, d.extent) if e is not None)
         else:
             stack.extend(d)
     return sorted(found)
+
+
+def windowed(roots: Sequence[Term]) -> bool:
+    """Whether `roots` contain a `conv` or a `maxpool` (their evaluation needs a config)."""
+    return any(t[0] in WINDOWED for t in subterms(roots))
 
 
 # -- text -------------------------------------------------------------------------
@@ -235,7 +331,12 @@ def parse(text: str) -> Term:
 
 
 def show_dim(d: Dim) -> str:
-    return d if isinstance(d, str) else f"({show_dim(d[0])}+{show_dim(d[1])})"
+    if isinstance(d, str):
+        return d
+    if isinstance(d, Window):
+        extent = "" if d.extent is None else "," + show_dim(d.extent)
+        return f"{d.kind}{d.axis}[{show_dim(d.base)}{extent}]"
+    return f"({show_dim(d[0])}+{show_dim(d[1])})"
 
 
 def show_shape(s: Shape) -> str:

@@ -1,0 +1,128 @@
+"""The superoptimizer's measured costs (`superoptimize{costs=measured|table}`).
+
+No assertion depends on a timing: the search's decisions are tested with injected
+tables, the measuring path with a stand-in timer, and dlc's own measurement only for
+producing a positive number for a product and a convolution.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from dlc import superopt_costs
+from dlc.parser import parse_module, print_module
+from dlc.passes.graph.superopt import measure
+from dlc.passes.graph.superoptimize import SuperoptimizePass
+
+TWO_PRODUCTS = """module "t"
+stage raw
+
+func @f: (<4 x 6 x f32>, <6 x 5 x f32>, <6 x 5 x f32>) -> <4 x 5 x f32> {
+'entry(%x: <4 x 6 x f32>, %a: <6 x 5 x f32>, %b: <6 x 5 x f32>):
+    %p = dot %x: <4 x 6 x f32>, %a: <6 x 5 x f32>
+    %q = dot %x: <4 x 6 x f32>, %b: <6 x 5 x f32>
+    %r = multiply %p: <4 x 5 x f32>, %q: <4 x 5 x f32>
+    return %r: <4 x 5 x f32>
+}
+"""
+
+
+@pytest.fixture(autouse=True)
+def runtime() -> None:
+    superopt_costs.install()
+
+
+def write_table(path: Path, costs: dict[str, float], mode: int = 0o600) -> Path:
+    path.write_text(json.dumps({"costs": costs}))
+    path.chmod(mode)
+    return path
+
+
+def run(text: str, **options: object) -> tuple[str, dict[str, int]]:
+    module = parse_module(text, "<t>")
+    p = SuperoptimizePass(budget=100.0, **options)  # type: ignore[arg-type]
+    p.apply(None, module)  # type: ignore[arg-type]
+    return print_module(module), p.take_statistics()
+
+
+@pytest.mark.parametrize(("separate_ns", "merged_ns", "dots"), [(1.0, 1e9, 2), (1e6, 1.0, 1)])
+def test_a_cost_table_decides_whether_products_merge(
+    tmp_path: Path, separate_ns: float, merged_ns: float, dots: int
+) -> None:
+    """Two products x·a, x·b: the table's prices of them and of the merged x·[a b]
+    decide (with the analytical model, which prices shapes the table lacks, they merge)."""
+    costs = {"matmul 4x6 6x5": separate_ns, "matmul 4x6 6x10": merged_ns}
+    table = write_table(tmp_path / "costs.json", costs)
+    out, stats = run(TWO_PRODUCTS, costs="table", cost_table=str(table))
+    assert out.count("= dot ") == dots
+    assert stats["costs measured"] == 0
+    assert run(TWO_PRODUCTS)[0].count("= dot ") == 1
+
+
+def test_measured_costs_are_cached_owner_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    timed: list[str] = []
+
+    def fake(text: str) -> float:
+        timed.append(text)
+        return 5000.0
+
+    monkeypatch.setattr(superopt_costs.Runtime, "measure", staticmethod(fake))
+    table = tmp_path / "cache" / "deeper" / "costs.json"
+    _, stats = run(TWO_PRODUCTS, costs="measured", cost_table=str(table))
+    assert stats["costs measured"] == len(timed) > 0
+    assert measure.kernel_text("matmul 4x6 6x5") in timed
+    assert os.stat(table).st_mode & 0o777 == 0o600
+    assert os.stat(table.parent).st_mode & 0o777 == 0o700
+    assert json.loads(table.read_text())["costs"]["matmul 4x6 6x5"] == 5000.0
+    _, again = run(TWO_PRODUCTS, costs="measured", cost_table=str(table))
+    assert again["costs measured"] == 0  # read from the table
+
+
+@pytest.mark.parametrize(
+    ("mode", "content", "message"),
+    [
+        (0o664, {"costs": {}}, "writable by group or others"),
+        (0o600, {"costs": {"matmul 1x1 1x1": -1}}, "expected"),
+        (0o600, [1, 2], "expected"),
+    ],
+)
+def test_an_untrusted_or_malformed_cost_table_is_refused(
+    tmp_path: Path, mode: int, content: object, message: str
+) -> None:
+    path = tmp_path / "costs.json"
+    path.write_text(json.dumps(content))
+    path.chmod(mode)
+    with pytest.raises(ValueError, match=message):
+        SuperoptimizePass(costs="table", cost_table=str(path))
+
+
+def test_a_table_in_a_directory_others_can_write_is_refused(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    with pytest.raises(ValueError, match="writable by group or others"):
+        SuperoptimizePass(costs="measured", cost_table=str(shared / "costs.json"))
+
+
+def test_an_unknown_cost_model_is_an_option_error() -> None:
+    with pytest.raises(ValueError, match="costs must be one of analytical, measured, table"):
+        SuperoptimizePass(costs="guessed")
+
+
+def test_without_the_runtime_measured_costs_are_an_option_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(measure, "BACKEND", [])
+    with pytest.raises(ValueError, match="measured costs need dlc's runtime"):
+        SuperoptimizePass(costs="table")
+
+
+@pytest.mark.parametrize("key", ["matmul 2x3 3x4", "conv 1x2x5x5 3x2x3x3 s2x1 p1x1x0x0"])
+def test_dlc_measures_a_product_and_a_convolution(key: str) -> None:
+    assert superopt_costs.measure_ns(measure.kernel_text(key)) > 0
