@@ -159,10 +159,11 @@ def dot_tiles(op: tensor.ComputeOp, target: Target) -> DotTiles | None:
     nc = nc if nc < n else 0
     b = packed_operand(op)
     constant = b is not None and isinstance(op.inputs[b].owner, tensor.ConstantOp)
-    return DotTiles(mr, nr, kc, lanes, nc, pack_pays(m, n % nr, nc, lanes, constant))
+    pack = pack_pays(m, n % nr, nc, lanes, constant, target.vector_registers)
+    return DotTiles(mr, nr, kc, lanes, nc, pack)
 
 
-def pack_pays(m: int, tail: int, nc: int, lanes: int, constant: bool) -> bool:
+def pack_pays(m: int, tail: int, nc: int, lanes: int, constant: bool, registers: int) -> bool:
     """Whether B is packed into NR-wide panels (`pack`, carried out by
     dlc/lowering/tensor_to_loop/pack.py), for vectorized tiles: always for a
     constant B (packed at compile time, free at run time); else with column blocks
@@ -174,10 +175,14 @@ def pack_pays(m: int, tail: int, nc: int, lanes: int, constant: bool) -> bool:
     a quiet machine; unpacked -> packed, GFLOP/s): 1 thread 1023^3 227 -> 249 (no
     31-column tail), 1000^3 within ±3%; 2 threads 2000x1000x1000 462 -> 490; but
     without a tail packing only costs: 1024^3 (W4) 447/435 -> 418/435 on 2
-    threads, 219 -> 211 on 1, 512x1000x4000 473 -> 464."""
+    threads, 219 -> 211 on 1, 512x1000x4000 473 -> 464. On a 16-register AVX2 target
+    (ymm; Zen 3 measured, quiet, best of 15 calls of W4) the unpacked K block's rows of
+    16 columns, 4 KB apart, thrash L1 and packing pays without a tail too: 1 thread
+    43.2 -> 84.6 GFLOP/s, 2 threads 94.8 -> 155.7 (NumPy's OpenBLAS: 135-149)."""
     if not lanes:
         return False
-    return constant or (bool(nc) and m >= PACK_ROWS and tail > 0)
+    blocked = bool(nc) and m >= PACK_ROWS
+    return constant or (blocked and (tail > 0 or registers < 32))
 
 
 PACK_ROWS = 24
