@@ -150,7 +150,9 @@ def _windows(
     """Max or sum pooling of the padded `x`: a `reduceWindow`, or with dilated windows
     for a sum a convolution of each channel with a kernel of ones (rightDilation d), for
     a max one spatial axis at a time (the max over a box is the max over each axis in
-    turn): per axis, the max of the `k` strided slices x[a·d :: s] (a < k), each of the
+    turn): per axis, when the stride is a multiple m of the dilation d, an undilated
+    window of k with stride m over the grid x[::d] (every tap and window start lies on
+    it); else the max of the `k` strided slices x[a·d :: s] (a < k), each of the
     output's length."""
     if all(d == 1 for d in dilations):
         props = {
@@ -171,11 +173,28 @@ def _windows(
     for axis, (k, s, d) in enumerate(zip(kernel, strides, dilations, strict=True), start=2):
         length = shape_of(x)[axis]
         out = (length - (k - 1) * d - 1) // s + 1
+        if s % d == 0:  # taps and window starts on the grid x[d·q]: an undilated window
+            grid = (k - 1) + (s // d) * (out - 1) + 1
+            x = _axis_max(e, _strided(e, x, axis, 0, grid, d) if d > 1 else x, axis, k, s // d)
+            continue
         slices = [_strided(e, x, axis, a * d, out, s) for a in range(k)]
         x = slices[0]
         for other in slices[1:]:
             x = e.binary("max", x, other)
     return x
+
+
+def _axis_max(e: Emitter, x: SSAValue, axis: int, k: int, s: int) -> SSAValue:
+    """The max over windows of `k` with stride `s` along `axis` only (a `reduceWindow`)."""
+    window, strides = [1] * len(shape_of(x)), [1] * len(shape_of(x))
+    window[axis], strides[axis] = k, s
+    props = {
+        "window": ints_attr(window),
+        "strides": ints_attr(strides),
+        "padding": StringAttr("none"),
+        "combinator": StringAttr("max"),
+    }
+    return e.op(ReduceWindowOp, [x, e.scalar(-math.inf, tensor_type(x).dt)], **props)
 
 
 def _strided(e: Emitter, x: SSAValue, axis: int, start: int, count: int, step: int) -> SSAValue:

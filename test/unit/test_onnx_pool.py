@@ -10,6 +10,9 @@ import numpy as np
 import pytest
 from onnx_models import interpret, make, node, randn, run
 
+import dlc
+import dlc.onnx
+
 
 def window_reference(x, kernel, strides, dilations, pads, out, reduce):
     """reduce(values, count_with_pads) over each window; pads = [(lo, hi)]; `out` the
@@ -77,3 +80,33 @@ def test_lp_pool(attrs, pads, out):
                             attrs.get("dilations", [1, 1]), pads, out, _lp(attrs["p"]))  # fmt: skip
     np.testing.assert_allclose(run(model, x), want, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(interpret(model, x), want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("attrs", "pads", "out"),
+    [
+        # stride a multiple of the dilation on both axes (undilated windows on x[::d])
+        ({"kernel_shape": [3, 2], "dilations": [2, 3], "strides": [2, 3]}, [(0, 0), (0, 0)],
+         [2, 2]),
+        ({"kernel_shape": [2, 3], "dilations": [2, 2], "strides": [4, 2], "pads": [1, 2, 2, 1],
+          "ceil_mode": 1}, [(1, 2), (2, 1)], [2, 4]),
+        # mixed: one axis on the grid, the other (stride 3, dilation 2) by strided slices
+        ({"kernel_shape": [2, 2], "dilations": [1, 2], "strides": [2, 3]}, [(0, 0), (0, 0)],
+         [3, 2]),
+    ],
+)  # fmt: skip
+def test_dilated_max_pool(attrs, pads, out):
+    """A dilated max pool whose stride is a multiple of its dilation is one undilated
+    `reduceWindow` per axis over every d-th element (PyTorch's
+    MaxPool2d_stride_padding_dilation model test: 60 x 80 windows dilated by 10 with
+    stride 10 compiled for minutes as 140 slices)."""
+    x = randn(2, 3, 7, 8, seed=5)
+    model = make([node("MaxPool", ["x"], ["y"], **attrs)], {"x": x.shape}, {"y": None},
+                 opset=19)  # fmt: skip
+    want = window_reference(x, attrs["kernel_shape"], attrs["strides"], attrs["dilations"],
+                            pads, out, lambda v, _: v.max(-1))  # fmt: skip
+    np.testing.assert_array_equal(run(model, x), want.astype(np.float32))
+    np.testing.assert_array_equal(interpret(model, x), want.astype(np.float32))
+    text = dlc.print_module(dlc.onnx.load(model))
+    on_grid = sum(s % d == 0 for s, d in zip(attrs["strides"], attrs["dilations"]))
+    assert text.count("reduceWindow") == on_grid

@@ -32,9 +32,6 @@ LIGHT_IN_SUITE = ["bvlc_alexnet", "resnet50", "shufflenet", "squeezenet", "vgg19
 LIGHT_IN_TOOL = ["densenet121", "inception_v1", "inception_v2"]
 REFUSED: dict[str, str] = {}
 """PyTorch model tests dlc refuses, with the reason its error gives."""
-SLOW = {"test_MaxPool2d_stride_padding_dilation"}
-"""Not in the suite: a 60 × 80 window dilated by 10 over a 1000 × 1000 image is 140
-strided slices, minutes to compile (its 1-D twin, 200 slices of a vector, runs)."""
 
 if "ONNX_HOME" not in os.environ:  # BackendTest writes the light models' inputs there
     os.environ["ONNX_HOME"] = tempfile.mkdtemp(prefix="dlc-test-onnx-home-")
@@ -58,7 +55,7 @@ def _model_test_cases() -> dict[str, type[unittest.TestCase]]:
             method = getattr(case, name)
             skipped = getattr(method, "__unittest_skip__", False)
             base = name[: -len("_cpu")]
-            if name.startswith("test_") and (skipped or base in REFUSED or base in SLOW):
+            if name.startswith("test_") and (skipped or base in REFUSED):
                 delattr(case, name)
         kept[case.__name__] = case
     return kept
@@ -76,7 +73,7 @@ def test_the_model_tests_are_all_there():
     converted = globals()["OnnxBackendPyTorchConvertedModelTest"]
     operator = globals()["OnnxBackendPyTorchOperatorModelTest"]
     count = sum(n.startswith("test_") for c in (converted, operator) for n in vars(c))
-    assert count + len(REFUSED) + len(SLOW) == 82 + 35  # the data sets of onnx 1.15 to 1.23
+    assert count + len(REFUSED) == 82 + 35  # the data sets of onnx 1.15 to 1.23
 
 
 # ---- small random-weight networks against onnxruntime ---------------------------------
