@@ -10,8 +10,6 @@ dialect with the two ops replaced; dlc's contexts load it as `llvm`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import AnyFloat, IntegerAttr, IntegerType, VectorType, i1
 from xdsl.ir import Attribute, Dialect, Operation, SSAValue
@@ -112,14 +110,11 @@ class SelectOp(llvm.SelectOp):
         _check_mask("llvm.select", self.cond.type, self.lhs.type)
 
 
-_REPLACED: Sequence[type[Operation]] = (FCmpOp, SelectOp)
+_REPLACED: dict[str, type[Operation]] = {op.name: op for op in (FCmpOp, SelectOp)}
 
 LLVM = Dialect(
     "llvm",
-    [
-        *(op for op in llvm.LLVM.operations if op.name not in {r.name for r in _REPLACED}),
-        *_REPLACED,
-    ],
+    [_REPLACED.get(op.name, op) for op in llvm.LLVM.operations],
     list(llvm.LLVM.attributes),
 )
 

@@ -246,7 +246,7 @@ def _in_block_order(reads: list[tensor.ReadOp]) -> list[tensor.ReadOp]:
     if len(reads) < 2:
         return reads
     order: dict[Operation, int] = {}
-    for block in {id(r.parent_block()): r.parent_block() for r in reads}.values():
+    for block in {r.parent_block() for r in reads}:
         assert block is not None
         order.update((op, i) for i, op in enumerate(block.ops))
     return sorted(reads, key=order.__getitem__)
