@@ -5,6 +5,8 @@
   anchor an optional group, which then prints when the property is not its default.
 - `print_func` / `parse_func`: the `func.func`-like syntax of `tensor.func` and
   `loop.func`, `@name(%arg: type, ...) -> results attributes {...} { blocks }`.
+- `parse_operands_colon`: the `%a, %b, ... attr-dict :` head of a hand-written
+  `parse` (the vector ops of `loop` and dlc's `llvm` lanes).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import TypeVar
 
 from xdsl.dialects.builtin import FunctionType, IntAttr, StringAttr
 from xdsl.dialects.utils import parse_func_op_like, print_func_op_like
+from xdsl.ir import Attribute
 from xdsl.irdl import IRDLOperation
 from xdsl.irdl.declarative_assembly_format import (
     AttributeVariable,
@@ -21,7 +24,7 @@ from xdsl.irdl.declarative_assembly_format import (
     PrintingState,
     irdl_custom_directive,
 )
-from xdsl.parser import Parser
+from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
 
 FUNC_PROPERTIES = ("sym_name", "function_type")
@@ -49,6 +52,21 @@ class Int(CustomDirective):
         assert isinstance(attr, IntAttr)
         state.print_whitespace(printer)
         printer.print_string(str(attr.data))
+
+
+def parse_operands_colon(
+    parser: Parser, count: int
+) -> tuple[list[UnresolvedOperand], dict[str, Attribute]]:
+    """`count` comma-separated operands, an optional attribute dictionary and the `:`
+    before the types; the operands (to resolve once the types are known) and the
+    attributes."""
+    names = [parser.parse_unresolved_operand()]
+    for _ in range(count - 1):
+        parser.parse_punctuation(",")
+        names.append(parser.parse_unresolved_operand())
+    attributes = parser.parse_optional_attr_dict()
+    parser.parse_punctuation(":")
+    return names, attributes
 
 
 def print_func(printer: Printer, op: IRDLOperation) -> None:

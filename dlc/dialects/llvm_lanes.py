@@ -17,6 +17,8 @@ from xdsl.irdl import IRDLOperation
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import VerifyException
 
+from dlc.dialects.formats import parse_operands_colon
+
 
 def _lanes(t: Attribute) -> int | None:
     """The lane count of a rank-1 vector type, None for a scalar."""
@@ -87,12 +89,7 @@ class SelectOp(llvm.SelectOp):
     def parse(cls, parser: Parser) -> SelectOp:
         """`llvm.select %c, %a, %b attr-dict : type(c), type(a)` (the declarative form
         of the base class would insist on an i1 condition while parsing)."""
-        names = [parser.parse_unresolved_operand()]
-        for _ in range(2):
-            parser.parse_punctuation(",")
-            names.append(parser.parse_unresolved_operand())
-        attributes = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
+        names, attributes = parse_operands_colon(parser, 3)
         mask = parser.parse_type()
         parser.parse_punctuation(",")
         t = parser.parse_type()

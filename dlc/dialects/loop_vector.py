@@ -38,6 +38,7 @@ from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from dlc.dialects.formats import parse_operands_colon
 from dlc.dialects.loop_buffer import check_indices
 
 
@@ -256,11 +257,7 @@ class VCmpfOp(IRDLOperation):
         if predicate not in CMPF_PREDICATES:
             parser.raise_error(f"loop.vcmpf: unknown predicate {predicate!r}", start, parser.pos)
         parser.parse_punctuation(",")
-        lhs = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        rhs = parser.parse_unresolved_operand()
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
+        (lhs, rhs), attrs = parse_operands_colon(parser, 2)
         vtype = parser.parse_type()
         a, b = parser.resolve_operands([lhs, rhs], [vtype, vtype], parser.pos)
         op = cls(predicate, a, b)
@@ -294,12 +291,7 @@ class VSelectOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> VSelectOp:
-        unresolved = [parser.parse_unresolved_operand()]
-        for _ in range(2):
-            parser.parse_punctuation(",")
-            unresolved.append(parser.parse_unresolved_operand())
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
+        unresolved, attrs = parse_operands_colon(parser, 3)
         start = parser.pos
         vtype = parser.parse_type()
         if not isinstance(vtype, VectorType):
