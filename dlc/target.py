@@ -36,6 +36,7 @@ _VECTOR_BYTES = {
     ),
 }
 _NO_FMA = "sandybridge ivybridge btver2 bdver1"  # AVX without FMA3
+_SPLIT_VECTORS = "znver4"  # AVX-512 on 256-bit units
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,13 @@ class Target:
     l2_bytes: int = 1 << 20  # L2 cache per core
     triple: str = ""  # LLVM target triple; "" = this process's
     pointer_bits: int = 64
+
+    @property
+    def split_vectors(self) -> bool:
+        """Whether the widest vectors' arithmetic runs as two halves (Zen 4 executes
+        512-bit operations on 256-bit units): the schedule policy then prefers fewer
+        broadcasts per multiply-add (`schedule_policy.tile_shape`)."""
+        return self.vector_bytes == 64 and self.cpu in _SPLIT_VECTORS.split()
 
     def key(self) -> dict[str, object]:
         """A JSON-able description (part of the compile-cache key)."""

@@ -172,29 +172,39 @@ def test_tiled_batched_product() -> None:
     _check((3, 11, 300), (3, 300, 35), (3, 11, 35), "f32")
 
 
-def _schedules(m: int, k: int, n: int, target: str) -> list[str]:
+def _schedules(m: int, k: int, n: int, target: str, dt: str = "f32") -> list[str]:
     from dlc.lowering.graph_to_tensor.lower_graph_to_tensor import LowerGraphToTensorPass
     from dlc.pipeline import context
 
-    module = parse_module(_source((m, k), (k, n), (m, n), "f32"))
+    module = parse_module(_source((m, k), (k, n), (m, n), dt))
     LowerGraphToTensorPass().apply(context(), module)
     SchedulePass(target=target).apply(context(), module)
     return [str(op.schedule) for op in module.walk() if isinstance(op, tensor.ComputeOp)]
 
 
 @pytest.mark.parametrize(
-    ("target", "mr", "nr"), [("x86-64", 6, 8), ("haswell", 6, 16), ("znver4", 12, 32)]
+    ("target", "mr", "nr", "lanes"),
+    [
+        ("x86-64", 6, 8, 4),
+        ("haswell", 6, 16, 8),
+        ("skylake-avx512", 12, 32, 16),
+        ("znver5", 12, 32, 16),
+        ("znver4", 6, 64, 16),
+    ],
 )
-def test_tiles_follow_the_target(target: str, mr: int, nr: int) -> None:
+def test_tiles_follow_the_target(target: str, mr: int, nr: int, lanes: int) -> None:
     """Two of the target's vectors of columns (SSE: 8 f32, AVX2: 16, AVX-512: 32) and
-    rows enough to fill its vector registers (6 of 16, 12 of 32)."""
+    rows enough to fill its vector registers (6 of 16, 12 of 32); on Zen 4, whose
+    512-bit arithmetic runs on 256-bit halves, four vectors of 6 rows when the row
+    holds them (`tile_shape`)."""
     from dlc.target import Target
 
     (tiled,) = _schedules(64, 64, 64, target)
     assert f"tile [d0 = [{mr}], d1 = [{nr}]]" in tiled
     assert "interchange [d0.0, d1.0, r0, d0.1, d1.1]" in tiled and "unroll [d0.1, d1.1]" in tiled
-    assert f"vectorize d1.1 x {nr // 2}" in tiled
+    assert f"vectorize d1.1 x {lanes}" in tiled
     assert Target.from_cpu(target).cpu == target
+    assert Target.from_cpu(target).split_vectors == (target == "znver4")
 
 
 def test_tiling_thresholds(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -238,3 +248,21 @@ def test_product_with_a_splat_matrix_is_tiled() -> None:
     fused = compile_graph_module(parse_module(src), num_threads=1, target_cpu="haswell")["mm"](a)
     bound = 300 * np.finfo(np.float32).eps * (np.abs(a).sum(axis=1).max() * 0.03125)
     assert np.abs(fused - want).max() <= bound
+
+
+@pytest.mark.parametrize("dt", ["f32", "f64"])
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_four_vector_tile(monkeypatch: pytest.MonkeyPatch, dt: str, threads: int) -> None:
+    """The Zen 4 tile (6 rows x 4 vectors, `tile_shape`), forced on whatever host runs
+    the test: partial row blocks and column panels, a column tail narrower than a vector,
+    several K blocks, f32 and f64, 1-3 threads (bounds-checked on 2), within the bound
+    of a length-K sum."""
+    monkeypatch.setenv("DLC_CACHE", "0")  # the patched policy is not in the cache key
+    monkeypatch.setattr(
+        schedule, "tile_shape", lambda target, vectors: (4, 6) if vectors >= 4 else (2, 6)
+    )
+    lanes = 16 if dt == "f32" else 8
+    for m, k, n in [(37, 301, 4 * lanes + 5), (6, 256, 4 * lanes), (64, 520, 13 * lanes - 3)]:
+        text = str(_schedules(m, k, n, "znver4", dt))
+        assert f"d1 = [{2 * 4 * lanes}, {4 * lanes}]" in text or f"d1 = [{4 * lanes}]" in text
+        _check((m, k), (k, n), (m, n), dt, num_threads=threads, bounds_check=threads == 2)
