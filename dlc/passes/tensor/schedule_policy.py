@@ -161,7 +161,7 @@ def dot_tiles(op: tensor.ComputeOp, target: Target) -> DotTiles | None:
     nc = nc if nc < n else 0
     b = packed_operand(op)
     constant = b is not None and isinstance(op.inputs[b].owner, tensor.ConstantOp)
-    pack = pack_pays(m, n % nr, nc, lanes, constant, target.vector_registers)
+    pack = pack_pays(m, n % nr, nc, lanes, constant, target.vector_registers, target.split_vectors)
     return DotTiles(mr, nr, kc, lanes, nc, pack)
 
 
@@ -184,7 +184,9 @@ def tile_shape(target: Target, column_vectors: int) -> tuple[int, int]:
     return 2, ROWS_32 if target.vector_registers >= 32 else ROWS
 
 
-def pack_pays(m: int, tail: int, nc: int, lanes: int, constant: bool, registers: int) -> bool:
+def pack_pays(
+    m: int, tail: int, nc: int, lanes: int, constant: bool, registers: int, split: bool = False
+) -> bool:
     """Whether B is packed into NR-wide panels (`pack`, carried out by
     dlc/lowering/tensor_to_loop/pack.py), for vectorized tiles: always for a
     constant B (packed at compile time, free at run time); else with column blocks
@@ -199,15 +201,24 @@ def pack_pays(m: int, tail: int, nc: int, lanes: int, constant: bool, registers:
     threads, 219 -> 211 on 1, 512x1000x4000 473 -> 464. On a 16-register AVX2 target
     (ymm; Zen 3 measured, quiet, best of 15 calls of W4) the unpacked K block's rows of
     16 columns, 4 KB apart, thrash L1 and packing pays without a tail too: 1 thread
-    43.2 -> 84.6 GFLOP/s, 2 threads 94.8 -> 155.7 (NumPy's OpenBLAS: 135-149)."""
+    43.2 -> 84.6 GFLOP/s, 2 threads 94.8 -> 155.7 (NumPy's OpenBLAS: 135-149). On
+    Zen 4 (`split`: 6 x 64 tiles, whose B panel rows are 256 bytes, 4 KB apart) packing
+    pays without a tail once enough row blocks reuse each packed block
+    (`PACK_ROWS_SPLIT`; quiet, GFLOP/s, unpacked -> packed): 1024^3 1 thread 100 ->
+    106, 2 threads 189 -> 193, 2048 x 1024 x 2048 on 2 threads 194 -> 206, 256 x 4096
+    x 1024 102 -> 104, but 64 x 1024 x 1024 108 -> 98."""
     if not lanes:
         return False
     blocked = bool(nc) and m >= PACK_ROWS
-    return constant or (blocked and (tail > 0 or registers < 32))
+    wide = split and m >= PACK_ROWS_SPLIT
+    return constant or (blocked and (tail > 0 or registers < 32 or wide))
 
 
 PACK_ROWS = 24
 """Rows below which packing a block of B costs more than its contiguous reads save."""
+
+PACK_ROWS_SPLIT = 256
+"""Rows from which packing B pays without a column tail on Zen 4 (`pack_pays`)."""
 
 
 def packed_operand(op: tensor.ComputeOp) -> int | None:
