@@ -197,3 +197,12 @@ def test_tiling_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(schedule_conv, "MIN_WORK", 1 << 16)
     assert "tile" not in _schedule(CONVS[3], "znver4")
     assert "tile" in _schedule(W5, "znver4")
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_f16_convolutions(threads: int) -> None:
+    """f16 convolutions (whole tiles, tails, dilated and grouped, strided, depthwise)
+    within K eps(f16) (|x| * |k|) of the exact convolution, at 1-3 threads (2 with
+    bounds checks)."""
+    for conv in (CONVS[0], CONVS[4], CONVS[6], CONVS[7], CONVS[8]):
+        _check(conv, "f16", num_threads=threads, bounds_check=threads == 2)

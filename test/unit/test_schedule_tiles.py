@@ -266,3 +266,16 @@ def test_four_vector_tile(monkeypatch: pytest.MonkeyPatch, dt: str, threads: int
         text = str(_schedules(m, k, n, "znver4", dt))
         assert f"d1 = [{2 * 4 * lanes}, {4 * lanes}]" in text or f"d1 = [{4 * lanes}]" in text
         _check((m, k), (k, n), (m, n), dt, num_threads=threads, bounds_check=threads == 2)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_f16_products_at_thread_counts(threads: int) -> None:
+    """f16 products of every shape class (sizes 1, primes, tails, K blocks, batched)
+    within 4 sqrt(K) eps(f16) (|A| |B|) at 1-3 threads, bounds-checked on 2."""
+    for lhs, rhs, out in [
+        ((1, 1), (1, 1), (1, 1)),
+        ((37, 301), (301, 41), (37, 41)),
+        ((64, 64), (64, 64), (64, 64)),
+        ((3, 13, 30), (3, 30, 17), (3, 13, 17)),
+    ]:
+        _check(lhs, rhs, out, "f16", num_threads=threads, bounds_check=threads == 2)
