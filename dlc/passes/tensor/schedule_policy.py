@@ -184,6 +184,13 @@ def tile_shape(target: Target, column_vectors: int) -> tuple[int, int]:
     return 2, ROWS_32 if target.vector_registers >= 32 else ROWS
 
 
+def tile_columns(target: Target, n: int, dt: str) -> int:
+    """NR, the columns of the register tile of a product with `n` columns of `dt` on
+    `target` (`tile_shape`; also the width of B's packed panels)."""
+    width = target.vector_bytes // dtype_bytes(dt)
+    return tile_shape(target, n // width)[0] * width
+
+
 def pack_pays(
     m: int, tail: int, nc: int, lanes: int, constant: bool, registers: int, split: bool = False
 ) -> bool:
