@@ -13,8 +13,14 @@ Semantics follow the reference interpreter (dlc/semantics/tensor.py):
   identity: function combinators `@f`, subtract, ...) become one `tensor.scan` per
   dimension: out[0] = x[0], out[k] = comb(out[k-1], x[k]), the reference's order.
 
-Reads outside an operand are never emitted: indices are clamped into range and the
-value replaced by a `select` when the position is padding. (Whether a 2-D convolution
+Reads outside an operand are never emitted: a convolution or window that reaches into
+padding reads a padded copy of its input (`_padded`: zeros for a convolution, the
+window's `init` for reduceWindow, both what the reference folds there), whose
+positions are affine in the output and tap indices: no clamps or selects per tap, and
+a unit-stride window walks rows that vectorize (a 3x3 max pool over 192 x 28 x 28,
+padding `half`, 2 threads on Zen 4: 2.65 ms with a clamp and a select per tap, 0.20 ms
+over the padded copy; W12's Inception block 4.07 -> 2.20 ms). Each window is folded
+in the same order as before, so results do not change. (Whether a 2-D convolution
 runs as a matrix product over the unfolded image instead is the tensor-level pass
 `unfold-convolutions`'s decision, dlc/passes/tensor/unfold_convolutions.py.)
 """
@@ -22,7 +28,7 @@ runs as a matrix product over the unfolded image instead is the tensor-level pas
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith
@@ -170,23 +176,41 @@ def _padded_input(b: Builder, x: Lowered, xt: TensorType, cfg: dict[str, list[in
     """The input dilated by leftDilation and zero-padded: the convolution then reads it
     at affine indices without bounds selects."""
     n = xt.rank - 2
-    dims = list(xt.dims[:2])
-    for d in range(n):
-        lo, hi = cfg["padding"][2 * d], cfg["padding"][2 * d + 1]
-        dims.append((xt.dims[2 + d] - 1) * cfg["left_dilation"][d] + 1 + lo + hi)
+    pads = [(0, 0), (0, 0)] + [(cfg["padding"][2 * d], cfg["padding"][2 * d + 1]) for d in range(n)]
+    zero = False if xt.dt == "bool" else 0
+    return _padded(b, x, xt, pads, [1, 1, *cfg["left_dilation"]], lambda s: s.const(zero, xt.dt))
+
+
+def _padded(
+    b: Builder,
+    x: Lowered,
+    xt: TensorType,
+    pads: Sequence[tuple[int, int]],
+    dilations: Sequence[int],
+    fill: Callable[[BodyBuilder], SSAValue],
+) -> Lowered:
+    """`x` dilated by `dilations` and padded by `pads` (low, high) per axis, the new
+    positions holding `fill`: a window or convolution then reads it at affine indices,
+    without clamps and selects (and, at unit stride, as contiguous rows)."""
+    dims = [
+        (size - 1) * dil + 1 + lo + hi if size else 0
+        for size, dil, (lo, hi) in zip(xt.dims, dilations, pads, strict=True)
+    ]
     padded = xt.with_shape(tuple(dims))
 
     def body(s: BodyBuilder, i: Sequence[SSAValue], _: Sequence[SSAValue]) -> SSAValue:
-        indices, valid = [i[0], i[1]], None
-        for d in range(n):
-            lo = cfg["padding"][2 * d]
-            pos = s.emit(arith.SubiOp(i[2 + d], s.index(lo))) if lo else i[2 + d]
-            index, ok = _clamped(s, pos, xt.dims[2 + d], cfg["left_dilation"][d], True)
+        indices, valid = [], None
+        for d, size in enumerate(xt.dims):
+            lo, hi = pads[d]
+            if not (lo or hi or dilations[d] != 1):
+                indices.append(i[d])
+                continue
+            pos = s.emit(arith.SubiOp(i[d], s.index(lo))) if lo else i[d]
+            index, ok = _clamped(s, pos, size, dilations[d], True)
             indices.append(index)
             valid = _and(s, valid, ok)  # type: ignore[arg-type]
         value = s.read(x, indices)
-        zero = s.const(False if xt.dt == "bool" else 0, xt.dt)
-        return s.select(valid, value, zero) if valid is not None else value
+        return s.select(valid, value, fill(s)) if valid is not None else value
 
     return build_compute(b, padded, body).result
 
@@ -206,6 +230,11 @@ def lower_reduce_window(b: Builder, op: Operation, args: list[Lowered]) -> Lower
         _needs_check(n, o, st, w, 1, lo, 1)
         for n, o, st, w, (lo, _) in zip(xt.dims, out.dims, strides, window, pads, strict=True)
     ]
+    if any(checks):  # padded positions hold `init`: the window reads need no selects
+        x = _padded(b, x, xt, pads, [1] * xt.rank, lambda s: s.read(init, []))
+        xt = lowered_type(x)
+        pads = [(0, 0)] * xt.rank
+        checks = [False] * xt.rank
 
     def body(s: BodyBuilder, i: Sequence[SSAValue], r: Sequence[SSAValue]) -> SSAValue:
         indices, valid = [], None
