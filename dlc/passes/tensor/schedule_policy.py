@@ -176,9 +176,11 @@ def tile_shape(target: Target, column_vectors: int) -> tuple[int, int]:
     broadcasts, and only 6 rows of A in flight, which an 8-way L1 keeps even when A's
     rows are 4 KiB apart (12 rows at a power-of-two stride fall into one set and
     evict each other every K step). Measured on the 2-core Zen 4 EPYC, one thread,
-    GFLOP/s, 12 x 32 -> 6 x 64 (`tools/bench.py` W4 and the shapes below):
-    1024^3 86 -> 99, 64 x 1024 x 1024 79 -> 98, 1000^3 95 -> 96, 512^3 105 -> 104
-    (BLIS's Zen 4 sgemm kernel is 6 x 64 as well; its Skylake-X kernel is 12 x 32)."""
+    GFLOP/s, 12 x 32 -> 6 x 64, both unpacked (alternating in one process; 1024^3
+    quiet, the others while a tuning run used the other core): 1024^3 89 -> 100,
+    64 x 1024 x 1024 85 -> 106, 1000^3 94 -> 100, 64 x 784 x 256 105 -> 101,
+    256 x 1000 x 48 (2 vectors: unchanged) 112. BLIS's Zen 4 sgemm kernel is 6 x 64
+    as well; its Skylake-X kernel is 12 x 32."""
     if target.split_vectors and column_vectors >= 4:
         return 4, 6
     return 2, ROWS_32 if target.vector_registers >= 32 else ROWS
