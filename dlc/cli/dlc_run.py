@@ -100,7 +100,12 @@ def _argument_parser() -> argparse.ArgumentParser:
         "without a record is a warning saying why",
     )
     parser.add_argument(
-        "--opt-level", "-O", type=int, choices=range(4), default=2, help="LLVM opt level"
+        "--opt-level",
+        "-O",
+        type=int,
+        choices=range(4),
+        default=2,
+        help="optimization level (3: with the graph superoptimizer)",
     )
     return parser
 

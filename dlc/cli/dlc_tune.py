@@ -45,7 +45,14 @@ def _argument_parser() -> argparse.ArgumentParser:
     add("--batch", type=int, default=8, help="candidates per model update (default 8)")
     add("--timeout", type=float, default=60.0, help="seconds per candidate (default 60)")
     add("--budget", type=float, default=0.2, help="seconds of timed calls per candidate (0.2)")
-    add("--opt-level", "-O", type=int, choices=range(1, 4), default=2, help="LLVM opt level")
+    add(
+        "--opt-level",
+        "-O",
+        type=int,
+        choices=range(1, 4),
+        default=2,
+        help="optimization level (3: with the graph superoptimizer)",
+    )
     add(
         "--only",
         choices=("contractions", "groups"),
