@@ -40,12 +40,7 @@ def _argument_parser() -> argparse.ArgumentParser:
         help="a function to export (repeatable; default: every defined function)",
     )
     parser.add_argument(
-        "--opt-level",
-        "-O",
-        type=int,
-        choices=range(4),
-        default=2,
-        help="optimization level (3: with the graph superoptimizer)",
+        "--opt-level", "-O", type=int, choices=range(4), default=2, help="opt level (3: superopt)"
     )
     parser.add_argument(
         "--target", metavar="TRIPLE", help="e.g. aarch64-linux-gnu (default: this machine)"

@@ -100,12 +100,7 @@ def _argument_parser() -> argparse.ArgumentParser:
         "without a record is a warning saying why",
     )
     parser.add_argument(
-        "--opt-level",
-        "-O",
-        type=int,
-        choices=range(4),
-        default=2,
-        help="optimization level (3: with the graph superoptimizer)",
+        "--opt-level", "-O", type=int, choices=range(4), default=2, help="opt level (3: superopt)"
     )
     return parser
 

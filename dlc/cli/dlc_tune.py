@@ -51,7 +51,7 @@ def _argument_parser() -> argparse.ArgumentParser:
         type=int,
         choices=range(1, 4),
         default=2,
-        help="optimization level (3: with the graph superoptimizer)",
+        help="opt level (3: superopt)",
     )
     add(
         "--only",
