@@ -21,7 +21,7 @@ from dlc.api import defined_functions
 from dlc.dialects.graph import LiteralOp
 from dlc.dialects.graph_literal import array_tree, dense_array
 from dlc.passes.graph.fold_constants import FoldConstantsPass
-from dlc.passes.tensor.schedule_policy import tile_columns
+from dlc.passes.tensor.schedule_policy import tile_shape
 from dlc.runtime import cache, constant_data
 from dlc.runtime.module import CompiledModule
 from dlc.semantics.interpreter import run_function
@@ -145,7 +145,7 @@ def test_constant_matrix_packed_from_dense_bytes() -> None:
     w = rng.standard_normal((128, 80)).astype(np.float32)
     program = dot_program(w, 16, "f32")
     mod = dlc.compile(program)
-    nr = tile_columns(Target.host(), 80, "f32")  # 16 with AVX2, 32 with AVX-512, 64 Zen 4
+    nr, _ = tile_shape(Target.host(), 80, "f32")  # 16 with AVX2, 32 with AVX-512, 64 Zen 4
     panels = f"{-(-80 // nr)}x128x{nr}xf32"
     assert f"tensor<{panels}> : memref<{panels}>" in mod.ir("loop")  # the panels
     x = rng.standard_normal((16, 128)).astype(np.float32)

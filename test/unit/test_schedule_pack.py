@@ -141,7 +141,7 @@ def test_constant_weights_are_packed_at_compile_time(dt: str, transposed: bool) 
     x = rng.standard_normal((m, k)).astype(np_dt)
     packed = dlc_compile(text, fma=False)
     loops = packed.ir("loop")
-    panels = -(-n // schedule.tile_columns(Target.host(), n, dt))
+    panels = -(-n // schedule.tile_shape(Target.host(), n, dt)[0])
     assert loops.count("loop.const_buffer") == 1 and f"memref<{panels}x{k}x" in loops
     assert "loop.alloc" not in loops  # no scratch: nothing packed at run time
     plain = dlc_compile(text, opt_level=0)

@@ -17,6 +17,7 @@ from dlc.parser import parse_module
 from dlc.passes.tensor import schedule_policy as schedule
 from dlc.passes.tensor.schedule import SchedulePass
 from dlc.semantics.interpreter import run_function
+from dlc.target import Target
 
 
 @pytest.fixture(autouse=True)
@@ -197,8 +198,6 @@ def test_tiles_follow_the_target(target: str, mr: int, nr: int, lanes: int) -> N
     rows enough to fill its vector registers (6 of 16, 12 of 32); on Zen 4, whose
     512-bit arithmetic runs on 256-bit halves, four vectors of 6 rows when the row
     holds them (`tile_shape`)."""
-    from dlc.target import Target
-
     (tiled,) = _schedules(64, 64, 64, target)
     assert f"tile [d0 = [{mr}], d1 = [{nr}]]" in tiled
     assert "interchange [d0.0, d1.0, r0, d0.1, d1.1]" in tiled and "unroll [d0.1, d1.1]" in tiled
@@ -258,9 +257,12 @@ def test_four_vector_tile(monkeypatch: pytest.MonkeyPatch, dt: str, threads: int
     several K blocks, f32 and f64, 1-3 threads (bounds-checked on 2), within the bound
     of a length-K sum."""
     monkeypatch.setenv("DLC_CACHE", "0")  # the patched policy is not in the cache key
-    monkeypatch.setattr(
-        schedule, "tile_shape", lambda target, vectors: (4, 6) if vectors >= 4 else (2, 6)
-    )
+
+    def four_vectors(target: Target, n: int, dt: str) -> tuple[int, int]:
+        width = target.vector_bytes // (4 if dt == "f32" else 8)
+        return (4 * width, 6) if n >= 4 * width else (2 * width, 6)
+
+    monkeypatch.setattr(schedule, "tile_shape", four_vectors)
     lanes = 16 if dt == "f32" else 8
     for m, k, n in [(37, 301, 4 * lanes + 5), (6, 256, 4 * lanes), (64, 520, 13 * lanes - 3)]:
         text = str(_schedules(m, k, n, "znver4", dt))

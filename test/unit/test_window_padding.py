@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from dlc.api import compile_graph_module
+from dlc.dialects.graph_tensor import window_shape
 from dlc.parser import parse_module
 from dlc.semantics.interpreter import run_function
 from dlc.semantics.tensor import window_padding
@@ -29,10 +30,7 @@ def _source(comb: str, init: str, dt: str, padding: str, strides: str) -> tuple[
     """The program and the type of its padded copy of x."""
     shape, window = (2, 3, 9, 11), (1, 1, 3, 3)
     steps = tuple(int(s) for s in strides.split(","))
-    out = [
-        (n + {"half": w // 2 * 2, "full": 2 * (w - 1)}[padding] - w) // s + 1
-        for n, w, s in zip(shape, window, steps, strict=True)
-    ]
+    out = window_shape(shape, window, steps, padding)  # DLVM's output size
     pads = window_padding(shape, window, steps, padding, out)  # what the windows reach
     padded = [n + lo + hi for n, (lo, hi) in zip(shape, pads, strict=True)]
     x = f"<{' x '.join(map(str, shape))} x {dt}>"

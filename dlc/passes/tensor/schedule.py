@@ -36,8 +36,8 @@ as written), in three steps, from a `Target` (dlc/target.py):
    `MR x NR` register tile (NR two of the target's vectors: 32 f32 with AVX-512, 16
    with AVX2; MR rows so the 2·MR accumulators fill most of the vector registers: 12
    of 32, 6 of 16; on Zen 4, whose 512-bit arithmetic runs on 256-bit halves, 6 rows
-   of four vectors when a row holds them: `tile_shape`), unrolled and carried in registers through the K loop, which is
-   blocked by `K_BLOCK` so the B block stays in L2 across row blocks (not when B
+   of four vectors when a row holds them: `tile_shape`), unrolled and carried in
+   registers through the K loop, which is blocked by `K_BLOCK` so the B block stays in L2 across row blocks (not when B
    fits in L2 or there is one row block: `k_block`); then GOTO's column blocks of
    `n_block` columns go around the K blocks and are the parallel loop, so each thread
    keeps its own block of B in its own L2 (W4 on 2 threads: 406 -> 462 GFLOP/s, 1

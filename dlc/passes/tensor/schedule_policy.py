@@ -152,8 +152,7 @@ def dot_tiles(op: tensor.ComputeOp, target: Target) -> DotTiles | None:
     width = target.vector_bytes // dtype_bytes(t.dt)
     if n < 2 * width or m * n * k < MIN_WORK or m == 1:
         return None  # a vector x matrix product streams B row by row (i-k-j) best
-    vectors, rows = tile_shape(target, n // width)
-    nr = vectors * width
+    nr, rows = tile_shape(target, n, t.dt)
     mr = min(rows, m)
     lanes = width if isinstance(lane_plan(op, len(dims) - 1), dict) else 0
     kc = k_block(k, n * dtype_bytes(t.dt), target)
@@ -165,32 +164,26 @@ def dot_tiles(op: tensor.ComputeOp, target: Target) -> DotTiles | None:
     return DotTiles(mr, nr, kc, lanes, nc, pack)
 
 
-def tile_shape(target: Target, column_vectors: int) -> tuple[int, int]:
-    """(vectors, rows) of a product's register tile: NR = `vectors` of the target's
-    vectors, MR = `rows`, with `column_vectors` whole vectors in a row of the output.
+def tile_shape(target: Target, n: int, dt: str) -> tuple[int, int]:
+    """(NR, MR): the columns and rows of the register tile of a product with `n`
+    columns of `dt` on `target` (NR is also the width of B's packed panels).
 
     Two vectors of 12 rows with 32 registers (6 rows with 16): 24 (12) accumulators,
     12 (6) broadcasts of A and 2 loads of B per K step. Where 512-bit operations run
-    as two 256-bit halves (`Target.split_vectors`: Zen 4) and the row holds four
-    vectors, four vectors of 6 rows instead: the same 24 accumulators with half the
-    broadcasts, and only 6 rows of A in flight, which an 8-way L1 keeps even when A's
-    rows are 4 KiB apart (12 rows at a power-of-two stride fall into one set and
-    evict each other every K step). Measured on the 2-core Zen 4 EPYC, one thread,
-    GFLOP/s, 12 x 32 -> 6 x 64, both unpacked (alternating in one process; 1024^3
-    quiet, the others while a tuning run used the other core): 1024^3 89 -> 100,
-    64 x 1024 x 1024 85 -> 106, 1000^3 94 -> 100, 64 x 784 x 256 105 -> 101,
-    256 x 1000 x 48 (2 vectors: unchanged) 112. BLIS's Zen 4 sgemm kernel is 6 x 64
-    as well; its Skylake-X kernel is 12 x 32."""
-    if target.split_vectors and column_vectors >= 4:
-        return 4, 6
-    return 2, ROWS_32 if target.vector_registers >= 32 else ROWS
-
-
-def tile_columns(target: Target, n: int, dt: str) -> int:
-    """NR, the columns of the register tile of a product with `n` columns of `dt` on
-    `target` (`tile_shape`; also the width of B's packed panels)."""
+    as two 256-bit halves (`Target.split_vectors`: Zen 4) and a row of the output
+    holds four whole vectors, four vectors of 6 rows instead: the same 24
+    accumulators with half the broadcasts, and only 6 rows of A in flight, which an
+    8-way L1 keeps even when A's rows are 4 KiB apart (12 rows at a power-of-two
+    stride fall into one set and evict each other every K step). Measured on the
+    2-core Zen 4 EPYC, one thread, GFLOP/s, 12 x 32 -> 6 x 64, both unpacked
+    (alternating in one process; 1024^3 quiet, the others while a tuning run used the
+    other core): 1024^3 89 -> 100, 64 x 1024 x 1024 85 -> 106, 1000^3 94 -> 100,
+    64 x 784 x 256 105 -> 101, 256 x 1000 x 48 (2 vectors: unchanged) 112. BLIS's
+    Zen 4 sgemm kernel is 6 x 64 as well; its Skylake-X kernel is 12 x 32."""
     width = target.vector_bytes // dtype_bytes(dt)
-    return tile_shape(target, n // width)[0] * width
+    if target.split_vectors and n >= 4 * width:
+        return 4 * width, 6
+    return 2 * width, ROWS_32 if target.vector_registers >= 32 else ROWS
 
 
 def pack_pays(
