@@ -109,10 +109,18 @@ def make_pass(spec: str, **options: Any) -> ModulePass:
     return pass_class.from_pass_spec(arg) if not options else pass_class(**options)
 
 
-SUPEROPTIMIZER = ("superoptimize", "fold-constants", "canonicalize", "cse", "dce")
+SUPEROPTIMIZER = (
+    "superoptimize",
+    "fold-constants{max-elements=4194304}",
+    "canonicalize",
+    "cse",
+    "dce",
+)
 """Run after `GRAPH_OPTIMIZER` at opt_level 3: the substitution search, then folding
-what it built over constants (concatenated literal weights) and a cleanup of what it
-leaves (double transposes of nested splits, unread inline literals)."""
+what it built over constants (concatenated literal weights, products of weights; up to
+`fold_constants.WEIGHT_LIMIT` elements, the limit the search's costs assume) and a
+cleanup of what it leaves (double transposes of nested splits, unread inline
+literals)."""
 
 
 def verify_levels() -> bool:

@@ -26,12 +26,34 @@ def literal_of(value: np.ndarray, t: TensorType) -> LiteralOp:
     return LiteralOp(LiteralAttr(tree), t, inline=t.rank == 0)
 
 
+DEFAULT_LIMIT = 1 << 16
+"""`fold-constants`' default `max-elements`."""
+
+WEIGHT_LIMIT = 1 << 22
+"""The `max-elements` of the folding that follows the superoptimizer (opt_level 3):
+large enough for what it builds over constant weights (four 1024 × 1024 weights
+concatenated, the product of two 1024 × 1024 weights), 16 MiB of f32 at most."""
+
+
+def folds_to(result: int, operands: list[int], limit: int) -> bool:
+    """Whether a result of `result` elements over operands of `operands` elements is
+    folded under `limit`: none larger than the limit, and a result above the default
+    limit no larger than its operands together (a folded broadcast would store data
+    that the program computes from far less)."""
+    if result > limit or any(n > limit for n in operands):
+        return False
+    return result <= DEFAULT_LIMIT or result <= sum(operands)
+
+
 def foldable(op: Operation, limit: int) -> bool:
-    """A pure op of literal operands whose operands and result have at most `limit` elements."""
+    """A pure op of literal operands that `folds_to` allows under `limit`."""
     if isinstance(op, LiteralOp | GlobalRefOp) or not op.has_trait(Pure) or len(op.results) != 1:
         return False
     types = [op.results[0].type, *(v.type for v in op.operands)]
-    if not all(isinstance(t, TensorType) and t.num_elements <= limit for t in types):
+    if not all(isinstance(t, TensorType) for t in types):
+        return False
+    counts = [t.num_elements for t in types]  # type: ignore[union-attr]
+    if not folds_to(counts[0], counts[1:], limit):
         return False
     return all(isinstance(v.owner, LiteralOp) and not v.owner.elements for v in op.operands)
 
@@ -72,7 +94,8 @@ class FoldConstantsPass(PassStatistics, ModulePass):
     Input: a graph-level module. Values come from the NumPy reference interpreter's
     per-op handlers (so folding agrees with dlc's semantics). Ops whose result or an
     operand has more than `max-elements` elements (default 2^16) are left alone, so a
-    huge literal is never materialized. The result is a splat literal when all
+    huge literal is never materialized, and so is a result of more than 2^16 elements
+    larger than its operands together (a broadcast). The result is a splat literal when all
     elements are equal (inline for scalars), otherwise a `<…>` literal, dense (bytes) from
     17 elements. Unused
     literals are erased afterwards. An op whose evaluation raises IndexError (a gather
@@ -82,7 +105,7 @@ class FoldConstantsPass(PassStatistics, ModulePass):
 
     name = "fold-constants"
 
-    max_elements: int = 1 << 16
+    max_elements: int = DEFAULT_LIMIT
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_level(op, "graph", self.name)

@@ -20,6 +20,7 @@ from dlc.dialects.graph_elementwise import BINARY_OPS, AddOp, MultiplyOp
 from dlc.dialects.graph_reduction import ConvolveOp, ReduceWindowOp, conv_config
 from dlc.dialects.graph_tensor import ConcatenateOp, DotOp, SliceOp, TransposeOp
 from dlc.dialects.graph_types import TensorType, dtype_is_float, dtype_is_numeric
+from dlc.passes.graph.fold_constants import WEIGHT_LIMIT, folds_to
 from dlc.passes.graph.pass_support import is_splat, splat_value
 
 MaxOp = BINARY_OPS["max"]
@@ -42,9 +43,10 @@ class Node:
     dtype: str
 
 
-# fold-constants' default `max-elements`: a term op over constants no larger than this
-# is folded after the search, so it costs nothing at run time.
-FOLD_LIMIT = 1 << 16
+# The `max-elements` of the fold-constants that follows the search (opt_level 3): a
+# term op over constants that `folds_to` allows is folded, so it costs nothing at run
+# time (`fold_constants.WEIGHT_LIMIT`).
+FOLD_LIMIT = WEIGHT_LIMIT
 
 
 @dataclass
@@ -83,8 +85,9 @@ class Pool:
             self.constant.append(leaf.constant and elements(node.shape) <= FOLD_LIMIT)
         else:
             self.ready.append(max((self.ready[a] for a in node.args), default=-1))
-            small = elements(node.shape) <= FOLD_LIMIT
-            self.constant.append(small and all(self.constant[a] for a in node.args))
+            sizes = [elements(self.nodes[a].shape) for a in node.args]
+            folds = folds_to(elements(node.shape), sizes, FOLD_LIMIT)
+            self.constant.append(folds and all(self.constant[a] for a in node.args))
         return n
 
     def leaf(self, value: SSAValue, position: int) -> int:
