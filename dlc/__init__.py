@@ -37,6 +37,7 @@ Compiled functions take their arguments positionally or by the DLVM parameter na
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from dlc.diagnostics import DiagnosticError, Location, TrapError
@@ -110,6 +111,7 @@ def compile(
     target_cpu: str = "host",
     num_threads: int | None = None,
     tuning_db: str | os.PathLike[str] | None = None,
+    constants: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> CompiledModule:
     """Parse, verify, differentiate, lower and JIT-compile DLVM text; the compiled
     functions are called with NumPy arrays.
@@ -142,6 +144,12 @@ def compile(
       without one is a `TuningWarning` naming the nest and why (no record, another
       target or dlc version, a record that does not fit). Corrupt lines are a warning,
       never an error.
+    - `constants`: parameters bound to arrays at compile time, by function and
+      parameter name (`{"attention": {"wq": wq, "wk": wk}}`): the compiled function
+      takes the other parameters only, and the optimizer treats the bound ones as
+      constants (folds what is computed from them alone; at opt_level 3 merges
+      products over them). Each array must have the parameter's dtype and shape
+      (`dlc.bind`); an unknown name is a `DiagnosticError`.
     - `externs`: the `[extern]` C functions the program may call. None (the default)
       allows none; `"libm"` allows libm's scalar math functions (`dlc.externs.LIBM`);
       an iterable names C symbols and presets (`["libm", "my_fn"]`). Calling or
@@ -170,14 +178,16 @@ def compile(
         "num_threads": num_threads,
     }
     compiled = None
-    if isinstance(text, str | bytes) and isinstance(filename, str):
+    if isinstance(text, str | bytes) and isinstance(filename, str) and constants is None:
         compiled = warm.compile_cached(text, filename, allowed, **settings)
     if compiled is not None:  # compiled before: from the cache, without parsing
         return compiled
     from dlc.api import compile_graph_module
 
     module = parse(text, filename)
-    return compile_graph_module(module, externs=allowed, source=text, **settings)
+    return compile_graph_module(
+        module, externs=allowed, source=text, constants=constants, **settings
+    )
 
 
 def compile_file(path: str | os.PathLike[str], **options: Any) -> CompiledModule:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp
@@ -338,6 +338,7 @@ def compile_graph_module(
     num_threads: int | None = None,
     tuning_db: str | os.PathLike[str] | None = None,
     source: str | bytes | None = None,
+    constants: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> CompiledModule:
     """Compile every defined function of a verified graph module to native code.
 
@@ -361,8 +362,16 @@ def compile_graph_module(
 
     `source` is the program text `module` was parsed from, when there is one: the
     compile then leaves a quick record (`dlc.runtime.quick`) with which the next
-    compile of the same text and options skips parsing altogether."""
+    compile of the same text and options skips parsing altogether. `constants` binds
+    parameters to arrays (`dlc.bind.bind_constants`); the cache then keys on the
+    arrays' bytes, and no quick record is left (the text alone is not the program)."""
     from dlc.passes.graph.differentiate import differentiated
+
+    if constants is not None:
+        from dlc.bind import bind_constants
+
+        module = bind_constants(module, constants)
+        source = None
 
     allowed = allowed_externs(externs)
     called = check_externs(module, allowed)

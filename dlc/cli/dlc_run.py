@@ -66,6 +66,16 @@ def _argument_parser() -> argparse.ArgumentParser:
         help="an input from a .npy file",
     )
     parser.add_argument(
+        "--constant",
+        "-c",
+        action="append",
+        default=[],
+        metavar="NAME=PATH.npy",
+        help="bind parameter NAME to a .npy file's array at compile time (a weight): the "
+        "function then takes the other parameters (an ONNX model: a graph input made a "
+        "constant)",
+    )
+    parser.add_argument(
         "--random-inputs", action="store_true", help="random values for inputs not given"
     )
     parser.add_argument(
@@ -194,11 +204,11 @@ def _check_random_size(t: Any, name: str, shape: tuple[int, ...], dtype: Any) ->
         )
 
 
-def _load_npy(path: str, name: str) -> np.ndarray:
+def _load_npy(path: str, name: str, option: str = "--input") -> np.ndarray:
     try:
         return np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError) as e:
-        raise RunError(f"--input {name}: cannot load '{path}': {e}") from None
+        raise RunError(f"{option} {name}: cannot load '{path}': {e}") from None
 
 
 def random_array(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
@@ -321,6 +331,8 @@ def _quick(args: argparse.Namespace, externs: frozenset[str]) -> tuple[Any, byte
     None to take the full path (which also reports every error)."""
     if args.file.endswith(".onnx") or args.input_shape or args.tuning_db is not None:
         return None
+    if args.constant:
+        return None
     from dlc.warm import compile_cached
 
     try:
@@ -358,9 +370,18 @@ def run(argv: Sequence[str] | None) -> None:
         func: Any = compiled[name].signature
         inputs = build_inputs(func, args.input, args.random_inputs, args.seed)
     else:
-        module, text = parse_file(args.file, input_shapes(args.input_shape))
+        constants = constant_arrays(args.constant)
+        onnx = args.file.endswith(".onnx")
+        module, text = parse_file(
+            args.file, input_shapes(args.input_shape), constants if onnx else None
+        )
         func = choose_function(module, args.entry)
         name = func.sym_name.data
+        if constants and not onnx:
+            from dlc.bind import bind_constants
+
+            module = bind_constants(module, {name: constants})
+            func = choose_function(module, name)
         inputs = build_inputs(func, args.input, args.random_inputs, args.seed)
         from dlc.api import compile_graph_module
 
@@ -398,17 +419,37 @@ def input_shapes(specs: Sequence[str]) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def parse_file(path: str, input_shapes: dict[str, tuple[int, ...]]) -> tuple[Any, bytes]:
+def constant_arrays(specs: Sequence[str]) -> dict[str, np.ndarray]:
+    """`--constant NAME=PATH.npy` options: parameter name -> array (a malformed option
+    or an unreadable file is a RunError)."""
+    arrays: dict[str, np.ndarray] = {}
+    for spec in specs:
+        name, sep, path = spec.partition("=")
+        name = name.removeprefix("%")
+        if not sep or not path or not name:
+            raise RunError(f"--constant expects NAME=PATH.npy, got '{spec}'")
+        if name in arrays:
+            raise RunError(f"--constant {name}: given twice")
+        arrays[name] = _load_npy(path, name, "--constant")
+    return arrays
+
+
+def parse_file(
+    path: str,
+    input_shapes: dict[str, tuple[int, ...]],
+    constant_inputs: dict[str, np.ndarray] | None = None,
+) -> tuple[Any, bytes]:
     """The program of `path`, differentiated (so `--entry` finds the functions of
     `[adjoint ...]` declarations and the `@g_grad` they synthesize), and its text.
-    An `.onnx` file is imported (its text is empty: diagnostics name nodes, not lines)."""
+    An `.onnx` file is imported (its text is empty: diagnostics name nodes, not lines),
+    with `constant_inputs` as constants."""
     import dlc
     from dlc.passes.graph.differentiate import differentiated
 
     if path.endswith(".onnx"):
         import dlc.onnx
 
-        return dlc.onnx.load(path, input_shapes), b""
+        return dlc.onnx.load(path, input_shapes, constant_inputs=constant_inputs), b""
     if input_shapes:
         raise RunError("--input-shape applies to ONNX models only")
 
