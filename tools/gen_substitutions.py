@@ -19,8 +19,9 @@ Stages, each timed and counted in the file's header and on stdout:
    which it holds (dlc.passes.graph.superopt.prove), on `--jobs` processes; every
    proof is bounded by z3's step count, so the statuses do not depend on the number
    of processes or the machine's load;
-4. in order, drop the candidates a single step of a smaller proven rule already
-   performs; every other candidate is written with its status (the `superoptimize`
+4. in order, drop the candidates a single step of a smaller proven rule (of any
+   family) already performs, and those an earlier family states already (the same
+   rule up to names); every other candidate is written with its status (the `superoptimize`
    pass applies only `proven` ones).
 
 Candidates whose sides have at most two ops each come first (every family's, then
@@ -35,6 +36,7 @@ import argparse
 import itertools
 import json
 import multiprocessing
+import re
 import sys
 import time
 from collections import defaultdict
@@ -117,6 +119,18 @@ def canonical_text(
     return min(texts)
 
 
+def plain_text(lhs: Sequence[Term], rhs: Sequence[Term], pool: dict[str, Shape]) -> str:
+    """The rule's text with inputs, then dimension variables, renamed in order of first
+    appearance: equal for the same rule stated by two families."""
+    words = re.findall(r"[A-Za-z_]\w*", " ".join(show(t) for t in (*lhs, *rhs)))
+    names = list(dict.fromkeys(w for w in words if w in pool))
+    fresh = {n: f"i{k}" for k, n in enumerate(names)}
+    dims: dict[str, str] = {}
+    shapes = [" ".join(dims.setdefault(str(d), f"d{len(dims)}") for d in pool[n]) for n in names]
+    sides = [[show(rename(t, fresh)) for t in side] for side in (lhs, rhs)]
+    return repr((sides, shapes))
+
+
 def prune(
     en: Enumerator, pairs: list[tuple[tuple[Term, ...], tuple[Term, ...]]]
 ) -> list[tuple[tuple[Term, ...], tuple[Term, ...]]]:
@@ -143,7 +157,7 @@ def prune(
 class Implied:
     """Whether one step of an already kept rule turns a candidate's lhs into its rhs."""
 
-    def __init__(self, pool_shapes: dict[str, Shape], sizes: dict[str, int]):
+    def __init__(self, pool_shapes: dict[str, Shape], sizes: dict[str, int], kept: list[Pattern]):
         self.pool = Pool()
         self.inputs = pool_shapes
         self.sizes = sizes
@@ -152,7 +166,7 @@ class Implied:
             self.pool.leaves.append(Leaf(None, -1))  # type: ignore[arg-type]
             node = Node("leaf", (), len(self.pool.leaves) - 1, concrete(shape, sizes), "f32")
             self.leaf[name] = self.pool.intern(node)
-        self.patterns: list[Pattern] = []
+        self.patterns = kept  # shared by every family: one list of the kept rules
 
     def roots(self, terms: Sequence[Term]) -> tuple[int, ...]:
         shapes = shapes_of(terms, self.inputs)
@@ -281,7 +295,7 @@ def verify(
     seconds: dict[str, float],
 ) -> list[Rule]:
     """Every candidate's status, then, in order, the rules that no single step of a
-    smaller proven rule of their family implies (counted into `stats`)."""
+    smaller proven rule implies and no earlier family states (counted into `stats`)."""
     t = time.perf_counter()
     drafts = [[make_rule(en, 0, lhs, rhs) for lhs, rhs in pairs] for _, en, pairs in work]
     holds = [[holds_numerically(r, trials=4, seed=7) for r in rs] for rs in drafts]
@@ -293,14 +307,19 @@ def verify(
     seconds[f"prove ({jobs} processes)"] = round(time.perf_counter() - t, 2)
     t = time.perf_counter()
     implied: dict[str, Implied] = {}
+    kept: list[Pattern] = []
     out: list[Rule] = []
+    written: dict[str, str] = {}  # canonical text -> family, of the rules kept so far
     for (name, en, pairs), states in zip(work, statuses):
-        check = implied.setdefault(name, Implied(en.pool, en.sizes))
+        check = implied.setdefault(name, Implied(en.pool, en.sizes, kept))
         counts = stats[name]
         for (lhs, rhs), status in zip(pairs, states):  # smallest first
-            if check(lhs, rhs):
+            key = plain_text(lhs, rhs, en.pool)
+            if check(lhs, rhs) or written.get(key, name) != name:
+                # one step of a smaller rule, or another family's rule restated
                 counts["implied by a smaller rule"] += 1
                 continue
+            written[key] = name
             rule = Rule(f"r{len(out)}", make_rule(en, 0, lhs, rhs).inputs, lhs, rhs, status)
             if rule.proven:
                 check.keep(rule)

@@ -80,7 +80,18 @@ IMAGES = Family(
     3,
     frozenset({"k0", "k1"}),
 )  # fmt: skip
-FAMILIES = (MATRICES, IMAGES)
+# three matrices that chain, (a, b)·(b, c)·(c, d): associativity of products and its
+# interplay with transposes, which the matrices family (one inner size per weight)
+# cannot state; what rewrites q·kᵀ = (x·wq)·(x·wk)ᵀ into (x·(wq·wkᵀ))·xᵀ, whose inner
+# product over constant weights folds at compile time
+CHAINS = Family(
+    "chains",
+    {"x0": "a b", "w0": "b c", "y0": "c d"},
+    {"a": 2, "b": 3, "c": 4, "d": 5},
+    ("matmul", "transpose"),
+    3,
+)
+FAMILIES = (MATRICES, IMAGES, CHAINS)
 MAX_OUTPUTS = 2
 
 

@@ -169,10 +169,11 @@ def test_a_reduced_generation_reproduces_the_shipped_file_byte_for_byte(tmp_path
         sys.path.remove(str(ROOT / "tools"))
     # z3 is bounded by its resource limit, not by time: statuses are reproducible
     rules, stats = gen_substitutions.generate(max_ops=2, rlimit=5_000_000, log=False, jobs=1)
-    for family in ("matrices", "images"):
+    families = ("matrices", "images", "chains")
+    for family in families:
         counts = stats[family]
         assert counts["enumerated"] > counts["candidates"] > counts["after pruning"] > 0
-    assert len(rules) == sum(stats[f]["after pruning"] for f in ("matrices", "images"))
+    assert len(rules) == sum(stats[f]["after pruning"] for f in families)
     # the smaller candidates come first: the reduced file's rules are, byte for byte,
     # the text that starts the shipped file's rules (only the header's counts differ)
     out = tmp_path / "rules.json"
@@ -343,3 +344,38 @@ def test_evaluating_an_ill_typed_term_is_an_error() -> None:
     values = {"x": np.ones((2, 3)), "y": np.ones((2, 3))}
     with pytest.raises(ValueError, match="ill-typed term among"):
         evaluate([parse("(matmul x y)")], inputs, values, {"a": 2, "b": 3})
+
+
+ATTENTION = ROOT / "benchmarks" / "attention.dl"
+
+
+def test_attention_over_bound_weights_needs_one_projection_less() -> None:
+    """q·kᵀ = (x·wq)·(x·wk)ᵀ over weights bound at compile time becomes (x·(wq·wkᵀ))·xᵀ
+    (a transpose law, then associativity twice: three steps of equal cost that the
+    queue's 1 % cost steps let the search reach past the plateau of merged
+    projections), wq·wkᵀ is folded, and the two remaining projections of x merge: the
+    function runs three products instead of five, and matches the reference."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((128, 512)).astype(np.float32)
+    ws = [(rng.standard_normal((512, 512)) * 0.05).astype(np.float32) for _ in range(3)]
+    constants = {"attention": dict(zip(("wq", "wk", "wv"), ws, strict=True))}
+    text = ATTENTION.read_text()
+    compiled = dlc.compile(text, opt_level=3, constants=constants)
+    stats = compiled.pass_statistics()["superoptimize"]
+    assert stats["fired r58"] == 2 and stats["fired r58'"] == 1  # associativity
+    assert stats["cost after (ns)"] < 0.75 * stats["cost before (ns)"]
+    graph = compiled.ir("graph")
+    assert graph.count("= dot ") == 3  # x·[wq·wkᵀ | wv], its left half ·xᵀ, p·v
+    want = run_function(parse_module(text), "attention", [x, *ws])
+    np.testing.assert_allclose(compiled.attention(x), want, rtol=1e-4, atol=1e-5)
+    # at opt_level 2 the same binding keeps the five products
+    assert dlc.compile(text, opt_level=2, constants=constants).ir("graph").count("= dot ") == 5
+
+
+def test_associativity_of_three_products_is_shipped_and_proven() -> None:
+    """The chains family states what the matrices family cannot: (x·w)·y = x·(w·y)."""
+    rule = next(r for r in shipped() if r.name == "r58")
+    assert rule.status == "proven"
+    assert [show(t) for t in rule.lhs] == ["(matmul x0 (matmul w0 y0))"]
+    assert [show(t) for t in rule.rhs] == ["(matmul (matmul x0 w0) y0)"]
+    assert holds_numerically(rule, trials=3)

@@ -11,11 +11,21 @@ cost; it pops the cheapest, applies every pattern at every match, and queues eac
 graph whose cost is below `alpha` times the best cost seen — so a rewrite that costs a
 little now (α > 1) can lead to a cheaper graph later — until the queue is empty, the
 time budget is spent or `max_graphs` graphs were seen.
+
+One departure from TASO: the queue orders costs in steps of `STEP` (1 %), and graphs
+within a step in the order they were found (breadth first). Ordered by exact cost, a
+plateau of rewrites that each save a fraction of a percent is expanded before any graph
+of the starting cost: attention over constant weights merges its three projections
+(saving two kernel starts, 0.2 %), and the tens of thousands of split and transpose
+arrangements of the merged product starve the three equal-cost steps that turn
+(x·wq)·(x·wk)ᵀ into (x·(wq·wkᵀ))·xᵀ, 28 % cheaper. The best graph is still the one of
+least exact cost.
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
@@ -257,6 +267,16 @@ class Costs:
         return total
 
 
+STEP = 0.01
+"""The queue's cost resolution: graphs whose costs differ by less are expanded in the
+order they were found (module docstring)."""
+
+
+def cost_step(c: float) -> int:
+    """The queue rank of cost `c`: its logarithm in steps of `STEP`."""
+    return math.floor(math.log(max(c, 1.0)) / math.log1p(STEP))
+
+
 def search(
     graph: BlockGraph,
     pats: Sequence[Pattern],
@@ -270,9 +290,9 @@ def search(
     start, deadline = graph.roots, time.monotonic() + budget_s
     best, best_cost = start, cost(start)
     parent: dict[tuple[int, ...], tuple[tuple[int, ...], str] | None] = {start: None}
-    queue = [(best_cost, 0, start)]
+    queue = [(cost_step(best_cost), 0, best_cost, start)]
     while queue and time.monotonic() < deadline and len(parent) < max_graphs:
-        c, _, roots = heapq.heappop(queue)
+        _, _, c, roots = heapq.heappop(queue)
         if c < best_cost:
             best, best_cost = roots, c
         for new, name in successors(pool, View.of(pool, roots), pats, deadline):
@@ -281,7 +301,7 @@ def search(
             parent[new] = (roots, name)
             c2 = cost(new)
             if c2 < alpha * best_cost:
-                heapq.heappush(queue, (c2, len(parent), new))
+                heapq.heappush(queue, (cost_step(c2), len(parent), c2, new))
     fired: list[str] = []
     step = parent[best]
     while step is not None:
