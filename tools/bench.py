@@ -22,6 +22,10 @@ NumPy's. A GFLOP/s table of every column follows, then the W4 ceiling: NumPy's m
 on OpenBLAS's AVX-512 kernel (`OPENBLAS_CORETYPE=SkylakeX`, in a subprocess) at the
 bench's thread count and at 1 thread, next to dlc's W4 as a percentage of it.
 
+W10c and W11c are W10 and W11 with their weights bound at compile time
+(`dlc.compile(..., constants=...)`, as an ONNX model's initializers are): dlc's
+function takes x (and c) only; the peers take every input as in W10 and W11.
+
 W8 (ResNet-50) and W9 (BERT-base encoder layer), whole ONNX models, run only when
 named (`--only W8,W9`): tools/bench_models.py says what their table shows.
 
@@ -178,6 +182,8 @@ WORKLOADS = [
     Workload("W7", "LayerNorm + GELU", "benchmarks/layernorm_gelu.dl", "layernorm_gelu", layernorm_inputs, np_layernorm_gelu),
     Workload("W10", "LSTM step, 4 gate dots", "benchmarks/lstm_step.dl", "lstm_step", normal(*[(64, 1024)] * 2, *[(1024, 1024)] * 4, scale=0.05), np_lstm_step, 8.0 * 64 * 1024 * 1024),
     Workload("W11", "attention, Q/K/V dots", "benchmarks/attention.dl", "attention", normal((128, 512), *[(512, 512)] * 3, scale=0.05), np_attention, 2.0 * 128 * 512 * (3 * 512 + 2 * 128)),
+    Workload("W10c", "W10, weights bound", "benchmarks/lstm_step.dl", "lstm_step", normal(*[(64, 1024)] * 2, *[(1024, 1024)] * 4, scale=0.05), np_lstm_step, 8.0 * 64 * 1024 * 1024, constants=("wf", "wi", "wj", "wo")),
+    Workload("W11c", "W11, weights bound", "benchmarks/attention.dl", "attention", normal((128, 512), *[(512, 512)] * 3, scale=0.05), np_attention, 2.0 * 128 * 512 * (3 * 512 + 2 * 128), constants=("wq", "wk", "wv")),
     Workload("W12", "Inception block 3a", "benchmarks/inception.dl", "inception", normal((1, 192, 28, 28), (128, 96, 3, 3), (32, 16, 5, 5), (32, 192, 1, 1), scale=0.1), np_inception, 2.0 * 784 * (192 * 176 + 96 * 128 * 9 + 16 * 32 * 25 + 192 * 32)),
 ]  # fmt: skip
 
@@ -185,7 +191,9 @@ WORKLOADS = [
 # -- driver ---------------------------------------------------------------------------
 
 
-def compile_source(text: str, filename: str, threads: int) -> tuple[Any, float, float, float]:
+def compile_source(
+    text: str, filename: str, threads: int, constants: dict[str, Any] | None = None
+) -> tuple[Any, float, float, float]:
     """Compile three times; return the module and the cold, memory-cached and
     disk-cached compile times."""
     import dlc
@@ -195,7 +203,7 @@ def compile_source(text: str, filename: str, threads: int) -> tuple[Any, float, 
     compiled = None
     for _ in range(3):
         start = time.perf_counter()
-        module = dlc.compile(text, filename=filename, num_threads=threads)
+        module = dlc.compile(text, filename=filename, num_threads=threads, constants=constants)
         times.append(time.perf_counter() - start)
         compiled = compiled or module
         if len(times) == 2:
@@ -227,7 +235,10 @@ def o3_cell(w: Workload, text: str, threads: int, inputs: Arrays, want: Any, o2:
     """dlc at opt_level=3 (the superoptimizer on): µs, opt_level 2 / 3, what fired."""
     import dlc
 
-    compiled = dlc.compile(text, filename=w.source, num_threads=threads, opt_level=3)
+    constants, inputs = w.bound(inputs)
+    compiled = dlc.compile(
+        text, filename=w.source, num_threads=threads, opt_level=3, constants=constants
+    )
     fn = compiled[w.entry]
     error = max_error(fn(*inputs), want)
     o3 = median_seconds(fn, inputs)
@@ -247,16 +258,17 @@ def run_workload(
     label = f"{w.id:3} {w.title:24}"
     text = (ROOT / w.source).read_text()
     try:
-        compiled, first, second, disk = compile_source(text, w.source, threads)
-        fn = compiled[w.entry]
         inputs = w.inputs(np.random.default_rng(0))
+        constants, own = w.bound(inputs)
+        compiled, first, second, disk = compile_source(text, w.source, threads, constants)
+        fn = compiled[w.entry]
         want = w.numpy(*inputs)
-        error = max_error(fn(*inputs), want)
+        error = max_error(fn(*own), want)
     except DiagnosticError as e:
         return f"{label} skipped: dlc cannot compile it yet: {e.message}", {}
     except (NotImplementedError, TypeError, ValueError) as e:
         return f"{label} skipped: {type(e).__name__}: {e}", {}
-    seconds = {"dlc": median_seconds(fn, inputs)}
+    seconds = {"dlc": median_seconds(fn, own)}
     cells = ""
     for peer in peers:
         result = time_peer(peer, w, inputs, want)

@@ -31,6 +31,22 @@ class Workload:
     numpy: Callable[..., Any]
     flops: float | None = None
     chain: int = 0  # softmax applications in sequence (W2 only)
+    # the last parameters, by name, bound to their inputs at compile time (weights the
+    # program is compiled with, `dlc.compile(..., constants=)`); dlc's function takes
+    # the others, the peers still take every input
+    constants: tuple[str, ...] = ()
+
+    @property
+    def twin(self) -> str:
+        """The id of the workload whose peer twins this one uses (W10c: W10's)."""
+        return self.id.removesuffix("c")
+
+    def bound(self, inputs: Arrays) -> tuple[dict[str, dict[str, Any]] | None, Arrays]:
+        """(dlc.compile's `constants`, the inputs dlc's function takes)."""
+        if not self.constants:
+            return None, inputs
+        free = len(inputs) - len(self.constants)
+        return {self.entry: dict(zip(self.constants, inputs[free:], strict=True))}, inputs[:free]
 
 
 def median_seconds(fn: Callable[..., Any], args: Sequence[Any]) -> float:

@@ -236,7 +236,7 @@ class OnnxRuntimePeer:
     def prepare(self, w: Workload, inputs: Arrays) -> Prepared | None:
         import onnxruntime as ort
 
-        nodes, outputs = GRAPHS[w.id](w, inputs)
+        nodes, outputs = GRAPHS[w.twin](w, inputs)
         model = onnx_model(nodes, inputs, outputs)
         options = ort.SessionOptions()
         options.intra_op_num_threads = self.threads

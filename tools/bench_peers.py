@@ -107,7 +107,7 @@ def jax_twin(w: Workload) -> Callable[..., Any]:
         "W11": attention,
         "W12": jax_inception(),
     }
-    return twins[w.id]
+    return twins[w.twin]
 
 
 class JaxPeer:
@@ -205,7 +205,7 @@ def torch_twin(w: Workload) -> Callable[..., Any]:
         "W11": attention,
         "W12": torch_inception(),
     }
-    return twins[w.id]
+    return twins[w.twin]
 
 
 class TorchPeer:
