@@ -18,6 +18,7 @@ process, `--only`, for each model's own).
     python tools/bench.py --only W8,W9
     python tools/bench_models.py [--only W8] [--threads N]   # the same rows alone
     python tools/bench_models.py --weights fill              # constant-filled weights
+    python tools/bench_models.py --only W9 -O 3              # with the superoptimizer
 
 `--weights fill` runs the same graphs with every weight a `ConstantOfShape` fill (the
 form of onnx's light models): the same computation for both systems, without the
@@ -102,19 +103,22 @@ def ort_session(path: Path, threads: int) -> Any:
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
-def _compile(module: Any, threads: int) -> tuple[Any, list[float]]:
+def _compile(module: Any, threads: int, opt_level: int = 2) -> tuple[Any, list[float]]:
     """The compiled module, and the wall and CPU seconds of its cold compile and of its
     compile from the disk cache."""
     from dlc.api import compile_graph_module
     from dlc.runtime import cache
 
-    compiled, *cold = _timed(lambda: compile_graph_module(module, num_threads=threads))
+    def compile_once() -> Any:
+        return compile_graph_module(module, num_threads=threads, opt_level=opt_level)
+
+    compiled, *cold = _timed(compile_once)
     cache.clear_memory()
-    _, *cached = _timed(lambda: compile_graph_module(module, num_threads=threads))
+    _, *cached = _timed(compile_once)
     return compiled, [*cold, *cached]
 
 
-def run_model(w: ModelWorkload, threads: int, weights: str = "random") -> str:
+def run_model(w: ModelWorkload, threads: int, weights: str = "random", opt_level: int = 2) -> str:
     """One report line for `w`, or why it has no numbers."""
     import onnx_workloads
 
@@ -126,7 +130,7 @@ def run_model(w: ModelWorkload, threads: int, weights: str = "random") -> str:
     inputs = w.inputs()
     try:
         module, imported, imported_cpu = _timed(lambda: dlc.onnx.load(path))
-        compiled, (cold, cold_cpu, cached, cached_cpu) = _compile(module, threads)
+        compiled, (cold, cold_cpu, cached, cached_cpu) = _compile(module, threads, opt_level)
     except DiagnosticError as e:
         return f"{label} skipped: dlc cannot compile it: {e.message}"
     fn = compiled[next(iter(compiled.functions))]
@@ -155,15 +159,20 @@ def _max_rss_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9
 
 
-def run_models(wanted: set[str] | None, threads: int, weights: str = "random") -> None:
+def run_models(
+    wanted: set[str] | None, threads: int, weights: str = "random", opt_level: int = 2
+) -> None:
     """The W8/W9 table (bench.py calls it after its own)."""
     chosen = [w for w in MODELS if wanted is None or w.id in wanted]
     if not chosen:
         return
-    print(f"\nONNX models, {weights} weights ({threads} threads; times in s, calls in µs)")
+    print(
+        f"\nONNX models, {weights} weights, opt_level {opt_level} ({threads} threads;"
+        " times in s, calls in µs)"
+    )
     print(HEADER)
     for w in chosen:
-        print(run_model(w, threads, weights), flush=True)
+        print(run_model(w, threads, weights, opt_level), flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -177,9 +186,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=default_threads())
     parser.add_argument("--weights", choices=("random", "fill"), default="random",
                         help="fill: constant-filled weights (same computation, no weight data)")  # fmt: skip
+    parser.add_argument("--opt-level", "-O", type=int, choices=range(4), default=2,
+                        help="dlc's opt_level (3: the superoptimizer too)")  # fmt: skip
     args = parser.parse_args(argv)
     os.environ.setdefault("DLC_CACHE_DIR", tempfile.mkdtemp(prefix="dlc-bench-cache-"))
-    run_models(set(args.only.split(",")) if args.only else None, args.threads, args.weights)
+    wanted = set(args.only.split(",")) if args.only else None
+    run_models(wanted, args.threads, args.weights, args.opt_level)
     return 0
 
 
