@@ -64,6 +64,7 @@ from dlc.dialects import tensor
 from dlc.dialects.graph_types import TensorType
 from dlc.dialects.levels import require_level
 from dlc.dialects.tensor_groups import reads_at_identity, uses_of
+from dlc.passes.tensor.simplify_indices import simplify_indices
 
 EXPENSIVE_COST = 20
 DIVISION_COST = 8
@@ -284,7 +285,9 @@ class FusePass(ModulePass):
     Input: verified tensor level (`tensor.func` of `tensor.compute`). Output: the same
     functions with producers inlined into consumers by the duplication rule of this
     module's docstring; computes that stay keep their schedules (the `schedule` pass
-    groups them into shared nests). Idempotent.
+    groups them into shared nests). Then each body's index divisions that the indices'
+    ranges decide are taken out (`simplify_indices`: what chains of inlined reshapes
+    leave). Idempotent.
     """
 
     name = "fuse"
@@ -295,3 +298,6 @@ class FusePass(ModulePass):
             if isinstance(func, tensor.FuncOp):
                 while inline_computes(func):
                     pass
+                for compute in func.walk():
+                    if isinstance(compute, tensor.ComputeOp):
+                        simplify_indices(compute)
