@@ -79,3 +79,28 @@ func @f: ({t}) -> <1 x 3 x 5 x 5 x f32> {{
     assert "arith.divsi" not in tensor and "arith.remsi" not in tensor
     x = np.random.default_rng(0).standard_normal((1, 8, 5, 5)).astype(np.float32)
     np.testing.assert_array_equal(compiled.f(x), np.maximum(x[:, 4:7], 0))
+
+
+def test_a_concatenation_of_a_split_matches_numpy() -> None:
+    """The concatenation's clamped reads through a channel split (the merged 1 x 1
+    convolutions' relu and concatenation in W12)."""
+    text = """module "c"
+stage raw
+
+func @f: (<1 x 8 x 5 x 5 x f32>, <1 x 2 x 5 x 5 x f32>) -> <1 x 5 x 5 x 5 x f32> {
+'entry(%x: <1 x 8 x 5 x 5 x f32>, %z: <1 x 2 x 5 x 5 x f32>):
+    %m = shapeCast %x: <1 x 8 x 5 x 5 x f32> to 8 x 25
+    %s = slice %m: <8 x 25 x f32> from 2 upto 4
+    %b = shapeCast %s: <3 x 25 x f32> to 1 x 3 x 5 x 5
+    %c = concatenate %b: <1 x 3 x 5 x 5 x f32>, %z: <1 x 2 x 5 x 5 x f32> along 1
+    %y = add %c: <1 x 5 x 5 x 5 x f32>, 1.0: f32
+    return %y: <1 x 5 x 5 x 5 x f32>
+}
+"""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((1, 8, 5, 5)).astype(np.float32)
+    z = rng.standard_normal((1, 2, 5, 5)).astype(np.float32)
+    compiled = dlc.compile(text)
+    assert "arith.divsi" not in compiled.ir("tensor")
+    want = np.concatenate([x[:, 2:5], z], axis=1) + 1
+    np.testing.assert_array_equal(compiled.f(x, z), want)

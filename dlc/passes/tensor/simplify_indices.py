@@ -8,7 +8,9 @@ stay in the loop, keep it from vectorizing, and cost tens of cycles per element.
 
 Each i64 value of a `tensor.compute` body that is an affine form of the body's
 indices (sums, differences, products by constants: Σ aᵢ·xᵢ + b) is tracked with its
-range (an index ranges over its extent). For `x / c` and `x % c` (c > 0) with x ≥ 0,
+range (an index ranges over its extent); a clamp (`minsi`, `maxsi`, `select`: how a
+concatenation or a padding reads) is a variable of its own, ranging as its operands
+allow. For `x / c` and `x % c` (c > 0) with x ≥ 0,
 the terms of x whose coefficients c divides (and the multiple of c in b) are the
 quotient's; when the rest r lies in [0, c), x / c = (x − r) / c exactly and x % c = r,
 and the division is replaced by that affine form, spelled with `muli`/`addi` (the ops
@@ -109,6 +111,18 @@ def simplify_indices(compute: ComputeOp) -> int:
                 forms[out] = _make(
                     {v: k * scale for v, k in form.terms}, form.const * scale, ranges
                 )
+        elif isinstance(op, arith.MinSIOp | arith.MaxSIOp | arith.SelectOp):
+            # a clamp (a concatenation's or a padding's read): a new variable whose range
+            # follows from its operands'
+            known = [f for f in operands[-2:] if f is not None and f.lo is not None]
+            if len(known) == 2:
+                (a, b), pick = known, min if isinstance(op, arith.MinSIOp) else max
+                if isinstance(op, arith.SelectOp):
+                    lo, hi = min(a.lo, b.lo), max(a.hi, b.hi)  # type: ignore[type-var]
+                else:
+                    lo, hi = pick(a.lo, b.lo), pick(a.hi, b.hi)  # type: ignore[type-var]
+                ranges[out] = (lo, hi)  # type: ignore[assignment]
+                forms[out] = _make({out: 1}, 0, ranges)
         elif isinstance(op, arith.DivSIOp | arith.RemSIOp):
             x, c = operands[0], _constant(op.operands[1])
             if x is None or c is None or c <= 0 or x.lo is None or x.lo < 0:
