@@ -83,9 +83,9 @@ def test_bench_row_for_a_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
     monkeypatch.setitem(onnx_workloads.BUILDERS, "tiny", relu_model)
     w = bench_models.ModelWorkload("W8", "tiny", "tiny", lambda: [np.ones((2, 3), np.float32)])
     monkeypatch.setattr(bench_models, "MODELS", [w])
-    bench_models.run_models({"W8"}, 1)
+    bench_models.run_models({"W8"}, 1, opt_level=3)
     header, columns, row = capsys.readouterr().out.strip().splitlines()
-    assert "random weights (1 threads" in header and columns.startswith("id  model")
+    assert "random weights, opt_level 3 (1 threads" in header and columns.startswith("id  model")
     main, usage = row.rsplit("  (", 1)
     fields = main.split()
     assert fields[:2] == ["W8", "tiny"] and len(fields) == 9 and fields[-1] == "0.0e+00"
