@@ -17,11 +17,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from xdsl.context import Context
 
 import dlc
 from dlc.parser import parse_module, print_module
 from dlc.passes.graph.superopt import __main__ as listing
 from dlc.passes.graph.superopt.axioms import AXIOMS, FALSE_AXIOM, axiom_rule, checked_axioms
+from dlc.passes.graph.superopt.graphs import windows
 from dlc.passes.graph.superopt.library import RULES_FILE, Rule, dump, holds_numerically, shipped
 from dlc.passes.graph.superopt.prove import Prover
 from dlc.passes.graph.superopt.terms import parse, show
@@ -203,6 +205,7 @@ def test_listing_reports_an_unreadable_file(
         ({"alpha": 0.5}, "superoptimize: alpha must be at least 1.0, got 0.5"),
         ({"budget": -1.0}, "superoptimize: budget must be at least 0 s, got -1.0"),
         ({"max_graphs": 0}, "superoptimize: max-graphs must be at least 1, got 0"),
+        ({"window": 0}, "superoptimize: window must be at least 1, got 0"),
         ({"rules": "/nonexistent/rules.json"}, "superoptimize: cannot read rules file"),
     ],
 )
@@ -379,3 +382,37 @@ def test_associativity_of_three_products_is_shipped_and_proven() -> None:
     assert [show(t) for t in rule.lhs] == ["(matmul x0 (matmul w0 y0))"]
     assert [show(t) for t in rule.rhs] == ["(matmul (matmul x0 w0) y0)"]
     assert holds_numerically(rule, trials=3)
+
+
+def test_a_500_instruction_program_is_searched_and_keeps_its_results() -> None:
+    """A block of 501 instructions (100 rounds of two products over one input, their
+    sum, relu and a scaling, whose shared inputs invite merges): the search runs to its
+    graph budget (not its time budget: no result depends on the machine's load),
+    applies only proven rules, and the program computes what it did before."""
+    n, t = 100, "<8 x 8 x f32>"
+    params = ", ".join([t] * (1 + 2 * n))
+    args = ", ".join([f"%x0: {t}"] + [f"%w{i}: {t}, %v{i}: {t}" for i in range(n)])
+    body = "".join(
+        f"    %q{i} = dot %x{i}: {t}, %w{i}: {t}\n"
+        f"    %k{i} = dot %x{i}: {t}, %v{i}: {t}\n"
+        f"    %a{i} = add %q{i}: {t}, %k{i}: {t}\n"
+        f"    %r{i} = max %a{i}: {t}, 0.0: f32\n"
+        f"    %x{i + 1} = multiply %r{i}: {t}, 0.5: f32\n"
+        for i in range(n)
+    )
+    text = (
+        f'module "big"\nstage raw\n\nfunc @big: ({params}) -> {t} {{\n'
+        f"'entry({args}):\n{body}    return %x{n}: {t}\n}}\n"
+    )
+    module = parse_module(text)
+    rng = np.random.default_rng(5)
+    values = [rng.integers(-2, 3, (8, 8)).astype(np.float32) for _ in range(1 + 2 * n)]
+    want = run_function(module, "big", values)
+    assert len(windows(module.body.block.first_op.body.block, 24)) == 21  # type: ignore[union-attr]
+    search = SuperoptimizePass(budget=600.0, max_graphs=300)
+    search.apply(Context(), module)
+    stats = search.take_statistics()
+    # the windows' products over one input merge (x·w, x·v: one product, then splits)
+    assert stats["cost after (ns)"] < stats["cost before (ns)"]
+    assert stats["substitutions applied"] >= 20  # 47 with the shipped rules
+    np.testing.assert_array_equal(run_function(module, "big", values), want)

@@ -14,7 +14,7 @@ from dlc.dialects.levels import require_level
 from dlc.passes.graph.pass_support import functions
 from dlc.passes.graph.superopt.cost import node_cost
 from dlc.passes.graph.superopt.emit import to_block
-from dlc.passes.graph.superopt.graphs import from_block
+from dlc.passes.graph.superopt.graphs import from_block, windows
 from dlc.passes.graph.superopt.library import Rule, applicable, read, shipped
 from dlc.passes.graph.superopt.measure import CostTable
 from dlc.passes.graph.superopt.search import patterns, search
@@ -36,7 +36,13 @@ class SuperoptimizePass(PassStatistics, ModulePass):
     search (TASO's backtracking search with relaxation `alpha`, within `budget`
     seconds and `max-graphs` graphs per block) applies only the `proven` rules of the
     library (`dlc/passes/graph/superopt/rules.json`, or the JSON file `rules`) under
-    the analytical cost model of `superopt/cost.py`. When it finds a cheaper graph the
+    the analytical cost model of `superopt/cost.py`. A block with more than `window`
+    (default 24) such instructions is searched in windows of that many consecutive ones,
+    each a graph of its own whose inputs from outside are leaves (TASO splits large
+    graphs likewise): in one graph of a long chain every rewrite rebuilds everything
+    downstream of it, and a 500-instruction block yields ~20,000 successors per graph
+    expanded (40 s each), so the search would see one graph within its budget; each
+    window gets its share of what is left of `budget`. When it finds a cheaper graph the
     block is rewritten: surviving instructions are kept (moved right before their first
     reader), new ones are inserted there, unread ones erased; otherwise the block is
     left unchanged. Results are equal up to floating-point reassociation.
@@ -53,6 +59,7 @@ class SuperoptimizePass(PassStatistics, ModulePass):
     alpha: float = 1.05
     budget: float = 5.0
     max_graphs: int = 2000
+    window: int = 24
     rules: str = ""
     costs: str = "analytical"
     cost_table: str = ""
@@ -64,6 +71,8 @@ class SuperoptimizePass(PassStatistics, ModulePass):
             raise ValueError(f"superoptimize: budget must be at least 0 s, got {self.budget}")
         if self.max_graphs < 1:
             raise ValueError(f"superoptimize: max-graphs must be at least 1, got {self.max_graphs}")
+        if self.window < 1:
+            raise ValueError(f"superoptimize: window must be at least 1, got {self.window}")
         if self.costs not in COSTS:
             raise ValueError(
                 f"superoptimize: costs must be one of {', '.join(COSTS)}, got '{self.costs}'"
@@ -93,23 +102,25 @@ class SuperoptimizePass(PassStatistics, ModulePass):
         table = self.table()
         deadline = time.monotonic() + self.budget
         before = after = 0.0
-        for func in functions(op):
-            for block in func.body.blocks:
-                graph = from_block(block)
-                if all(n.kind == "leaf" for n in graph.pool.nodes):
-                    continue
-                left = max(0.0, deadline - time.monotonic())
-                cost = node_cost if table is None else table.node_cost(graph.pool.configs)
-                result = search(graph, pats, cost, self.alpha, left, self.max_graphs)
-                before += result.cost_before
-                if result.cost_after >= result.cost_before:
-                    after += result.cost_before
-                    continue
-                after += result.cost_after
-                to_block(block, graph, result.roots)
-                self.count("substitutions applied", len(result.fired))
-                for name in result.fired:
-                    self.count(f"fired {name}")
+        blocks = [b for func in functions(op) for b in func.body.blocks]
+        work = [(b, w) for b in blocks for w in windows(b, self.window)]
+        for index, (block, window) in enumerate(work):
+            graph = from_block(block, window)
+            if all(n.kind == "leaf" for n in graph.pool.nodes):
+                continue
+            # each window its share of what is left of the budget
+            left = max(0.0, deadline - time.monotonic()) / (len(work) - index)
+            cost = node_cost if table is None else table.node_cost(graph.pool.configs)
+            result = search(graph, pats, cost, self.alpha, left, self.max_graphs)
+            before += result.cost_before
+            if result.cost_after >= result.cost_before:
+                after += result.cost_before
+                continue
+            after += result.cost_after
+            to_block(block, graph, result.roots)
+            self.count("substitutions applied", len(result.fired))
+            for name in result.fired:
+                self.count(f"fired {name}")
         self.count("cost before (ns)", int(before))
         self.count("cost after (ns)", int(after))
         if table is not None:

@@ -219,8 +219,18 @@ def classify_slice(op: SliceOp) -> Found | None:
     return None
 
 
-def from_block(block: Block) -> BlockGraph:
-    """The block's term ops as nodes; every other op reads roots and defines leaves."""
+def windows(block: Block, size: int) -> list[frozenset[Operation] | None]:
+    """The block's term ops in consecutive groups of at most `size` (None: the whole
+    block, when it has no more than `size`)."""
+    terms = [op for op in block.ops if classify(op) is not None]
+    if len(terms) <= size:
+        return [None]
+    return [frozenset(terms[i : i + size]) for i in range(0, len(terms), size)]
+
+
+def from_block(block: Block, window: frozenset[Operation] | None = None) -> BlockGraph:
+    """The block's term ops (those of `window`, when given) as nodes; every other op
+    reads roots and defines leaves."""
     pool = Pool()
     value_node: dict[SSAValue, int] = {}
     slots: list[tuple[Operation, int, int]] = []
@@ -234,7 +244,7 @@ def from_block(block: Block) -> BlockGraph:
         return value_node[v]
 
     for pos, op in enumerate(block.ops):
-        found = classify(op)
+        found = classify(op) if window is None or op in window else None
         if found is not None and all(
             u.operation.parent_block() is block for u in op.results[0].uses
         ):
