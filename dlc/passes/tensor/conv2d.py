@@ -23,9 +23,10 @@ from xdsl.ir import SSAValue
 
 from dlc.dialects import tensor
 from dlc.dialects.graph_types import TensorType
+from dlc.passes.tensor.affine import CONST, Form, combine
 
-Affine = dict[int, int]
-"""index argument number -> coefficient; key -1 holds the constant term."""
+Affine = Form
+"""index argument number -> coefficient; key `CONST` (-1) holds the constant term."""
 
 
 @dataclass(frozen=True)
@@ -69,35 +70,18 @@ def _affine_forms(op: tensor.ComputeOp) -> dict[SSAValue, Affine] | None:
         if isinstance(inner, arith.ConstantOp) and inner.result.type != i64:
             continue  # a splat kernel's value
         if isinstance(inner, arith.ConstantOp) and isinstance(inner.value, IntegerAttr):
-            forms[inner.result] = {-1: inner.value.value.data}
+            forms[inner.result] = {CONST: inner.value.value.data}
             continue
         if not isinstance(inner, arith.AddiOp | arith.SubiOp | arith.MuliOp):
             return None
         lhs, rhs = forms.get(inner.lhs), forms.get(inner.rhs)
         if lhs is None or rhs is None:
             return None
-        form = _combine(inner, lhs, rhs)
+        form = combine(inner, lhs, rhs)
         if form is None:
             return None
         forms[inner.result] = form
     return forms
-
-
-def _combine(
-    op: arith.AddiOp | arith.SubiOp | arith.MuliOp, lhs: Affine, rhs: Affine
-) -> Affine | None:
-    """The affine form of `op` on operands of forms `lhs`, `rhs` (None: not affine)."""
-    if isinstance(op, arith.MuliOp):
-        if set(lhs) == {-1}:
-            return {k: v * lhs[-1] for k, v in rhs.items()}
-        if set(rhs) == {-1}:
-            return {k: v * rhs[-1] for k, v in lhs.items()}
-        return None  # a product of two index variables
-    sign = -1 if isinstance(op, arith.SubiOp) else 1
-    out = dict(lhs)
-    for k, v in rhs.items():
-        out[k] = out.get(k, 0) + sign * v
-    return out
 
 
 def _is(form: Affine | None, terms: Affine) -> bool:

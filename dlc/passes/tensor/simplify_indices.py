@@ -7,8 +7,8 @@ offsets such as ((c + 80)·784 + h·28 + w) / 28 % 28, which is just h: the divi
 stay in the loop, keep it from vectorizing, and cost tens of cycles per element.
 
 Each i64 value of a `tensor.compute` body that is an affine form of the body's
-indices (sums, differences, products by constants: Σ aᵢ·xᵢ + b) is tracked with its
-range (an index ranges over its extent); a clamp (`minsi`, `maxsi`, `select`: how a
+indices (`affine.combine`: sums, differences, products by constants, Σ aᵢ·xᵢ + b) is
+tracked, and an index ranges over its extent; a clamp (`minsi`, `maxsi`, `select`: how a
 concatenation or a padding reads) is a variable of its own, ranging as its operands
 allow. For `x / c` and `x % c` (c > 0) with x ≥ 0,
 the terms of x whose coefficients c divides (and the multiple of c in b) are the
@@ -19,56 +19,37 @@ it replaces are erased when nothing else reads them). Anything else is left alon
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import IntegerAttr, i64
 from xdsl.ir import Block, Operation, SSAValue
 
 from dlc.dialects.tensor_compute import ComputeOp
+from dlc.passes.tensor.affine import CONST, Form, combine
+
+Ranges = dict[SSAValue, tuple[int, int]]
 
 
-@dataclass(frozen=True)
-class Affine:
-    """Σ coeff·var + const over index values, with the range that follows from theirs."""
-
-    terms: tuple[tuple[SSAValue, int], ...]
-    const: int
-    lo: int | None
-    hi: int | None
-
-    def key(self) -> dict[SSAValue, int]:
-        return dict(self.terms)
-
-
-def _combine(a: Affine, b: Affine, sign: int, ranges: dict[SSAValue, tuple[int, int]]) -> Affine:
-    terms = a.key()
-    for v, k in b.terms:
-        terms[v] = terms.get(v, 0) + sign * k
-    return _make(terms, a.const + sign * b.const, ranges)
-
-
-def _make(
-    terms: dict[SSAValue, int], const: int, ranges: dict[SSAValue, tuple[int, int]]
-) -> Affine:
-    kept = tuple((v, k) for v, k in terms.items() if k != 0)
-    lo: int | None = const
-    hi: int | None = const
-    for v, k in kept:
-        r = ranges.get(v)
-        if r is None or lo is None or hi is None:
-            lo = hi = None
+def _bounds(form: Form, ranges: Ranges) -> tuple[int, int] | None:
+    """The least and greatest value of `form` over its variables' ranges (None when a
+    variable has none)."""
+    lo = hi = form.get(CONST, 0)
+    for v, k in form.items():
+        if v == CONST or k == 0:
             continue
+        r = ranges.get(v)  # type: ignore[call-overload]
+        if r is None:
+            return None
         a, b = k * r[0], k * r[1]
         lo, hi = lo + min(a, b), hi + max(a, b)
-    return Affine(kept, const, lo, hi)
+    return lo, hi
 
 
-def _split(x: Affine, c: int, ranges: dict[SSAValue, tuple[int, int]]) -> tuple[Affine, Affine]:
+def _split(x: Form, c: int) -> tuple[Form, Form]:
     """(q, r) with x = c·q + r: q the terms c divides and ⌊b / c⌋, r the rest."""
-    q_terms = {v: k // c for v, k in x.terms if k % c == 0}
-    r_terms = {v: k for v, k in x.terms if k % c != 0}
-    return _make(q_terms, x.const // c, ranges), _make(r_terms, x.const % c, ranges)
+    const = x.get(CONST, 0)
+    q = {v: k // c for v, k in x.items() if v != CONST and k % c == 0}
+    r = {v: k for v, k in x.items() if v != CONST and k % c != 0}
+    return {**q, CONST: const // c}, {**r, CONST: const % c}
 
 
 def _constant(v: SSAValue) -> int | None:
@@ -83,64 +64,56 @@ def simplify_indices(compute: ComputeOp) -> int:
     many (module docstring)."""
     block = compute.body.block
     extents = (*compute.domain, *compute.reduction_extents)
-    ranges: dict[SSAValue, tuple[int, int]] = {
-        a: (0, n - 1) for a, n in zip(block.args, extents, strict=True) if n > 0
-    }
-    forms: dict[SSAValue, Affine] = {a: _make({a: 1}, 0, ranges) for a in ranges}
+    ranges: Ranges = {a: (0, n - 1) for a, n in zip(block.args, extents, strict=True) if n > 0}
+    forms: dict[SSAValue, Form] = {a: {a: 1} for a in ranges}
     replaced = 0
     for op in list(block.walk()):
         if not op.results or op.results[0].type != i64:
             continue
         out = op.results[0]
         value = _constant(out)
-        if value is not None:
-            forms[out] = _make({}, value, ranges)
-            continue
         operands = [forms.get(v) for v in op.operands]
-        if isinstance(op, arith.AddiOp | arith.SubiOp) and None not in operands:
-            a, b = operands
-            assert a is not None and b is not None
-            forms[out] = _combine(a, b, 1 if isinstance(op, arith.AddiOp) else -1, ranges)
-        elif isinstance(op, arith.MuliOp) and None not in operands:
-            a, b = operands
-            assert a is not None and b is not None
-            scale, form = (
-                (a.const, b) if not a.terms else (b.const, a) if not b.terms else (None, a)
-            )
-            if scale is not None:
-                forms[out] = _make(
-                    {v: k * scale for v, k in form.terms}, form.const * scale, ranges
-                )
+        if value is not None:
+            forms[out] = {CONST: value}
+        elif isinstance(op, arith.AddiOp | arith.SubiOp | arith.MuliOp):
+            lhs, rhs = operands
+            form = combine(op, lhs, rhs) if lhs is not None and rhs is not None else None
+            if form is not None:
+                forms[out] = form
         elif isinstance(op, arith.MinSIOp | arith.MaxSIOp | arith.SelectOp):
             # a clamp (a concatenation's or a padding's read): a new variable whose range
             # follows from its operands'
-            known = [f for f in operands[-2:] if f is not None and f.lo is not None]
-            if len(known) == 2:
-                (a, b), pick = known, min if isinstance(op, arith.MinSIOp) else max
+            known = [_bounds(f, ranges) for f in operands[-2:] if f is not None]
+            if len(known) == 2 and None not in known:
+                (alo, ahi), (blo, bhi) = known  # type: ignore[misc]
                 if isinstance(op, arith.SelectOp):
-                    lo, hi = min(a.lo, b.lo), max(a.hi, b.hi)  # type: ignore[type-var]
+                    ranges[out] = (min(alo, blo), max(ahi, bhi))
                 else:
-                    lo, hi = pick(a.lo, b.lo), pick(a.hi, b.hi)  # type: ignore[type-var]
-                ranges[out] = (lo, hi)  # type: ignore[assignment]
-                forms[out] = _make({out: 1}, 0, ranges)
+                    pick = min if isinstance(op, arith.MinSIOp) else max
+                    ranges[out] = (pick(alo, blo), pick(ahi, bhi))
+                forms[out] = {out: 1}
         elif isinstance(op, arith.DivSIOp | arith.RemSIOp):
             x, c = operands[0], _constant(op.operands[1])
-            if x is None or c is None or c <= 0 or x.lo is None or x.lo < 0:
+            if x is None or c is None or c <= 0:
                 continue
-            q, r = _split(x, c, ranges)
-            if r.lo is None or r.hi is None or r.lo < 0 or r.hi >= c:
+            whole = _bounds(x, ranges)
+            if whole is None or whole[0] < 0:
+                continue
+            q, r = _split(x, c)
+            rest = _bounds(r, ranges)
+            if rest is None or rest[0] < 0 or rest[1] >= c:
                 continue
             result = q if isinstance(op, arith.DivSIOp) else r
             new = _spell(result, op)
             forms[new] = result  # its readers come later in the walk
-            op.results[0].replace_all_uses_with(new)
+            out.replace_all_uses_with(new)
             replaced += 1
     if replaced:
         _erase_dead(block)
     return replaced
 
 
-def _spell(form: Affine, before: Operation) -> SSAValue:
+def _spell(form: Form, before: Operation) -> SSAValue:
     """`form` as arith ops inserted before `before`."""
     block = before.parent_block()
     assert block is not None
@@ -151,15 +124,19 @@ def _spell(form: Affine, before: Operation) -> SSAValue:
         return op.results[0]
 
     total: SSAValue | None = None
-    for v, k in form.terms:
+    for v, k in form.items():
+        if v == CONST or k == 0:
+            continue
+        assert isinstance(v, SSAValue)
         term = (
             v
             if k == 1
             else emit(arith.MuliOp(v, emit(arith.ConstantOp.from_int_and_width(k, i64))))
         )
         total = term if total is None else emit(arith.AddiOp(total, term))
-    if total is None or form.const:
-        c = emit(arith.ConstantOp.from_int_and_width(form.const, i64))
+    const = form.get(CONST, 0)
+    if total is None or const:
+        c = emit(arith.ConstantOp.from_int_and_width(const, i64))
         total = c if total is None else emit(arith.AddiOp(total, c))
     if ops:
         block.insert_ops_before(ops, before)
@@ -167,7 +144,8 @@ def _spell(form: Affine, before: Operation) -> SSAValue:
 
 
 def _erase_dead(block: Block) -> None:
-    """Erase the integer arith ops no one reads any more (in reverse order)."""
+    """Erase the integer arith ops no one reads any more: in reverse order, so the
+    operands of an erased op are seen after it, with one use fewer."""
     kinds = (
         arith.AddiOp,
         arith.SubiOp,
@@ -176,12 +154,8 @@ def _erase_dead(block: Block) -> None:
         arith.RemSIOp,
         arith.ConstantOp,
     )
-    changed = True
-    while changed:
-        changed = False
-        for op in reversed(list(block.walk())):
-            if isinstance(op, kinds) and not any(r.uses for r in op.results):
-                block_of = op.parent_block()
-                assert block_of is not None
-                block_of.erase_op(op)
-                changed = True
+    for op in reversed(list(block.walk())):
+        if isinstance(op, kinds) and not any(r.uses for r in op.results):
+            owner = op.parent_block()
+            assert owner is not None
+            owner.erase_op(op)
