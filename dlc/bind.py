@@ -24,11 +24,13 @@ from collections.abc import Mapping
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.ir import Operation
 
 from dlc.diagnostics import DiagnosticError, Location, clone_located, error_at, get_loc
 from dlc.dialects.graph import FuncOp
 from dlc.dialects.graph_types import FunctionType, TensorType, format_type
 from dlc.dtypes import NATIVE_DTYPES, numpy_dtype
+from dlc.passes.graph.fold_constants import literal_of
 
 Constants = Mapping[str, Mapping[str, object]]
 
@@ -36,8 +38,6 @@ Constants = Mapping[str, Mapping[str, object]]
 def bind_constants(module: ModuleOp, constants: Constants) -> ModuleOp:
     """A clone of `module` whose functions named in `constants` read the given arrays
     as literals instead of the named parameters (module docstring)."""
-    from dlc.passes.graph.fold_constants import literal_of
-
     if not isinstance(constants, Mapping):
         raise TypeError(f"constants: expected a mapping, got {type(constants).__name__}")
     if not constants:
@@ -58,7 +58,7 @@ def bind_constants(module: ModuleOp, constants: Constants) -> ModuleOp:
                 _first_location(module),
             )
         _check_unreferenced(module, func)
-        _bind(func, values, literal_of)
+        _bind(func, values)
     return module
 
 
@@ -85,14 +85,15 @@ def _check_unreferenced(module: ModuleOp, func: FuncOp) -> None:
                 )
 
 
-def _where(op: object) -> str:
-    owner = op if isinstance(op, FuncOp) else getattr(op, "parent_op", lambda: None)()
+def _where(op: Operation) -> str:
+    """`@f` of the function `op` is or is inside."""
+    owner: Operation | None = op
     while owner is not None and not isinstance(owner, FuncOp):
         owner = owner.parent_op()
-    return f"@{owner.sym_name.data}" if isinstance(owner, FuncOp) else "another op"
+    return f"@{owner.sym_name.data}" if owner is not None else "another op"
 
 
-def _bind(func: FuncOp, values: Mapping[str, object], literal_of: object) -> None:
+def _bind(func: FuncOp, values: Mapping[str, object]) -> None:
     block = func.entry
     assert block is not None
     params = {arg._name or str(i): arg for i, arg in enumerate(block.args)}  # noqa: SLF001
@@ -110,24 +111,15 @@ def _bind(func: FuncOp, values: Mapping[str, object], literal_of: object) -> Non
             raise error_at(
                 func, f"constants: parameter %{pname} of type {format_type(t)} cannot be bound"
             )
-        if not isinstance(value, np.ndarray) or value.dtype != numpy_dtype(t.dt):
-            got = (
-                f"{value.dtype} array of shape {value.shape}"
-                if isinstance(value, np.ndarray)
-                else type(value).__name__
-            )
+        array = isinstance(value, np.ndarray)
+        if not array or value.dtype != numpy_dtype(t.dt) or value.shape != tuple(t.dims):
+            got = f"{value.dtype} array of shape {value.shape}" if array else type(value).__name__
             raise error_at(
                 func,
                 f"constants: parameter %{pname} of @{func.sym_name.data} is {format_type(t)}, "
                 f"got {got}",
             )
-        if value.shape != tuple(t.dims):
-            raise error_at(
-                func,
-                f"constants: parameter %{pname} of @{func.sym_name.data} is {format_type(t)}, "
-                f"got {value.dtype} array of shape {value.shape}",
-            )
-        op = literal_of(np.ascontiguousarray(value), t)  # type: ignore[operator]
+        op = literal_of(np.ascontiguousarray(value), t)
         op.result._name = pname  # type: ignore[attr-defined]
         block.insert_op_before(op, block.first_op) if block.first_op else block.add_op(op)
         arg.replace_all_uses_with(op.result)

@@ -149,6 +149,25 @@ def test_arrays_must_have_the_parameters_type() -> None:
     )
 
 
+def test_only_tensor_parameters_can_be_bound() -> None:
+    text = """module "t"
+stage raw
+
+func @f: ((f32, f32), f32) -> f32 {
+'entry(%t: (f32, f32), %y: f32):
+    %a = extract 0 from %t: (f32, f32)
+    %b = add %a: f32, %y: f32
+    return %b: f32
+}
+"""
+    check_error(
+        text,
+        {"f": {"t": np.zeros(2, np.float32)}},
+        "constants: parameter %t of type (f32, f32) cannot be bound",
+        4,
+    )
+
+
 def test_called_and_differentiated_functions_keep_their_parameters() -> None:
     two = np.ones(2, np.float32)
     check_error(

@@ -43,12 +43,6 @@ class Node:
     dtype: str
 
 
-# The `max-elements` of the fold-constants that follows the search (opt_level 3): a
-# term op over constants that `folds_to` allows is folded, so it costs nothing at run
-# time (`fold_constants.WEIGHT_LIMIT`).
-FOLD_LIMIT = WEIGHT_LIMIT
-
-
 @dataclass
 class Leaf:
     value: SSAValue
@@ -82,11 +76,13 @@ class Pool:
         if node.kind == "leaf":
             leaf = self.leaves[node.attr]
             self.ready.append(leaf.position)
-            self.constant.append(leaf.constant and elements(node.shape) <= FOLD_LIMIT)
+            # the fold-constants after the search (opt_level 3) folds ops over constants
+            # that `folds_to` allows under WEIGHT_LIMIT: they cost nothing at run time
+            self.constant.append(leaf.constant and elements(node.shape) <= WEIGHT_LIMIT)
         else:
             self.ready.append(max((self.ready[a] for a in node.args), default=-1))
             sizes = [elements(self.nodes[a].shape) for a in node.args]
-            folds = folds_to(elements(node.shape), sizes, FOLD_LIMIT)
+            folds = folds_to(elements(node.shape), sizes, WEIGHT_LIMIT)
             self.constant.append(folds and all(self.constant[a] for a in node.args))
         return n
 
