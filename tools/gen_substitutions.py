@@ -99,36 +99,24 @@ def rename(t: Term, m: dict[str, str]) -> Term:
 def canonical_text(
     lhs: Sequence[Term], rhs: Sequence[Term], pool: dict[str, Shape], maps: list[dict[str, str]]
 ) -> str:
-    """The smallest text of the rule over renamings of same-shaped inputs, with inputs
-    then dimension variables renamed in order of first appearance (outputs sorted)."""
-    texts = []
-    for m in maps:
-        pairs = sorted(zip((show(rename(t, m)) for t in lhs), (show(rename(t, m)) for t in rhs)))
-        text = repr(pairs)
-        names = sorted({n for n in pool if n in text}, key=lambda n: text.index(n))
-        fresh = {n: f"i{k}" for k, n in enumerate(names)}
-        dims: dict[str, str] = {}
-        shapes = []
-        for n in names:
-            for d in pool[n]:
-                dims.setdefault(str(d), "abcdefghijklmnop"[len(dims)])
-            shapes.append(" ".join(dims[str(d)] for d in pool[n]))
-        for n, f in fresh.items():
-            text = text.replace(n, f)
-        texts.append(text + repr(shapes))
-    return min(texts)
+    """The smallest `plain_text` of the rule over renamings of same-shaped inputs."""
+    return min(
+        plain_text([rename(t, m) for t in lhs], [rename(t, m) for t in rhs], pool) for m in maps
+    )
 
 
 def plain_text(lhs: Sequence[Term], rhs: Sequence[Term], pool: dict[str, Shape]) -> str:
-    """The rule's text with inputs, then dimension variables, renamed in order of first
-    appearance: equal for the same rule stated by two families."""
-    words = re.findall(r"[A-Za-z_]\w*", " ".join(show(t) for t in (*lhs, *rhs)))
+    """The rule's text (its output pairs sorted) with inputs, then dimension variables,
+    renamed in order of first appearance: equal for the same rule stated by two
+    families."""
+    pairs = sorted(zip(lhs, rhs, strict=True), key=lambda p: (show(p[0]), show(p[1])))
+    words = re.findall(r"[A-Za-z_]\w*", " ".join(show(t) for p in pairs for t in p))
     names = list(dict.fromkeys(w for w in words if w in pool))
     fresh = {n: f"i{k}" for k, n in enumerate(names)}
     dims: dict[str, str] = {}
     shapes = [" ".join(dims.setdefault(str(d), f"d{len(dims)}") for d in pool[n]) for n in names]
-    sides = [[show(rename(t, fresh)) for t in side] for side in (lhs, rhs)]
-    return repr((sides, shapes))
+    renamed = [(show(rename(a, fresh)), show(rename(b, fresh))) for a, b in pairs]
+    return repr((renamed, shapes))
 
 
 def prune(
