@@ -83,6 +83,22 @@ def numpy_dtype(dtype: str) -> np.dtype:
     raise ValueError(f"{dtype} data type is wider than 64 bits")
 
 
+class _NumpyDtypes(dict[str, np.dtype]):
+    """`numpy_dtype` of each native data type, made on first use: bf16's imports
+    ml_dtypes, which takes seconds, so only code that meets a bf16 value pays for it."""
+
+    def __missing__(self, dtype: str) -> np.dtype:
+        if dtype not in NATIVE_DTYPES:
+            raise KeyError(dtype)
+        self[dtype] = value = numpy_dtype(dtype)
+        return value
+
+
+NUMPY_DTYPES: dict[str, np.dtype] = _NumpyDtypes()
+"""The NumPy dtype of each of `NATIVE_DTYPES` (test membership on `NATIVE_DTYPES`: this
+mapping fills as it is read)."""
+
+
 def dtype_base(dtype: str) -> str:
     """'float', 'int' or 'bool': casts stay within one base (DLVM canCast)."""
     if dtype_is_float(dtype) or dtype == "bf16":

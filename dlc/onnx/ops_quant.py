@@ -6,7 +6,9 @@ Integer products accumulate in i32 exactly (`(a - a_zero) · (b - b_zero)` in i3
 ONNX specifies); rounding is half to even (`rint`) and saturation clamps to the
 quantized type's range. The float arithmetic around them follows onnx's reference
 implementation step by step, including NumPy's type promotion (an i32 accumulator
-times an f32 scale is computed in f64), so results match it bit for bit. A NaN
+times an f32 scale is computed in f64; `promote.py` writes the rule out), so results
+match it bit for bit; where the specification says otherwise it wins (from opset 23,
+QuantizeLinear divides in y_scale's type unless `precision` names another). A NaN
 quantizes to 0 (the reference's result there depends on the host's float -> int
 conversion).
 """
@@ -113,7 +115,9 @@ def quantize(node: Node) -> list[Result]:
                 f"precision={TensorProto.DataType.Name(precision)} is not supported"
             )
         wide = ELEMENT_TYPES[precision]
-    else:
+    elif node.opset >= 23:  # the spec: y_scale's type is the division's precision
+        wide = promoted(tensor_type(scale).dt, divide=True)
+    else:  # x and y_scale have one type (T1); onnx's reference divides as NumPy does
         wide = promoted(tensor_type(x).dt, tensor_type(scale).dt, divide=True)
     q = e.unary("rint", e.binary("divide", cast(e, x, wide), cast(e, scale, wide)))
     return [saturated(e, q, zero, out)]

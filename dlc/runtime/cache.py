@@ -38,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
+import importlib.util
 import json
 import os
 import secrets
@@ -143,15 +144,18 @@ def _source_fingerprint() -> str:
 
 
 def _xdsl_version() -> str:
-    """xDSL's version from its dist-info directory's name (`xdsl.__version__` asks
-    importlib.metadata: tens of milliseconds of start-up), else from xdsl itself."""
+    """xDSL's version from its dist-info directory's name, found without importing xDSL
+    (the warm path never loads it; `xdsl.__version__` would also ask importlib.metadata:
+    tens of milliseconds), else from xdsl itself."""
+    spec = importlib.util.find_spec("xdsl")
+    if spec is not None and spec.origin:
+        site = os.path.dirname(os.path.dirname(os.path.abspath(spec.origin)))
+        with contextlib.suppress(OSError):
+            for name in os.listdir(site):
+                if name.startswith("xdsl-") and name.endswith(".dist-info"):
+                    return name[len("xdsl-") : -len(".dist-info")]
     import xdsl
 
-    site = os.path.dirname(os.path.dirname(os.path.abspath(xdsl.__file__ or "")))
-    with contextlib.suppress(OSError):
-        for name in os.listdir(site):
-            if name.startswith("xdsl-") and name.endswith(".dist-info"):
-                return name[len("xdsl-") : -len(".dist-info")]
     return str(getattr(xdsl, "__version__", "?"))
 
 

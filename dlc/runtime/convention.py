@@ -36,11 +36,11 @@ from dlc.dialects.abi import (
     PY_ENTRY_PREFIX,
     PY_TYPES,
 )
-from dlc.dtypes import NATIVE_DTYPES, numpy_dtype
+from dlc.dtypes import NATIVE_DTYPES, NUMPY_DTYPES
 from dlc.runtime.context import Contexts
 from dlc.runtime.fastcall import ARRAY_LAYOUT, DATA_OFFSET, FAST_CALLS, Builtin
 from dlc.runtime.jit import JITModule
-from dlc.runtime.native import Messages
+from dlc.runtime.native import Messages, fill_types
 from dlc.runtime.signature import (
     FuncSig,
     TensorSig,
@@ -49,8 +49,6 @@ from dlc.runtime.signature import (
     rebuild,
     tensor_leaves,
 )
-
-NUMPY_DTYPES = {dt: numpy_dtype(dt) for dt in NATIVE_DTYPES}
 
 
 def _poisoned_empty(shape: Any, dtype: Any) -> np.ndarray:
@@ -228,7 +226,7 @@ class CompiledFunction:
         if (
             structured is None
             or not native
-            or not all(t.dt in NUMPY_DTYPES for ts in structured[0] for t in ts)
+            or not all(t.dt in NATIVE_DTYPES for ts in structured[0] for t in ts)
         ):
             signature = (
                 f"({', '.join(format_type(t) for t in ftype.args)}) -> {format_type(ftype.output)}"
@@ -284,6 +282,9 @@ class CompiledFunction:
                 f"(arguments and results, flattened), more than ctypes' {MAX_NATIVE_ARGS}"
             )
             return _never_called
+        if any(t.dt == "bf16" for t in buffers):
+            NUMPY_DTYPES["bf16"]  # loads ml_dtypes, then its slot of the entries' type table:
+            fill_types(jit)
         by_object = DATA_OFFSET is not None
         self._pointer: Callable[[np.ndarray], int] = id if by_object else _data_pointer
         # Small calls keep the GIL (releasing and re-taking it costs more than the work),

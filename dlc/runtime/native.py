@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import sys
 import warnings
 from typing import Any, TypedDict
 
@@ -22,7 +23,7 @@ import numpy as np
 
 from dlc.diagnostics import TrapError
 from dlc.dialects.abi import CTX_FAULT, PY_TYPES, VAR_PREFIX
-from dlc.dtypes import NATIVE_DTYPES, numpy_dtype
+from dlc.dtypes import NATIVE_DTYPES, NUMPY_DTYPES
 from dlc.runtime import interrupts
 from dlc.runtime.context import CallContext
 from dlc.runtime.jit import JITModule
@@ -116,20 +117,24 @@ def _attach_vars(jit: JITModule, sizes: dict[str, int]) -> None:
 def install(jit: JITModule, meta: Metadata) -> None:
     """Install the runtime state described by `meta` on a freshly loaded engine."""
     _attach_vars(jit, meta["vars"])
-    _fill_types(jit)
+    fill_types(jit)
     interrupts.install()
 
 
-def _fill_types(jit: JITModule) -> None:
+def fill_types(jit: JITModule) -> None:
     """The `abi.PY_TYPES` table the Python entries' argument checks read, if any: the
     addresses of `numpy.ndarray` and of each native dtype (objects that live as long
-    as NumPy, so as long as the process)."""
+    as NumPy, so as long as the process). bf16's slot is filled once ml_dtypes is
+    loaded (it takes seconds to import): before, no bf16 array can exist, and a
+    function with a bf16 parameter loads it and fills the table again (convention.py)."""
     table = jit.global_address(PY_TYPES)
     if table is None:
         return
-    types = [np.ndarray, *(numpy_dtype(dt) for dt in NATIVE_DTYPES)]
-    for i, t in enumerate(types):
-        ctypes.c_int64.from_address(table + 8 * i).value = id(t)
+    for i, dt in enumerate(NATIVE_DTYPES):
+        if dt == "bf16" and "ml_dtypes" not in sys.modules:
+            continue
+        ctypes.c_int64.from_address(table + 8 * (1 + i)).value = id(NUMPY_DTYPES[dt])
+    ctypes.c_int64.from_address(table).value = id(np.ndarray)
 
 
 def variable_storage(jit: JITModule, name: str) -> np.ndarray | None:

@@ -192,6 +192,66 @@ def test_a_new_process_loads_without_xdsl_or_lark(cache_dir: Path, tmp_path: Pat
     assert warm.stdout.splitlines()[1] == "[]", warm.stdout
 
 
+HEAVY = {"ml_dtypes", "xdsl", "lark", "onnx", "scipy", "onnxruntime", "z3", "lightgbm"}
+"""Packages the warm path must not import: each costs from tens of milliseconds
+(xdsl, lark) to seconds (ml_dtypes 0.7)."""
+
+WARM_RUN = """
+import runpy, sys
+sys.argv = ["dlc-run", *sys.argv[1:]]
+try:
+    runpy.run_module("dlc.cli.dlc_run", run_name="__main__")
+except SystemExit as stop:
+    assert not stop.code, stop.code
+print(sorted({k.partition(".")[0] for k in sys.modules}))
+"""
+
+
+def test_warm_dlc_run_imports_nothing_heavy(cache_dir: Path) -> None:
+    """The README's first command, warm: the set of top-level modules it loads holds
+    none of HEAVY, so a new eager import anywhere on that path fails here."""
+    env = {**os.environ, "DLC_CACHE_DIR": str(cache_dir)}
+    args = [str(ROOT / "examples" / "mlp.dl"), "--entry", "mlp", "--random-inputs", "--time"]
+    run = [sys.executable, "-c", WARM_RUN, *args]
+    subprocess.run(run, env=env, capture_output=True, text=True, check=True)  # cold
+    warm = subprocess.run(run, env=env, capture_output=True, text=True, check=True)
+    loaded = set(json.loads(warm.stdout.splitlines()[-1].replace("'", '"')))
+    assert "dlc" in loaded and "numpy" in loaded
+    assert not loaded & HEAVY, sorted(loaded & HEAVY)
+
+
+BF16_PROGRAM = """module "b"
+stage raw
+
+func @widen: (<3 x bf16>) -> <3 x f32> {
+'entry(%x: <3 x bf16>):
+    %y = dataTypeCast %x: <3 x bf16> to f32
+    return %y: <3 x f32>
+}
+"""
+
+BF16_PROCESS = """
+import sys, numpy as np, dlc
+m = dlc.compile_file(sys.argv[1])
+print("ml_dtypes" in sys.modules)
+import ml_dtypes
+x = np.array([1.5, -2.0, 3.0], ml_dtypes.bfloat16)
+print(m.widen(x).tolist(), m.widen(x).tolist())
+"""
+
+
+def test_a_warm_bf16_function_loads_ml_dtypes_itself(cache_dir: Path, tmp_path: Path) -> None:
+    """A module with a bf16 parameter loads ml_dtypes when it is loaded (its entry checks
+    an argument's dtype against bf16's), and a bf16 array passes the native check."""
+    source = tmp_path / "b.dl"
+    source.write_text(BF16_PROGRAM)
+    env = {**os.environ, "DLC_CACHE_DIR": str(cache_dir)}
+    run = [sys.executable, "-c", BF16_PROCESS, str(source)]
+    for _ in ("cold", "warm"):
+        out = subprocess.run(run, env=env, capture_output=True, text=True, check=True)
+        assert out.stdout.splitlines() == ["True", "[1.5, -2.0, 3.0] [1.5, -2.0, 3.0]"]
+
+
 def test_dlc_run_warm_prints_what_cold_prints(cache_dir: Path, tmp_path: Path) -> None:
     source = tmp_path / "p.dl"
     source.write_text(PROGRAM)
