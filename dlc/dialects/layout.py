@@ -102,27 +102,28 @@ def indirect_kinds(symbols: Symbols) -> list[str]:
     return [name for name in symbols.enums if name in found]
 
 
-def box_leaves(t: Attribute, symbols: Symbols) -> list[int]:
-    """The byte offsets, in `t`'s memory form, of its leaves that are box addresses of
-    indirect enums (the references a value of `t` holds)."""
-    offsets: list[int] = []
-    base = layout(t, symbols)
-    kinds: list[bool] = []
+def box_mask(t: Attribute, symbols: Symbols) -> list[bool]:
+    """For each leaf of `t` in order: whether it is the box address of an indirect enum
+    (a reference a value of `t` holds)."""
+    mask: list[bool] = []
     stack: list[Attribute] = [t]
-    while stack:  # the leaves in order, each marked: an indirect enum's address or not
+    while stack:
         item = stack.pop()
         if is_indirect(item, symbols):
-            kinds.append(True)
+            mask.append(True)
             continue
         kids = children(item, symbols)
         if kids is None:
-            kinds.append(False)
+            mask.append(False)
         else:
             stack.extend(reversed(kids))
-    for (offset, _), boxed in zip(base.fields, kinds, strict=True):
-        if boxed:
-            offsets.append(offset)
-    return offsets
+    return mask
+
+
+def box_offsets(t: Attribute, symbols: Symbols) -> list[int]:
+    """The byte offsets, in `t`'s memory form, of its box-address leaves."""
+    fields = layout(t, symbols).fields
+    return [o for (o, _), boxed in zip(fields, box_mask(t, symbols), strict=True) if boxed]
 
 
 @dataclass(frozen=True)
