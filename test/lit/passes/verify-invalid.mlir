@@ -120,3 +120,15 @@ builtin.module attributes {dlc.name = "m", dlc.stage = "raw"} {
     "graph.return"(%z) : (!graph.tensor<f32>) -> ()
   }) : () -> ()
 }
+
+// -----
+
+// Generated code names its functions and variables 'dlc:...' (the box retain/release of
+// recursive enums): a program's own names cannot take them.
+// CHECK: verify-invalid.mlir:[[# @LINE + 2]]:3: error: the name @dlc:release is reserved: 'dlc:' names the compiler's own
+builtin.module attributes {dlc.name = "m", dlc.stage = "raw"} {
+  "graph.func"() <{sym_name = "dlc:release", function_type = !graph.fn<[!graph.tensor<i64>], !graph.tensor<i64>>}> ({
+  ^entry(%x: !graph.tensor<i64>):
+    "graph.return"(%x) : (!graph.tensor<i64>) -> ()
+  }) : () -> ()
+}
