@@ -12,7 +12,7 @@ are counted in the module variable `abi.LIVE_BOXES_VAR` like the code's own.
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -20,28 +20,30 @@ from xdsl.ir import Attribute
 
 from dlc.dialects.abi import DEAD, HEAP_HEADER, LIVE
 from dlc.dialects.graph import Symbols
-from dlc.dialects.graph_types import NominalType, PointerType, TensorType, numpy_dtype
+from dlc.dialects.graph_types import (
+    NominalType,
+    PointerType,
+    TensorType,
+    TupleType,
+    format_type,
+    numpy_dtype,
+)
 from dlc.dialects.layout import (
     ENUM_BOX_HEADER,
     box_offsets,
     children,
     enum_body,
     indirect_kinds,
+    is_indirect,
     layout,
 )
-from dlc.dialects.recursive_types import case_of_tag, zero_case
+from dlc.dialects.recursive_types import case_of_tag, enum_tag, zero_case
+from dlc.runtime.values import ZERO, from_leaves, to_leaves
 
 _LIBC = ctypes.CDLL(None)
 _LIBC.calloc.restype = ctypes.c_void_p
 _LIBC.calloc.argtypes = [ctypes.c_size_t, ctypes.c_size_t]
 _LIBC.free.argtypes = [ctypes.c_void_p]
-
-
-class Zero:
-    """The zero value of an indirect enum inside a converted value: address 0."""
-
-
-ZERO = Zero()
 
 
 class Deferred:
@@ -55,6 +57,20 @@ def _word(addr: int) -> ctypes.c_int64:
     return ctypes.c_int64.from_address(addr)
 
 
+@dataclass
+class _Shape:
+    """An indirect enum's box, for conversions: per case its stored tag, values type
+    and leaves `(offset in the box, tensor type, held enum type or None)`."""
+
+    size: int
+    kind: int
+    names: list[str]
+    tags: list[int]
+    cases: list[TupleType]
+    fields: list[list[tuple[int, TensorType, NominalType | None]]]
+    held: list[int]  # offsets (in the box) of every box address the body may hold
+
+
 class BoxHeap:
     """Builds, reads and releases the boxes of one module's symbols."""
 
@@ -63,27 +79,62 @@ class BoxHeap:
         self.symbols = symbols
         self.kinds = indirect_kinds(symbols)
         self.counter = counter
+        self._shapes: dict[str, _Shape] = {}
+
+    def shape(self, t: NominalType) -> _Shape:
+        shape = self._shapes.get(t.ident)
+        if shape is None:
+            shape = self._shapes[t.ident] = self._make_shape(t)
+        return shape
+
+    def _make_shape(self, t: NominalType) -> _Shape:
+        symbols = self.symbols
+        body = enum_body(t, symbols)
+        fields = layout(body, symbols).fields
+        kinds = _kid_types(body, symbols)
+        cases = symbols.enums[t.ident]
+        per_case: list[list[tuple[int, TensorType, NominalType | None]]] = []
+        start = 1  # leaf 0 is the tag
+        for _, types in cases:
+            count = len(_kid_types(TupleType(list(types)), symbols))
+            per_case.append(
+                [
+                    (ENUM_BOX_HEADER + o, leaf, k if isinstance(k, NominalType) else None)
+                    for (o, leaf), k in zip(
+                        fields[start : start + count], kinds[start : start + count], strict=True
+                    )
+                ]
+            )
+            start += count
+        held = [ENUM_BOX_HEADER + o for o in box_offsets(body, symbols)]
+        return _Shape(
+            layout(body, symbols).size,
+            1 + self.kinds.index(t.ident),
+            [c for c, _ in cases],
+            [enum_tag(t, c, symbols) for c, _ in cases],
+            [TupleType(list(types)) for _, types in cases],
+            per_case,
+            held,
+        )
 
     def _count(self, delta: int) -> None:
         if self.counter is not None:
             _word(self.counter).value += delta
 
-    def _allocate(self, t: NominalType) -> int:
-        size = layout(enum_body(t, self.symbols), self.symbols).size
-        base = _LIBC.calloc(1, HEAP_HEADER + ENUM_BOX_HEADER + size)
+    def _allocate(self, shape: _Shape) -> int:
+        base = _LIBC.calloc(1, HEAP_HEADER + ENUM_BOX_HEADER + shape.size)
         if not base:
             raise MemoryError("out of memory building a recursive enum argument")
         _word(base).value = LIVE
         box = base + HEAP_HEADER
         _word(box).value = 1
-        _word(box + 8).value = 1 + self.kinds.index(t.ident)
+        _word(box + 8).value = shape.kind
         self._count(1)
         return box
 
-    def build(self, value: Any, t: NominalType, body_leaves: Callable[..., list[Any]]) -> int:
-        """The box address of `value` (a `(case, values)` tree) with count 1.
-        `body_leaves(value, type, hook)` gives the leaves of its by-value body
-        (values.py), calling `hook(child, child_type)` for each indirect enum inside."""
+    def build(self, value: Any, t: NominalType, what: str) -> int:
+        """The box address of `value` (a `(case, values)` tree) with count 1; a value
+        that does not fit is a TypeError naming `what` (no box is left behind)."""
         root = ctypes.c_int64(0)
         work: list[tuple[Any, NominalType, int]] = [(value, t, ctypes.addressof(root))]
         try:
@@ -91,18 +142,23 @@ class BoxHeap:
                 v, ty, slot = work.pop()
                 if v is ZERO:
                     continue
-                box = self._allocate(ty)
+                shape = self.shape(ty)
+                if not (isinstance(v, tuple | list) and len(v) == 2 and v[0] in shape.names):
+                    raise TypeError(
+                        f"{what}: expected (case, values) with a case of ${ty.ident} "
+                        f"{shape.names}, got {v!r:.60}"
+                    )
+                box = self._allocate(shape)
                 _word(slot).value = box
-                body_type = enum_body(ty, self.symbols)
-                leaves = body_leaves(v, ty, Deferred)
-                fields = layout(body_type, self.symbols).fields
-                for (offset, leaf), item in zip(fields, leaves, strict=True):
-                    at = box + ENUM_BOX_HEADER + offset
-                    if isinstance(item, Deferred):
-                        work.append((item.value, item.type, at))  # type: ignore[arg-type]
-                        continue
-                    data = _leaf_bytes(item, leaf)
-                    ctypes.memmove(at, data, len(data))
+                k = shape.names.index(v[0])
+                _word(box + ENUM_BOX_HEADER).value = shape.tags[k]
+                leaves = to_leaves(v[1], shape.cases[k], self.symbols, what, Deferred)
+                for (at, leaf, held), item in zip(shape.fields[k], leaves, strict=True):
+                    if held is None:
+                        data = _leaf_bytes(item, leaf, ty, what)
+                        ctypes.memmove(box + at, data, len(data))
+                    elif isinstance(item, Deferred):
+                        work.append((item.value, held, box + at))
         except BaseException:
             self.release(root.value)
             raise
@@ -120,9 +176,8 @@ class BoxHeap:
         while work:
             current = work.pop()
             kind = self.kinds[_word(current + 8).value - 1]
-            body_type = enum_body(NominalType(kind, "enum"), self.symbols)
-            for offset in box_offsets(body_type, self.symbols):
-                child = _word(current + ENUM_BOX_HEADER + offset).value
+            for offset in self.shape(NominalType(kind, "enum")).held:
+                child = _word(current + offset).value
                 if child:
                     _word(child).value -= 1
                     if _word(child).value == 0:
@@ -131,31 +186,27 @@ class BoxHeap:
             _LIBC.free(current - HEAP_HEADER)
             self._count(-1)
 
-    def read(self, box: int, t: NominalType, rebuild: Callable[..., Any]) -> Any:
-        """The `(case, values)` tree at `box` (shared boxes read once); `rebuild(type,
-        leaves, hook)` is values.from_leaves, the hook giving indirect enums' values."""
+    def read(self, box: int, t: NominalType) -> Any:
+        """The `(case, values)` tree at `box` (a box held twice is read once)."""
         built: dict[int, Any] = {}
-        held: dict[int, list[Any]] = {}
+        held: dict[int, tuple[int, list[Any]]] = {}
         work: list[tuple[int, NominalType, bool]] = [(box, t, False)]
         while work:  # post-order: every box after the boxes it holds
             current, ty, expanded = work.pop()
-            if current in built:
+            if current in built or current == 0:
                 continue
-            if current == 0:
-                built[0] = ZERO
-                continue
+            shape = self.shape(ty)
             if not expanded:
-                held[current] = _body_leaves(current, enum_body(ty, self.symbols), self.symbols)
+                k = case_of_tag(ty, _word(current + ENUM_BOX_HEADER).value, self.symbols)
+                leaves = [_read_leaf(current + at, leaf, h) for at, leaf, h in shape.fields[k]]
+                held[current] = (k, leaves)
                 work.append((current, ty, True))
-                work.extend((a, k, False) for a, k in _boxes_in(held[current]) if a not in built)
+                work.extend((a, h, False) for a, h in _boxes_in(leaves) if a not in built)
                 continue
-            body = rebuild(
-                enum_body(ty, self.symbols),
-                iter(held.pop(current)),
-                lambda child_type, leaf: self._value_of(built, leaf),
-            )
-            index = case_of_tag(ty, int(body[0]), self.symbols)
-            built[current] = (self.symbols.enums[ty.ident][index][0], body[1 + index])
+            k, leaves = held.pop(current)
+            hook = lambda _t, leaf: self._value_of(built, leaf)  # noqa: E731
+            values = from_leaves(shape.cases[k], iter(leaves), self.symbols, hook)
+            built[current] = (shape.names[k], values)
         return self._value_of(built, (box, t))
 
     def _value_of(self, built: dict[int, Any], leaf: tuple[int, NominalType]) -> Any:
@@ -177,8 +228,6 @@ class BoxHeap:
 
 def _kid_types(t: Attribute, symbols: Symbols) -> list[Attribute]:
     """The type of each leaf of `t` where leaves are indirect enums or tensors."""
-    from dlc.dialects.layout import children, is_indirect
-
     out: list[Attribute] = []
     stack = [t]
     while stack:
@@ -191,27 +240,23 @@ def _kid_types(t: Attribute, symbols: Symbols) -> list[Attribute]:
     return out
 
 
-def _body_leaves(box: int, body_type: Attribute, symbols: Symbols) -> list[Any]:
-    """The leaves of a box's body: arrays, or (address, enum type) of held boxes."""
-    fields = layout(body_type, symbols).fields
-    kinds = _kid_types(body_type, symbols)
-    out: list[Any] = []
-    for (offset, leaf), kind in zip(fields, kinds, strict=True):
-        at = box + ENUM_BOX_HEADER + offset
-        if isinstance(kind, NominalType):
-            out.append((_word(at).value, kind))
-            continue
-        dtype = numpy_dtype(leaf.dt)
-        size = int(np.prod(leaf.dims, dtype=np.int64)) * dtype.itemsize
-        data = ctypes.string_at(at, size)
-        out.append(np.frombuffer(data, dtype).reshape(leaf.dims).copy())
-    return out
+def _read_leaf(at: int, leaf: TensorType, held: NominalType | None) -> Any:
+    if held is not None:
+        return (_word(at).value, held)
+    dtype = numpy_dtype(leaf.dt)
+    size = leaf.num_elements * dtype.itemsize
+    return np.frombuffer(ctypes.string_at(at, size), dtype).reshape(leaf.dims).copy()
 
 
 def _boxes_in(leaves: list[Any]) -> list[tuple[int, NominalType]]:
     return [leaf for leaf in leaves if isinstance(leaf, tuple)]
 
 
-def _leaf_bytes(value: Any, leaf: Any) -> bytes:
-    """A leaf value (already checked by the argument's conversion) as bytes."""
-    return np.ascontiguousarray(value, numpy_dtype(leaf.dt)).reshape(leaf.dims).tobytes()
+def _leaf_bytes(value: Any, leaf: TensorType, t: NominalType, what: str) -> bytes:
+    array = np.asarray(value)
+    if array.shape != tuple(leaf.dims) or array.dtype.kind not in "biuf":
+        raise TypeError(
+            f"{what}: expected a {leaf.dt} value of shape {tuple(leaf.dims)} in a "
+            f"{format_type(t)}, got {value!r:.60}"
+        )
+    return np.ascontiguousarray(array, numpy_dtype(leaf.dt)).tobytes()

@@ -275,13 +275,10 @@ class CompiledFunction:
         return flat
 
     def _boxer(self, what: str, lent: list[int]) -> Callable[[Any, Any], np.ndarray]:
-        from dlc.runtime.values import body_leaves
-
-        heap, symbols = self._heap(), self._structured[1]  # type: ignore[index]
+        heap = self._heap()
 
         def box(value: Any, t: Any) -> np.ndarray:
-            leaves = lambda v, ty, hook: body_leaves(v, ty, symbols, what, hook)  # noqa: E731
-            lent.append(heap.build(value, t, leaves))
+            lent.append(heap.build(value, t, what))
             return np.array(lent[-1], np.int64)
 
         return box
@@ -305,7 +302,7 @@ class CompiledFunction:
 
         def take(t: Any, leaf: np.ndarray) -> Any:
             heap = self._heap()
-            value = heap.read(int(leaf), t, lambda *a: from_leaves(*a[:2], symbols, a[2]))
+            value = heap.read(int(leaf), t)
             heap.release(int(leaf))
             return value
 

@@ -30,9 +30,8 @@ from dlc.dialects.graph_types import (
     TensorType,
     TupleType,
     format_type,
-    numpy_dtype,
 )
-from dlc.dialects.layout import box_mask, children, enum_body, is_indirect, layout, leaves
+from dlc.dialects.layout import children, is_indirect, layout, leaves
 from dlc.dialects.recursive_types import case_of_tag, enum_tag, zero_case
 
 
@@ -42,30 +41,6 @@ class _Zero:
 
 ZERO = _Zero()
 ZERO_LEAF = np.array(0, np.int64)
-
-
-def body_leaves(value: Any, t: NominalType, symbols: Symbols, what: str, box: Hook) -> list[Any]:
-    """The leaves of the by-value body of enum value `value` (boxes.py builds its box),
-    each tensor leaf checked and converted."""
-    items = _enum(value, t, symbols, what)
-    out: list[Any] = []
-    for v, ty in items:
-        out.extend(to_leaves(v, ty, symbols, what, box))
-    checked: list[Any] = []
-    body = enum_body(t, symbols)
-    for item, leaf, boxed in zip(out, leaves(body, symbols), box_mask(body, symbols), strict=True):
-        if boxed:
-            checked.append(item)
-            continue
-
-        array = np.asarray(item)
-        if array.shape != tuple(leaf.dims) or array.dtype.kind not in "biuf":
-            raise TypeError(
-                f"{what}: expected a {leaf.dt} value of shape {tuple(leaf.dims)} in a "
-                f"{format_type(t)}, got {item!r:.60}"
-            )
-        checked.append(array.astype(numpy_dtype(leaf.dt)))
-    return checked
 
 
 def is_plain(t: Attribute) -> bool:

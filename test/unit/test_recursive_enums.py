@@ -87,9 +87,15 @@ def test_depth_ten_thousand(tree: Any) -> None:
     assert tree.live_boxes() == 0
 
 
-def test_gradient_through_the_recursion(tree: Any) -> None:
-    """`[adjoint @score wrt 0, 1]` against central differences in f64."""
-    shaped = random_tree(np.random.default_rng(3), 12)
+@pytest.mark.parametrize("shape", ["random", "chain"])
+def test_gradient_through_the_recursion(tree: Any, shape: str) -> None:
+    """`[adjoint @score wrt 0, 1]` against central differences in f64, on a random
+    tree and on a chain 200 deep (the adjoint recomputes each subtree's forward value,
+    DLVM's scheme: quadratic in the depth, so not 10 000 here)."""
+    if shape == "random":
+        shaped = random_tree(np.random.default_rng(3), 12)
+    else:
+        shaped = tree.chain(np.int64(200), X)
     dw, db = tree.score_grad(W, B, shaped)
     eps = 1e-6
     for param, grad, index in [(W, dw, 0), (B, db, 1)]:
@@ -163,11 +169,12 @@ func @zeros: () -> ($T, f64) {
 """
 
 
-def test_shared_subtrees_and_variables() -> None:
+@pytest.mark.parametrize("opt_level", [0, 3])
+def test_shared_subtrees_and_variables(opt_level: int) -> None:
     """`?pair(%t, %t)` shares one box (counted twice); a tree kept in a variable stays
     alive until it is overwritten; a fresh variable holds the zero value (address 0,
     no box), as in the interpreter."""
-    mod = dlc.compile(SHARING, filename="sharing.dl", opt_level=0)
+    mod = dlc.compile(SHARING, filename="sharing.dl", opt_level=opt_level)
     graph = dlc.parse(SHARING, filename="sharing.dl")
     assert mod.count(mod.doubled(np.int64(10))) == 1024.0
     assert mod.live_boxes() == 0
