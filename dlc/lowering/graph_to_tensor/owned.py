@@ -77,9 +77,10 @@ class OwnedLowering:
         if not self.own.active:
             return False
         if isinstance(op, graph.ReturnOp):
+            dying = self.own.alive_at_end(block)
             if op.value is not None and self.own.counted(op.value):
-                self.boxes.retain(b, op.value.type, self.values[op.value])
-            for v in self.own.alive_at_end(block):
+                self.hand_over(b, [op.value], dying)
+            for v in dying:
                 self.boxes.release(b, v.type, self.values[v])
             leaves = flatten(self.values[op.value]) if op.value is not None else []
             b.insert(tensor.ReturnOp(*(_materialize(b, v) for v in leaves)))
@@ -108,13 +109,21 @@ class OwnedLowering:
         graph_args: list[SSAValue],
         args: list[SSAValue],
     ) -> None:
-        """Retain the block arguments, release what dies on the edge, branch."""
-        for a in graph_args:
-            if self.own.counted(a):
-                self.boxes.retain(b, a.type, self.values[a])
-        for v in self.own.dying_on_edge(block, dest):
+        """Hand the block arguments over, release what dies on the edge, branch."""
+        dying = self.own.dying_on_edge(block, dest)
+        self.hand_over(b, [a for a in graph_args if self.own.counted(a)], dying)
+        for v in dying:
             self.boxes.release(b, v.type, self.values[v])
         b.insert(tensor.BrOp(self.blocks[dest], args))
+
+    def hand_over(self, b: Builder, values: list[SSAValue], dying: list[SSAValue]) -> None:
+        """Give one reference per value to the receiver (a block argument, the caller):
+        a value dying here passes its own (removed from `dying`), others are retained."""
+        for v in values:
+            if v in dying:
+                dying.remove(v)
+            else:
+                self.boxes.retain(b, v.type, self.values[v])
 
     def branch_enum_counted(self, b: Builder, block: Block, op: graph.BranchEnumOp) -> None:
         """A chain of tag tests; each case's edge block retains the case's values."""
