@@ -221,3 +221,58 @@ def test_bad_trees_are_refused_without_leaks(tree: Any) -> None:
     with pytest.raises(TypeError, match=r"expected a f64 value of shape \(2,\)"):
         tree.score(W, B, ("node", (good, ("leaf", (np.zeros(3),)))))
     assert tree.live_boxes() == 0
+
+
+ZEROS = """module "zeros"
+stage raw
+
+enum $Opt {
+    ?some(f32)
+    ?none()
+}
+
+enum $Wrap {
+    ?one($Opt, i32)
+    ?two(f64)
+}
+
+var @o: $Opt
+var @w: $Wrap
+
+func @fresh: () -> ($Opt, $Wrap) {
+'entry():
+    %o = load @o: *$Opt
+    %w = load @w: *$Wrap
+    %r = literal (%o: $Opt, %w: $Wrap): ($Opt, $Wrap)
+    return %r: ($Opt, $Wrap)
+}
+
+func @same: ($Opt) -> $Opt {
+'entry(%o: $Opt):
+    return %o: $Opt
+}
+
+func @is_none: ($Opt) -> bool {
+'entry(%o: $Opt):
+    branchEnum %o: $Opt case ?none 'yes case ?some 'no
+'yes():
+    return true: bool
+'no(%x: f32):
+    return false: bool
+}
+"""
+
+
+def test_enum_zero_values_agree() -> None:
+    """An enum's zero is its first case without values (else the first whose values
+    have zeros): zeroed variables read so in compiled code as in the interpreter."""
+    mod = dlc.compile(ZEROS, filename="zeros.dl", opt_level=0)
+    graph = dlc.parse(ZEROS, filename="zeros.dl")
+    compiled, reference = mod.fresh(), run_function(graph, "fresh", [])
+    assert compiled[0] == reference[0] == ("none", ())
+    assert compiled[1][0] == reference[1][0] == "one"
+    assert compiled[1][1][0] == ("none", ()) and compiled[1][1][1] == 0
+    for value in [("some", (np.float32(1.5),)), ("none", ())]:
+        assert mod.same(value)[0] == value[0]
+        assert bool(mod.is_none(value)) == (value[0] == "none")
+        assert bool(run_function(graph, "is_none", [value])) == (value[0] == "none")
