@@ -55,7 +55,3 @@ for _var in ("DLC_CACHE", "DLC_CACHE_DIR"):
         config.environment[_var] = os.environ[_var]  # noqa: F821
 if "DLC_CACHE_DIR" not in os.environ:
     config.environment["DLC_CACHE"] = "0"  # noqa: F821
-
-# A PYTHONPATH (a worktree's copy of dlc ahead of the installed one) reaches the tools.
-if "PYTHONPATH" in os.environ:
-    config.environment["PYTHONPATH"] = os.environ["PYTHONPATH"]  # noqa: F821
