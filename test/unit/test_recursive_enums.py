@@ -276,3 +276,37 @@ def test_enum_zero_values_agree() -> None:
         assert mod.same(value)[0] == value[0]
         assert bool(mod.is_none(value)) == (value[0] == "none")
         assert bool(run_function(graph, "is_none", [value])) == (value[0] == "none")
+
+
+def _in_thread(stack_bytes: int, call: Any) -> Any:
+    """`call()` on a thread with a stack of `stack_bytes`: its result or its error."""
+    import threading
+
+    out: list[Any] = []
+
+    def run() -> None:
+        try:
+            out.append(call())
+        except dlc.TrapError as error:
+            out.append(error)
+
+    old = threading.stack_size(stack_bytes)
+    try:
+        thread = threading.Thread(target=run)
+        thread.start()
+        thread.join()
+    finally:
+        threading.stack_size(old)
+    return out[0]
+
+
+def test_recursion_depth_is_bounded_by_the_stack() -> None:
+    """Native recursion uses the calling thread's stack: past its end the call traps
+    (never a crash; the trapped call's boxes are not freed, so a module of its own); a
+    thread with a larger stack goes deeper (up to the call depth limit, 20 000)."""
+    tree = dlc.compile(TREE, filename="recursive_tree.dl", opt_level=0)
+    n = np.int64(19_990)
+    small = _in_thread(1 << 20, lambda: tree.deep_score(W, B, np.int64(10_000), X))
+    assert isinstance(small, dlc.TrapError) and "stack overflow in @combine" in str(small)
+    big = _in_thread(256 << 20, lambda: tree.deep_score(W, B, n, X))
+    assert big == pytest.approx(reference_chain(int(n)), rel=1e-12)
