@@ -133,36 +133,76 @@ class BoxHeap:
         return box
 
     def build(self, value: Any, t: NominalType, what: str) -> int:
-        """The box address of `value` (a `(case, values)` tree) with count 1; a value
-        that does not fit is a TypeError naming `what` (no box is left behind)."""
-        root = ctypes.c_int64(0)
-        work: list[tuple[Any, NominalType, int]] = [(value, t, ctypes.addressof(root))]
+        """The box address of `value` (a `(case, values)` tree) with count 1. A Python
+        object met twice becomes one box held twice (a DAG stays linear); a value
+        that contains itself, or does not fit, is a TypeError naming `what`, and no
+        box is left behind."""
+        boxes: dict[int, int] = {}  # id of a (case, values) object -> its box
+        open_: dict[int, tuple[int, list[Any]]] = {}  # id -> (case index, leaves)
+        keep: list[Any] = []  # the objects whose ids are keys
+        work: list[tuple[Any, NominalType, bool]] = [(value, t, False)]
         try:
             while work:
-                v, ty, slot = work.pop()
-                if v is ZERO:
+                v, ty, expanded = work.pop()
+                key = id(v)
+                if v is ZERO or (key in boxes and not expanded):
                     continue
-                shape = self.shape(ty)
-                if not (isinstance(v, tuple | list) and len(v) == 2 and v[0] in shape.names):
-                    raise TypeError(
-                        f"{what}: expected (case, values) with a case of ${ty.ident} "
-                        f"{shape.names}, got {v!r:.60}"
-                    )
-                box = self._allocate(shape)
-                _word(slot).value = box
-                k = shape.names.index(v[0])
-                _word(box + ENUM_BOX_HEADER).value = shape.tags[k]
-                leaves = to_leaves(v[1], shape.cases[k], self.symbols, what, Deferred)
-                for (at, leaf, held), item in zip(shape.fields[k], leaves, strict=True):
-                    if held is None:
-                        data = _leaf_bytes(item, leaf, ty, what)
-                        ctypes.memmove(box + at, data, len(data))
-                    elif isinstance(item, Deferred):
-                        work.append((item.value, held, box + at))
+                if not expanded:
+                    if key in open_:
+                        raise TypeError(f"{what}: a ${ty.ident} value that contains itself")
+                    k, leaves = self._case(v, ty, what)
+                    open_[key] = (k, leaves)
+                    keep.append(v)
+                    work.append((v, ty, True))
+                    work.extend((d.value, d.type, False) for d in leaves if isinstance(d, Deferred))
+                    continue
+                k, leaves = open_.pop(key)
+                boxes[key] = self._fill(ty, k, leaves, boxes, what)
         except BaseException:
-            self.release(root.value)
+            for box in boxes.values():
+                self._free(box)
             raise
-        return root.value
+        root = boxes.get(id(value), 0)
+        if root:
+            _word(root).value += 1
+        return root
+
+    def _case(self, v: Any, t: NominalType, what: str) -> tuple[int, list[Any]]:
+        shape = self.shape(t)
+        if not (isinstance(v, tuple | list) and len(v) == 2 and v[0] in shape.names):
+            raise TypeError(
+                f"{what}: expected (case, values) with a case of ${t.ident} "
+                f"{shape.names}, got {v!r:.60}"
+            )
+        k = shape.names.index(v[0])
+        return k, to_leaves(v[1], shape.cases[k], self.symbols, what, Deferred)
+
+    def _fill(
+        self, t: NominalType, k: int, leaves: list[Any], boxes: dict[int, int], what: str
+    ) -> int:
+        """A new box (count 0) of case `k` of `t`; each box it holds counts one more."""
+        shape = self.shape(t)
+        fields = list(zip(shape.fields[k], leaves, strict=True))
+        data = [
+            _leaf_bytes(item, leaf, t, what) if held is None else b""
+            for (_, leaf, held), item in fields
+        ]
+        box = self._allocate(shape)
+        _word(box).value = 0
+        _word(box + ENUM_BOX_HEADER).value = shape.tags[k]
+        for ((at, _, held), item), raw in zip(fields, data, strict=True):
+            if held is None:
+                ctypes.memmove(box + at, raw, len(raw))
+            elif isinstance(item, Deferred):
+                child = boxes[id(item.value)]
+                _word(box + at).value = child
+                _word(child).value += 1
+        return box
+
+    def _free(self, box: int) -> None:
+        _word(box - HEAP_HEADER).value = DEAD
+        _LIBC.free(box - HEAP_HEADER)
+        self._count(-1)
 
     def release(self, box: int) -> None:
         """One reference less; free what dies (iteratively)."""
@@ -182,9 +222,7 @@ class BoxHeap:
                     _word(child).value -= 1
                     if _word(child).value == 0:
                         work.append(child)
-            _word(current - HEAP_HEADER).value = DEAD
-            _LIBC.free(current - HEAP_HEADER)
-            self._count(-1)
+            self._free(current)
 
     def read(self, box: int, t: NominalType) -> Any:
         """The `(case, values)` tree at `box` (a box held twice is read once)."""

@@ -310,3 +310,19 @@ def test_recursion_depth_is_bounded_by_the_stack() -> None:
     assert isinstance(small, dlc.TrapError) and "stack overflow in @combine" in str(small)
     big = _in_thread(256 << 20, lambda: tree.deep_score(W, B, n, X))
     assert big == pytest.approx(reference_chain(int(n)), rel=1e-12)
+
+
+def test_python_trees_share_and_cycles_are_refused(tree: Any, graph: Any) -> None:
+    """A Python object used twice is one box held twice (8 levels of `(t, t)` are 9
+    boxes, not 511); a list that contains itself is refused, leaving no box behind."""
+    dag: Any = ("leaf", (X,))
+    for _ in range(8):
+        dag = ("node", (dag, dag))
+    assert tree.score(W, B, dag) == pytest.approx(run_function(graph, "score", [W, B, dag]))
+    loop: list[Any] = ["node", None]
+    loop[1] = (loop, ("leaf", (X,)))
+    with pytest.raises(
+        TypeError, match=r"argument 2 \(%tree\) of @score: a \$Tree value that contains itself"
+    ):
+        tree.score(W, B, loop)
+    assert tree.live_boxes() == 0
