@@ -98,3 +98,23 @@ cannot clash): two u64 words, seed and counter."""
 MESSAGES = "dlc.messages"
 VARS = "dlc.vars"
 RECURSIVE = "dlc.recursive"
+
+RESERVED_PREFIX = "dlc:"
+"""Functions and variables code generation adds to a module are named with this prefix,
+which the graph verifier refuses in a program's own names."""
+BOX_RETAIN = "dlc:retain"
+BOX_RELEASE = "dlc:release"
+"""`f(ctx, i64 box)`: count one more / one less reference to an indirect enum's box (0:
+no box, nothing to do); the last release frees the box and releases what it holds
+(iteratively: a deep tree does not deepen the native stack)."""
+LIVE_BOXES_VAR = "dlc:boxes"
+"""A module variable of one i64: the number of indirect enum boxes alive (allocated and
+not yet freed), by the compiled code and by the runtime's argument conversions."""
+ZERO_VAR = "dlc:zero"
+"""A zeroed module variable as large as the largest indirect enum body: what a null box
+address reads as (the enum's zero value)."""
+
+HEAP_HEADER = 16
+"""Bytes before each heap object (`raw_alloc`): a word saying whether it is live (the
+runtime's own heap objects, boxes of arguments, follow it too)."""
+LIVE, DEAD = 0x6576696C2D636C64, 0x646165642D636C64  # "dlc-live", "dlc-dead"

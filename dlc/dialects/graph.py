@@ -60,6 +60,8 @@ class Symbols:
     enums: dict[str, list[tuple[str, tuple[Attribute, ...]]]] = field(default_factory=dict)
     functions: dict[str, FunctionType] = field(default_factory=dict)
     vars: dict[str, Attribute] = field(default_factory=dict)
+    cache: dict[str, object] = field(default_factory=dict, compare=False, repr=False)
+    """Facts derived from the declarations (dlc/dialects/recursive_types.py)."""
 
     @staticmethod
     def of_module(module: Operation) -> Symbols:

@@ -216,7 +216,9 @@ class ConvolveOp(GraphInstruction):
             raise InferenceError(f"convolve: operands need rank ≥ 3, got {format_type(x)}")
         cfg = conv_config(props, x.rank - 2)
         groups = cfg["groups"][0]
-        if not 1 <= groups <= k.dims[0] or x.dims[1] // groups != k.dims[1] or x.dims[1] % groups:
+        # DLVM's rule (FileCheck/convolve.dl): C / g == kernel[1] in integer division; the
+        # C mod g channels beyond g · kernel[1] are not read
+        if not 1 <= groups <= k.dims[0] or x.dims[1] // groups != k.dims[1]:
             raise InferenceError(
                 f"convolve: {groups} groups do not fit input channels {x.dims[1]} and kernel {format_type(k)}"
             )

@@ -17,6 +17,7 @@ from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAVal
 from xdsl.utils.exceptions import VerifyException
 
 from dlc.diagnostics import DiagnosticError, block_location, error_at, get_loc
+from dlc.dialects.abi import RESERVED_PREFIX
 from dlc.dialects.cfg import dominates, immediate_dominators, successors
 from dlc.dialects.graph import (
     BranchEnumOp,
@@ -105,6 +106,10 @@ def _check_module_names(module: ModuleOp) -> None:
         name = op.sym_name.data
         if name in table:
             raise error_at(op, f"redefinition of {sigil}{name}")
+        if sigil == "@" and name.startswith(RESERVED_PREFIX):
+            raise error_at(
+                op, f"the name @{name} is reserved: '{RESERVED_PREFIX}' names the compiler's own"
+            )
         table.add(name)
 
 

@@ -3,10 +3,11 @@
 - `TypeSizes`: every tensor nested in a type, and every value as a whole, stays within
   dlc's size limits;
 - `check_stack_bytes`: a function's `allocateStack`s fit in a native stack frame;
-- `check_recursive_types`: no struct or enum contains itself by value, directly or
-  through other structs, enums, tuples or arrays. Such a type has no finite layout;
-  holding it through a pointer or a box (or a function type) is fine. DLVM's own
-  `enum.dl` example declares one, and dlc once looped forever laying it out.
+- `check_recursive_types`: no struct contains itself by value through structs alone
+  (tuples and arrays included). Such a type has no finite layout; holding it through a
+  pointer, a box, a function type or an enum case is fine: an enum on a cycle is laid
+  out indirectly, in boxes (recursive_types.py), like DLVM's `$Tree`. And every enum
+  has a finite value.
 
 All walks are iterative.
 """
@@ -26,7 +27,6 @@ from dlc.dialects.graph_types import (
     ArrayType,
     BoxType,
     FunctionType,
-    NominalType,
     PointerType,
     TensorType,
     TupleType,
@@ -34,6 +34,7 @@ from dlc.dialects.graph_types import (
     size_error,
 )
 from dlc.dialects.layout import Extent, extent
+from dlc.dialects.recursive_types import holds, zero_cases
 
 
 class TypeSizes:
@@ -100,50 +101,39 @@ def check_stack_bytes(func: FuncOp, sizes: TypeSizes) -> None:
             )
 
 
-def held_by_value(types: list[Attribute]) -> list[str]:
-    """The structs and enums that values of `types` hold inline: through tuples and
-    non-empty arrays, not behind pointers, boxes or function types."""
-    names: list[str] = []
-    work = list(types)
-    while work:
-        current = work.pop()
-        if isinstance(current, TupleType):
-            work.extend(current.types)
-        elif isinstance(current, ArrayType) and current.count.data > 0:
-            work.append(current.element)
-        elif isinstance(current, NominalType) and current.kind.data in ("struct", "enum"):
-            names.append(current.ident)
-    return names
-
-
 def check_recursive_types(module: ModuleOp) -> None:
-    """A located error at a struct or enum that contains itself by value (the member of
-    the first cycle found that is declared first)."""
+    """A located error at a struct that contains itself by value through structs alone
+    (the member of the first cycle found that is declared first): no enum on the cycle
+    is laid out indirectly to break it (recursive_types.py). Then one at an enum that
+    has no finite value."""
     decls: dict[str, Operation] = {}
-    contains: dict[str, list[str]] = {}
     for op in module.ops:
-        if isinstance(op, StructOp):
-            types = [t for _, t in op.fields]
-        elif isinstance(op, EnumOp):
-            types = [t for _, ts in op.cases for t in ts]
-        else:
-            continue
-        decls[op.sym_name.data] = op
-        contains[op.sym_name.data] = held_by_value(types)
-    cycle = _find_cycle(list(decls), contains)
-    if cycle is None:
-        return
-    order = list(decls)
-    first = min(range(len(cycle)), key=lambda i: order.index(cycle[i]))
-    cycle = cycle[first:] + cycle[:first]
-    through = "".join(
-        f" through ${name}" if i == 0 else f", ${name}" for i, name in enumerate(cycle[1:])
-    )
-    raise error_at(
-        decls[cycle[0]],
-        f"recursive type ${cycle[0]} has infinite size: it contains itself by value"
-        f"{through} (hold it through a pointer or a box)",
-    )
+        if isinstance(op, StructOp | EnumOp):
+            decls[op.sym_name.data] = op
+    symbols = Symbols.of_module(module)
+    graph = holds(symbols)
+    structs = {n: [m for m in graph[n] if m in symbols.structs] for n in symbols.structs}
+    order = [n for n in decls if n in structs]
+    cycle = _find_cycle(order, structs)
+    if cycle is not None:
+        first = min(range(len(cycle)), key=lambda i: order.index(cycle[i]))
+        cycle = cycle[first:] + cycle[:first]
+        through = "".join(
+            f" through ${name}" if i == 0 else f", ${name}" for i, name in enumerate(cycle[1:])
+        )
+        raise error_at(
+            decls[cycle[0]],
+            f"recursive type ${cycle[0]} has infinite size: it contains itself by value"
+            f"{through} (hold it through a pointer, a box or an enum case)",
+        )
+    zeros = zero_cases(symbols)
+    for name in decls:
+        if zeros.get(name, 0) is None and symbols.enums[name]:  # (no cases: no values)
+            raise error_at(
+                decls[name],
+                f"enum ${name} has no finite value: each of its cases holds ${name} again "
+                "(directly or through other types); give it a case that does not",
+            )
 
 
 def _find_cycle(order: list[str], contains: dict[str, list[str]]) -> list[str] | None:

@@ -4,9 +4,13 @@ Value form (tensor level and the native calling convention): every type is a tre
 leaves are tensors, flattened in order:
 
 - tensor: itself; tuple / struct: its elements / fields in order; `[n x T]`: n times T;
-- enum `$E`: an `i64` tag (the case's index in declaration order) followed by the
-  associated values of *every* case in order (a product, not a union; the values of
-  cases other than the tag's are unspecified);
+- enum `$E`: an `i64` tag (`recursive_types.enum_tag`: the case's index counted from
+  the zero case, so zero bytes are the zero value) followed by the associated values
+  of *every* case in order (a product, not a union; the values of cases other than
+  the tag's are zeros);
+- indirect (recursive) enum: one `i64`, the address of a box holding that product
+  (`enum_body`) after a 16-byte header (refcount, then the enum's `box_kind`); the
+  address 0 is the enum's zero value (no box);
 - pointer `*T`: three `i64` scalars (address, lower bound, upper bound) -- a fat
   pointer; the bounds are the byte range of the allocation it points into, checked by
   the bounds-checking build mode (null: all three 0);
@@ -38,6 +42,7 @@ from dlc.dialects.graph_types import (
     dtype_bytes,
     format_type,
 )
+from dlc.dialects.recursive_types import indirect_enums
 
 I64 = TensorType((), "i64")
 POINTER_LEAVES = 3
@@ -64,7 +69,9 @@ def children(t: Attribute, symbols: Symbols) -> list[Attribute] | None:
     if isinstance(t, NominalType) and t.kind.data == "struct" and t.ident in symbols.structs:
         return [ft for _, ft in symbols.structs[t.ident]]
     if isinstance(t, NominalType) and t.kind.data == "enum" and t.ident in symbols.enums:
-        return [I64, *(TupleType(list(values)) for _, values in symbols.enums[t.ident])]
+        if t.ident in indirect_enums(symbols):
+            return [I64]
+        return list(enum_body(t, symbols).types)
     raise LayoutError(f"values of type {format_type(t)}")
 
 
@@ -73,8 +80,50 @@ def leaves(t: Attribute, symbols: Symbols) -> list[TensorType]:
     return [leaf for _, leaf in layout(t, symbols).fields]
 
 
-def enum_tag(t: NominalType, case: str, symbols: Symbols) -> int:
-    return [c for c, _ in symbols.enums[t.ident]].index(case)
+ENUM_BOX_HEADER = 16
+"""Bytes before an indirect enum's body in its box: the refcount, then `box_kind`."""
+
+
+def is_indirect(t: Attribute, symbols: Symbols) -> bool:
+    """Whether `t` is an enum laid out in boxes (recursive_types.py)."""
+    return (
+        isinstance(t, NominalType) and t.kind.data == "enum" and t.ident in indirect_enums(symbols)
+    )
+
+
+def enum_body(t: NominalType, symbols: Symbols) -> TupleType:
+    """The by-value product of enum `t`: `(i64 tag, (values of case 0), ...)`."""
+    return TupleType([I64, *(TupleType(list(values)) for _, values in symbols.enums[t.ident])])
+
+
+def indirect_kinds(symbols: Symbols) -> list[str]:
+    """The indirect enums in declaration order; a box's kind word is 1 + the index."""
+    found = indirect_enums(symbols)
+    return [name for name in symbols.enums if name in found]
+
+
+def box_mask(t: Attribute, symbols: Symbols) -> list[bool]:
+    """For each leaf of `t` in order: whether it is the box address of an indirect enum
+    (a reference a value of `t` holds)."""
+    mask: list[bool] = []
+    stack: list[Attribute] = [t]
+    while stack:
+        item = stack.pop()
+        if is_indirect(item, symbols):
+            mask.append(True)
+            continue
+        kids = children(item, symbols)
+        if kids is None:
+            mask.append(False)
+        else:
+            stack.extend(reversed(kids))
+    return mask
+
+
+def box_offsets(t: Attribute, symbols: Symbols) -> list[int]:
+    """The byte offsets, in `t`'s memory form, of its box-address leaves."""
+    fields = layout(t, symbols).fields
+    return [o for (o, _), boxed in zip(fields, box_mask(t, symbols), strict=True) if boxed]
 
 
 @dataclass(frozen=True)

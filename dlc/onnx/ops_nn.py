@@ -71,6 +71,10 @@ def convolution(node: Node, x: SSAValue, w: SSAValue) -> SSAValue:
     kernel = node.attr("kernel_shape") or list(ws[2:])
     if list(kernel) != list(ws[2:]):
         raise ImportProblem(f"kernel_shape {kernel} differs from the weight's {list(ws[2:])}")
+    group = node.attr("group", 1)
+    if isinstance(group, int) and group >= 1 and xs[1] % group and xs[1] // group == ws[1]:
+        # DLVM's convolve ignores the channels beyond group · weight channels; ONNX has none
+        raise ImportProblem(f"input channels {xs[1]} are not group={group} times {ws[1]}")
     strides, dilations = _window_attrs(node, spatial)
     pads = _pads(node, xs[2:], kernel, strides, dilations)
     props = {

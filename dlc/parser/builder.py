@@ -1,9 +1,10 @@
 """Lark parse tree -> `graph` dialect IR, with DLVM's name and type rules (DLVM.md §1.4–1.5).
 
 Everything here is iterative: types and literals are built with explicit stacks, and
-instructions are flat. Declarations are processed in textual order (nominal types and
-`var`s must be declared before use); every function signature is registered before any
-body is built (functions may be forward-referenced). Type inference runs per instruction
+instructions are flat. Declarations are processed in textual order (type aliases and
+`var`s must be declared before use; struct and enum names are registered first, so
+types may refer to them anywhere, as recursive types need); every function signature is
+registered before any body is built (functions may be forward-referenced). Type inference runs per instruction
 through the op class's `infer`, as DLVM's parser does.
 """
 
@@ -30,6 +31,12 @@ class ModuleBuilder(InstructionBuilder):
         name_tok, stage_tok, *decls = tree.children
         ops: list[Operation] = []
         bodies: list[tuple[FuncOp, Tree, int]] = []
+        for index, decl in enumerate(decls):  # structs and enums may be used before
+            if decl.data in ("struct", "enum"):  # their declaration (recursive types)
+                self.current_index = index
+                self._declare_type(
+                    decl.children[0], NominalType(str(decl.children[0])[1:], decl.data)
+                )
         for index, decl in enumerate(decls):
             self.current_index = index
             op, body = self._declaration(decl)
@@ -80,8 +87,9 @@ class ModuleBuilder(InstructionBuilder):
 
     def _declare_type(self, tok: Token, t: Attribute) -> None:
         name = str(tok)[1:]
-        if name in self.types and self.types[name][1] != self.current_index:
-            raise self.error(f"redefinition of type ${name}", tok)
+        if name in self.types and self.types[name][1] < self.current_index:
+            raise self.error(f"redefinition of type ${name}", tok)  # (a struct or enum
+            # declared later is registered early: its own declaration reports it)
         self.types[name] = (t, self.current_index)
 
     def _declare_value(self, tok: Token, t: Attribute, kind: str) -> str:
@@ -107,8 +115,6 @@ class ModuleBuilder(InstructionBuilder):
     def _struct(self, decl: Tree) -> Operation:
         tok, *fields = decl.children
         name = str(tok)[1:]
-        if name in self.types:
-            raise self.error(f"redefinition of type ${name}", tok)
         built = [(str(f.children[0])[1:], self.build_type(f.children[1])) for f in fields]
         self._declare_type(tok, NominalType(name, "struct"))
         self.symbols.structs[name] = built
@@ -119,7 +125,7 @@ class ModuleBuilder(InstructionBuilder):
     def _enum(self, decl: Tree) -> Operation:
         tok, *cases = decl.children
         name = str(tok)[1:]
-        self._declare_type(tok, NominalType(name, "enum"))  # before the cases: recursion is fine
+        self._declare_type(tok, NominalType(name, "enum"))
         built = [
             (str(c.children[0])[1:], [self.build_type(t) for t in c.children[1:]]) for c in cases
         ]

@@ -17,6 +17,7 @@ from dlc.dialects.graph_types import (
     ArrayType,
     BoxType,
     FunctionType,
+    NominalType,
     PointerType,
     StackType,
     TensorType,
@@ -137,6 +138,6 @@ class TypeBuilder:
         if entry is None:
             raise self.error(f"unknown type ${name}", tok)
         t, index = entry
-        if index > self.current_index:
+        if index > self.current_index and not isinstance(t, NominalType):
             raise self.error(f"type ${name} is used before its declaration", tok)
         return t

@@ -177,6 +177,7 @@ class CompiledFunction:
         self._fast: tuple[Any, ...] | None = None  # (builtin, result shape, result dtype)
         self._checked: tuple[Any, ...] | None = None  # (arity, result shape, result dtype)
         self._structured: tuple[list[Any], Any] | None = None
+        self._boxes: Any = None  # runtime.boxes.BoxHeap, made on first use
         sig = graph_func if isinstance(graph_func, FuncSig) else func_signature(graph_func)
         self.signature = sig  # tensors only (None: structs, pointers... or not callable)
         if sig is None:  # structs, enums, pointers... (or nothing callable)
@@ -256,7 +257,9 @@ class CompiledFunction:
         buffers += [TensorSig(t.dt, tuple(t.dims)) for t in out_leaves]
         self._native = self._entry_point(jit, buffers)
 
-    def _flatten_args(self, args: tuple[object, ...]) -> list[object]:
+    def _flatten_args(self, args: tuple[object, ...], lent: list[int]) -> list[object]:
+        """The leaves of `args`; recursive enum values are built as boxes, whose
+        addresses `lent` collects (released after the call)."""
         from dlc.runtime.values import to_leaves
 
         types, symbols = self._structured  # type: ignore[misc]
@@ -268,8 +271,43 @@ class CompiledFunction:
         flat: list[object] = []
         for i, (value, t) in enumerate(zip(args, types, strict=True)):
             what = f"argument {i} (%{self.param_names[i]}) of @{self.name}"
-            flat.extend(to_leaves(value, t, symbols, what))
+            flat.extend(to_leaves(value, t, symbols, what, self._boxer(what, lent)))
         return flat
+
+    def _boxer(self, what: str, lent: list[int]) -> Callable[[Any, Any], np.ndarray]:
+        heap = self._heap()
+
+        def box(value: Any, t: Any) -> np.ndarray:
+            lent.append(heap.build(value, t, what))
+            return np.array(lent[-1], np.int64)
+
+        return box
+
+    def _heap(self) -> Any:
+        """The module's `runtime.boxes.BoxHeap` (recursive enum values)."""
+        if self._boxes is None:
+            from dlc.dialects.abi import LIVE_BOXES_VAR
+            from dlc.runtime.boxes import BoxHeap
+            from dlc.runtime.native import variable_storage
+
+            counter = variable_storage(self._jit, LIVE_BOXES_VAR)
+            address = None if counter is None else counter.ctypes.data
+            self._boxes = BoxHeap(self._structured[1], address)  # type: ignore[index]
+        return self._boxes
+
+    def _results(self, outputs: list[np.ndarray]) -> Any:
+        """A structured result from its leaves; recursive enum trees are read and the
+        reference the call returned released."""
+        from dlc.runtime.values import from_leaves
+
+        def take(t: Any, leaf: np.ndarray) -> Any:
+            heap = self._heap()
+            value = heap.read(int(leaf), t)
+            heap.release(int(leaf))
+            return value
+
+        symbols = self._structured[1]  # type: ignore[index]
+        return from_leaves(self._output_type, iter(outputs), symbols, take)
 
     def _entry_point(self, jit: JITModule, buffers: list[TensorSig]) -> Callable[..., None]:
         """A cached ctypes callable of the native code (and how to pass an array to it).
@@ -361,8 +399,18 @@ class CompiledFunction:
             raise TypeError(self._error)
         if kwargs:  # the positional fast path stays as it is
             args = self._bind(args, kwargs)
+        lent: list[int] = []
+        try:
+            return self._call_flat(args, lent)
+        finally:
+            for box in lent:
+                self._heap().release(box)
+
+    def _call_flat(self, args: tuple[object, ...], lent: list[int]) -> Any:
+        checks = self._checks
+        assert checks is not None
         if self._structured is not None:
-            args = tuple(self._flatten_args(args))
+            args = tuple(self._flatten_args(args, lent))
         if len(args) != len(checks):
             names = ", ".join(self.param_names)
             raise TypeError(
@@ -394,9 +442,7 @@ class CompiledFunction:
         if status:
             self._raise_for(ctx)
         if self._structured is not None:
-            from dlc.runtime.values import from_leaves
-
-            return from_leaves(self._output_type, iter(outputs), self._structured[1])
+            return self._results(outputs)
         if self._single:
             return outputs[0]
         if not outputs and not self._output_type.types:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from dlc.diagnostics import clone_located
-from dlc.dialects.abi import RNG_VAR
+from dlc.dialects.abi import LIVE_BOXES_VAR, RNG_VAR
 from dlc.runtime.context import Contexts
 from dlc.runtime.convention import CompiledFunction
 from dlc.runtime.jit import JITModule
@@ -83,6 +83,14 @@ class CompiledModule:
         words = state[:16].view(np.uint64)
         words[0] = int(value) % (1 << 64)
         words[1] = 0
+
+    def live_boxes(self) -> int:
+        """How many boxes of recursive enum values are alive: made by the module's code
+        or for arguments, and not freed yet (0 when there are none). Every call gives
+        back what it made, so this is 0 after calls unless the program keeps trees in
+        variables or memory."""
+        counter = variable_storage(self._jit, LIVE_BOXES_VAR)
+        return 0 if counter is None else int(counter[:8].view(np.int64)[0])
 
     def export(
         self,

@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -31,7 +31,16 @@ from dlc.dialects.graph_types import (
     TupleType,
     format_type,
 )
-from dlc.dialects.layout import children, layout, leaves
+from dlc.dialects.layout import children, is_indirect, layout, leaves
+from dlc.dialects.recursive_types import case_of_tag, enum_tag, zero_case
+
+
+class _Zero:
+    """The zero value of an indirect enum (address 0) inside a converted value."""
+
+
+ZERO = _Zero()
+ZERO_LEAF = np.array(0, np.int64)
 
 
 def is_plain(t: Attribute) -> bool:
@@ -46,14 +55,24 @@ def is_plain(t: Attribute) -> bool:
     return True
 
 
-def to_leaves(value: Any, t: Attribute, symbols: Symbols, what: str) -> list[Any]:
-    """The leaf values (arrays / scalars, checked later per leaf) of `value`."""
+Hook = Callable[[Any, Attribute], Any]
+
+
+def to_leaves(
+    value: Any, t: Attribute, symbols: Symbols, what: str, box: Hook | None = None
+) -> list[Any]:
+    """The leaf values (arrays / scalars, checked later per leaf) of `value`; an
+    indirect enum's leaf is `box(value, type)` (boxes.py builds it)."""
     out: list[Any] = []
     stack: list[tuple[Any, Attribute]] = [(value, t)]
     while stack:
         v, ty = stack.pop()
         if isinstance(ty, TensorType):
             out.append(v)
+        elif is_indirect(ty, symbols):
+            if box is None:
+                raise TypeError(f"{what}: values of type {format_type(ty)} cannot be passed here")
+            out.append(ZERO_LEAF if v is ZERO else box(v, ty))
         elif isinstance(ty, PointerType):
             out.extend(_pointer(v, ty, symbols, what))
         elif isinstance(ty, BoxType | StackType):
@@ -102,7 +121,7 @@ def _enum(v: Any, ty: NominalType, symbols: Symbols, what: str) -> list[tuple[An
             f"{what}: expected (case, values) with a case of ${ty.ident} {names}, got {v!r:.60}"
         )
     items: list[tuple[Any, Attribute]] = [
-        (np.array(names.index(v[0]), np.int64), TensorType((), "i64"))
+        (np.array(enum_tag(ty, v[0], symbols), np.int64), TensorType((), "i64"))
     ]
     for name, types in cases:
         given = tuple(v[1]) if name == v[0] else None
@@ -118,24 +137,32 @@ def _zero(t: Attribute, symbols: Symbols) -> Any:
         from dlc.dialects.graph_types import numpy_dtype
 
         return np.zeros(t.dims, numpy_dtype(t.dt))
+    if is_indirect(t, symbols):
+        return ZERO
     if isinstance(t, NominalType) and t.kind.data == "enum":
-        case, types = symbols.enums[t.ident][0]
+        case, types = symbols.enums[t.ident][zero_case(t, symbols)]
         return (case, tuple(_zero(e, symbols) for e in types))
     if isinstance(t, PointerType):
         return np.zeros(0, np.uint8)  # never dereferenced: a zero-size buffer
     return tuple(_zero(k, symbols) for k in children(t, symbols) or [])
 
 
-def from_leaves(t: Attribute, leaves: Iterator[np.ndarray], symbols: Symbols) -> Any:
-    """The Python value of type `t` made of the result arrays in order."""
+def from_leaves(
+    t: Attribute, leaves: Iterator[Any], symbols: Symbols, hook: Hook | None = None
+) -> Any:
+    """The Python value of type `t` made of the result arrays in order (an indirect
+    enum's: `hook(type, leaf)`)."""
     if isinstance(t, TensorType):
         return next(leaves)
+    if is_indirect(t, symbols):
+        assert hook is not None
+        return hook(t, next(leaves))
     kids = children(t, symbols) or []
-    values = [from_leaves(k, leaves, symbols) for k in kids]  # depth = type nesting
+    values = [from_leaves(k, leaves, symbols, hook) for k in kids]  # depth = type nesting
     if isinstance(t, NominalType) and t.kind.data == "enum":
         cases = symbols.enums[t.ident]
-        tag = int(values[0])
-        return (cases[tag][0], values[1 + tag])
+        index = case_of_tag(t, int(values[0]), symbols)
+        return (cases[index][0], values[1 + index])
     if isinstance(t, PointerType | BoxType | StackType):
         return tuple(int(v) for v in values)
     if isinstance(t, ArrayType | TupleType | NominalType):

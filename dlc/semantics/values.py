@@ -43,6 +43,7 @@ from dlc.dialects.graph_types import (
     TupleType,
     format_type,
 )
+from dlc.dialects.recursive_types import zero_case
 
 
 class UndefinedBehaviorError(RuntimeError):
@@ -173,11 +174,12 @@ def enum_cases(t: NominalType, symbols: Symbols) -> list[tuple[str, tuple[Attrib
 
 
 def _zero_enum_case(t: NominalType, symbols: Symbols) -> tuple[str, tuple[Attribute, ...]]:
-    """An enum's zero is its first case without values, else its first case."""
+    """An enum's zero is its first case without values, else its first case whose
+    values have finite zeros (dlc/dialects/recursive_types.py)."""
     cases = enum_cases(t, symbols)
     if not cases:
         raise DiagnosticError(f"reference interpreter: enum ${t.ident} has no cases")
-    return next((c for c in cases if not c[1]), cases[0])
+    return cases[zero_case(t, symbols)]
 
 
 def zero_value(t: Attribute, symbols: Symbols) -> object:

@@ -17,7 +17,7 @@ from dlc.dialects.graph_types import NominalType, PointerType, TensorType, Tuple
 from dlc.dialects.layout import LayoutError, layout
 from dlc.pipeline import Options
 
-# DLVM's own examples/enum.dl declares this enum.
+# DLVM's own FileCheck/enum.dl declares enums like this one.
 RECURSIVE_ENUM = """module "enum"
 stage raw
 
@@ -33,24 +33,44 @@ func @f: (f32) -> f32 {
 """
 
 
+RECURSIVE_STRUCT = """module "struct"
+stage raw
+
+struct $List {
+    #head: f32
+    #tail: ($List, i64)
+}
+"""
+
+
 @pytest.mark.parametrize("entry", [dlc.parse, dlc.compile])
-def test_recursive_enum_is_a_located_error(entry) -> None:  # noqa: ANN001
-    """`layout` once looped forever on an enum that holds itself by value."""
+def test_recursive_struct_is_a_located_error(entry) -> None:  # noqa: ANN001
+    """`layout` once looped forever on a type that holds itself by value; a struct with
+    no enum on the cycle still has infinite size."""
     with pytest.raises(dlc.DiagnosticError) as info:
-        entry(RECURSIVE_ENUM, filename="enum.dl")
-    assert (info.value.filename, info.value.line, info.value.column) == ("enum.dl", 4, 6)
+        entry(RECURSIVE_STRUCT, filename="struct.dl")
+    assert (info.value.filename, info.value.line, info.value.column) == ("struct.dl", 4, 8)
     assert info.value.message == (
-        "recursive type $Tree has infinite size: it contains itself by value "
-        "(hold it through a pointer or a box)"
+        "recursive type $List has infinite size: it contains itself by value "
+        "(hold it through a pointer, a box or an enum case)"
     )
+
+
+def test_recursive_enum_parses() -> None:
+    """DLVM's recursive enums are laid out in boxes, not refused."""
+    module = dlc.parse(RECURSIVE_ENUM, filename="enum.dl")
+    assert "?node($Tree, f32)" in dlc.print_module(module)
 
 
 def test_layout_of_unverified_recursive_type_stops() -> None:
     """Unverified IR reaching `layout` gets a LayoutError, not an endless loop."""
+    node = NominalType("Node", "struct")
+    symbols = Symbols(structs={"Node": [("next", TupleType([node]))]})
+    with pytest.raises(LayoutError, match=r"values of the recursive type \$Node"):
+        layout(node, symbols)
     tree = NominalType("Tree", "enum")
     symbols = Symbols(enums={"Tree": [("node", (TupleType([tree]),))]})
-    with pytest.raises(LayoutError, match=r"values of the recursive type \$Tree"):
-        layout(tree, symbols)
+    assert layout(tree, symbols).size == 8  # indirect: a box address
     symbols = Symbols(enums={"List": [("cons", (PointerType(NominalType("List", "enum")),))]})
     assert layout(NominalType("List", "enum"), symbols).size == 32
     f32 = TensorType((), "f32")

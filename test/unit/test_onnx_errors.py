@@ -169,6 +169,10 @@ CASES = {
         _one("Conv", ["x", "w"], W, group=3),
         "node 'y' (Conv): convolve: 3 groups do not fit input channels 4 and kernel <2 x 4 x 3 x 3 x f32>",
     ),
+    "group channels": (
+        _one("Conv", ["x", "w"], {"w": randn(2, 1, 3, 3)}, group=3),
+        "node 'y' (Conv): input channels 4 are not group=3 times 1",
+    ),
     "pool rank": (
         _one("MaxPool", shape={"x": (4, 5)}, kernel_shape=[2]),
         "node 'y' (MaxPool): input (4, 5) needs rank ≥ 3",

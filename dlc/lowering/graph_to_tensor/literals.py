@@ -5,8 +5,9 @@ aggregates Python lists of their parts."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeAlias
 
 import numpy as np
 from xdsl.builder import Builder
@@ -17,11 +18,13 @@ from dlc.dialects import graph, tensor
 from dlc.dialects.graph import Symbols
 from dlc.dialects.graph_literal import LitTree, all_equal, dense_dtype, scalar_tree
 from dlc.dialects.graph_types import NominalType, TensorType, TupleType, format_type
-from dlc.dialects.layout import I64, children
+from dlc.dialects.layout import I64, children, is_indirect
+from dlc.dialects.recursive_types import enum_tag
 from dlc.lowering.graph_to_tensor.compute_builder import BodyBuilder, Lowered, Splat, build_compute
 from dlc.lowering.graph_to_tensor.memory import zero
 
 UNSUPPORTED = "not supported by the code generator yet: "
+_BOX = "@box"  # a work item: the body above it is complete, box it
 
 
 @dataclass
@@ -98,17 +101,34 @@ def _data(segments: list[_Segment], t: TensorType) -> bytes:
     return np.concatenate(chunks).tobytes()
 
 
+Boxer: TypeAlias = "Callable[[Builder, NominalType, Lowered], Lowered]"
+
+
 def lower_literal(
-    b: Builder, op: graph.LiteralOp, args: list[Lowered], symbols: Symbols | None = None
+    b: Builder,
+    op: graph.LiteralOp,
+    args: list[Lowered],
+    symbols: Symbols | None = None,
+    boxer: Boxer | None = None,
 ) -> Lowered:
-    """Scalars and splats stay compile-time `Splat`s; aggregates become Python lists."""
+    """Scalars and splats stay compile-time `Splat`s; aggregates become Python lists; a
+    case of an indirect enum is its by-value body put in a new box by `boxer`."""
     symbols = symbols or Symbols()
     root: list[Lowered] = []
     stack: list[tuple[LitTree, Attribute, list[Lowered]]] = [(op.value.data, op.result.type, root)]
     while stack:
         tree, t, out = stack.pop()
         kind = tree[0]
-        if kind == "operand":
+        if kind == _BOX:  # after the body's parts (pushed below it): the box
+            assert boxer is not None and isinstance(t, NominalType)
+            out.append(boxer(b, t, tree[1][0]))  # type: ignore[arg-type]
+        elif kind == "enum" and is_indirect(t, symbols):
+            if boxer is None:
+                raise error_at(op, UNSUPPORTED + f"literal of type {format_type(t)}")
+            body: list[Lowered] = []
+            stack.append(((_BOX, [body]), t, out))  # type: ignore[arg-type]
+            stack.extend(reversed(_aggregate_literal(tree, t, body, symbols)))
+        elif kind == "operand":
             out.append(args[tree[1]])
         elif kind == "tuple" and isinstance(t, TupleType):
             items: list[Lowered] = []
@@ -144,7 +164,7 @@ def _aggregate_literal(
     if kind == "enum":
         assert isinstance(t, NominalType)
         cases = symbols.enums[t.ident]
-        items.append(Splat([c for c, _ in cases].index(tree[1]), I64))
+        items.append(Splat(enum_tag(t, tree[1], symbols), I64))
         work = []
         for name, types in cases:
             if name != tree[1]:

@@ -15,15 +15,19 @@ from dlc.dialects import graph, tensor
 from dlc.dialects import graph_memory as gm
 from dlc.dialects import graph_tensor as gt
 from dlc.dialects.graph import Symbols
-from dlc.dialects.graph_types import TensorType, nest_leaves
+from dlc.dialects.graph_types import NominalType, TensorType, nest_leaves
 from dlc.dialects.layout import LayoutError, leaves
 from dlc.dialects.levels import require_level
+from dlc.dialects.recursive_types import enum_tag
 from dlc.dialects.tensor_memory import GlobalAddressOp
+from dlc.lowering.graph_to_tensor.boxes import Boxes
 from dlc.lowering.graph_to_tensor.compute_builder import Lowered, Splat, build_compute
 from dlc.lowering.graph_to_tensor.literals import UNSUPPORTED, lower_literal
 from dlc.lowering.graph_to_tensor.memory import MemoryRules, lower_aggregate_key_op
 from dlc.lowering.graph_to_tensor.memory import unflatten as memory_unflatten
 from dlc.lowering.graph_to_tensor.ops import UnsupportedOp, rule_for
+from dlc.lowering.graph_to_tensor.owned import OwnedLowering
+from dlc.lowering.graph_to_tensor.ownership import Ownership
 from dlc.lowering.scalar_ops import Unsupported
 
 MEMORY_OPS = (
@@ -117,7 +121,7 @@ def _successors(block: Block) -> list[Block]:
     return list(last.successors) if last is not None else []
 
 
-class FunctionLowering:
+class FunctionLowering(OwnedLowering):
     """Lowers one graph function definition to a `tensor.func` (a CFG of blocks)."""
 
     def __init__(
@@ -125,11 +129,13 @@ class FunctionLowering:
         func: graph.FuncOp,
         symbols: dict[str, graph.FuncOp] | None = None,
         types: Symbols | None = None,
+        boxes: Boxes | None = None,
     ):
         self.func = func
         self.symbols = symbols or {}
         self.types = types or Symbols()
         self.memory = MemoryRules(self.types)
+        self.boxes = boxes or Boxes(self.types, self.memory)
         self.values: dict[SSAValue, Lowered] = {}
         self.blocks: dict[Block, Block] = {}
 
@@ -142,6 +148,7 @@ class FunctionLowering:
         order = reverse_post_order(entry)
         for block in order:
             self.precheck_block(block)
+        self.own = Ownership(self.func, order, self.types)
         check_type(self.func, ftype.output, self.types)
         outputs = flatten_type(ftype.output, self.types)
         inputs = [leaf for t in ftype.args for leaf in flatten_type(t, self.types)]
@@ -155,6 +162,7 @@ class FunctionLowering:
         for block in order:
             self.bind_args(block)
             builder = Builder(InsertPoint.at_end(self.blocks[block]))
+            self.release_unused_args(builder, block)
             for op in block.ops:
                 self.lower_op(builder, op)
         return result
@@ -178,7 +186,11 @@ class FunctionLowering:
         assert start is not None and start.parent is not None
         last, last_block = start.last_op, start.parent.last_block
         try:
-            self._lower_op(b, op)
+            block = op.parent_block()
+            assert block is not None
+            if not self.lower_counted_terminator(b, block, op):
+                self._lower_op(b, op)
+                self.after_op(b, block, op)
         except (UnsupportedOp, Unsupported) as err:
             raise error_at(op, UNSUPPORTED + str(err)) from None
         new = last.next_op if last is not None else start.first_op
@@ -222,7 +234,11 @@ class FunctionLowering:
         elif isinstance(op, graph.GlobalRefOp):
             self.values[op.result] = []  # a function: no tensor value
         elif type(op) in MEMORY_OPS:
+            self.check_counted(op)
+            old = self.old_contents(b, op)
             value = self.memory.lower(b, op, [self.values[o] for o in op.operands])
+            if old is not None:
+                self.boxes.release(b, op.operands[0].type, old)
             if op.results:
                 self.values[op.results[0]] = value  # type: ignore[assignment]
         elif isinstance(op, gm.TrapOp):
@@ -233,13 +249,16 @@ class FunctionLowering:
 
     def lower_branch_enum(self, b: Builder, op: graph.BranchEnumOp) -> None:
         """A chain of `tensor.cond_br` on the tag; the last case is the default."""
-        value = self.values[op.value]
+        t = op.value.type
+        assert isinstance(t, NominalType)
+        value = self.enum_body(b, t, self.values[op.value])
         assert isinstance(value, list)
-        names = [c for c, _ in self.types.enums[op.value.type.ident]]  # type: ignore[attr-defined]
+        names = [c for c, _ in self.types.enums[t.ident]]
         tag = value[0]
         targets = list(zip([c.data for c in op.cases], op.dests, strict=True))
         for k, (case, dest) in enumerate(targets):
             index = names.index(case)
+            stored = enum_tag(t, case, self.types)
             args = [materialize(b, v) for v in flatten(value[1 + index])]
             if k == len(targets) - 1:
                 b.insert(tensor.BrOp(self.blocks[dest], args))
@@ -247,7 +266,7 @@ class FunctionLowering:
             hit = build_compute(
                 b,
                 TensorType((), "bool"),
-                lambda s, i, _, index=index: s.cmpi("eq", s.read(tag, []), s.index(index)),
+                lambda s, i, _, stored=stored: s.cmpi("eq", s.read(tag, []), s.index(stored)),
             ).result
             region = b.insertion_point.block.parent  # type: ignore[union-attr]
             next_block = Block()
@@ -269,7 +288,7 @@ class FunctionLowering:
         ftype = op.callee_type
         args = self.edge(b, op.args)
         out_types: list[TensorType] = (
-            [] if graph.is_void(ftype.output) else flatten_type(ftype.output)
+            [] if graph.is_void(ftype.output) else flatten_type(ftype.output, self.types)
         )
         if extern and any(t.rank != 0 for t in (*(a.type for a in args), *out_types)):  # type: ignore[attr-defined]
             raise UnsupportedOp(
@@ -282,7 +301,7 @@ class FunctionLowering:
             )
         call = b.insert(tensor.CallOp(op.callee.data, args, out_types, extern=extern))
         if op.results:
-            self.values[op.results[0]] = unflatten(ftype.output, iter(call.res))
+            self.values[op.results[0]] = unflatten(ftype.output, iter(call.res), self.types)
 
     def precheck(self, op: Operation) -> None:
         """Unsupported opcodes and data types, reported at the op before any lowering."""
@@ -301,7 +320,7 @@ class FunctionLowering:
 
     def dispatch(self, b: Builder, op: Operation, args: list[Lowered]) -> Lowered:
         if isinstance(op, graph.LiteralOp):
-            return lower_literal(b, op, args, self.types)
+            return lower_literal(b, op, args, self.types, self.boxes.new_box)
         if isinstance(op, gm.ExtractOp | gm.InsertOp) and _has_aggregate(args):
             return lower_aggregate_key_op(b, op, args, self.types)
         rule = rule_for(op)
@@ -330,13 +349,16 @@ class LowerGraphToTensorPass(ModulePass):
                 _check_size(func)
         symbols = {f.sym_name.data: f for f in op.body.block.ops if isinstance(f, graph.FuncOp)}
         types = Symbols.of_module(op)
+        boxes = Boxes(types, MemoryRules(types))
         lowered = [
-            (FunctionLowering(func, symbols, types).run(), func)
+            (FunctionLowering(func, symbols, types, boxes).run(), func)
             for func in op.body.block.ops
             if isinstance(func, graph.FuncOp) and not func.is_declaration
         ]
         for func, before in lowered:
             op.body.block.insert_op_before(func, before)
+        if boxes.used:
+            op.body.block.add_ops(boxes.functions())
         for child in list(op.body.block.ops):
             if not isinstance(child, tensor.FuncOp):
                 child.detach()

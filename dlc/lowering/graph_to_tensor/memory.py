@@ -19,6 +19,7 @@ from dlc.dialects import tensor_memory as tm
 from dlc.dialects.graph import Symbols
 from dlc.dialects.graph_types import BoxType, NominalType, PointerType, TensorType, TupleType
 from dlc.dialects.layout import I64, LayoutError, children, key_offset, layout, leaves
+from dlc.dialects.recursive_types import enum_tag
 from dlc.lowering.graph_to_tensor.compute_builder import BodyBuilder, Lowered, Splat, build_compute
 from dlc.lowering.graph_to_tensor.ops import UnsupportedOp
 from dlc.lowering.graph_to_tensor.runtime_ops import lower_random, lower_stack_op
@@ -261,7 +262,7 @@ def _as_i64(b: Builder, value: Lowered) -> Lowered:
 def enum_value(t: NominalType, case: str, values: list[Lowered], symbols: Symbols) -> Lowered:
     """[tag, values of case 0, ...]: the given case's values, zeros for the others."""
     cases = symbols.enums[t.ident]
-    out: list[Lowered] = [Splat([c for c, _ in cases].index(case), I64)]
+    out: list[Lowered] = [Splat(enum_tag(t, case, symbols), I64)]
     for name, types in cases:
         out.append(values if name == case else zero(TupleType(list(types)), symbols))
     return out

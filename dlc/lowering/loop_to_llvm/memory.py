@@ -15,7 +15,7 @@ from xdsl.dialects.builtin import IntegerAttr, MemRefType, i1, i8, i64
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from dlc.dialects import loop_memory as lm
-from dlc.dialects.abi import VAR_PREFIX
+from dlc.dialects.abi import DEAD, HEAP_HEADER, LIVE, VAR_PREFIX
 from dlc.lowering.loop_to_llvm.buffers import element_bytes, element_count
 from dlc.lowering.loop_to_llvm.scalar import const, icmp, select
 
@@ -97,11 +97,6 @@ def _stack_alloc(em: FuncEmitter, op: lm.StackAllocOp) -> SSAValue:
     args = [alloca.results[0], const(em, 0, i8), const(em, size, i64), const(em, 0, i1)]
     em.emit(llvm.CallIntrinsicOp("llvm.memset.p0.i64", args, []))
     return _int(em, alloca.results[0])
-
-
-HEAP_HEADER = 16
-"""Bytes before each heap object (`raw_alloc`): a word saying whether it is live."""
-LIVE, DEAD = 0x6576696C2D636C64, 0x646165642D636C64  # "dlc-live", "dlc-dead"
 
 
 def _heap_alloc(em: FuncEmitter, op: lm.RawAllocOp, nbytes: SSAValue) -> SSAValue:

@@ -262,7 +262,8 @@ def add_python_entries(
         checks = names[name] if layout is not None else None
         checked |= checks is not None
         llvm_level.body.block.add_op(python_entry(name, n_args, layout, checks))
-        if layout is not None and checks is not None and fast:
+        single = checks is not None and n_args - 1 - len(checks) == 1  # one result array
+        if layout is not None and checks is not None and fast and single:
             llvm_level.body.block.add_op(fast_entry(name, n_args, layout, checks))
     if checked:  # common, not internal: LLVM must not fold its loads to the zeros
         size = 1 + n_types

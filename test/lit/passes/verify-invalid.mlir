@@ -27,14 +27,15 @@ builtin.module attributes {dlc.name = "m", dlc.stage = "raw"} {
 
 // -----
 
-// Structs and enums in MLIR syntax may refer to later ones: a cycle of them holding each
-// other by value is reported at the first one declared.
-// CHECK: verify-invalid.mlir:[[# @LINE + 3]]:3: error: recursive type $A has infinite size: it contains itself by value through $B, $C (hold it through a pointer or a box)
+// Structs in MLIR syntax may refer to later ones: a cycle of them holding each other by
+// value (no enum on it to hold the recursion in boxes) is reported at the first one declared.
+// CHECK: verify-invalid.mlir:[[# @LINE + 4]]:3: error: recursive type $A has infinite size: it contains itself by value through $B, $C (hold it through a pointer, a box or an enum case)
 builtin.module attributes {dlc.name = "m", dlc.stage = "raw"} {
   "graph.struct"() <{sym_name = "Ok", field_names = ["a"], field_types = [!graph.ptr<!graph.nominal<"Ok", "struct">>]}> : () -> ()
-  "graph.struct"() <{sym_name = "A", field_names = ["b"], field_types = [!graph.tuple<!graph.nominal<"B", "enum">>]}> : () -> ()
-  "graph.enum"() <{sym_name = "B", case_names = ["c"], case_types = [[!graph.array<#builtin.int<2>, !graph.nominal<"C", "struct">>]]}> : () -> ()
-  "graph.struct"() <{sym_name = "C", field_names = ["a"], field_types = [!graph.nominal<"A", "struct">]}> : () -> ()
+  "graph.enum"() <{sym_name = "E", case_names = ["c", "d"], case_types = [[!graph.nominal<"A", "struct">], []]}> : () -> ()
+  "graph.struct"() <{sym_name = "A", field_names = ["b"], field_types = [!graph.tuple<!graph.nominal<"B", "struct">>]}> : () -> ()
+  "graph.struct"() <{sym_name = "B", field_names = ["c"], field_types = [!graph.array<#builtin.int<2>, !graph.nominal<"C", "struct">>]}> : () -> ()
+  "graph.struct"() <{sym_name = "C", field_names = ["a", "e"], field_types = [!graph.nominal<"A", "struct">, !graph.nominal<"E", "enum">]}> : () -> ()
 }
 
 // -----
@@ -117,5 +118,17 @@ builtin.module attributes {dlc.name = "m", dlc.stage = "raw"} {
     "graph.branch"(%y)[^bb2] : (!graph.tensor<f32>) -> ()
   ^bb2(%z: !graph.tensor<f32>):
     "graph.return"(%z) : (!graph.tensor<f32>) -> ()
+  }) : () -> ()
+}
+
+// -----
+
+// Generated code names its functions and variables 'dlc:...' (the box retain/release of
+// recursive enums): a program's own names cannot take them.
+// CHECK: verify-invalid.mlir:[[# @LINE + 2]]:3: error: the name @dlc:release is reserved: 'dlc:' names the compiler's own
+builtin.module attributes {dlc.name = "m", dlc.stage = "raw"} {
+  "graph.func"() <{sym_name = "dlc:release", function_type = !graph.fn<[!graph.tensor<i64>], !graph.tensor<i64>>}> ({
+  ^entry(%x: !graph.tensor<i64>):
+    "graph.return"(%x) : (!graph.tensor<i64>) -> ()
   }) : () -> ()
 }
