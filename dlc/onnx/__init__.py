@@ -21,12 +21,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dlc.diagnostics import DiagnosticError, Location
+from dlc.onnx.limits import ImportLimits
 
 if TYPE_CHECKING:
     from onnx import ModelProto
     from xdsl.dialects.builtin import ModuleOp
 
-__all__ = ["load", "read_model"]
+__all__ = ["ImportLimits", "load", "read_model"]
 
 
 def read_model(
@@ -85,6 +86,7 @@ def load(
     filename: str | None = None,
     constant_inputs: Mapping[str, object] | None = None,
     external_data_dir: str | os.PathLike[str] | None = None,
+    limits: ImportLimits | None = None,
 ) -> ModuleOp:
     """Import an ONNX model (a `ModelProto`, a file path or a serialized model's bytes)
     as a verified graph-level module. `input_shapes` gives the shapes of inputs with
@@ -94,7 +96,8 @@ def load(
     `external_data_dir` is the only directory external tensor data is read from (default:
     a model file's own directory; a model given as bytes or a `ModelProto` refuses
     external data without it). Locations are plain relative paths below it, through no
-    symlink.
+    symlink. `limits` (an `ImportLimits`) bounds the sizes a node may make at import
+    time (default: `ImportLimits()`; see dlc/onnx/limits.py).
 
     Raises `dlc.onnx.OnnxImportError` (a `DiagnosticError`) naming every unsupported
     node, attribute and dynamic input at once."""
@@ -108,7 +111,7 @@ def load(
             f"constant_inputs: expected a mapping, got {type(constant_inputs).__name__}"
         )
     constants = {k: np.asarray(v) for k, v in (constant_inputs or {}).items()}
-    return import_model(model, filename, input_shapes, constants)
+    return import_model(model, filename, input_shapes, constants, limits or ImportLimits())
 
 
 def __getattr__(name: str) -> object:
