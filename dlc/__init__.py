@@ -213,10 +213,15 @@ def compile_onnx(
     path_or_model: object,
     *,
     input_shapes: dict[str, tuple[int, ...]] | None = None,
+    external_data_dir: str | os.PathLike[str] | None = None,
+    limits: Any = None,
     **options: Any,
 ) -> CompiledModule:
-    """Import an ONNX model (an `onnx.ModelProto` or a file path; needs the `onnx`
-    extra) and compile it with `compile`'s keyword options. The compiled module has
+    """Import an ONNX model (an `onnx.ModelProto`, bytes or a file path; needs the `onnx`
+    extra) and compile it with `compile`'s keyword options. External tensor data is
+    read only from `external_data_dir` (default: a model file's own directory; bytes
+    and protos refuse external data without it); `limits` (a `dlc.onnx.ImportLimits`)
+    bounds the sizes a node may make at import time. The compiled module has
     one function named after the graph, called with NumPy arrays in graph-input order
     or by input name; `input_shapes` fixes dynamic input dimensions. An unsupported
     model raises `dlc.onnx.OnnxImportError` (a `DiagnosticError`) naming every
@@ -228,7 +233,8 @@ def compile_onnx(
         raise TypeError("compile_onnx: the file name is the model's path")
     if "opt_level" in options:
         options["opt_level"] = _check_opt_level(options["opt_level"])
-    return compile_graph_module(load(path_or_model, input_shapes), **options)
+    module = load(path_or_model, input_shapes, external_data_dir=external_data_dir, limits=limits)
+    return compile_graph_module(module, **options)
 
 
 def __getattr__(name: str) -> Any:

@@ -73,6 +73,12 @@ def _argument_parser() -> argparse.ArgumentParser:
         metavar="NAME=1x3x224x224",
         help="the shape of an ONNX graph input with dynamic dimensions",
     )
+    parser.add_argument(
+        "--external-data-dir",
+        metavar="DIR",
+        help="the directory an ONNX model's external tensor data is read from (default: "
+        "the model's own directory); locations must be plain paths below it, no symlinks",
+    )
     return parser
 
 
@@ -81,7 +87,8 @@ def run(argv: Sequence[str] | None) -> str:
     DiagnosticError)."""
     args = _argument_parser().parse_args(argv)
     externs = allowed_extern_names(args.allow_extern)
-    module, _ = parse_file(args.file, input_shapes(args.input_shape))
+    shapes = input_shapes(args.input_shape)
+    module, _ = parse_file(args.file, shapes, None, args.external_data_dir)
     from dlc import pipeline
     from dlc.api import export_graph_module
     from dlc.externs import check_externs

@@ -15,6 +15,7 @@ reports every user error as one diagnostic with exit code 1, never a traceback:
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -134,7 +135,11 @@ class DlcOptMain(DlcOptTargets):
         def parse_onnx(io: IO[bytes]) -> ModuleOp:
             from dlc.onnx import load
 
-            return load(io.read(), filename=self.get_input_name())
+            name = self.get_input_name()
+            base = self.args.external_data_dir
+            if base is None and not self.reads_stdin():  # a file: its own directory
+                base = os.path.dirname(os.path.abspath(self.args.input_file))
+            return load(io.read(), filename=name, external_data_dir=base)
 
         self.available_frontends["dl"] = parse_dl
         self.available_frontends["mlir"] = parse_mlir
@@ -150,6 +155,12 @@ class DlcOptMain(DlcOptTargets):
             help=f"comma-separated passes: {', '.join(self.available_passes)}",
         )
         register_output_arguments(add)
+        add(
+            "--external-data-dir",
+            metavar="DIR",
+            help="the directory an ONNX model's external tensor data is read from (default: "
+            "the model file's directory; from stdin, external data is refused without it)",
+        )
         for names, description in SWITCHES:
             add(*names, action="store_true", help=description)
         add("-v", "--version", action=VersionAction, version_format=self.version_format)

@@ -86,6 +86,12 @@ def _argument_parser() -> argparse.ArgumentParser:
         help="the shape of an ONNX graph input with dynamic dimensions",
     )
     parser.add_argument(
+        "--external-data-dir",
+        metavar="DIR",
+        help="the directory an ONNX model's external tensor data is read from (default: "
+        "the model's own directory); locations must be plain paths below it, no symlinks",
+    )
+    parser.add_argument(
         "--seed",
         type=int,
         default=0,
@@ -373,7 +379,10 @@ def run(argv: Sequence[str] | None) -> None:
         constants = constant_arrays(args.constant)
         onnx = args.file.endswith(".onnx")
         module, text = parse_file(
-            args.file, input_shapes(args.input_shape), constants if onnx else None
+            args.file,
+            input_shapes(args.input_shape),
+            constants if onnx else None,
+            args.external_data_dir,
         )
         func = choose_function(module, args.entry)
         name = func.sym_name.data
@@ -438,18 +447,26 @@ def parse_file(
     path: str,
     input_shapes: dict[str, tuple[int, ...]],
     constant_inputs: dict[str, np.ndarray] | None = None,
+    external_data_dir: str | None = None,
 ) -> tuple[Any, bytes]:
     """The program of `path`, differentiated (so `--entry` finds the functions of
     `[adjoint ...]` declarations and the `@g_grad` they synthesize), and its text.
     An `.onnx` file is imported (its text is empty: diagnostics name nodes, not lines),
-    with `constant_inputs` as constants."""
+    with `constant_inputs` as constants and its external data read from
+    `external_data_dir` (default: the model's directory)."""
     import dlc
     from dlc.passes.graph.differentiate import differentiated
 
     if path.endswith(".onnx"):
         import dlc.onnx
 
-        return dlc.onnx.load(path, input_shapes, constant_inputs=constant_inputs), b""
+        module = dlc.onnx.load(
+            path,
+            input_shapes,
+            constant_inputs=constant_inputs,
+            external_data_dir=external_data_dir,
+        )
+        return module, b""
     if input_shapes:
         raise RunError("--input-shape applies to ONNX models only")
 

@@ -7,7 +7,7 @@ is the bounds check of the bounds-checking build (a no-op otherwise).
     %h = loop.raw_alloc %nbytes
     loop.raw_check %h, %nbytes, %lo, %hi access "store"
     loop.raw_store %buf to %h : memref<2xf32>
-    %top = loop.stack_push %h nbytes 4
+    %top = loop.stack_push %h nbytes 4 item "f32"
 """
 
 from __future__ import annotations
@@ -186,39 +186,41 @@ class StackAllocOp(IRDLOperation):
 
 @irdl_op_definition
 class StackPushOp(IRDLOperation):
-    """`loop.stack_push %header nbytes 4`: grow the stack whose header
-    `[data, size, capacity]` is at `header` by `nbytes` (realloc to max(2 capacity,
-    size + nbytes, 64) when full); the address of the new top bytes."""
+    """`loop.stack_push %header nbytes 4 item "f32"`: grow the stack whose header
+    `[data, size, capacity]` is at `header` by `nbytes` plus an 8-byte tag of the type
+    `item` (realloc to max(2 capacity, size + nbytes + 8, 64) when full); the address
+    of the new item's bytes. Capacity -1 marks a destroyed stack: a trap."""
 
     name = "loop.stack_push"
     header = operand_def(i64)
     nbytes = prop_def(IntAttr)
+    item = prop_def(StringAttr)
     res = result_def(i64)
     custom_directives = (Int,)
-    assembly_format = "$header `nbytes` custom<Int>($nbytes) attr-dict"
+    assembly_format = "$header `nbytes` custom<Int>($nbytes) `item` $item attr-dict"
 
-    def __init__(self, header: SSAValue, nbytes: int):
-        super().__init__(
-            operands=[header], properties={"nbytes": IntAttr(nbytes)}, result_types=[i64]
-        )
+    def __init__(self, header: SSAValue, nbytes: int, item: str):
+        props: dict[str, Attribute] = {"nbytes": IntAttr(nbytes), "item": StringAttr(item)}
+        super().__init__(operands=[header], properties=props, result_types=[i64])
 
 
 @irdl_op_definition
 class StackPopOp(IRDLOperation):
-    """`loop.stack_pop %header nbytes 4`: shrink the stack by `nbytes`; the
-    address of the removed bytes. Too few bytes: trap "pop from an empty stack"."""
+    """`loop.stack_pop %header nbytes 4 item "f32"`: shrink the stack by its top item;
+    the address of the removed bytes. Traps when the stack is empty or destroyed, or
+    when the top item's tag is not `item`'s (it was pushed with another type)."""
 
     name = "loop.stack_pop"
     header = operand_def(i64)
     nbytes = prop_def(IntAttr)
+    item = prop_def(StringAttr)
     res = result_def(i64)
     custom_directives = (Int,)
-    assembly_format = "$header `nbytes` custom<Int>($nbytes) attr-dict"
+    assembly_format = "$header `nbytes` custom<Int>($nbytes) `item` $item attr-dict"
 
-    def __init__(self, header: SSAValue, nbytes: int):
-        super().__init__(
-            operands=[header], properties={"nbytes": IntAttr(nbytes)}, result_types=[i64]
-        )
+    def __init__(self, header: SSAValue, nbytes: int, item: str):
+        props: dict[str, Attribute] = {"nbytes": IntAttr(nbytes), "item": StringAttr(item)}
+        super().__init__(operands=[header], properties=props, result_types=[i64])
 
 
 @irdl_op_definition

@@ -157,40 +157,42 @@ class BitCastOp(IRDLOperation):
 
 @irdl_op_definition
 class StackPushOp(IRDLOperation):
-    """`tensor.stack_push %header nbytes 4`: reserve `nbytes` at the top of a growable
-    stack (header `[data, size, capacity]`, realloc when full); the address of the
-    reserved bytes."""
+    """`tensor.stack_push %header nbytes 4 item "f32"`: reserve `nbytes` at the top of a
+    growable stack (header `[data, size, capacity]`, realloc when full) and record the
+    item's type above them (a tag of `item`, the type's text); the address of the
+    reserved bytes. Pushing to a destroyed stack traps."""
 
     name = "tensor.stack_push"
     header = operand_def(I64)
     nbytes = prop_def(IntAttr)
+    item = prop_def(StringAttr)
     result = result_def(I64)
     custom_directives = (Int,)
-    assembly_format = "$header `nbytes` custom<Int>($nbytes) attr-dict"
+    assembly_format = "$header `nbytes` custom<Int>($nbytes) `item` $item attr-dict"
 
-    def __init__(self, header: SSAValue, nbytes: int):
-        super().__init__(
-            operands=[header], properties={"nbytes": IntAttr(nbytes)}, result_types=[I64]
-        )
+    def __init__(self, header: SSAValue, nbytes: int, item: str):
+        props: dict[str, Attribute] = {"nbytes": IntAttr(nbytes), "item": StringAttr(item)}
+        super().__init__(operands=[header], properties=props, result_types=[I64])
 
 
 @irdl_op_definition
 class StackPopOp(IRDLOperation):
-    """`tensor.stack_pop %header nbytes 4`: drop the top `nbytes` of a stack; the
-    address of the dropped bytes (valid until the next push). Popping more bytes than
-    the stack holds traps ("pop from an empty stack")."""
+    """`tensor.stack_pop %header nbytes 4 item "f32"`: drop the top item of a stack; the
+    address of its `nbytes` (valid until the next push). The item must have been pushed
+    with the same type `item`, else a trap: the bytes of one type are never read back
+    as another (a `<3 x i64>` as a pointer). An empty or destroyed stack traps too."""
 
     name = "tensor.stack_pop"
     header = operand_def(I64)
     nbytes = prop_def(IntAttr)
+    item = prop_def(StringAttr)
     result = result_def(I64)
     custom_directives = (Int,)
-    assembly_format = "$header `nbytes` custom<Int>($nbytes) attr-dict"
+    assembly_format = "$header `nbytes` custom<Int>($nbytes) `item` $item attr-dict"
 
-    def __init__(self, header: SSAValue, nbytes: int):
-        super().__init__(
-            operands=[header], properties={"nbytes": IntAttr(nbytes)}, result_types=[I64]
-        )
+    def __init__(self, header: SSAValue, nbytes: int, item: str):
+        props: dict[str, Attribute] = {"nbytes": IntAttr(nbytes), "item": StringAttr(item)}
+        super().__init__(operands=[header], properties=props, result_types=[I64])
 
 
 @irdl_op_definition

@@ -21,38 +21,50 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dlc.diagnostics import DiagnosticError, Location
+from dlc.onnx.limits import ImportLimits
 
 if TYPE_CHECKING:
     from onnx import ModelProto
     from xdsl.dialects.builtin import ModuleOp
 
-__all__ = ["load", "read_model"]
+__all__ = ["ImportLimits", "load", "read_model"]
 
 
-def read_model(path_or_model: object, filename: str | None = None) -> tuple[ModelProto, str]:
-    """The model and the file name diagnostics name: the path, else `filename`, else
-    `<model>` (a `ModelProto`, or the bytes of a serialized model)."""
+def read_model(
+    path_or_model: object,
+    filename: str | None = None,
+    external_data_dir: str | os.PathLike[str] | None = None,
+) -> tuple[ModelProto, str]:
+    """The model, with its external data read in (dlc/onnx/external.py), and the file
+    name diagnostics name: the path, else `filename`, else `<model>` (a `ModelProto`, or
+    the bytes of a serialized model). External data is read from `external_data_dir`,
+    else from a model file's own directory; bytes and protos without it refuse it."""
     try:
         import onnx
     except ImportError:
         raise DiagnosticError(
             "the ONNX front end needs the onnx package: pip install 'dlc[onnx]'"
         ) from None
+    from dlc.onnx.external import load_external_data
+
+    base = None if external_data_dir is None else os.fspath(external_data_dir)
     if isinstance(path_or_model, onnx.ModelProto):
-        return path_or_model, filename or "<model>"
+        name = filename or "<model>"
+        return load_external_data(path_or_model, base, name), name
     if isinstance(path_or_model, bytes):
         name = filename or "<model>"
         try:
-            return onnx.load_model_from_string(path_or_model), name
+            model = onnx.load_model_from_string(path_or_model)
         except Exception as e:  # protobuf's DecodeError and friends
             raise DiagnosticError(f"not an ONNX model: {e}", Location(name, 0, 0)) from None
+        return load_external_data(model, base, name), name
     if not isinstance(path_or_model, str | os.PathLike):
         raise TypeError(
             f"expected an onnx.ModelProto or a path, got {type(path_or_model).__name__}"
         )
     filename = os.fspath(path_or_model)
     try:
-        return onnx.load(filename), filename
+        model = onnx.load(filename, load_external_data=False)
     except OSError as e:
         reason = e.strerror or str(e)
         raise DiagnosticError(
@@ -62,6 +74,9 @@ def read_model(path_or_model: object, filename: str | None = None) -> tuple[Mode
         raise DiagnosticError(
             f"cannot read '{filename}' as an ONNX model: {e}", Location(filename, 0, 0)
         ) from None
+    if base is None:
+        base = os.path.dirname(os.path.abspath(filename))
+    return load_external_data(model, base, filename), filename
 
 
 def load(
@@ -70,18 +85,25 @@ def load(
     *,
     filename: str | None = None,
     constant_inputs: Mapping[str, object] | None = None,
+    external_data_dir: str | os.PathLike[str] | None = None,
+    limits: ImportLimits | None = None,
 ) -> ModuleOp:
     """Import an ONNX model (a `ModelProto`, a file path or a serialized model's bytes)
     as a verified graph-level module. `input_shapes` gives the shapes of inputs with
     dynamic dimensions; `filename` names a model that is not a path in diagnostics;
     `constant_inputs` gives graph inputs values known at import time (arrays by input
-    name: they become constants, not parameters, which shape and axes inputs must be).
+    name: they become constants, not parameters, which shape and axes inputs must be);
+    `external_data_dir` is the only directory external tensor data is read from (default:
+    a model file's own directory; a model given as bytes or a `ModelProto` refuses
+    external data without it). Locations are plain relative paths below it, through no
+    symlink. `limits` (an `ImportLimits`) bounds the sizes a node may make at import
+    time (default: `ImportLimits()`; see dlc/onnx/limits.py).
 
     Raises `dlc.onnx.OnnxImportError` (a `DiagnosticError`) naming every unsupported
     node, attribute and dynamic input at once."""
     from dlc.onnx.importer import import_model
 
-    model, filename = read_model(path_or_model, filename)
+    model, filename = read_model(path_or_model, filename, external_data_dir)
     if input_shapes is not None and not isinstance(input_shapes, Mapping):
         raise TypeError(f"input_shapes: expected a mapping, got {type(input_shapes).__name__}")
     if constant_inputs is not None and not isinstance(constant_inputs, Mapping):
@@ -89,7 +111,7 @@ def load(
             f"constant_inputs: expected a mapping, got {type(constant_inputs).__name__}"
         )
     constants = {k: np.asarray(v) for k, v in (constant_inputs or {}).items()}
-    return import_model(model, filename, input_shapes, constants)
+    return import_model(model, filename, input_shapes, constants, limits or ImportLimits())
 
 
 def __getattr__(name: str) -> object:

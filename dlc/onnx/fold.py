@@ -18,6 +18,7 @@ the model for their values, as it does for a graph input read as a shape directl
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -36,14 +37,59 @@ FOLDABLE = frozenset(
 MAX_ELEMENTS = 1 << 16
 
 
-def foldable(proto: NodeProto, constants: list[np.ndarray | None]) -> bool:
-    """Whether `proto` is a small shape computation on constants only."""
+def foldable(
+    proto: NodeProto, constants: list[np.ndarray | None], limit: int = MAX_ELEMENTS
+) -> bool:
+    """Whether `proto` is a small shape computation on constants only: each input and
+    (estimated before anything runs: `output_bound`) each output within `limit`."""
     if proto.op_type not in FOLDABLE or proto.domain not in ("", "ai.onnx"):
         return False
     given = [c for name, c in zip(proto.input, constants, strict=True) if name]
     if any(c is None for c in given):
         return False
-    return all(c.size <= MAX_ELEMENTS for c in given if c is not None)
+    if not all(c.size <= limit for c in given if c is not None):
+        return False
+    return output_bound(proto, [c for c in given if c is not None]) <= limit
+
+
+def _values(array: np.ndarray) -> list[int]:
+    return [int(v) for v in np.asarray(array).reshape(-1)]
+
+
+def output_bound(proto: NodeProto, inputs: list[np.ndarray]) -> int:
+    """An upper bound of the elements of any output of `proto` on these inputs, from
+    their shapes and the few values that set output sizes (shape inputs, repeats, a
+    range's bounds, Split's number of outputs); unbounded is 2^63. Folding checks it
+    before onnx's reference evaluator allocates anything."""
+    huge = 1 << 63
+    op = proto.op_type
+    try:
+        if op == "ConstantOfShape":
+            dims = _values(inputs[0])
+            return huge if min(dims, default=0) < 0 else math.prod(dims)
+        if op == "Expand":
+            shape = np.broadcast_shapes(inputs[0].shape, tuple(_values(inputs[1])))
+            return math.prod(shape)
+        if op == "Tile":
+            return math.prod(
+                d * r for d, r in zip(inputs[0].shape, _values(inputs[1]), strict=True)
+            )
+        if op == "Range":
+            start, limit, delta = (float(np.asarray(v).reshape(-1)[0]) for v in inputs)
+            return huge if delta == 0 else max(0, math.ceil((limit - start) / delta))
+        if op == "Split":
+            wanted = [a.i for a in proto.attribute if a.name == "num_outputs"]
+            if wanted and wanted[0] != len(proto.output):
+                return huge
+        if op == "Gather":
+            return max((a.size for a in inputs), default=0) * max(inputs[1].size, 1)
+    except (ValueError, OverflowError, IndexError, TypeError):  # malformed: the converter reports
+        return huge
+    total = sum(a.size for a in inputs)  # Concat; every op that moves or drops elements
+    try:  # element-wise ops broadcast their inputs
+        return max(total, math.prod(np.broadcast_shapes(*(a.shape for a in inputs))))
+    except ValueError:
+        return total
 
 
 def fold(

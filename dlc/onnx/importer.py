@@ -61,6 +61,7 @@ from dlc.onnx import (
     subgraph,
 )
 from dlc.onnx.emitter import ELEMENT_TYPES, Emitter, ImportProblem, NotConstant
+from dlc.onnx.limits import DEFAULT_LIMITS, ImportLimits, check_elements, declared_dim
 from dlc.onnx.node import Converter, Node
 
 CONVERTERS: dict[str, Converter] = {
@@ -149,8 +150,10 @@ class GraphImporter:
         filename: str,
         input_shapes: Mapping[str, Sequence[int]],
         constant_inputs: Mapping[str, np.ndarray],
+        limits: ImportLimits = DEFAULT_LIMITS,
     ):
         self.model, self.graph, self.filename = model, model.graph, filename
+        self.limits = limits
         self.input_shapes = dict(input_shapes)
         self.constant_inputs = dict(constant_inputs)
         self.problems: list[str] = []
@@ -170,9 +173,17 @@ class GraphImporter:
             raise OnnxImportError(
                 ["the model imports no default-domain (ai.onnx) opset"], self.filename
             )
+        if not 1 <= opset <= self.limits.max_opset:
+            raise OnnxImportError(
+                [
+                    f"opset {opset} of the default domain is not a valid opset (1 to "
+                    f"{self.limits.max_opset}; raise it with ImportLimits(max_opset=...))"
+                ],
+                self.filename,
+            )
         graph = self.graph
         for init in graph.initializer:
-            self.constants[init.name] = numpy_helper.to_array(init)
+            self.constants[init.name] = initializer_array(init, self.filename)
         inputs = {v.name for v in graph.input}
         for name, value in self.constant_inputs.items():
             if name not in inputs:
@@ -220,7 +231,7 @@ class GraphImporter:
                 "(f16, bf16, f32, f64, i8-i64, u8-u64, bool)"
             )
             return None
-        declared = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
+        declared = [declared_dim(d) for d in tensor.shape.dim]
         given = self.input_shapes.get(name)
         if given is None:
             if None in declared:
@@ -252,7 +263,7 @@ class GraphImporter:
     @staticmethod
     def _dims_text(tensor: object) -> str:
         dims = [
-            str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?")
+            str(declared_dim(d)) if declared_dim(d) is not None else (d.dim_param or "?")
             for d in tensor.shape.dim  # type: ignore[attr-defined]
         ]
         return "(" + ", ".join(dims) + ")"
@@ -269,7 +280,7 @@ class GraphImporter:
             self.problems.append(f"output '{name}': {err}")
             return None
         tensor = type_proto.tensor_type  # type: ignore[attr-defined]
-        declared = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
+        declared = [declared_dim(d) for d in tensor.shape.dim]
         t = value.type
         assert isinstance(t, TensorType)
         if tensor.elem_type and DTYPES.get(tensor.elem_type) != t.dt:
@@ -348,9 +359,9 @@ class GraphImporter:
         if missing:
             raise ImportProblem(f"input '{missing[0]}' is not defined before the node")
         constants = [self.constants.get(n) if n else None for n in proto.input]
-        if fold.foldable(proto, constants):
+        if fold.foldable(proto, constants, self.limits.fold_elements):
             try:
-                self._results(proto, fold.fold(proto, constants, opset))
+                self._results(proto, fold.fold(proto, constants, opset, self.limits.fold_elements))
                 return
             except ValueError:
                 pass  # too large, or the reference rejects it: the converter decides
@@ -394,13 +405,18 @@ class GraphImporter:
         return helper.make_tensor_type_proto(elem, t.dims)
 
     def _results(self, proto: NodeProto, results: Sequence[SSAValue | np.ndarray]) -> None:
-        """Record a node's outputs: tensors, or constants known at import time."""
+        """Record a node's outputs: tensors, or constants known at import time; none
+        may exceed the element limit (a last check: converters check sizes computed
+        from the model's numbers before they build anything that large)."""
         for name, value in zip(proto.output, results, strict=False):
             if not name:
                 continue
             if isinstance(value, np.ndarray):
                 self.constants[name] = value
                 continue
+            t = value.type
+            if isinstance(t, TensorType):
+                check_elements(t.dims, f"output '{name}'", self.limits)
             if value._name is None:
                 value._name = self.names(name)
             self.values[name] = value
@@ -427,6 +443,23 @@ def import_model(
     filename: str,
     input_shapes: Mapping[str, Sequence[int]] | None,
     constant_inputs: Mapping[str, np.ndarray] | None = None,
+    limits: ImportLimits = DEFAULT_LIMITS,
 ) -> ModuleOp:
     """The verified graph-level module of `model`; raises `OnnxImportError`."""
-    return GraphImporter(model, filename, input_shapes or {}, constant_inputs or {}).run()
+    importer = GraphImporter(model, filename, input_shapes or {}, constant_inputs or {}, limits)
+    return importer.run()
+
+
+def initializer_array(init: TensorProto, filename: str) -> np.ndarray:
+    """An initializer's values; dims that do not match its data are an
+    `OnnxImportError` naming it (NumPy's bare ValueError before)."""
+    try:
+        return numpy_helper.to_array(init)
+    except (ValueError, TypeError) as err:
+        raise OnnxImportError(
+            [
+                f"initializer '{init.name}': its data does not match its dims {list(init.dims)} "
+                f"and type ({err})"
+            ],
+            filename,
+        ) from None

@@ -11,6 +11,7 @@ from onnx import AttributeProto, NodeProto, helper
 from xdsl.ir import SSAValue
 
 from dlc.onnx.emitter import Emitter, ImportProblem, NotConstant, shape_of
+from dlc.onnx.limits import DEFAULT_LIMITS, ImportLimits
 
 
 @dataclass
@@ -30,6 +31,11 @@ class Node:
     scope: Any = None
     """The `GraphImporter`, for the operators that import subgraphs or expand into
     other nodes (`subgraph.py`)."""
+
+    @property
+    def limits(self) -> ImportLimits:
+        """The importer's size limits (limits.py)."""
+        return getattr(self.scope, "limits", DEFAULT_LIMITS)
 
     @property
     def op_type(self) -> str:

@@ -25,6 +25,7 @@ from xdsl.ir import SSAValue
 
 from dlc.dialects.graph_tensor import DotOp
 from dlc.onnx.emitter import Emitter, ImportProblem, shape_of, tensor_type
+from dlc.onnx.limits import check_elements
 from dlc.onnx.node import Converter, Node, Result
 
 Coeffs = Callable[[float, float], np.ndarray]
@@ -218,7 +219,17 @@ def target_shape(
         raise ImportProblem("one of scales and sizes must be given")
     if min(size_of) <= 0:
         raise ImportProblem(f"the output shape {size_of} has an empty dimension")
+    check_sizes(node, dims, size_of)
     return scale_of, size_of
+
+
+def check_sizes(node: Node, dims: Sequence[int], size_of: Sequence[int]) -> None:
+    """The output and each axis's interpolation matrix (out x in) within the element
+    limit, checked before either is built."""
+    check_elements(size_of, "the output", node.limits)
+    for a, (n, out) in enumerate(zip(dims, size_of, strict=True)):
+        if n != out:
+            check_elements([out, n], f"the interpolation matrix of axis {a}", node.limits)
 
 
 def _coefficients(node: Node, mode: str) -> Coeffs:
@@ -275,6 +286,7 @@ def upsample(node: Node) -> list[Result]:
     if scales is None or len(scales) != len(dims) or min(scales) < 1:
         raise ImportProblem(f"scales {scales} must be one number >= 1 per dimension")
     coeffs = nearest_coeffs("floor") if mode == "nearest" else linear_coeffs(False)
+    check_sizes(node, dims, [int(size * scale) for size, scale in zip(dims, scales, strict=True)])
     for a, (size, scale) in enumerate(zip(dims, scales, strict=True)):
         out = int(size * scale)
         if out != size:

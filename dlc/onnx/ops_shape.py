@@ -8,6 +8,7 @@ from onnx import helper, numpy_helper
 from xdsl.ir import SSAValue
 
 from dlc.onnx.emitter import ELEMENT_TYPES, ImportProblem, shape_of
+from dlc.onnx.limits import check_elements
 from dlc.onnx.node import Converter, Node
 
 
@@ -114,6 +115,7 @@ def constant_of_shape(node: Node) -> list[SSAValue]:
     dims = [int(d) for d in shape.reshape(-1)]
     if min(dims, default=0) < 0:
         raise ImportProblem(f"shape {dims} has a negative dimension")
+    check_elements(dims, "the output", node.limits)
     dt = ELEMENT_TYPES.get(helper.np_dtype_to_tensor_dtype(array.dtype))
     if dt is None:
         raise ImportProblem(f"element type {array.dtype} is not supported")

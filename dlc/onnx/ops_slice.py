@@ -15,6 +15,7 @@ from dlc.dialects.graph_elementwise import SelectOp
 from dlc.dialects.graph_gather import GatherOp
 from dlc.dialects.graph_tensor import ReverseOp, SliceOp
 from dlc.onnx.emitter import Emitter, ImportProblem, ints_attr, shape_of, tensor_type
+from dlc.onnx.limits import check_elements, check_parts
 from dlc.onnx.node import Converter, Node, Result
 
 
@@ -87,7 +88,13 @@ def split(node: Node) -> list[Result]:
     dims = shape_of(x)
     axis = node.axis(node.attr("axis", 0), len(dims))
     sizes = node.attr("split") if node.opset < 13 else _ints(node, 1, "split")
-    count = node.attr("num_outputs") or len(node.proto.output)
+    wanted = node.attr("num_outputs")
+    if wanted is not None and wanted != len(node.proto.output):
+        raise ImportProblem(
+            f"num_outputs={wanted} but the node has {len(node.proto.output)} outputs"
+        )
+    count = wanted or len(node.proto.output)
+    check_parts(len(sizes) if sizes else count, "the number of parts", node.limits)
     if not sizes:
         part = -(-dims[axis] // count)
         sizes = [min(part, dims[axis] - k * part) for k in range(count)]
@@ -118,10 +125,13 @@ def expand(node: Node) -> list[Result]:
     x, target = node.input(0), _ints(node, 1, "shape")
     if target is None:
         raise ImportProblem("the shape input is missing")
+    if min(target, default=0) < 0:
+        raise ImportProblem(f"shape {target} has a negative dimension")
     try:
         shape = np.broadcast_shapes(shape_of(x), tuple(target))
     except ValueError:
         raise ImportProblem(f"{list(shape_of(x))} does not broadcast to {target}") from None
+    check_elements(shape, "the output", node.limits)
     return [broadcast(node.emit, x, shape)]
 
 
@@ -130,9 +140,23 @@ def tile(node: Node) -> list[Result]:
     repeats = _ints(node, 1, "repeats")
     if repeats is None or len(repeats) != len(shape_of(x)) or min(repeats, default=1) < 1:
         raise ImportProblem(f"repeats {repeats} must be positive, one per dimension")
+    dims = shape_of(x)
+    check_elements([d * r for d, r in zip(dims, repeats, strict=True)], "the output", node.limits)
     for axis, count in enumerate(repeats):
-        x = e.concatenate([x] * count, axis)
+        x = tile_axis(e, x, axis, count)
     return [x]
+
+
+def tile_axis(e: Emitter, x: SSAValue, axis: int, count: int) -> SSAValue:
+    """x repeated `count` times along `axis` in three ops, whatever the count: x as
+    [..., 1, n, ...] broadcast to [..., count, n, ...], reshaped to [..., count·n, ...]."""
+    dims = list(shape_of(x))
+    if count == 1:
+        return x
+    split = dims[:axis] + [1] + dims[axis:]
+    wide = dims[:axis] + [count] + dims[axis:]
+    tiled = broadcast(e, e.reshape(x, split), wide)
+    return e.reshape(tiled, dims[:axis] + [count * dims[axis]] + dims[axis + 1 :])
 
 
 def pad(node: Node) -> list[Result]:
@@ -152,6 +176,8 @@ def pad(node: Node) -> list[Result]:
     widths = [(0, 0)] * rank
     for k, axis in enumerate(axes):
         widths[axis] = (pads[k], pads[len(axes) + k])
+    padded = [d + lo + hi for d, (lo, hi) in zip(shape_of(x), widths, strict=True)]
+    check_elements(padded, "the output", node.limits)
     if mode == "constant":
         return [e.pad(x, widths, value)]
     for axis, (lo, hi) in enumerate(widths):
@@ -171,13 +197,9 @@ def _wrap_pad(e: Emitter, x: SSAValue, axis: int, lo: int, hi: int) -> SSAValue:
         return x
     if n == 0:
         raise ImportProblem("wrap pads of an empty dimension are not defined")
-    parts, row = [], -lo
-    while row < n + hi:
-        start = row % n
-        count = min(n - start, n + hi - row)
-        parts.append(slice_axis(e, x, axis, start, start + count))
-        row += count
-    return e.concatenate(parts, axis)
+    start = -lo % n  # the row of x the output starts with
+    copies = -(-(start + lo + n + hi) // n)
+    return slice_axis(e, tile_axis(e, x, axis, copies), axis, start, start + lo + n + hi)
 
 
 def _border_pad(e: Emitter, x: SSAValue, axis: int, lo: int, hi: int, mode: str) -> SSAValue:
@@ -194,14 +216,14 @@ def _border_pad(e: Emitter, x: SSAValue, axis: int, lo: int, hi: int, mode: str)
             rows = slice_axis(e, x, axis, 1, lo + 1)
             parts.append(e.op(ReverseOp, [rows], dims=ints_attr([axis])) if lo > 1 else rows)
         else:
-            parts += [slice_axis(e, x, axis, 0, 1)] * lo
+            parts.append(tile_axis(e, slice_axis(e, x, axis, 0, 1), axis, lo))
     parts.append(x)
     if hi:
         if mode == "reflect":
             rows = slice_axis(e, x, axis, n - 1 - hi, n - 1)
             parts.append(e.op(ReverseOp, [rows], dims=ints_attr([axis])) if hi > 1 else rows)
         else:
-            parts += [slice_axis(e, x, axis, n - 1, n)] * hi
+            parts.append(tile_axis(e, slice_axis(e, x, axis, n - 1, n), axis, hi))
     return e.concatenate(parts, axis)
 
 

@@ -18,7 +18,7 @@ from xdsl.ir import Attribute, Operation
 from dlc.diagnostics import TrapError
 from dlc.dialects import graph_memory as mem
 from dlc.dialects.graph_memory import keys_of
-from dlc.dialects.graph_types import BoxType, PointerType, TensorType
+from dlc.dialects.graph_types import BoxType, PointerType, TensorType, format_type
 from dlc.semantics.values import (
     Box,
     Buffer,
@@ -55,27 +55,46 @@ def dynamic_keys(op: Operation, dynamic: list[Any]) -> list[int | str]:
 # -- stacks ----------------------------------------------------------------------
 
 
+class Stack(list):
+    """A stack's items, each (type text, value), the top last; `destroyed` after
+    `destroyStack`."""
+
+    destroyed = False
+
+
+def _live_stack(stack: list, what: str) -> list:
+    if getattr(stack, "destroyed", False):
+        raise UndefinedBehaviorError(f"{what} a destroyed stack")
+    return stack
+
+
 @handles(mem.CreateStackOp)
 def _create_stack(interp: Interpreter, op: Operation, args: list[Any]) -> object:
-    return []
+    return Stack()
 
 
 @handles(mem.PushOp)
-def _push(interp: Interpreter, op: Operation, args: list[Any]) -> object:
-    args[1].append(args[0])
+def _push(interp: Interpreter, op: mem.PushOp, args: list[Any]) -> object:
+    _live_stack(args[1], "push to").append((format_type(op.value.type), args[0]))
     return None
 
 
 @handles(mem.PopOp)
-def _pop(interp: Interpreter, op: Operation, args: list[Any]) -> object:
-    if not args[0]:
+def _pop(interp: Interpreter, op: mem.PopOp, args: list[Any]) -> object:
+    stack = _live_stack(args[0], "pop from")
+    if not stack:
         raise UndefinedBehaviorError("pop from an empty stack")
-    return args[0].pop()
+    item = format_type(op.result.type)
+    if stack[-1][0] != item:
+        raise UndefinedBehaviorError(f"pop {item} from a stack whose top item is not a {item}")
+    return stack.pop()[1]
 
 
 @handles(mem.DestroyStackOp)
 def _destroy_stack(interp: Interpreter, op: Operation, args: list[Any]) -> object:
     args[0].clear()
+    if isinstance(args[0], Stack):
+        args[0].destroyed = True
     return None
 
 

@@ -160,8 +160,7 @@ class MemoryRules:
             case gm.ProjectBoxOp():
                 box_type = op.box.type
                 assert isinstance(box_type, BoxType)
-                start = i64_op(b, "add", args[0][0], BOX_HEADER)  # type: ignore[index]
-                return self.allocation(b, start, self.size(box_type.element))
+                return box_part(b, args[0][0], BOX_HEADER, self.size(box_type.element))  # type: ignore[arg-type]
             case gm.RetainOp() | gm.ReleaseOp():
                 self.refcount(b, op, args[0][0])  # type: ignore[index]
                 return None
@@ -189,7 +188,7 @@ class MemoryRules:
 
     def refcount(self, b: Builder, op: Operation, addr: Lowered) -> None:
         """retain: count + 1; release: count - 1, freeing the box at zero."""
-        pointer = self.allocation(b, addr, BOX_HEADER)
+        pointer = box_part(b, addr, 0, BOX_HEADER)
         count = self.read(b, I64, pointer)
         delta = 1 if isinstance(op, gm.RetainOp) else -1
         updated = i64_op(b, "add", count, delta)
@@ -226,8 +225,8 @@ class MemoryRules:
         t = op.source.type
         if isinstance(t, BoxType):
             size = self.size(t.element)
-            source = self.allocation(b, i64_op(b, "add", source[0], BOX_HEADER), size)  # type: ignore[index]
-            dest = self.allocation(b, i64_op(b, "add", dest[0], BOX_HEADER), size)  # type: ignore[index]
+            source = box_part(b, source[0], BOX_HEADER, size)  # type: ignore[index]
+            dest = box_part(b, dest[0], BOX_HEADER, size)  # type: ignore[index]
             nbytes: Lowered = Splat(size, I64)
         else:
             assert isinstance(t, PointerType)
@@ -246,6 +245,25 @@ class MemoryRules:
                 f"{self.size(target)})"
             )
         return b.insert(tm.BitCastOp(_materialize(b, value), target)).result
+
+
+def box_part(b: Builder, box: Lowered, offset: int, size: int) -> list[Lowered]:
+    """The pointer [box + offset, same, box + offset + size] to a part of a box (its
+    refcount or payload); a null box (a zero value, never allocated) gives the empty
+    bounds [0, 0, 0], so any access through it traps instead of touching address 8."""
+    if isinstance(box, Splat) and box.value == 0:
+        return [Splat(0, I64)] * 3
+
+    def part(delta: int) -> Lowered:
+        def body(s: BodyBuilder, i: Sequence[SSAValue], _: Sequence[SSAValue]) -> SSAValue:
+            addr = s.read(box, [])
+            null = s.cmpi("eq", addr, s.index(0))
+            return s.select(null, s.index(0), s.emit(arith.AddiOp(addr, s.index(delta))))
+
+        return build_compute(b, I64, body).result
+
+    start = part(offset)
+    return [start, start, part(offset + size)]
 
 
 def _as_i64(b: Builder, value: Lowered) -> Lowered:

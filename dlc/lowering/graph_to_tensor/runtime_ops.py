@@ -13,7 +13,11 @@ gives `lo` everywhere, like the reference interpreter.
 A stack is the address of a zeroed 24-byte header `[data, size, capacity]` (three i64)
 on the heap; `push` reserves bytes at the top (growing `data` with realloc) and writes
 the value's C layout there, `pop T` reads the last `sizeof(T)` bytes and shrinks the
-stack (`tensor.stack_push` / `tensor.stack_pop`).
+stack (`tensor.stack_push` / `tensor.stack_pop`). Stacks are typed: each item carries a
+tag of its type and `pop T` of an item pushed with another type traps, so no value is
+read back as a different type (three i64 never become a pointer). `destroyStack` frees
+the data and marks the header destroyed (capacity -1, the 24 bytes stay allocated), so
+a later push or pop traps instead of writing through freed memory.
 """
 
 from __future__ import annotations
@@ -28,13 +32,14 @@ from xdsl.ir import Operation, SSAValue
 from dlc.dialects import graph_memory as gm
 from dlc.dialects import tensor_memory as tm
 from dlc.dialects.abi import RNG_VAR
-from dlc.dialects.graph_types import TensorType, dtype_bits, dtype_is_float
+from dlc.dialects.graph_types import TensorType, dtype_bits, dtype_is_float, format_type
 from dlc.dialects.layout import I64
 from dlc.dialects.tensor import scalar_type
 from dlc.lowering.graph_to_tensor.compute_builder import BodyBuilder, Lowered, Splat, build_compute
 
 RNG_BYTES = 16
 STACK_HEADER = 24
+DESTROYED = -1  # the capacity of a destroyed stack
 _GOLDEN = 0x9E3779B97F4A7C15
 _MIX1 = 0xBF58476D1CE4E5B9
 _MIX2 = 0x94D049BB133111EB
@@ -138,20 +143,22 @@ def lower_stack_op(
             t = op.value.type
             size = rules.size(t)
             header = materialize(b, args[1][0])
-            at = b.insert(tm.StackPushOp(header, size)).result
+            at = b.insert(tm.StackPushOp(header, size, format_type(t))).result
             rules.write(b, t, args[0], [at, at, _offset(b, at, size)])
             return None
         case gm.PopOp():
             t = op.result.type
             size = rules.size(t)
             header = materialize(b, args[0][0])
-            at = b.insert(tm.StackPopOp(header, size)).result
+            at = b.insert(tm.StackPopOp(header, size, format_type(t))).result
             return rules.read(b, t, [at, at, _offset(b, at, size)])
         case gm.DestroyStackOp():
             header = materialize(b, args[0][0])
             end = materialize(b, _offset(b, header, STACK_HEADER))
             data = b.insert(tm.MemReadOp(header, header, end, I64)).result
             b.insert(tm.HeapFreeOp(data, raw=True))  # grown by realloc: no heap header
-            b.insert(tm.HeapFreeOp(header))
+            for index, word in enumerate((0, 0, DESTROYED)):  # [data, size, capacity]
+                at = materialize(b, _offset(b, header, 8 * index))
+                b.insert(tm.MemWriteOp(materialize(b, Splat(word, I64)), at, header, end))
             return None
     raise AssertionError(op.name)

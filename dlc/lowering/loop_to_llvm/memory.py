@@ -8,6 +8,7 @@ can allocate and install it right after JIT compilation.
 
 from __future__ import annotations
 
+import hashlib
 from typing import TYPE_CHECKING
 
 from xdsl.dialects import arith, llvm
@@ -199,11 +200,35 @@ def _store_field(em: FuncEmitter, value: SSAValue, header: SSAValue, index: int)
     em.emit(llvm.StoreOp(value, _field(em, header, index), alignment=8))
 
 
+TAG_BYTES = 8
+"""Above each stack item: a tag of its type (`stack_tag`), checked by `pop`."""
+
+
+def stack_tag(item: str) -> int:
+    """The 64-bit tag of the stack item type whose text is `item` (BLAKE2b: distinct
+    types of a module never share a tag in practice, and no program chooses it)."""
+    return int.from_bytes(hashlib.blake2b(item.encode(), digest_size=8).digest(), "little") - (
+        1 << 63
+    )
+
+
+def _trap_if_destroyed(em: FuncEmitter, op: Operation, header: SSAValue, what: str) -> None:
+    """A null header (a zero `stack` value, never created) or capacity -1 (destroyed)
+    traps before any field is used."""
+    null = icmp(em, "eq", header, const(em, 0, i64))
+    em.trap_when(null, op, "trap", f"{what} a stack that was never created")
+    capacity = _load_field(em, header, 2)
+    destroyed = icmp(em, "eq", capacity, const(em, -1, i64))
+    em.trap_when(destroyed, op, "trap", f"{what} a destroyed stack")
+
+
 def _stack_push(em: FuncEmitter, op: lm.StackPushOp) -> SSAValue:
-    """size + n > capacity: data = realloc(data, max(2 capacity, size + n, 64))."""
+    """size + n + 8 > capacity: data = realloc(data, max(2 capacity, size + n + 8, 64));
+    the item's tag goes in the 8 bytes above its n bytes."""
     header = em.get(op.header)
+    _trap_if_destroyed(em, op, header, "push to")
     size = _load_field(em, header, 1)
-    need = em.emit(llvm.AddOp(size, const(em, op.nbytes.data, i64)))
+    need = em.emit(llvm.AddOp(size, const(em, op.nbytes.data + TAG_BYTES, i64)))
     capacity = _load_field(em, header, 2)
     grow, join = Block(), Block()
     em.emit(llvm.CondBrOp(icmp(em, "ugt", need, capacity), grow, [], join, []))
@@ -215,23 +240,35 @@ def _stack_push(em: FuncEmitter, op: lm.StackPushOp) -> SSAValue:
     em.declare("realloc", [PTR, i64], PTR)
     data = _ptr(em, _load_field(em, header, 0))
     grown = em.emit(llvm.CallOp("realloc", data, new_capacity, return_type=PTR))
+    em.trap_if_null(grown, op, op.nbytes.data + TAG_BYTES)
     _store_field(em, _int(em, grown), header, 0)
     _store_field(em, new_capacity, header, 2)
     em.emit(llvm.BrOp(join))
     em.start(join)
     _store_field(em, need, header, 1)
-    return em.emit(llvm.AddOp(_load_field(em, header, 0), size))
+    at = em.emit(llvm.AddOp(_load_field(em, header, 0), size))
+    tag_at = _ptr(em, em.emit(llvm.AddOp(at, const(em, op.nbytes.data, i64))))
+    em.emit(llvm.StoreOp(const(em, stack_tag(op.item.data), i64), tag_at, alignment=1))
+    return at
 
 
 def _stack_pop(em: FuncEmitter, op: lm.StackPopOp) -> SSAValue:
-    """size < n traps (when the module has a status word); else size -= n."""
+    """Traps when the stack is destroyed or empty or its top tag is not the popped
+    type's; else size -= n + 8."""
     header = em.get(op.header)
+    _trap_if_destroyed(em, op, header, "pop from")
     size = _load_field(em, header, 1)
-    n = const(em, op.nbytes.data, i64)
+    n = const(em, op.nbytes.data + TAG_BYTES, i64)
     em.trap_when(icmp(em, "ult", size, n), op, "trap", "pop from an empty stack")
+    data = _load_field(em, header, 0)
+    tag_at = em.emit(llvm.SubOp(em.emit(llvm.AddOp(data, size)), const(em, TAG_BYTES, i64)))
+    tag = em.emit(llvm.LoadOp(_ptr(em, tag_at), i64, alignment=1))
+    wrong = icmp(em, "ne", tag, const(em, stack_tag(op.item.data), i64))
+    item = op.item.data
+    em.trap_when(wrong, op, "trap", f"pop {item} from a stack whose top item is not a {item}")
     rest = em.emit(llvm.SubOp(size, n))
     _store_field(em, rest, header, 1)
-    return em.emit(llvm.AddOp(_load_field(em, header, 0), rest))
+    return em.emit(llvm.AddOp(data, rest))
 
 
 def _entry_slot(em: FuncEmitter, t: Attribute) -> SSAValue:

@@ -77,11 +77,15 @@ class MemoryOpLowering:
                 self.check(op, dst, n, dlo, dhi, "store")
                 b.insert(lm.RawCopyOp(dst, src, n))
             case tm.StackPushOp():
-                at = b.insert(lm.StackPushOp(self.scalar(op.header), op.nbytes.data)).res
+                at = b.insert(
+                    lm.StackPushOp(self.scalar(op.header), op.nbytes.data, op.item.data)
+                ).res
                 copy_loc(op, at.owner)
                 self.result(op, at)
             case tm.StackPopOp():
-                at = b.insert(lm.StackPopOp(self.scalar(op.header), op.nbytes.data)).res
+                at = b.insert(
+                    lm.StackPopOp(self.scalar(op.header), op.nbytes.data, op.item.data)
+                ).res
                 copy_loc(op, at.owner)
                 self.result(op, at)
             case tm.IndexCheckOp():

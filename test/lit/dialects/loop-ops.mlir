@@ -133,8 +133,8 @@ builtin.module {
 // CHECK-NEXT:    %[[A:.*]] = loop.address %[[BUF]] : memref<2xf32>
 // CHECK-NEXT:    loop.raw_copy %[[A]], %[[H]], %[[N]]
 // CHECK-NEXT:    %[[S:.*]] = loop.stack_alloc size 24
-// CHECK-NEXT:    %{{.*}} = loop.stack_push %[[S]] nbytes 4
-// CHECK-NEXT:    %{{.*}} = loop.stack_pop %[[S]] nbytes 4
+// CHECK-NEXT:    %{{.*}} = loop.stack_push %[[S]] nbytes 4 item "f32"
+// CHECK-NEXT:    %{{.*}} = loop.stack_pop %[[S]] nbytes 4 item "f32"
 // CHECK-NEXT:    loop.raw_free %[[H]]
 // CHECK-NEXT:    loop.return
   loop.func @raw(%buf: memref<2xf32>) {
@@ -149,8 +149,8 @@ builtin.module {
     %a = loop.address %buf : memref<2xf32>
     loop.raw_copy %a, %h, %n
     %s = loop.stack_alloc size 24
-    %top = loop.stack_push %s nbytes 4
-    %old = loop.stack_pop %s nbytes 4
+    %top = loop.stack_push %s nbytes 4 item "f32"
+    %old = loop.stack_pop %s nbytes 4 item "f32"
     loop.raw_free %h
     loop.return
   }

@@ -109,8 +109,8 @@ builtin.module {
 // CHECK-NEXT:    tensor.mem_write %[[X]], %[[H]], %[[H]], %[[END]] : !graph.tensor<2xf32>
 // CHECK-NEXT:    %[[Y:.*]] = tensor.mem_read %[[H]], %[[H]], %[[END]] : !graph.tensor<2xf32>
 // CHECK-NEXT:    tensor.mem_copy %[[G]], %[[G]], %[[END]], %[[H]], %[[H]], %[[END]], %[[N]]
-// CHECK-NEXT:    %{{.*}} = tensor.stack_push %[[H]] nbytes 4
-// CHECK-NEXT:    %{{.*}} = tensor.stack_pop %[[H]] nbytes 4
+// CHECK-NEXT:    %{{.*}} = tensor.stack_push %[[H]] nbytes 4 item "f32"
+// CHECK-NEXT:    %{{.*}} = tensor.stack_pop %[[H]] nbytes 4 item "f32"
 // CHECK-NEXT:    tensor.heap_free %[[H]]
 // CHECK-NEXT:    %[[I:.*]] = tensor.bitcast %[[Y]] : !graph.tensor<2xf32> to !graph.tensor<2xi32>
 // CHECK-NEXT:    tensor.return %[[I]] : !graph.tensor<2xi32>
@@ -123,8 +123,8 @@ builtin.module {
     tensor.mem_write %x, %h, %h, %end : !graph.tensor<2xf32>
     %y = tensor.mem_read %h, %h, %end : !graph.tensor<2xf32>
     tensor.mem_copy %g, %g, %end, %h, %h, %end, %n
-    %top = tensor.stack_push %h nbytes 4
-    %old = tensor.stack_pop %h nbytes 4
+    %top = tensor.stack_push %h nbytes 4 item "f32"
+    %old = tensor.stack_pop %h nbytes 4 item "f32"
     tensor.heap_free %h
     %i = tensor.bitcast %y : !graph.tensor<2xf32> to !graph.tensor<2xi32>
     tensor.return %i : !graph.tensor<2xi32>
