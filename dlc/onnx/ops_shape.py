@@ -85,12 +85,15 @@ def depth_to_space(node: Node) -> list[SSAValue]:
 
 
 def space_to_depth(node: Node) -> list[SSAValue]:
-    """b x b spatial blocks to channels (DepthToSpace DCR's inverse)."""
+    """b x b spatial blocks to channels (DepthToSpace's inverse; the `mode` onnx's
+    reference and node tests give it, though its schema has none: DCR by default)."""
     e, x = node.emit, node.input(0)
     (n, c, h, w), b = _blocks(node, x)
+    mode = node.require("mode", ("DCR", "CRD"), "DCR")
     if h % b or w % b:
         raise ImportProblem(f"the spatial size {h} x {w} is not a multiple of blocksize {b}")
-    y = e.transpose(e.reshape(x, [n, c, h // b, b, w // b, b]), [0, 3, 5, 1, 2, 4])
+    perm = [0, 3, 5, 1, 2, 4] if mode == "DCR" else [0, 1, 3, 5, 2, 4]
+    y = e.transpose(e.reshape(x, [n, c, h // b, b, w // b, b]), perm)
     return [e.reshape(y, [n, c * b * b, h // b, w // b])]
 
 

@@ -137,6 +137,7 @@ def test_graph_output_that_is_an_initializer():
         ("DepthToSpace", (1, 18, 2, 3), {"blocksize": 3, "mode": "CRD"}),
         ("SpaceToDepth", (2, 3, 4, 6), {"blocksize": 2}),
         ("SpaceToDepth", (1, 2, 6, 3), {"blocksize": 3}),
+        ("SpaceToDepth", (1, 2, 6, 3), {"blocksize": 3, "mode": "CRD"}),
     ],
 )
 def test_depth_to_space_and_back_match_onnx(op, shape, attrs):
