@@ -126,21 +126,32 @@ def _child(args: list[str], budget: float) -> tuple[str, str]:
     return "", done.stdout
 
 
-def sweep(names: Sequence[str], cache: Path, budget: float, opt_level: int) -> list[dict]:
+def sweep(
+    names: Sequence[str], cache: Path, budget: float, opt_level: int, log: Path | None
+) -> list[dict]:
+    """Check each model (exported first when not cached); each row is printed and
+    appended to `log` as it comes (an interrupted sweep keeps its rows)."""
     rows = []
     for name in names:
         if not (cache / f"{name}.onnx").exists() or not (cache / f"{name}.npz").exists():
             status, message = _child(["--export", name, "--cache", str(cache)], budget)
             if status:
                 rows.append({"model": name, "status": "export", "error": message})
-                print(json.dumps(rows[-1]), flush=True)
+                _record(rows[-1], log)
                 continue
         args = ["--check", name, "--cache", str(cache), "--opt-level", str(opt_level)]
         status, out = _child(args, budget)
         row = {"model": name, "status": status, "error": out} if status else json.loads(out)
         rows.append(row)
-        print(json.dumps(row), flush=True)
+        _record(row, log)
     return rows
+
+
+def _record(row: dict, log: Path | None) -> None:
+    print(json.dumps(row), flush=True)
+    if log is not None:
+        with log.open("a") as f:
+            f.write(json.dumps(row) + "\n")
 
 
 def settle(row: dict, tolerance: float) -> dict:
@@ -183,6 +194,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--tolerance", type=float, default=TOLERANCE)
     parser.add_argument("--json", type=Path, help="append the rows to this JSON-lines file")
     parser.add_argument("--markdown", type=Path, help="write the table here")
+    parser.add_argument(
+        "--from-json", type=Path, help="no sweep: the table of the rows in this file (--json)"
+    )
     parser.add_argument("--export", help=argparse.SUPPRESS)
     parser.add_argument("--check", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -198,12 +212,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown = [n for n in args.models if n not in MODELS]
     if unknown:
         parser.error(f"unknown models: {', '.join(unknown)} (known: {', '.join(MODELS)})")
-    args.cache.mkdir(parents=True, exist_ok=True)
-    rows = sweep(args.models or list(MODELS), args.cache, args.budget, args.opt_level)
-    rows = [settle(r, args.tolerance) for r in rows]
-    if args.json:
-        with args.json.open("a") as f:
-            f.writelines(json.dumps(r) + "\n" for r in rows)
+    if args.from_json:
+        latest = {}
+        for line in args.from_json.read_text().splitlines():
+            if not line.startswith("{"):
+                continue  # a sweep's printed log holds other lines
+            row = json.loads(line)
+            latest[row["model"]] = row  # the last row of each model
+        rows = [settle(latest[n], args.tolerance) for n in MODELS if n in latest]
+    else:
+        args.cache.mkdir(parents=True, exist_ok=True)
+        names = args.models or list(MODELS)
+        rows = sweep(names, args.cache, args.budget, args.opt_level, args.json)
+        rows = [settle(r, args.tolerance) for r in rows]
     if args.markdown:
         command = "python tools/model_zoo.py " + " ".join(argv or sys.argv[1:])
         families = {n: family for n, (family, _) in MODELS.items()}
