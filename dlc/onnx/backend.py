@@ -27,6 +27,7 @@ from onnx import ModelProto, NodeProto, TypeProto, helper
 from onnx.backend.base import Backend, BackendRep, Device, DeviceType, namedtupledict
 
 from dlc.onnx import load
+from dlc.onnx.graph_io import declared_dims
 from dlc.onnx.importer import OnnxImportError
 
 TEST_OPTIONS = ("rtol", "atol")
@@ -39,8 +40,7 @@ def _static_shapes(model: ModelProto) -> bool:
     for value in model.graph.input:
         if value.name in constants:
             continue
-        dims = value.type.tensor_type.shape.dim
-        if any(not d.HasField("dim_value") for d in dims):
+        if None in declared_dims(value.type.tensor_type):
             return False
     return True
 

@@ -8,7 +8,10 @@ semantics are ONNX's by definition), and its outputs stay NumPy constants, which
 nodes read as shape inputs or, when they read them as tensors, as literals.
 
 Folding is limited to these ops and to `MAX_ELEMENTS` elements per input and output:
-it folds shape arithmetic, not a model's numerical work.
+it folds shape arithmetic, not a model's numerical work. The list holds what
+exporters write in shape computations: timm's TF-"same" padding through the
+TorchScript exporter is `Shape -> Gather -> Sub/Mul/Add/Ceil -> Clip (max(p, 0)) ->
+Div -> Cast -> Concat -> Reshape/Slice/Transpose -> Pad`.
 
 When such a computation reads a graph input (CenterCropPad's `shape`), it cannot
 fold, and a node that needs its result as a constant names the graph inputs it is
@@ -26,12 +29,13 @@ from onnx import NodeProto
 
 FOLDABLE = frozenset(
     {
-        "Abs", "Add", "And", "Cast", "CastLike", "Ceil", "Concat", "ConstantOfShape", "Div",
-        "Equal", "Expand", "Flatten", "Floor", "Gather", "Greater", "GreaterOrEqual",
-        "Identity", "Less", "LessOrEqual", "Max", "Min", "Mod", "Mul", "Neg", "Not", "Or", "Pow",
-        "Range", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum",
-        "Relu", "Reshape", "Shape", "Sign", "Size", "Slice", "Split", "Sqrt", "Squeeze", "Sub", "Tile",
-        "Transpose", "Trilu", "Unsqueeze", "Where", "Xor",
+        "Abs", "Add", "And", "Cast", "CastLike", "Ceil", "Clip", "Concat", "ConstantOfShape",
+        "CumSum", "Div", "Equal", "Expand", "Flatten", "Floor", "Gather", "GatherElements",
+        "GatherND", "Greater", "GreaterOrEqual", "Identity", "Less", "LessOrEqual", "Max", "Min",
+        "Mod", "Mul", "Neg", "NonZero", "Not", "Or", "Pow", "Range", "Reciprocal", "ReduceMax",
+        "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum", "Relu", "Reshape", "Round",
+        "ScatterElements", "ScatterND", "Shape", "Sign", "Size", "Slice", "Split", "Sqrt",
+        "Squeeze", "Sub", "Sum", "Tile", "Transpose", "Trilu", "Unsqueeze", "Where", "Xor",
     }
 )  # fmt: skip
 MAX_ELEMENTS = 1 << 16

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-from onnx import GraphProto, ModelProto, NodeProto, TensorProto, TypeProto, helper, numpy_helper
+from onnx import ModelProto, NodeProto, TensorProto, TypeProto, helper, numpy_helper
 from onnx.helper import get_attribute_value
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, Region, SSAValue
@@ -26,8 +26,6 @@ from dlc.dialects.graph_types import (
     FunctionType,
     TensorType,
     TupleType,
-    format_type,
-    size_error,
 )
 from dlc.dialects.graph_verify import verify_module
 from dlc.onnx import (
@@ -61,7 +59,8 @@ from dlc.onnx import (
     subgraph,
 )
 from dlc.onnx.emitter import ELEMENT_TYPES, Emitter, ImportProblem, NotConstant
-from dlc.onnx.limits import DEFAULT_LIMITS, ImportLimits, check_elements, declared_dim
+from dlc.onnx.graph_io import GraphSignature
+from dlc.onnx.limits import DEFAULT_LIMITS, ImportLimits, check_elements
 from dlc.onnx.node import Converter, Node
 
 CONVERTERS: dict[str, Converter] = {
@@ -141,7 +140,7 @@ def default_opset(model: ModelProto) -> int | None:
     return None
 
 
-class GraphImporter:
+class GraphImporter(GraphSignature):
     """Imports one `GraphProto` into a function named after the graph."""
 
     def __init__(
@@ -196,108 +195,6 @@ class GraphImporter:
         if self.problems:
             raise OnnxImportError(self.problems, self.filename, self.wanted)
         return self._module(params, [r for r in results if r is not None])
-
-    # ---- graph inputs and outputs ---------------------------------------------------
-
-    def _parameters(self, graph: GraphProto) -> list[TensorType]:
-        types: list[TensorType] = []
-        names: list[str] = []
-        for value in graph.input:
-            if value.name in self.constants:
-                continue  # an initializer listed as an input (IR version < 4)
-            t = self._input_type(value.name, value.type)
-            if t is None:
-                self.unknown.add(value.name)
-            else:
-                types.append(t)
-                names.append(value.name)
-        for name in self.input_shapes:
-            if name not in {v.name for v in graph.input} - self.constants.keys():
-                self.problems.append(f"input_shapes names '{name}', which is not a graph input")
-        self.graph_inputs = set(names)
-        for name, t in zip(names, types, strict=True):
-            arg = self.block.insert_arg(t, len(self.block.args))
-            arg._name = self.names(name)
-            self.values[name] = arg
-        return types
-
-    def _input_type(self, name: str, type_proto: object) -> TensorType | None:
-        tensor = type_proto.tensor_type  # type: ignore[attr-defined]
-        dt = DTYPES.get(tensor.elem_type)
-        if dt is None:
-            kind = TensorProto.DataType.Name(tensor.elem_type)
-            self.problems.append(
-                f"input '{name}': element type {kind} is not supported "
-                "(f16, bf16, f32, f64, i8-i64, u8-u64, bool)"
-            )
-            return None
-        declared = [declared_dim(d) for d in tensor.shape.dim]
-        given = self.input_shapes.get(name)
-        if given is None:
-            if None in declared:
-                self.problems.append(
-                    f"input '{name}': dynamic shape {self._dims_text(tensor)}; give its shape "
-                    f"with input_shapes={{'{name}': (...)}} (dlc-run: --input-shape {name}=...)"
-                )
-                return None
-            return self._sized(name, TensorType(declared, dt))
-        given = [int(d) for d in given]
-        clash = len(given) != len(declared) or any(
-            d is not None and d != g for d, g in zip(declared, given, strict=False)
-        )
-        if clash or min(given, default=0) < 0:
-            self.problems.append(
-                f"input '{name}': input_shapes gives {tuple(given)}, the model declares "
-                f"{self._dims_text(tensor)}"
-            )
-            return None
-        return self._sized(name, TensorType(given, dt))
-
-    def _sized(self, name: str, t: TensorType) -> TensorType | None:
-        message = size_error(t)
-        if message is None:
-            return t
-        self.problems.append(f"input '{name}': {message}")
-        return None
-
-    @staticmethod
-    def _dims_text(tensor: object) -> str:
-        dims = [
-            str(declared_dim(d)) if declared_dim(d) is not None else (d.dim_param or "?")
-            for d in tensor.shape.dim  # type: ignore[attr-defined]
-        ]
-        return "(" + ", ".join(dims) + ")"
-
-    def _output(self, name: str, type_proto: object) -> SSAValue | None:
-        if name in self.unknown:
-            return None
-        if name not in self.values and name not in self.constants:
-            self.problems.append(f"output '{name}' is not computed by any node")
-            return None
-        try:
-            value = self._value(name)
-        except ImportProblem as err:
-            self.problems.append(f"output '{name}': {err}")
-            return None
-        tensor = type_proto.tensor_type  # type: ignore[attr-defined]
-        declared = [declared_dim(d) for d in tensor.shape.dim]
-        t = value.type
-        assert isinstance(t, TensorType)
-        if tensor.elem_type and DTYPES.get(tensor.elem_type) != t.dt:
-            kind = TensorProto.DataType.Name(tensor.elem_type)
-            self.problems.append(
-                f"output '{name}': dlc computes {format_type(t)}, the model declares {kind}"
-            )
-            return value
-        if tensor.HasField("shape") and (
-            len(declared) != t.rank
-            or any(d not in (None, a) for d, a in zip(declared, t.dims, strict=False))
-        ):
-            self.problems.append(
-                f"output '{name}': dlc computes {format_type(t)}, the model declares "
-                f"{self._dims_text(tensor)}"
-            )
-        return value
 
     def _module(self, params: list[TensorType], results: list[SSAValue]) -> ModuleOp:
         if len(results) == 1:

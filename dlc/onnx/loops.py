@@ -30,6 +30,7 @@ from xdsl.ir import Block, SSAValue
 
 from dlc.dialects.graph import BranchOp, ConditionalOp
 from dlc.dialects.graph_elementwise import SelectOp
+from dlc.dialects.graph_memory import TrapOp
 from dlc.dialects.graph_types import TensorType
 from dlc.onnx.emitter import Emitter, ImportProblem, describe, shape_of, tensor_type
 from dlc.onnx.node import Result
@@ -146,26 +147,54 @@ def branches(
     names: Any,
     cond: SSAValue,
     arms: Sequence[Callable[[], Sequence[Result]]],
-) -> list[SSAValue]:
+) -> tuple[list[SSAValue], str | None]:
     """`conditional cond then 'then() else 'else()`, each arm's results passed to a
-    join block (the emitter's block afterwards); the arms must give the same types."""
+    join block (the emitter's block afterwards); the arms must give the same types.
+    An arm that cannot be imported while the other can becomes a trap (`unreachable`:
+    the model's condition never takes it, or the call stops there): the second result
+    says why, for the importer's warning; when both fail, the first one's problem."""
     pre = emit.block
+    region = pre.parent
+    assert region is not None
     starts = [new_block(emit, names, n) for n in ("then", "else")]
-    ends: list[tuple[Block, list[SSAValue]]] = []
+    ends: list[tuple[Block, list[SSAValue]] | ImportProblem] = []
     try:
         for start, arm in zip(starts, arms, strict=True):
-            emit.block = start
-            values = [as_tensor(emit, v) for v in arm()]
-            ends.append((emit.block, values))  # nested control flow moves the emitter
-        _same_types(ends[0][1], ends[1][1])
+            emit.block, blocks = start, len(region.blocks)
+            try:
+                values = [as_tensor(emit, v) for v in arm()]
+                ends.append((emit.block, values))  # nested control flow moves the emitter
+            except ImportProblem as err:
+                _discard(start, list(region.blocks)[blocks:])
+                ends.append(err)
     finally:
         emit.block = pre
-    join = new_block(emit, names, "join", [v.type for v in ends[0][1]])
-    for end, values in ends:
-        end.add_op(BranchOp(join, values))
+    taken = [e for e in ends if not isinstance(e, ImportProblem)]
+    problems = [e for e in ends if isinstance(e, ImportProblem)]
+    if not taken:
+        raise problems[0]
+    if not problems:
+        _same_types(taken[0][1], taken[1][1])
+    types = [v.type for v in taken[0][1]]
+    join = new_block(emit, names, "join", types)
+    for start, end in zip(starts, ends, strict=True):
+        if isinstance(end, ImportProblem):
+            emit.block = start
+            start.add_op(TrapOp.create())
+            end = (start, [emit.splat(0, t.dims, t.dt) for t in types])  # never used
+        end[0].add_op(BranchOp(join, end[1]))
     pre.add_op(ConditionalOp(emit.reshape(cond, ()), starts[0], [], starts[1], []))
     emit.block = join
-    return list(join.args)
+    return list(join.args), (str(problems[0]) if problems else None)
+
+
+def _discard(start: Block, blocks: list[Block]) -> None:
+    """Erase what a failed arm emitted: the ops of its start block and its blocks."""
+    ops = [b.detach_op(op) for b in [start, *blocks] for op in list(b.ops)]
+    for op in ops:
+        op.erase(safe_erase=False)
+    for b in blocks:
+        b.parent_region.detach_block(b)  # type: ignore[union-attr]
 
 
 def _same_types(then: Sequence[SSAValue], other: Sequence[SSAValue]) -> None:

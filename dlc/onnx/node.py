@@ -54,6 +54,12 @@ class Node:
                 return value
         return default
 
+    def ignore(self, *names: str) -> None:
+        """Attributes the spec says do not apply to this node's configuration (a
+        Resize's `cubic_coeff_a` in mode 'linear'): exporters write them anyway, and
+        their values change nothing, so they are not refused as unsupported."""
+        self.used.update(names)
+
     def has_attr(self, name: str) -> bool:
         return any(a.name == name for a in self.proto.attribute)
 

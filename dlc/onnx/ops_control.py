@@ -4,7 +4,9 @@
 - **If** with a condition known at import time imports only the branch it takes, in
   place (its outputs may then differ in shape from the other branch's, and stay
   constants when they are); otherwise both branches become blocks joined by a
-  `conditional`, and their outputs must have the same types.
+  `conditional`, and their outputs must have the same types. A branch that cannot be
+  imported (an LSTM over another rank) while the other can is a trap, with an
+  `UnreachableBranchWarning`, not a refusal.
 - **Loop** with a constant trip count of at most `UNROLL_MAX` whose condition is known
   at import time on every iteration (absent, or computed from the iteration number, the
   incoming condition and constants by foldable ops) is unrolled: the body is imported
@@ -24,6 +26,7 @@ so the backend compiles models whose graph inputs feed it for their values.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -70,9 +73,20 @@ def if_(node: Node) -> list[Result]:
         lambda: import_graph(node.scope, else_graph, [], node.opset),
     ]
     try:
-        return list(branches(node.emit, node.scope.names, c, arms))
+        values, why = branches(node.emit, node.scope.names, c, arms)
     except BranchTypesDiffer as err:
         raise NotConstant(f"{err}; a constant condition picks one branch", node.names[0]) from None
+    if why is not None:
+        label = f"node '{node.proto.name}' ({node.op_type})" if node.proto.name else "If"
+        message = f"{label}: a branch cannot be imported ({why}); it traps if the model takes it"
+        warnings.warn(UnreachableBranchWarning(message), stacklevel=2)
+    return list(values)
+
+
+class UnreachableBranchWarning(UserWarning):
+    """An If's branch that cannot be imported (the other can): compiled as a trap. The
+    exporters write such branches for inputs of another rank or size than the model
+    is compiled for; the condition does not take them then."""
 
 
 # ---- Loop -------------------------------------------------------------------------

@@ -208,6 +208,7 @@ def target_shape(
                 scale_of[a] = scale
                 size_of[a] = int(scale * dims[a] + 0.5)
     elif scales is not None:
+        node.ignore("keep_aspect_ratio_policy")  # it applies to sizes only
         if len(scales) != len(axes):
             raise ImportProblem(f"scales has {len(scales)} values for {len(axes)} axes")
         for a, s in zip(axes, scales, strict=True):
@@ -234,6 +235,8 @@ def check_sizes(node: Node, dims: Sequence[int], size_of: Sequence[int]) -> None
 
 def _coefficients(node: Node, mode: str) -> Coeffs:
     antialias = bool(node.attr("antialias", 0))
+    node.ignore(*{"nearest": ["cubic_coeff_a"], "linear": ["cubic_coeff_a", "nearest_mode"],
+                  "cubic": ["nearest_mode"]}[mode])  # fmt: skip
     if mode == "nearest":
         if antialias:
             raise ImportProblem("antialias=1 is not supported with mode='nearest'")

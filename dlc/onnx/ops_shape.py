@@ -1,5 +1,5 @@
-"""ONNX shape ops (Reshape, Flatten, Transpose, Concat, Squeeze, Unsqueeze),
-ConstantOfShape and Identity (Dropout: ops_training.py)."""
+"""ONNX shape ops (Reshape, Flatten, Transpose, Concat, Squeeze, Unsqueeze,
+DepthToSpace, SpaceToDepth), ConstantOfShape and Identity (Dropout: ops_training.py)."""
 
 from __future__ import annotations
 
@@ -57,6 +57,45 @@ def transpose(node: Node) -> list[SSAValue]:
     if sorted(perm) != list(range(rank)):
         raise ImportProblem(f"perm {perm} is not a permutation of {rank} axes")
     return [node.emit.transpose(x, perm)]
+
+
+def _blocks(node: Node, x: SSAValue) -> tuple[list[int], int]:
+    """The NCHW dimensions of a DepthToSpace/SpaceToDepth input and its block size."""
+    dims, b = list(shape_of(x)), int(node.attr("blocksize", 0))
+    if len(dims) != 4:
+        raise ImportProblem(f"the input has rank {len(dims)}, expected 4 (N, C, H, W)")
+    if b < 1:
+        raise ImportProblem(f"blocksize {b} must be positive")
+    return dims, b
+
+
+def depth_to_space(node: Node) -> list[SSAValue]:
+    """Channels to b x b spatial blocks: reshape, transpose, reshape (the spec's
+    formula); DCR takes the block offset from the channel's high part, CRD from its
+    low part."""
+    e, x = node.emit, node.input(0)
+    (n, c, h, w), b = _blocks(node, x)
+    mode = node.require("mode", ("DCR", "CRD"), "DCR")
+    if c % (b * b):
+        raise ImportProblem(f"{c} channels are not a multiple of blocksize^2 = {b * b}")
+    if mode == "DCR":
+        y = e.transpose(e.reshape(x, [n, b, b, c // (b * b), h, w]), [0, 3, 4, 1, 5, 2])
+    else:
+        y = e.transpose(e.reshape(x, [n, c // (b * b), b, b, h, w]), [0, 1, 4, 2, 5, 3])
+    return [e.reshape(y, [n, c // (b * b), h * b, w * b])]
+
+
+def space_to_depth(node: Node) -> list[SSAValue]:
+    """b x b spatial blocks to channels (DepthToSpace's inverse; the `mode` onnx's
+    reference and node tests give it, though its schema has none: DCR by default)."""
+    e, x = node.emit, node.input(0)
+    (n, c, h, w), b = _blocks(node, x)
+    mode = node.require("mode", ("DCR", "CRD"), "DCR")
+    if h % b or w % b:
+        raise ImportProblem(f"the spatial size {h} x {w} is not a multiple of blocksize {b}")
+    perm = [0, 3, 5, 1, 2, 4] if mode == "DCR" else [0, 1, 3, 5, 2, 4]
+    y = e.transpose(e.reshape(x, [n, c, h // b, b, w // b, b]), perm)
+    return [e.reshape(y, [n, c * b * b, h // b, w // b])]
 
 
 def concat(node: Node) -> list[SSAValue]:
@@ -131,4 +170,6 @@ CONVERTERS: dict[str, Converter] = {
     "Squeeze": squeeze,
     "Unsqueeze": unsqueeze,
     "Identity": identity,
+    "DepthToSpace": depth_to_space,
+    "SpaceToDepth": space_to_depth,
 }

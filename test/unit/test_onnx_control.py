@@ -14,6 +14,7 @@ import dlc
 import dlc.onnx
 import dlc.onnx.backend as backend
 from dlc.onnx import OnnxImportError
+from dlc.onnx.ops_control import UnreachableBranchWarning
 
 F, I64, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
 
@@ -89,6 +90,46 @@ def test_if_branches_of_different_shapes_want_a_constant_condition():
         "(dlc's shapes are static); a constant condition picks one branch"
     ]
     assert info.value.wanted_constants == ["c"]
+
+
+@pytest.mark.parametrize("failing", ["then", "else"])
+def test_if_branch_that_cannot_be_imported_traps_with_a_warning(failing):
+    """An exporter's branch for inputs of another rank (an LSTM over rank 5 here: X
+    must have rank 3) is compiled as a trap, with a warning, when the other imports."""
+    bad = graph(
+        [node("LSTM", ["x5", "w", "r"], ["", "h"], hidden_size=2), node("Identity", ["x"], ["b"])],
+        [], [vi("b")], "bad",
+    )  # fmt: skip
+    good = graph([node("Sub", ["x", "a"], ["e"])], [], [vi("e")], "good")
+    then, other = (bad, good) if failing == "then" else (good, bad)
+    inits = {"x5": np.zeros((1, 1, 1, 1, 3), np.float32), "w": np.zeros((1, 8, 3), np.float32),
+             "r": np.zeros((1, 8, 2), np.float32)}  # fmt: skip
+    m = model(
+        [node("If", ["c"], ["y"], then_branch=then, else_branch=other)],
+        [vi("c", B, []), vi("x", F, [3]), vi("a", F, [3])], [vi("y")], inits,
+    )  # fmt: skip
+    x, a = np.array([1, 2, 3], np.float32), np.array([0.5, -1, 4], np.float32)
+    with pytest.warns(
+        UnreachableBranchWarning,
+        match=r"node 'y' \(If\): a branch cannot be imported \(graph 'bad': .*LSTM.*rank.*\); it traps if the model takes it",
+    ):
+        compiled = dlc.compile_onnx(m)
+    np.testing.assert_array_equal(compiled.g(np.array(failing == "else"), x, a), x - a)
+    with pytest.raises(dlc.TrapError):
+        compiled.g(np.array(failing == "then"), x, a)
+
+
+def test_if_whose_branches_both_fail_names_the_first():
+    bad = graph([node("Xyz", ["x"], ["b"])], [], [vi("b")], "bad")
+    m = model(
+        [node("If", ["c"], ["y"], then_branch=bad, else_branch=bad)],
+        [vi("c", B, []), vi("x", F, [3])], [vi("y")],
+    )  # fmt: skip
+    with pytest.raises(OnnxImportError) as info:
+        dlc.onnx.load(m)
+    assert info.value.problems == [
+        "node 'y' (If): graph 'bad': node 'b' (Xyz): operator Xyz is not supported"
+    ]
 
 
 # ---- Loop -------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import helper
-from onnx_models import make, node, randn
+from onnx_models import make, node, randn, run
 
 import dlc
 import dlc.onnx
@@ -53,6 +53,18 @@ def test_dynamic_dimension_needs_input_shapes():
         "input_shapes={'x': (...)} (dlc-run: --input-shape x=...)"
     ]
     assert dlc.onnx.load(model, {"x": (2, 3)}) is not None
+
+
+def test_negative_declared_dimension_is_unknown():
+    """paddle2onnx writes `dim_value: -1` for an unknown dimension (inputs and outputs):
+    input_shapes fills it in, and without them it is a dynamic shape, not a clash."""
+    model = make([node("Relu", ["x"], ["y"])], {"x": (-1, 3, "h")}, {"y": (-1, 3, -1)})
+    assert _errors(model) == [
+        "<model>: error: input 'x': dynamic shape (-1, 3, h); give its shape with "
+        "input_shapes={'x': (...)} (dlc-run: --input-shape x=...)"
+    ]
+    x = randn(2, 3, 5)
+    np.testing.assert_array_equal(run(model, x, input_shapes={"x": (2, 3, 5)}), np.maximum(x, 0))
 
 
 def test_file_name_locates_the_errors(tmp_path):

@@ -120,3 +120,40 @@ def test_wrap_pad_of_an_empty_dimension_is_refused():
     with pytest.raises(OnnxImportError) as err:
         dlc.onnx.load(model)
     assert err.value.problems == ["node #0 (Pad): wrap pads of an empty dimension are not defined"]
+
+
+def test_tf_same_padding_computed_from_shapes_folds():
+    """timm's TF-"same" padding as the TorchScript exporter writes it: the pads of a
+    stride-2 3x3 convolution from the input's shape (Shape, Gather, Cast, Div, Ceil,
+    Sub, Mul, Add, Clip for max(p, 0), Cast, Unsqueeze, Concat), all known at import."""
+    f, i64 = TensorProto.FLOAT, TensorProto.INT64
+    c = {
+        "axis": np.array(2, np.int64), "one": np.array(1, np.int64), "two": np.array(2, np.int64),
+        "stride": np.array(2.0, np.float32), "k": np.array(3, np.int64),
+        "zero": np.array(0, np.int64), "ax0": np.array([0], np.int64),
+        "zeros": np.zeros(2, np.int64),
+    }  # fmt: skip
+    n = helper.make_node
+    nodes = [
+        n("Shape", ["x"], ["s"]), n("Gather", ["s", "axis"], ["h"], axis=0),
+        n("Cast", ["h"], ["hf"], to=f), n("Div", ["hf", "stride"], ["q"]), n("Ceil", ["q"], ["cq"]),
+        n("Cast", ["cq"], ["ci"], to=i64), n("Sub", ["ci", "one"], ["c1"]),
+        n("Mul", ["c1", "two"], ["m"]), n("Add", ["m", "k"], ["t"]), n("Sub", ["t", "h"], ["p"]),
+        n("Clip", ["p", "zero"], ["pc"]), n("Div", ["pc", "two"], ["lo"]),
+        n("Sub", ["pc", "lo"], ["hi"]),
+        n("Unsqueeze", ["lo", "ax0"], ["lo1"]), n("Unsqueeze", ["hi", "ax0"], ["hi1"]),
+        n("Concat", ["zeros", "lo1", "lo1", "zeros", "hi1", "hi1"], ["pads_raw"], axis=0),
+        n("Slice", ["pads_raw", "start", "end"], ["pads"]),
+        n("Pad", ["x", "pads"], ["y"]),
+    ]  # fmt: skip
+    c |= {"start": np.array([0], np.int64), "end": np.array([8], np.int64)}
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", f, (1, 2, 15, 16))],
+        [helper.make_tensor_value_info("y", f, None)],
+        [onnx.numpy_helper.from_array(v, k) for k, v in c.items()],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    x = np.random.default_rng(0).standard_normal((1, 2, 15, 16)).astype(np.float32)
+    want = ReferenceEvaluator(model).run(None, {"x": x})[0]
+    assert want.shape == (1, 2, 17, 18)
+    np.testing.assert_array_equal(dlc.compile_onnx(model).g(x), want)

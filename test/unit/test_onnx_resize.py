@@ -56,6 +56,20 @@ def test_resize_scales_match_onnx_reference(attrs):
     _check(_resize((1, 2, 5, 4), scales=[1.0, 1.0, 0.6, 1.75], **attrs), x)
 
 
+@pytest.mark.parametrize(
+    "attrs",
+    [  # as torch.onnx.export writes them: cubic_coeff_a and nearest_mode on every Resize
+        {"mode": "linear", "cubic_coeff_a": -0.75, "nearest_mode": "floor"},
+        {"mode": "nearest", "cubic_coeff_a": -0.75, "nearest_mode": "floor"},
+        {"mode": "cubic", "cubic_coeff_a": -0.5, "nearest_mode": "floor"},
+        {"mode": "linear", "keep_aspect_ratio_policy": "not_smaller"},  # scales: no sizes
+    ],
+)
+def test_resize_ignores_attributes_its_mode_does_not_use(attrs):
+    x = randn(1, 2, 5, 4)
+    _check(_resize((1, 2, 5, 4), scales=[1.0, 1.0, 2.0, 1.5], **attrs), x)
+
+
 def test_resize_sizes_on_axes_with_aspect_policy():
     x = randn(2, 3, 6)
     model = _resize(

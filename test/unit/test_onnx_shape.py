@@ -127,3 +127,43 @@ def test_graph_output_that_is_an_initializer():
     model = make([node("Identity", ["x"], ["y"])], {"x": (2,)}, {"y": (2,), "w": (2, 2)}, {"w": w})
     y, out = run(model, np.ones(2, np.float32))
     np.testing.assert_array_equal(out, w)
+
+
+@pytest.mark.parametrize(
+    ("op", "shape", "attrs"),
+    [
+        ("DepthToSpace", (2, 12, 3, 5), {"blocksize": 2}),
+        ("DepthToSpace", (2, 12, 3, 5), {"blocksize": 2, "mode": "DCR"}),
+        ("DepthToSpace", (1, 18, 2, 3), {"blocksize": 3, "mode": "CRD"}),
+        ("SpaceToDepth", (2, 3, 4, 6), {"blocksize": 2}),
+        ("SpaceToDepth", (1, 2, 6, 3), {"blocksize": 3}),
+        ("SpaceToDepth", (1, 2, 6, 3), {"blocksize": 3, "mode": "CRD"}),
+    ],
+)
+def test_depth_to_space_and_back_match_onnx(op, shape, attrs):
+    from onnx.reference import ReferenceEvaluator
+
+    x = randn(*shape)
+    model = make([node(op, ["x"], ["y"], **attrs)], {"x": shape}, {"y": None})
+    want = ReferenceEvaluator(model).run(None, {"x": x})[0]
+    np.testing.assert_array_equal(run(model, x), want)
+    np.testing.assert_array_equal(interpret(model, x), want)
+
+
+@pytest.mark.parametrize(
+    ("op", "shape", "attrs", "message"),
+    [
+        ("DepthToSpace", (1, 6, 2, 2), {"blocksize": 2}, "6 channels are not a multiple of blocksize^2 = 4"),
+        ("DepthToSpace", (1, 8, 2, 2), {"blocksize": 2, "mode": "XYZ"}, "mode='XYZ' is not supported"),
+        ("DepthToSpace", (8, 2, 2), {"blocksize": 2}, "the input has rank 3, expected 4 (N, C, H, W)"),
+        ("SpaceToDepth", (1, 1, 4, 3), {"blocksize": 2}, "the spatial size 4 x 3 is not a multiple of blocksize 2"),
+        ("SpaceToDepth", (1, 1, 4, 4), {"blocksize": 0}, "blocksize 0 must be positive"),
+    ],
+)  # fmt: skip
+def test_depth_to_space_refusals(op, shape, attrs, message):
+    from dlc.onnx import OnnxImportError
+
+    model = make([node(op, ["x"], ["y"], **attrs)], {"x": shape}, {"y": None})
+    with pytest.raises(OnnxImportError) as info:
+        dlc.onnx.load(model)
+    assert info.value.problems == [f"node 'y' ({op}): {message}"]

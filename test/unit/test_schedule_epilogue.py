@@ -3,7 +3,8 @@ policy in dlc/passes/tensor/schedule_epilogue.py, the code generator in
 dlc/lowering/tensor_to_loop/epilogue.py) on layers as ONNX exports them, weights as
 constant initializers: Conv + bias + Relu, Conv + BatchNormalization + residual Add +
 Relu, a Conv whose weights are one repeated value, Gemm with a packed constant B and
-a column tail, a K-blocked MatMul + bias. Odd sizes, 1, 2 and 3 threads, bounds
+a column tail, a K-blocked MatMul + bias, squeeze-and-excitation blocks after a 1x1
+convolution (and the fallback when the policy contradicts itself). Odd sizes, 1, 2 and 3 threads, bounds
 checks; compared with the reference interpreter bit for bit without fma (the epilogue
 runs the same operations on the same values) and within the bound of a length-K
 float sum with it."""
@@ -17,6 +18,7 @@ from onnx_models import conv, make, node, randn
 
 import dlc
 import dlc.onnx
+from dlc.dialects import tensor
 from dlc.passes.tensor import schedule_conv
 from dlc.passes.tensor import schedule_policy as policy
 from dlc.semantics.interpreter import run_function
@@ -130,3 +132,77 @@ def test_matmul_k_blocked_bias() -> None:
     model = _gemm_model(26, 70, 45, matmul=True)
     ir, _ = _check(model, [randn(26, 70, seed=15)], 70, num_threads=2)
     assert "r0 = [16]" in ir and "epilogue 1" in ir
+
+
+def _squeeze_excitation_model(c: int, ci: int, size: tuple[int, int], gate: str) -> onnx.ModelProto:
+    """MobileNetV3's and EfficientNet's block: Conv 1x1 + bias, an activation, then a
+    squeeze-and-excitation gate (global pool, two 1x1 convolutions, a sigmoid-like
+    gate) multiplied into the activation."""
+    act, sigmoid = {"hardswish": ("HardSwish", "HardSigmoid"), "silu": ("Sigmoid", "Sigmoid")}[gate]
+    nodes = [node("Conv", ["x", "w1", "b1"], ["c1"]), node(act, ["c1"], ["a"])]
+    if gate == "silu":
+        nodes.append(node("Mul", ["c1", "a"], ["h"]))
+    else:
+        nodes.append(node("Identity", ["a"], ["h"]))
+    nodes += [
+        node("GlobalAveragePool", ["h"], ["p"]),
+        node("Conv", ["p", "w2", "b2"], ["c2"]),
+        node("Relu", ["c2"], ["r"]),
+        node("Conv", ["r", "w3", "b3"], ["c3"]),
+        node(sigmoid, ["c3"], ["g"]),
+        node("Mul", ["h", "g"], ["y"]),
+    ]
+    inits = {
+        "w1": randn(c, ci, 1, 1, seed=1),
+        "b1": randn(c, seed=2),
+        "w2": randn(4, c, 1, 1, seed=3),
+        "b2": randn(4, seed=4),
+        "w3": randn(c, 4, 1, 1, seed=5),
+        "b3": randn(c, seed=6),
+    }
+    return make(nodes, {"x": (1, ci, *size)}, {"y": (1, c, *size)}, inits)
+
+
+@pytest.mark.parametrize("gate", ["hardswish", "silu"])
+def test_squeeze_excitation_after_a_product(gate: str) -> None:
+    """The activation after the tiled 1x1 convolution (a literal, its bias, between
+    them) is its epilogue, and the pool that reads it is a nest of its own: the
+    policy wrote the epilogue, then grouped the same compute with the pool
+    (`schedule: epilogue 1: op 1 after it is in a fusion group or has an epilogue`)."""
+    model = _squeeze_excitation_model(24, 8, (10, 37), gate)
+    x = randn(1, 8, 10, 37, seed=16)
+    compiled = dlc.compile_onnx(model, num_threads=2)
+    want = np.asarray(run_function(dlc.onnx.load(model), "g", [x]))
+    np.testing.assert_allclose(compiled.g(x), want, rtol=1e-5, atol=1e-5)
+    assert "epilogue 1" in compiled.ir("tensor")
+
+
+def test_contradicting_epilogue_falls_back_with_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A policy that contradicts itself (here: runs split at literals, as before the
+    fix above, so a later run groups an epilogue's member) costs the epilogue, with a
+    ScheduleWarning at the contraction, never the program."""
+    from dlc.passes.tensor import schedule
+    from dlc.passes.tensor.schedule_epilogue import ScheduleWarning
+
+    def split_at_literals(ops: list) -> list:
+        runs = original([op for op in ops if not isinstance(op, tensor.ConstantOp)])
+        return [part for run in runs for part in _split(run)]
+
+    def _split(run: list) -> list:
+        parts, current = [], []
+        for op in run:
+            if current and op.prev_op is not current[-1]:
+                parts.append(current)
+                current = []
+            current.append(op)
+        return [*parts, current]
+
+    original = schedule._runs_to_schedule
+    monkeypatch.setattr(schedule, "_runs_to_schedule", split_at_literals)
+    monkeypatch.setenv("DLC_CACHE", "0")  # the policy, not a cached compile
+    model = _squeeze_excitation_model(24, 8, (10, 37), "hardswish")
+    x = randn(1, 8, 10, 37, seed=17)
+    with pytest.warns(ScheduleWarning, match=r"epilogue 1: op 1 after it is in a fusion group"):
+        got = dlc.compile_onnx(model).g(x)
+    want = np.asarray(run_function(dlc.onnx.load(model), "g", [x]))
+    assert np.abs(got - want).max() <= 1e-4 * (np.abs(want).max() + 1)

@@ -2,10 +2,8 @@
 (dlc/dialects/schedule.py) computes the `n` computes right after it at its register
 tile, on the final accumulators, before anything is stored.
 
-`epilogue_members(op)` checks the structure (located diagnostics): the members are
-the next `n` ops (literals between them aside), each an element-wise `tensor.compute` over the same domain, in no
-fusion group, reading `op`'s result and the earlier members' only at the current
-point. `EpilogueTile` (a base class of `NestBuilder`, like `RegisterTile`) carries
+`epilogue_members(op)` (dlc/dialects/tensor_epilogue.py) checks the structure
+(located diagnostics). `EpilogueTile` (a base class of `NestBuilder`, like `RegisterTile`) carries
 it out: where a tile point's accumulator is final, each member's body runs on it
 (`known` values instead of loads; as vectors of the tile's lanes when vectorized,
 loading only the valid lanes of a zero-padded tail), and a value is stored only
@@ -26,7 +24,7 @@ from xdsl.ir import Block, SSAValue
 
 from dlc.diagnostics import copy_loc, error_at
 from dlc.dialects import loop, tensor
-from dlc.dialects.tensor_groups import next_compute, reads_at_identity, uses_of
+from dlc.dialects.tensor_groups import uses_of
 from dlc.dialects.tensor_lanes import lane_plan
 from dlc.lowering.tensor_to_loop.body import (
     all_of,
@@ -46,45 +44,6 @@ class EpilogueMember:
 
     op: tensor.ComputeOp
     buffer: SSAValue | None
-
-
-def epilogue_members(op: tensor.ComputeOp) -> list[tensor.ComputeOp]:
-    """The computes `op`'s schedule takes as its epilogue (module docstring), the
-    `tensor.constant`s between them aside."""
-    count = op.schedule.epilogue if op.schedule is not None else 0
-    if not count:
-        return []
-    if op.combinator is None:
-        raise error_at(op, "schedule: epilogue: only a reduction has one")
-    members: list[tensor.ComputeOp] = []
-    current = op
-    for _ in range(count):
-        member = next_compute(current)
-        why = _why_not(op, member, members)
-        if why is not None:
-            raise error_at(op, f"schedule: epilogue {count}: {why}")
-        assert isinstance(member, tensor.ComputeOp)
-        members.append(member)
-        current = member
-    return members
-
-
-def _why_not(op: tensor.ComputeOp, member: object, earlier: list[tensor.ComputeOp]) -> str | None:
-    position = f"op {len(earlier) + 1} after it"
-    if not isinstance(member, tensor.ComputeOp):
-        name = getattr(member, "name", "nothing")
-        return f"{position} is {name}, not a tensor.compute"
-    if member.combinator is not None:
-        return f"{position} is a reduction"
-    if member.domain != op.domain:
-        return f"{position} has another domain ({member.domain} instead of {op.domain})"
-    schedule = member.schedule
-    if schedule is not None and (schedule.fusion is not None or schedule.epilogue):
-        return f"{position} is in a fusion group or has an epilogue"
-    for value in [op.result, *(m.result for m in earlier)]:
-        if not reads_at_identity(member, value):
-            return f"{position} reads an earlier result at another point"
-    return None
 
 
 def read_elsewhere(value: SSAValue, members: list[tensor.ComputeOp]) -> bool:

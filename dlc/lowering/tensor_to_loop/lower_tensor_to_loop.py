@@ -18,15 +18,12 @@ from dlc.diagnostics import copy_loc, error_at, location_prefix
 from dlc.dialects import loop, tensor
 from dlc.dialects.graph_types import TensorType
 from dlc.dialects.levels import require_level
+from dlc.dialects.tensor_epilogue import epilogue_members
 from dlc.dialects.tensor_groups import fusion_of
 from dlc.dialects.tensor_memory import MEMORY_OPS
 from dlc.lowering.scalar_ops import ScalarBuilder, Unsupported
 from dlc.lowering.tensor_to_loop.body import index, load, memref_type, store
-from dlc.lowering.tensor_to_loop.epilogue import (
-    EpilogueMember,
-    epilogue_members,
-    read_elsewhere,
-)
+from dlc.lowering.tensor_to_loop.epilogue import EpilogueMember, read_elsewhere
 from dlc.lowering.tensor_to_loop.group import emit_group
 from dlc.lowering.tensor_to_loop.memory import MemoryOpLowering
 from dlc.lowering.tensor_to_loop.nest import NestBuilder

@@ -122,7 +122,7 @@ from dlc.dialects.levels import require_level
 from dlc.dialects.schedule import ScheduleAttr
 from dlc.passes.statistics import PassStatistics
 from dlc.passes.tensor.schedule_conv import conv_schedule, conv_tiles
-from dlc.passes.tensor.schedule_epilogue import epilogue_run
+from dlc.passes.tensor.schedule_epilogue import drop_conflicting_epilogues, epilogue_run
 from dlc.passes.tensor.schedule_gather import gathered_rows_schedule, serial_gathered_rows
 from dlc.passes.tensor.schedule_groups import group_computes, mark_parallel
 from dlc.passes.tensor.schedule_policy import (
@@ -214,15 +214,20 @@ class SchedulePass(ModulePass, PassStatistics):
                         c.schedule = schedule
                     if db is not None:
                         group_records(run, db, target.cpu, self, frozenset(tuned))
+                drop_conflicting_epilogues([c for run in runs for c in run])
 
 
 def _runs_to_schedule(ops: list[Operation]) -> list[list[tensor.ComputeOp]]:
-    """Maximal runs of consecutive computes without a schedule."""
+    """Maximal runs of consecutive computes without a schedule, literals between them
+    aside (an epilogue reaches past them: `next_compute`; in two runs, the second
+    would schedule the first one's epilogue members again)."""
     runs: list[list[tensor.ComputeOp]] = []
     current: list[tensor.ComputeOp] = []
     for op in ops:
         if isinstance(op, tensor.ComputeOp) and op.schedule is None:
             current.append(op)
+            continue
+        if isinstance(op, tensor.ConstantOp):
             continue
         if current:
             runs.append(current)

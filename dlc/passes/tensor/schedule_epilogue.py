@@ -4,14 +4,24 @@ or convolution that read it only at the current point (its bias, a batch norm's
 scale and shift, relu or clip, a residual add: after `fuse`, usually one compute)
 are computed at its register tile (`epilogue n`, carried out by
 dlc/lowering/tensor_to_loop/epilogue.py) instead of as a nest of their own, which
-would read the whole result back from memory and write it again."""
+would read the whole result back from memory and write it again.
+
+`drop_conflicting_epilogues` checks the epilogues the pass wrote against the other
+schedules (a member must be in no group and have no epilogue of its own) before the
+code generator sees them: one that does not hold is dropped (the contraction and
+its members become nests of their own) with a `ScheduleWarning`, never a refusal of
+the program."""
 
 from __future__ import annotations
 
+import warnings
+
 from dlc.dialects import tensor
 from dlc.dialects.graph_types import TensorType
+from dlc.dialects.tensor_epilogue import epilogue_conflict
 from dlc.dialects.tensor_groups import next_compute, reads_at_identity, reads_of
 from dlc.dialects.tensor_lanes import lane_plan
+from dlc.passes.tensor.schedule_records import located
 
 MAX_EPILOGUE_OPS = 48
 """Body ops of a member above which it stays a nest of its own (code size: the body
@@ -45,3 +55,20 @@ def _fits(op: tensor.ComputeOp, member: tensor.ComputeOp, earlier: list[tensor.C
     if not all(reads_at_identity(member, v.result) for v in [op, *earlier]):
         return False
     return isinstance(lane_plan(member, len(op.domain) - 1, functions=True), dict)
+
+
+class ScheduleWarning(UserWarning):
+    """A schedule the policy chose and then replaced by a plainer one, because it
+    contradicted another of its choices (an internal inconsistency, not the user's)."""
+
+
+def drop_conflicting_epilogues(run: list[tensor.ComputeOp]) -> None:
+    """Drop each epilogue of `run` that its members' schedules contradict (module
+    docstring): the contraction keeps its tiles, the members their own (plain) nests."""
+    for op in run:
+        why = epilogue_conflict(op)
+        if why is None or op.schedule is None:
+            continue
+        op.schedule = op.schedule.replaced(epilogue=0)
+        message = f"{why}; computed as nests of their own instead"
+        warnings.warn(located(op, message), ScheduleWarning, stacklevel=2)

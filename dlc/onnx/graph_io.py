@@ -1,0 +1,148 @@
+"""The graph inputs and outputs of an imported ONNX graph: parameter types from the
+declared shapes (and `input_shapes`), and the declared output types checked against
+what dlc computes.
+
+`declared_dims` is the one reading of a declared shape: a dimension without a
+`dim_value`, or with a negative one (exporters such as paddle2onnx write -1 for
+"unknown"), is unknown (None).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from onnx import GraphProto, TensorProto
+from xdsl.ir import Block, SSAValue
+
+from dlc.dialects.graph_types import TensorType, format_type, size_error
+from dlc.onnx.emitter import ELEMENT_TYPES as DTYPES
+from dlc.onnx.emitter import ImportProblem
+from dlc.onnx.limits import declared_dim
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import numpy as np
+
+
+def declared_dims(tensor_type: object) -> list[int | None]:
+    """The dimensions of a `TypeProto.Tensor`'s shape, None where unknown (module doc)."""
+    return [
+        declared_dim(d)
+        for d in tensor_type.shape.dim  # type: ignore[attr-defined]
+    ]
+
+
+def dims_text(tensor_type: object) -> str:
+    """A declared shape as the model writes it: `(-1, 3, ?, height)`."""
+    dims = [
+        str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?")
+        for d in tensor_type.shape.dim  # type: ignore[attr-defined]
+    ]
+    return "(" + ", ".join(dims) + ")"
+
+
+class GraphSignature:
+    """The graph input and output handling of `GraphImporter` (importer.py)."""
+
+    input_shapes: dict
+    constants: dict[str, np.ndarray]
+    problems: list[str]
+    unknown: set[str]
+    values: dict[str, SSAValue]
+    graph_inputs: set[str]
+    block: Block
+    names: Callable[[str], str]
+    _value: Callable[[str], SSAValue]
+
+    def _parameters(self, graph: GraphProto) -> list[TensorType]:
+        types: list[TensorType] = []
+        names: list[str] = []
+        for value in graph.input:
+            if value.name in self.constants:
+                continue  # an initializer listed as an input (IR version < 4)
+            t = self._input_type(value.name, value.type)
+            if t is None:
+                self.unknown.add(value.name)
+            else:
+                types.append(t)
+                names.append(value.name)
+        for name in self.input_shapes:
+            if name not in {v.name for v in graph.input} - self.constants.keys():
+                self.problems.append(f"input_shapes names '{name}', which is not a graph input")
+        self.graph_inputs = set(names)
+        for name, t in zip(names, types, strict=True):
+            arg = self.block.insert_arg(t, len(self.block.args))
+            arg._name = self.names(name)
+            self.values[name] = arg
+        return types
+
+    def _input_type(self, name: str, type_proto: object) -> TensorType | None:
+        tensor = type_proto.tensor_type  # type: ignore[attr-defined]
+        dt = DTYPES.get(tensor.elem_type)
+        if dt is None:
+            kind = TensorProto.DataType.Name(tensor.elem_type)
+            self.problems.append(
+                f"input '{name}': element type {kind} is not supported "
+                "(f16, bf16, f32, f64, i8-i64, u8-u64, bool)"
+            )
+            return None
+        declared = declared_dims(tensor)
+        given = self.input_shapes.get(name)
+        if given is None:
+            if None in declared:
+                self.problems.append(
+                    f"input '{name}': dynamic shape {dims_text(tensor)}; give its shape "
+                    f"with input_shapes={{'{name}': (...)}} (dlc-run: --input-shape {name}=...)"
+                )
+                return None
+            return self._sized(name, TensorType(declared, dt))
+        given = [int(d) for d in given]
+        clash = len(given) != len(declared) or any(
+            d is not None and d != g for d, g in zip(declared, given, strict=False)
+        )
+        if clash or min(given, default=0) < 0:
+            self.problems.append(
+                f"input '{name}': input_shapes gives {tuple(given)}, the model declares "
+                f"{dims_text(tensor)}"
+            )
+            return None
+        return self._sized(name, TensorType(given, dt))
+
+    def _sized(self, name: str, t: TensorType) -> TensorType | None:
+        message = size_error(t)
+        if message is None:
+            return t
+        self.problems.append(f"input '{name}': {message}")
+        return None
+
+    def _output(self, name: str, type_proto: object) -> SSAValue | None:
+        if name in self.unknown:
+            return None
+        if name not in self.values and name not in self.constants:
+            self.problems.append(f"output '{name}' is not computed by any node")
+            return None
+        try:
+            value = self._value(name)
+        except ImportProblem as err:
+            self.problems.append(f"output '{name}': {err}")
+            return None
+        tensor = type_proto.tensor_type  # type: ignore[attr-defined]
+        declared = declared_dims(tensor)
+        t = value.type
+        assert isinstance(t, TensorType)
+        if tensor.elem_type and DTYPES.get(tensor.elem_type) != t.dt:
+            kind = TensorProto.DataType.Name(tensor.elem_type)
+            self.problems.append(
+                f"output '{name}': dlc computes {format_type(t)}, the model declares {kind}"
+            )
+            return value
+        if tensor.HasField("shape") and (
+            len(declared) != t.rank
+            or any(d not in (None, a) for d, a in zip(declared, t.dims, strict=False))
+        ):
+            self.problems.append(
+                f"output '{name}': dlc computes {format_type(t)}, the model declares "
+                f"{dims_text(tensor)}"
+            )
+        return value
