@@ -13,7 +13,8 @@ distinct kernel once; `lower-loop-to-llvm` makes the kernels `internal noinline`
 functions, which `dlc.runtime.jit_parts` spreads over its worker processes.
 
 A nest is outlined only when everything it uses from outside is a buffer or an
-`arith.constant` (no scalar or vector values from the top level), when it holds no
+`arith.constant` (no scalar or vector values from the top level; read-only data whose
+elements are all equal counts as a constant: LLVM folds loads of it), when it holds no
 allocation, call or raw memory op, and when it defines no value used after it. Its
 buffers become `noalias` arguments, so a nest that uses two planned buffers sharing
 bytes (plan-memory's in-place reuse) stays where it is. The code of a kernel embeds
@@ -113,13 +114,29 @@ def _candidate(op: loop.ForOp, walked: list[Operation]) -> _Nest | None:
             if value in seen or _defined_inside(value, inside):
                 continue
             seen.add(value)
-            if isinstance(value.type, MemRefType):
+            if _splat(value) is not None:
+                nest.constants.append(value)
+            elif isinstance(value.type, MemRefType):
                 nest.buffers.append(value)
             elif isinstance(value.owner, arith.ConstantOp):
                 nest.constants.append(value)
             else:
                 return None
     return None if _overlapping(nest.buffers) else nest
+
+
+def _splat(value: SSAValue) -> bytes | None:
+    """The one element of read-only data whose elements are all equal (a constant
+    fill, as onnx's light models have), or None: LLVM folds loads of such data when it
+    sees it, so kernels recompute it instead of receiving a pointer."""
+    owner = value.owner
+    if not isinstance(owner, loop.ConstBufferOp):
+        return None
+    data = owner.value.data.data
+    size = loop.element_bytes(owner.res.type.element_type) or 0
+    if not size or len(data) % size or data != data[:size] * (len(data) // size):
+        return None
+    return data[:size]
 
 
 def _defined_inside(value: SSAValue, inside: set[int]) -> bool:
@@ -154,8 +171,8 @@ def _key(nest: _Nest, bounds_check: bool) -> Hashable:
         tokens[buffer] = ("buffer", i, buffer.type)
     for value in nest.constants:
         owner = value.owner
-        assert isinstance(owner, arith.ConstantOp)
-        tokens[value] = ("constant", owner.value, value.type)
+        fill = owner.value if isinstance(owner, arith.ConstantOp) else _splat(value)
+        tokens[value] = ("constant", fill, value.type)
     parts: list[Hashable] = []
     blocks: dict[Block, int] = {}
     for inner in nest.walked:
@@ -176,8 +193,8 @@ def _key(nest: _Nest, bounds_check: bool) -> Hashable:
                 inner.name,
                 operands,
                 tuple(r.type for r in inner.results),
-                tuple(sorted(inner.properties.items())) if inner.properties else (),
-                tuple(sorted(inner.attributes.items())) if inner.attributes else (),
+                tuple(sorted(inner.properties.items())),
+                tuple(sorted(inner.attributes.items())),
                 tuple(len(region.blocks) for region in inner.regions),
                 location_prefix(inner) if located else "",
             )
@@ -186,7 +203,8 @@ def _key(nest: _Nest, bounds_check: bool) -> Hashable:
 
 
 def _kernel(name: str, nest: _Nest) -> loop.FuncOp:
-    """`loop.func @name(buffers)` holding `nest` (moved) and clones of its constants."""
+    """`loop.func @name(buffers)` holding `nest` (moved) and clones of its constants
+    (and constant fills)."""
     types = [b.type for b in nest.buffers]
     func = loop.FuncOp(name, types)  # type: ignore[arg-type]
     body = func.body.block

@@ -151,7 +151,41 @@ builtin.module attributes {dlc.name = "outline", dlc.stage = "raw"} {
 // CHECK-NOT:     llvm.call
 // CHECK:         llvm.fmul
 // CHECK:         llvm.call @alike_nests_share_a_kernel.kernel0(
+
+// Read-only data whose elements are all equal (a constant fill) is recomputed in the
+// kernel like a constant, where LLVM can fold its loads: two nests reading the same
+// fill share a kernel that holds it. Kernels come last, one per group.
+// CHECK-LABEL: llvm.func @fills_are_constants(
+// CHECK-SAME:    %[[FCTX:[^:]*]]: !llvm.ptr {llvm.noalias}, %[[FX:[^:]*]]: !llvm.ptr {llvm.noalias}, %[[FY:[^:]*]]: !llvm.ptr {llvm.noalias}, %[[FZ:[^:]*]]: !llvm.ptr {llvm.noalias})
+// CHECK:         llvm.call @fills_are_constants.kernel{{[0-9]+}}(%[[FCTX]], %[[FX]], %[[FY]])
+// CHECK:         llvm.call @fills_are_constants.kernel{{[0-9]+}}(%[[FCTX]], %[[FY]], %[[FZ]])
+  loop.func @fills_are_constants(%x: memref<8xf32>, %y: memref<8xf32>, %z: memref<8xf32>) {
+    %lb = arith.constant 0 : i64
+    %ub = arith.constant 8 : i64
+    %st = arith.constant 1 : i64
+    %w = loop.const_buffer dense<5.000000e-01> : tensor<8xf32> : memref<8xf32>
+    loop.for %i = %lb to %ub step %st {
+      %v = loop.load %x[%i] : memref<8xf32>
+      %c = loop.load %w[%i] : memref<8xf32>
+      %u = arith.addf %c, %v : f32
+      %t = arith.mulf %u, %u : f32
+      %q = arith.subf %t, %v : f32
+      loop.store %q, %y[%i] : memref<8xf32>
+    }
+    loop.for %j = %lb to %ub step %st {
+      %v = loop.load %y[%j] : memref<8xf32>
+      %c = loop.load %w[%j] : memref<8xf32>
+      %u = arith.addf %c, %v : f32
+      %t = arith.mulf %u, %u : f32
+      %q = arith.subf %t, %v : f32
+      loop.store %q, %z[%j] : memref<8xf32>
+    }
+    loop.return
+  }
 // CHECK:       llvm.func internal @alike_nests_share_a_kernel.kernel0(
 // CHECK-SAME:    attributes {{.*}}no_inline
+// CHECK:       llvm.func internal @fills_are_constants.kernel0(
+// CHECK-SAME:    attributes {{.*}}no_inline
+// CHECK:         llvm.mlir.global internal constant
 // CHECK-NOT:   llvm.func internal @{{.*}}kernel
 }
