@@ -147,20 +147,22 @@ class _Graph:
         return self.op("LayerNormalization", [x, gamma, beta], axis=-1, epsilon=1e-12)
 
 
-def _attention(g: _Graph, x: str) -> str:
+def _attention(g: _Graph, x: str, prefix: str = "") -> str:
     """Multi-head self-attention: [1, S, H] -> [1, S, H]."""
-    heads = g.const("heads_shape", np.array([1, SEQUENCE, HEADS, HIDDEN // HEADS], np.int64))
+    heads = g.const(
+        f"{prefix}heads_shape", np.array([1, SEQUENCE, HEADS, HIDDEN // HEADS], np.int64)
+    )
     q, k, v = (
-        g.op("Transpose", [g.op("Reshape", [g.dense(x, f"attn.{n}", HIDDEN, HIDDEN), heads])],
+        g.op("Transpose", [g.op("Reshape", [g.dense(x, f"{prefix}attn.{n}", HIDDEN, HIDDEN), heads])],
              perm=[0, 2, 1, 3])
         for n in "qkv"
     )  # fmt: skip
-    scale = g.const("attn.scale", np.array(1 / math.sqrt(HIDDEN // HEADS), np.float32))
+    scale = g.const(f"{prefix}attn.scale", np.array(1 / math.sqrt(HIDDEN // HEADS), np.float32))
     kt = g.op("Transpose", [k], perm=[0, 1, 3, 2])
     probs = g.op("Softmax", [g.op("Mul", [g.op("MatMul", [q, kt]), scale])], axis=-1)
     context = g.op("Transpose", [g.op("MatMul", [probs, v])], perm=[0, 2, 1, 3])
-    flat = g.const("hidden_shape", np.array([1, SEQUENCE, HIDDEN], np.int64))
-    return g.dense(g.op("Reshape", [context, flat]), "attn.out", HIDDEN, HIDDEN)
+    flat = g.const(f"{prefix}hidden_shape", np.array([1, SEQUENCE, HIDDEN], np.int64))
+    return g.dense(g.op("Reshape", [context, flat]), f"{prefix}attn.out", HIDDEN, HIDDEN)
 
 
 def _gelu(g: _Graph, x: str) -> str:
@@ -172,20 +174,25 @@ def _gelu(g: _Graph, x: str) -> str:
     return g.op("Mul", [g.op("Mul", [x, half]), g.op("Add", [erf, one])])
 
 
-def bert_layer(seed: int = 9, fill: bool = False) -> ModelProto:
+def bert_layer(seed: int = 9, fill: bool = False, layers: int = 1) -> ModelProto:
     """W9: input_ids int64 [1, 128] -> hidden states f32 [1, 128, 768]; `fill`:
-    constant-filled weights instead of random ones."""
+    constant-filled weights instead of random ones; `layers` encoder layers (BERT-base:
+    12, `bert_base`)."""
     g = _Graph(np.random.default_rng(seed), fill)
     table = g.weight("embeddings.word", (VOCAB, HIDDEN), 0.02)
     positions = g.weight("embeddings.position", (1, SEQUENCE, HIDDEN), 0.02)
     embedded = g.op("Add", [g.op("Gather", [table, "input_ids"], axis=0), positions])
     x = g.layer_norm(embedded, "embeddings.norm")
-    x = g.layer_norm(g.op("Add", [x, _attention(g, x)]), "attn.norm")
-    hidden = _gelu(g, g.dense(x, "ffn.in", HIDDEN, FFN))
-    x = g.layer_norm(g.op("Add", [x, g.dense(hidden, "ffn.out", FFN, HIDDEN)]), "ffn.norm")
+    for layer in range(layers):
+        p = f"layer{layer}." if layers > 1 else ""
+        x = g.layer_norm(g.op("Add", [x, _attention(g, x, p)]), f"{p}attn.norm")
+        hidden = _gelu(g, g.dense(x, f"{p}ffn.in", HIDDEN, FFN))
+        x = g.layer_norm(
+            g.op("Add", [x, g.dense(hidden, f"{p}ffn.out", FFN, HIDDEN)]), f"{p}ffn.norm"
+        )
     graph = helper.make_graph(
         g.nodes,
-        "bert_layer",
+        "bert_layer" if layers == 1 else "bert",
         [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [1, SEQUENCE])],
         [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, SEQUENCE, HIDDEN])],
         g.inits,
@@ -194,6 +201,11 @@ def bert_layer(seed: int = 9, fill: bool = False) -> ModelProto:
     model.ir_version = 8  # what every onnxruntime release accepts for opset 17
     onnx.checker.check_model(model)
     return model
+
+
+def bert_base(seed: int = 9) -> ModelProto:
+    """BERT-base: 12 encoder layers, sequence 128 (random weights)."""
+    return bert_layer(seed, layers=12)
 
 
 def bert_inputs(seed: int = 0) -> np.ndarray:
@@ -214,6 +226,7 @@ BUILDERS = {
     "bert_layer": bert_layer,
     "resnet50_fill": resnet50_fill,
     "bert_layer_fill": bert_layer_fill,
+    "bert_base": bert_base,
 }
 
 

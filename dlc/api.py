@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp
 
-from dlc import pipeline
+from dlc import pipeline, progress
 from dlc.diagnostics import clone_located, error_at, own_location
 from dlc.dialects import abi
 from dlc.dialects.graph import FuncOp as GraphFuncOp
@@ -300,16 +300,19 @@ def _compile(
     threads: int,
     prefixes: list[str],
 ) -> tuple[CompiledModule, bool]:
-    """A full compile, and whether its object code went into the compile cache."""
+    """A full compile, and whether its object code went into the compile cache; its
+    progress is shown on a terminal (`dlc.progress`)."""
     from xdsl.dialects import llvm
 
-    llvm_level, report = lower(module, options, externs=externs)
-    check_symbols(external_names(llvm_level), module)
+    with progress.tracking() as tracked:
+        llvm_level, report = lower(module, options, externs=externs)
+        check_symbols(external_names(llvm_level), module)
+        tracked.enter("llvm")
+        with pipeline.gc_paused():  # the conversion to LLVM IR allocates as much again
+            jit = JITModule(llvm_level, options.opt_level, target=options.target)
     funcs = defined_functions(module)
     native = {f.sym_name.data for f in llvm_level.body.block.ops if isinstance(f, llvm.FuncOp)}
     native &= set(funcs)
-    with pipeline.gc_paused():  # the conversion to LLVM IR allocates as much again
-        jit = JITModule(llvm_level, options.opt_level, target=options.target)
     meta = metadata(llvm_level, report, native)
     install(jit, meta)
     portable = portable_messages(meta["messages"], prefixes)

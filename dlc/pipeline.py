@@ -161,7 +161,12 @@ def level_passes(level: str, options: Options) -> list[ModulePass]:
 def lowering(level: str, options: Options) -> ModulePass:
     """The pass that lowers `level` one level down."""
     if level == "loop":
-        return make_pass(LOWERINGS[level], bounds_check=options.bounds_check, openmp=options.openmp)
+        return make_pass(
+            LOWERINGS[level],
+            bounds_check=options.bounds_check,
+            openmp=options.openmp,
+            outline=True,  # each distinct loop nest compiled once (kernels.py)
+        )
     return make_pass(LOWERINGS[level])
 
 
@@ -195,9 +200,12 @@ def run(
     the module after each step (dlc-opt times, verifies and prints there);
     `on_level(level, module)` sees it once per level, after the level's passes, right
     before it is lowered."""
+    from dlc import progress
+
     ctx = ctx or context()
     with gc_paused():
         for step in pipeline:
+            progress.enter(step.level)
             if step.lowers and on_level is not None:
                 on_level(step.level, module)
             step.pass_.apply(ctx, module)

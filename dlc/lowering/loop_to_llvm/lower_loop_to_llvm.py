@@ -21,6 +21,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
+from dlc import progress
 from dlc.diagnostics import error_at
 from dlc.dialects import abi, loop
 from dlc.dialects import loop_memory as lm
@@ -32,6 +33,7 @@ from dlc.dialects.walk import walk_ops
 from dlc.lowering.loop_to_llvm.buffers import BufferEmitter
 from dlc.lowering.loop_to_llvm.chunks import split_chunks
 from dlc.lowering.loop_to_llvm.context import StatusTable
+from dlc.lowering.loop_to_llvm.kernels import outline_kernels
 from dlc.lowering.loop_to_llvm.memory import lower_raw_memory
 from dlc.lowering.loop_to_llvm.parallel import (
     SPLIT_CHUNK,
@@ -398,13 +400,16 @@ class LowerLoopToLLVMPass(ModulePass):
     top-level loop nests outlined, in runs of about `split_chunk` ops (default
     `SPLIT_CHUNK`), into internal `noinline` functions `@f.nest<k>` (`parallel.py`), so
     LLVM works on pieces of bounded size; runs alike share one function
-    (`chunks.py`).
+    (`chunks.py`). With `outline`, top-level nests that occur more than once in the
+    module become one internal `noinline` kernel function each, called from every
+    place (`kernels.py`).
     """
 
     name = "lower-loop-to-llvm"
 
     bounds_check: bool = False
     openmp: bool = False
+    outline: bool = False
     split_ops: int = -1  # -1: SPLIT_OPS
     split_chunk: int = -1  # -1: SPLIT_CHUNK
 
@@ -413,8 +418,11 @@ class LowerLoopToLLVMPass(ModulePass):
         externals: dict[str, llvm.LLVMFunctionType] = {}
         lowered: list[Operation] = []
         status = StatusTable(self.bounds_check)
+        kernels = outline_kernels(op, self.bounds_check) if self.outline else set()
         recursive = recursive_functions(op)
-        for child in list(op.body.block.ops):
+        children = list(op.body.block.ops)
+        for done, child in enumerate(children):
+            progress.items(done, len(children))
             if not isinstance(child, loop.FuncOp):
                 raise error_at(child, f"not supported by the code generator yet: {child.name}")
             rec = child.sym_name.data in recursive
@@ -429,6 +437,9 @@ class LowerLoopToLLVMPass(ModulePass):
                 split_ops=SPLIT_OPS if self.split_ops < 0 else self.split_ops,
                 split_chunk=SPLIT_CHUNK if self.split_chunk < 0 else self.split_chunk,
             )
+            if child.sym_name.data in kernels:
+                func.linkage = llvm.LinkageAttr("internal")
+                func.properties["no_inline"] = UnitAttr()
             lowered.extend([func, *outlined])
         defined = {f.sym_name.data for f in lowered if isinstance(f, llvm.FuncOp)}
         for name, ftype in externals.items():

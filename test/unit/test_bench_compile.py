@@ -1,0 +1,50 @@
+"""tools/bench_compile.py: its table rows and the W2 x200 twin it gives onnxruntime."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools"))
+
+import bench_compile  # noqa: E402
+
+COLD = {
+    "import_s": 1.0,
+    "compile_s": 4.5,
+    "compile_cpu_s": 6.0,
+    "graph_cpu_s": 0.1,
+    "tensor_cpu_s": 1.0,
+    "loop_cpu_s": 2.0,
+    "llvm_cpu_s": 2.5,
+    "rss_mb": 800.0,
+    "ort_session_s": 0.5,
+}
+
+
+def test_a_row_per_model() -> None:
+    row = bench_compile.table_row({"model": "resnet50", "cold": COLD, "cached": {"compile_s": 0.3}})
+    assert row.startswith("ResNet-50")
+    assert row.split()[1:] == "1.00 4.50 6.00 0.10 1.00 2.00 2.50 0.30 800 0.50".split()
+    assert len(bench_compile.HEADER.split()) == len(row.split()) + 1  # "RSS MB": two words
+
+
+def test_a_failed_model_says_why() -> None:
+    row = bench_compile.table_row({"model": "vit_b16", "cold": {"error": "boom"}, "cached": {}})
+    assert row.endswith("failed: boom")
+
+
+def test_softmax_chain_twin() -> None:
+    onnx = pytest.importorskip("onnx")
+    model = bench_compile._softmax_chain(3)
+    onnx.checker.check_model(model)
+    assert [n.op_type for n in model.graph.node] == ["Softmax"] * 3
+
+
+def test_unknown_model_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        bench_compile.main(["--only", "nosuchmodel"])
+    assert "unknown model(s) nosuchmodel" in capsys.readouterr().err

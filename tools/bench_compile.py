@@ -1,0 +1,213 @@
+"""Compile time of whole models: dlc's cold and cached compile, its peak memory and the
+split by level, next to onnxruntime's session creation in the same run.
+
+    python tools/bench_compile.py                          # every model
+    python tools/bench_compile.py --only resnet50,bert_base
+    python tools/bench_compile.py --json results.json      # the rows as JSON too
+
+Models: ResNet-50 (onnx's light model with random weights, W8), BERT-base (12 encoder
+layers, sequence 128, `onnx_workloads.bert_base`), MobileNetV2 and ViT-B/16 (built with
+onnx.helper, `benchmarks/onnx_zoo.py`), DenseNet-121 (onnx's light model, random
+weights) and W2×200 (benchmarks/softmax_chain200.dl; its onnxruntime twin is 200
+Softmax nodes). ONNX files are built on first use into `benchmarks/generated/`.
+
+Each model runs in two fresh processes, so peak memory is the model's own and nothing
+is cached in memory: the first loads the model (import), compiles it cold (a new, empty
+DLC_CACHE_DIR: nothing compiled before) and creates an onnxruntime session (after dlc's
+peak memory is read); the second compiles it again from that cache directory (cached).
+Columns: the import's seconds, the cold compile's wall seconds and CPU seconds (this
+process and the compile's worker processes: the measure that holds on a loaded
+machine), the CPU seconds of each level (`dlc.progress`: graph = the graph passes and
+lowering, tensor, loop, llvm = LLVM IR, LLVM's optimizer and code generator in this
+process), the cached compile's wall seconds, dlc's peak resident memory, and
+onnxruntime's session creation (wall seconds, one thread).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+GENERATED = ROOT / "benchmarks" / "generated"
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+MODELS = {
+    "resnet50": "ResNet-50",
+    "bert_base": "BERT-base (12 layers, seq 128)",
+    "mobilenet_v2": "MobileNetV2",
+    "densenet121": "DenseNet-121",
+    "vit_b16": "ViT-B/16",
+    "w2x200": "W2 x200 (softmax chain)",
+}
+LEVELS = ("graph", "tensor", "loop", "llvm")
+
+
+def _model_file(name: str) -> Path:
+    """The model's ONNX file, built when missing."""
+    import onnx
+    import onnx_workloads
+    import onnx_zoo
+
+    if name in onnx_workloads.BUILDERS:
+        return onnx_workloads.ensure(name, GENERATED)
+    path = GENERATED / f"{name}.onnx"
+    if not path.exists():
+        GENERATED.mkdir(parents=True, exist_ok=True)
+        builder = _softmax_chain if name == "w2x200" else onnx_zoo.BUILDERS[name]
+        tmp = path.with_suffix(".tmp")
+        onnx.save(builder(), str(tmp))
+        tmp.replace(path)
+    return path
+
+
+def _softmax_chain(n: int = 200):  # noqa: ANN202
+    """W2 ×200's onnxruntime twin: softmax applied `n` times to x of shape (1000,)."""
+    from onnx import TensorProto, helper
+
+    nodes = [
+        helper.make_node("Softmax", ["x" if i == 0 else f"s{i}"], [f"s{i + 1}"], axis=0)
+        for i in range(n)
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "softmax_chain",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1000])],
+        [helper.make_tensor_value_info(f"s{n}", TensorProto.FLOAT, [1000])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def _cpu() -> float:
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+def _compile(name: str) -> tuple[dict[str, float], object]:
+    """Import (timed) and compile model `name`: timings and the compiled module."""
+    import dlc
+    from dlc import progress
+    from dlc.api import compile_graph_module
+
+    row: dict[str, float] = {}
+    wall, cpu = time.perf_counter(), _cpu()
+    if name == "w2x200":
+        source = (ROOT / "benchmarks" / "softmax_chain200.dl").read_text()
+        row["import_s"] = 0.0
+        wall, cpu = time.perf_counter(), _cpu()
+        with progress.tracking(progress.Progress()) as tracked:
+            compiled = dlc.compile(source, filename="softmax_chain200.dl")
+    else:
+        module = dlc.onnx.load(str(_model_file(name)))
+        row["import_s"] = time.perf_counter() - wall
+        wall, cpu = time.perf_counter(), _cpu()
+        with progress.tracking(progress.Progress()) as tracked:
+            compiled = compile_graph_module(module)
+    row["compile_s"] = time.perf_counter() - wall
+    row["compile_cpu_s"] = _cpu() - cpu
+    for level in LEVELS:
+        row[f"{level}_cpu_s"] = tracked.phases.get(level, [0.0, 0.0])[1]
+    return row, compiled
+
+
+def child(name: str, cold: bool) -> dict[str, float]:
+    """One process's measurements (module docstring)."""
+    _model_file(name)  # built before anything is timed
+    row, _ = _compile(name)
+    row["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    if cold:
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1
+        path = _model_file(name)
+        start = time.perf_counter()
+        ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        row["ort_session_s"] = time.perf_counter() - start
+    return row
+
+
+def _run_child(name: str, cold: bool, cache_dir: str) -> dict[str, float]:
+    env = {**os.environ, "DLC_CACHE": "1", "DLC_CACHE_DIR": cache_dir, "DLC_PROGRESS": "0"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    mode = "--cold" if cold else "--cached"
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", name, mode],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if out.returncode != 0:
+        tail = (out.stderr.strip().splitlines() or ["failed"])[-1]
+        return {"error": tail}  # type: ignore[dict-item]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def measure(name: str) -> dict[str, object]:
+    with tempfile.TemporaryDirectory(prefix="dlc-bench-compile-") as cache_dir:
+        cold = _run_child(name, True, cache_dir)
+        cached = _run_child(name, False, cache_dir) if "error" not in cold else {}
+    return {"model": name, "cold": cold, "cached": cached}
+
+
+HEADER = (
+    f"{'model':32} {'import':>6} {'cold':>6} {'CPU':>6} "
+    + " ".join(f"{lv:>6}" for lv in LEVELS)
+    + f" {'cached':>6} {'RSS MB':>7} {'ort':>6}"
+)
+
+
+def table_row(result: dict[str, object]) -> str:
+    cold: dict = result["cold"]  # type: ignore[assignment]
+    cached: dict = result["cached"]  # type: ignore[assignment]
+    title = MODELS[str(result["model"])]
+    if "error" in cold:
+        return f"{title:32} failed: {cold['error']}"
+    levels = " ".join(f"{cold[f'{lv}_cpu_s']:6.2f}" for lv in LEVELS)
+    again = f"{cached['compile_s']:6.2f}" if "compile_s" in cached else f"{'-':>6}"
+    return (
+        f"{title:32} {cold['import_s']:6.2f} {cold['compile_s']:6.2f} "
+        f"{cold['compile_cpu_s']:6.2f} {levels} {again} {cold['rss_mb']:7.0f} "
+        f"{cold['ort_session_s']:6.2f}"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", help="comma-separated models: " + ",".join(MODELS))
+    parser.add_argument("--json", help="also write the rows to this file")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--cold", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--cached", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        print(json.dumps(child(args.child, args.cold)))
+        return 0
+    names = args.only.split(",") if args.only else list(MODELS)
+    unknown = [n for n in names if n not in MODELS]
+    if unknown:
+        parser.error(f"unknown model(s) {', '.join(unknown)}; known: {', '.join(MODELS)}")
+    print("seconds (levels: CPU seconds of the cold compile); RSS: dlc's peak")
+    print(HEADER)
+    results = []
+    for name in names:
+        result = measure(name)
+        results.append(result)
+        print(table_row(result), flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
