@@ -69,6 +69,10 @@ SWITCHES: tuple[tuple[tuple[str, ...], str], ...] = (
 """dlc-opt's on/off options: their names (the first names the attribute) and help."""
 
 
+INHERITED_HELP = {"disable_verify": "do not verify the IR after each pass"}
+"""Help for the flags xDSL's CommandLineTool registers without one."""
+
+
 class _ArgumentParser(argparse.ArgumentParser):
     """argparse that raises instead of printing the usage and exiting with code 2."""
 
@@ -142,6 +146,8 @@ class DlcOptMain(DlcOptTargets):
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         CommandLineTool.register_all_arguments(self, arg_parser)
+        for action in arg_parser._actions:  # xDSL's flags without help text
+            action.help = action.help or INHERITED_HELP.get(action.dest)
         add = arg_parser.add_argument
         add(
             "-p",
@@ -152,7 +158,13 @@ class DlcOptMain(DlcOptTargets):
         register_output_arguments(add)
         for names, description in SWITCHES:
             add(*names, action="store_true", help=description)
-        add("-v", "--version", action=VersionAction, version_format=self.version_format)
+        add(
+            "-v",
+            "--version",
+            action=VersionAction,
+            version_format=self.version_format,
+            help="print dlc-opt's and xDSL's versions and exit",
+        )
 
     # -- input ------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""Types of the `graph` dialect: DLVM's type system (shared/DLVM.md §1.3).
+"""Types of the `graph` dialect: DLVM's type system (docs/reference/language.md).
 
 | DLVM            | dlc type                                   | MLIR syntax                    |
 |-----------------|--------------------------------------------|--------------------------------|

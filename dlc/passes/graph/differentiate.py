@@ -1,7 +1,7 @@
 """`differentiate`: reverse-mode automatic differentiation, source to source.
 
 Turns every `[adjoint @p from S wrt … keeping … seedable]` (or `[gradient …]`)
-declaration into a definition with DLVM's signature (shared/DLVM.md §4.1): the
+declaration into a definition with DLVM's signature (docs/guide/differentiation.md): the
 derivatives of the source output with respect to the `wrt` arguments first, then the
 kept outputs; the last parameter is the seed when `seedable`, otherwise the seed is
 ones of the source type.
