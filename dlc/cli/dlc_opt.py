@@ -382,12 +382,13 @@ class DlcOptMain(DlcOptTargets):
         return True
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run dlc-opt; return the exit code (0 ok, 1 user error, 2 internal error)."""
+def main(argv: Sequence[str] | None = None, tool: type[DlcOptMain] = DlcOptMain) -> int:
+    """Run dlc-opt; return the exit code (0 ok, 1 user error, 2 internal error). `tool`
+    is the driver class: a subclass registers more passes or dialects (a plugin)."""
     plain_warnings()
     install_superopt_costs()  # superoptimize{costs=measured} measures with dlc's kernels
     try:
-        return DlcOptMain(args=argv).run()
+        return tool(args=argv).run()
     except DiagnosticError as e:
         print(format_diagnostic(e), file=sys.stderr)
         return 1
