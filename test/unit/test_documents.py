@@ -88,3 +88,17 @@ def test_the_reference_pattern_finds_what_it_is_for() -> None:
     meant = [f"see {dlvm} §1.2", f"({shared}{design})", f"../{shared}notes", f"{style} budgets"]
     innocent = ["written in the design document", "/srv/cache/dlc", "DLVM's verifier", "unshared/x"]
     assert [line for line in meant + innocent if OUTSIDE_DOCUMENTS.search(line)] == meant
+
+
+def test_changelog_is_one_line_per_change() -> None:
+    """Keep a Changelog form: an [Unreleased] section first, the standard groups, and
+    every entry one line (longer accounts belong in docs/ or the commit message)."""
+    text = (ROOT / "CHANGELOG.md").read_text()
+    releases = re.findall(r"^## (.*)$", text, re.M)
+    assert releases[0] == "[Unreleased]"
+    groups = set(re.findall(r"^### (.*)$", text, re.M))
+    assert groups <= {"Added", "Changed", "Deprecated", "Removed", "Fixed", "Security"}
+    body = text[text.index("## [Unreleased]") :]
+    for line in body.splitlines():
+        assert not line.startswith(" "), f"CHANGELOG.md: an entry runs over lines: {line!r}"
+        assert not line or line.startswith(("## ", "### ", "- ")), f"CHANGELOG.md: {line!r}"
