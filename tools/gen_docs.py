@@ -29,6 +29,11 @@ OWN_DIALECTS = ("graph", "tensor", "loop", "schedule")
 
 CLI_TOOLS = ("dlc-opt", "dlc-run", "dlc-compile", "dlc-tune")
 
+IMPORTER_OPERATORS = {
+    "Constant": "its value is a constant of the import (`GraphImporter._constant`)"
+}
+"""Operators the importer handles before its converter table (`importer.py`, `_convert`)."""
+
 
 # -- dialects ------------------------------------------------------------------------------
 
@@ -283,11 +288,13 @@ def onnx_page() -> str:
             schema.name not in latest or schema.since_version > latest[schema.name].since_version
         ):
             latest[schema.name] = schema
-    counts = {"converter": 0, "function body": 0, "refused": 0}
+    counts = {"importer": 0, "converter": 0, "function body": 0, "refused": 0}
     rows = []
     for name in sorted(latest, key=str.lower):
         schema = latest[name]
-        if name in CONVERTERS:
+        if name in IMPORTER_OPERATORS:
+            how, note = "importer", IMPORTER_OPERATORS[name]
+        elif name in CONVERTERS:
             module = CONVERTERS[name].__module__.replace(".", "/") + ".py"
             how, note = "converter", f"`{module}`"
         elif schema.has_function or schema.has_context_dependent_function:
@@ -303,9 +310,10 @@ def onnx_page() -> str:
         "",
         f"*Generated from the importer's converter table by `tools/gen_docs.py`, against "
         f"onnx {onnx.__version__}.* Of {len(rows)} operators of the `ai.onnx` domain, "
-        f"{counts['converter']} have a converter, {counts['function body']} are imported as "
-        f"their function body and {counts['refused']} are refused. What each converter supports (attributes, "
-        "types, limits) is in the [ONNX guide](../guide/onnx.md#supported-operators).",
+        f"{counts['importer']} is read by the importer itself, {counts['converter']} have a "
+        f"converter, {counts['function body']} are imported as their function body and "
+        f"{counts['refused']} are refused. What each converter supports (attributes, types, "
+        "limits) is in the [ONNX guide](../guide/onnx.md#supported-operators).",
         "",
         "| operator | latest opset | how | notes |",
         "|---|---:|---|---|",
