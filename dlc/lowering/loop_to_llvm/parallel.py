@@ -1,33 +1,9 @@
 """Outlining: parallel loops for libgomp's `GOMP_parallel`, top-level nests of large functions.
 
-The outermost `loop.for` marked `parallel` (by its schedule) of a nest becomes
-
-    data = {ctx, every value the loop uses from outside}      (stack slots)
-    if ctx.threads > 1: GOMP_parallel(@f.omp<k>, &data, ctx.threads, 0)
-    else:               @f.omp<k>(&data)
-    return if the status word is set
-
-    @f.omp<k>(data):                                          (internal)
-      tid = omp_get_thread_num(); n = omp_get_num_threads()
-      trip = ceil((ub - lb) / step); chunk = ceil(trip / n)
-      for j in [tid * chunk, min(trip, (tid + 1) * chunk)): iv = lb + j * step; body
-
-a static schedule: every iteration runs on exactly one thread, and each output
-element's fold stays sequential within its iteration, so results do not depend on the
-thread count. Loops whose body calls functions or uses stack slots are not outlined
-(the callee's stack guard knows only the calling thread's stack), nor loops carrying
-values. The thread count travels in the call context (`abi.CTX_THREADS`); without an
-OpenMP runtime (`openmp=False`) parallel loops run serially.
-
-The same outlining splits large functions (`lower_split_chunk`, more than `split_ops`
-loop-level ops): each run of consecutive top-level nests (without calls or
-allocations) and scalar ops, of about `SPLIT_CHUNK` ops, becomes an internal
-`noinline` `@f.nest<k>(data)` called once, the values later ops use passed back in
-slots after the captured values. Constants are rematerialized in the outlined function rather than
-captured, so trip counts stay known. Runs alike (`chunks.chunk_key`) share one function. LLVM's optimizer takes time superlinear in the
-size of a function; pieces of bounded size keep a 1,000-nest function compiling in
-linear time, at the cost of a call per nest and of the alias facts between buffers
-that the caller's `noalias` arguments gave (LLVM checks overlap at run time instead).
+The outermost `parallel` loop of a nest becomes an internal `@f.omp<k>` run by
+`GOMP_parallel` with a static schedule (results do not depend on the thread count);
+functions above `split_ops` loop-level ops have runs of top-level nests outlined into
+`noinline` `@f.nest<k>` (runs alike share one). Details: docs/design/fusion-and-memory.md.
 """
 
 from __future__ import annotations
