@@ -85,8 +85,16 @@ def run_page(page: Path, cwd: Path) -> None:
 
 @pytest.mark.parametrize("page", RUNNABLE, ids=lambda p: p.name)
 def test_runnable_page(page: Path, tmp_path: Path) -> None:
+    """Each page runs in a process of its own: what a tutorial registers (a converter,
+    a pass) must not leak into the tests that run after it in this worker."""
     assert any(lang == "python" or marker for marker, lang, _ in blocks(page.read_text()))
-    run_page(page, tmp_path)
+    here = Path(__file__).parent
+    code = f"import sys; sys.path.insert(0, {str(here)!r}); import test_docs, pathlib; "
+    code += f"test_docs.run_page(pathlib.Path({str(page)!r}), pathlib.Path({str(tmp_path)!r}))"
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=900
+    )
+    assert done.returncode == 0, done.stderr[-5000:]
 
 
 def test_blocks_reads_markers_and_languages() -> None:
