@@ -180,10 +180,8 @@ class NestBuilder(RegisterTile, PackedOperand, EpilogueTile):
         """A parallel loop whose last block is partial, peeled inside the loop: each
         iteration branches to the full block or the remainder (both of constant
         extent), so the remainder runs on a thread of its own instead of after the
-        parallel loop (1000 columns in blocks of 256: three blocks on threads, then
-        the 232 columns left on one: the busiest thread 6.0 ms per call, the other
-        2.0; peeled inside, 4.2 and 4.1 ms, 333 -> 476 GFLOP/s at 1000^3 on 2
-        threads; 2000 x 1000 x 1000 320 -> 462, 1023^3 279 -> 389)."""
+        parallel loop (measured: docs/performance.md, "Measurements behind the
+        defaults")."""
         lp = self.loops[pos]
         block = env[lp.axis]
         full = extent - extent % lp.step
