@@ -47,9 +47,8 @@ libgomp) costs nothing next to it."""
 SPLIT_OPS = 4000
 SPLIT_CHUNK = 1500
 """Functions of more loop-level ops than `SPLIT_OPS` have their top-level nests outlined
-in runs of about `SPLIT_CHUNK` ops (softmax x 200, one function of 400 nests and 13,600
-ops: LLVM's O2 took 9.9 s on it whole, 3.1 s on 11 pieces; a cold compile 16.6 s ->
-8.1 s, on a loaded 2-core machine)."""
+in runs of about `SPLIT_CHUNK` ops: LLVM's optimizer takes time superlinear in a
+function's size (measured: docs/performance.md, "Measurements behind the defaults")."""
 
 
 def can_outline(op: loop.ForOp) -> bool:
