@@ -1,6 +1,6 @@
 PYTHON ?= python3
 
-.PHONY: test lit lint format bench bench-aot
+.PHONY: test lit lint format bench bench-aot docs
 
 # Everything: the unit tests and, through test/unit/test_lit.py, the lit suite.
 test:
@@ -24,3 +24,7 @@ bench:
 # Ahead-of-time libraries: export time, one call from C next to one from Python.
 bench-aot:
 	$(PYTHON) tools/bench_aot.py
+
+# The documentation site (mkdocs.yml) into site/, warnings as errors.
+docs:
+	$(PYTHON) -m mkdocs build --strict

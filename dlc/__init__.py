@@ -120,7 +120,7 @@ def compile(
       the graph superoptimizer (LLVM's pass pipeline runs at its O2 for both 2 and 3:
       `dlc.runtime.jit.LLVM_PIPELINE_LEVEL`). At 2 and 3 float sums over a contiguous
       axis use vectorized partial sums, so they differ from levels 0 and 1 in the last
-      bits, within the bound the README states ("Float reductions and `opt_level`").
+      bits, within the bound docs/design/numerics.md states.
     - `bounds_check=True` guards every generated load and store: a violation raises
       IndexError("FILE:LINE:COL: out-of-bounds ...") from the call (None: the
       environment variable DLC_BOUNDS_CHECK=1).

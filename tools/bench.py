@@ -29,7 +29,7 @@ function takes x (and c) only; the peers take every input as in W10 and W11.
 W8 (ResNet-50) and W9 (BERT-base encoder layer), whole ONNX models, run only when
 named (`--only W8,W9`): tools/bench_models.py says what their table shows.
 
-Peers come with `pip install -e '.[bench]'` (torch: see README); a missing one is a
+Peers come with `pip install -e '.[bench]'` (torch: see CONTRIBUTING.md); a missing one is a
 column saying so. Medians are over at least 7 timed samples after a warm-up; compare
 ratios within one run, never absolute times across runs (shared, noisy machine).
 """

@@ -22,7 +22,7 @@ process, `--only`, for each model's own).
 
 `--weights fill` runs the same graphs with every weight a `ConstantOfShape` fill (the
 form of onnx's light models): the same computation for both systems, without the
-weight data (dense literals, README "Whole ONNX models": their import and compile cost
+weight data (dense literals, docs/guide/onnx.md: their import and compile cost
 little beside the code's).
 """
 

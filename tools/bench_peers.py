@@ -222,7 +222,7 @@ class TorchPeer:
     def status(self) -> str:
         label = "torch.compile" if self.compiled else "torch"
         if not self.installed():
-            return f"{label}: not installed (see README: the CPU wheel of torch)"
+            return f"{label}: not installed (see CONTRIBUTING.md: the CPU wheel of torch)"
         import torch
 
         how = "torch.compile (inductor)" if self.compiled else "eager"

@@ -1,25 +1,9 @@
 """The C entry points of an ahead-of-time library, as LLVM IR linked into its module.
 
-For every exported function `f` (`signature.CFunction`, C name `P_f`):
-
-- `int32_t P_f_with_arena(void *arena, size_t arena_bytes, args...)` sets up a call
-  context (`dlc.dialects.abi`) on its own stack: status and depth 0; the stack limit
-  of the calling thread (glibc's `pthread_getattr_np`, found once per thread and kept
-  in a thread-local word; 0, the guard off, where there is none: the depth guard
-  stays on); the interrupt flag's address pointing at a static zero (nothing
-  interrupts a C call); the caller's arena, 64-byte aligned; the thread count from
-  `omp_get_max_threads()` when the code has parallel loops, else 1. It stores scalar
-  arguments in stack slots, calls `f(ctx, in..., out...)`, and returns the status
-  word: 0, or the 1-based index of a message.
-- `int32_t P_f(args...)` does the same with an arena it `malloc`s for the call (and
-  frees); when that fails it returns `ARENA_FAILED`'s code.
-- `const char *P_status_message(int32_t code)` gives a code's message; for an
-  out-of-range dynamic index ("bounds-value") it writes the offending value, kept in
-  a thread-local word by the failed call of the same thread, into a thread-local
-  buffer.
-
-Everything else of the module becomes internal (`library.py`), so only these names
-(and the undefined C functions the code calls) are visible to a linker.
+For each exported `f`: `P_f_with_arena` sets up a call context on its stack (stack
+limit, arena, threads) and returns the status word, `P_f` does the same with a
+`malloc`ed arena, and `P_status_message` renders a status; everything else becomes
+internal. Details: docs/design/abi.md.
 """
 
 from __future__ import annotations

@@ -70,6 +70,10 @@ SWITCHES: tuple[tuple[tuple[str, ...], str], ...] = (
 """dlc-opt's on/off options: their names (the first names the attribute) and help."""
 
 
+INHERITED_HELP = {"disable_verify": "do not verify the IR after each pass"}
+"""Help for the flags xDSL's CommandLineTool registers without one."""
+
+
 class _ArgumentParser(argparse.ArgumentParser):
     """argparse that raises instead of printing the usage and exiting with code 2."""
 
@@ -147,6 +151,8 @@ class DlcOptMain(DlcOptTargets):
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         CommandLineTool.register_all_arguments(self, arg_parser)
+        for action in arg_parser._actions:  # xDSL's flags without help text
+            action.help = action.help or INHERITED_HELP.get(action.dest)
         add = arg_parser.add_argument
         add(
             "-p",
@@ -163,7 +169,13 @@ class DlcOptMain(DlcOptTargets):
         )
         for names, description in SWITCHES:
             add(*names, action="store_true", help=description)
-        add("-v", "--version", action=VersionAction, version_format=self.version_format)
+        add(
+            "-v",
+            "--version",
+            action=VersionAction,
+            version_format=self.version_format,
+            help="print dlc-opt's and xDSL's versions and exit",
+        )
 
     # -- input ------------------------------------------------------------------------
 
@@ -381,12 +393,13 @@ class DlcOptMain(DlcOptTargets):
         return True
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run dlc-opt; return the exit code (0 ok, 1 user error, 2 internal error)."""
+def main(argv: Sequence[str] | None = None, tool: type[DlcOptMain] = DlcOptMain) -> int:
+    """Run dlc-opt; return the exit code (0 ok, 1 user error, 2 internal error). `tool`
+    is the driver class: a subclass registers more passes or dialects (a plugin)."""
     plain_warnings()
     install_superopt_costs()  # superoptimize{costs=measured} measures with dlc's kernels
     try:
-        return DlcOptMain(args=argv).run()
+        return tool(args=argv).run()
     except DiagnosticError as e:
         print(format_diagnostic(e), file=sys.stderr)
         return 1

@@ -1,24 +1,9 @@
 """The conventions a compiled llvm-level module shares with the runtime that calls it.
 
-Code generation (`dlc.lowering`) writes these names; the runtime (`dlc.runtime`) reads
-them. They live here, below both, so neither imports the other.
-
-- Functions: `f(ptr ctx, ptr in0, ..., ptr out0, ...)` on C-contiguous data, tuple
-  results flattened, void result; `PY_ENTRY_PREFIX + f` is the entry from Python: it
-  resets the ctx (status, depth, arena, interrupt flag: whatever an earlier call left)
-  and, where NumPy's array layout allows, takes the `PyArrayObject*`s themselves and
-  loads their data pointers natively (a cheaper call from Python).
-- The call context `ctx` (`CTX_WORDS` i64 words, one per calling thread, see below)
-  holds everything a call changes besides its buffers: the status word, the call
-  depth, the stack limit, the interrupt flag's address and the arena. So calls from
-  several threads never share state, and a compiled function is re-entrant.
-- Globals: `VAR_PREFIX + name` (address slot of a module variable, filled by the
-  runtime; module variables are the program's shared state, like C globals).
-- Module attributes: `MESSAGES` (status messages, "trap\\t<text>", "bounds\\t<text>",
-  "interrupt\\t<text>", or "bounds-value\\t<before>\\t<after>": an out-of-bounds
-  access whose offending index the code stored in ctx word `CTX_FAULT`, shown between
-  <before> and <after>), `VARS` (variable name -> byte size), `RECURSIVE` (names of
-  recursive functions).
+Code generation writes these names and the runtime reads them; they live here, below
+both, so neither imports the other: the function signature `f(ctx, in..., out...)`, the
+call context's words (`CTX_*`), variable slots and the module attributes
+(`MESSAGES`, `VARS`, `RECURSIVE`). Each explained: docs/design/abi.md.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The `graph` dialect: DLVM's instruction set over whole tensors (value semantics).
 
-One op per DLVM instruction kind (shared/DLVM.md §2.2); the 24 numeric unary, 10
+One op per DLVM instruction kind (docs/reference/language.md); the 24 numeric unary, 10
 numeric binary, 2 boolean binary and 6 compare opcodes each get their own op class so
 rewrites can name them. Module-level declarations (structs, enums, aliases, vars,
 functions) are ops too.

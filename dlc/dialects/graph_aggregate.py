@@ -61,7 +61,7 @@ def element_type(
     key_types: Sequence[Attribute],
     symbols: Symbols | None,
 ) -> Attribute:
-    """DLVM's elementType(T, keys), one key at a time (shared/DLVM.md §2.1)."""
+    """DLVM's elementType(T, keys), one key at a time (docs/reference/language.md)."""
     if not keys:
         raise InferenceError(f"{opcode}: needs at least one key")
     dynamic = iter(key_types)

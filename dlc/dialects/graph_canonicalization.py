@@ -5,7 +5,7 @@
 with the graph passes (`dlc.passes.graph.canonicalization_patterns`, which folds with
 the reference interpreter, a package above the dialects) and register here when that
 module is imported; the `canonicalize` pass imports it before it runs. Dialects thus
-never import passes (the import rule of DESIGN.md).
+never import passes (the import rules, docs/design/architecture.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Literal checking (shared/DLVM.md §5.4), with dlc's fixes.
+"""Literal checking (docs/reference/language.md), with dlc's fixes.
 
 Differences from DLVM: `null` is valid for pointers and boxes; integer literals must
 fit their data type (signed or unsigned range of the width); a finite literal of a float

@@ -1,6 +1,6 @@
 """Element-wise ops of the `graph` dialect: unary, binary, boolean, compare, select, cast.
 
-Type rules (shared/DLVM.md §2.1–2.2), with DLVM's intent where its code is buggy:
+Type rules (docs/reference/language.md), with DLVM's intent where its code is buggy:
 numeric unary ops need a numeric tensor (DLVM accepts bool; dlc does not), binary ops
 broadcast (scalar to anything, else equal rank with 1s stretching), compares yield bool,
 `select %a, %b by %m` takes `%a` where `%m` is true.

@@ -1,6 +1,6 @@
 """Reduction, window and convolution ops of the `graph` dialect.
 
-Type rules follow shared/DLVM.md §2.1 with dlc's fix: reduction combinator functions
+Type rules follow docs/reference/language.md with dlc's fix: reduction combinator functions
 have type `(T, T) -> T` on scalars (DLVM's unary type is a bug).
 """
 

@@ -1,6 +1,6 @@
 """Shape and linear-algebra ops of the `graph` dialect.
 
-Type rules follow shared/DLVM.md §2.1 with dlc's fix: `slice from L upto U` is the
+Type rules follow docs/reference/language.md with dlc's fix: `slice from L upto U` is the
 closed range [L, U] of dimension 0 with 0 ≤ L ≤ U < dim0. Reductions, windows and
 convolution live in `graph_reduction.py`; they and the shared property helpers are
 re-exported here so `graph_tensor.ReduceOp` etc. keep working.

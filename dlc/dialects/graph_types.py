@@ -1,4 +1,4 @@
-"""Types of the `graph` dialect: DLVM's type system (shared/DLVM.md §1.3).
+"""Types of the `graph` dialect: DLVM's type system (docs/reference/language.md).
 
 | DLVM            | dlc type                                   | MLIR syntax                    |
 |-----------------|--------------------------------------------|--------------------------------|
@@ -49,7 +49,7 @@ from dlc.dtypes import (  # noqa: F401 -- re-exported: dialects and passes impor
 
 T = TypeVar("T")
 
-# Limits that keep types printable, hashable and allocatable (documented in README).
+# Limits that keep types printable, hashable and allocatable (docs/reference/language.md, Limits).
 MAX_RANK = 64
 MAX_ELEMENTS = 2**40
 MAX_BYTES = 2**42

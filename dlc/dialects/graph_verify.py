@@ -1,4 +1,4 @@
-"""Module verifier of the `graph` dialect (shared/DLVM.md §5) with located diagnostics.
+"""Module verifier of the `graph` dialect (docs/reference/language.md) with located diagnostics.
 
 `verify_module` runs every op's own verifier and the function-level rules DLVM checks
 (with DLVM's verifier bugs fixed: both conditional branches are checked, duplicate block
@@ -170,7 +170,7 @@ def _types_text(types: Sequence[Attribute]) -> str:
 
 
 class FunctionVerifier:
-    """Function-level rules of DLVM.md §5.2–5.3 for one `graph.func`."""
+    """Function-level rules of DLVM's verifier for one `graph.func`."""
 
     def __init__(self, func: FuncOp, symbols: Symbols, sizes: TypeSizes):
         self.func = func

@@ -1,4 +1,4 @@
-"""Adjoint-declaration checks of the `graph` verifier (shared/DLVM.md §4.1): the exact
+"""Adjoint-declaration checks of the `graph` verifier (docs/guide/differentiation.md): the exact
 signature an `adjoint` function must have, with indices bounds-checked (DLVM's
 off-by-one fixed)."""
 

@@ -1,4 +1,4 @@
-"""Type checks of the `graph` verifier (shared/DLVM.md §5.1, with dlc's limits):
+"""Type checks of the `graph` verifier (docs/reference/language.md, with dlc's limits):
 
 - `TypeSizes`: every tensor nested in a type, and every value as a whole, stays within
   dlc's size limits;

@@ -1,69 +1,10 @@
 """The `schedule` dialect: how a `tensor.compute` nest runs, as a typed attribute.
 
-A `tensor.compute` says *what* is computed; its `schedule` property, a
-`#schedule.nest<...>`, says *how* (TVM's and Halide's split of algorithm and
-schedule). The primitives are named after MLIR's transform ops, so a transform-dialect
-front end can come later:
-
-    #schedule.nest<tile [d0 = [6], d1 = [16], r0 = [256]],
-                   interchange [r0.0, d0.0, d1.0, r0.1, d0.1, d1.1],
-                   parallel [d0.0, d1.0], unroll [d0.1, d1.1]>
-
-- Axes: `d0, d1, ...` are the compute's output dimensions, `r0, r1, ...` its
-  reduction dimensions.
-- `tile [a = [f1, ..., fk]]` splits axis `a` into loops `a.0` (over the axis in steps
-  of f1), `a.1` (over a block of f1 in steps of f2), ..., `a.k` (over a block of fk
-  in steps of 1); each factor divides the one before it. An axis that is not tiled is
-  one loop named like the axis. A last block that is only partly inside the axis
-  runs with a shorter extent (a remainder loop of constant extent where an inner loop
-  of the axis is unrolled or vectorized, a `min` bound elsewhere): no scalar cliff,
-  never an access out of bounds.
-- `interchange [...]` is the loop order, outermost first (default: output axes then
-  reduction axes, each in order). Loops of one axis keep their level order. Reduction
-  loops keep the order `r0.0, r0.1, ..., r1.0, ...`: every element is folded in the
-  reference's order (row-major over the reduction indices), so results stay
-  bit-identical.
-- `parallel [...]`: output loops whose iterations are independent (run on threads).
-- `unroll [...]`: loops emitted once per iteration (their extent must be constant).
-- `fma`: a float `add` reduction folds `acc + x * y` as one fused multiply-add (one
-  rounding instead of two): each step's result differs from the separate multiply and
-  add by at most half an ulp, so a length-K fold stays within the usual K·ε relative
-  bound of the reference (and is usually closer to the exact sum). Without it results
-  are bit-identical to the reference interpreter.
-- `vectorize l x w`: loop `l` as vectors of `w` lanes. The code generator carries it
-  out for the innermost level of an output axis in an unrolled register tile, or the
-  unrolled last loop of an element-wise nest (in a fusion group too), whose body is float arithmetic on
-  unit-stride reads along that axis (`dlc.dialects.tensor_lanes`); elsewhere it is a
-  located diagnostic. Lanes are
-  separate accumulators: the bits do not change.
-- `pack [n]`: input `n` of a matrix product, the operand B read along the columns
-  and the reduction, copied into NR-wide panels (NR: the register tile's column
-  block), zero-padded: the block of B the loops outside the row loops leave (GOTO's
-  KC x NC block), right before the first row loop, reused by every row block; a
-  `tensor.constant` B is packed at compile time. Over the padded panels the
-  microkernel computes whole vectors (no column tail); only the valid columns of
-  the output are loaded and stored. Values are copied: the bits do not change
-  (`dlc/lowering/tensor_to_loop/pack.py`; one operand, no fusion group).
-- `epilogue n`: the `n` computes right after this reduction (element-wise, same
-  domain, each reading this one's and the earlier ones' results only at the current
-  point: a bias, a batch norm's scale and shift, an activation, a residual add) are
-  computed at its register tile (MLIR's "fuse into containing op", Halide's
-  `compute_at` the tile): when a tile point's accumulator is final (in the last
-  block of any reduction loop outside the tile) their bodies run on it in registers,
-  as vectors when the tile is vectorized, and only their results that something else
-  reads are stored (`dlc/lowering/tensor_to_loop/epilogue.py`). Each value is
-  computed by the same operations as in its own nest: the bits do not change.
-- `group g at k [feeds] [internal]`: fusion group `g`, a run of consecutive computes
-  lowered to ONE nest whose first `k` loops (`d0 ... d(k-1)`, untiled) all members
-  share (see `verify_group`). `feeds`: evaluated inside the next reduction member's
-  loops; `internal`: no buffer of its own (its value stays in registers, or a
-  reduction accumulates in the next member's buffer).
-
-Where the accumulator of a reduction lives follows from the loop order: trailing
-output loops inside the innermost reduction loop that are all unrolled form a
-register tile carried through the reduction loops; otherwise partial results
-accumulate in the output buffer, initialized right before the outermost reduction
-loop.
+`#schedule.nest<...>` names loops `d0, d1, ...` (output axes) and `r0, ...` (reduction
+axes) and applies the primitives tile, interchange, parallel, unroll, vectorize, fma,
+pack, epilogue and group; it is verified against its compute, printed, parsed and hashed.
+A schedule changes speed, never the bits (but `fma`). Each primitive's definition:
+docs/design/schedules.md.
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ input (named after it, characters outside `[A-Za-z0-9_.]` replaced by `_`) and t
 graph outputs as its result (a tuple when there are several). Initializers become
 literals. Needs the optional dependency `onnx` (`pip install 'dlc[onnx]'`).
 
-Departure from DESIGN.md, which places front ends under `frontends/onnx/`: the
-importer is `dlc/onnx/` so that its public name is `dlc.onnx`, like `dlc.semantics`.
+The importer is `dlc/onnx/` (not under a `frontends/` package) so that its public name
+is `dlc.onnx`, like `dlc.semantics`.
 """
 
 from __future__ import annotations

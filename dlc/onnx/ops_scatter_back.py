@@ -8,8 +8,8 @@ or NaN entry reaches only its own position. MaxUnpool writes each value at its f
 index into zeros of the unpooled shape, one (batch, channel) plane at a time (a
 replacing scatter: the last of equal indices wins; an index outside its own plane, as
 MaxPool never makes, is a run-time IndexError) and pads the result with zeros up to
-`output_shape`. A scatter costs (output elements × updates) per plane (README,
-"Gathers and scatters").
+`output_shape`. A scatter costs (output elements × updates) per plane
+(docs/reference/language.md, "Gathers and scatters").
 """
 
 from __future__ import annotations

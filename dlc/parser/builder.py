@@ -1,4 +1,4 @@
-"""Lark parse tree -> `graph` dialect IR, with DLVM's name and type rules (DLVM.md §1.4–1.5).
+"""Lark parse tree -> `graph` dialect IR, with DLVM's name and type rules (docs/reference/language.md).
 
 Everything here is iterative: types and literals are built with explicit stacks, and
 instructions are flat. Declarations are processed in textual order (type aliases and

@@ -1,4 +1,4 @@
-"""Operand uses and literals for the DLVM parser (DLVM.md §1.5): resolving `use`s,
+"""Operand uses and literals for the DLVM parser (docs/reference/language.md): resolving `use`s,
 inline scalar literals and the `literal` instruction's aggregate payloads (iterative)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Type trees -> type attributes for the DLVM parser (DLVM.md §1.4), plus the shared
+"""Type trees -> type attributes for the DLVM parser (docs/reference/language.md), plus the shared
 diagnostics helpers of the builder.
 
 The builder is split by concern along a single inheritance chain:

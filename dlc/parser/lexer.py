@@ -1,4 +1,4 @@
-"""The DLVM lexer (shared/DLVM.md §1.1) and its newline rules, as a lark custom lexer.
+"""The DLVM lexer (docs/reference/language.md) and its newline rules, as a lark custom lexer.
 
 The whole file is tokenized up front (one compiled regex, no recursion). Bare words become
 keyword, opcode or data-type tokens; any other bare word is a `BADWORD` token so the parser

@@ -1,4 +1,4 @@
-"""The DLVM-syntax printer for graph-level modules (shared/DLVM.md §1.7, with dlc's fixes).
+"""The DLVM-syntax printer for graph-level modules (docs/reference/language.md).
 
 Differences from DLVM's Writer: declarations keep their module order (DLVM groups them by
 kind, which can break re-parsing); floats print as Python `repr` (`1e-05`, `inf`, `nan`),
@@ -175,7 +175,7 @@ def _top_k(op: gc.TopKOp | gc.TopKIndicesOp, ctx: _Context) -> str:
 
 Formatter = Callable[[Any, _Context], str]
 
-# One rule a line: op class -> its DLVM spelling (shared/DLVM.md §2.2). Subclasses of
+# One rule a line: op class -> its DLVM spelling (docs/reference/language.md). Subclasses of
 # UnaryOp and BinaryOp find their base's rule through the MRO.
 FORMATTERS: dict[type[Operation], Formatter] = {
     ew.UnaryOp: lambda op, c: f"{op.OPCODE} {c.use(op.operand)}",

@@ -1,4 +1,4 @@
-"""Literal and attribute texts of the DLVM printer (shared/DLVM.md §1.7).
+"""Literal and attribute texts of the DLVM printer (docs/reference/language.md).
 
 `format_literal` prints a literal use `LIT: T` iteratively (nesting depth is unbounded),
 `TypeTexts` memoizes type texts for it, and `format_scalar`, `format_ints`,

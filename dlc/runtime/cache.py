@@ -1,36 +1,9 @@
 """The compile cache: machine code + JSON metadata keyed by a hash of program and target.
 
-`compile_graph_module` (dlc/api.py) asks `lookup(key)` before lowering and calls
-`store(key, entry)` after a full compile. An `Entry` is the relocatable object code MCJIT
-produced plus the JSON-able metadata needed to rebuild a `CompiledModule` (signatures
-come from the graph module, which the caller has anyway). Every hit builds a fresh MCJIT
-engine from the object code, so each compiled module has its own globals, variables,
-generator state and arenas.
-
-Two levels: an in-memory LRU (also keeps the optimized LLVM IR text) and a directory
-(`$DLC_CACHE_DIR`, else `$XDG_CACHE_HOME/dlc`, else `~/.cache/dlc`) holding a per-user
-secret `key` and, under `v<FORMAT>/`, `<key>.o` and `<key>.json` (and the small
-`<key>.quick` records of the warm start, `dlc.runtime.quick`). `DLC_CACHE=0` turns
-both off. Nothing read from disk is executed as Python: the metadata is JSON checked
-field by field. Files are written to a temporary name and renamed (the JSON last: it
-commits the entry); an unreadable, truncated or malformed entry is ignored and
-rewritten by the next full compile.
-
-Cached object code is run, so the disk cache trusts only what its user alone can write
-(`_problem` says what is checked, on descriptors opened without following symlinks). A
-failed check is one `UntrustedCacheWarning` per process and directory; the disk cache
-(for an entry file: that entry) is then not used, the memory cache is. Directories dlc
-creates are 0700, files 0600. Each record carries an HMAC-SHA256 under the per-user key
-of its format, cache key, metadata and object code: an entry planted by anyone who
-cannot read the key, or copied from another cache, never verifies.
-
-The key covers the printed graph module (not its source locations: the messages that
-name them are stored location-free and rendered for the program at hand, see
-`dlc.runtime.native.portable_messages`), the compile options, a fingerprint of dlc's own source files
-(so an edited compiler never reuses stale code), the xDSL / llvmlite / LLVM versions and
-the host triple, CPU name and features. The entries of the current format are kept
-under `DLC_CACHE_MAX_BYTES` (default 1 GiB), least recently used first out
-(`cache_evict.py`).
+`lookup(key)` / `store(key, entry)` over an in-memory LRU and an owner-only directory of
+HMAC-authenticated entries (never Python: JSON checked field by field); the key covers
+the printed program, the options, dlc's sources, the library versions and the host.
+Layout, trust checks and eviction: docs/design/caching.md and docs/design/security.md.
 """
 
 from __future__ import annotations

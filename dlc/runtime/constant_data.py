@@ -1,27 +1,9 @@
 """Constant data (weights) from the llvm-level module into LLVM without per-element text.
 
-`lower-loop-to-llvm` keeps each large literal as an internal constant `llvm.mlir.global`
-whose value is the tensor-level dense attribute: the bytes of the data. xDSL's
-converter would spell such a value element by element in LLVM IR text, which LLVM then
-parses again (≈ 26 µs per weight element with the rest of the old path: ResNet-50's
-25.5 M weights ≈ 11 minutes). `converted` instead hands each data global to LLVM as
-bytes, in one of two ways:
-
-- **text** (`files` None): the global becomes `[N x i8] c"\\xx\\xx…"`, three characters
-  per byte made by `bytes.hex` in C. Self-contained LLVM IR: what `-t llvm`, `-t asm`,
-  foreign targets and non-ELF objects get. 100 MB of data: 2.6 s to make the text,
-  6.7 s for LLVM to parse it, 1.45 GB peak memory.
-- **included** (`files` a `DataFiles`: object code for this machine, ELF): the global
-  is declared (`external hidden`) and defined by module-level assembly that includes
-  the bytes from a file (`.incbin`) into `.rodata`, 64-byte aligned, as a local symbol
-  of the object. Neither Python nor LLVM's IR parser sees the bytes; the assembler
-  copies the file into the object, which stays self-contained (the compile cache and
-  `export` store it as it is). 100 MB: 0.1 s to write the file, 0.4 s to emit the
-  object, 0.49 GB peak. The files live in a private temporary directory until the
-  `DataFiles` context exits (after the object code is made).
-
-Times: llvmlite 0.50 alone (`parse_assembly` and `emit_object` of a module holding one
-global of 100 MB of random bytes) on the 2-core development machine.
+Each large literal global reaches LLVM as bytes: as an `[N x i8] c"..."` string (self-
+contained IR: `-t llvm`, foreign targets) or, for ELF object code of this machine,
+declared and defined by an `.incbin` of a private temporary file. Measurements and
+trade-offs: docs/design/fusion-and-memory.md.
 """
 
 from __future__ import annotations

@@ -1,23 +1,9 @@
 """The NumPy calling convention of compiled functions: argument checks and the call.
 
-A `CompiledFunction` calls native code `f(ptr in0, ..., ptr out0, ...)` on
-C-contiguous data (tuple results flattened, void result; see `dlc.dialects.abi`).
-Arguments, positional or by keyword (the DLVM parameter names, `%x` -> `x`), are
-checked (count, dtype, shape, and for scalars kind and range: `True` is no f32, `10**40`
-no finite f32) before any native code runs: a wrong call raises `TypeError` /
-`ValueError` naming the argument. Structs, enums and pointers go through `values.py`
-(one array per leaf of the type's layout).
-
-Three ways in, cheapest first. A function of plain tensor parameters and one tensor
-result, small enough to keep the GIL, is a CPython builtin function
-(`fastcall.py`): its native entry checks each argument itself (an exact `ndarray` of
-the parameter's dtype and shape, C-contiguous; `python_entry.py`) and refuses anything
-else before running; the call costs less than NumPy's `x + 1`. The same checks run in
-the ctypes entry `_dlc_py_<f>` (which takes the `PyArrayObject*`s, `id(array)`, and
-loads their data pointers natively: `array.ctypes.data` alone costs about a
-microsecond) where the builtin is not available. Whatever these refuse goes the general
-way (`_call`): keyword binding, conversions of scalars and non-contiguous arrays, and
-the errors naming an argument. The caller keeps every array alive during the call.
+A `CompiledFunction` checks every argument (count, dtype, shape, scalar kind and range)
+before native code runs and raises `TypeError` / `ValueError` naming it; the call goes
+through a METH_FASTCALL builtin, a ctypes entry that checks arrays natively, or the
+general path with conversions, cheapest first. Details: docs/design/abi.md.
 """
 
 from __future__ import annotations

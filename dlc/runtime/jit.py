@@ -75,10 +75,8 @@ def _check_level(opt_level: int) -> None:
 LLVM_PIPELINE_LEVEL = {0: 0, 1: 1, 2: 2, 3: 2}
 """LLVM's pass pipeline for each `opt_level`. Level 3 is level 2 plus the graph
 superoptimizer: dlc's nests arrive scheduled (tiles, unrolled register tiles, loop
-orders), and LLVM's O3 pipeline transformed them into slower code, never faster
-(2 Zen 4 threads, opt 3 with LLVM's O3 -> O2 pipeline: a 3x3 max pool over
-192 x 28 x 28 1004 -> 404 µs on one thread, W12 2.00 -> 1.74 ms, W7 52.3 -> 50.0 µs;
-W1, W2, W4, W5, W6, W10, W11 within 1%)."""
+orders), and LLVM's O3 pipeline made them slower, never faster (measured:
+docs/performance.md, "Measurements behind the defaults")."""
 
 
 def optimize(module: llvm_binding.ModuleRef, tm: llvm_binding.TargetMachine, opt_level: int):

@@ -1,23 +1,9 @@
 """The warm start: a compiled module from the compile cache without parsing its program.
 
-A compile (`dlc.api.compile_graph_module`) keys the compile cache on the *printed*
-graph module, so a lookup first parses and verifies the program: with the imports of
-xDSL and the IR classes that is most of a new process's start-up. For the common case
-— the same program text compiled again with the same options — a *quick record* skips
-all of it: keyed on the exact bytes of the text (plus the options, the allowed externs,
-dlc's source fingerprint and the host, as every cache key), it holds the full cache key,
-the functions' signatures (`signature.FuncSig`: tensors only; programs with other
-parameter types get no record) and the line and column of every located op, in the
-order the location-free trap and bounds messages number them (`native.portable_messages`).
-`load` turns a record into a `CompiledModule` with no xDSL import: object code from the
-cache, messages rendered with this file's name, the program parsed only when `ir`,
-`ir_module` or `export` asks for it (`dlc.warm`, above this package, supplies that and
-the options). Any doubt — no record, a malformed one, an entry
-evicted since, an extern symbol that does not resolve — returns None and the caller
-takes the full path, which writes the record again (`remember`).
-
-Records are small JSON files beside the entries (`cache.lookup_quick`), written and
-checked like them (per-user HMAC, 0600, evicted with them).
+A quick record, keyed on the exact text and options, holds the full cache key, the
+signatures and the located ops, so `load` builds a `CompiledModule` without importing
+xDSL; any doubt returns None and the caller takes the full path (`remember` writes the
+record again). Details: docs/design/caching.md.
 """
 
 from __future__ import annotations

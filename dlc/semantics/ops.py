@@ -1,6 +1,6 @@
 """Element-wise kernels of the reference interpreter (numpy, in the operands' own dtype).
 
-Semantics (shared with the code generator; the README's "Semantics decisions" states them
+Semantics (shared with the code generator; docs/reference/semantics.md states them
 for users):
 
 * Integer arithmetic wraps (two's complement at the numpy width); callers run under

@@ -1,27 +1,9 @@
 """Loop-nest features of a scheduled nest, the cost model's input (AutoTVM's itervar
 and touched-bytes features, in a fixed-length vector).
 
-For a nest (`NestInfo`) and a schedule, with the loops in schedule order:
-
-- the whole nest: log2 of flops, output points, reduction points;
-- the register tile: log2 of its unrolled points, vector width, fma, log2 of the
-  parallel loop's iterations (0 without one), the number of K blocks;
-- the `LEVELS` innermost loops, innermost first: log2 of iterations, whether it is a
-  reduction loop, unrolled, parallel, vectorized;
-- per level (the loops from that one inwards): log2 of the bytes the nest touches
-  there (each read's footprint: per index, the range its axes cover inside the
-  level) and the arithmetic intensity (flops inside the level per byte touched);
-- per read (`READS` of them, in body order): whether the innermost loop walks it
-  contiguously (its last index follows that loop's axis), how many of its indices
-  the innermost loop moves (0: reused across it, a broadcast), and the log2 of its
-  reuse at the register tile (multiply-adds per element loaded);
-- the clauses the loops do not show (record format 2): `pack` (an operand copied into
-  panels, 0 or 1) and `epilogue` (computes evaluated at the register tile).
-
-Features are plain floats, stored with each record, so a model trains on a database
-without the IR. A format-1 record (`RECORD_FORMAT`) has the first
-`FORMAT1_FEATURE_COUNT` of them: `training_features` appends the clause features,
-read from its schedule text, so old records still train the model.
+Plain floats stored with each record (so a model trains without the IR); format-1
+records get the clause features appended by `training_features`. The feature list:
+docs/design/tuner.md.
 """
 
 from __future__ import annotations

@@ -1,23 +1,9 @@
 """Measuring one candidate in a worker process that may crash, hang or be wrong.
 
-`measure(job)` runs `python -m dlc.tuner.measure` with the job as JSON on stdin and a
-timeout. The worker compiles the program with the candidate's one-record tuning
-database, calls the entry function on the run's random inputs (regenerated from the
-seed), compares the outputs with the default schedule's (`reference`, an `.npz` the
-tuner wrote, loaded without pickle) and times the call: the fastest of at least
-`MIN_CALLS` calls and about `budget` seconds (the minimum, not the median: on a
-shared machine other processes only ever add time, and a parallel region whose
-thread was descheduled adds milliseconds). Its answer is one JSON line. A crash
-(a signal), a timeout, a compile error or a wrong result is a `Result` whose status
-starts with `failed:`; the tuner records it and never chooses it.
-
-Tolerance: a tuned schedule may fuse multiply-adds and reorder nothing else, so each
-output is within the K·ε bound of a length-K sum of the default schedule's (which may
-itself fuse). The check is `|got - want| <= RTOL[dtype] * (max|want| + 1)` per output
-(f32: 1e-3, f64: 1e-9): generous for a K·ε difference, far below a wrong tile.
-
-`DLC_TUNE_FAULT` (tests only) makes the worker misbehave: `crash`, `hang` or `wrong`,
-optionally `kind:TEXT` to hit only candidates whose schedule contains TEXT.
+`measure(job)` runs `python -m dlc.tuner.measure` with a timeout: compile with the
+candidate's one-record database, check the outputs against the default schedule's
+(`RTOL`), time the fastest of `MIN_CALLS`+ calls; a crash, timeout, compile error or wrong
+result is a `failed:` status. `DLC_TUNE_FAULT` injects faults in tests. See docs/design/tuner.md.
 """
 
 from __future__ import annotations

@@ -1,27 +1,10 @@
 """`dlc.tune`: tune the contractions, fused groups and lone element-wise or reduction
 nests of one function and append the records to a tuning database.
 
-First the contractions, then the groups. For each tunable nest of the entry function
-(`space.tunable`, one per workload key; then each tunable unit, `space_groups.py`,
-one per group key):
-measure the default schedule, then repeat until `trials` candidates are measured:
-propose a batch (the cost model's simulated annealing with ε-greedy exploration, or
-random search), exclude up front what the lowering rejects (`validate`: the candidate
-scheduled by the `schedule` pass through a one-record database and lowered to the
-loop level), measure the rest in worker processes (`measure.py`; on a Dask cluster
-with `cluster`), append every record (failed ones too, never chosen) and retrain the
-model on all records of this target. The default schedule is timed before each
-nest, with every batch and once at the end; the fastest of these times is every
-nest's default (one program: noise on a shared machine only adds time), recorded as
-a `default` record per nest: where no candidate beats it, compiles keep the policy's
-schedule. The model starts from the database's records of other workloads
-(transfer); when it was trained on any, its ranking of this run's measured candidates
-is reported as Spearman's ρ (a workload it did not train on).
-
-Groups are tuned in a *context*: the database's best records of every other
-workload (the contractions just tuned among them), written into the default's
-database and each candidate's, so groups form around the tuned contractions as they
-will in a compile; the default of that phase is the program with the context.
+Per nest: measure the default, then propose batches (the cost model's simulated annealing
+or random search), drop what the lowering rejects, measure the rest in workers, append
+every record and retrain; groups are tuned in the context of the tuned contractions.
+Details: docs/design/tuner.md.
 """
 
 from __future__ import annotations

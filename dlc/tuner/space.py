@@ -1,30 +1,9 @@
 """Search spaces: the schedule knobs of one tunable nest, and the schedule of a point.
 
-A tunable nest is a contraction: a float `add` reduction of products (`dot` in any
-form, `convolve`). Its space is a product of knobs, each a short list of values:
-
-- products with one reduction axis (`dot`): `mr` rows x `nr` columns of the unrolled
-  register tile (columns: multiples of the vector width, or the whole row when it is
-  at most four vectors), `kc` (K blocks, or all of K), `nc` (GOTO column blocks
-  around the K blocks, 0: none), `rows_outer` (row blocks outside column panels or
-  inside), `lanes` (vector width: the target's, half of it, or 0 for scalars),
-  `fma`, `parallel` (which output loop runs on threads: the first, second or third
-  candidate, or -1 for none), and `pack` (B copied into NR-wide panels, or not;
-  only when the nest has such an operand: `packed_operand`);
-- both: `epilogue` (the element-wise computes after the nest that qualify,
-  `epilogue_run`, computed at its register tile, or as nests of their own: 0), when
-  there are any;
-- convolutions (several reduction axes, the `schedule` policy's `conv_tiles`
-  applies): `mr` output channels x `rows` rows x `nr` columns of the tile, `lanes`,
-  `fma`, `parallel`.
-
-`Space.schedule(point)` writes the `#schedule.nest` of a point with the same builders
-as the default policy (`tiled_schedule`'s loop structure, `conv_schedule`); points
-that cannot be valid are excluded up front (`Space.excluded`: a register tile above
-the code generator's unroll limit or the register budget, a parallel choice past the
-nest's candidate loops, `ScheduleAttr.check`). What only the lowering can judge (a
-vector width the body does not allow) is checked by lowering the candidate before it
-is measured (`dlc.tuner.runner`).
+A contraction's space is a product of knobs (register tile, K and column blocks, loop
+order, vector width, fma, parallel loop, pack, epilogue; for convolutions channels x rows
+x columns); `Space.schedule(point)` writes its `#schedule.nest`, and impossible points are
+excluded up front. The knobs: docs/design/tuner.md.
 """
 
 from __future__ import annotations

@@ -1,26 +1,8 @@
-"""Search spaces of fused groups and lone element-wise or reduction nests (the tunable
-units of `dlc.passes.tensor.schedule_tuned_groups`), tuned as a whole: a point gives
-every member its schedule, and the record holds them all (`[#schedule.nest<...>, ...]`).
+"""Search spaces of fused groups and lone element-wise or reduction nests, tuned as a whole.
 
-Knobs, each a short list (only those that can change something):
-
-- `fuse`: the policy's group stays one nest, or runs as one nest per member (a group
-  only; the default policy fuses, measurement says whether it pays);
-- `parallel`: which shared loop of the group runs on threads (`d0`, `d1`, `d2`), or
-  none (-1); apart, each member's first, second or third output loop outside its
-  reduction loops, where it has one;
-- `unroll`: the innermost output loop of every element-wise member with loops of its
-  own (beyond the shared loops) tiled by 2, 4 or 8 and unrolled (1: not);
-- `unroll_reduce`: the same for the innermost reduction loop of every reduction
-  member (the fold order does not change: the bits do not);
-- `lanes`: element-wise members with loops of their own that can (`lane_plan`,
-  float) computed as vectors of the target's width or half of it along their last
-  axis, `unroll` vectors a step (0: scalars).
-
-Points excluded up front: a `parallel` choice past the candidates, a tile wider than
-its loop, vectors where no member can have them (the same point as scalars), member
-schedules that `ScheduleAttr.check` or the group verifier (`apply_group_schedules`)
-rejects.
+A point gives every member its schedule (knobs: fused or apart, parallel loop, unroll of
+element-wise and reduction loops, vector width), and the record holds them all; points
+that cannot be valid are excluded up front. The knobs: docs/design/tuner.md.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The import structure of `dlc/` (DESIGN.md, "one room per step"): files import
+"""The import structure of `dlc/` (docs/design/architecture.md, "Import rules"): files import
 downward only, no circle between packages, no private name crosses a file.
 
 Units are the packages of `dlc/` (`dialects`, `parser`, `semantics`, `passes`,

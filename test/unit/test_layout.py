@@ -1,4 +1,4 @@
-"""Project layout rules that keep the pass registry and its lit tests in step (STYLE.md §11)."""
+"""Project layout rules that keep the pass registry and its lit tests in step (CONTRIBUTING.md, "How the tests are shaped")."""
 
 from pathlib import Path
 

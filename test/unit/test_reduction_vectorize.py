@@ -173,7 +173,7 @@ def test_int_reduction_is_exact(n: int, dtype: str, comb: str) -> None:
 
 @pytest.mark.parametrize("data", ["normal", "uniform"])
 def test_opt_levels_differ_within_the_documented_bound(data: str) -> None:
-    """README, "Float reductions and opt_level": at opt_level 0/1 a float sum is the
+    """docs/design/numerics.md, "Reassociated reductions": at opt_level 0/1 a float sum is the
     strict left fold, at 2/3 K partial sums; each within its error bound of the exact sum,
     (n - 1) u S and (n / K + log2 K + 1) u S (u = 2**-24, S = sum |x_i|, K >= 4 lanes), so
     they differ by at most (n - 1 + n / K + log2 K + 1) u S."""

@@ -1,4 +1,4 @@
-"""The printer/parser fixpoint contract (shared/DESIGN.md) on every lit input.
+"""The printer/parser fixpoint contract (docs/design/architecture.md, "Contracts") on every lit input.
 
 For each `test/lit/**/*.dl` chunk (split on `// -----`) that is meant to parse, that is
 every file without a `--verify-diagnostics` or `not dlc-opt` RUN line:

@@ -17,9 +17,8 @@ Reads outside an operand are never emitted: a convolution or window that reaches
 padding reads a padded copy of its input (`_padded`: zeros for a convolution, the
 window's `init` for reduceWindow, both what the reference folds there), whose
 positions are affine in the output and tap indices: no clamps or selects per tap, and
-a unit-stride window walks rows that vectorize (a 3x3 max pool over 192 x 28 x 28,
-padding `half`, 2 threads on Zen 4: 2.65 ms with a clamp and a select per tap, 0.20 ms
-over the padded copy; W12's Inception block 4.07 -> 2.20 ms). Each window is folded
+a unit-stride window walks rows that vectorize (measured: docs/performance.md,
+"Measurements behind the defaults"). Each window is folded
 in the same order as before, so results do not change. (Whether a 2-D convolution
 runs as a matrix product over the unfolded image instead is the tensor-level pass
 `unfold-convolutions`'s decision, dlc/passes/tensor/unfold_convolutions.py.)

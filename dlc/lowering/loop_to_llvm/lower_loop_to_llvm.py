@@ -395,7 +395,9 @@ class LowerLoopToLLVMPass(ModulePass):
     edges, outermost loops and recursive entries poll the interrupt flag; planned
     arenas are blocks of the ctx's arena. With `bounds_check`
     (`-p 'lower-loop-to-llvm{bounds_check=true}'`), every load and store checks its
-    indices against the buffer shape (see `FuncEmitter.checked`). A function of more
+    indices against the buffer shape (see `FuncEmitter.checked`). With `openmp`, parallel
+    loops are outlined and run by `GOMP_parallel` (`parallel.py`); without it they run
+    serially (the pipeline sets it when libgomp is available). A function of more
     than `split_ops` loop-level ops (default `SPLIT_OPS`; -1 means the default) has its
     top-level loop nests outlined, in runs of about `split_chunk` ops (default
     `SPLIT_CHUNK`), into internal `noinline` functions `@f.nest<k>` (`parallel.py`), so

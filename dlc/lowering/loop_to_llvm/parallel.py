@@ -1,38 +1,10 @@
 """Outlining: parallel loops for libgomp's `GOMP_parallel`, top-level nests of large functions.
 
-The outermost `loop.for` marked `parallel` (by its schedule) of a nest becomes
-
-    data = {ctx, every value the loop uses from outside}      (stack slots)
-    if ctx.threads > 1: GOMP_parallel(@f.omp<k>, &data, ctx.threads, 0)
-    else:               @f.omp<k>(&data)
-    return if the status word is set
-
-    @f.omp<k>(data):                                          (internal)
-      trip = ceil((ub - lb) / step); n = omp_get_num_threads()
-      if n == 1: run j in [0, trip)                             (no team: no work share)
-      else: while GOMP_loop_dynamic_next-style claims give [b, e) (chunks of
-            ceil(trip / (CHUNKS_PER_THREAD * n)) iterations): run j in [b, e)
-      (iv = lb + j * step)
-
-a dynamic schedule: a thread takes the next chunk when it is done with one, so a
-thread the OS has descheduled (the cores busy with other processes) delays only its
-current chunk instead of holding a static share that the others wait for at the
-barrier. Every iteration still runs on exactly one thread, and each output element's
-fold stays sequential within its iteration, so results do not depend on the thread
-count or on which thread ran what. Loops whose body calls functions or uses stack slots are not outlined
-(the callee's stack guard knows only the calling thread's stack), nor loops carrying
-values. The thread count travels in the call context (`abi.CTX_THREADS`); without an
-OpenMP runtime (`openmp=False`) parallel loops run serially.
-
-The same outlining splits large functions (`lower_split_chunk`, more than `split_ops`
-loop-level ops): each run of consecutive top-level nests (without calls or
-allocations) and scalar ops, of about `SPLIT_CHUNK` ops, becomes an internal
-`noinline` `@f.nest<k>(data)` called once, the values later ops use passed back in
-slots after the captured values. Constants are rematerialized in the outlined function rather than
-captured, so trip counts stay known. Runs alike (`chunks.chunk_key`) share one function. LLVM's optimizer takes time superlinear in the
-size of a function; pieces of bounded size keep a 1,000-nest function compiling in
-linear time, at the cost of a call per nest and of the alias facts between buffers
-that the caller's `noalias` arguments gave (LLVM checks overlap at run time instead).
+The outermost `parallel` loop of a nest becomes an internal `@f.omp<k>` run by
+`GOMP_parallel`, its iterations claimed in dynamic chunks (results do not depend on the
+thread count); functions above `split_ops` loop-level ops have runs of top-level nests
+outlined into `noinline` `@f.nest<k>` (runs alike share one). Details:
+docs/design/fusion-and-memory.md.
 """
 
 from __future__ import annotations
@@ -75,9 +47,8 @@ libgomp) costs nothing next to it."""
 SPLIT_OPS = 4000
 SPLIT_CHUNK = 1500
 """Functions of more loop-level ops than `SPLIT_OPS` have their top-level nests outlined
-in runs of about `SPLIT_CHUNK` ops (softmax x 200, one function of 400 nests and 13,600
-ops: LLVM's O2 took 9.9 s on it whole, 3.1 s on 11 pieces; a cold compile 16.6 s ->
-8.1 s, on a loaded 2-core machine)."""
+in runs of about `SPLIT_CHUNK` ops: LLVM's optimizer takes time superlinear in a
+function's size (measured: docs/performance.md, "Measurements behind the defaults")."""
 
 
 def can_outline(op: loop.ForOp) -> bool:

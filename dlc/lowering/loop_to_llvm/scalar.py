@@ -2,7 +2,7 @@
 
 `lower_scalar_op(op, operands, out)` emits the llvm ops for one scalar op through the
 `ScalarEmitter` and returns the values that replace its results. The semantics are
-the reference interpreter's (`dlc/semantics/ops.py`; the README's "Semantics decisions"):
+the reference interpreter's (`dlc/semantics/ops.py`; docs/reference/semantics.md):
 integer division and remainder by zero give 0 and `INT_MIN / -1` wraps instead of
 trapping (LLVM's `sdiv`/`srem` would be undefined); float->int casts saturate, NaN
 giving 0 (`fptosi` would be poison); `maximumf`/`minimumf` propagate NaN. Math

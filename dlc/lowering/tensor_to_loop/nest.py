@@ -1,48 +1,10 @@
 """The nest builder: one `tensor.compute` as the loops its schedule says.
 
-`NestBuilder(...).emit(b)` emits the loops of the compute's `#schedule.nest`
-(dlc/dialects/schedule.py; none: output loops then reduction loops) and decides
-nothing itself:
-
-- Tiled axes: each level is a loop over the block of the level above. A block that
-  is only partly inside the axis gets a shorter extent: where an inner loop of the
-  axis is unrolled, the loop is peeled into full blocks and one remainder of
-  constant extent; elsewhere the inner bound is `min(block, rest)`.
-  A parallel loop with a partial last block peels it inside the loop instead: each
-  iteration branches (`loop.if`) to the full block or the remainder, so the
-  remainder runs on a thread of its own.
-- Unrolled loops are emitted once per iteration.
-- `pack`: the packed operand's block is copied into panels before the first row
-  loop, and the body reads it from there (`pack.py`).
-- Reductions: trailing output loops inside the innermost reduction loop that are all
-  unrolled form a register tile: one accumulator per tile point, carried through the
-  run of reduction loops that ends there, starting from `init` (or, when reduction
-  loops lie further out, from the partial sums in the output buffer) and stored after
-  it; when reduction loops lie further out, the chain of their first iteration
-  starts from `init` instead of the (not yet written) buffer. Otherwise each
-  reduction point updates the output buffer in place, and the buffer is set to `init`
-  right before the outermost reduction loop, over the output points inside that loop.
-- Vectors: `vectorize l x W` of a register tile's loop `l` (the innermost level of an
-  output axis) groups each W consecutive points of `l` into one point of W lanes: one
-  vector accumulator, the body as `lane_plan` says (loads of what does not vary
-  along the axis stay scalar and are broadcast, unit-stride reads are vector loads),
-  `loop.vload` / `loop.vstore` of the output. Points left over (fewer than W)
-  become narrower vectors (W/2, W/4, ... lanes; a last odd point stays scalar:
-  `tensor_lanes.vector_pieces`), so a partial tile has no scalar cliff. Lanes are
-  independent sums, each folded in the same order as before: the bits do not change.
-  An element-wise nest whose unrolled last loop is vectorized computes and stores its
-  block as vectors the same way (`_lane_points`: gathered rows, schedule_gather.py;
-  an element-wise member of a fusion group with loops of its own, which reads the
-  earlier members' registers as scalars broadcast to the lanes).
-
-Every element is folded in the order of its reduction indices (the schedule verifier
-keeps reduction loops in order), so any schedule gives the same bits as the plain
-nest; only the plain single-accumulator fold over a contiguous axis lets LLVM
-reassociate (`scalar_ops.mark_reassociable`).
-
-A group member starts inside the group's shared loops: `prefix` holds their index
-values (the member's first loops are `d0 ... d(k-1)`), `known` the values earlier
-members hold in registers, `feeders` the members to evaluate at each reduction point.
+`NestBuilder(...).emit(b)` emits the loops of the compute's `#schedule.nest` (none:
+output loops, then reduction loops) and decides nothing itself: tiles with remainders,
+unrolled loops, packed operands, register-tile accumulators, vector lanes. Every element
+is folded in the order of its reduction indices, so every schedule gives the same bits.
+How each primitive becomes loops: docs/design/fusion-and-memory.md.
 """
 
 from __future__ import annotations
@@ -218,10 +180,8 @@ class NestBuilder(RegisterTile, PackedOperand, EpilogueTile):
         """A parallel loop whose last block is partial, peeled inside the loop: each
         iteration branches to the full block or the remainder (both of constant
         extent), so the remainder runs on a thread of its own instead of after the
-        parallel loop (1000 columns in blocks of 256: three blocks on threads, then
-        the 232 columns left on one: the busiest thread 6.0 ms per call, the other
-        2.0; peeled inside, 4.2 and 4.1 ms, 333 -> 476 GFLOP/s at 1000^3 on 2
-        threads; 2000 x 1000 x 1000 320 -> 462, 1023^3 279 -> 389)."""
+        parallel loop (measured: docs/performance.md, "Measurements behind the
+        defaults")."""
         lp = self.loops[pos]
         block = env[lp.axis]
         full = extent - extent % lp.step

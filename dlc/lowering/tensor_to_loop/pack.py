@@ -1,34 +1,9 @@
 """Packed operands of the nest builder: `pack [n]` of a `#schedule.nest` carried out.
 
-A matrix product's B operand (the input read along the columns `j` and the reduction
-`k`, not the rows `i`) is copied, block by block, into a scratch buffer of NR-wide
-panels, `packed[p][k - kb][j % NR]` with `p = j / NR` (NR: the block of the register
-tile's column loop), so the microkernel reads B contiguously: one panel row of NR
-values per `k`, aligned, without the 4 KiB aliasing of a power-of-two row stride or
-the cache-line splits of an odd one. `PackedOperand` is a base class of `NestBuilder`
-(like `RegisterTile`) and uses its `_indices` and `_element`:
-
-- Where: the block of B is packed right before the first loop over the rows (the
-  block of `j` and `k` the loops outside leave: GOTO's KC x NC block inside a column
-  block and a K block, the whole of B when no loop is outside), and reused by every
-  row block inside.
-- Layout: one slot per panel of the whole column axis (`ceil(N / NR)` panels) of KC
-  rows each (the K block of the innermost K loop outside, or all of K): column blocks
-  running on different threads write disjoint panels, and a K block overwrites its
-  own column block's panels after the rows of the one before are done.
-- Tails: full panels are copied by a constant-trip inner loop (vectorized by LLVM);
-  a last partial panel reads its columns up to the axis end and zeros past it (a
-  clamped index, never a read out of bounds), so its panel has no garbage. Over
-  those padded panels the microkernel has no column tail: whole vectors, only the
-  output's valid columns loaded and stored (`RegisterTile._lane_pieces`).
-- Constants: a B that is a `tensor.constant` read directly (`B[k, j]` or `B[j, k]`)
-  is packed at compile time, all of K at once, into a read-only `loop.const_buffer`
-  (a packed constant: nothing is copied at run time).
-- The bits: packing copies values; each element is folded in the same order as
-  before, so results do not change.
-
-Anything else (another operand, a batched or grouped nest, a packed read that
-varies along the rows or whose indices read a tensor) is a located diagnostic.
+A matrix product's B operand is copied, block by block right before the row loops (or at
+compile time when it is a constant), into zero-padded NR-wide panels the microkernel
+reads contiguously and without a column tail; values are copied, so the bits do not
+change. Anything else is a located diagnostic. Layout: docs/design/fusion-and-memory.md.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ whose adjoints are wanted, and returns {operand index: adjoint}. Adjoints of ten
 are SSA values of exactly the operand's type (broadcasts are undone by `unbroadcast`);
 adjoints of tuples are sparse dicts {element index: adjoint}; `None` means zero.
 
-The rules are DLVM's intent (shared/DLVM.md §4.3) with its bugs fixed: the seed
+The rules are DLVM's intent (docs/guide/differentiation.md) with its bugs fixed: the seed
 multiplies every rule, unbroadcasting reduces every stretched axis, `slice`/`extract`
 embed into zeros, `power` differentiates the exponent with f·ln x, aggregates pass
 gradients through, min/max/select route the gradient through the chosen values, and

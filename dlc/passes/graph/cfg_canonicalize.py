@@ -1,6 +1,6 @@
 """`cfg-canonicalize`: DLVM's CFGCanonicalization (unique exit, join blocks, loop forms).
 
-The three steps of shared/DLVM.md §3.2, without DLVM's stale-argument and void bugs. Every
+The three steps of DLVM's pass, without DLVM's stale-argument and void bugs. Every
 block this pass inserts is a *forwarder*: it has the parameter types of the block it
 precedes and only branches to it, passing its parameters in order. Redirecting edges into
 a forwarder therefore keeps every branch argument list valid (no stale arguments) and

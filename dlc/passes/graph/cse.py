@@ -78,7 +78,7 @@ class CSEPass(PassStatistics, ModulePass):
     max, and, or, equal and notEqual compared as unordered pairs. The dominating op
     (same block earlier, or a block that dominates) replaces the other, across blocks.
     Never merged: random, load, allocations, stack and refcount ops, store, copy,
-    trap, calls of impure or recursive callees, indirect calls (shared/DLVM.md §2.3).
+    trap, calls of impure or recursive callees, indirect calls (docs/reference/semantics.md, Purity).
     Statistics: "ops merged".
     """
 

@@ -67,7 +67,7 @@ def remove_unused_args(func: FuncOp) -> int:
 class DCEPass(PassStatistics, ModulePass):
     """Remove dead code from every graph function.
 
-    Removes: pure ops whose results are unused (shared/DLVM.md §2.3's sound purity:
+    Removes: pure ops whose results are unused (docs/reference/semantics.md's sound purity:
     random, memory, allocation, stack and refcount ops, trap and calls of impure or
     recursive callees stay), blocks unreachable from the entry, and unused arguments of
     non-entry blocks together with the operands every branch/conditional passes for

@@ -1,29 +1,10 @@
 """`differentiate`: reverse-mode automatic differentiation, source to source.
 
-Turns every `[adjoint @p from S wrt … keeping … seedable]` (or `[gradient …]`)
-declaration into a definition with DLVM's signature (shared/DLVM.md §4.1): the
-derivatives of the source output with respect to the `wrt` arguments first, then the
-kept outputs; the last parameter is the seed when `seedable`, otherwise the seed is
-ones of the source type.
-
-Algorithm. The primal body is copied into the adjoint with its control flow unfolded
-into a tree (differentiate_paths.py): every block is duplicated per path from the
-entry (acyclic CFGs only; loops are rejected with a located error), so each `return`
-block ends exactly one path and block arguments become plain aliases of the values
-the branch passed. At each return the ops of its path are swept in reverse
-(differentiate_sweep.py) with the rules of `adjoint_rules.py`, computing adjoints only
-for *active* values (depending on a `wrt` argument and reaching the source). A call `apply @g` gets an adjoint `@g_grad` (fresh name; all differentiable
-arguments, seedable) synthesized and called. Finally unused pure ops are erased, so
-the function computes no value it does not use.
-
-Decisions: only float tensors carry gradients. Integer and bool values are constants
-(DLVM has no int↔float casts, so integer data reaches float results only through
-non-differentiable positions such as masks); the derivative with respect to an integer
-argument is zero. Reaching an op without a rule (compares' outputs used as numbers,
-`modulo`, `floorDivide`, `truncateDivide`, `digamma`, `random`, calls through
-pointers, memory ops…) on a path from a `wrt` argument to the source is a located
-error naming the op and the path. Higher-order adjoints work whatever the declaration
-order: an adjoint whose primal is itself an adjoint declaration is built after it.
+Turns every `[adjoint …]` (or `[gradient …]`) declaration into a definition with DLVM's
+signature: the primal's control flow unfolded into a tree (acyclic CFGs only), swept in
+reverse per return with `adjoint_rules.py`, calls differentiated through synthesized
+`@g_grad`s. Only float tensors carry gradients; an op without a rule on an active path is
+a located error. Details: docs/guide/differentiation.md.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 - literal matching: `splat_value(v)` is the scalar of an inline literal (`1: f32`), of a
   splat literal (`literal 0.0: <2 x 3 x f32>`) or of `zero`, whatever the shape;
 - literal building: `splat(c, T)` makes `c: dt` inline for scalars, `literal c: T` else;
-- purity: `pure_functions(module)` and `is_pure(op, pure)` follow shared/DLVM.md §2.3's
-  sound table (random, memory, allocation, stack and refcount ops are impure; `apply` is
+- purity: `pure_functions(module)` and `is_pure(op, pure)` follow the sound purity
+  table of docs/reference/semantics.md (random, memory, allocation, stack and refcount ops are impure; `apply` is
   pure only when its callee is, recursion counting as impure);
 - control flow: `edges`/`rebuild_terminator` for branch operands (the CFG analyses live in
   `dlc.dialects.cfg`, whose `successors`, `predecessors` and `reachable` are re-exported).

@@ -1,31 +1,10 @@
 """math-approx: f32 `exp`, `log`, `tanh`, `erf` as branch-free polynomials (no libm calls).
 
-A loop-level rewrite run before `lower-loop-to-llvm` (unless the user asks for exact
-libm calls: `compile_graph_module(..., fast_math_functions=False)`). The expansions use
-only `arith` ops, `math.fma` and bit casts, so the loop vectorizer turns them into
-full-width vector code; the sigmoid pattern `1 / (1 + exp(-x))` therefore vectorizes
-too. f16 is computed in f32 and rounded; f64 keeps the exact calls. `exp`, `tanh` and
-`erf` on `vector<W x f32>` values (a register tile's epilogue, `epilogue.py`) expand
-to the same code on whole vectors: constants broadcast, compares and selects as
-`loop.vcmpf` / `loop.vselect`, so every lane gets the bits of the scalar expansion.
-
-Worst-case errors (float32, measured against float64 NumPy rounded to float32 over a
-sweep of 10^7 inputs plus special values, see test/unit/test_math_approx.py):
-
-- exp: within 2 ULP (denormal results included). Cody-Waite reduction
-  `x = n ln2 + r` with FMA, degree-7 Taylor polynomial on |r| <= ln2/2, scaling by
-  `2^n` as two exact power-of-two factors so overflow gives inf and underflow rounds
-  through the denormals to 0. inf -> inf, -inf -> 0, nan -> nan.
-- log: within 2 ULP. `x = m 2^e` with m in [sqrt(1/2), sqrt(2)), Cephes' logf
-  polynomial; denormal inputs are scaled by 2^23 first. 0 -> -inf, x < 0 -> nan,
-  inf -> inf, nan -> nan.
-- tanh: within 5 ULP. |x| < 0.625: `x + x^3 Q(x^2)` (degree-5 fit, relative error
-  2.3e-9); otherwise `1 - 2 / (exp(2|x|) + 1)` with the exp above; the sign is copied
-  from x (so -0 -> -0, ±inf -> ±1, nan -> nan).
-- erf: within 2 ULP. |x| < 0.921875: `x P(x^2)` (degree 6 in x^2, a fit of erf(x)/x
-  with relative error 4e-10); above: `1 - exp(Q(min(|x|, 4)))`, Q of degree 9 in
-  |x| - 2.5 a fit of log(erfc) (absolute error 4e-9; erf(4) rounds to 1 in f32);
-  the sign copied from x (-0 -> -0, ±inf -> ±1, nan -> nan).
+A loop-level rewrite run before `lower-loop-to-llvm` unless exact libm calls are asked
+for (`fast_math_functions=False`); f16 is computed in f32, f64 keeps libm. The expansions
+use only `arith`, `math.fma` and bit casts, so they vectorize, and vector forms give each
+lane the scalar bits. Worst-case errors (exp, log, erf 2 ULP; tanh 5 ULP) and methods:
+docs/design/numerics.md, tested in test/unit/test_math_approx.py.
 """
 
 from __future__ import annotations

@@ -1,37 +1,10 @@
 """plan-memory: place every intermediate buffer of a `loop.func` in one static arena.
 
-Liveness is measured on the function body's top-level ops (allocs, loop nests, copies,
-calls): a buffer is live from the first to the last top-level op that touches it. Two
-buffers may share bytes when their live ranges are disjoint. In place: a buffer B whose
-first writer N is the last reader of a buffer A of the same shape and element type
-takes A's bytes when N reads A and writes B only at one and the same index list made of
-N's loop induction variables (an element-wise access pattern: iteration `i` reads
-`A[i]` before or while writing `B[i]`, no other iteration touches element `i`).
-Function arguments (the caller's arrays) are never reused.
-
-Multi-block functions (control flow, lowered by `CFGLowering`): only buffers whose
-uses all lie in one basic block are planned, per block with the same rules (positions
-among that block's top-level ops). Such a value is defined and dead within one
-execution of its block, and blocks never run at once, so every block's plan starts at
-offset 0 and the arena is the largest block plan. Buffers used in several blocks (block
-arguments, values live across a branch or a loop back edge) stay heap `loop.alloc`s,
-freed before each return (`heap_buffers` in the stats).
-
-Offsets are chosen like nGraph's / TFLite's planners: greedy lowest-offset fit against
-already placed, live-overlapping buffers, trying two orders (largest first, and first
-defined first) and keeping the smaller arena. Sizes are rounded up to the 64-byte
-alignment; `min_live_bytes` (the lower bound: the largest total size of buffers live at
-one time) uses the same rounded sizes.
-
-The arena is allocated once per function, on its first call (`lower-loop-to-llvm`
-emits a zero-initialized global pointer and a getter that allocates on first use), not
-per call; so a planned function is not reentrant: functions that can call themselves
-(through `loop.call`) are left unplanned, and the runtime keeps the GIL while calling a
-planned function.
-
-Rewrite: each planned `loop.alloc` gets the attribute `arena_offset = <bytes>`, its
-`loop.dealloc` is erased, and the function gets `dlc.arena_bytes` and
-`dlc.min_live_bytes`.
+Buffers whose live ranges (over the top-level ops of one block) are disjoint share bytes,
+and an element-wise writer may take its input's bytes in place; offsets are a greedy
+lowest fit (two orders, the smaller arena wins). Each planned `loop.alloc` gets
+`arena_offset`, its `loop.dealloc` goes, the function gets `dlc.arena_bytes` and
+`dlc.min_live_bytes`. Details: docs/design/fusion-and-memory.md.
 """
 
 from __future__ import annotations

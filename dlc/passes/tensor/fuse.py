@@ -1,54 +1,9 @@
 """fuse: tensor-level fusion of `tensor.compute` ops by compute-inlining.
 
-Applied to every `tensor.func` (block by block); the `schedule` pass then groups what
-stays into shared loop nests (`dlc/passes/tensor/schedule.py`).
-
-**Compute-inline** (TVM's `compute_inline`). A producer compute P (no reduction, not
-   returned, not used as a reduction `init`) is replaced in each consumer by its body:
-   every `tensor.read %P[e...]` becomes a copy of P's body with P's index variables
-   bound to `e...`. Producers are visited from the last to the first, so whole
-   element-wise / broadcast chains collapse into their final consumer.
-
-   The rule that keeps work from being duplicated. Let `reads` be the number of element
-   reads of P over all consumers (each consumer's domain size x reduction size x its
-   number of distinct index lists of `tensor.read`s of P; reads at the same index
-   values are one read, LLVM's GVN merges them), `dup = reads / size(P)`, and `cost` P's scalar work
-   per element (math functions 20, divisions 8, other float/integer ops 1; reads,
-   constants and i64 index arithmetic 0). P is inlined when
-
-   - `dup <= 1`: every element is still computed at most once (element-wise chains,
-     permutations, a reduction reading each element once); or
-   - `cost == 0` and no consumer reads it at an index depending on a reduction index
-     variable: pure data movement / broadcasting (padShape, reshape, transpose, splat)
-     folded into index expressions, without turning a `dot` operand into strided
-     re-reads; or
-   - `dup <= 8` and `cost * (dup - 1) <= 32`: a little recomputation of cheap work is
-     cheaper than a store and reloads (e.g. softmax's `exp(x - max)` read by the sum
-     and by the division), unless some consumer reads it at a reduction-dependent
-     index more than once per element (a `dot` operand).
-
-   Anything else stays materialized; in particular a producer read by a `dot` (read
-   `N` times per element) or an expensive producer read by several consumers.
-
-   Exception (compute once, store, reduce in the same loop): a producer whose
-   duplicated work would be at least `MATERIALIZE_COST` (8, a division;
-   `cost * (dup - 1)`) and which some reduction iterates over exactly (its domain is
-   the reduction's output then reduction axes, read at that point) stays materialized
-   even when the rule above would inline it; grouping then evaluates it inside that
-   reduction's loop. Softmax's `exp(x - max)` is thus computed once, stored inside the
-   sum's loop and read back by the division, instead of being recomputed (an exp costs
-   far more than a store and a load of an L1-resident value); likewise the normalised
-   values `e / sum` of softmax k are computed once inside softmax k+1's max loop.
-   Cheap producers (`x - mean`, cost 1) are still recomputed.
-
-Multi-block functions are fused block by block: nothing is inlined into a consumer in
-another basic block (it may be a loop body executed many times), and groups never
-span blocks.
-
-Input: verified tensor level. Output: verified tensor level computing the same values
-(float results may differ only by the reassociation-free re-evaluation of the same
-scalar expressions, i.e. bit-identical except where the code generator already
-differs). The lowering `lower-tensor-to-loop` honours the group attributes.
+Input: verified tensor level. A producer is replaced in its consumers by its body when
+that duplicates no work, or only a little cheap work (`MATERIALIZE_COST`), block by block;
+the output computes the same values bit for bit. The rule and its exceptions:
+docs/design/fusion-and-memory.md.
 """
 
 from __future__ import annotations

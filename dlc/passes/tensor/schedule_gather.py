@@ -4,8 +4,7 @@ A gathered-row nest is element-wise and reads an operand at a row computed from
 another read (`gather`: `data[clamp(ids[i]), j]`) along its last axis at unit stride.
 LLVM cannot hoist the index read out of the inner loop (the output buffer might alias
 the indices as far as it knows), so it neither vectorizes nor copies rows: the plain
-nest recomputes the row per element (an embedding lookup, 128 rows of 768 f32: 60 µs
-on one core). Vectors of the target's width along the last axis load the index once
+nest recomputes the row per element (measured: docs/performance.md, "Measurements behind the defaults"). Vectors of the target's width along the last axis load the index once
 per vector and copy the row with vector loads and stores.
 """
 
@@ -21,8 +20,7 @@ from dlc.target import Target
 PARALLEL_BYTES = 1 << 22
 """Bytes a gathered-row nest writes below which it stays on one thread: a row copy is
 memory-bound, and forking for a few microseconds of copying costs more than it saves
-(on a loaded host, a scheduler quantum: the embedding lookup took 20 ms on 2 threads
-with the cores oversubscribed, 9 µs on one)."""
+(on a loaded host, a scheduler quantum)."""
 
 VECTOR_DTYPES = ("f32", "f64")  # the nest builder vectorizes float results only
 

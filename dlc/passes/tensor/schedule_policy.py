@@ -195,20 +195,10 @@ def pack_pays(
     (K blocked: B larger than L2), where each thread packs its own KC x NC block,
     reused by all M / MR row blocks (at least `PACK_ROWS` rows), and only when the
     columns leave a `tail` (N not a multiple of NR), which the zero-padded panels
-    remove from the microkernel. Measured on the 2-core AVX-512 EPYC while others'
-    jobs ran (so as CPU time per thread, the busiest thread's being the wall time of
-    a quiet machine; unpacked -> packed, GFLOP/s): 1 thread 1023^3 227 -> 249 (no
-    31-column tail), 1000^3 within ±3%; 2 threads 2000x1000x1000 462 -> 490; but
-    without a tail packing only costs: 1024^3 (W4) 447/435 -> 418/435 on 2
-    threads, 219 -> 211 on 1, 512x1000x4000 473 -> 464. On a 16-register AVX2 target
-    (ymm; Zen 3 measured, quiet, best of 15 calls of W4) the unpacked K block's rows of
-    16 columns, 4 KB apart, thrash L1 and packing pays without a tail too: 1 thread
-    43.2 -> 84.6 GFLOP/s, 2 threads 94.8 -> 155.7 (NumPy's OpenBLAS: 135-149). On
-    Zen 4 (`split`: 6 x 64 tiles, whose B panel rows are 256 bytes, 4 KB apart) packing
-    pays without a tail once enough row blocks reuse each packed block
-    (`PACK_ROWS_SPLIT`; quiet, GFLOP/s, unpacked -> packed): 1024^3 1 thread 100 ->
-    106, 2 threads 189 -> 193, 2048 x 1024 x 2048 on 2 threads 194 -> 206, 256 x 4096
-    x 1024 102 -> 104, but 64 x 1024 x 1024 108 -> 98."""
+    remove from the microkernel. On 16-register targets (AVX2) and on Zen 4 with
+    enough rows (`split`, `PACK_ROWS_SPLIT`) packing pays without a tail too. The
+    measurements behind each case: docs/performance.md, "Measurements behind the
+    defaults"."""
     if not lanes:
         return False
     blocked = bool(nc) and m >= PACK_ROWS
@@ -247,8 +237,7 @@ def k_block(k: int, row_bytes: int, target: Target) -> int:
     """KC for a K x N operand B of `row_bytes` per row: `K_BLOCK`, or all of K when B
     fits in L2. K blocks keep a block of B in L2 across the row blocks; a B that fits
     stays there anyway, and each K block outside the parallel row loop forks the
-    threads again (W3 at B = 64, B 784 x 256 f32: 70 µs unblocked, 76 µs in 4 blocks,
-    on 2 threads)."""
+    threads again (measured: docs/performance.md, "Measurements behind the defaults")."""
     return K_BLOCK if k * row_bytes > target.l2_bytes else k
 
 
@@ -256,8 +245,8 @@ def n_block(kc: int, dt_bytes: int, nr: int, target: Target) -> int:
     """NC when K is blocked (GOTO's column blocks): a multiple of NR such that one
     thread's KC x NC block of B takes a quarter of L2 (256 columns of f32 with KC = 256
     and 1 MiB), so the threads, each on its own column blocks, keep theirs in their own
-    L2 and fork once per call (W4 on 2 threads: 406 -> 462 GFLOP/s; rows split over
-    the threads inside K blocks shared the whole B block)."""
+    L2 and fork once per call (measured: docs/performance.md, "Measurements behind
+    the defaults")."""
     return max(nr, target.l2_bytes // 4 // (kc * dt_bytes) // nr * nr)
 
 
@@ -280,8 +269,7 @@ def tiled_schedule(op: tensor.ComputeOp, tiles: DotTiles) -> ScheduleAttr:
         inner = [f"{i}.1", *inner]
         # the outer of the two block loops is the parallel one (without column blocks):
         # the one with more blocks splits more evenly over the threads and leaves no
-        # serial remainder (W3 at B = 64, 6 row blocks and 8 column panels: 68 µs rows,
-        # 56 µs columns outer)
+        # serial remainder (docs/performance.md, "Measurements behind the defaults")
         panels = -(-(tiles.nc or op.domain[-1]) // tiles.nr)
         outer = [panel, f"{i}.0"] if panels > -(-rows // tiles.mr) else [f"{i}.0", panel]
     # K blocks keep the B block in L2 across row blocks: with one row block (a
@@ -307,9 +295,8 @@ def transpose_schedule(op: tensor.ComputeOp) -> ScheduleAttr | None:
     contiguously (its last index follows `a`, not the last axis) of an element-wise
     nest (`transpose`, a transposed dot operand being materialized): the plain order
     walks that operand with a stride of a whole row per element, a cache line and often
-    a page per element; in blocks each line read is used whole (`dot(a, transpose(b))`
-    at 1024^3 on 1 thread: the transpose took 4.4 ms, 0.5 ms in blocks; NumPy's
-    `b.T.copy()` 3.5 ms). Loops: the other axes, then a.0, last.0, a.1, last.1. None
+    a page per element; in blocks each line read is used whole (measured:
+    docs/performance.md). Loops: the other axes, then a.0, last.0, a.1, last.1. None
     when nothing reads across, the nest is small or in a group."""
     rank = len(op.domain)
     if op.combinator is not None or rank < 2 or op.schedule is None:

@@ -1,39 +1,9 @@
 """Tuning records for the `schedule` pass: workload keys and the tuning database.
 
-A **workload key** names what a `tensor.compute` computes, independent of SSA names,
-of its position in the program and of its schedule: a hash of the nest's normalized
-structure (body ops in order with operands numbered, reads naming their input by
-position, constants, the combinator and init, the input and result types and the
-reduction extents). Two nests with equal keys are the same loop program, so a
-schedule tuned for one fits the other. The target CPU is a field of the record beside
-the key (a schedule tuned on `znver5` says nothing about `haswell`).
-
-The **tuning database** is a JSON lines file (one record a line, appended by
-`dlc-tune`; `dlc.tune` writes it):
-
-    {"key": "...", "nest": "dot 64x256 r784 f32", "target": "znver5",
-     "schedule": "#schedule.nest<...>", "seconds": 1.2e-5, "status": "ok",
-     "version": "0.1.0", "time": 1767000000.0, "search": "model", "features": [...]}
-
-A **group key** (`group_key`) names a fused group, or one element-wise or reduction
-nest in no group, the same way: the normal form of each member in order, which
-earlier member or which outside value (numbered in first-use order) each input and
-init is, and whether the member's result is used outside the group. Its records'
-schedules are arrays of member schedules (`schedule_tuned_groups.py`).
-
-Records carry a `format` (`RECORD_FORMAT`): format 1 (no field: before the cost
-model's features saw `pack` and `epilogue`) is read as it is, its schedule applies
-and the tuner extends its features (`dlc.tuner.features.training_features`); a
-record of a newer format than this dlc reads is ignored with one warning.
-
-A record whose schedule is `default` measured the policy's own schedule (`dlc-tune`
-writes one per nest): when it is the fastest, the nest keeps the policy's schedule.
-`TuningDatabase.load(path)` keeps the fastest `ok` record per (key, target) of this
-dlc version; a line that is not such a record (not JSON, missing fields), one of
-another dlc version, and a failed measurement are ignored, and the first two are
-reported with one `TuningWarning` per kind (never an error: a tuning database never
-stops a compile). `lookup` says, for a nest without a usable record, why: the key is
-not in the database, only records for another target or another dlc version exist.
+A workload key hashes what a `tensor.compute` computes (not names, position or schedule);
+the database is a JSON lines file of `Record`s, of which `TuningDatabase.load` keeps the
+fastest `ok` one per (key, target) of this dlc version; bad lines are warnings, never
+errors. Record fields and formats: docs/design/tuner.md.
 """
 
 from __future__ import annotations

@@ -1,24 +1,9 @@
 """Tuning records of fused groups for the `schedule` pass (`schedule_records.py`).
 
-Once the default policy has scheduled a run of computes (contraction records,
-`schedule_tuned.py`, already in place), its **tunable units** are, in order: each
-fusion group (all its members), and each compute in no group that is not a
-contraction (`dlc-tune` tunes those one by one), not the epilogue of one, and has no
-tiles, vectors, packing or epilogue in its schedule (the policy's special forms:
-transposes in blocks, gathered rows); a unit has at least `MIN_POINTS` output
-points in one member (smaller ones are not worth a measurement).
-`dlc-tune` tunes exactly these units (`dlc.tuner.space_groups`): tuning a group as a
-whole keeps the fusion that makes it fast, where a record per member would take
-each member out of its group.
-
-A unit's records are keyed by `group_key`; their schedule is an array of member
-schedules, `[#schedule.nest<...>, ...]`, in member order. It applies when it has one
-schedule per member, each fits its member (`ScheduleAttr.check`) without `pack` or
-`epilogue`, and either every member has a `group` clause (the unit stays one fused
-nest: each member takes the policy's group clause, which `verify_group` must accept
-with the new loops) or none has (one nest per member). A `default` record leaves the
-unit to the policy, silently; any other unit without a usable record is a
-`TuningWarning` at its first member saying why (never a silent fallback).
+After the policy has scheduled a run, each fusion group and each lone element-wise or
+reduction nest (the tunable units) takes its `group_key` record's member schedules when
+they fit; a unit without a usable record is a located `TuningWarning` saying why. The
+rules: docs/design/tuner.md.
 """
 
 from __future__ import annotations

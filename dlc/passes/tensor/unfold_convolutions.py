@@ -2,35 +2,10 @@
 product over the unfolded image (im2col), where the register-tiled convolution
 serves them badly.
 
-The tiled convolution (`schedule_conv.py`) vectorizes along the output row: a row
-shorter than two of the target's vectors wastes most lanes (ResNet's 7 x 7 and
-14 x 14 stages on AVX2: rows of 7 as vectors of 4 + 2 + 1 lanes, 6 GFLOP/s where
-56-wide rows run at 30 on the 2-core AVX2 host), and a strided row is no vector at
-all (a scalar tile). Here the convolution (`conv2d_of`: the nest
-`lower-graph-to-tensor` builds, its padding already materialized) becomes
-
-    cols[n, c·KH·KW + kh·KW + kw, oh·OW + ow] = x[n, c, oh·s + kh·d, ow·s + kw·d]
-    flat[n, o, p] = sum over k of cols[n, k, p] · w[o, k]        (a `dot`-like compute)
-    y[n, o, oh, ow] = flat[n, o, oh·OW + ow]
-
-so the product's columns are the whole image (OH·OW: 49 or 196 for ResNet's late
-stages) and the default policy gives it the matrix-product register tile and
-unit-stride vector loads whatever the stride. `cols` is materialized (`fuse` keeps
-it: every element is read once per output channel) and `w[o, k]` is the kernel's
-data seen as an (O, C·KH·KW) matrix: a literal with the same bytes, so only
-constant (or 1 x 1) kernels take this form. The sum runs over k = (c, kh, kw) in
-the convolution's order with the same init, so results are bit-identical to the
-convolution's nest.
-
-Which convolutions (`unfolds`, from the `Target`): float, ungrouped, rows shorter
-than two of the target's vectors of the element type (16 f32 with AVX2, 32 with
-AVX-512) or strided, at least that many output pixels (the product's columns fill a
-register tile), a constant or 1 x 1 kernel, and a `cols` buffer of at most
-`MAX_COLS_BYTES`.
-
-Input: verified tensor level, before `fuse` and `schedule` (the pipeline runs it at
-opt_level >= 1). Output: the same values; each unfolded convolution is three
-computes without schedules, the others are unchanged.
+Input: verified tensor level, before `fuse` and `schedule` (opt_level >= 1). Each
+convolution `unfolds` picks from the `Target` becomes three computes without schedules
+(columns, product, reshape) with bit-identical results; the others are unchanged. Why
+and which: docs/design/fusion-and-memory.md.
 """
 
 from __future__ import annotations

@@ -1,30 +1,9 @@
 """The search's cost model: an analytical per-node estimate in nanoseconds.
 
-Analytical, with constants fitted by hand to single-thread timings of dlc's own
-compiled kernels on the development machine (AVX-512, opt_level=2), not measured per
-shape at compile time (`superoptimize{costs=measured}` prices products by measured
-kernels instead, `measure.py`):
-
-| measured (1 thread)                                   | time    | constant           |
-|-------------------------------------------------------|---------|--------------------|
-| 4 × dot 64×1024·1024×1024, separate                   | 3.5 ms  | PEAK ≈ 150 GFLOP/s |
-| 1 × dot 64×1024·1024×4096 (weights pre-concatenated)  | 3.6 ms  | (no width effect)  |
-| concatenating four 1024×1024 weights along 1          | ≈ 7 ms  | COPY ≈ 1.7 ns/elem |
-
-Per node:
-
-- `matmul` (m×k)·(k×n): 2mkn / PEAK plus one kernel start (a parallel region, operand
-  packing set-up) — the saving when two products become one; `conv` likewise, its
-  FLOPs 2·|result|·c·r·s for c input channels and an r×s window;
-- `maxpool`: FUSED_NS per input element plus a quarter start;
-- `concat0/1`: a copy of its result (dlc materializes a concatenation that feeds a
-  product; fused into an element-wise reader it would be cheaper, so this is an upper
-  bound — the search stays conservative about merging products over large weights);
-- element-wise ops (`ewadd`, `ewmul`, `smul`, `relu`): FUSED_NS per result element
-  (dlc fuses them into their readers) plus a quarter start;
-- `transpose` and splits: MOVE_NS per element (index expressions of their readers);
-- leaves cost nothing, and so does a node over constants that fold-constants folds
-  after the search (the search's own rule: a concatenation of literal weights is free).
+Products and convolutions cost their FLOPs at a fitted peak plus a kernel start,
+concatenations a copy, element-wise ops a fused per-element cost, moves an index cost;
+leaves and folded constants nothing. The constants and how they were fitted:
+docs/design/superoptimizer.md, "Cost model".
 """
 
 from __future__ import annotations

@@ -1,28 +1,9 @@
 """Measured per-op costs for the search: `superoptimize{costs=measured}` or `costs=table`.
 
-The products the search trades against each other — `dot` of f32 matrices and 2-d
-`convolve` of f32 images (no dilation) — cost what dlc's own compiled kernel for that
-op and shape takes on this machine: one function holding just the op, compiled at
-opt_level 2 on one thread (the analytical model's constants were fitted the same way)
-and timed by its median call, the call's own overhead included (the per-kernel start
-the analytical model adds). Every other op keeps its analytical cost (`cost.py`):
-element-wise ops fuse into their readers, so a kernel of their own would misprice them.
-
-Measurements are keyed by op and shapes (`op_key`) and kept in a JSON table on disk,
-`<compile cache dir>/superopt-costs-<host cpu>.json` by default (`cost-table=PATH`
-names another), read and written like the compile cache: a file or directory that is
-not owned by the current user, is writable by group or others or is a symbolic link is
-refused (an option error, never read), new directories are 0700 and the table is
-replaced atomically by a 0600 file. Compiling, timing and the checked file access are
-the runtime's business, above the passes: `dlc.superopt_costs.install()` provides
-them (`Backend`; dlc-opt installs it), and without it measured costs are an option
-error.
-
-- `costs=measured`: a shape the table lacks is measured when the search first prices
-  it (a compile and a few calls, ~1 s, counted against the search's time budget) and
-  the table is saved after the pass;
-- `costs=table`: the table is only read; a shape it lacks keeps its analytical cost
-  (reproducible: what tests inject).
+`dot` and 2-d `convolve` of f32 cost what dlc's own compiled kernel for that op and
+shape takes on this machine (one thread, median call), kept in an owner-only JSON table
+(`cost-table=PATH`); other ops keep their analytical cost. The runtime provides the
+timing (`dlc.superopt_costs.install()`). Details: docs/design/superoptimizer.md.
 """
 
 from __future__ import annotations

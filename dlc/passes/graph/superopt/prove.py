@@ -1,24 +1,9 @@
 """Proofs of substitutions with z3 (the `z3-solver` package, needed only to generate).
 
-Tensors are one uninterpreted sort; every op is an uninterpreted function. Shapes are
-tracked by integer functions of a tensor — `rank`, `d0`…`d3` (1 beyond the rank; `d0`
-and `d1` are a matrix's rows and columns) and `cut0`/`cut1`, where a split along 0/1
-cuts (TASO records the same from concatenations) — defined for every op by quantified
-equations (`d0(matmul(x, y)) = d0(x)`, `cut0(concat0(x, y)) = d0(x)`, `d2(conv(x, k))
-= conv2(d2(x), d2(k))` with `conv2` an uninterpreted function: the rule's one
-convolution configuration, …). Each trusted axiom becomes
-
-    ∀ vars. well-typed(lhs) ∧ well-typed(rhs) → lhs = rhs
-
-so it claims nothing about ill-shaped instances: `ewadd(concat0(x, y), concat0(z, w)) =
-concat0(ewadd(x, z), ewadd(y, w))` holds only where x and z (and y and w) have the same
-shape, although both sides' concatenations may be well-typed otherwise. A rule is
-proven when, for inputs of the rule's symbolic shapes (dimension variables ≥ 1), z3
-finds `axioms ∧ lhs_i ≠ rhs_i` unsatisfiable for every output i. Axioms are used only
-after passing their own random check (axioms.py); candidates reach the prover only
-after agreeing exactly on random integer inputs. Each proof attempt is bounded by
-z3's resource limit (`rlimit`, a count of solver steps), not by time, so a rule's
-status is the same on every machine and under any load.
+Tensors are an uninterpreted sort, ops uninterpreted functions with shape functions;
+each axiom holds only for well-typed instances. A rule is proven when z3 finds
+`axioms ∧ lhs ≠ rhs` unsatisfiable within a resource limit (solver steps, not time, so
+statuses are the same on every host). Details: docs/design/superoptimizer.md, "Proofs".
 """
 
 from __future__ import annotations

@@ -1,25 +1,9 @@
 """TASO's cost-based backtracking search over proven substitutions.
 
-A pattern is one direction of a rule (`lhs -> rhs` or `rhs -> lhs`; a side whose
-output is a bare input is never a source). Matching unifies the source's terms with
-hash-consed nodes (commutative ops both ways), binds the dimension variables from the
-inputs' shapes and checks every matched node's shape and split point against the
-rule's symbolic shapes. Applying builds the target's nodes and rebuilds the roots.
-
-The search (Jia et al., SOSP 2019, Algorithm 2) keeps a queue of graphs ordered by
-cost; it pops the cheapest, applies every pattern at every match, and queues each new
-graph whose cost is below `alpha` times the best cost seen — so a rewrite that costs a
-little now (α > 1) can lead to a cheaper graph later — until the queue is empty, the
-time budget is spent or `max_graphs` graphs were seen.
-
-One departure from TASO: the queue orders costs in steps of `STEP` (1 %), and graphs
-within a step in the order they were found (breadth first). Ordered by exact cost, a
-plateau of rewrites that each save a fraction of a percent is expanded before any graph
-of the starting cost: attention over constant weights merges its three projections
-(saving two kernel starts, 0.2 %), and the tens of thousands of split and transpose
-arrangements of the merged product starve the three equal-cost steps that turn
-(x·wq)·(x·wk)ᵀ into (x·(wq·wkᵀ))·xᵀ, 28 % cheaper. The best graph is still the one of
-least exact cost.
+Patterns (one direction of a rule) match hash-consed nodes with their symbolic shapes;
+a queue of graphs by cost (in 1 % steps, found order within a step) is expanded while
+new graphs cost less than `alpha` times the best, until the queue, the time budget or
+`max_graphs` runs out. Why the steps: docs/design/superoptimizer.md, "Search".
 """
 
 from __future__ import annotations

@@ -1,37 +1,9 @@
 """The term language of substitutions: small tensor programs over symbolic shapes.
 
-A term is a nested tuple `(op, arg, ...)` whose leaves are input names (`"x0"`). It
-prints and parses as an s-expression, `(matmul x0 (concat1 x1 x2))`. Inputs carry a
-symbolic shape: a tuple of dimensions, each a dimension variable (`"a"`) or a pair
-`(d, e)` meaning d + e — the pair records where a concatenation joined its parts, so
-that `split0a`/`split0b` (the two halves of a split along dimension 0) know where to cut,
-as in TASO. Scalars have the empty shape. A convolution's or a pooling's spatial result
-size is a `Window` dimension: a function of the input's size (and the kernel's) under
-the rule's one configuration — every `conv` of a rule has the same strides, padding
-and dilations, every `maxpool` the same window and strides (the search binds them at a
-match; evaluation reads them from the reserved sizes `@stride`, `@pad`, `@pwin`,
-`@pstride`).
-
-| op          | operands                | result shape          | graph dialect                         |
-|-------------|-------------------------|-----------------------|---------------------------------------|
-| ewadd       | X: S, Y: S              | S                     | `add`                                 |
-| ewmul       | X: S, Y: S              | S                     | `multiply`                            |
-| smul        | X: S, s: ()             | S                     | `multiply` by a scalar                |
-| matmul      | (m k), (k n)            | (m n)                 | `dot`                                 |
-| transpose   | (m n)                   | (n m)                 | `transpose`                           |
-| concat0/1   | two tensors             | joined along 0 / 1    | `concatenate … along 0/1`             |
-| split0a/0b  | ((m, p) …)              | (m …) / (p …)         | `slice` rows                          |
-| split1a/1b  | (m (n, q) …)            | (m n …) / (m q …)     | transpose·slice·transpose (matrices)  |
-| relu        | S                       | S                     | `max %x, 0`                           |
-| conv        | (n c h w), (o c r s)    | (n o h' w')           | `convolve` (groups 1)                 |
-| maxpool     | (n c h w)               | (n c h' w')           | `reduceWindow … by max init -inf`     |
-
-S is a matrix or a rank-4 tensor (NCHW; a kernel is OIHW, so `concat0` of kernels
-stacks output channels and `concat1` of images stacks channels); `matmul` and
-`transpose` take matrices, `conv` and `maxpool` rank-4 tensors.
-
-`evaluate` runs terms on NumPy arrays of any dtype (int64 for the generator's exact
-fingerprints, float64 for the numeric re-checks).
+Terms are nested tuples `(op, arg, ...)` over named inputs with symbolic shapes (a pair
+`(d, e)` records where a concatenation joined its parts), printed and parsed as
+s-expressions, evaluated on NumPy arrays by `evaluate`. The ops and their shape rules
+(a table): docs/design/superoptimizer.md, "Terms".
 """
 
 from __future__ import annotations
