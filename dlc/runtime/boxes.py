@@ -81,12 +81,21 @@ class BoxHeap:
         self.kinds = indirect_kinds(symbols)
         self.counter = counter
         self._shapes: dict[str, _Shape] = {}
+        self._held_by_kind: dict[int, list[int]] = {}
 
     def shape(self, t: NominalType) -> _Shape:
         shape = self._shapes.get(t.ident)
         if shape is None:
             shape = self._shapes[t.ident] = self._make_shape(t)
         return shape
+
+    def _held(self, kind: int) -> list[int]:
+        """The held-box offsets of boxes of `kind` (a box's kind word)."""
+        held = self._held_by_kind.get(kind)
+        if held is None:
+            held = self.shape(NominalType(self.kinds[kind - 1], "enum")).held
+            self._held_by_kind[kind] = held
+        return held
 
     def _make_shape(self, t: NominalType) -> _Shape:
         symbols = self.symbols
@@ -232,8 +241,7 @@ class BoxHeap:
         work = [box]
         while work:
             current = work.pop()
-            kind = self.kinds[_word(current + 8).value - 1]
-            for offset in self.shape(NominalType(kind, "enum")).held:
+            for offset in self._held(_word(current + 8).value):
                 child = _word(current + offset).value
                 if child:
                     _word(child).value -= 1
