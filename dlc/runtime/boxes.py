@@ -12,13 +12,14 @@ are counted in the module variable `abi.LIVE_BOXES_VAR` like the code's own.
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from xdsl.ir import Attribute
 
-from dlc.dialects.abi import DEAD, HEAP_HEADER, LIVE
+from dlc.dialects.abi import DEAD, HEAP_HEADER, LIVE, LIVE_BOXES_VAR
 from dlc.dialects.graph import Symbols
 from dlc.dialects.graph_types import (
     NominalType,
@@ -80,12 +81,21 @@ class BoxHeap:
         self.kinds = indirect_kinds(symbols)
         self.counter = counter
         self._shapes: dict[str, _Shape] = {}
+        self._held_by_kind: dict[int, list[int]] = {}
 
     def shape(self, t: NominalType) -> _Shape:
         shape = self._shapes.get(t.ident)
         if shape is None:
             shape = self._shapes[t.ident] = self._make_shape(t)
         return shape
+
+    def _held(self, kind: int) -> list[int]:
+        """The held-box offsets of boxes of `kind` (a box's kind word)."""
+        held = self._held_by_kind.get(kind)
+        if held is None:
+            held = self.shape(NominalType(self.kinds[kind - 1], "enum")).held
+            self._held_by_kind[kind] = held
+        return held
 
     def _make_shape(self, t: NominalType) -> _Shape:
         symbols = self.symbols
@@ -204,6 +214,22 @@ class BoxHeap:
         _LIBC.free(box - HEAP_HEADER)
         self._count(-1)
 
+    def lender(self, what: str, lent: list[int]) -> Callable[[Any, Any], np.ndarray]:
+        """values.to_leaves' hook for an argument: builds the box, records it in
+        `lent` (released after the call) and gives its address as the leaf."""
+
+        def box(value: Any, t: Any) -> np.ndarray:
+            lent.append(self.build(value, t, what))
+            return np.array(lent[-1], np.int64)
+
+        return box
+
+    def take(self, t: NominalType, leaf: np.ndarray) -> Any:
+        """values.from_leaves' hook for a result: the tree, its reference released."""
+        value = self.read(int(leaf), t)
+        self.release(int(leaf))
+        return value
+
     def release(self, box: int) -> None:
         """One reference less; free what dies (iteratively)."""
         if not box:
@@ -215,8 +241,7 @@ class BoxHeap:
         work = [box]
         while work:
             current = work.pop()
-            kind = self.kinds[_word(current + 8).value - 1]
-            for offset in self.shape(NominalType(kind, "enum")).held:
+            for offset in self._held(_word(current + 8).value):
                 child = _word(current + offset).value
                 if child:
                     _word(child).value -= 1
@@ -298,3 +323,11 @@ def _leaf_bytes(value: Any, leaf: TensorType, t: NominalType, what: str) -> byte
             f"{format_type(t)}, got {value!r:.60}"
         )
     return np.ascontiguousarray(array, numpy_dtype(leaf.dt)).tobytes()
+
+
+def heap_of(jit: Any, symbols: Symbols) -> BoxHeap:
+    """The heap of a loaded module, counting in its `abi.LIVE_BOXES_VAR` (if any)."""
+    from dlc.runtime.native import variable_storage
+
+    counter = variable_storage(jit, LIVE_BOXES_VAR)
+    return BoxHeap(symbols, None if counter is None else counter.ctypes.data)

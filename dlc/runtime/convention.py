@@ -257,43 +257,16 @@ class CompiledFunction:
         flat: list[object] = []
         for i, (value, t) in enumerate(zip(args, types, strict=True)):
             what = f"argument {i} (%{self.param_names[i]}) of @{self.name}"
-            flat.extend(to_leaves(value, t, symbols, what, self._boxer(what, lent)))
+            flat.extend(to_leaves(value, t, symbols, what, self._heap().lender(what, lent)))
         return flat
-
-    def _boxer(self, what: str, lent: list[int]) -> Callable[[Any, Any], np.ndarray]:
-        heap = self._heap()
-
-        def box(value: Any, t: Any) -> np.ndarray:
-            lent.append(heap.build(value, t, what))
-            return np.array(lent[-1], np.int64)
-
-        return box
 
     def _heap(self) -> Any:
         """The module's `runtime.boxes.BoxHeap` (recursive enum values)."""
         if self._boxes is None:
-            from dlc.dialects.abi import LIVE_BOXES_VAR
-            from dlc.runtime.boxes import BoxHeap
-            from dlc.runtime.native import variable_storage
+            from dlc.runtime.boxes import heap_of
 
-            counter = variable_storage(self._jit, LIVE_BOXES_VAR)
-            address = None if counter is None else counter.ctypes.data
-            self._boxes = BoxHeap(self._structured[1], address)  # type: ignore[index]
+            self._boxes = heap_of(self._jit, self._structured[1])  # type: ignore[index]
         return self._boxes
-
-    def _results(self, outputs: list[np.ndarray]) -> Any:
-        """A structured result from its leaves; recursive enum trees are read and the
-        reference the call returned released."""
-        from dlc.runtime.values import from_leaves
-
-        def take(t: Any, leaf: np.ndarray) -> Any:
-            heap = self._heap()
-            value = heap.read(int(leaf), t)
-            heap.release(int(leaf))
-            return value
-
-        symbols = self._structured[1]  # type: ignore[index]
-        return from_leaves(self._output_type, iter(outputs), symbols, take)
 
     def _entry_point(self, jit: JITModule, buffers: list[TensorSig]) -> Callable[..., None]:
         """A cached ctypes callable of the native code (and how to pass an array to it).
@@ -428,7 +401,10 @@ class CompiledFunction:
         if status:
             self._raise_for(ctx)
         if self._structured is not None:
-            return self._results(outputs)
+            from dlc.runtime.values import from_leaves
+
+            symbols, take = self._structured[1], self._heap().take
+            return from_leaves(self._output_type, iter(outputs), symbols, take)
         if self._single:
             return outputs[0]
         if not outputs and not self._output_type.types:

@@ -326,3 +326,37 @@ def test_python_trees_share_and_cycles_are_refused(tree: Any, graph: Any) -> Non
     ):
         tree.score(W, B, loop)
     assert tree.live_boxes() == 0
+
+
+FOREST = (
+    (HERE.parent / "lit" / "parser" / "recursive-types.dl").read_text()
+    + """
+func @total: ($Forest) -> f32 {
+'entry(%f: $Forest):
+    branchEnum %f: $Forest case ?grow 'grow case ?empty 'empty
+'grow(%n: $Node, %rest: $Forest):
+    %x = extract #label from %n: $Node
+    %kids = extract #kids from %n: $Node
+    %a = apply @total(%kids: $Forest): ($Forest) -> f32
+    %b = apply @total(%rest: $Forest): ($Forest) -> f32
+    %ab = add %a: f32, %b: f32
+    %s = add %x: f32, %ab: f32
+    return %s: f32
+'empty():
+    return 0.0: f32
+}
+"""
+)
+
+
+def test_recursion_through_a_struct() -> None:
+    """`$Node` (a struct) holds `$Forest` (an enum) which holds `$Node`: the enum is
+    boxed, the struct is a value holding a box address."""
+    mod = dlc.compile(FOREST, filename="forest.dl", opt_level=0)
+    graph = dlc.parse(FOREST, filename="forest.dl")
+    planted = mod.plant(np.float32(2.5))
+    assert planted[0] == "grow" and planted[1][0][1] == ("empty", ())
+    node = lambda x, kids: (np.float32(x), kids)  # noqa: E731
+    forest = ("grow", (node(1, ("grow", (node(2, ("empty", ())), ("empty", ())))), planted))
+    assert mod.total(forest) == run_function(graph, "total", [forest]) == np.float32(5.5)
+    assert mod.live_boxes() == 0

@@ -15,6 +15,11 @@ functions `abi.BOX_RETAIN` and `abi.BOX_RELEASE`. Release frees a box whose coun
 drops to zero and then releases what it holds, iteratively: the boxes to free are
 threaded into a list through their (dead) count words, so a tree 10 000 deep never
 deepens the native stack. `abi.LIVE_BOXES_VAR` counts the live boxes.
+
+The counts are plain (not atomic) memory updates: calls on several threads are safe
+while each works on its own trees, not when they share a tree kept in a module
+variable. A call that traps leaves the boxes it held alive (the status word returns
+from every function at once, skipping the releases).
 """
 
 from __future__ import annotations
