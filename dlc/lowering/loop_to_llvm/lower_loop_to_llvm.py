@@ -443,6 +443,7 @@ class LowerLoopToLLVMPass(ModulePass):
                 func.linkage = llvm.LinkageAttr("internal")
                 func.properties["no_inline"] = UnitAttr()
             lowered.extend([func, *outlined])
+        progress.items(len(children), len(children))
         defined = {f.sym_name.data for f in lowered if isinstance(f, llvm.FuncOp)}
         for name, ftype in externals.items():
             if name not in defined:
