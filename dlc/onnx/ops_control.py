@@ -1,27 +1,11 @@
 """ONNX If, Loop and Scan: subgraphs imported as blocks of the same function
 (`subgraph.py` says why), loops as CFG loops (`loops.py`).
 
-- **If** with a condition known at import time imports only the branch it takes, in
-  place (its outputs may then differ in shape from the other branch's, and stay
-  constants when they are); otherwise both branches become blocks joined by a
-  `conditional`, and their outputs must have the same types. A branch that cannot be
-  imported (an LSTM over another rank) while the other can is a trap, with an
-  `UnreachableBranchWarning`, not a refusal.
-- **Loop** with a constant trip count of at most `UNROLL_MAX` whose condition is known
-  at import time on every iteration (absent, or computed from the iteration number, the
-  incoming condition and constants by foldable ops) is unrolled: the body is imported
-  once per iteration with the iteration number as a constant, so shape computations on
-  it fold (a `Slice` at row i) and scan outputs of any count are exact. Any other Loop
-  is a CFG loop with the trip count and condition tested at run time; its loop-carried
-  values keep their types (dlc's shapes are static), and scan outputs need an exact
-  iteration count: a constant trip count and a condition that is constant true.
-- **Scan** is a CFG loop over the scan inputs' common length: row i (or T-1-i for a
-  reversed input) of each scan input is a `gather`, and scan outputs are accumulated
-  along axis 0, then reversed and moved to their axis. Opset 8's batched form runs one
-  such loop per batch row and stacks the results.
-
-A refusal that a constant would remove (a trip count, a condition) is a `NotConstant`,
-so the backend compiles models whose graph inputs feed it for their values.
+If with a known condition imports its branch, else both joined by a `conditional` (a
+branch that cannot be imported beside one that can is a trap with an
+`UnreachableBranchWarning`); Loop unrolls up to `UNROLL_MAX` known iterations, else runs
+as a CFG loop; Scan is a CFG loop over rows gathered from its inputs. A refusal a constant would remove is a `NotConstant`.
+Details: docs/guide/onnx.md.
 """
 
 from __future__ import annotations

@@ -1,27 +1,9 @@
 """Subgraphs (If's branches, Loop's and Scan's bodies) and node expansions, imported
 into the importer's one function.
 
-**Subgraphs become blocks of the same function**, not functions called per
-iteration: a body or branch is imported where the emitter stands (a loop body's block,
-a branch's block, or the current block when a loop is unrolled or a branch is chosen
-at import time). This way
-
-- outer-scope values are read directly: a block is dominated by the blocks that
-  define every value it can see, so no closure conversion or argument threading is
-  needed, and outer initializers and `Constant`s stay NumPy constants inside bodies
-  (their shape computations fold there as they do outside);
-- loops are DLVM's CFG loops (a header block with the loop-carried values as block
-  arguments, `conditional` to the body or the exit), which the code generator
-  compiles like any other control flow.
-
-**Scoping.** ONNX subgraphs have their own names, which shadow outer ones and vanish
-after the node. `scope` gives the body copies of the importer's name tables and
-restores the originals afterwards, so an outer constant that becomes a literal inside a
-body (a literal placed in the body's block) is not used outside it, where that block
-does not dominate.
-
-Nodes that expand into other ONNX nodes (RNN, GRU, LSTM, ReverseSequence) import them
-with `expand`, as the importer imports a function body.
+A subgraph becomes blocks of the same function, so outer-scope values are read directly
+(no closure conversion) and loops are DLVM's CFG loops; `scope` gives a body copies of
+the importer's name tables, restored afterwards. Why: docs/guide/onnx.md.
 """
 
 from __future__ import annotations
