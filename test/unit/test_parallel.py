@@ -133,3 +133,44 @@ def test_openmp_waits_briefly_then_sleeps_unless_the_user_chose() -> None:
             [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
         )
         assert out.stdout.split("\n")[0] == want, (extra, out.stdout, out.stderr)
+
+
+def test_the_load_governor_steps_down_on_pressure_and_back_after_calm() -> None:
+    from dlc.runtime.governor import CALM_PERIODS, HIGH, LOW, Decision
+
+    d = Decision()
+    assert d.update(LOW / 2) is False
+    assert d.update(HIGH + 0.1) is True  # contended at once
+    assert d.update((HIGH + LOW) / 2) is True  # in between: stays down
+    for _ in range(CALM_PERIODS - 1):
+        assert d.update(LOW / 2) is True
+    assert d.update(HIGH + 0.1) is True  # a busy period restarts the count
+    for _ in range(CALM_PERIODS - 1):
+        d.update(LOW / 2)
+    assert d.update(LOW / 2) is False  # CALM_PERIODS calm periods in a row: back up
+
+
+def test_the_governed_thread_word_changes_no_result(tmp_path: Path) -> None:
+    """The governor writes a context's thread word between calls; a module's results
+    are the same at the stepped-down count, and the word goes back when calm."""
+    from dlc.dialects import abi
+    from dlc.runtime.governor import GOVERNOR, read_some_total
+
+    path = ROOT / PROGRAMS["lstm_tail"][0]
+    mod = dlc.compile_file(path, num_threads=2)
+    name = mod.functions[0]
+    args = _inputs(mod, name)
+    want = mod[name](*args)
+    ctx = mod[name]._contexts.get()  # type: ignore[union-attr]
+    assert ctx.words[abi.CTX_THREADS] in (1, 2) and ctx.requested_threads == 2
+    ctx.set_threads(1)
+    for got, ref in zip(mod[name](*args), want, strict=True):
+        np.testing.assert_array_equal(got, ref)
+    if read_some_total() is not None:  # watched where the kernel reports pressure
+        assert ctx in GOVERNOR.watched
+        GOVERNOR.decision.contended = False
+        GOVERNOR.apply()
+        assert ctx.words[abi.CTX_THREADS] == 2
+    (tmp_path / "psi").write_text("some avg10=1.00 avg60=0.50 avg300=0.10 total=4242\n")
+    assert read_some_total(str(tmp_path / "psi")) == 4242
+    assert read_some_total(str(tmp_path / "missing")) is None
