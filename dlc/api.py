@@ -307,7 +307,7 @@ def _compile(
     check_symbols(external_names(llvm_level), module)
     funcs = defined_functions(module)
     native = {f.sym_name.data for f in llvm_level.body.block.ops if isinstance(f, llvm.FuncOp)}
-    native &= set(funcs)
+    native = {name for name in funcs if abi.function_symbol(name) in native}
     with pipeline.gc_paused():  # the conversion to LLVM IR allocates as much again
         jit = JITModule(llvm_level, options.opt_level, target=options.target)
     meta = metadata(llvm_level, report, native)

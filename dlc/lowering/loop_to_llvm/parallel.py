@@ -3,11 +3,11 @@
 The outermost `loop.for` marked `parallel` (by its schedule) of a nest becomes
 
     data = {ctx, every value the loop uses from outside}      (stack slots)
-    if ctx.threads > 1: GOMP_parallel(@f.omp<k>, &data, ctx.threads, 0)
-    else:               @f.omp<k>(&data)
+    if ctx.threads > 1: GOMP_parallel(@f$omp<k>, &data, ctx.threads, 0)
+    else:               @f$omp<k>(&data)
     return if the status word is set
 
-    @f.omp<k>(data):                                          (internal)
+    @f$omp<k>(data):                                          (internal)
       tid = omp_get_thread_num(); n = omp_get_num_threads()
       trip = ceil((ub - lb) / step); chunk = ceil(trip / n)
       for j in [tid * chunk, min(trip, (tid + 1) * chunk)): iv = lb + j * step; body
@@ -22,7 +22,7 @@ OpenMP runtime (`openmp=False`) parallel loops run serially.
 The same outlining splits large functions (`lower_split_chunk`, more than `split_ops`
 loop-level ops): each run of consecutive top-level nests (without calls or
 allocations) and scalar ops, of about `SPLIT_CHUNK` ops, becomes an internal
-`noinline` `@f.nest<k>(data)` called once, the values later ops use passed back in
+`noinline` `@f$nest<k>(data)` called once, the values later ops use passed back in
 slots after the captured values. Constants are rematerialized in the outlined function rather than
 captured, so trip counts stay known. Runs alike (`chunks.chunk_key`) share one function. LLVM's optimizer takes time superlinear in the
 size of a function; pieces of bounded size keep a 1,000-nest function compiling in
@@ -172,7 +172,7 @@ class ParallelEmitter(ContextEmitter):
     def lower_parallel_for(self, op: loop.ForOp) -> None:
         captured = free_values(op)
         data = self._pack(captured)
-        name = f"{self.name}.omp{len(self.outlined)}"
+        name = f"{self.name}$omp{len(self.outlined)}"
         worker = self.child(name=name)  # what it outlines in turn is named after it
         entry = Block(arg_types=[PTR])
         worker.start(entry)
@@ -195,7 +195,7 @@ class ParallelEmitter(ContextEmitter):
 
     def lower_split_chunk(self, ops: list[Operation]) -> None:
         """Outline the consecutive top-level ops `ops` (loop nests and the scalar ops
-        between them: `split_chunks`) into `@f.nest<k>(data, arena, buffers...)` and
+        between them: `split_chunks`) into `@f$nest<k>(data, arena, buffers...)` and
         call it (module docstring); values they define that later ops use come back
         through slots after the captured values.
 
@@ -216,7 +216,7 @@ class ParallelEmitter(ContextEmitter):
         key = chunk_key(walked, [captured, direct], outputs, self.status.bounds_check)
         name = self.chunks.get(key)
         if name is None:
-            name = self.chunks[key] = f"{self.name}.nest{len(self.outlined)}"
+            name = self.chunks[key] = f"{self.name}$nest{len(self.outlined)}"
             self._outline_chunk(name, ops, (captured, direct, local, outputs), planned)
         arena = self.arena if planned else data  # unused without planned buffers
         self.emit(llvm.CallOp(name, data, arena, *[self.get(v) for v in direct]))  # type: ignore[arg-type]
@@ -235,7 +235,7 @@ class ParallelEmitter(ContextEmitter):
     ) -> None:
         """Define `@name`, the outlined function of the run `ops` (`lower_split_chunk`)."""
         captured, direct, local, outputs = boundary
-        worker = self.child(self.openmp, name)  # its parallel loops: @f.nest<k>.omp<j>
+        worker = self.child(self.openmp, name)  # its parallel loops: @f$nest<k>$omp<j>
         entry = Block(arg_types=[PTR] * (2 + len(direct)))
         worker.start(entry)
         worker.unpack(entry.args[0], captured)
