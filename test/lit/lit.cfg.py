@@ -44,7 +44,7 @@ for _name in _MODULE_FALLBACK:
     config.substitutions.append((_pattern, _tool(_name)))  # noqa: F821
 
 config.environment["PATH"] = os.pathsep.join([_BIN_DIR, os.environ.get("PATH", "")])  # noqa: F821
-# An explicit PYTHONPATH (a checkout tested with the venv's tools) reaches the tools.
+# A checkout run with PYTHONPATH=<checkout> (beside an installed dlc) tests that checkout.
 if "PYTHONPATH" in os.environ:
     config.environment["PYTHONPATH"] = os.environ["PYTHONPATH"]  # noqa: F821
 
