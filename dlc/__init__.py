@@ -112,6 +112,7 @@ def compile(
     num_threads: int | None = None,
     tuning_db: str | os.PathLike[str] | None = None,
     constants: Mapping[str, Mapping[str, Any]] | None = None,
+    budget: Any = None,
 ) -> CompiledModule:
     """Parse, verify, differentiate, lower and JIT-compile DLVM text; the compiled
     functions are called with NumPy arrays.
@@ -156,6 +157,8 @@ def compile(
       referencing any other extern is a `DiagnosticError` at its declaration, before
       anything is compiled or looked up. An allowed extern runs native code with this
       process's rights: never allow externs to IR you do not trust.
+    - `budget`: a `dlc.budget.ModuleBudget` (functions, instructions, call nesting) a
+      compile takes on; beyond it a located `DiagnosticError` (default: its defaults).
 
     Object code is cached in memory and on disk (`DLC_CACHE_DIR`, `DLC_CACHE=0` to turn
     it off): compiling the same program with the same options again is fast. Every call
@@ -178,7 +181,8 @@ def compile(
         "num_threads": num_threads,
     }
     compiled = None
-    if isinstance(text, str | bytes) and isinstance(filename, str) and constants is None:
+    quick = constants is None and budget is None  # the quick path checks no budget
+    if isinstance(text, str | bytes) and isinstance(filename, str) and quick:
         compiled = warm.compile_cached(text, filename, allowed, **settings)
     if compiled is not None:  # compiled before: from the cache, without parsing
         return compiled
@@ -186,7 +190,7 @@ def compile(
 
     module = parse(text, filename)
     return compile_graph_module(
-        module, externs=allowed, source=text, constants=constants, **settings
+        module, externs=allowed, source=text, constants=constants, budget=budget, **settings
     )
 
 

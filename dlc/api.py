@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp
 
 from dlc import pipeline, progress
+from dlc.budget import ModuleBudget, check_budget
 from dlc.diagnostics import clone_located, error_at, own_location
 from dlc.dialects import abi
 from dlc.dialects.graph import FuncOp as GraphFuncOp
@@ -312,7 +313,7 @@ def _compile(
             jit = JITModule(llvm_level, options.opt_level, target=options.target)
     funcs = defined_functions(module)
     native = {f.sym_name.data for f in llvm_level.body.block.ops if isinstance(f, llvm.FuncOp)}
-    native &= set(funcs)
+    native = {name for name in funcs if abi.function_symbol(name) in native}
     meta = metadata(llvm_level, report, native)
     install(jit, meta)
     portable = portable_messages(meta["messages"], prefixes)
@@ -342,6 +343,7 @@ def compile_graph_module(
     tuning_db: str | os.PathLike[str] | None = None,
     source: str | bytes | None = None,
     constants: Mapping[str, Mapping[str, Any]] | None = None,
+    budget: ModuleBudget | None = None,
 ) -> CompiledModule:
     """Compile every defined function of a verified graph module to native code.
 
@@ -367,7 +369,9 @@ def compile_graph_module(
     compile then leaves a quick record (`dlc.runtime.quick`) with which the next
     compile of the same text and options skips parsing altogether. `constants` binds
     parameters to arrays (`dlc.bind.bind_constants`); the cache then keys on the
-    arrays' bytes, and no quick record is left (the text alone is not the program)."""
+    arrays' bytes, and no quick record is left (the text alone is not the program).
+    `budget` (`dlc.budget.ModuleBudget`, default its defaults) bounds the functions,
+    instructions and call nesting a compile takes on: a located DiagnosticError beyond."""
     from dlc.passes.graph.differentiate import differentiated
 
     if constants is not None:
@@ -395,6 +399,7 @@ def compile_graph_module(
     locations = _locations(module)
     prefixes = [f"{file}:{line}:{column}: " for file, line, column in locations]
     module = differentiated(module)  # the signatures of synthesized adjoints
+    check_budget(module, budget or ModuleBudget())
     entry = cache.lookup(key) if key is not None else None
     threads = check_threads(num_threads)
     compiled = None

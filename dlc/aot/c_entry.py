@@ -116,7 +116,7 @@ def _with_arena(f: CFunction, opts: ShimOptions) -> list[str]:
         "entry:",
         *_make_context(opts),
         *stores,
-        f'  call void @"{f.name}"({", ".join(["ptr %ctx", *pointers])})',
+        f'  call void @"{abi.function_symbol(f.name)}"({", ".join(["ptr %ctx", *pointers])})',
         "  %status = load i64, ptr %ctx, align 8",
         "  %failed = icmp ne i64 %status, 0",
         "  br i1 %failed, label %fail, label %done",
@@ -271,7 +271,7 @@ def entry_points(functions: list[CFunction], opts: ShimOptions, triple: str, lay
     ]
     for f in functions:
         n_args = len(f.args)
-        lines.append(f'declare void @"{f.name}"(ptr{", ptr" * n_args})')
+        lines.append(f'declare void @"{abi.function_symbol(f.name)}"(ptr{", ptr" * n_args})')
         lines += _with_arena(f, opts)
         lines += _with_malloc(f, opts, failed_code)
     return "\n".join(lines) + "\n"

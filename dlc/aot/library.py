@@ -25,6 +25,7 @@ from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp
 from dlc.aot import c_entry, header, link
 from dlc.aot.signature import CFunction
 from dlc.dialects import abi
+from dlc.files import install_file, write_atomically
 from dlc.runtime.constant_data import data_files, module_text
 from dlc.runtime.jit import llvmlite_module, optimize, target_machine, target_triple
 from dlc.target import Target
@@ -134,12 +135,14 @@ def write_library(
     with tempfile.TemporaryDirectory(prefix="dlc-compile-") as scratch:
         obj = Path(scratch) / f"{request.prefix}.o"
         obj.write_bytes(code)
+        built = Path(scratch) / f"out{kind}"  # linked here, then renamed into place
         if kind == ".o":
-            _write(request.path, code)
+            built = obj
         elif kind == ".a":
-            link.archive(obj, request.path, target.triple)
+            link.archive(obj, built, target.triple)
         else:
-            link.link_shared(obj, request.path, cc, opts.openmp)  # type: ignore[arg-type]
+            link.link_shared(obj, built, cc, opts.openmp)  # type: ignore[arg-type]
+        _install(built, request.path)
     triple = target_triple(target)
     text = header.header(functions, opts, request.header.name, list(request.externs), triple)
     _write(request.header, text.encode("utf-8"))
@@ -147,7 +150,15 @@ def write_library(
 
 
 def _write(path: Path, data: bytes) -> None:
+    """`data` at `path`, atomically and never through an existing name (dlc/files.py)."""
     try:
-        path.write_bytes(data)
+        write_atomically(path, data)
+    except OSError as e:
+        raise link.ExportError(f"cannot write '{path}': {e.strerror or e}") from None
+
+
+def _install(built: Path, path: Path) -> None:
+    try:
+        install_file(built, path)
     except OSError as e:
         raise link.ExportError(f"cannot write '{path}': {e.strerror or e}") from None

@@ -60,7 +60,8 @@ def make_request(
     elif not isinstance(prefix, str) or not C_IDENTIFIER.fullmatch(prefix):
         raise ExportError(f"prefix {prefix!r} is not a C identifier")
     header_path = Path(os.fspath(header)) if header is not None else out.with_name(f"{prefix}.h")
-    if header_path.resolve() == out.resolve():
+    # names, not what they resolve to: outputs replace a symlink instead of following it
+    if header_path.parent.resolve() / header_path.name == out.parent.resolve() / out.name:
         raise ExportError(f"the header would overwrite the library '{out}'")
     return Request(out, header_path, prefix, opt_level, chosen, cpu, cc, tuple(sorted(externs)))
 

@@ -7,8 +7,8 @@
 Inputs are named by their entry-block parameter (`x` or `%x`) or their position (`0`).
 Random inputs are made in the parameter's dtype: floats standard normal, integers
 uniform in [-10, 10], bools fair coins; `--seed` takes any int, mod 2**64 like
-`CompiledModule.seed` (so -1 is 2**64 - 1), and an input above
-`MAX_RANDOM_INPUT_BYTES` is refused. `--entry` also finds the functions that
+`CompiledModule.seed` (so -1 is 2**64 - 1), and an input, or all of them together,
+above `MAX_RANDOM_INPUT_BYTES` is refused. `--entry` also finds the functions that
 differentiation defines (`[adjoint ...]` declarations and the `@g_grad` they
 synthesize). `[extern]` C functions run only when named with `--allow-extern NAME`
 (repeatable; `libm` is the preset of libm's scalar math functions): an allowed extern
@@ -34,7 +34,8 @@ from dlc.dtypes import NATIVE_DTYPES, numpy_dtype
 from dlc.runtime.signature import FuncSig, TensorSig, TupleSig, format_sig
 
 MAX_RANDOM_INPUT_BYTES = 1 << 31
-"""The largest input `--random-inputs` makes (2 GiB); larger ones come from --input files."""
+"""The most `--random-inputs` makes, per input and in all (2 GiB); larger ones come from
+--input files."""
 
 _MIN_CALLS = 7
 _MAX_CALLS = 10_000
@@ -201,13 +202,15 @@ def _tensor_param(t: Any, name: str) -> tuple[tuple[int, ...], Any]:
     return t.dims, numpy_dtype(t.dt)
 
 
-def _check_random_size(t: Any, name: str, shape: tuple[int, ...], dtype: Any) -> None:
+def _check_random_size(t: Any, name: str, shape: tuple[int, ...], dtype: Any) -> int:
+    """The bytes of parameter `name`'s random input, refused above the limit."""
     nbytes = math.prod(shape) * np.dtype(dtype).itemsize
     if nbytes > MAX_RANDOM_INPUT_BYTES:
         raise RunError(
             f"--random-inputs: parameter %{name} ({_format(t)}) takes {nbytes} bytes, "
             f"more than the limit of {MAX_RANDOM_INPUT_BYTES}; give it with --input {name}=PATH.npy"
         )
+    return nbytes
 
 
 def _load_npy(path: str, name: str, option: str = "--input") -> np.ndarray:
@@ -237,13 +240,25 @@ def build_inputs(
     names = _param_names(func)
     from_files = _parse_input_specs(specs, names)
     rng = np.random.default_rng(seed % (1 << 64))  # default_rng refuses negative seeds
+    params = [
+        (name, t, *_tensor_param(t, name)) for name, t in zip(names, _arg_types(func), strict=True)
+    ]
+    if random_inputs:  # all sizes first: nothing is drawn for a program that asks too much
+        total = sum(
+            _check_random_size(t, name, shape, dtype)
+            for index, (name, t, shape, dtype) in enumerate(params)
+            if index not in from_files
+        )
+        if total > MAX_RANDOM_INPUT_BYTES:
+            raise RunError(
+                f"--random-inputs: the random inputs take {total} bytes together, more than "
+                f"the limit of {MAX_RANDOM_INPUT_BYTES}; give some with --input NAME=PATH.npy"
+            )
     inputs: list[np.ndarray] = []
-    for index, (name, t) in enumerate(zip(names, _arg_types(func), strict=True)):
-        shape, dtype = _tensor_param(t, name)
+    for index, (name, _, shape, dtype) in enumerate(params):
         if index in from_files:
             inputs.append(_load_npy(from_files[index], name))
         elif random_inputs:
-            _check_random_size(t, name, shape, dtype)
             inputs.append(random_array(rng, shape, dtype))
         else:
             raise RunError(

@@ -40,7 +40,11 @@ def _argument_parser() -> argparse.ArgumentParser:
         "--compare", action="store_true", help="run model-guided and random search, each --trials"
     )
     add("--plot", metavar="PNG", help="write a plot of best GFLOP/s against trials")
-    add("--cluster", help="measure on Dask: local:N (N local workers) or a scheduler address")
+    add(
+        "--cluster",
+        help="local:N (N measurements at a time here, no sockets) or the tls:// address "
+        "of a Dask scheduler of your own",
+    )
     add("--seed", type=int, default=0, help="seed of the inputs and the search (default 0)")
     add("--batch", type=int, default=8, help="candidates per model update (default 8)")
     add("--timeout", type=float, default=60.0, help="seconds per candidate (default 60)")

@@ -11,6 +11,7 @@ parsed arguments, the pass registry and the context of the driver.
 from __future__ import annotations
 
 import dataclasses
+import io
 import sys
 from collections.abc import Callable
 from io import StringIO
@@ -22,6 +23,7 @@ from xdsl.printer import Printer
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from dlc.dialects.levels import check_llvm_level, level_of
+from dlc.files import AtomicFile, is_device
 
 TARGETS = ("dl", "mlir", "llvm", "asm")
 
@@ -67,8 +69,12 @@ class Output:
     def __init__(self, path: str | None) -> None:
         self.path = path
         self.stream: IO[str] = sys.stdout
-        if path is not None:
+        self.atomic: AtomicFile | None = None
+        if path is not None and is_device(path):  # /dev/null: nothing to replace
             self.stream = self.guard(lambda: open(path, "w"))  # noqa: SIM115 -- closed by close()
+        elif path is not None:  # a fresh file renamed into place (dlc/files.py)
+            self.atomic = self.guard(lambda: AtomicFile(path))
+            self.stream = io.TextIOWrapper(self.atomic.stream, encoding="utf-8")
 
     def write(self, text: str) -> None:
         self.guard(lambda: self.stream.write(text))
@@ -77,6 +83,11 @@ class Output:
         self.guard(self.stream.flush)
 
     def close(self) -> None:
+        if self.atomic is not None:
+            self.guard(self.stream.flush)
+            self.stream.detach()  # type: ignore[attr-defined] -- the wrapper of atomic.stream
+            self.guard(self.atomic.commit)
+            return
         self.guard(self.stream.flush if self.path is None else self.stream.close)
 
     def guard(self, action: Callable[[], T]) -> T:

@@ -42,6 +42,20 @@ VAR_PREFIX = "_dlc_var_"
 """`VAR_PREFIX + name`: an i64 global holding the address of module variable `name`'s
 storage, which the runtime allocates and installs after loading the code."""
 
+FUNCTION_PREFIX = "dlc.fn."
+"""`FUNCTION_PREFIX + f`: the symbol of the program's function `f` in the generated code.
+User functions live in this namespace of their own, so no program function can take
+the name of a runtime, libc, libm or LLVM symbol (`memcpy`, `exp`, `free`,
+`llvm.memcpy...`, `_dlc_py_...`) and be called in its place. Pieces outlined from `f`
+(parallel loop bodies, nests) are `dlc.fn.f$omp<k>`, `dlc.fn.f$nest<k>`: `$` is not a
+character of DLVM names. C exports keep their C names (dlc/aot)."""
+
+
+def function_symbol(name: str) -> str:
+    """The code's symbol of the program's function `name`."""
+    return FUNCTION_PREFIX + name
+
+
 PY_ENTRY_PREFIX = "_dlc_py_"
 """`PY_ENTRY_PREFIX + f`: f's entry taking `PyArrayObject*`s (see the module doc). It
 returns the status word after the call (0: success), or `BAD_ARGUMENTS` without

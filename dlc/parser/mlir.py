@@ -5,10 +5,13 @@ input are located like those on `.dl` input.
 xDSL parses nested regions, attributes and types by recursion: input that nests deeper
 than Python's recursion limit allows (about 140 nested modules, 90 nested dialect
 types) is the located error "input nests too deeply" at the point the parser reached,
-like `.dl` input that exhausts the stack (`dlc.parser.parse_module`).
+like `.dl` input that exhausts the stack (`dlc.parser.parse_module`). An integer
+literal longer than Python converts (4300 digits) is a located error too.
 """
 
 from __future__ import annotations
+
+import sys
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -58,6 +61,17 @@ def parse_mlir(
         return parser.parse_module(implicit_module)
     except RecursionError:
         raise DiagnosticError("input nests too deeply", _at(text, name, parser.pos)) from None
+    except ValueError as err:  # int() of a literal over Python's digit limit
+        if "integer string conversion" not in str(err):
+            raise
+        limit = sys.get_int_max_str_digits()
+        message = f"integer literal with more than {limit} digits"
+        start = parser.pos  # the parser stands past the literal: point at its start
+        while start > 0 and not text[start - 1].isdigit():
+            start -= 1
+        while start > 0 and text[start - 1].isdigit():
+            start -= 1
+        raise DiagnosticError(message, _at(text, name, start)) from None
     except VerifyException as err:  # an attribute or type that does not verify
         message = " ".join(line.strip() for line in str(err).splitlines() if line.strip())
         where = parser.open_ops[-1] if parser.open_ops else parser.pos

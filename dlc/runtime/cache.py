@@ -25,7 +25,8 @@ from typing import Any, Literal
 
 from dlc.runtime import cache_evict
 
-FORMAT = 6  # 6: location-free messages; 5: unbounded functions; 4: a call context per call; 3: records carry an HMAC (2: a plain SHA-256)
+# 7: typed stacks, the dlc.fn. symbol namespace (security fixes: no older code is served)
+FORMAT = 7  # 6: location-free messages; 5: unbounded functions; 4: a call context per call; 3: records carry an HMAC (2: a plain SHA-256)
 KEY_FILE = "key"
 KEY_BYTES = 32
 MEMORY_ENTRIES = 64

@@ -83,7 +83,7 @@ def test_ir_at_every_level() -> None:
     assert "func @axpy" in mod.ir("graph")
     assert "tensor.compute" in mod.ir("tensor")
     assert "loop.for" in mod.ir("loop")
-    assert "define void @axpy" in mod.ir("llvm")
+    assert "define void @dlc.fn.axpy" in mod.ir("llvm")
 
 
 def test_compile_file(tmp_path: Path) -> None:

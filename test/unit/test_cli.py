@@ -175,7 +175,7 @@ def test_stdin_defaults_to_dl(
     [
         ("dl", "func @add_one: (<4 x f32>) -> <4 x f32> {"),
         ("mlir", '"graph.func"() <{sym_name = "add_one"'),
-        ("llvm", "define void @add_one(ptr"),
+        ("llvm", "define void @dlc.fn.add_one(ptr"),
         ("asm", "add_one:"),
     ],
 )
@@ -196,7 +196,7 @@ def test_lowered_module_prints_as_mlir_and_reparses(
     assert r.code == 0 and "loop.for %" in r.out
     r2 = opt(capsys, write(tmp_path, "m.mlir", r.out), "-t", "llvm", "-O", "0")
     assert (r2.code, r2.err) == (0, "")
-    assert "define void @add_one(ptr" in r2.out
+    assert "define void @dlc.fn.add_one(ptr" in r2.out
 
 
 def test_dl_target_below_graph_level_is_an_error(

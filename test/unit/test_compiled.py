@@ -127,7 +127,7 @@ def test_scalar_result_is_zero_dim_array(mod):
 def test_ir_levels(mod):
     assert "func @inc" in mod.ir("graph")
     assert "loop.func" in mod.ir("loop")
-    assert "define void @inc" in mod.ir("llvm")
+    assert "define void @dlc.fn.inc" in mod.ir("llvm")
     assert mod.ir("tensor")
     with pytest.raises(ValueError, match="unknown IR level"):
         mod.ir("bytecode")

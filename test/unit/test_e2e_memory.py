@@ -17,6 +17,7 @@ import dlc
 from dlc import TrapError
 from dlc.diagnostics import DiagnosticError, Location, set_loc
 from dlc.dialects import loop
+from dlc.dialects.abi import function_symbol
 from dlc.lowering.loop_to_llvm.lower_loop_to_llvm import LowerLoopToLLVMPass
 from dlc.runtime.context import CallContext
 from dlc.runtime.jit import JITModule
@@ -74,7 +75,7 @@ def _run_checked(index: int) -> tuple[float, str | None]:
     LowerLoopToLLVMPass(bounds_check=True).apply(Context(), module)
     messages = [m.data for m in module.attributes["dlc.messages"].data]  # type: ignore[attr-defined]
     jit = JITModule(module)
-    fn = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 3)(jit.address("f"))
+    fn = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 3)(jit.address(function_symbol("f")))
     x = np.arange(4, dtype=np.float32) + 1
     out = np.zeros((), np.float32)
     ctx = CallContext(0)
@@ -110,7 +111,7 @@ def _run_vector_checked(index: int) -> tuple[np.ndarray, str | None]:
     LowerLoopToLLVMPass(bounds_check=True).apply(Context(), module)
     messages = [m.data for m in module.attributes["dlc.messages"].data]  # type: ignore[attr-defined]
     jit = JITModule(module)
-    fn = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 3)(jit.address("f"))
+    fn = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 3)(jit.address(function_symbol("f")))
     data = np.arange(8, dtype=np.float32) + 1
     result = np.zeros(4, np.float32)
     ctx = CallContext(0)

@@ -437,3 +437,20 @@ def test_valid_deallocations_still_work() -> None:
     destroyStack %s: stack
     return %w: f32"""
     assert dlc.compile(_one_op(body)).f(2.5) == 2.5
+
+
+def test_huge_integer_in_mlir_is_a_located_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 100,000-digit integer in `.mlir` input was "internal error: ValueError" (Python's
+    limit on int() of long digit strings)."""
+    from dlc.cli import dlc_opt
+
+    path = tmp_path / "big.mlir"
+    digits = "1" * 100_000
+    path.write_text(
+        f'builtin.module {{\n  %0 = "arith.constant"() {{value = {digits} : i64}} : () -> i64\n}}\n'
+    )
+    assert dlc_opt.main([str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"{path}:2:36: error: integer literal with more than 4300 digits\n")

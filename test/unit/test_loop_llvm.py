@@ -29,6 +29,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from dlc.diagnostics import DiagnosticError
 from dlc.dialects import loop
+from dlc.dialects.abi import function_symbol
 from dlc.lowering.loop_to_llvm.lower_loop_to_llvm import LowerLoopToLLVMPass
 from dlc.runtime.context import CallContext
 from dlc.runtime.jit import JITModule, assembly, llvm_ir
@@ -59,7 +60,7 @@ def call(jit: JITModule, name: str, *arrays: np.ndarray) -> None:
     """Call `name(ctx, arrays...)` with a fresh call context (dlc.dialects.abi)."""
     ctx = CallContext(0)
     proto = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * (1 + len(arrays))))
-    proto(jit.address(name))(ctx.address, *[a.ctypes.data for a in arrays])
+    proto(jit.address(function_symbol(name)))(ctx.address, *[a.ctypes.data for a in arrays])
     assert ctx.status.value == 0
 
 

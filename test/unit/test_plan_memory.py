@@ -74,7 +74,7 @@ def test_arena_is_the_call_contexts_not_allocated_per_call() -> None:
     module = parse_module(CHAIN)
     mod = compile_graph_module(module, fuse=False)
     ir = mod.ir("llvm")
-    f_body = ir[ir.index("define void @f(") :]
+    f_body = ir[ir.index("define void @dlc.fn.f(") :]
     f_body = f_body[: f_body.index("\n}\n")]
     assert "@aligned_alloc" not in f_body and "@free" not in f_body
     assert mod.stats("f")["arena_bytes"] > 0

@@ -62,7 +62,7 @@ def test_split_outlines_nests(monkeypatch: pytest.MonkeyPatch) -> None:
     split = compiled(monkeypatch, 0)
     assert "nest" not in whole.ir("llvm")
     ir = split.ir("llvm")
-    assert ir.count("define void @f.nest") >= 4
+    assert ir.count('define void @"dlc.fn.f$nest') >= 4
     assert "noinline" in ir
     reference = run_function(dlc.parse(PROGRAM), "f", [A, B, C])
     np.testing.assert_allclose(split.f(A, B, C), reference, rtol=1e-5, atol=1e-5)
@@ -72,9 +72,9 @@ def test_split_outlines_nests(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_nests_are_outlined_in_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     """With a large run budget consecutive nests share a function (a copy or an
     allocation between them still ends a run), the values flow inside."""
-    one_each = compiled(monkeypatch, 0).ir("llvm").count("define void @f.nest")
+    one_each = compiled(monkeypatch, 0).ir("llvm").count('define void @"dlc.fn.f$nest')
     split = compiled(monkeypatch, 0, chunk=10**6)
-    assert 1 <= split.ir("llvm").count("define void @f.nest") < one_each
+    assert 1 <= split.ir("llvm").count('define void @"dlc.fn.f$nest') < one_each
     reference = run_function(dlc.parse(PROGRAM), "f", [A, B, C])
     np.testing.assert_allclose(split.f(A, B, C), reference, rtol=1e-5, atol=1e-5)
 
@@ -130,8 +130,8 @@ def _chain(steps: int, shape: str, axes: str) -> str:
 
 def _functions(ir: str) -> tuple[int, int]:
     """(outlined run functions defined, calls of them) in LLVM IR text."""
-    defined = re.findall(r"^define [^@]*@chain\.nest", ir, re.MULTILINE)
-    return len(defined), len(re.findall(r"\bcall [^@\n]*@chain\.nest", ir))
+    defined = re.findall(r'^define [^@]*@"dlc\.fn\.chain\$nest', ir, re.MULTILINE)
+    return len(defined), len(re.findall(r'\bcall [^@\n]*@"dlc\.fn\.chain\$nest', ir))
 
 
 def test_alike_runs_share_one_function(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -173,7 +173,7 @@ def test_checked_runs_stay_apart(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_parallel_loops_of_several_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     """Two runs with a parallel loop each: their outlined workers are named after the
-    run (`@f.nest<k>.omp<j>`), not both `@f.omp0` (a duplicate symbol before)."""
+    run (`@dlc.fn.f$nest<k>$omp<j>`), not both `$omp0` (a duplicate symbol before)."""
     program = """module "s"
 stage raw
 

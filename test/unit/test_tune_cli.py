@@ -99,8 +99,18 @@ def test_cli_compares_searches_and_plots(
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_tune_on_a_two_worker_dask_cluster(source: Path, tmp_path: Path) -> None:
-    pytest.importorskip("distributed")
+def test_tune_on_two_local_workers_opens_no_socket(
+    source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`local:N` once started a Dask scheduler on 127.0.0.1 without authentication (and
+    a dashboard): any local user could run code in its workers. Now no socket at all."""
+    import socket
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise AssertionError("local:N opened a socket")
+
+    monkeypatch.setattr(socket.socket, "bind", refused)
+    monkeypatch.setattr(socket.socket, "listen", refused)
     db = tmp_path / "tune.jsonl"
     report = tune(source, trials=2, db=db, batch=2, budget=0.01, progress=False, cluster="local:2")
     assert len(_records(db)) == 3  # and the default
@@ -158,7 +168,10 @@ def test_cluster_address_that_does_not_answer(
     from dlc.tuner import cluster
 
     monkeypatch.setattr(cluster, "CONNECT_SECONDS", 0.5)
-    with pytest.raises(ValueError, match="cluster: cannot connect to 'tcp://127.0.0.1:9'"):
+    with (
+        pytest.raises(ValueError, match="cluster: cannot connect to 'tcp://127.0.0.1:9'"),
+        pytest.warns(UserWarning, match="'tcp://127.0.0.1:9' is not a tls:// address"),
+    ):
         tune(source, db=tmp_path / "db.jsonl", cluster="tcp://127.0.0.1:9", progress=False)
 
 

@@ -155,7 +155,7 @@ class BufferEmitter(ContextEmitter):
                 self.emit(llvm.CallIntrinsicOp("llvm.memcpy.p0.p0.i64", args, []))
             case loop.CallOp():
                 buffers = [self.get(v) for v in op.buffers]
-                self.emit(llvm.CallOp(op.callee.data, self.ctx, *buffers))
+                self.emit(llvm.CallOp(abi.function_symbol(op.callee.data), self.ctx, *buffers))
                 self.return_if_status()
 
     def checked(

@@ -25,7 +25,7 @@ from dlc import progress
 from dlc.diagnostics import error_at
 from dlc.dialects import abi, loop
 from dlc.dialects import loop_memory as lm
-from dlc.dialects.abi import VAR_PREFIX
+from dlc.dialects.abi import VAR_PREFIX, function_symbol
 from dlc.dialects.levels import require_level
 from dlc.dialects.loop_callgraph import recursive_functions
 from dlc.dialects.loop_memory import MEMORY_OPS as RAW_MEMORY_OPS
@@ -118,8 +118,8 @@ class FuncEmitter(ParallelEmitter, BufferEmitter):
     def child(self, openmp: bool = False, name: str = "") -> FuncEmitter:
         """An emitter for a function outlined from this one (parallel loops in it
         outlined only with `openmp`), named `name`: the functions it outlines in turn
-        are named after it (`f.nest1.omp0`), never after this one, whose own count
-        would give a second `f.omp0`."""
+        are named after it (`dlc.fn.f$nest1$omp0`), never after this one, whose own count
+        would give a second `dlc.fn.f$omp0`."""
         return FuncEmitter(self.externals, self.status, name=name or self.name, openmp=openmp)
 
     def drain(self) -> None:
@@ -154,7 +154,7 @@ class FuncEmitter(ParallelEmitter, BufferEmitter):
         self.drain()
 
     def lower(self, func: loop.FuncOp, *, recursive: bool = False) -> Region:
-        self.name = func.sym_name.data
+        self.name = function_symbol(func.sym_name.data)
         blocks = list(func.body.blocks)
         entry = Block(arg_types=[PTR] * (1 + len(func.args)))
         self.ctx = entry.args[0]
@@ -352,7 +352,7 @@ def lower_func(
     split_ops: int = SPLIT_OPS,
     split_chunk: int = SPLIT_CHUNK,
 ) -> llvm.FuncOp:
-    """`loop.func @f(memrefs)` -> `llvm.func @f(ptr noalias ctx, ptr noalias, ...) ->
+    """`loop.func @f(memrefs)` -> `llvm.func @dlc.fn.f(ptr noalias ctx, ptr noalias, ...) ->
     void`; a `recursive` function counts its active calls in the ctx and traps past
     `MAX_CALL_DEPTH`."""
     emitter = FuncEmitter(
@@ -364,7 +364,7 @@ def lower_func(
     n_args = 1 + len(func.args)
     noalias = DictionaryAttr({"llvm.noalias": UnitAttr()})
     return llvm.FuncOp(
-        func.sym_name.data,
+        function_symbol(func.sym_name.data),
         llvm.LLVMFunctionType([PTR] * n_args),
         linkage=llvm.LinkageAttr("external"),
         body=body,
@@ -381,8 +381,9 @@ class LowerLoopToLLVMPass(ModulePass):
     """Lower every `loop.func` (with its arith/math scalar ops) to an `llvm.func`.
 
     Input: a module of `loop.func` ops (verified loop level). Output: only `llvm.func`
-    ops: one per loop function (same name, `ptr noalias` args, void result) and the
-    external declarations it calls (`aligned_alloc`, `free`, libm). Loops become blocks
+    ops: one per loop function (named `dlc.fn.<name>`, `abi.function_symbol`: no program
+    name can collide with a runtime or C symbol; `ptr noalias` args, void result) and
+    the external declarations it calls (`aligned_alloc`, `free`, libm). Loops become blocks
     with block-argument phis; memref accesses become row-major GEPs with explicit
     alignment. An op the code generator cannot lower raises a located DiagnosticError
     "not supported by the code generator yet: <op name>".
@@ -400,7 +401,7 @@ class LowerLoopToLLVMPass(ModulePass):
     serially (the pipeline sets it when libgomp is available). A function of more
     than `split_ops` loop-level ops (default `SPLIT_OPS`; -1 means the default) has its
     top-level loop nests outlined, in runs of about `split_chunk` ops (default
-    `SPLIT_CHUNK`), into internal `noinline` functions `@f.nest<k>` (`parallel.py`), so
+    `SPLIT_CHUNK`), into internal `noinline` functions `@f$nest<k>` (`parallel.py`), so
     LLVM works on pieces of bounded size; runs alike share one function
     (`chunks.py`). With `outline`, top-level nests that occur more than once in the
     module become one internal `noinline` kernel function each, called from every

@@ -16,7 +16,7 @@ from xdsl.dialects.builtin import IntegerAttr, MemRefType, i1, i8, i64
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from dlc.dialects import loop_memory as lm
-from dlc.dialects.abi import DEAD, HEAP_HEADER, LIVE, VAR_PREFIX
+from dlc.dialects.abi import DEAD, HEAP_HEADER, LIVE, VAR_PREFIX, function_symbol
 from dlc.lowering.loop_to_llvm.buffers import element_bytes, element_count
 from dlc.lowering.loop_to_llvm.scalar import const, icmp, select
 
@@ -297,7 +297,7 @@ def _scalar_call(em: FuncEmitter, op: lm.ScalarCallOp) -> SSAValue:
         slots.append(slot)
     rtype = op.res.type
     out = _entry_slot(em, i8 if rtype == i1 else rtype)
-    em.emit(llvm.CallOp(op.callee.data, em.ctx, *slots, out))
+    em.emit(llvm.CallOp(function_symbol(op.callee.data), em.ctx, *slots, out))
     em.return_if_status()
     if rtype == i1:
         return em.emit(llvm.TruncOp(em.emit(llvm.LoadOp(out, i8)), i1))

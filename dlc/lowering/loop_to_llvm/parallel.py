@@ -1,9 +1,9 @@
 """Outlining: parallel loops for libgomp's `GOMP_parallel`, top-level nests of large functions.
 
-The outermost `parallel` loop of a nest becomes an internal `@f.omp<k>` run by
+The outermost `parallel` loop of a nest becomes an internal `@f$omp<k>` run by
 `GOMP_parallel`, its iterations claimed in dynamic chunks (results do not depend on the
 thread count); functions above `split_ops` loop-level ops have runs of top-level nests
-outlined into `noinline` `@f.nest<k>` (runs alike share one). Details:
+outlined into `noinline` `@f$nest<k>` (runs alike share one). Details:
 docs/design/fusion-and-memory.md.
 """
 
@@ -155,7 +155,7 @@ class ParallelEmitter(ContextEmitter):
     def lower_parallel_for(self, op: loop.ForOp) -> None:
         captured = free_values(op)
         data = self._pack(captured)
-        name = f"{self.name}.omp{len(self.outlined)}"
+        name = f"{self.name}$omp{len(self.outlined)}"
         worker = self.child(name=name)  # what it outlines in turn is named after it
         entry = Block(arg_types=[PTR])
         worker.start(entry)
@@ -176,7 +176,7 @@ class ParallelEmitter(ContextEmitter):
 
     def lower_split_chunk(self, ops: list[Operation]) -> None:
         """Outline the consecutive top-level ops `ops` (loop nests and the scalar ops
-        between them: `split_chunks`) into `@f.nest<k>(data, arena, buffers...)` and
+        between them: `split_chunks`) into `@f$nest<k>(data, arena, buffers...)` and
         call it (module docstring); values they define that later ops use come back
         through slots after the captured values.
 
@@ -197,7 +197,7 @@ class ParallelEmitter(ContextEmitter):
         key = chunk_key(walked, [captured, direct], outputs, self.status.bounds_check)
         name = self.chunks.get(key)
         if name is None:
-            name = self.chunks[key] = f"{self.name}.nest{len(self.outlined)}"
+            name = self.chunks[key] = f"{self.name}$nest{len(self.outlined)}"
             self._outline_chunk(name, ops, (captured, direct, local, outputs), planned)
         arena = self.arena if planned else data  # unused without planned buffers
         self.emit(llvm.CallOp(name, data, arena, *[self.get(v) for v in direct]))  # type: ignore[arg-type]
@@ -216,7 +216,7 @@ class ParallelEmitter(ContextEmitter):
     ) -> None:
         """Define `@name`, the outlined function of the run `ops` (`lower_split_chunk`)."""
         captured, direct, local, outputs = boundary
-        worker = self.child(self.openmp, name)  # its parallel loops: @f.nest<k>.omp<j>
+        worker = self.child(self.openmp, name)  # its parallel loops: @f$nest<k>$omp<j>
         entry = Block(arg_types=[PTR] * (2 + len(direct)))
         worker.start(entry)
         worker.unpack(entry.args[0], captured)

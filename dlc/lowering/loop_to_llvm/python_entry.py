@@ -31,7 +31,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from dlc.dialects import abi
-from dlc.dialects.abi import PY_ENTRY_PREFIX, ArrayLayout
+from dlc.dialects.abi import PY_ENTRY_PREFIX, ArrayLayout, function_symbol
 
 PTR = llvm.LLVMPointerType()
 
@@ -154,7 +154,7 @@ def python_entry(
         for obj, check in zip(objects, checks or (), strict=False):
             entry.check(obj, layout, check)
         data = [entry.field(obj, layout.data, PTR) for obj in objects]
-    entry.add(llvm.CallOp(name, ctx, *data))
+    entry.add(llvm.CallOp(function_symbol(name), ctx, *data))
     entry.add(llvm.ReturnOp(entry.add(llvm.LoadOp(ctx, i64, alignment=8))))
     entry.region.add_block(entry.bad)
     entry.bad.add_ops([bad := llvm.ConstantOp(IntegerAttr(abi.BAD_ARGUMENTS, i64), i64)])
@@ -191,7 +191,11 @@ def fast_entry(name: str, n_args: int, layout: ArrayLayout, checks: Sequence[Che
     entry.bad = refused
     for obj, check in zip(arrays, checks, strict=False):
         entry.check(obj, layout, check)
-    entry.add(llvm.CallOp(name, ctx, *[entry.field(obj, layout.data, PTR) for obj in arrays]))
+    entry.add(
+        llvm.CallOp(
+            function_symbol(name), ctx, *[entry.field(obj, layout.data, PTR) for obj in arrays]
+        )
+    )
     entry.bad = failed
     entry.require(entry.equal(entry.add(llvm.LoadOp(ctx, i64, alignment=8)), entry.const(0)))
     entry.add(llvm.ReturnOp(_new_reference(entry, arrays[-1])))
@@ -257,8 +261,8 @@ def add_python_entries(
         if isinstance(f, llvm.FuncOp) and f.body.blocks
     }
     checked = False
-    for name in sorted(set(names) & set(defined)):
-        n_args = len(defined[name].function_type.inputs.data)
+    for name in sorted(n for n in names if function_symbol(n) in defined):
+        n_args = len(defined[function_symbol(name)].function_type.inputs.data)
         checks = names[name] if layout is not None else None
         checked |= checks is not None
         llvm_level.body.block.add_op(python_entry(name, n_args, layout, checks))

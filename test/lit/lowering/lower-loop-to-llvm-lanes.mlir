@@ -6,7 +6,7 @@
 // (MLIR's forms; dlc's llvm dialect accepts them where xDSL's takes scalars only), so
 // the lowered module verifies, prints and reads back.
 builtin.module attributes {dlc.name = "lanes", dlc.stage = "raw"} {
-// CHECK-LABEL: llvm.func @masks(
+// CHECK-LABEL: llvm.func @dlc.fn.masks(
 // CHECK:         %[[M:.*]] = llvm.fcmp "olt" %[[A:.*]], %[[B:.*]] : vector<4xf32>
 // CHECK:         llvm.select %[[M]], %[[A]], %[[B]] : vector<4xi1>, vector<4xf32>
 // IR:            fcmp olt <4 x float>

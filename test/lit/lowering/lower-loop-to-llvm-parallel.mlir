@@ -8,11 +8,11 @@ builtin.module attributes {dlc.name = "par", dlc.stage = "raw"} {
 // worker runs the whole range when it is alone; in a team it takes chunks of libgomp's
 // dynamic schedule until none is left (so a descheduled thread delays only its own
 // chunk), then leaves the work share without waiting.
-// CHECK-LABEL: llvm.func @scale(
+// CHECK-LABEL: llvm.func @dlc.fn.scale(
 // CHECK:         llvm.icmp "sgt" %{{.*}}, %{{.*}} : i32
 // CHECK:         llvm.call @GOMP_parallel(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}})
-// CHECK:         llvm.call @scale.omp0(%{{.*}}) : (!llvm.ptr) -> ()
-// CHECK:       llvm.func internal @scale.omp0(
+// CHECK:         llvm.call @dlc.fn.scale$omp0(%{{.*}}) : (!llvm.ptr) -> ()
+// CHECK:       llvm.func internal @dlc.fn.scale$omp0(
 // CHECK:         %[[N:.*]] = llvm.call @omp_get_num_threads() : () -> i32
 // CHECK:         llvm.store %{{.*}}, %[[BEGIN:.*]] {alignment = 8 : i64} : i64, !llvm.ptr
 // CHECK:         %{{.*}} = llvm.call @GOMP_loop_dynamic_start(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[BEGIN]], %{{.*}}) : (i64, i64, i64, i64, !llvm.ptr, !llvm.ptr) -> i8
@@ -24,7 +24,7 @@ builtin.module attributes {dlc.name = "par", dlc.stage = "raw"} {
 // CHECK-DAG:   llvm.func @GOMP_loop_end_nowait()
 
 // Without an OpenMP runtime the loop stays in the function, serial.
-// SERIAL-LABEL: llvm.func @scale(
+// SERIAL-LABEL: llvm.func @dlc.fn.scale(
 // SERIAL-NOT:     GOMP
 // SERIAL-NOT:     omp0
 // SERIAL:         llvm.fmul

@@ -10,26 +10,26 @@ builtin.module attributes {dlc.name = "split", dlc.stage = "raw"} {
 // arguments again; the caller calls, returns if the status word is set and reads back
 // the values later ops use. A store between the nests stays in the caller and ends the
 // run. Constants are not captured: the bounds stay constants.
-// CHECK-LABEL: llvm.func @sum_then_scale(
+// CHECK-LABEL: llvm.func @dlc.fn.sum_then_scale(
 // CHECK-SAME:    %[[CTX:[^:]*]]: !llvm.ptr {llvm.noalias}, %[[X:[^:]*]]: !llvm.ptr {llvm.noalias}, %[[Y:[^:]*]]: !llvm.ptr {llvm.noalias})
 // CHECK:         llvm.alloca %{{.*}} x i64
-// CHECK:         llvm.call @sum_then_scale.nest0(%[[DATA:.*]], %{{.*}}, %[[X]]) : (!llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
+// CHECK:         llvm.call @dlc.fn.sum_then_scale$nest0(%[[DATA:.*]], %{{.*}}, %[[X]]) : (!llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
 // CHECK:         llvm.icmp "ne"
 // CHECK:         %[[SLOT:.*]] = llvm.getelementptr inbounds %[[DATA]][1] : (!llvm.ptr) -> !llvm.ptr, i64
 // CHECK:         %[[WORD:.*]] = llvm.load %[[SLOT]] {alignment = 8 : i64} : !llvm.ptr -> i64
 // CHECK:         %[[AT:.*]] = llvm.getelementptr inbounds %[[Y]][%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
 // CHECK-NEXT:    llvm.store %{{.*}}, %[[AT]] {alignment = 4 : i64} : f32, !llvm.ptr
-// CHECK:         llvm.call @sum_then_scale.nest1(%{{.*}}, %{{.*}}, %[[X]], %[[Y]]) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
-// CHECK:       llvm.func internal @sum_then_scale.nest0(%[[D:[^:]*]]: !llvm.ptr, %{{[^:]*}}: !llvm.ptr {llvm.noalias}, %{{[^:]*}}: !llvm.ptr {llvm.noalias})
+// CHECK:         llvm.call @dlc.fn.sum_then_scale$nest1(%{{.*}}, %{{.*}}, %[[X]], %[[Y]]) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
+// CHECK:       llvm.func internal @dlc.fn.sum_then_scale$nest0(%[[D:[^:]*]]: !llvm.ptr, %{{[^:]*}}: !llvm.ptr {llvm.noalias}, %{{[^:]*}}: !llvm.ptr {llvm.noalias})
 // CHECK-SAME:    no_inline
 // CHECK:         llvm.icmp "slt" %{{.*}}, %{{.*}} : i64
 // CHECK:         llvm.fadd
 // CHECK:         llvm.getelementptr inbounds %[[D]][1] : (!llvm.ptr) -> !llvm.ptr, i64
 // CHECK:         llvm.return
-// CHECK:       llvm.func internal @sum_then_scale.nest1(
+// CHECK:       llvm.func internal @dlc.fn.sum_then_scale$nest1(
 // CHECK-SAME:    no_inline
 // CHECK:         llvm.fmul
-// WHOLE-LABEL: llvm.func @sum_then_scale(
+// WHOLE-LABEL: llvm.func @dlc.fn.sum_then_scale(
 // WHOLE-NOT:     nest
 // WHOLE:         llvm.return
   loop.func @sum_then_scale(%x: memref<8xf32>, %y: memref<8xf32>) {
@@ -54,11 +54,11 @@ builtin.module attributes {dlc.name = "split", dlc.stage = "raw"} {
 // Parallel loops in two outlined runs (different ones: alike runs share a function)
 // are outlined again, named after their run (each run's own count starts at 0: named
 // after the function, both were `@two_parallel.omp0`).
-// OMP-LABEL: llvm.func @two_parallel(
-// OMP:         llvm.func internal @two_parallel.nest0(
-// OMP:         llvm.func internal @two_parallel.nest0.omp0(
-// OMP:         llvm.func internal @two_parallel.nest2(
-// OMP:         llvm.func internal @two_parallel.nest2.omp0(
+// OMP-LABEL: llvm.func @dlc.fn.two_parallel(
+// OMP:         llvm.func internal @dlc.fn.two_parallel$nest0(
+// OMP:         llvm.func internal @dlc.fn.two_parallel$nest0$omp0(
+// OMP:         llvm.func internal @dlc.fn.two_parallel$nest2(
+// OMP:         llvm.func internal @dlc.fn.two_parallel$nest2$omp0(
   loop.func @two_parallel(%x: memref<8xf32>, %y: memref<8xf32>) {
     %lb = arith.constant 0 : i64
     %ub = arith.constant 8 : i64

@@ -5,7 +5,7 @@ builtin.module attributes {dlc.name = "lower_loop_to_llvm", dlc.stage = "raw"} {
 // The call context comes first; buffers become noalias pointers, loops become blocks
 // with an i64 induction variable, loads and stores address elements with GEPs and
 // carry an explicit alignment.
-// CHECK-LABEL: llvm.func @scale(
+// CHECK-LABEL: llvm.func @dlc.fn.scale(
 // CHECK-SAME:    %[[CTX:.*]]: !llvm.ptr {llvm.noalias}, %[[X:.*]]: !llvm.ptr {llvm.noalias}, %[[Y:.*]]: !llvm.ptr {llvm.noalias})
 // CHECK:         llvm.br ^[[HEAD:.*]](%{{.*}} : i64)
 // CHECK:       ^[[HEAD]](%[[I:.*]]: i64):
@@ -29,7 +29,7 @@ builtin.module attributes {dlc.name = "lower_loop_to_llvm", dlc.stage = "raw"} {
   }
 
 // A row-major 2-D access: the flat index is i * 3 + j, computed in i64.
-// CHECK-LABEL: llvm.func @copy2d(
+// CHECK-LABEL: llvm.func @dlc.fn.copy2d(
 // CHECK:         %[[ROW:.*]] = llvm.mul %{{.*}}, %{{.*}} : i64
 // CHECK:         %[[FLAT:.*]] = llvm.add %[[ROW]], %{{.*}} : i64
 // CHECK:         llvm.getelementptr inbounds %{{.*}}[%[[FLAT]]] : (!llvm.ptr, i64) -> !llvm.ptr, f64
@@ -44,7 +44,7 @@ builtin.module attributes {dlc.name = "lower_loop_to_llvm", dlc.stage = "raw"} {
 
 // Vector accesses load and store whole registers with the element's alignment; a
 // broadcast is an insertelement and a zero shufflevector.
-// CHECK-LABEL: llvm.func @lanes(
+// CHECK-LABEL: llvm.func @dlc.fn.lanes(
 // CHECK:         %[[P:.*]] = llvm.getelementptr inbounds %{{.*}}[%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
 // CHECK-NEXT:    %[[V:.*]] = llvm.load %[[P]] {alignment = 4 : i64} : !llvm.ptr -> vector<4xf32>
 // CHECK:         %[[E:.*]] = llvm.insertelement %{{.*}}, %{{.*}}[%{{.*}} : i32] : vector<4xf32>
@@ -63,7 +63,7 @@ builtin.module attributes {dlc.name = "lower_loop_to_llvm", dlc.stage = "raw"} {
   }
 
 // A shuffle is a shufflevector with the same mask.
-// CHECK-LABEL: llvm.func @shuffle(
+// CHECK-LABEL: llvm.func @dlc.fn.shuffle(
 // CHECK:         %{{.*}} = llvm.shufflevector %[[V:.*]], %[[V]] [2, 7] : vector<4xf32>
   loop.func @shuffle(%x: memref<4xf32>, %y: memref<2xf32>) {
     %i = arith.constant 0 : i64
@@ -74,7 +74,7 @@ builtin.module attributes {dlc.name = "lower_loop_to_llvm", dlc.stage = "raw"} {
   }
 
 // Literal data is a read-only global of the object file, copied into the buffer.
-// CHECK-LABEL: llvm.func @weights(
+// CHECK-LABEL: llvm.func @dlc.fn.weights(
 // CHECK:         %[[G:.*]] = llvm.mlir.addressof @__dlc_const_0 : !llvm.ptr
 // CHECK:         %[[A:.*]] = llvm.ptrtoint %[[G]] : !llvm.ptr to i64
 // CHECK:         %[[P:.*]] = llvm.inttoptr %[[A]] : i64 to !llvm.ptr
@@ -85,7 +85,7 @@ builtin.module attributes {dlc.name = "lower_loop_to_llvm", dlc.stage = "raw"} {
   }
 
 // A read-only buffer is the global itself: loads address it directly.
-// CHECK-LABEL: llvm.func @table(
+// CHECK-LABEL: llvm.func @dlc.fn.table(
 // CHECK:         %[[T:.*]] = llvm.mlir.addressof @__dlc_const_1 : !llvm.ptr
 // CHECK:         %[[A:.*]] = llvm.ptrtoint %[[T]] : !llvm.ptr to i64
 // CHECK:         %[[P:.*]] = llvm.inttoptr %[[A]] : i64 to !llvm.ptr

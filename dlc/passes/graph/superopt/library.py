@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from dlc.files import write_atomically
 from dlc.passes.graph.superopt.terms import (
     Shape,
     Term,
@@ -127,7 +128,7 @@ def random_sizes(rule: Rule, names: Sequence[str], rng: np.random.Generator) -> 
 
 def dump(rules: Sequence[Rule], path: Path, header: dict[str, Any]) -> None:
     data = {**header, "rules": [r.to_json() for r in rules]}
-    path.write_text(json.dumps(data, indent=1) + "\n")
+    write_atomically(path, (json.dumps(data, indent=1) + "\n").encode("utf-8"))
 
 
 def read(path: Path) -> list[Rule]:
