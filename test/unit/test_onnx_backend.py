@@ -170,6 +170,9 @@ def test_tool_scope_and_classes():
     assert tool.out_of_scope(f8) == "float8"
     relu = make([node("Relu", ["x"], ["y"])], {"x": (2,)}, {"y": None})
     assert tool.out_of_scope(relu) is None
+    nonzero = make([node("NonZero", ["x"], ["y"])], {"x": (2,)}, {"y": None})
+    assert tool.out_of_scope(nonzero) == "output shape depends on input values"
+    assert tool.out_of_scope(nonzero, strict=True) is None
     case = _Case(relu, [([np.array([-1.0, 2.0], np.float32)], [np.array([0.0, 2.0], np.float32)])])
     assert tool.run_case(case)["class"] == "passed"
     case.data_sets[0][1][0] = np.array([0.0, 3.0], np.float32)
