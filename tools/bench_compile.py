@@ -19,7 +19,7 @@ Columns: the import's seconds, the cold compile's wall seconds and CPU seconds (
 process and the compile's worker processes: the measure that holds on a loaded
 machine), the CPU seconds of each level (`dlc.progress`: graph = the graph passes and
 lowering, tensor, loop, llvm = LLVM IR, LLVM's optimizer and code generator in this
-process), the cached compile's wall seconds, dlc's peak resident memory, and
+process), the cached compile's wall and CPU seconds, dlc's peak resident memory, and
 onnxruntime's session creation (wall seconds, one thread).
 """
 
@@ -163,7 +163,7 @@ def measure(name: str) -> dict[str, object]:
 HEADER = (
     f"{'model':32} {'import':>6} {'cold':>6} {'CPU':>6} "
     + " ".join(f"{lv:>6}" for lv in LEVELS)
-    + f" {'cached':>6} {'RSS MB':>7} {'ort':>6}"
+    + f" {'cached':>6} {'CPU':>6} {'RSS MB':>7} {'ort':>6}"
 )
 
 
@@ -174,7 +174,9 @@ def table_row(result: dict[str, object]) -> str:
     if "error" in cold:
         return f"{title:32} failed: {cold['error']}"
     levels = " ".join(f"{cold[f'{lv}_cpu_s']:6.2f}" for lv in LEVELS)
-    again = f"{cached['compile_s']:6.2f}" if "compile_s" in cached else f"{'-':>6}"
+    again = f"{'-':>6} {'-':>6}"
+    if "compile_s" in cached:
+        again = f"{cached['compile_s']:6.2f} {cached['compile_cpu_s']:6.2f}"
     return (
         f"{title:32} {cold['import_s']:6.2f} {cold['compile_s']:6.2f} "
         f"{cold['compile_cpu_s']:6.2f} {levels} {again} {cold['rss_mb']:7.0f} "

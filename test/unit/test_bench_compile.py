@@ -26,9 +26,11 @@ COLD = {
 
 
 def test_a_row_per_model() -> None:
-    row = bench_compile.table_row({"model": "resnet50", "cold": COLD, "cached": {"compile_s": 0.3}})
+    row = bench_compile.table_row(
+        {"model": "resnet50", "cold": COLD, "cached": {"compile_s": 0.3, "compile_cpu_s": 0.2}}
+    )
     assert row.startswith("ResNet-50")
-    assert row.split()[1:] == "1.00 4.50 6.00 0.10 1.00 2.00 2.50 0.30 800 0.50".split()
+    assert row.split()[1:] == "1.00 4.50 6.00 0.10 1.00 2.00 2.50 0.30 0.20 800 0.50".split()
     assert len(bench_compile.HEADER.split()) == len(row.split()) + 1  # "RSS MB": two words
 
 
