@@ -177,12 +177,12 @@ def test_limits_are_options() -> None:
 @pytest.mark.parametrize("dim", [-1, -5])
 def test_negative_declared_dims_are_unknown(dim: int) -> None:
     """[-5] once reached the C header as a dimension; any negative is unknown, as -1
-    is for the exporters that write it."""
+    is for the exporters that write it (the message shows the model's own text)."""
     model = _model([_node("Relu", ["x"])], {"x": [dim, 3]}, {})
     with pytest.raises(OnnxImportError) as info:
         dlc.onnx.load(model)
     assert info.value.problems == [
-        "input 'x': dynamic shape (?, 3); give its shape with input_shapes={'x': (...)} "
+        f"input 'x': dynamic shape ({dim}, 3); give its shape with input_shapes={{'x': (...)}} "
         "(dlc-run: --input-shape x=...)"
     ]
     out = dlc.compile_onnx(model, input_shapes={"x": (2, 3)}).g(-np.ones((2, 3), np.float32))
