@@ -8,8 +8,9 @@ The models come from `benchmarks/onnx_workloads.py`, built on first use into
 the time `dlc.onnx.load` takes (import), the first compile (cold: an empty compile
 cache), a compile of the same model from the on-disk cache in a fresh process state
 (cached: the in-memory entries forgotten), dlc's median µs per call, onnxruntime's
-(`intra_op_num_threads` = the bench's threads, `session.intra_op.allow_spinning` = 0)
-and dlc / ort, and the largest difference of the outputs relative to the largest
+(`intra_op_num_threads` = the bench's threads, `session.intra_op.allow_spinning` = 0),
+timed in turns (`bench_common.alternating_medians`: both see the same load), and
+dlc / ort, and the largest difference of the outputs relative to the largest
 output of onnxruntime's; then, in parentheses, the CPU seconds of the import, the cold
 and the cached compile (this process and the compile's worker processes: the measure
 that holds on a loaded machine) and the peak resident memory so far (run one model per
@@ -43,7 +44,7 @@ GENERATED = ROOT / "benchmarks" / "generated"
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tools"))
 
-from bench_common import median_seconds  # noqa: E402
+from bench_common import alternating_medians, median_seconds  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -135,17 +136,18 @@ def run_model(w: ModelWorkload, threads: int, weights: str = "random", opt_level
         return f"{label} skipped: dlc cannot compile it: {e.message}"
     fn = compiled[next(iter(compiled.functions))]
     got = np.asarray(fn(*inputs))
-    dlc_s = median_seconds(fn, inputs)
-    line = f"{label} {imported:8.2f} {cold:8.2f} {cached:8.2f} {dlc_s * 1e6:10.1f}"
     usage = f"  ({imported_cpu:.2f}/{cold_cpu:.2f}/{cached_cpu:.2f}; {_max_rss_gb():.2f} GB)"
     try:
         session = ort_session(path, threads)
     except ImportError:
+        dlc_s = median_seconds(fn, inputs)
+        line = f"{label} {imported:8.2f} {cold:8.2f} {cached:8.2f} {dlc_s * 1e6:10.1f}"
         return line + f" {'not installed':>18}" + usage
     names = [i.name for i in session.get_inputs()]
     feeds = dict(zip(names, inputs, strict=True))
     want = session.run(None, feeds)[0]
-    ort_s = median_seconds(lambda *_: session.run(None, feeds), inputs)
+    dlc_s, ort_s = alternating_medians([lambda: fn(*inputs), lambda: session.run(None, feeds)])
+    line = f"{label} {imported:8.2f} {cold:8.2f} {cached:8.2f} {dlc_s * 1e6:10.1f}"
     scale = float(np.max(np.abs(want)))
     error = f"{float(np.max(np.abs(got - want))) / scale:.1e}" if scale else "- (all 0)"
     return line + f" {ort_s * 1e6:10.1f} {dlc_s / ort_s:7.2f}  {error:>11}" + usage

@@ -44,6 +44,9 @@ for _name in _MODULE_FALLBACK:
     config.substitutions.append((_pattern, _tool(_name)))  # noqa: F821
 
 config.environment["PATH"] = os.pathsep.join([_BIN_DIR, os.environ.get("PATH", "")])  # noqa: F821
+# A checkout run with PYTHONPATH=<checkout> (beside an installed dlc) tests that checkout.
+if "PYTHONPATH" in os.environ:
+    config.environment["PYTHONPATH"] = os.environ["PYTHONPATH"]  # noqa: F821
 
 # The compile cache (dlc/runtime/cache.py): an explicit DLC_CACHE / DLC_CACHE_DIR passes
 # through; otherwise it is off, so lit never writes into the user's ~/.cache.
