@@ -1,7 +1,7 @@
 """Whole ONNX models in tools/bench.py: W8 (ResNet-50, batch 1, 224×224, random
-weights) and W9 (a BERT-base encoder layer: sequence 128, hidden 768, 12 heads,
-token-embedding Gather from a 30522×768 table, GELU, LayerNorm), against onnxruntime
-in the same run.
+weights), W9 (a BERT-base encoder layer: sequence 128, hidden 768, 12 heads,
+token-embedding Gather from a 30522×768 table, GELU, LayerNorm) and W13 (MobileNetV2
+1.0, batch 1, 224×224: depthwise convolutions), against onnxruntime in the same run.
 
 The models come from `benchmarks/onnx_workloads.py`, built on first use into
 `benchmarks/generated/` (git-ignored: ~100 MB of random weights each). Per model:
@@ -68,6 +68,7 @@ def _tokens() -> list[np.ndarray]:
 MODELS = [
     ModelWorkload("W8", "ResNet-50 B=1 224x224", "resnet50", _image),
     ModelWorkload("W9", "BERT-base encoder layer", "bert_layer", _tokens),
+    ModelWorkload("W13", "MobileNetV2 B=1 224x224", "mobilenet_v2", _image),
 ]
 HEADER = (
     f"{'id':3} {'model':24} {'import s':>8} {'cold s':>8} {'cached s':>8} "
@@ -164,7 +165,7 @@ def _max_rss_gb() -> float:
 def run_models(
     wanted: set[str] | None, threads: int, weights: str = "random", opt_level: int = 2
 ) -> None:
-    """The W8/W9 table (bench.py calls it after its own)."""
+    """The W8/W9/W13 table (bench.py calls it after its own)."""
     chosen = [w for w in MODELS if wanted is None or w.id in wanted]
     if not chosen:
         return
@@ -184,7 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from dlc.runtime.native import default_threads
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", help="comma-separated ids: W8, W9")
+    parser.add_argument("--only", help="comma-separated ids: W8, W9, W13")
     parser.add_argument("--threads", type=int, default=default_threads())
     parser.add_argument("--weights", choices=("random", "fill"), default="random",
                         help="fill: constant-filled weights (same computation, no weight data)")  # fmt: skip

@@ -12,6 +12,8 @@ nothing itself:
   iteration branches (`loop.if`) to the full block or the remainder, so the
   remainder runs on a thread of its own.
 - Unrolled loops are emitted once per iteration.
+- `split`: the loop of a split axis is one loop per piece, in order, each over its
+  constant range.
 - `pack`: the packed operand's block is copied into panels before the first row
   loop, and the body reads it from there (`pack.py`).
 - Reductions: trailing output loops inside the innermost reduction loop that are all
@@ -117,6 +119,7 @@ class NestBuilder(RegisterTile, PackedOperand, EpilogueTile):
         self.loops = all_loops[len(prefix) :]
         self.unrolled = schedule.unrolled_loops
         self.parallel = schedule.parallel_loops
+        self.splits = schedule.split_points
         self.fma = schedule.fma
         self._plan_accumulators()
         self._plan_lanes(schedule)
@@ -165,6 +168,13 @@ class NestBuilder(RegisterTile, PackedOperand, EpilogueTile):
         extent)."""
         lp = self.loops[pos]
         block = env[lp.axis]
+        if lp.name in self.splits:  # index-set splitting: one loop per piece, in order
+            extent = constant_extent(block.extent, self.op, lp.name)
+            bounds = [0, *self.splits[lp.name], extent]
+            for lo, hi in zip(bounds, bounds[1:]):
+                piece = {**env, lp.axis: replace(block, offset=block.offset + lo, extent=hi - lo)}
+                self._for(pos, b, piece, index(b, hi - lo), 1, inner)
+            return
         if lp.name in self.unrolled or self._needsconstant_extent(pos):
             extent = constant_extent(block.extent, self.op, lp.name)
             full = extent - extent % lp.step

@@ -102,6 +102,12 @@ as written), in three steps, from a `Target` (dlc/target.py):
    unless more than `MAX_FORKS` reduction iterations enclose that loop (each would
    fork and join the threads again).
 
+5. **Split rows** (`schedule_split.py`): an element-wise nest in no group whose body
+   compares its last index against constants (a padding's range checks) runs its
+   last loop in pieces at the points where the comparisons change (`split`): the
+   middle piece of a padding is a plain copy that LLVM vectorizes (a depthwise 3 x 3
+   convolution's padding over 28 x 28 took as long as the convolution, scalar).
+
 Input: verified tensor level (after `fuse`). Output: the same computes, each with a
 schedule; `lower-tensor-to-loop` carries the schedules out and decides nothing.
 Without this pass every compute is one plain nest (output loops, then reduction
@@ -134,6 +140,7 @@ from dlc.passes.tensor.schedule_policy import (
     transpose_schedule,
 )
 from dlc.passes.tensor.schedule_records import TuningDatabase
+from dlc.passes.tensor.schedule_split import split_points
 from dlc.passes.tensor.schedule_tuned import tuned_schedules
 from dlc.passes.tensor.schedule_tuned_groups import group_records
 from dlc.target import Target
@@ -206,6 +213,11 @@ class SchedulePass(ModulePass, PassStatistics):
                     for c, ms in epilogues.items():
                         c.schedule = c.schedule.replaced(epilogue=len(ms))  # type: ignore[union-attr]
                     mark_parallel([c for c in run if c not in members])
+                    for c in run:
+                        points = split_points(c) if c not in members else []
+                        if points:
+                            last = f"d{len(c.domain) - 1}"
+                            c.schedule = c.schedule.replaced(split={last: points})  # type: ignore[union-attr]
                     for m in members:
                         m.schedule = ScheduleAttr()
                     for c in gathered:
