@@ -23,7 +23,7 @@ MAX_POINTS = 4
 """At most this many split points (a padding on both sides needs two)."""
 
 # predicate -> the offset of the first index where `x + c <pred> C` changes, from C - c
-_FLIP = {"slt": 0, "sge": 0, "sle": 1, "sgt": 1, "ult": 0, "uge": 0, "ule": 1, "ugt": 1}
+_FLIP = {"slt": 0, "sge": 0, "sle": 1, "sgt": 1}  # signed only (unsigned change at -c too)
 
 
 def split_points(op: tensor.ComputeOp) -> list[int]:
@@ -76,5 +76,4 @@ def _flip(cmp: arith.CmpiOp, forms: dict[SSAValue, Form]) -> int | None:
         return None  # not `last + c` on the left
     if {k for k, v in rhs.items() if v} - {CONST}:
         return None  # not a constant on the right
-    return rhs.get(CONST, 0) - lhs.get(CONST, 0) + _FLIP[predicate]  # (unsigned: also at -c)
-
+    return rhs.get(CONST, 0) - lhs.get(CONST, 0) + _FLIP[predicate]
