@@ -21,6 +21,7 @@ import numpy as np
 
 from dlc.dialects import abi
 from dlc.runtime import interrupts
+from dlc.runtime.governor import GOVERNOR
 
 STACK_RESERVE = 256 << 10
 """Stack kept free below the limit: for the guard page, signal handlers and the C
@@ -65,7 +66,8 @@ class CallContext:
 
     def __init__(self, arena_bytes: int, threads: int = 1) -> None:
         self.words = np.zeros(abi.CTX_WORDS, np.int64)
-        self.words[abi.CTX_THREADS] = max(1, threads)
+        self.requested_threads = max(1, threads)
+        self.words[abi.CTX_THREADS] = self.requested_threads
         self.address = int(self.words.ctypes.data)
         self.status = ctypes.c_int64.from_address(self.address + 8 * abi.CTX_STATUS)
         try:
@@ -79,6 +81,12 @@ class CallContext:
         main = threading.current_thread() is threading.main_thread()
         self.words[abi.CTX_INTERRUPT] = interrupts.flag_address() if main else interrupts.quiet()
         self.reset()
+        if self.requested_threads > 1:  # steps down to 1 while the cores are contended
+            GOVERNOR.watch(self)
+
+    def set_threads(self, threads: int) -> None:
+        """The thread count of this context's next parallel loops (the load governor's)."""
+        self.words[abi.CTX_THREADS] = threads
 
     def reset(self) -> None:
         """Back to the state before a call (the Python entry of every compiled function

@@ -85,3 +85,92 @@ def test_thread_count_options(monkeypatch: pytest.MonkeyPatch) -> None:
         dlc.compile(text, num_threads=0)
     with pytest.raises(TypeError, match="num_threads must be None or an int, got float"):
         dlc.compile(text, num_threads=2.0)  # type: ignore[arg-type]
+
+
+def test_every_iteration_runs_once_for_any_thread_count_and_trip() -> None:
+    """Dynamic chunks: trips smaller than the team, not a multiple of the chunk, and
+    a team larger than the cores, all give the serial result bit for bit."""
+    rng = np.random.default_rng(7)
+    for n, m in ((3, 40000), (97, 1024), (1031, 64)):
+        text = (
+            'module "ew"\nstage raw\n'
+            f"func @ew: (<{n} x {m} x f32>) -> <{n} x {m} x f32> {{\n"
+            f"'entry(%x: <{n} x {m} x f32>):\n"
+            f"    %t = tanh %x: <{n} x {m} x f32>\n"
+            f"    %y = multiply %t: <{n} x {m} x f32>, %x: <{n} x {m} x f32>\n"
+            f"    return %y: <{n} x {m} x f32>\n}}\n"
+        )
+        x = rng.standard_normal((n, m)).astype(np.float32)
+        want = dlc.compile(text, num_threads=1).ew(x)
+        for threads in (2, 5, 8):
+            mod = dlc.compile(text, num_threads=threads)
+            if n > 3:
+                assert "GOMP_loop_dynamic_start" in mod.ir("llvm")
+            np.testing.assert_array_equal(mod.ew(x), want)
+
+
+def test_openmp_waits_briefly_then_sleeps_unless_the_user_chose() -> None:
+    """libgomp reads its wait policy once, when it loads: dlc asks for a short spin
+    (`GOMP_SPINCOUNT`) unless `OMP_WAIT_POLICY` or `GOMP_SPINCOUNT` is set."""
+    import os
+    import subprocess
+    import sys
+
+    from dlc.runtime.native import WAIT_SPIN
+
+    probe = (
+        "import os; from dlc.runtime.native import openmp_available as a; a(); "
+        "print(os.environ.get('GOMP_SPINCOUNT'), os.environ.get('OMP_WAIT_POLICY'))"
+    )
+    cases = (({}, f"{WAIT_SPIN} None"), ({"OMP_WAIT_POLICY": "active"}, "None active"))
+    cases += (({"GOMP_SPINCOUNT": "5"}, "5 None"),)
+    for extra, want in cases:
+        env = {
+            k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")
+        }
+        env.update(extra)
+        out = subprocess.run(
+            [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
+        )
+        assert out.stdout.split("\n")[0] == want, (extra, out.stdout, out.stderr)
+
+
+def test_the_load_governor_steps_down_on_pressure_and_back_after_calm() -> None:
+    from dlc.runtime.governor import CALM_PERIODS, HIGH, LOW, Decision
+
+    d = Decision()
+    assert d.update(LOW / 2) is False
+    assert d.update(HIGH + 0.1) is True  # contended at once
+    assert d.update((HIGH + LOW) / 2) is True  # in between: stays down
+    for _ in range(CALM_PERIODS - 1):
+        assert d.update(LOW / 2) is True
+    assert d.update(HIGH + 0.1) is True  # a busy period restarts the count
+    for _ in range(CALM_PERIODS - 1):
+        d.update(LOW / 2)
+    assert d.update(LOW / 2) is False  # CALM_PERIODS calm periods in a row: back up
+
+
+def test_the_governed_thread_word_changes_no_result(tmp_path: Path) -> None:
+    """The governor writes a context's thread word between calls; a module's results
+    are the same at the stepped-down count, and the word goes back when calm."""
+    from dlc.dialects import abi
+    from dlc.runtime.governor import GOVERNOR, read_some_total
+
+    path = ROOT / PROGRAMS["lstm_tail"][0]
+    mod = dlc.compile_file(path, num_threads=2)
+    name = mod.functions[0]
+    args = _inputs(mod, name)
+    want = mod[name](*args)
+    ctx = mod[name]._contexts.get()  # type: ignore[union-attr]
+    assert ctx.words[abi.CTX_THREADS] in (1, 2) and ctx.requested_threads == 2
+    ctx.set_threads(1)
+    for got, ref in zip(mod[name](*args), want, strict=True):
+        np.testing.assert_array_equal(got, ref)
+    if read_some_total() is not None:  # watched where the kernel reports pressure
+        assert ctx in GOVERNOR.watched
+        GOVERNOR.decision.contended = False
+        GOVERNOR.apply()
+        assert ctx.words[abi.CTX_THREADS] == 2
+    (tmp_path / "psi").write_text("some avg10=1.00 avg60=0.50 avg300=0.10 total=4242\n")
+    assert read_some_total(str(tmp_path / "psi")) == 4242
+    assert read_some_total(str(tmp_path / "missing")) is None

@@ -8,13 +8,18 @@ The outermost `loop.for` marked `parallel` (by its schedule) of a nest becomes
     return if the status word is set
 
     @f.omp<k>(data):                                          (internal)
-      tid = omp_get_thread_num(); n = omp_get_num_threads()
-      trip = ceil((ub - lb) / step); chunk = ceil(trip / n)
-      for j in [tid * chunk, min(trip, (tid + 1) * chunk)): iv = lb + j * step; body
+      trip = ceil((ub - lb) / step); n = omp_get_num_threads()
+      if n == 1: run j in [0, trip)                             (no team: no work share)
+      else: while GOMP_loop_dynamic_next-style claims give [b, e) (chunks of
+            ceil(trip / (CHUNKS_PER_THREAD * n)) iterations): run j in [b, e)
+      (iv = lb + j * step)
 
-a static schedule: every iteration runs on exactly one thread, and each output
-element's fold stays sequential within its iteration, so results do not depend on the
-thread count. Loops whose body calls functions or uses stack slots are not outlined
+a dynamic schedule: a thread takes the next chunk when it is done with one, so a
+thread the OS has descheduled (the cores busy with other processes) delays only its
+current chunk instead of holding a static share that the others wait for at the
+barrier. Every iteration still runs on exactly one thread, and each output element's
+fold stays sequential within its iteration, so results do not depend on the thread
+count or on which thread ran what. Loops whose body calls functions or uses stack slots are not outlined
 (the callee's stack guard knows only the calling thread's stack), nor loops carrying
 values. The thread count travels in the call context (`abi.CTX_THREADS`); without an
 OpenMP runtime (`openmp=False`) parallel loops run serially.
@@ -45,6 +50,8 @@ from xdsl.dialects.builtin import (
     IntegerType,
     MemRefType,
     UnitAttr,
+    i1,
+    i8,
     i32,
     i64,
 )
@@ -59,6 +66,11 @@ from dlc.lowering.loop_to_llvm.scalar import const, icmp
 
 PTR = llvm.LLVMPointerType()
 VOID = llvm.LLVMVoidType()
+
+CHUNKS_PER_THREAD = 4
+"""Dynamic chunks per thread of a parallel loop: enough that a descheduled thread's
+share is taken over by the others, few enough that claiming a chunk (an atomic add in
+libgomp) costs nothing next to it."""
 
 SPLIT_OPS = 4000
 SPLIT_CHUNK = 1500
@@ -178,9 +190,7 @@ class ParallelEmitter(ContextEmitter):
         worker.start(entry)
         worker.unpack(entry.args[0], captured)
         lb, ub, step = (worker.get(v) for v in (op.lb, op.ub, op.step))
-        begin, end = worker.chunk(lb, ub, step)
-        worker.run_loop(op, begin, end)
-        worker.emit(llvm.ReturnOp())
+        worker.run_chunks(op, worker.trip_count(lb, ub, step))
         self.outlined.append(
             llvm.FuncOp(
                 name,
@@ -328,24 +338,86 @@ class ParallelEmitter(ContextEmitter):
         self.emit(llvm.BrOp(join))
         self.start(join)
 
-    def chunk(self, lb: SSAValue, ub: SSAValue, step: SSAValue) -> tuple[SSAValue, SSAValue]:
-        """This thread's [begin, end) of the iteration numbers 0 .. trip - 1."""
-        self.declare("omp_get_thread_num", [], i32)
-        self.declare("omp_get_num_threads", [], i32)
-        tid = self._omp("omp_get_thread_num")
-        nth = self._omp("omp_get_num_threads")
+    def trip_count(self, lb: SSAValue, ub: SSAValue, step: SSAValue) -> SSAValue:
+        """max(0, ceil((ub - lb) / step)) for step > 0."""
         zero, one = const(self, 0, i64), const(self, 1, i64)
         span = self.emit(
             llvm.AddOp(self.emit(llvm.SubOp(ub, lb)), self.emit(llvm.SubOp(step, one)))
         )
         trip = self.emit(llvm.SDivOp(span, step))
-        trip = self.emit(llvm.SelectOp(icmp(self, "sgt", trip, zero), trip, zero))
-        chunk = self.emit(
-            llvm.SDivOp(self.emit(llvm.AddOp(trip, self.emit(llvm.SubOp(nth, one)))), nth)
+        return self.emit(llvm.SelectOp(icmp(self, "sgt", trip, zero), trip, zero))
+
+    def run_chunks(self, op: loop.ForOp, trip: SSAValue) -> None:
+        """Run iteration numbers [0, trip) of `op` in the chunks libgomp's dynamic
+        schedule hands this thread (module docstring), then return. Alone (no team)
+        the whole range is one chunk."""
+        for name, inputs, output in (
+            ("omp_get_num_threads", [], i32),
+            ("GOMP_loop_dynamic_start", [i64, i64, i64, i64, PTR, PTR], i8),
+            ("GOMP_loop_dynamic_next", [PTR, PTR], i8),
+            ("GOMP_loop_end_nowait", [], VOID),
+        ):
+            self.declare(name, inputs, output)
+        entry = self.region.blocks.first
+        assert entry is not None
+        two = llvm.ConstantOp(IntegerAttr(2, i64), i64)
+        bounds = llvm.AllocaOp(two, i64, alignment=16)  # [begin, end) of the chunk
+        entry.insert_ops_before([two, bounds], entry.first_op)  # type: ignore[arg-type]
+        begin_slot = bounds.results[0]
+        end_slot = self.emit(llvm.GEPOp(begin_slot, [1], i64, inbounds=True))
+        zero, one = const(self, 0, i64), const(self, 1, i64)
+        threads = self._omp("omp_get_num_threads")
+        alone = icmp(self, "eq", threads, one)
+        solo, team, check, body, done = Block(), Block(), Block(arg_types=[i1]), Block(), Block()
+        self.emit(llvm.CondBrOp(alone, solo, [], team, []))
+
+        self.start(solo)  # the whole range, claimed once
+        self.emit(llvm.StoreOp(zero, begin_slot, alignment=8))
+        self.emit(llvm.StoreOp(trip, end_slot, alignment=8))
+        self.emit(llvm.BrOp(check, icmp(self, "sgt", trip, zero)))
+
+        self.start(team)
+        per = self.emit(llvm.MulOp(threads, const(self, CHUNKS_PER_THREAD, i64)))
+        size = self.emit(
+            llvm.SDivOp(self.emit(llvm.AddOp(trip, self.emit(llvm.SubOp(per, one)))), per)
         )
-        begin = self.emit(llvm.MulOp(tid, chunk))
-        end = self.emit(llvm.AddOp(begin, chunk))
-        return begin, self.emit(llvm.SelectOp(icmp(self, "slt", end, trip), end, trip))
+        size = self.emit(llvm.SelectOp(icmp(self, "sgt", size, one), size, one))
+        got = self.emit(
+            llvm.CallOp(
+                "GOMP_loop_dynamic_start",
+                zero,
+                trip,
+                one,
+                size,
+                begin_slot,
+                end_slot,
+                return_type=i8,
+            )
+        )
+        self.emit(llvm.BrOp(check, icmp(self, "ne", got, const(self, 0, i8))))
+
+        self.start(check)
+        self.emit(llvm.CondBrOp(check.args[0], body, [], done, []))
+        self.start(body)
+        begin = self.emit(llvm.LoadOp(begin_slot, i64, alignment=8))
+        end = self.emit(llvm.LoadOp(end_slot, i64, alignment=8))
+        self.run_loop(op, begin, end)
+        more, last = Block(), Block()  # alone: no next chunk; in a team: ask for one
+        self.emit(llvm.CondBrOp(alone, last, [], more, []))
+        self.start(more)
+        got = self.emit(llvm.CallOp("GOMP_loop_dynamic_next", begin_slot, end_slot, return_type=i8))
+        self.emit(llvm.BrOp(check, icmp(self, "ne", got, const(self, 0, i8))))
+        self.start(last)
+        self.emit(llvm.BrOp(check, const(self, 0, i1)))
+
+        self.start(done)
+        finish, leave = Block(), Block()
+        self.emit(llvm.CondBrOp(alone, leave, [], finish, []))
+        self.start(finish)
+        self.emit(llvm.CallOp("GOMP_loop_end_nowait", return_type=None))
+        self.emit(llvm.BrOp(leave))
+        self.start(leave)
+        self.emit(llvm.ReturnOp())
 
     def _omp(self, name: str) -> SSAValue:
         return self.emit(llvm.SExtOp(self.emit(llvm.CallOp(name, return_type=i32)), i64))
