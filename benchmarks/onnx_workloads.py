@@ -11,6 +11,10 @@ tens of megabytes of random weights).
 
     python benchmarks/onnx_workloads.py OUT_DIR    # writes resnet50.onnx, bert_layer.onnx, ...
 
+- W13: MobileNetV2 1.0 (batch 1, 224×224) built with `onnx.helper`: batch norms
+  folded into the convolutions (as torch.onnx.export writes them), ReLU6 as Clip,
+  depthwise 3×3 convolutions (`mobilenet_v2`).
+
 `*_fill` variants replace the weights by constant fills (`ConstantOfShape`, one scalar
 each): the same computation without tens of millions of weight elements to import
 and compile.
@@ -212,6 +216,68 @@ def bert_inputs(seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, VOCAB, (1, SEQUENCE), dtype=np.int64)
 
 
+# ---- W13: MobileNetV2 ---------------------------------------------------------------
+
+MOBILENET_V2 = [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
+                (6, 160, 3, 2), (6, 320, 1, 1)]  # fmt: skip
+"""Inverted residual stages of MobileNetV2 1.0: (expansion t, channels c, blocks n,
+first stride s)."""
+
+
+def _conv(g: _Graph, x: str, ci: int, co: int, k: int, stride: int = 1, groups: int = 1,
+          relu6: bool = True) -> str:  # fmt: skip
+    """Conv with bias (batch norm folded into it, as torch.onnx.export writes it), then
+    ReLU6 (Clip to [0, 6]) unless `relu6` is False."""
+    fan_in = ci // groups * k * k
+    w = g.weight(f"conv{g.count}.weight", (co, ci // groups, k, k), math.sqrt(2 / fan_in))
+    b = g.weight(f"conv{g.count}.bias", (co,), 0.02)
+    pad = k // 2
+    y = g.op("Conv", [x, w, b], kernel_shape=[k, k], strides=[stride] * 2, pads=[pad] * 4,
+             group=groups)  # fmt: skip
+    if not relu6:
+        return y
+    lo, hi = (
+        g.const(f"{y}.lo", np.array(0, np.float32)),
+        g.const(f"{y}.hi", np.array(6, np.float32)),
+    )
+    return g.op("Clip", [y, lo, hi])
+
+
+def mobilenet_v2(seed: int = 13, fill: bool = False) -> ModelProto:
+    """W13: MobileNetV2 1.0 (batch 1, 3×224×224, 1000 classes) with random weights,
+    built with `onnx.helper` in the form torch.onnx.export gives it: batch norms folded
+    into the convolutions' biases, ReLU6 as Clip, residual Adds where a block keeps its
+    shape; depthwise 3×3 convolutions (group = channels) between 1×1 expansions and
+    projections; `fill`: constant-filled weights."""
+    g = _Graph(np.random.default_rng(seed), fill)
+    x = _conv(g, "image", 3, 32, 3, stride=2)
+    channels = 32
+    for t, c, n, s in MOBILENET_V2:
+        for i in range(n):
+            stride = s if i == 0 else 1
+            hidden = channels * t
+            y = _conv(g, x, channels, hidden, 1) if t != 1 else x
+            y = _conv(g, y, hidden, hidden, 3, stride=stride, groups=hidden)
+            y = _conv(g, y, hidden, c, 1, relu6=False)
+            x = g.op("Add", [x, y]) if stride == 1 and channels == c else y
+            channels = c
+    x = _conv(g, x, channels, 1280, 1)
+    flat = g.op("Flatten", [g.op("GlobalAveragePool", [x])], axis=1)
+    w = g.weight("classifier.weight", (1000, 1280), 1 / math.sqrt(1280))
+    logits = g.op("Gemm", [flat, w, g.weight("classifier.bias", (1000,), 0.02)], transB=1)
+    graph = helper.make_graph(
+        g.nodes,
+        "mobilenet_v2",
+        [helper.make_tensor_value_info("image", TensorProto.FLOAT, [1, 3, 224, 224])],
+        [helper.make_tensor_value_info(logits, TensorProto.FLOAT, [1, 1000])],
+        g.inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
 def resnet50_fill() -> ModelProto:
     """W8's graph with onnx's `ConstantOfShape` weight fills (light_resnet50.onnx)."""
     return light_model("resnet50")
@@ -221,12 +287,18 @@ def bert_layer_fill() -> ModelProto:
     return bert_layer(fill=True)
 
 
+def mobilenet_v2_fill() -> ModelProto:
+    return mobilenet_v2(fill=True)
+
+
 BUILDERS = {
     "resnet50": resnet50,
     "bert_layer": bert_layer,
     "resnet50_fill": resnet50_fill,
     "bert_layer_fill": bert_layer_fill,
     "bert_base": bert_base,
+    "mobilenet_v2": mobilenet_v2,
+    "mobilenet_v2_fill": mobilenet_v2_fill,
 }
 
 

@@ -67,6 +67,31 @@ def median_seconds(fn: Callable[..., Any], args: Sequence[Any]) -> float:
     return statistics.median(samples)
 
 
+def alternating_medians(
+    calls: Sequence[Callable[[], Any]], budget: float = 2 * BUDGET_SECONDS
+) -> list[float]:
+    """Median seconds per call of each of `calls`, timed in turns (one sample of each,
+    then the next round): on a loaded machine the systems compared see the same load,
+    so their ratio holds where their times from separate windows would not. At least
+    `MIN_SAMPLES` rounds of samples lasting ≥ 2 ms each, within `budget` seconds."""
+    inner: list[int] = []
+    for fn in calls:
+        start = time.perf_counter()
+        fn()
+        inner.append(max(1, int(SAMPLE_SECONDS / max(time.perf_counter() - start, 1e-7))))
+    samples: list[list[float]] = [[] for _ in calls]
+    deadline = time.perf_counter() + budget
+    while len(samples[0]) < MIN_SAMPLES or time.perf_counter() < deadline:
+        for fn, n, own in zip(calls, inner, samples, strict=True):
+            start = time.perf_counter()
+            for _ in range(n):
+                fn()
+            own.append((time.perf_counter() - start) / n)
+        if len(samples[0]) >= 200:
+            break
+    return [statistics.median(s) for s in samples]
+
+
 def leaves(result: Any) -> Arrays:
     """The outputs of one call as NumPy arrays (jax arrays and torch CPU tensors too)."""
     if isinstance(result, tuple | list):

@@ -11,7 +11,7 @@ Each layer is built with `onnx.helper` (Conv with constant weights + bias + Relu
 BatchNormalization, residual Add, MatMul/Gemm with constant weights + bias + an
 activation), imported with `dlc.onnx.load`, compiled (`compile_graph_module`, the
 bench's threads) and timed against an onnxruntime session on the same threads
-(spinning off) in the same run: median µs per call of each (`bench_common`), dlc /
+(spinning off), in turns: median µs per call of each (`bench_common`), dlc /
 ort, dlc's GFLOP/s and the largest output difference relative to onnxruntime's
 largest output. `--cpu` also prints the process CPU time per call of each, the
 fair measure when other jobs load the machine (a parallel region waits for its
@@ -34,7 +34,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_common import median_seconds  # noqa: E402
+from bench_common import alternating_medians  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,17 @@ LAYERS: dict[str, Conv | Dense] = {
     "conv1x1_7_up_res": Conv(512, 2048, 7, 1, bn=True, residual=True),
     "conv_dw": Conv(128, 128, 56, 3, group=128),
     "conv_grouped": Conv(128, 128, 28, 3, group=32),
+    # MobileNetV2's inverted residual blocks: depthwise 3x3 + relu6, pointwise projection
+    "dw_112": Conv(32, 32, 112, 3, group=32, bn=True, act="Relu6"),
+    "dw_112_s2": Conv(96, 96, 112, 3, stride=2, group=96, bn=True, act="Relu6"),
+    "dw_56": Conv(144, 144, 56, 3, group=144, bn=True, act="Relu6"),
+    "dw_28": Conv(192, 192, 28, 3, group=192, bn=True, act="Relu6"),
+    "dw_14": Conv(384, 384, 14, 3, group=384, bn=True, act="Relu6"),
+    "dw_7": Conv(960, 960, 7, 3, group=960, bn=True, act="Relu6"),
+    "pw_expand_56": Conv(24, 144, 56, 1, bn=True, act="Relu6"),
+    "pw_project_56": Conv(144, 24, 56, 1, bn=True, residual=True, act=""),
+    "pw_expand_14": Conv(64, 384, 14, 1, bn=True, act="Relu6"),
+    "pw_project_14": Conv(384, 64, 14, 1, bn=True, residual=True, act=""),
     "mm_bias": Dense(128, 768, 768),
     "mm_gelu": Dense(128, 768, 3072, act="Gelu"),
     "gemm_fc": Dense(1, 2048, 1000, gemm=True),
@@ -106,10 +117,13 @@ def _weight(
     return (rng.standard_normal(shape) * math.sqrt(2.0 / fan_in)).astype(np.float32)
 
 
-def _activation(helper: object, act: str, x: str, nodes: list) -> str:
+def _activation(helper: object, act: str, x: str, nodes: list, const: Callable) -> str:
+    """`x` through `act` (an ONNX op name, or Relu6: Clip to [0, 6])."""
     if not act:
         return x
-    nodes.append(helper.make_node(act, [x], [f"{x}_{act.lower()}"]))  # type: ignore[attr-defined]
+    bounds = [const("lo", np.float32(0)), const("hi", np.float32(6))] if act == "Relu6" else []
+    op = "Clip" if act == "Relu6" else act
+    nodes.append(helper.make_node(op, [x, *bounds], [f"{x}_{act.lower()}"]))  # type: ignore[attr-defined]
     return f"{x}_{act.lower()}"
 
 
@@ -122,7 +136,7 @@ def build(layer: Conv | Dense, fill: bool, seed: int = 0):  # noqa: ANN201
     inits: list = []
 
     def const(name: str, value: np.ndarray) -> str:
-        inits.append(numpy_helper.from_array(value.astype(np.float32), name))
+        inits.append(numpy_helper.from_array(np.asarray(value, np.float32), name))
         return name
 
     if isinstance(layer, Conv):
@@ -165,7 +179,7 @@ def build(layer: Conv | Dense, fill: bool, seed: int = 0):  # noqa: ANN201
         inputs = [("x", [layer.rows, layer.k])]
         out_shape = [layer.rows, layer.n]
         y = "dense"
-    y = _activation(helper, layer.act, y, nodes)
+    y = _activation(helper, layer.act, y, nodes, const)
     graph = helper.make_graph(
         nodes,
         "layer",
@@ -212,8 +226,7 @@ def run_layer(name: str, layer: Conv | Dense, threads: int, fill: bool, cpu: boo
     want = session.run(None, feeds)[0]
     got = np.asarray(fn(*args))
     error = float(np.max(np.abs(got - want))) / max(float(np.max(np.abs(want))), 1e-30)
-    dlc_s = median_seconds(fn, args)
-    ort_s = median_seconds(lambda *_: session.run(None, feeds), args)
+    dlc_s, ort_s = alternating_medians([lambda: fn(*args), lambda: session.run(None, feeds)])
     line = (
         f"{name:18} {compile_s:7.2f} {dlc_s * 1e6:10.1f} {ort_s * 1e6:10.1f} {dlc_s / ort_s:7.2f}"
         f" {layer.flops() / dlc_s * 1e-9:7.1f}  {error:.1e}"

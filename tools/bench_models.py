@@ -1,15 +1,16 @@
 """Whole ONNX models in tools/bench.py: W8 (ResNet-50, batch 1, 224×224, random
-weights) and W9 (a BERT-base encoder layer: sequence 128, hidden 768, 12 heads,
-token-embedding Gather from a 30522×768 table, GELU, LayerNorm), against onnxruntime
-in the same run.
+weights), W9 (a BERT-base encoder layer: sequence 128, hidden 768, 12 heads,
+token-embedding Gather from a 30522×768 table, GELU, LayerNorm) and W13 (MobileNetV2
+1.0, batch 1, 224×224: depthwise convolutions), against onnxruntime in the same run.
 
 The models come from `benchmarks/onnx_workloads.py`, built on first use into
 `benchmarks/generated/` (git-ignored: ~100 MB of random weights each). Per model:
 the time `dlc.onnx.load` takes (import), the first compile (cold: an empty compile
 cache), a compile of the same model from the on-disk cache in a fresh process state
 (cached: the in-memory entries forgotten), dlc's median µs per call, onnxruntime's
-(`intra_op_num_threads` = the bench's threads, `session.intra_op.allow_spinning` = 0)
-and dlc / ort, and the largest difference of the outputs relative to the largest
+(`intra_op_num_threads` = the bench's threads, `session.intra_op.allow_spinning` = 0),
+timed in turns (`bench_common.alternating_medians`: both see the same load), and
+dlc / ort, and the largest difference of the outputs relative to the largest
 output of onnxruntime's; then, in parentheses, the CPU seconds of the import, the cold
 and the cached compile (this process and the compile's worker processes: the measure
 that holds on a loaded machine) and the peak resident memory so far (run one model per
@@ -43,7 +44,7 @@ GENERATED = ROOT / "benchmarks" / "generated"
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tools"))
 
-from bench_common import median_seconds  # noqa: E402
+from bench_common import alternating_medians, median_seconds  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,7 @@ def _tokens() -> list[np.ndarray]:
 MODELS = [
     ModelWorkload("W8", "ResNet-50 B=1 224x224", "resnet50", _image),
     ModelWorkload("W9", "BERT-base encoder layer", "bert_layer", _tokens),
+    ModelWorkload("W13", "MobileNetV2 B=1 224x224", "mobilenet_v2", _image),
 ]
 HEADER = (
     f"{'id':3} {'model':24} {'import s':>8} {'cold s':>8} {'cached s':>8} "
@@ -135,17 +137,18 @@ def run_model(w: ModelWorkload, threads: int, weights: str = "random", opt_level
         return f"{label} skipped: dlc cannot compile it: {e.message}"
     fn = compiled[next(iter(compiled.functions))]
     got = np.asarray(fn(*inputs))
-    dlc_s = median_seconds(fn, inputs)
-    line = f"{label} {imported:8.2f} {cold:8.2f} {cached:8.2f} {dlc_s * 1e6:10.1f}"
     usage = f"  ({imported_cpu:.2f}/{cold_cpu:.2f}/{cached_cpu:.2f}; {_max_rss_gb():.2f} GB)"
     try:
         session = ort_session(path, threads)
     except ImportError:
+        dlc_s = median_seconds(fn, inputs)
+        line = f"{label} {imported:8.2f} {cold:8.2f} {cached:8.2f} {dlc_s * 1e6:10.1f}"
         return line + f" {'not installed':>18}" + usage
     names = [i.name for i in session.get_inputs()]
     feeds = dict(zip(names, inputs, strict=True))
     want = session.run(None, feeds)[0]
-    ort_s = median_seconds(lambda *_: session.run(None, feeds), inputs)
+    dlc_s, ort_s = alternating_medians([lambda: fn(*inputs), lambda: session.run(None, feeds)])
+    line = f"{label} {imported:8.2f} {cold:8.2f} {cached:8.2f} {dlc_s * 1e6:10.1f}"
     scale = float(np.max(np.abs(want)))
     error = f"{float(np.max(np.abs(got - want))) / scale:.1e}" if scale else "- (all 0)"
     return line + f" {ort_s * 1e6:10.1f} {dlc_s / ort_s:7.2f}  {error:>11}" + usage
@@ -162,7 +165,7 @@ def _max_rss_gb() -> float:
 def run_models(
     wanted: set[str] | None, threads: int, weights: str = "random", opt_level: int = 2
 ) -> None:
-    """The W8/W9 table (bench.py calls it after its own)."""
+    """The W8/W9/W13 table (bench.py calls it after its own)."""
     chosen = [w for w in MODELS if wanted is None or w.id in wanted]
     if not chosen:
         return
@@ -182,7 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from dlc.runtime.native import default_threads
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", help="comma-separated ids: W8, W9")
+    parser.add_argument("--only", help="comma-separated ids: W8, W9, W13")
     parser.add_argument("--threads", type=int, default=default_threads())
     parser.add_argument("--weights", choices=("random", "fill"), default="random",
                         help="fill: constant-filled weights (same computation, no weight data)")  # fmt: skip

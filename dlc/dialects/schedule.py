@@ -2,7 +2,7 @@
 
 `#schedule.nest<...>` names loops `d0, d1, ...` (output axes) and `r0, ...` (reduction
 axes) and applies the primitives tile, interchange, parallel, unroll, vectorize, fma,
-pack, epilogue and group; it is verified against its compute, printed, parsed and hashed.
+pack, epilogue, split and group; it is verified against its compute, printed, parsed and hashed.
 A schedule changes speed, never the bits (but `fma`). Each primitive's definition:
 docs/design/schedules.md.
 """
@@ -29,6 +29,7 @@ _CLAUSES = (
     "pack",
     "group",
     "epilogue",
+    "split",
 )
 
 
@@ -71,6 +72,7 @@ class ScheduleAttr(ParametrizedAttribute):
     group: ArrayAttr[IntAttr]  # [] or [id, at, feeds, internal]
     contract: IntAttr  # 1: fuse multiply-adds (fma)
     epilogue_count: IntAttr  # computes after this one evaluated at its register tile
+    splits: ArrayAttr[ArrayAttr[Attribute]]  # [axis, p1, ..., pk] per split axis
 
     def __init__(
         self,
@@ -84,21 +86,26 @@ class ScheduleAttr(ParametrizedAttribute):
         group: tuple[int, int, bool, bool] | None = None,
         fma: bool = False,
         epilogue: int = 0,
+        split: dict[str, Sequence[int]] | None = None,
     ) -> None:
         def names(items: Sequence[str]) -> ArrayAttr[StringAttr]:
             return ArrayAttr([StringAttr(n) for n in items])
 
-        tile_list = [  # in axis order (d0, d1, ..., r0, ...): equal schedules compare equal
-            ArrayAttr([StringAttr(a), *(IntAttr(f) for f in fs)])
-            for a, fs in sorted((tiles or {}).items(), key=lambda item: _axis_key(item[0]))
-            if fs
-        ]
+        def per_axis(table: dict[str, Sequence[int]] | None) -> ArrayAttr[ArrayAttr[Attribute]]:
+            return ArrayAttr(  # in axis order (d0, ..., r0, ...): equal schedules compare equal
+                [
+                    ArrayAttr([StringAttr(a), *(IntAttr(f) for f in fs)])
+                    for a, fs in sorted((table or {}).items(), key=lambda i: _axis_key(i[0]))
+                    if fs
+                ]
+            )
+
         vec: list[Attribute] = (
             [StringAttr(vectorize[0]), IntAttr(vectorize[1])] if vectorize else []
         )
         grp = [IntAttr(int(v)) for v in group] if group is not None else []
         super().__init__(
-            ArrayAttr(tile_list),
+            per_axis(tiles),
             names(order),
             names(parallel),
             names(unroll),
@@ -107,17 +114,18 @@ class ScheduleAttr(ParametrizedAttribute):
             ArrayAttr(grp),
             IntAttr(int(fma)),
             IntAttr(epilogue),
+            per_axis(split),
         )
 
     # -- Python views -------------------------------------------------------------------
 
     @property
     def tile_sizes(self) -> dict[str, tuple[int, ...]]:
-        out: dict[str, tuple[int, ...]] = {}
-        for entry in self.tiles.data:
-            axis, *factors = entry.data
-            out[axis.data] = tuple(f.data for f in factors)  # type: ignore[attr-defined]
-        return out
+        return _per_axis(self.tiles)
+
+    @property
+    def split_points(self) -> dict[str, tuple[int, ...]]:
+        return _per_axis(self.splits)
 
     @property
     def loop_order(self) -> tuple[str, ...]:
@@ -171,6 +179,7 @@ class ScheduleAttr(ParametrizedAttribute):
             "group": self.fusion,
             "fma": self.fma,
             "epilogue": self.epilogue,
+            "split": self.split_points,
         }
         fields.update(changes)
         return ScheduleAttr(**fields)  # type: ignore[arg-type]
@@ -246,6 +255,18 @@ class ScheduleAttr(ParametrizedAttribute):
             return "epilogue: the count must not be negative"
         if self.epilogue and self.fusion is not None:
             return "epilogue: not inside a fusion group"
+        return self._check_splits(by_name)
+
+    def _check_splits(self, by_name: dict[str, Loop]) -> str | None:
+        marked = self.parallel_loops | self.unrolled_loops | {(self.vector or ("",))[0]}
+        for axis, points in self.split_points.items():
+            loop = by_name.get(axis)
+            if loop is None or loop.is_reduction:
+                return f"split: no untiled output loop {axis}"
+            if axis in marked or self.fusion is not None:
+                return f"split: {axis} is unrolled, vectorized or parallel, or in a group"
+            if list(points) != sorted(set(points)) or not 0 < points[0] <= points[-1] < loop.block:
+                return f"split: the points of {axis} must increase within (0, {loop.block})"
         return None
 
     # -- syntax ---------------------------------------------------------------------------
@@ -278,6 +299,10 @@ class ScheduleAttr(ParametrizedAttribute):
             )
         if self.epilogue:
             clauses.append(f"epilogue {self.epilogue}")
+        splits = self.split_points
+        if splits:
+            body = ", ".join(f"{a} = [{', '.join(map(str, ps))}]" for a, ps in splits.items())
+            clauses.append(f"split [{body}]")
         printer.print_string("<" + ", ".join(clauses) + ">")
 
     @classmethod
@@ -299,7 +324,7 @@ class ScheduleAttr(ParametrizedAttribute):
 
 def _parse_clause(parser: AttrParser, clause: str) -> object:
     square = parser.Delimiter.SQUARE
-    if clause == "tile":
+    if clause in ("tile", "split"):
 
         def entry() -> tuple[str, list[int]]:
             axis = parser.parse_identifier("an axis name (d0, r0, ...)")
@@ -326,6 +351,14 @@ def _parse_clause(parser: AttrParser, clause: str) -> object:
     feeds = parser.parse_optional_keyword("feeds") is not None
     internal = parser.parse_optional_keyword("internal") is not None
     return gid, at, feeds, internal
+
+
+def _per_axis(table: ArrayAttr[ArrayAttr[Attribute]]) -> dict[str, tuple[int, ...]]:
+    out: dict[str, tuple[int, ...]] = {}
+    for entry in table.data:
+        axis, *values = entry.data
+        out[axis.data] = tuple(v.data for v in values)  # type: ignore[attr-defined]
+    return out
 
 
 def order_keyword(clause: str) -> str:

@@ -1,4 +1,4 @@
-"""The W8/W9 models (benchmarks/onnx_workloads.py), their bench table
+"""The W8/W9/W13 models (benchmarks/onnx_workloads.py), their bench table
 (tools/bench_models.py) and tools/onnx_model_tests.py, on models small enough for the
 suite: the builders' graphs are checked, not compiled (W8 and W9 take a minute or more)."""
 
@@ -51,6 +51,20 @@ def test_bert_layer_has_bert_base_shapes(fill: bool, monkeypatch: pytest.MonkeyP
     assert ("ConstantOfShape" in ops) == fill
     shape = onnx.shape_inference.infer_shapes(model).graph.output[0].type.tensor_type.shape
     assert [d.dim_value for d in shape.dim] == [1, 128, 768]
+
+
+@pytest.mark.parametrize("fill", [False, True])
+def test_mobilenet_v2_has_its_stages(fill: bool):
+    """W13: 52 convolutions, 17 of them depthwise (group = channels), 10 residual Adds,
+    ReLU6 as Clip, 1000 logits."""
+    model = onnx_workloads.mobilenet_v2(fill=fill)
+    ops = [n.op_type for n in model.graph.node]
+    assert ops.count("Conv") == 52 and ops.count("Add") == 10 and ops.count("Clip") == 35
+    groups = [a.i for n in model.graph.node for a in n.attribute if a.name == "group"]
+    assert sum(g > 1 for g in groups) == 17
+    assert ("ConstantOfShape" in ops) == fill
+    shape = onnx.shape_inference.infer_shapes(model).graph.output[0].type.tensor_type.shape
+    assert [d.dim_value for d in shape.dim] == [1, 1000]
 
 
 def test_ensure_builds_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

@@ -1,7 +1,7 @@
 """Convolutions unfolded as im2col + a matrix product (the `unfold-convolutions` pass,
 dlc/passes/tensor/unfold_convolutions.py): short rows (7, 14), strides 2, padding, right dilation, a 7 x 7 stem,
-batch 2, constant and splat kernels and a 1 x 1 parameter kernel, as ONNX Conv
-nodes. Each is compared with the exact float64 convolution within the bound of its
+batch 2, constant and splat kernels and a 1 x 1 parameter kernel, more output
+channels than pixels (the pixels as the product's rows), as ONNX Conv nodes. Each is compared with the exact float64 convolution within the bound of its
 length-K float sum, and (without fma) bit for bit with the convolution's own nest
 (the same sum in the same order); 1, 2 and 3 threads and bounds checks."""
 
@@ -23,6 +23,10 @@ CASES = [
     (1, 5, 6, 20, 3, 2, 1, 1),  # stride 2, a row tail
     (1, 3, 8, 23, 7, 2, 3, 1),  # the 7x7 stride-2 stem, odd size
     (1, 16, 8, 14, 1, 2, 0, 1),  # a strided 1x1 (ResNet's downsampling shortcut)
+    # fewer pixels than output channels: the pixels are the product's rows
+    (1, 8, 64, 6, 3, 1, 1, 1),  # 36 pixels, 64 channels
+    (1, 12, 48, 12, 3, 2, 1, 1),  # stride 2 onto 6 x 6
+    (2, 16, 40, 6, 1, 1, 0, 1),  # batch 2, a 1x1 over the image itself (no cols nest)
 ]
 
 
@@ -111,3 +115,24 @@ func @f: (<1 x 2 x 40 x 40 x f64>) -> <1 x 3 x 20 x 20 x f64> {
     product = dlc.compile(text, fma=False, num_threads=3)
     assert "reduce [18]" in product.ir("tensor")
     np.testing.assert_array_equal(nest.f(x64), product.f(x64))
+
+
+def test_pixel_rows() -> None:
+    """With fewer pixels than output channels the product's rows are the pixels and its
+    columns the channels, over the kernel transposed at compile time (batch 1: a
+    matrix product; batch 2 keeps the batch axis); a 1 x 1 convolution of stride 1
+    reads the image itself as its columns; a splat kernel too. The results are the
+    convolution nest's bits (no fma), on haswell too."""
+    pixels = dlc.compile_onnx(_model(CASES[6]), fma=False)
+    text = pixels.ir("tensor")
+    assert "-> !graph.tensor<36x64xf32>" in text and "tensor<72x64xf32>" in text
+    batch = dlc.compile_onnx(_model(CASES[8]), fma=False, target_cpu="haswell")
+    assert "-> !graph.tensor<2x36x40xf32>" in batch.ir("tensor")
+    assert "tensor.bitcast %0 : !graph.tensor<2x16x6x6xf32>" in batch.ir("tensor")
+    x = randn(2, 16, 6, 6, seed=9)
+    np.testing.assert_array_equal(batch.g(x), dlc.compile_onnx(_model(CASES[8]), opt_level=0).g(x))
+    fill = dlc.compile_onnx(_model(CASES[6], fill=True), fma=False)
+    assert "-> !graph.tensor<36x64xf32>" in fill.ir("tensor")
+    x = randn(1, 8, 6, 6, seed=10)
+    plain = dlc.compile_onnx(_model(CASES[6], fill=True), opt_level=0)
+    np.testing.assert_array_equal(fill.g(x), plain.g(x))

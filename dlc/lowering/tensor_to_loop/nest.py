@@ -2,7 +2,7 @@
 
 `NestBuilder(...).emit(b)` emits the loops of the compute's `#schedule.nest` (none:
 output loops, then reduction loops) and decides nothing itself: tiles with remainders,
-unrolled loops, packed operands, register-tile accumulators, vector lanes. Every element
+unrolled loops, split index ranges, packed operands, register-tile accumulators, vector lanes. Every element
 is folded in the order of its reduction indices, so every schedule gives the same bits.
 How each primitive becomes loops: docs/design/fusion-and-memory.md.
 """
@@ -79,6 +79,7 @@ class NestBuilder(RegisterTile, PackedOperand, EpilogueTile):
         self.loops = all_loops[len(prefix) :]
         self.unrolled = schedule.unrolled_loops
         self.parallel = schedule.parallel_loops
+        self.splits = schedule.split_points
         self.fma = schedule.fma
         self._plan_accumulators()
         self._plan_lanes(schedule)
@@ -127,6 +128,13 @@ class NestBuilder(RegisterTile, PackedOperand, EpilogueTile):
         extent)."""
         lp = self.loops[pos]
         block = env[lp.axis]
+        if lp.name in self.splits:  # index-set splitting: one loop per piece, in order
+            extent = constant_extent(block.extent, self.op, lp.name)
+            bounds = [0, *self.splits[lp.name], extent]
+            for lo, hi in zip(bounds, bounds[1:]):
+                piece = {**env, lp.axis: replace(block, offset=block.offset + lo, extent=hi - lo)}
+                self._for(pos, b, piece, index(b, hi - lo), 1, inner)
+            return
         if lp.name in self.unrolled or self._needsconstant_extent(pos):
             extent = constant_extent(block.extent, self.op, lp.name)
             full = extent - extent % lp.step

@@ -2,7 +2,7 @@
 
 Input: verified tensor level (after `fuse`). Every `tensor.compute` without a schedule
 gets one from a `Target`: loop order, fusion groups, register and cache tiles, a parallel
-loop; a user's or the tuner's schedule is kept. Results do not change. The policy, step by
+loop, split rows; a user's or the tuner's schedule is kept. Results do not change. The policy, step by
 step with its measurements: docs/design/schedules.md, "The default policy".
 """
 
@@ -32,6 +32,7 @@ from dlc.passes.tensor.schedule_policy import (
     transpose_schedule,
 )
 from dlc.passes.tensor.schedule_records import TuningDatabase
+from dlc.passes.tensor.schedule_split import split_points
 from dlc.passes.tensor.schedule_tuned import tuned_schedules
 from dlc.passes.tensor.schedule_tuned_groups import group_records
 from dlc.target import Target
@@ -104,6 +105,11 @@ class SchedulePass(ModulePass, PassStatistics):
                     for c, ms in epilogues.items():
                         c.schedule = c.schedule.replaced(epilogue=len(ms))  # type: ignore[union-attr]
                     mark_parallel([c for c in run if c not in members])
+                    for c in run:
+                        points = split_points(c) if c not in members else []
+                        if points:
+                            last = f"d{len(c.domain) - 1}"
+                            c.schedule = c.schedule.replaced(split={last: points})  # type: ignore[union-attr]
                     for m in members:
                         m.schedule = ScheduleAttr()
                     for c in gathered:

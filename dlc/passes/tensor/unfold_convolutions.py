@@ -15,15 +15,17 @@ from dataclasses import dataclass
 from xdsl.builder import Builder, InsertPoint
 from xdsl.context import Context
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerAttr, ModuleOp, i64
+from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr, IntegerAttr, ModuleOp, i64
 from xdsl.dialects.builtin import TensorType as BuiltinTensorType
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from dlc.diagnostics import copy_loc
 from dlc.dialects import tensor
+from dlc.dialects.graph_literal import dense_array
 from dlc.dialects.graph_types import TensorType, dtype_bytes
 from dlc.dialects.levels import require_level
+from dlc.dialects.tensor_memory import BitCastOp
 from dlc.passes.statistics import PassStatistics
 from dlc.passes.tensor.conv2d import Conv2d, conv2d_of
 from dlc.target import Target
@@ -50,6 +52,15 @@ def unfolds(conv: Conv2d, target: Target) -> bool:
         return False
     depth = conv.channels * conv.taps[0] * conv.taps[1]
     return batch * depth * oh * ow * dtype_bytes(t.dt) <= MAX_COLS_BYTES
+
+
+def pixel_rows(conv: Conv2d) -> bool:
+    """Whether the product's rows are the pixels and its columns the output channels
+    (module docstring): fewer pixels than output channels, a literal or splat kernel."""
+    _, channels, oh, ow = conv.domain
+    kernel = conv.kernel
+    literal = kernel is None or isinstance(kernel.owner, tensor.ConstantOp)
+    return literal and oh * ow < channels
 
 
 class _Body:
@@ -86,18 +97,19 @@ class _Body:
 
 
 def _cols(conv: Conv2d) -> tensor.ComputeOp:
-    """cols[n, c·KH·KW + kh·KW + kw, oh·OW + ow] = x[n, c, oh·s + kh·d, ow·s + kw·d]."""
+    """cols[n, c·KH·KW + kh·KW + kw, oh, ow] = x[n, c, oh·s + kh·d, ow·s + kw·d]: the
+    pixel axes kept apart, so no element divides its index (only the row index k is
+    split, once per row of oh·ow elements); `unfold` reads it as (n, K, OH·OW)."""
     batch, _, oh, ow = conv.domain
     kh, kw = conv.taps
     (sh, sw), (dh, dw) = conv.strides, conv.dilations
-    s = _Body(3)
-    n, kk, p = s.block.args
+    s = _Body(4)
+    n, kk, row, col = s.block.args
     c, tap = s.divmod(kk, kh * kw)
     th, tw = s.divmod(tap, kw)
-    row, col = s.divmod(p, ow)
     where = [n, c, s.at(row, sh, th, dh), s.at(col, sw, tw, dw)]
     value = s.emit(tensor.ReadOp(conv.x, where))
-    out = TensorType((batch, conv.channels * kh * kw, oh * ow), conv.dtype)
+    out = TensorType((batch, conv.channels * kh * kw, oh, ow), conv.dtype)
     return s.compute([conv.x], value, out)
 
 
@@ -133,6 +145,56 @@ def _image(conv: Conv2d, flat: SSAValue) -> tensor.ComputeOp:
     return s.compute([flat], value, TensorType(conv.domain, conv.dtype))
 
 
+def _pixel_rows_product(conv: Conv2d, cols: SSAValue, weights: SSAValue | None) -> tensor.ComputeOp:
+    """flat[n, p, o] = sum over k of cols[n, k, p] · w[k, o] (the output channels as the
+    product's columns; `weights` the kernel as a (C·KH·KW, O) literal, None: a splat);
+    without the batch axis when it is 1 (a matrix product, whose B may be packed)."""
+    batch, channels, oh, ow = conv.domain
+    depth = cols.type.dims[1]  # type: ignore[attr-defined]
+    s = _Body(3 if batch == 1 else 4)
+    *outer, p, o, k = s.block.args
+    n = outer[0] if outer else s.index(0)
+    inputs = [cols]
+    value = s.emit(tensor.ReadOp(cols, [n, k, p]))
+    if weights is None:
+        weight = s.emit(conv.splat.clone())  # type: ignore[union-attr]
+    else:
+        inputs.append(weights)
+        weight = s.emit(tensor.ReadOp(weights, [k, o]))
+    product = s.emit(arith.MulfOp(value, weight))
+    out = TensorType((*([batch] if outer else []), oh * ow, channels), conv.dtype)
+    init = conv.op.init_value
+    return s.compute(inputs, product, out, reduction=[depth], combinator="add", init_value=init)
+
+
+def _pixel_rows_image(conv: Conv2d, flat: SSAValue) -> tensor.ComputeOp:
+    """y[n, o, oh, ow] = flat[n, oh·OW + ow, o] (or flat[oh·OW + ow, o])."""
+    s = _Body(4)
+    n, o, row, col = s.block.args
+    pixel = s.emit(arith.AddiOp(s.emit(arith.MuliOp(row, s.index(conv.domain[3]))), col))
+    where = [pixel, o] if len(flat.type.dims) == 2 else [n, pixel, o]  # type: ignore[attr-defined]
+    value = s.emit(tensor.ReadOp(flat, where))
+    return s.compute([flat], value, TensorType(conv.domain, conv.dtype))
+
+
+def _kernel_columns(b: Builder, conv: Conv2d) -> SSAValue:
+    """The literal kernel as a (C·KH·KW, O) literal: its (O, C·KH·KW) matrix transposed."""
+    owner = conv.kernel.owner if conv.kernel is not None else None
+    assert isinstance(owner, tensor.ConstantOp)
+    depth = conv.channels * conv.taps[0] * conv.taps[1]
+    data = owner.value
+    matrix = dense_array(data.data.data, conv.dtype, (conv.domain[1], depth))
+    shape = (depth, conv.domain[1])
+    element = data.get_element_type()
+    dense = DenseIntOrFPElementsAttr(
+        BuiltinTensorType(element, shape), BytesAttr(matrix.T.tobytes())
+    )
+    columns = tensor.ConstantOp.build(
+        result_types=[TensorType(shape, conv.dtype)], properties={"value": dense}
+    )
+    return b.insert(columns).result
+
+
 def _flat_kernel(b: Builder, conv: Conv2d) -> SSAValue | None:
     """The literal kernel as an (O, C·KH·KW) literal with the same bytes; None for a
     splat or a 1 x 1 kernel that is not a literal (read in place)."""
@@ -152,11 +214,22 @@ def unfold(conv: Conv2d) -> None:
     """Replace `conv` by cols, the product and the image (module docstring)."""
     op = conv.op
     b = Builder(InsertPoint.before(op))
-    cols = b.insert(_cols(conv))
-    weights = _flat_kernel(b, conv)
-    flat = b.insert(_product(conv, cols.result, weights))
-    image = b.insert(_image(conv, flat.result))
-    copy_loc(op, cols, flat, image)
+    batch, _, oh, ow = conv.domain
+    image_x = conv.x.type.dims == (batch, conv.channels, oh, ow)  # type: ignore[attr-defined]
+    pointwise = conv.taps == (1, 1) and conv.strides == (1, 1) and image_x
+    cols = conv.x if pointwise else b.insert(_cols(conv)).result
+    depth = cols.type.dims[1]  # type: ignore[attr-defined]
+    rows = b.insert(BitCastOp(cols, TensorType((batch, depth, oh * ow), conv.dtype)))
+    if pixel_rows(conv):
+        literal = conv.kernel is not None
+        weights = _kernel_columns(b, conv) if literal else None
+        flat = b.insert(_pixel_rows_product(conv, rows.result, weights))
+        image = b.insert(_pixel_rows_image(conv, flat.result))
+    else:
+        weights = _flat_kernel(b, conv)
+        flat = b.insert(_product(conv, rows.result, weights))
+        image = b.insert(_image(conv, flat.result))
+    copy_loc(op, rows, flat, image, *([] if pointwise else [cols.owner]))
     op.result.replace_all_uses_with(image.result)
     op.detach()
     op.erase()

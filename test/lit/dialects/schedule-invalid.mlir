@@ -125,9 +125,45 @@ tensor.func @f(%x: !graph.tensor<8xf32>) -> (!graph.tensor<8xf32>, !graph.tensor
 
 // -----
 
-// CHECK: schedule-invalid.mlir:[[# @LINE + 2]]:53: error: Expected one of 'epilogue', 'fma', 'group', 'interchange', 'pack', 'parallel', 'tile', 'unroll', 'vectorize' in a schedule
+// CHECK: schedule-invalid.mlir:[[# @LINE + 2]]:53: error: Expected one of 'epilogue', 'fma', 'group', 'interchange', 'pack', 'parallel', 'split', 'tile', 'unroll', 'vectorize' in a schedule
 tensor.func @f(%x: !graph.tensor<8xf32>) -> !graph.tensor<8xf32> {
     %e = tensor.compute(%x) schedule #schedule.nest<fuse [d0]> {
+    ^bb0(%i: i64):
+      %v = tensor.read %x[%i] : !graph.tensor<8xf32>
+      tensor.yield %v : f32
+    } : (!graph.tensor<8xf32>) -> !graph.tensor<8xf32>
+    tensor.return %e : !graph.tensor<8xf32>
+}
+
+// -----
+
+// CHECK: error: IR does not verify in the input: tensor.compute: schedule: split: the points of d0 must increase within (0, 8)
+tensor.func @f(%x: !graph.tensor<8xf32>) -> !graph.tensor<8xf32> {
+    %e = tensor.compute(%x) schedule #schedule.nest<split [d0 = [5, 2]]> {
+    ^bb0(%i: i64):
+      %v = tensor.read %x[%i] : !graph.tensor<8xf32>
+      tensor.yield %v : f32
+    } : (!graph.tensor<8xf32>) -> !graph.tensor<8xf32>
+    tensor.return %e : !graph.tensor<8xf32>
+}
+
+// -----
+
+// CHECK: error: IR does not verify in the input: tensor.compute: schedule: split: d0 is unrolled, vectorized or parallel, or in a group
+tensor.func @f(%x: !graph.tensor<8xf32>) -> !graph.tensor<8xf32> {
+    %e = tensor.compute(%x) schedule #schedule.nest<parallel [d0], split [d0 = [2]]> {
+    ^bb0(%i: i64):
+      %v = tensor.read %x[%i] : !graph.tensor<8xf32>
+      tensor.yield %v : f32
+    } : (!graph.tensor<8xf32>) -> !graph.tensor<8xf32>
+    tensor.return %e : !graph.tensor<8xf32>
+}
+
+// -----
+
+// CHECK: error: IR does not verify in the input: tensor.compute: schedule: split: no untiled output loop d0
+tensor.func @f(%x: !graph.tensor<8xf32>) -> !graph.tensor<8xf32> {
+    %e = tensor.compute(%x) schedule #schedule.nest<tile [d0 = [4]], split [d0 = [2]]> {
     ^bb0(%i: i64):
       %v = tensor.read %x[%i] : !graph.tensor<8xf32>
       tensor.yield %v : f32
