@@ -5,15 +5,15 @@ builtin.module attributes {dlc.name = "outline", dlc.stage = "raw"} {
 
 // Nests alike up to their buffers (here in two functions) become one internal noinline
 // kernel, called with each nest's own buffers; the kernel recomputes the constants.
-// CHECK-LABEL: llvm.func @alike_nests_share_a_kernel(
+// CHECK-LABEL: llvm.func @dlc.fn.alike_nests_share_a_kernel(
 // CHECK-SAME:    %[[CTX:[^:]*]]: !llvm.ptr {llvm.noalias}, %[[X:[^:]*]]: !llvm.ptr {llvm.noalias}, %[[Y:[^:]*]]: !llvm.ptr {llvm.noalias}, %[[Z:[^:]*]]: !llvm.ptr {llvm.noalias})
-// CHECK:         llvm.call @alike_nests_share_a_kernel.kernel0(%[[CTX]], %[[X]], %[[Y]])
-// CHECK:         llvm.call @alike_nests_share_a_kernel.kernel0(%[[CTX]], %[[Y]], %[[Z]])
-// CHECK-NOT:     llvm.call @alike_nests_share_a_kernel.kernel
+// CHECK:         llvm.call @dlc.fn.alike_nests_share_a_kernel.kernel0(%[[CTX]], %[[X]], %[[Y]])
+// CHECK:         llvm.call @dlc.fn.alike_nests_share_a_kernel.kernel0(%[[CTX]], %[[Y]], %[[Z]])
+// CHECK-NOT:     llvm.call @dlc.fn.alike_nests_share_a_kernel.kernel
 // CHECK:         llvm.return
-// CHECK-LABEL: llvm.func @another_function(
+// CHECK-LABEL: llvm.func @dlc.fn.another_function(
 // CHECK-SAME:    %[[CTX2:[^:]*]]: !llvm.ptr {llvm.noalias}, %[[A:[^:]*]]: !llvm.ptr {llvm.noalias}, %[[B:[^:]*]]: !llvm.ptr {llvm.noalias})
-// CHECK:         llvm.call @alike_nests_share_a_kernel.kernel0(%[[CTX2]], %[[A]], %[[B]])
+// CHECK:         llvm.call @dlc.fn.alike_nests_share_a_kernel.kernel0(%[[CTX2]], %[[A]], %[[B]])
 // OFF-NOT:     .kernel0
   loop.func @alike_nests_share_a_kernel(%x: memref<8xf32>, %y: memref<8xf32>, %z: memref<8xf32>) {
     %lb = arith.constant 0 : i64
@@ -57,7 +57,7 @@ builtin.module attributes {dlc.name = "outline", dlc.stage = "raw"} {
 // Nests that differ in a constant, a nest that reads a scalar computed outside it,
 // and nests that read and write planned buffers sharing bytes (in place: their
 // pointers cannot be `noalias` arguments) stay where they are.
-// CHECK-LABEL: llvm.func @different_nests_stay(
+// CHECK-LABEL: llvm.func @dlc.fn.different_nests_stay(
 // CHECK-NOT:     llvm.call
 // CHECK:         llvm.return
   loop.func @different_nests_stay(%x: memref<8xf32>, %y: memref<8xf32>, %z: memref<8xf32>) {
@@ -140,25 +140,25 @@ builtin.module attributes {dlc.name = "outline", dlc.stage = "raw"} {
     }
     loop.return
   }
-// CHECK-LABEL: llvm.func @scalar_from_outside_stays(
+// CHECK-LABEL: llvm.func @dlc.fn.scalar_from_outside_stays(
 // CHECK-NOT:     llvm.call
 // CHECK:         llvm.return
 // The first and last nests of @in_place_stays use buffers that do not overlap: they
 // share a kernel with @alike_nests_share_a_kernel's; the middle one reads and writes
 // the same bytes and stays.
-// CHECK-LABEL: llvm.func @in_place_stays(
-// CHECK:         llvm.call @alike_nests_share_a_kernel.kernel0(
+// CHECK-LABEL: llvm.func @dlc.fn.in_place_stays(
+// CHECK:         llvm.call @dlc.fn.alike_nests_share_a_kernel.kernel0(
 // CHECK-NOT:     llvm.call
 // CHECK:         llvm.fmul
-// CHECK:         llvm.call @alike_nests_share_a_kernel.kernel0(
+// CHECK:         llvm.call @dlc.fn.alike_nests_share_a_kernel.kernel0(
 
 // Read-only data whose elements are all equal (a constant fill) is recomputed in the
 // kernel like a constant, where LLVM can fold its loads: two nests reading the same
 // fill share a kernel that holds it. Kernels come last, one per group.
-// CHECK-LABEL: llvm.func @fills_are_constants(
+// CHECK-LABEL: llvm.func @dlc.fn.fills_are_constants(
 // CHECK-SAME:    %[[FCTX:[^:]*]]: !llvm.ptr {llvm.noalias}, %[[FX:[^:]*]]: !llvm.ptr {llvm.noalias}, %[[FY:[^:]*]]: !llvm.ptr {llvm.noalias}, %[[FZ:[^:]*]]: !llvm.ptr {llvm.noalias})
-// CHECK:         llvm.call @fills_are_constants.kernel{{[0-9]+}}(%[[FCTX]], %[[FX]], %[[FY]])
-// CHECK:         llvm.call @fills_are_constants.kernel{{[0-9]+}}(%[[FCTX]], %[[FY]], %[[FZ]])
+// CHECK:         llvm.call @dlc.fn.fills_are_constants.kernel{{[0-9]+}}(%[[FCTX]], %[[FX]], %[[FY]])
+// CHECK:         llvm.call @dlc.fn.fills_are_constants.kernel{{[0-9]+}}(%[[FCTX]], %[[FY]], %[[FZ]])
   loop.func @fills_are_constants(%x: memref<8xf32>, %y: memref<8xf32>, %z: memref<8xf32>) {
     %lb = arith.constant 0 : i64
     %ub = arith.constant 8 : i64
@@ -182,10 +182,10 @@ builtin.module attributes {dlc.name = "outline", dlc.stage = "raw"} {
     }
     loop.return
   }
-// CHECK:       llvm.func internal @alike_nests_share_a_kernel.kernel0(
+// CHECK:       llvm.func internal @dlc.fn.alike_nests_share_a_kernel.kernel0(
 // CHECK-SAME:    attributes {{.*}}no_inline
-// CHECK:       llvm.func internal @fills_are_constants.kernel0(
+// CHECK:       llvm.func internal @dlc.fn.fills_are_constants.kernel0(
 // CHECK-SAME:    attributes {{.*}}no_inline
 // CHECK:         llvm.mlir.global internal constant
-// CHECK-NOT:   llvm.func internal @{{.*}}kernel
+// CHECK-NOT:   llvm.func internal @dlc.fn.{{.*}}kernel
 }
