@@ -151,22 +151,27 @@ class _Graph:
         return self.op("LayerNormalization", [x, gamma, beta], axis=-1, epsilon=1e-12)
 
 
-def _attention(g: _Graph, x: str, prefix: str = "") -> str:
-    """Multi-head self-attention: [1, S, H] -> [1, S, H]."""
-    heads = g.const(
-        f"{prefix}heads_shape", np.array([1, SEQUENCE, HEADS, HIDDEN // HEADS], np.int64)
-    )
+def _attention(
+    g: _Graph,
+    x: str,
+    prefix: str = "",
+    tokens: int = SEQUENCE,
+    hidden: int = HIDDEN,
+    heads: int = HEADS,
+) -> str:
+    """Multi-head self-attention: [1, tokens, hidden] -> [1, tokens, hidden]."""
+    shape = g.const(f"{prefix}heads_shape", np.array([1, tokens, heads, hidden // heads], np.int64))
     q, k, v = (
-        g.op("Transpose", [g.op("Reshape", [g.dense(x, f"{prefix}attn.{n}", HIDDEN, HIDDEN), heads])],
+        g.op("Transpose", [g.op("Reshape", [g.dense(x, f"{prefix}attn.{n}", hidden, hidden), shape])],
              perm=[0, 2, 1, 3])
         for n in "qkv"
     )  # fmt: skip
-    scale = g.const(f"{prefix}attn.scale", np.array(1 / math.sqrt(HIDDEN // HEADS), np.float32))
+    scale = g.const(f"{prefix}attn.scale", np.array(1 / math.sqrt(hidden // heads), np.float32))
     kt = g.op("Transpose", [k], perm=[0, 1, 3, 2])
     probs = g.op("Softmax", [g.op("Mul", [g.op("MatMul", [q, kt]), scale])], axis=-1)
     context = g.op("Transpose", [g.op("MatMul", [probs, v])], perm=[0, 2, 1, 3])
-    flat = g.const(f"{prefix}hidden_shape", np.array([1, SEQUENCE, HIDDEN], np.int64))
-    return g.dense(g.op("Reshape", [context, flat]), f"{prefix}attn.out", HIDDEN, HIDDEN)
+    flat = g.const(f"{prefix}hidden_shape", np.array([1, tokens, hidden], np.int64))
+    return g.dense(g.op("Reshape", [context, flat]), f"{prefix}attn.out", hidden, hidden)
 
 
 def _gelu(g: _Graph, x: str) -> str:

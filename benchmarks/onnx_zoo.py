@@ -12,7 +12,7 @@ import math
 import numpy as np
 import onnx
 from onnx import ModelProto, TensorProto, helper
-from onnx_workloads import _Graph, light_model, randomized
+from onnx_workloads import _attention, _gelu, _Graph, light_model, randomized
 
 
 def _finish(
@@ -82,30 +82,6 @@ def _vit_norm(g: _Graph, x: str, name: str) -> str:
     return g.op("LayerNormalization", [x, gamma, beta], axis=-1, epsilon=1e-6)
 
 
-def _vit_attention(g: _Graph, x: str, p: str) -> str:
-    d = VIT_HIDDEN // VIT_HEADS
-    heads = g.const(f"{p}heads", np.array([1, VIT_TOKENS, VIT_HEADS, d], np.int64))
-    q, k, v = (
-        g.op("Transpose", [g.op("Reshape", [g.dense(x, f"{p}{n}", VIT_HIDDEN, VIT_HIDDEN), heads])],
-             perm=[0, 2, 1, 3])
-        for n in "qkv"
-    )  # fmt: skip
-    scale = g.const(f"{p}scale", np.array(1 / math.sqrt(d), np.float32))
-    kt = g.op("Transpose", [k], perm=[0, 1, 3, 2])
-    probs = g.op("Softmax", [g.op("Mul", [g.op("MatMul", [q, kt]), scale])], axis=-1)
-    context = g.op("Transpose", [g.op("MatMul", [probs, v])], perm=[0, 2, 1, 3])
-    flat = g.const(f"{p}flat", np.array([1, VIT_TOKENS, VIT_HIDDEN], np.int64))
-    return g.dense(g.op("Reshape", [context, flat]), f"{p}out", VIT_HIDDEN, VIT_HIDDEN)
-
-
-def _erf_gelu(g: _Graph, x: str) -> str:
-    root2 = g.const(f"{x}.sqrt2", np.array(math.sqrt(2.0), np.float32))
-    one = g.const(f"{x}.one", np.array(1.0, np.float32))
-    half = g.const(f"{x}.half", np.array(0.5, np.float32))
-    erf = g.op("Erf", [g.op("Div", [x, root2])])
-    return g.op("Mul", [g.op("Mul", [x, half]), g.op("Add", [erf, one])])
-
-
 def vit_b16(seed: int = 12) -> ModelProto:
     """ViT-B/16: input [1, 3, 224, 224] -> logits [1, 1000]."""
     g = _Graph(np.random.default_rng(seed))
@@ -119,8 +95,11 @@ def vit_b16(seed: int = 12) -> ModelProto:
     x = g.op("Add", [x, g.weight("position", (1, VIT_TOKENS, VIT_HIDDEN), 0.02)])
     for layer in range(VIT_LAYERS):
         p = f"l{layer}."
-        x = g.op("Add", [x, _vit_attention(g, _vit_norm(g, x, f"{p}norm1"), p)])
-        hidden = _erf_gelu(g, g.dense(_vit_norm(g, x, f"{p}norm2"), f"{p}fc1", VIT_HIDDEN, VIT_MLP))
+        x = g.op(
+            "Add",
+            [x, _attention(g, _vit_norm(g, x, f"{p}norm1"), p, VIT_TOKENS, VIT_HIDDEN, VIT_HEADS)],
+        )
+        hidden = _gelu(g, g.dense(_vit_norm(g, x, f"{p}norm2"), f"{p}fc1", VIT_HIDDEN, VIT_MLP))
         x = g.op("Add", [x, g.dense(hidden, f"{p}fc2", VIT_MLP, VIT_HIDDEN)])
     x = _vit_norm(g, x, "norm")
     first = g.const("cls.index", np.array(0, np.int64))

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
@@ -33,6 +32,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_host import cpu_model  # noqa: E402
+
 TOLERANCE = 1e-4
 OPSET = 17
 
@@ -42,8 +45,6 @@ def export(name: str, cache: Path) -> None:
     subprocess of the sweep: torch is imported here only)."""
     import numpy as np
     import torch
-
-    sys.path.insert(0, str(ROOT / "tools"))
     from model_zoo_models import MODELS
 
     torch.manual_seed(0)
@@ -165,24 +166,13 @@ def settle(row: dict, tolerance: float) -> dict:
     return row
 
 
-def host() -> str:
-    """The CPU's model name (Linux), else what `platform` says."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def markdown(rows: list[dict], families: dict[str, str], command: str) -> str:
     passed = sum(r["status"] == "ok" for r in rows)
     imported = sum(r["status"] == "imported" for r in rows)
     more = f"; {imported} more import, not compiled in this run" if imported else ""
     lines = [
         f"{passed} of {len(rows) - imported} models pass{more} ({time.strftime('%Y-%m-%d')}, "
-        f"{host()}; `{command}`).",
+        f"{cpu_model()}; `{command}`).",
         "",
         "| model | family | status | max rel. error | compile s | peak RSS MB | first error line |",
         "|---|---|---|---|---|---|---|",
@@ -225,7 +215,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         level = None if args.import_only else args.opt_level
         print(json.dumps(check(args.check, args.cache, level)))
         return 0
-    sys.path.insert(0, str(ROOT / "tools"))
     from model_zoo_models import MODELS
 
     unknown = [n for n in args.models if n not in MODELS]
@@ -249,7 +238,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         command = "python tools/model_zoo.py " + " ".join(argv or sys.argv[1:])
         families = {n: family for n, (family, _) in MODELS.items()}
         args.markdown.write_text(markdown(rows, families, command.strip()))
-    print(f"{host()}: {sum(r['status'] == 'ok' for r in rows)} of {len(rows)} pass")
+    print(f"{cpu_model()}: {sum(r['status'] == 'ok' for r in rows)} of {len(rows)} pass")
     return 0 if all(r["status"] in ("ok", "ort", "imported") for r in rows) else 1
 
 
