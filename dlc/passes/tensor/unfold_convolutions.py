@@ -136,15 +136,6 @@ def _product(conv: Conv2d, cols: SSAValue, weights: SSAValue | None) -> tensor.C
     return s.compute(inputs, product, out, reduction=[depth], combinator="add", init_value=init)
 
 
-def _image(conv: Conv2d, flat: SSAValue) -> tensor.ComputeOp:
-    """y[n, o, oh, ow] = flat[n, o, oh·OW + ow]."""
-    s = _Body(4)
-    n, o, row, col = s.block.args
-    pixel = s.emit(arith.AddiOp(s.emit(arith.MuliOp(row, s.index(conv.domain[3]))), col))
-    value = s.emit(tensor.ReadOp(flat, [n, o, pixel]))
-    return s.compute([flat], value, TensorType(conv.domain, conv.dtype))
-
-
 def _pixel_rows_product(conv: Conv2d, cols: SSAValue, weights: SSAValue | None) -> tensor.ComputeOp:
     """flat[n, p, o] = sum over k of cols[n, k, p] · w[k, o] (the output channels as the
     product's columns; `weights` the kernel as a (C·KH·KW, O) literal, None: a splat);
@@ -167,12 +158,15 @@ def _pixel_rows_product(conv: Conv2d, cols: SSAValue, weights: SSAValue | None) 
     return s.compute(inputs, product, out, reduction=[depth], combinator="add", init_value=init)
 
 
-def _pixel_rows_image(conv: Conv2d, flat: SSAValue) -> tensor.ComputeOp:
-    """y[n, o, oh, ow] = flat[n, oh·OW + ow, o] (or flat[oh·OW + ow, o])."""
+def _image(conv: Conv2d, flat: SSAValue, pixel_rows: bool) -> tensor.ComputeOp:
+    """y[n, o, oh, ow] = flat[n, o, oh·OW + ow], or with `pixel_rows`
+    flat[n, oh·OW + ow, o] (flat[oh·OW + ow, o] without the batch axis)."""
     s = _Body(4)
     n, o, row, col = s.block.args
     pixel = s.emit(arith.AddiOp(s.emit(arith.MuliOp(row, s.index(conv.domain[3]))), col))
-    where = [pixel, o] if len(flat.type.dims) == 2 else [n, pixel, o]  # type: ignore[attr-defined]
+    where = [n, o, pixel]
+    if pixel_rows:
+        where = [pixel, o] if len(flat.type.dims) == 2 else [n, pixel, o]  # type: ignore[attr-defined]
     value = s.emit(tensor.ReadOp(flat, where))
     return s.compute([flat], value, TensorType(conv.domain, conv.dtype))
 
@@ -224,11 +218,11 @@ def unfold(conv: Conv2d) -> None:
         literal = conv.kernel is not None
         weights = _kernel_columns(b, conv) if literal else None
         flat = b.insert(_pixel_rows_product(conv, rows.result, weights))
-        image = b.insert(_pixel_rows_image(conv, flat.result))
+        image = b.insert(_image(conv, flat.result, pixel_rows=True))
     else:
         weights = _flat_kernel(b, conv)
         flat = b.insert(_product(conv, rows.result, weights))
-        image = b.insert(_image(conv, flat.result))
+        image = b.insert(_image(conv, flat.result, pixel_rows=False))
     copy_loc(op, rows, flat, image, *([] if pointwise else [cols.owner]))
     op.result.replace_all_uses_with(image.result)
     op.detach()
