@@ -90,9 +90,10 @@ class Ownership:
                     self.live_out[block], self.live_in[block] = out, live
                     changed = True
 
-    def dying_after(self, block: Block, op: Operation) -> list[SSAValue]:
+    def dying_after(self, block: Block, op: Operation | None) -> list[SSAValue]:
         """Owned values whose last use in `block` is `op` (not a terminator) and that are
-        not live after the block."""
+        not live after the block; with `op` None, the block arguments never used
+        (released on entry)."""
         if not self.active:
             return []
         last = self.last_use[block]
@@ -104,14 +105,7 @@ class Ownership:
 
     def dying_before_args(self, block: Block) -> list[SSAValue]:
         """Owned block arguments never used and not live out (released on entry)."""
-        if not self.active:
-            return []
-        last = self.last_use[block]
-        return [
-            v
-            for v, at in last.items()
-            if at is None and self.owned(v) and v not in self.live_out[block]
-        ]
+        return self.dying_after(block, None)
 
     def alive_at_end(self, block: Block) -> list[SSAValue]:
         """Owned values not yet released when `block`'s terminator runs."""
