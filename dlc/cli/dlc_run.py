@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import math
 import re
-import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -308,6 +307,8 @@ def median_call_time(fn: Callable[..., Any], args: Sequence[Any]) -> tuple[float
         start = time.perf_counter()
         fn(*args)
         times.append(time.perf_counter() - start)
+    import statistics  # imports random, fractions, decimal: only for --time
+
     return statistics.median(times), len(times)
 
 
