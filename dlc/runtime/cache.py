@@ -97,26 +97,29 @@ def _source_fingerprint() -> str:
     .lark files, once per process. The rule Python's own bytecode cache trusts: an edit,
     a checkout or a reinstall changes a size or a time; reading and hashing every file
     instead cost 10-20 ms of each warm start."""
-    if _FINGERPRINT:
-        return _FINGERPRINT[0]
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if not _FINGERPRINT:
+        _FINGERPRINT.append(tree_fingerprint(os.path.dirname(os.path.dirname(__file__))))
+    return _FINGERPRINT[0]
+
+
+def tree_fingerprint(root: str) -> str:
+    """`_source_fingerprint` of the directory tree `root` (its __pycache__ left out)."""
+    root = os.path.abspath(root)
     files: list[tuple[list[str], str, int, int]] = []
-    pending = [""]
+    pending = [root]
     while pending:  # os.scandir, not pathlib: this runs in every process's start-up
-        rel = pending.pop()
-        with os.scandir(os.path.join(root, rel)) as it:
+        with os.scandir(pending.pop()) as it:
             for item in it:
-                name = os.path.join(rel, item.name)
-                if item.is_dir(follow_symlinks=False) and item.name != "__pycache__":
-                    pending.append(name)
-                elif item.name.endswith((".py", ".lark")) and item.is_file():
+                if item.name.endswith((".py", ".lark")) and item.is_file():
                     st = item.stat()
-                    files.append((name.split(os.sep), name, st.st_size, st.st_mtime_ns))
+                    name = item.path[len(root) + 1 :].replace(os.sep, "/")
+                    files.append((name.split("/"), name, st.st_size, st.st_mtime_ns))
+                elif item.name != "__pycache__" and item.is_dir(follow_symlinks=False):
+                    pending.append(item.path)
     digest = hashlib.sha256()
     for _, name, size, mtime in sorted(files):
-        digest.update(f"{name.replace(os.sep, '/')}\0{size}\0{mtime}\0".encode())
-    _FINGERPRINT.append(digest.hexdigest())
-    return _FINGERPRINT[0]
+        digest.update(f"{name}\0{size}\0{mtime}\0".encode())
+    return digest.hexdigest()
 
 
 def _xdsl_version() -> str:
