@@ -219,13 +219,16 @@ def compile_onnx(
     input_shapes: dict[str, tuple[int, ...]] | None = None,
     external_data_dir: str | os.PathLike[str] | None = None,
     limits: Any = None,
+    custom_ops: Any = None,
     **options: Any,
 ) -> CompiledModule:
     """Import an ONNX model (an `onnx.ModelProto`, bytes or a file path; needs the `onnx`
     extra) and compile it with `compile`'s keyword options. External tensor data is
     read only from `external_data_dir` (default: a model file's own directory; bytes
     and protos refuse external data without it); `limits` (a `dlc.onnx.ImportLimits`)
-    bounds the sizes a node may make at import time. The compiled module has
+    bounds the sizes a node may make at import time; `custom_ops` maps operators dlc
+    does not know, (domain, op_type) -> DLVM text or a function returning it (see
+    `dlc.onnx.load`; their `[extern]` C functions need `externs=`). The compiled module has
     one function named after the graph, called with NumPy arrays in graph-input order
     or by input name; `input_shapes` fixes dynamic input dimensions. An unsupported
     model raises `dlc.onnx.OnnxImportError` (a `DiagnosticError`) naming every
@@ -237,7 +240,13 @@ def compile_onnx(
         raise TypeError("compile_onnx: the file name is the model's path")
     if "opt_level" in options:
         options["opt_level"] = _check_opt_level(options["opt_level"])
-    module = load(path_or_model, input_shapes, external_data_dir=external_data_dir, limits=limits)
+    module = load(
+        path_or_model,
+        input_shapes,
+        external_data_dir=external_data_dir,
+        limits=limits,
+        custom_ops=custom_ops,
+    )
     return compile_graph_module(module, **options)
 
 

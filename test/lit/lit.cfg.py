@@ -43,6 +43,9 @@ for _name in _MODULE_FALLBACK:
     _pattern = r"(?<![-\w/.])" + re.escape(_name) + r"(?![-\w])"
     config.substitutions.append((_pattern, _tool(_name)))  # noqa: F821
 
+# %python: the Python running lit (its venv has onnx for the ONNX tests' model builders)
+config.substitutions.append(("%python", f'"{sys.executable}"'))  # noqa: F821
+
 config.environment["PATH"] = os.pathsep.join([_BIN_DIR, os.environ.get("PATH", "")])  # noqa: F821
 # A checkout run with PYTHONPATH=<checkout> (beside an installed dlc) tests that checkout.
 if "PYTHONPATH" in os.environ:
