@@ -113,6 +113,7 @@ def compile(
     tuning_db: str | os.PathLike[str] | None = None,
     constants: Mapping[str, Mapping[str, Any]] | None = None,
     budget: Any = None,
+    rules: str | os.PathLike[str] | None = None,
 ) -> CompiledModule:
     """Parse, verify, differentiate, lower and JIT-compile DLVM text; the compiled
     functions are called with NumPy arrays.
@@ -145,6 +146,9 @@ def compile(
       without one is a `TuningWarning` naming the nest and why (no record, another
       target or dlc version, a record that does not fit). Corrupt lines are a warning,
       never an error.
+    - `rules`: a DLVM rule file (`@NAME_lhs` / `@NAME_rhs` pairs, see `dlc-prove`): at
+      opt_level 3 the superoptimizer applies the rules of it that are proven, besides
+      its own; unproven ones never (the pass statistics name each rule that fired).
     - `constants`: parameters bound to arrays at compile time, by function and
       parameter name (`{"attention": {"wq": wq, "wk": wk}}`): the compiled function
       takes the other parameters only, and the optimizer treats the bound ones as
@@ -177,6 +181,7 @@ def compile(
         "fma": fma,
         "target_cpu": target_cpu,
         "tuning_db": tuning_db,
+        "rules": rules,
         "seed": seed,
         "num_threads": num_threads,
     }

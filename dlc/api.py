@@ -341,6 +341,7 @@ def compile_graph_module(
     target_cpu: str = "host",
     num_threads: int | None = None,
     tuning_db: str | os.PathLike[str] | None = None,
+    rules: str | os.PathLike[str] | None = None,
     source: str | bytes | None = None,
     constants: Mapping[str, Mapping[str, Any]] | None = None,
     budget: ModuleBudget | None = None,
@@ -364,6 +365,8 @@ def compile_graph_module(
     names a tuning database (`dlc-tune`'s JSON lines): nests with a record for this
     target use its schedule; each contraction without one is a `TuningWarning` saying
     why. Such compiles bypass the compile cache, so the report shows every time.
+    `rules` names a DLVM rule file whose proven rules the superoptimizer (opt_level 3)
+    applies besides its own (`dlc-prove`).
 
     `source` is the program text `module` was parsed from, when there is one: the
     compile then leaves a quick record (`dlc.runtime.quick`) with which the next
@@ -391,6 +394,7 @@ def compile_graph_module(
         fma=fma,
         target_cpu=target_cpu,
         tuning_db=tuning_db,
+        rules=rules,
     )  # not `seed`: it only sets the generator state after loading
     # The code depends on the allowed externs the program calls, not on the rest of the
     # allow-list: `called` keys the entry (and check_externs already ran, before any lookup).

@@ -138,7 +138,8 @@ def level_passes(level: str, options: Options) -> list[ModulePass]:
     if level == "graph":
         names = ["differentiate", "decompose-composites", *(GRAPH_OPTIMIZER if optimize else ())]
         names += SUPEROPTIMIZER if options.opt_level >= 3 else ()
-        return [make_pass(n) for n in names]
+        rules = {"superoptimize": {"rules": options.rules}} if options.rules else {}
+        return [make_pass(n, **rules.get(n, {})) for n in names]
     if level == "tensor" and optimize:
         unfold = make_pass("unfold-convolutions", target=options.target_cpu, triple=options.triple)
         fuse = [make_pass("fuse")] if options.fuse else []

@@ -23,6 +23,7 @@ _BIN_DIR = os.path.dirname(sys.executable)
 _MODULE_FALLBACK = {
     "dlc-opt": "dlc.cli.dlc_opt",
     "dlc-run": "dlc.cli.dlc_run",
+    "dlc-prove": "dlc.cli.dlc_prove",
     "filecheck": "filecheck",
 }
 
