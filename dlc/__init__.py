@@ -56,6 +56,7 @@ __all__ = [
     "compile",
     "compile_file",
     "compile_onnx",
+    "load_plugin",
     "parse",
     "print_module",
     "tune",
@@ -114,6 +115,7 @@ def compile(
     constants: Mapping[str, Mapping[str, Any]] | None = None,
     budget: Any = None,
     rules: str | os.PathLike[str] | None = None,
+    extra_passes: Mapping[str, Any] | None = None,
 ) -> CompiledModule:
     """Parse, verify, differentiate, lower and JIT-compile DLVM text; the compiled
     functions are called with NumPy arrays.
@@ -149,6 +151,10 @@ def compile(
     - `rules`: a DLVM rule file (`@NAME_lhs` / `@NAME_rhs` pairs, see `dlc-prove`): at
       opt_level 3 the superoptimizer applies the rules of it that are proven, besides
       its own; unproven ones never (the pass statistics name each rule that fired).
+    - `extra_passes`: passes of loaded plugins to run after a level's own passes,
+      `{"graph": ["my-pass", "other{opt=1}"], "tensor": [...], "loop": [...]}` (load a
+      plugin file with `dlc.load_plugin(path)`; installed plugins' `dlc.passes` entry
+      points are found by themselves). Such compiles bypass the compile cache.
     - `constants`: parameters bound to arrays at compile time, by function and
       parameter name (`{"attention": {"wq": wq, "wk": wk}}`): the compiled function
       takes the other parameters only, and the optimizer treats the bound ones as
@@ -186,7 +192,7 @@ def compile(
         "num_threads": num_threads,
     }
     compiled = None
-    quick = constants is None and budget is None  # the quick path checks no budget
+    quick = constants is None and budget is None and extra_passes is None  # checked in full
     if isinstance(text, str | bytes) and isinstance(filename, str) and quick:
         compiled = warm.compile_cached(text, filename, allowed, **settings)
     if compiled is not None:  # compiled before: from the cache, without parsing
@@ -195,7 +201,13 @@ def compile(
 
     module = parse(text, filename)
     return compile_graph_module(
-        module, externs=allowed, source=text, constants=constants, budget=budget, **settings
+        module,
+        externs=allowed,
+        source=text,
+        constants=constants,
+        budget=budget,
+        extra_passes=extra_passes,
+        **settings,
     )
 
 
@@ -262,6 +274,18 @@ def __getattr__(name: str) -> Any:
 
         return importlib.import_module("dlc.onnx")
     raise AttributeError(f"module 'dlc' has no attribute '{name}'")
+
+
+def load_plugin(path: str | os.PathLike[str]) -> Any:
+    """Load a pass/dialect plugin file (a Python file defining xDSL `ModulePass`
+    subclasses with a `name`, or `Dialect`s): its passes can then run in
+    `compile(..., extra_passes={"graph": ["my-pass"]})` and `dlc-opt -p`. Loading runs the
+    file's code with this process's rights. Returns a `dlc.plugins.Plugin` (`.passes`,
+    `.dialects`); a file that fails to import, defines nothing or clashes with a built-in
+    name raises `dlc.plugins.PluginError`."""
+    from dlc.plugins import load_plugin as load
+
+    return load(path)
 
 
 def tune(path: str | os.PathLike[str], **options: Any) -> TuneReport:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp
@@ -29,6 +29,7 @@ from dlc.dialects.graph import FuncOp as GraphFuncOp
 from dlc.dialects.graph_types import NATIVE_DTYPES
 from dlc.externs import ExternsOption, allowed_externs, check_externs, not_allowed_message
 from dlc.options import check_threads, compile_options, quick_facts
+from dlc.plugins import check_extra_passes
 from dlc.runtime import cache
 from dlc.runtime.convention import entry_checks
 from dlc.runtime.fastcall import ARRAY_LAYOUT, FAST_CALLS
@@ -342,6 +343,7 @@ def compile_graph_module(
     num_threads: int | None = None,
     tuning_db: str | os.PathLike[str] | None = None,
     rules: str | os.PathLike[str] | None = None,
+    extra_passes: Mapping[str, Sequence[str]] | None = None,
     source: str | bytes | None = None,
     constants: Mapping[str, Mapping[str, Any]] | None = None,
     budget: ModuleBudget | None = None,
@@ -366,7 +368,9 @@ def compile_graph_module(
     target use its schedule; each contraction without one is a `TuningWarning` saying
     why. Such compiles bypass the compile cache, so the report shows every time.
     `rules` names a DLVM rule file whose proven rules the superoptimizer (opt_level 3)
-    applies besides its own (`dlc-prove`).
+    applies besides its own (`dlc-prove`). `extra_passes` ({"graph": ["my-pass"], ...})
+    runs passes of loaded plugins (`dlc.load_plugin`) after each level's own; such
+    compiles bypass the compile cache (a plugin's code is not part of its key).
 
     `source` is the program text `module` was parsed from, when there is one: the
     compile then leaves a quick record (`dlc.runtime.quick`) with which the next
@@ -395,10 +399,11 @@ def compile_graph_module(
         target_cpu=target_cpu,
         tuning_db=tuning_db,
         rules=rules,
+        extra_passes=check_extra_passes(extra_passes),
     )  # not `seed`: it only sets the generator state after loading
     # The code depends on the allowed externs the program calls, not on the rest of the
     # allow-list: `called` keys the entry (and check_externs already ran, before any lookup).
-    cached = cache.enabled() and options.tuning_db is None
+    cached = cache.enabled() and options.tuning_db is None and not options.extra_passes
     key = cache_key(module, options, called) if cached else None
     locations = _locations(module)
     prefixes = [f"{file}:{line}:{column}: " for file, line, column in locations]

@@ -28,6 +28,7 @@ class Options:
     triple: str = ""  # the LLVM target triple (ahead-of-time); "" = this process's
     tuning_db: str | None = None  # a tuning database (JSON lines) the schedule pass applies
     rules: str | None = None  # a DLVM rule file: its proven rules join the superoptimizer's
+    extra_passes: tuple[tuple[str, tuple[str, ...]], ...] = ()  # plugin passes by level
 
     def __post_init__(self) -> None:
         if self.opt_level not in (0, 1, 2, 3):
@@ -56,6 +57,7 @@ class Options:
             "openmp": self.openmp,
             "tuning_db": tuning_fingerprint(self.tuning_db),
             "rules": tuning_fingerprint(self.rules),
+            "extra_passes": [[level, list(specs)] for level, specs in self.extra_passes],
         }
 
 
@@ -112,6 +114,7 @@ def compile_options(
     target_cpu: str,
     tuning_db: object,
     rules: object = None,
+    extra_passes: tuple[tuple[str, tuple[str, ...]], ...] = (),
 ) -> Options:
     """The pipeline options of a `dlc.compile` call, checked (`bounds_check` None: the
     environment variable DLC_BOUNDS_CHECK=1; the CPU model must run here)."""
@@ -131,6 +134,7 @@ def compile_options(
         openmp=openmp_available(),
         tuning_db=check_tuning_db(tuning_db),
         rules=check_tuning_db(rules, "rules"),
+        extra_passes=extra_passes,
     )
 
 
@@ -142,6 +146,6 @@ def quick_facts(options: Options, allowed: frozenset[str]) -> dict[str, Any] | N
     from dlc.runtime import cache
     from dlc.version import __version__
 
-    if not cache.enabled() or options.tuning_db is not None:
+    if not cache.enabled() or options.tuning_db is not None or options.extra_passes:
         return None
     return {**options.key(), "allowed_externs": sorted(allowed), "dlc": __version__}
