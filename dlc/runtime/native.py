@@ -207,9 +207,9 @@ def _load_permanently(soname: str, short: str) -> str | None:
         return soname
     except RuntimeError:
         pass
-    import ctypes.util
+    from ctypes.util import find_library
 
-    path = ctypes.util.find_library(short)
+    path = find_library(short)
     if path is None:
         return None
     try:
@@ -223,9 +223,9 @@ def _process_symbol(name: str) -> int | None:
     """Address of C symbol `name` in the process or libm (dlsym), or None."""
     for library in (None, "libm.so.6", "m"):
         if library == "m":  # libm under another name: ask ldconfig (starts a process)
-            import ctypes.util
+            from ctypes.util import find_library
 
-            library = ctypes.util.find_library("m")
+            library = find_library("m")
         try:
             return ctypes.cast(getattr(ctypes.CDLL(library), name), ctypes.c_void_p).value
         except (AttributeError, OSError):

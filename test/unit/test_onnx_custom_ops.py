@@ -3,6 +3,8 @@ model-local functions (the model's own `functions`), against NumPy references.""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -334,3 +336,43 @@ def test_dlc_run_custom_op_is_for_onnx(tmp_path: Path, capsys: pytest.CaptureFix
     spec = f"my.ops::Swish={tmp_path / 'swish.dl'}"
     assert dlc_run.main([str(tmp_path / "swish.dl"), "--custom-op", spec, "--random-inputs"]) == 1
     assert "--custom-op applies to ONNX models only" in capsys.readouterr().err
+
+
+C_SWISH = r"""
+#include <math.h>
+void dlc_test_swish(const float *x, float *out) {
+    for (int i = 0; i < 6; i++) out[i] = x[i] / (1.0f + expf(-2.0f * x[i]));
+}
+"""
+
+EXTERN_SWISH = """module "swish"
+stage raw
+
+[extern]
+func @dlc_test_swish: (<2 x 3 x f32>) -> <2 x 3 x f32>
+
+func @Swish: (<2 x 3 x f32>) -> <2 x 3 x f32> {
+'entry(%x: <2 x 3 x f32>):
+    %0.0 = apply @dlc_test_swish(%x: <2 x 3 x f32>): (<2 x 3 x f32>) -> <2 x 3 x f32>
+    return %0.0: <2 x 3 x f32>
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler 'cc' on this machine")
+def test_a_custom_operator_may_call_an_allowed_c_function(tmp_path: Path) -> None:
+    import ctypes
+
+    (tmp_path / "swish.c").write_text(C_SWISH)
+    library = tmp_path / "libswish.so"
+    cmd = ["cc", "-shared", "-fPIC", "-O1", str(tmp_path / "swish.c"), "-o", str(library), "-lm"]
+    subprocess.run(cmd, check=True)
+    ctypes.CDLL(str(library), mode=ctypes.RTLD_GLOBAL)
+    model = _model(_chain())
+    mapping = {("my.ops", "Swish"): EXTERN_SWISH}
+    with pytest.raises(dlc.DiagnosticError, match="dlc_test_swish"):
+        dlc.compile_onnx(model, custom_ops=mapping)  # the C function is a capability
+    compiled = dlc.compile_onnx(model, custom_ops=mapping, externs=["dlc_test_swish"])
+    x = _x()
+    want = _swish(_swish(np.maximum(x, 0)))
+    np.testing.assert_allclose(compiled.g(x), want, rtol=1e-6, atol=1e-7)
