@@ -59,6 +59,7 @@ __all__ = [
     "parse",
     "print_module",
     "tune",
+    "view",
 ]
 
 
@@ -239,6 +240,41 @@ def compile_onnx(
         options["opt_level"] = _check_opt_level(options["opt_level"])
     module = load(path_or_model, input_shapes, external_data_dir=external_data_dir, limits=limits)
     return compile_graph_module(module, **options)
+
+
+def view(
+    module: ModuleOp,
+    kind: str = "graph",
+    path: str | os.PathLike[str] | None = None,
+    *,
+    opt_level: int = 2,
+) -> str:
+    """Draw a graph-level module (from `parse` or `dlc.onnx.load`), as `dlc-opt --view`.
+
+    `kind` is "graph" (each instruction with its result type) or "fused" (a copy lowered
+    to the tensor level with `opt_level`'s passes: fusion groups as frames with their
+    schedules). Repeated blocks (transformer layers, ResNet blocks) are drawn once in a
+    "×N" frame. Returns the drawing: Graphviz DOT, or with `path` the text written
+    there in the format its name asks for (`.dot`, `.svg` via Graphviz's `dot`,
+    self-contained `.html`). A wrong kind, format or level is a `ValueError`."""
+    from xdsl.dialects.builtin import ModuleOp
+
+    from dlc.viewer import format_of, render
+
+    if not isinstance(module, ModuleOp):
+        raise TypeError(f"view: expected a ModuleOp, got {type(module).__name__}")
+    target = None if path is None else os.fspath(path)
+    text = render(
+        module,
+        kind,
+        format_of(target),
+        opt_level=_check_opt_level(opt_level),
+        title=os.path.basename(target) if target else "dlc",
+    )
+    if target is not None:
+        with open(target, "w", encoding="utf-8") as f:
+            f.write(text)
+    return text
 
 
 def __getattr__(name: str) -> Any:
