@@ -15,7 +15,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from dlc.diagnostics import clone_located
 from dlc.dialects.levels import level_of
-from dlc.viewer.picture import Picture, fused_picture, graph_picture
+from dlc.viewer.picture import Picture, argument_names, fused_picture, graph_picture
 from dlc.viewer.render import MissingDot, dot_program, to_dot, to_html, to_svg
 from dlc.viewer.repeats import collapse
 
@@ -80,7 +80,8 @@ def picture(
             )
         drawn = graph_picture(module)
     else:
-        drawn = fused_picture(_fused_level(module, opt_level))
+        names = argument_names(module) if level_of(module) == "graph" else {}
+        drawn = fused_picture(_fused_level(module, opt_level), names)
     return collapse(drawn) if collapse_repeats else drawn
 
 

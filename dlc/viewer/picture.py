@@ -85,9 +85,12 @@ class _Builder:
         self.sequence_position: dict[int, int] = {}
         self.constant: set[int] = set()  # nodes computed from constants alone (weights)
 
-    def add_args(self, block: Block) -> None:
+    def add_args(self, block: Block, names: list[str] | None = None) -> None:
+        """Input nodes for `block`'s arguments, named by `names` when given (the graph
+        level's names of a tensor-level function's arguments)."""
         for arg in block.args:
-            label = [value_name(arg) or f"arg {arg.index}", type_text(arg.type)]
+            name = names[arg.index] if names else value_name(arg)
+            label = [name or f"arg {arg.index}", type_text(arg.type)]
             self.nodes[arg] = self.picture.add_node(Node(label, "input", self.cluster))
 
     def add_op(self, op: Operation, label: list[str], key: str, cluster: int, kind: str) -> None:
@@ -145,10 +148,23 @@ def graph_picture(module: ModuleOp) -> Picture:
     return picture
 
 
-def fused_picture(module: ModuleOp) -> Picture:
-    """The tensor level after fusion and scheduling: fusion groups as clusters."""
+def argument_names(module: ModuleOp) -> dict[str, list[str]]:
+    """The `%names` of each graph-level function's arguments."""
+    from dlc.dialects.graph import FuncOp
+
+    return {
+        f.sym_name.data: [value_name(a) for a in f.body.blocks[0].args]
+        for f in module.body.block.ops
+        if isinstance(f, FuncOp) and f.body.blocks
+    }
+
+
+def fused_picture(module: ModuleOp, names: dict[str, list[str]] | None = None) -> Picture:
+    """The tensor level after fusion and scheduling: fusion groups as clusters;
+    `names`: the graph level's argument names per function (`argument_names`)."""
     from xdsl.dialects import arith
 
+    from dlc.dialects.tensor_compute import ConstantOp
     from dlc.dialects.tensor_control import FuncOp
 
     picture = Picture()
@@ -157,12 +173,16 @@ def fused_picture(module: ModuleOp) -> Picture:
             continue
         cluster = picture.add_cluster(Cluster(f"@{func.sym_name.data}", None, "func"))
         builder = _Builder(picture, cluster)
-        builder.add_args(func.body.blocks[0])
+        entry = func.body.blocks[0]
+        given = (names or {}).get(func.sym_name.data)
+        builder.add_args(entry, given if given and len(given) == len(entry.args) else None)
         groups: dict[int, int] = {}
         previous_group: int | None = None
         for block in func.body.blocks:
             for op in block.ops:
-                if isinstance(op, arith.ConstantOp):
+                if isinstance(op, arith.ConstantOp | ConstantOp):  # weights, like literals
+                    continue
+                if _reshapes_a_constant(op, builder.nodes):  # a weight's view: a weight
                     continue
                 label, key, group = _fused_node(op, previous_group)
                 node_cluster = cluster
@@ -177,6 +197,15 @@ def fused_picture(module: ModuleOp) -> Picture:
                 previous_group = group
         picture.order.append(builder.sequence)
     return picture
+
+
+def _reshapes_a_constant(op: Operation, drawn: dict[SSAValue, int]) -> bool:
+    """A tensor op other than a compute (a bitcast, a view) of undrawn values only."""
+    from dlc.dialects.tensor_compute import ComputeOp
+
+    if isinstance(op, ComputeOp) or not op.operands or op.name == "tensor.return":
+        return False
+    return all(o not in drawn for o in op.operands)
 
 
 def _fused_node(op: Operation, previous_group: int | None) -> tuple[list[str], str, int | None]:

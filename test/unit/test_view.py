@@ -65,6 +65,7 @@ def test_fused_view_frames_groups_with_their_schedules() -> None:
     assert 'label="group 0"' in dot
     assert "interchange [d0, r0, d1]" in dot
     assert "mlp.dl:14" in dot  # each kernel names the DLVM line it came from
+    assert "%w1\\n<784x256xf32>" in dot  # the arguments keep their names
     unfused = render(dlc.parse(MLP, "mlp.dl"), "fused", opt_level=0)
     assert "group" not in unfused
 
