@@ -106,12 +106,7 @@ def _layout(picture: Picture) -> dict[int, tuple[float, float, float, float]]:
     layer: dict[int, int] = {}
     for n in visible:  # program order: producers first
         layer[n] = max((layer[p] + 1 for p in preds[n] if p in layer), default=0)
-    top: dict[int, int] = {}
-    for n in visible:
-        c = picture.nodes[n].cluster
-        while picture.clusters[c].parent is not None:
-            c = picture.clusters[c].parent  # type: ignore[assignment]
-        top[n] = c
+    top = {n: _function_of(picture, n) for n in visible}
     boxes: dict[int, tuple[float, float, float, float]] = {}
     x0 = PAD * 3.0
     for func in sorted(set(top.values())):
@@ -137,6 +132,14 @@ def _layout(picture: Picture) -> dict[int, tuple[float, float, float, float]]:
             y += height + GAP_Y
         x0 += width + PAD * 6
     return boxes
+
+
+def _function_of(picture: Picture, node: int) -> int:
+    """The outermost cluster (the function) around `node`."""
+    c = picture.nodes[node].cluster
+    while (parent := picture.clusters[c].parent) is not None:
+        c = parent
+    return c
 
 
 def _mean(centre: dict[int, float], preds: list[int]) -> float:
@@ -178,10 +181,9 @@ def _frames(picture: Picture, boxes: dict[int, tuple[float, float, float, float]
     return out
 
 
-def to_html(picture: Picture, title: str, dot_text: str) -> str:
-    """A self-contained page: the laid-out SVG and, folded, the DOT source."""
-    boxes = _layout(picture)
-    parts = _frames(picture, boxes)
+def _edges(picture: Picture, boxes: dict[int, tuple[float, float, float, float]]) -> list[str]:
+    """A curve per edge, from the bottom of its source to the top of its target."""
+    out = []
     for s, t in picture.edges:
         if s not in boxes or t not in boxes:
             continue
@@ -189,10 +191,17 @@ def to_html(picture: Picture, title: str, dot_text: str) -> str:
         tx, ty, tw, _ = boxes[t]
         a, b = (sx + sw / 2, sy + sh), (tx + tw / 2, ty)
         mid = (a[1] + b[1]) / 2
-        parts.append(
+        out.append(
             f'<path d="M{a[0]:.0f},{a[1]:.0f} C{a[0]:.0f},{mid:.0f} {b[0]:.0f},{mid:.0f} '
             f'{b[0]:.0f},{b[1]:.0f}" class="edge" marker-end="url(#arrow)"/>'
         )
+    return out
+
+
+def to_html(picture: Picture, title: str, dot_text: str) -> str:
+    """A self-contained page: the laid-out SVG and, folded, the DOT source."""
+    boxes = _layout(picture)
+    parts = _frames(picture, boxes) + _edges(picture, boxes)
     for n, (x, y, w, h) in boxes.items():
         node = picture.nodes[n]
         parts.append(
