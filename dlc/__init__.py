@@ -20,7 +20,9 @@ array([2., 3., 4., 5.], dtype=float32)
 - `parse(text)` gives the verified graph-level module (an xDSL `ModuleOp`);
 - `compile(text)` / `compile_file(path)` give a `CompiledModule` whose functions are
   called with NumPy arrays and whose `.ir(level)` shows the program at each level;
-- `print_module(module)` prints a graph-level module in DLVM syntax.
+- `print_module(module)` prints a graph-level module in DLVM syntax;
+- `view(module, kind, path)` draws it (`dlc-opt --view`): the graph level, or its
+  fusion groups and schedules, as Graphviz DOT, SVG or self-contained HTML.
 
 `[extern]` C functions are a capability, off by default: `compile(text,
 externs=["libm", "my_fn"])` names the C symbols a program may call (`"libm"` is the
