@@ -20,7 +20,9 @@ array([2., 3., 4., 5.], dtype=float32)
 - `parse(text)` gives the verified graph-level module (an xDSL `ModuleOp`);
 - `compile(text)` / `compile_file(path)` give a `CompiledModule` whose functions are
   called with NumPy arrays and whose `.ir(level)` shows the program at each level;
-- `print_module(module)` prints a graph-level module in DLVM syntax.
+- `print_module(module)` prints a graph-level module in DLVM syntax;
+- `view(module, kind, path)` draws it (`dlc-opt --view`): the graph level, or its
+  fusion groups and schedules, as Graphviz DOT, SVG or self-contained HTML.
 
 `[extern]` C functions are a capability, off by default: `compile(text,
 externs=["libm", "my_fn"])` names the C symbols a program may call (`"libm"` is the
@@ -60,6 +62,7 @@ __all__ = [
     "parse",
     "print_module",
     "tune",
+    "view",
 ]
 
 
@@ -265,6 +268,41 @@ def compile_onnx(
         custom_ops=custom_ops,
     )
     return compile_graph_module(module, **options)
+
+
+def view(
+    module: ModuleOp,
+    kind: str = "graph",
+    path: str | os.PathLike[str] | None = None,
+    *,
+    opt_level: int = 2,
+) -> str:
+    """Draw a graph-level module (from `parse` or `dlc.onnx.load`), as `dlc-opt --view`.
+
+    `kind` is "graph" (each instruction with its result type) or "fused" (a copy lowered
+    to the tensor level with `opt_level`'s passes: fusion groups as frames with their
+    schedules). Repeated blocks (transformer layers, ResNet blocks) are drawn once in a
+    "×N" frame. Returns the drawing: Graphviz DOT, or with `path` the text written
+    there in the format its name asks for (`.dot`, `.svg` via Graphviz's `dot`,
+    self-contained `.html`). A wrong kind, format or level is a `ValueError`."""
+    from xdsl.dialects.builtin import ModuleOp
+
+    from dlc.viewer import format_of, render
+
+    if not isinstance(module, ModuleOp):
+        raise TypeError(f"view: expected a ModuleOp, got {type(module).__name__}")
+    target = None if path is None else os.fspath(path)
+    text = render(
+        module,
+        kind,
+        format_of(target),
+        opt_level=_check_opt_level(opt_level),
+        title=os.path.basename(target) if target else "dlc",
+    )
+    if target is not None:
+        with open(target, "w", encoding="utf-8") as f:
+            f.write(text)
+    return text
 
 
 def __getattr__(name: str) -> Any:

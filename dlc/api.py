@@ -28,7 +28,7 @@ from dlc.dialects import abi
 from dlc.dialects.graph import FuncOp as GraphFuncOp
 from dlc.dialects.graph_types import NATIVE_DTYPES
 from dlc.externs import ExternsOption, allowed_externs, check_externs, not_allowed_message
-from dlc.options import check_threads, compile_options, quick_facts
+from dlc.options import check_threads, compile_options, planted_fault, quick_facts
 from dlc.plugins import check_extra_passes
 from dlc.runtime import cache
 from dlc.runtime.convention import entry_checks
@@ -403,7 +403,13 @@ def compile_graph_module(
     )  # not `seed`: it only sets the generator state after loading
     # The code depends on the allowed externs the program calls, not on the rest of the
     # allow-list: `called` keys the entry (and check_externs already ran, before any lookup).
-    cached = cache.enabled() and options.tuning_db is None and not options.extra_passes
+    # A planted test fault (DLC_TEST_MISCOMPILE, dlc-bisect's tests) must not be cached.
+    cached = (
+        cache.enabled()
+        and options.tuning_db is None
+        and not options.extra_passes
+        and not planted_fault()
+    )
     key = cache_key(module, options, called) if cached else None
     locations = _locations(module)
     prefixes = [f"{file}:{line}:{column}: " for file, line, column in locations]

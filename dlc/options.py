@@ -103,6 +103,12 @@ def check_threads(num_threads: object) -> int:
     return num_threads
 
 
+def planted_fault() -> bool:
+    """Whether a test plants a miscompile (`DLC_TEST_MISCOMPILE`, read by the schedule
+    pass): such compiles bypass the compile cache."""
+    return bool(os.environ.get("DLC_TEST_MISCOMPILE", "").strip())
+
+
 def compile_options(
     *,
     opt_level: int,
@@ -146,6 +152,11 @@ def quick_facts(options: Options, allowed: frozenset[str]) -> dict[str, Any] | N
     from dlc.runtime import cache
     from dlc.version import __version__
 
-    if not cache.enabled() or options.tuning_db is not None or options.extra_passes:
+    if (
+        not cache.enabled()
+        or options.tuning_db is not None
+        or options.extra_passes
+        or planted_fault()
+    ):
         return None
     return {**options.key(), "allowed_externs": sorted(allowed), "dlc": __version__}

@@ -10,6 +10,7 @@ reports every user error as one diagnostic with exit code 1, never a traceback:
     dlc-opt model.dl -p lower-graph-to-tensor,lower-tensor-to-loop
     dlc-opt model.dl -t llvm -O 3 -o model.ll
     dlc-opt invalid.dl --split-input-file --verify-diagnostics
+    dlc-opt model.onnx --view=fused -o model.html
 """
 
 from __future__ import annotations
@@ -103,6 +104,7 @@ class DlcOptMain(DlcOptTargets):
         self.input_is_verified = False
         self.expecting = False  # --verify-diagnostics and the input has expected-* comments
         self.running: ModulePass | None = None  # the pass at work (for after-failure dumps)
+        self.check_view()
         self.setup_pipeline()
 
     # -- registries -------------------------------------------------------------------

@@ -40,6 +40,13 @@ def register_output_arguments(add: Callable[..., object]) -> None:
     )
     add("-o", "--output-file", help="write the output here instead of stdout")
     add(
+        "--view",
+        choices=("graph", "fused"),
+        help="draw the program instead of printing it: graph (the graph level, with "
+        "shapes) or fused (fusion groups and schedules as frames, at -O's level); the "
+        "format follows -o: .dot, .svg (needs Graphviz's dot) or .html (DOT on stdout)",
+    )
+    add(
         "-O",
         "--opt-level",
         type=int,
@@ -137,10 +144,42 @@ class DlcOptTargets(xDSLOptMain):
         sys.stderr.flush()
 
     def output_resulting_program(self, prog: ModuleOp) -> str:
+        if self.args.view:
+            return self.emit_view(prog)
         target = self.args.target or ("dl" if level_of(prog) == "graph" else "mlir")
         out = StringIO()
         self.available_targets[target](prog, out)
         return out.getvalue()
+
+    def check_view(self) -> None:
+        """--view's conflicts and its output format, checked before any work."""
+        from dlc.viewer import MissingDot, ViewError, dot_program, format_of
+
+        if not self.args.view:
+            return
+        for flag, given in (
+            ("-t", self.args.target),
+            ("--split-input-file", self.args.split_input_file),
+        ):
+            if given:
+                raise UsageError(f"--view draws one program; it does not take {flag}")
+        try:
+            if format_of(self.args.output_file) == "svg":
+                dot_program()
+        except (ViewError, MissingDot) as e:
+            raise UsageError(str(e)) from None
+
+    def emit_view(self, module: ModuleOp) -> str:
+        """The program drawn as --view asks, in the format of the -o file's name."""
+        from dlc.viewer import MissingDot, ViewError, format_of, render
+
+        name = self.args.input_file or "<stdin>"
+        title = name.rsplit("/", 1)[-1]
+        fmt = format_of(self.args.output_file)
+        try:
+            return render(module, self.args.view, fmt, title=title, opt_level=self.args.opt_level)
+        except (ViewError, MissingDot) as e:
+            raise UsageError(str(e)) from None
 
     def emit_dl(self, module: ModuleOp, out: IO[str]) -> None:
         from dlc.parser import print_module

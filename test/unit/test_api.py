@@ -44,6 +44,7 @@ def test_public_names() -> None:
         "parse",
         "print_module",
         "tune",
+        "view",
     }
     from dlc.diagnostics import DiagnosticError
 

@@ -23,6 +23,7 @@ from dlc.passes.tensor.schedule_conv import conv_schedule, conv_tiles
 from dlc.passes.tensor.schedule_epilogue import drop_conflicting_epilogues, epilogue_run
 from dlc.passes.tensor.schedule_gather import gathered_rows_schedule, serial_gathered_rows
 from dlc.passes.tensor.schedule_groups import group_computes, mark_parallel
+from dlc.passes.tensor.schedule_miscompile import miscompile, planted_line
 from dlc.passes.tensor.schedule_policy import (
     default_order,
     dot_tiles,
@@ -69,6 +70,10 @@ class SchedulePass(ModulePass, PassStatistics):
         target = Target.from_cpu(self.target, self.triple)
         db = TuningDatabase.load(self.tuning_db) if self.tuning_db else None
         next_id = 1 + max(_group_ids(op), default=-1)
+        planted = planted_line()  # a test-only fault (schedule_miscompile.py)
+        for compute in op.walk() if planted else ():
+            if isinstance(compute, tensor.ComputeOp):
+                miscompile(compute, planted)
         for func in op.body.block.ops:
             if not isinstance(func, tensor.FuncOp):
                 continue
