@@ -117,3 +117,16 @@ HEAP_HEADER = 16
 """Bytes before each heap object (`raw_alloc`): a word saying whether it is live (the
 runtime's own heap objects, boxes of arguments, follow it too)."""
 LIVE, DEAD = 0x6576696C2D636C64, 0x646165642D636C64  # "dlc-live", "dlc-dead"
+
+HEAP_TAGS_VAR = "dlc:heap-tags"
+"""A module variable of one i64: how many objects `allocateHeap` has made (the counter
+each object's tag is mixed from)."""
+TAG_SHIFT = 48
+"""An `allocateHeap` pointer's lower and upper bound words carry its object's tag
+above this bit (addresses stay below 2^48): 15 bits in the lower bound, 16 in the
+upper. The tag (odd, 31 bits) is also the header's second word (the one right
+before the object); `deallocate` clears it, and every load, store and copy through a
+tagged pointer first checks that the word still holds the pointer's tag, so a
+pointer to a freed object traps (until the memory holds that exact word again:
+about 1 in 2^30)."""
+ADDRESS_MASK = (1 << TAG_SHIFT) - 1

@@ -12,8 +12,10 @@ leaves are tensors, flattened in order:
   (`enum_body`) after a 16-byte header (refcount, then the enum's `box_kind`); the
   address 0 is the enum's zero value (no box);
 - pointer `*T`: three `i64` scalars (address, lower bound, upper bound) -- a fat
-  pointer; the bounds are the byte range of the allocation it points into, checked by
-  the bounds-checking build mode (null: all three 0);
+  pointer; the bounds are the byte range of the allocation it points into, checked at
+  every access (null: all three 0); an `allocateHeap` pointer's bounds carry its
+  object's tag above bit 48 (`abi.TAG_SHIFT`: checked against the heap header, so a
+  pointer to a freed object traps);
 - box `box{T}`: one `i64`, the address of its header (refcount i64, then the T);
 - stack: one `i64`, the address of the runtime stack object;
 - function values have no leaves (calls are direct).

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from xdsl.ir import Attribute
 
+from dlc.dialects.abi import ADDRESS_MASK
 from dlc.dialects.graph import Symbols
 from dlc.dialects.graph_types import (
     ArrayType,
@@ -163,7 +164,9 @@ def from_leaves(
         cases = symbols.enums[t.ident]
         index = case_of_tag(t, int(values[0]), symbols)
         return (cases[index][0], values[1 + index])
-    if isinstance(t, PointerType | BoxType | StackType):
+    if isinstance(t, PointerType):  # (address, lower, upper) without a heap tag
+        return (int(values[0]), *(int(v) & ADDRESS_MASK for v in values[1:]))
+    if isinstance(t, BoxType | StackType):
         return tuple(int(v) for v in values)
     if isinstance(t, ArrayType | TupleType | NominalType):
         return tuple(values)

@@ -22,7 +22,11 @@ from dlc.dialects.layout import I64, LayoutError, children, key_offset, layout, 
 from dlc.dialects.recursive_types import enum_tag
 from dlc.lowering.graph_to_tensor.compute_builder import BodyBuilder, Lowered, Splat, build_compute
 from dlc.lowering.graph_to_tensor.ops import UnsupportedOp
-from dlc.lowering.graph_to_tensor.runtime_ops import lower_random, lower_stack_op
+from dlc.lowering.graph_to_tensor.runtime_ops import (
+    lower_random,
+    lower_stack_op,
+    tagged_heap_object,
+)
 
 BOX_HEADER = 8  # the refcount (i64) before a box's payload
 
@@ -151,7 +155,7 @@ class MemoryRules:
             case gm.AllocateHeapOp():
                 nbytes = byte_count(b, args[0], self.size(op.elem_type))
                 addr = b.insert(tm.HeapAllocOp(_materialize(b, nbytes))).result
-                return self.allocation(b, addr, nbytes)
+                return tagged_heap_object(b, addr, nbytes, _materialize)
             case gm.AllocateBoxOp():
                 nbytes = BOX_HEADER + self.size(op.elem_type)
                 addr = b.insert(tm.HeapAllocOp(_materialize(b, Splat(nbytes, I64)))).result

@@ -31,7 +31,7 @@ from xdsl.ir import Operation, SSAValue
 
 from dlc.dialects import graph_memory as gm
 from dlc.dialects import tensor_memory as tm
-from dlc.dialects.abi import RNG_VAR
+from dlc.dialects.abi import HEAP_TAGS_VAR, RNG_VAR, TAG_SHIFT
 from dlc.dialects.graph_types import TensorType, dtype_bits, dtype_is_float, format_type
 from dlc.dialects.layout import I64
 from dlc.dialects.tensor import scalar_type
@@ -58,7 +58,7 @@ def splitmix64(seed: int, position: int) -> int:
     return z ^ (z >> 31)
 
 
-def _mix(s: BodyBuilder, seed: SSAValue, position: SSAValue) -> SSAValue:
+def mix64(s: BodyBuilder, seed: SSAValue, position: SSAValue) -> SSAValue:
     """splitmix64(seed, position) as i64 scalar ops."""
     step = s.emit(arith.AddiOp(position, s.index(1)))
     z = s.emit(arith.AddiOp(seed, s.emit(arith.MuliOp(step, s.index(_signed(_GOLDEN))))))
@@ -114,7 +114,7 @@ def lower_random(b: Builder, op: gm.RandomOp, args: list[Lowered], materialize) 
 
     def body(s: BodyBuilder, i: Sequence[SSAValue], _: Sequence[SSAValue]) -> SSAValue:
         position = s.emit(arith.AddiOp(s.read(counter, []), _linear(s, i, out.dims)))
-        bits = _mix(s, s.read(seed, []), position)
+        bits = mix64(s, s.read(seed, []), position)
         return _draw(s, bits, s.read(lo, []), s.read(hi, []), out.dt)
 
     return build_compute(b, out, body).result
@@ -162,3 +162,37 @@ def lower_stack_op(
                 b.insert(tm.MemWriteOp(materialize(b, Splat(word, I64)), at, header, end))
             return None
     raise AssertionError(op.name)
+
+
+def tagged_heap_object(b: Builder, addr: SSAValue, nbytes: Lowered, materialize) -> list[Lowered]:  # noqa: ANN001
+    """The pointer to a new `allocateHeap` object of `nbytes` at `addr`, tagged
+    (`abi.TAG_SHIFT`): the tag is `mix64(addr, count)` (SplitMix64) made odd, 31 bits, where
+    `count` counts the module's heap objects (`HEAP_TAGS_VAR`), and is written to the
+    header word before the object, where each access through the pointer looks for it."""
+    var = b.insert(tm.GlobalAddressOp(HEAP_TAGS_VAR, 8)).result
+    var_end = materialize(b, _offset(b, var, 8))
+    count = b.insert(tm.MemReadOp(var, var, var_end, I64)).result
+    b.insert(tm.MemWriteOp(materialize(b, _offset(b, count, 1)), var, var, var_end))
+
+    def tag_body(s: BodyBuilder, i: Sequence[SSAValue], _: Sequence[SSAValue]) -> SSAValue:
+        bits = mix64(s, s.read(addr, []), s.read(count, []))
+        return s.emit(arith.OrIOp(s.emit(arith.ShRUIOp(bits, s.index(33))), s.index(1)))
+
+    tag = build_compute(b, I64, tag_body).result
+    header = materialize(b, _offset(b, addr, -8))
+    b.insert(tm.MemWriteOp(tag, header, header, addr))
+    size = materialize(b, nbytes)
+
+    def bound(upper: bool) -> Lowered:
+        def body(s: BodyBuilder, i: Sequence[SSAValue], _: Sequence[SSAValue]) -> SSAValue:
+            t, base = s.read(tag, []), s.read(addr, [])
+            if upper:  # the low 16 bits of the tag above the end
+                base = s.emit(arith.AddiOp(base, s.read(size, [])))
+                part = s.emit(arith.AndIOp(t, s.index(0xFFFF)))
+            else:  # the high 15 bits above the start
+                part = s.emit(arith.ShRUIOp(t, s.index(16)))
+            return s.emit(arith.OrIOp(base, s.emit(arith.ShLIOp(part, s.index(TAG_SHIFT)))))
+
+        return build_compute(b, I64, body).result
+
+    return [addr, bound(False), bound(True)]

@@ -16,7 +16,15 @@ from xdsl.dialects.builtin import IntegerAttr, MemRefType, i1, i8, i64
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from dlc.dialects import loop_memory as lm
-from dlc.dialects.abi import DEAD, HEAP_HEADER, LIVE, VAR_PREFIX, function_symbol
+from dlc.dialects.abi import (
+    ADDRESS_MASK,
+    DEAD,
+    HEAP_HEADER,
+    LIVE,
+    TAG_SHIFT,
+    VAR_PREFIX,
+    function_symbol,
+)
 from dlc.lowering.loop_to_llvm.buffers import element_bytes, element_count
 from dlc.lowering.loop_to_llvm.scalar import const, icmp, select
 
@@ -127,6 +135,8 @@ def _heap_free(em: FuncEmitter, op: lm.RawFreeOp) -> None:
     message = "deallocate of memory that is not a live heap object (deallocated twice?)"
     em.trap_when(icmp(em, "ne", word, const(em, LIVE, i64)), op, "trap", message)
     em.emit(llvm.StoreOp(const(em, DEAD, i64), base, alignment=8))
+    tag_word = _ptr(em, em.emit(llvm.SubOp(addr, const(em, 8, i64))))
+    em.emit(llvm.StoreOp(const(em, 0, i64), tag_word, alignment=8))  # pointers to it trap
     em.declare("free", [PTR], llvm.LLVMVoidType())
     em.emit(llvm.CallOp("free", base))
     em.emit(llvm.BrOp(done))
@@ -153,6 +163,8 @@ def _check(em: FuncEmitter, op: lm.RawCheckOp) -> None:
     if not em.status.bounds_check and not always:
         return
     shown, n, lo, hi = (em.get(v) for v in (op.addr, op.nbytes, op.lo, op.hi))
+    if access in POINTER_ACCESSES:
+        lo, hi = _live_object(em, op, lo, hi)
     addr = shown
     if op.offset is not None:  # a signed range moved to start at 0
         addr = em.emit(llvm.SubOp(shown, const(em, op.offset.data, i64)))
@@ -168,6 +180,28 @@ def _check(em: FuncEmitter, op: lm.RawCheckOp) -> None:
     of = f" of {size} bytes" if size is not None else ""
     message = f"out-of-bounds {access}{of} through a pointer at byte offset \t"
     em.trap_when(bad, op, "bounds-value", message, em.emit(llvm.SubOp(addr, lo)))
+
+
+def _live_object(
+    em: FuncEmitter, op: lm.RawCheckOp, lo: SSAValue, hi: SSAValue
+) -> tuple[SSAValue, SSAValue]:
+    """The bounds of a pointer without its tag (`abi.TAG_SHIFT`); a tagged pointer (to an
+    `allocateHeap` object) traps unless the header word before its object still holds
+    the tag (`deallocate` clears it; freed memory holds the allocator's own words)."""
+    mask = const(em, ADDRESS_MASK, i64)
+    shift = const(em, TAG_SHIFT, i64)
+    high = em.emit(llvm.ShlOp(em.emit(llvm.LShrOp(lo, shift)), const(em, 16, i64)))
+    tag = em.emit(llvm.OrOp(high, em.emit(llvm.LShrOp(hi, shift))))
+    base = em.emit(llvm.AndOp(lo, mask))
+    check, done = Block(), Block()
+    em.emit(llvm.CondBrOp(icmp(em, "ne", tag, const(em, 0, i64)), check, [], done, []))
+    em.start(check)
+    word = em.emit(llvm.LoadOp(_ptr(em, em.emit(llvm.SubOp(base, const(em, 8, i64)))), i64))
+    message = f"{op.access.data} through a pointer to a deallocated heap object"
+    em.trap_when(icmp(em, "ne", word, tag), op, "trap", message)
+    em.emit(llvm.BrOp(done))
+    em.start(done)
+    return base, em.emit(llvm.AndOp(hi, mask))
 
 
 def _index_message(what: str) -> str:

@@ -3,7 +3,7 @@
 tile, on the final accumulators, before anything is stored.
 
 `epilogue_members(op)` (dlc/dialects/tensor_epilogue.py) checks the structure
-(located diagnostics). `EpilogueTile` (a base class of `NestBuilder`, like `RegisterTile`) carries
+(located diagnostics), `NestPlan` (dlc/dialects/tensor_nest_plan.py) the lanes. `EpilogueTile` (a base class of `NestBuilder`, like `RegisterTile`) carries
 it out: where a tile point's accumulator is final, each member's body runs on it
 (`known` values instead of loads; as vectors of the tile's lanes when vectorized,
 loading only the valid lanes of a zero-padded tail), and a value is stored only
@@ -22,10 +22,10 @@ from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects import arith
 from xdsl.ir import Block, SSAValue
 
-from dlc.diagnostics import copy_loc, error_at
+from dlc.diagnostics import copy_loc
 from dlc.dialects import loop, tensor
 from dlc.dialects.tensor_groups import uses_of
-from dlc.dialects.tensor_lanes import lane_plan
+from dlc.dialects.tensor_nest_plan import NestPlan
 from dlc.lowering.tensor_to_loop.body import (
     all_of,
     dtype_of,
@@ -52,7 +52,7 @@ def read_elsewhere(value: SSAValue, members: list[tensor.ComputeOp]) -> bool:
     return uses.blocked or any(c not in members for c in uses.reads)
 
 
-class EpilogueTile:
+class EpilogueTile(NestPlan):
     """Delivery of a register tile's final values through an epilogue (module doc)."""
 
     op: tensor.ComputeOp
@@ -65,27 +65,11 @@ class EpilogueTile:
     lane_axis: str
     epilogue: list[EpilogueMember]
     keep_result: bool  # the reduction's own result is read by others than the members
+    epilogue_plans: dict[tensor.ComputeOp, dict]  # planned by `NestPlan`
     # provided by NestBuilder / RegisterTile
     _indices: Callable[..., list[SSAValue]]
     _deliver: Callable[..., None]
     _valid: Callable[..., int]
-
-    def _plan_epilogue(self, members: list[EpilogueMember], keep: bool) -> None:
-        """The members' lane plans (the tile's vectorized axis), or a diagnostic."""
-        self.epilogue, self.keep_result = members, keep
-        self.epilogue_plans: dict[tensor.ComputeOp, dict] = {}
-        if not members:
-            return
-        if self.lanes > 1:
-            axis = self.axes.index(self.lane_axis)
-            for m in members:
-                plan = lane_plan(m.op, axis, functions=True)
-                if isinstance(plan, str) or dtype_of(m.op.result) not in ("f16", "f32", "f64"):
-                    why = plan if isinstance(plan, str) else "not a float result"
-                    raise error_at(
-                        m.op, f"not supported by the code generator yet: epilogue: {why}"
-                    )
-                self.epilogue_plans[m.op] = plan
 
     def _deliver_final(
         self, b: Builder, env: dict, points: list, wheres: list, finals: list[SSAValue]

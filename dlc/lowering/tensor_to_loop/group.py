@@ -18,6 +18,7 @@ from xdsl.ir import SSAValue
 from dlc.diagnostics import copy_loc
 from dlc.dialects import loop, tensor
 from dlc.dialects.tensor_groups import base_of, fusion_of, group_members
+from dlc.dialects.tensor_nest_plan import group_slots
 from dlc.lowering.tensor_to_loop.body import index
 from dlc.lowering.tensor_to_loop.nest import Feeder, NestBuilder
 
@@ -47,21 +48,19 @@ def emit_group(
         b = Builder(InsertPoint.before(nest.body.block.last_op))  # type: ignore[arg-type]
     known: dict[SSAValue, SSAValue] = {}
     feeders: list[Feeder] = []
-    for i, member in enumerate(members):
-        buffer = own.get(member.result)
-        feeds, internal = _flags(member)
-        if feeds:
+    for slot in group_slots(members):
+        member = slot.member
+        buffer = own[slot.buffer.result] if slot.buffer is not None else None
+        if slot.feeds:
             feeders.append(Feeder(member, buffer))
             continue
-        if internal and member.combinator is not None and member.domain != base:
-            buffer = own[members[i + 1].result]  # accumulate in the next member's buffer
-            buffers[member.result] = buffer
-        reduction = member.combinator is not None
+        if slot.buffer is not None and slot.buffer is not member:
+            buffers[member.result] = buffer  # accumulates in the next member's buffer
         builder = NestBuilder(
-            member, buffer, buffers, prefix=ivs, known=known, feeders=feeders if reduction else ()
+            member, buffer, buffers, prefix=ivs, known=known, feeders=feeders if slot.fed else ()
         )
         value = builder.emit(b)
-        if reduction:
+        if member.combinator is not None:
             feeders = []
         if value is not None:
             known[member.result] = value

@@ -18,8 +18,8 @@ from xdsl.ir import Block, SSAValue
 
 from dlc.diagnostics import copy_loc, error_at
 from dlc.dialects import loop, tensor
-from dlc.dialects.schedule import ScheduleAttr, axis_names
 from dlc.dialects.tensor_lanes import vector_pieces
+from dlc.dialects.tensor_nest_plan import NestPlan, check_unroll, in_register
 from dlc.lowering.scalar_ops import (
     ScalarBuilder,
     Unsupported,
@@ -35,12 +35,7 @@ from dlc.lowering.tensor_to_loop.body import (
 )
 from dlc.lowering.tensor_to_loop.epilogue import EpilogueMember, EpilogueTile
 from dlc.lowering.tensor_to_loop.pack import PackedOperand, Scratch
-from dlc.lowering.tensor_to_loop.tile import (
-    MAX_UNROLLED_POINTS,
-    Block_,
-    RegisterTile,
-    constant_extent,
-)
+from dlc.lowering.tensor_to_loop.tile import Block_, RegisterTile, constant_extent
 
 
 @dataclass(frozen=True)
@@ -67,30 +62,21 @@ class NestBuilder(RegisterTile, PackedOperand, EpilogueTile):
         epilogue: Sequence[EpilogueMember] = (),
         keep_result: bool = True,
     ) -> None:
-        self.op, self.buffer, self.buffers = op, buffer, buffers
+        self.buffer, self.buffers, self.scratch = buffer, buffers, scratch
         self.known = dict(known or {})
         self.feeders = list(feeders)
-        self.dt = dtype_of(op.result)
-        schedule = op.schedule or ScheduleAttr()
-        self.axes = axis_names(len(op.domain), len(op.reduction_extents))
-        self.extents = dict(zip(self.axes, [*op.domain, *op.reduction_extents], strict=True))
-        all_loops = schedule.loops(op.domain, op.reduction_extents)
+        NestPlan.__init__(
+            self,
+            op,
+            prefix=len(prefix),
+            known=bool(self.known),
+            fed=bool(self.feeders),
+            has_buffer=buffer is not None,
+            has_scratch=scratch is not None,
+            epilogue=[m.op for m in epilogue],
+        )
         self.prefix = dict(zip(self.axes, prefix, strict=False))
-        self.loops = all_loops[len(prefix) :]
-        self.unrolled = schedule.unrolled_loops
-        self.parallel = schedule.parallel_loops
-        self.splits = schedule.split_points
-        self.fma = schedule.fma
-        self._plan_accumulators()
-        self._plan_lanes(schedule)
-        self._plan_pack(schedule, scratch)
-        self._plan_epilogue(list(epilogue), keep_result)
-        if self.epilogue and self.chain is None:
-            raise error_at(
-                op,
-                "schedule: epilogue: the accumulators must be in registers"
-                " (the loops inside the reduction loops unrolled)",
-            )
+        self.epilogue, self.keep_result = list(epilogue), keep_result
 
     # -- emission -------------------------------------------------------------------------
 
@@ -226,11 +212,7 @@ class NestBuilder(RegisterTile, PackedOperand, EpilogueTile):
         )
 
     def _check_unroll(self, copies: int) -> None:
-        if copies > MAX_UNROLLED_POINTS:
-            raise error_at(
-                self.op,
-                f"schedule: unrolling makes {copies} copies (at most {MAX_UNROLLED_POINTS})",
-            )
+        check_unroll(self.op, copies)
 
     # -- points ---------------------------------------------------------------------------
 
@@ -301,7 +283,7 @@ class NestBuilder(RegisterTile, PackedOperand, EpilogueTile):
             self._vstore_valid(b, value, where, lanes, lanes if valid is None else valid)
         elif self.buffer is not None:
             store(b, value, self.buffer, where, self.dt)
-        if not self.op.domain[len(self.prefix) :]:
+        if in_register(self.op, len(self.prefix)):
             self.result = value  # one point of the nest: later members read the register
 
     def _combine(self, b: Builder, acc: SSAValue, element: SSAValue) -> SSAValue:

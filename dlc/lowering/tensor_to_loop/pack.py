@@ -3,13 +3,12 @@
 A matrix product's B operand is copied, block by block right before the row loops (or at
 compile time when it is a constant), into zero-padded NR-wide panels the microkernel
 reads contiguously and without a column tail; values are copied, so the bits do not
-change. Anything else is a located diagnostic. Layout: docs/design/fusion-and-memory.md.
+change. Anything else is a located diagnostic (`NestPlan`). Layout: docs/design/fusion-and-memory.md.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 from xdsl.builder import Builder, InsertPoint
@@ -17,9 +16,10 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr, MemRefType, TensorType
 from xdsl.ir import Operation, SSAValue
 
-from dlc.diagnostics import copy_loc, error_at
+from dlc.diagnostics import copy_loc
 from dlc.dialects import loop, tensor
-from dlc.dialects.schedule import Loop, ScheduleAttr
+from dlc.dialects.schedule import Loop
+from dlc.dialects.tensor_nest_plan import NestPlan, index_slice
 from dlc.lowering.scalar_ops import ScalarBuilder
 from dlc.lowering.tensor_to_loop.body import dtype_of, index, load, memref_type, store
 
@@ -27,22 +27,8 @@ Scratch = Callable[[MemRefType], SSAValue]
 """Allocates a buffer that lives for the whole function (freed before it returns)."""
 
 
-@dataclass
-class PackPlan:
-    """What `pack [n]` packs, where, and the state of the block being packed."""
-
-    read: tensor.ReadOp
-    pos: int  # the loop before which the block is packed
-    width: int  # NR: columns per panel
-    depth: int  # KC: rows of K per panel slot
-    panels: int
-    constant: tuple[tensor.ConstantOp, bool] | None = None  # B's literal, transposed?
-    buffer: SSAValue | None = None  # the scratch buffer (allocated by `emit`)
-    k_base: SSAValue | None = None  # the first k of the block packed last
-
-
-class PackedOperand:
-    """`pack` planning and emission (module docstring)."""
+class PackedOperand(NestPlan):
+    """`pack` emission (module docstring; planned by `NestPlan`)."""
 
     op: tensor.ComputeOp
     loops: list[Loop]
@@ -52,62 +38,8 @@ class PackedOperand:
     prefix: dict[str, SSAValue]
     known: dict[SSAValue, SSAValue]
     buffers: dict[SSAValue, SSAValue]
+    scratch: Scratch | None
     _indices: Callable[..., list[SSAValue]]
-
-    def _plan_pack(self, schedule: ScheduleAttr, scratch: Scratch | None) -> None:
-        """`self.pack`: the plan of the schedule's `pack`, None without one, or a
-        located diagnostic saying why it cannot be carried out."""
-        self.pack: PackPlan | None = None
-        self.scratch = scratch
-        if not schedule.packed:
-            return
-        plan = self._pack_plan(schedule.packed)
-        if isinstance(plan, str):
-            listed = ", ".join(map(str, schedule.packed))
-            raise error_at(
-                self.op, f"not supported by the code generator yet: pack [{listed}]: {plan}"
-            )
-        self.pack = plan
-
-    def _pack_plan(self, packed: tuple[int, ...]) -> PackPlan | str:
-        op = self.op
-        if len(packed) != 1:
-            return "one operand at a time"
-        (n,) = packed
-        if n >= len(op.inputs):
-            return f"the compute has {len(op.inputs)} inputs"
-        if len(op.domain) != 2 or len(op.reduction_extents) != 1 or op.combinator is None:
-            return "only an operand of a matrix product (two output axes, one reduction)"
-        if self.feeders or self.prefix or self.known or self.scratch is None:
-            return "not inside a fusion group"
-        reads = [
-            r
-            for r in op.body.block.ops
-            if isinstance(r, tensor.ReadOp) and r.tensor is op.inputs[n]
-        ]
-        if len(reads) != 1:
-            return f"input {n} must be read once by the body"
-        why = _read_shape(op, reads[0])
-        if why is not None:
-            return why
-        return self._pack_place(reads[0])
-
-    def _pack_place(self, read: tensor.ReadOp) -> PackPlan | str:
-        columns = [lp for lp in self.tile if lp.axis == "d1" and lp.step == 1]
-        if self.chain is None or not columns:
-            return "the columns' innermost loop must be in the unrolled register tile"
-        rows = [i for i, lp in enumerate(self.loops) if lp.axis == "d0"]
-        if not rows or rows[0] >= self.chain[0]:
-            return "a loop over the rows must lie outside the reduction loops"
-        pos = rows[0]
-        k_loops = [lp for lp in self.loops[:pos] if lp.axis == "r0"]
-        depth = k_loops[-1].step if k_loops else self.op.reduction_extents[0]
-        width = columns[0].block
-        panels = -(-self.op.domain[1] // width)
-        constant = _literal(self.op, read)
-        if constant is not None:  # packed at compile time: all of K, no copy loops
-            return PackPlan(read, -1, width, self.op.reduction_extents[0], panels, constant)
-        return PackPlan(read, pos, width, depth, panels)
 
     # -- emission -------------------------------------------------------------------------
 
@@ -191,7 +123,7 @@ class PackedOperand:
         assert plan is not None
         args = self.op.body.block.args
         mapping: dict[SSAValue, SSAValue] = {args[0]: index(b, 0), args[1]: column, args[2]: k}
-        needed = _slice(plan.read)
+        needed = index_slice(plan.read)
         for inner in self.op.body.block.ops:
             if inner is plan.read:
                 break
@@ -218,21 +150,6 @@ class PackedOperand:
         return load(b, plan.buffer, [p, kk, r], dtype_of(plan.read.tensor))
 
 
-def _literal(op: tensor.ComputeOp, read: tensor.ReadOp) -> tuple[tensor.ConstantOp, bool] | None:
-    """B's literal and whether it is read transposed (`B[j, k]`), when `read` reads a
-    float `tensor.constant` directly at `[k, j]` or `[j, k]`; else None."""
-    owner = read.tensor.owner
-    _, columns, k = op.body.block.args
-    if not isinstance(owner, tensor.ConstantOp) or owner.is_splat():
-        return None
-    if dtype_of(read.tensor) not in ("f16", "f32", "f64"):
-        return None  # packed at run time
-    indices = list(read.indices)
-    if indices not in ([k, columns], [columns, k]):
-        return None
-    return owner, indices[0] is columns
-
-
 def packed_literal(literal: tensor.ConstantOp, transposed: bool, width: int) -> bytes:
     """The bytes of `literal` (K x N, or N x K when `transposed`) as `width`-wide panels
     `[ceil(N / width)][K][width]`, zeros past column N."""
@@ -245,31 +162,3 @@ def packed_literal(literal: tensor.ConstantOp, transposed: bool, width: int) -> 
     padded = np.zeros((k, panels * width), dtype=dtype)
     padded[:, :n] = kn
     return padded.reshape(k, panels, width).transpose(1, 0, 2).tobytes()
-
-
-def _slice(read: tensor.ReadOp) -> set[Operation]:
-    """The body ops the read's indices are computed by."""
-    block = read.parent_block()
-    out: set[Operation] = set()
-    stack = list(read.indices)
-    while stack:
-        owner = stack.pop().owner
-        if isinstance(owner, Operation) and owner.parent_block() is block and owner not in out:
-            out.add(owner)
-            stack.extend(owner.operands)
-    return out
-
-
-def _read_shape(op: tensor.ComputeOp, read: tensor.ReadOp) -> str | None:
-    """Why `read` is not a packable B operand (varies along the rows, not along the
-    columns or the reduction, or its indices read a tensor), or None."""
-    rows, columns, k = op.body.block.args
-    needed = _slice(read)
-    if any(isinstance(o, tensor.ReadOp) for o in needed):
-        return "the packed read's indices read a tensor"
-    used = {v for o in needed for v in o.operands} | set(read.indices)
-    if rows in used:
-        return "the packed operand varies along the rows (d0); pack the one along d1 and r0"
-    if columns not in used or k not in used:
-        return "the packed operand must vary along the columns (d1) and the reduction (r0)"
-    return None

@@ -17,14 +17,10 @@ from xdsl.ir import Operation, SSAValue
 
 from dlc.diagnostics import copy_loc, error_at
 from dlc.dialects import loop, tensor
-from dlc.dialects.schedule import Loop, ScheduleAttr
-from dlc.dialects.tensor_lanes import lane_plan, vector_pieces
+from dlc.dialects.schedule import Loop
+from dlc.dialects.tensor_nest_plan import NestPlan, PackPlan
 from dlc.lowering.scalar_ops import mark_reassociable
 from dlc.lowering.tensor_to_loop.body import all_of, index, load, vload_valid, vstore_valid
-from dlc.lowering.tensor_to_loop.pack import PackPlan
-
-MAX_UNROLLED_POINTS = 4096
-"""At most this many copies of a body per unrolled nest (or accumulator tile)."""
 
 Extent = int | SSAValue
 
@@ -42,7 +38,7 @@ Point = tuple[dict[str, "Block_"], int]
 """One point of a register tile: its environment and its lanes (1: a scalar)."""
 
 
-class RegisterTile:
+class RegisterTile(NestPlan):
     """Accumulator placement and the register chain (module docstring)."""
 
     op: tensor.ComputeOp
@@ -54,7 +50,7 @@ class RegisterTile:
     known: dict[SSAValue, SSAValue]
     feeders: list
     prefix: dict[str, SSAValue]
-    pack: PackPlan | None  # planned by `PackedOperand`
+    pack: PackPlan | None
     epilogue: list  # planned by `EpilogueTile`
     _deliver_final: Callable[..., None]
     # provided by NestBuilder
@@ -68,57 +64,6 @@ class RegisterTile:
     _combine: Callable[..., SSAValue]
     _deliver: Callable[..., None]
     _init_value: Callable[[Builder], SSAValue]
-
-    def _plan_accumulators(self) -> None:
-        """Where the reduction's accumulators live (module docstring)."""
-        positions = [i for i, lp in enumerate(self.loops) if lp.is_reduction]
-        self.first_reduction = positions[0] if positions else None
-        self.chain: tuple[int, int] | None = None  # [start, end) of the register chain
-        self.tile: list[Loop] = []
-        self.memory_init = False
-        if self.op.combinator is None:  # element-wise: a vectorized last loop is the tile
-            last = self.loops[-1:] if self.loops else []
-            self.tile = [lp for lp in last if lp.name in self.unrolled]
-            return
-        if not positions:  # no reduction loops left (only in a group: none at all)
-            self.chain = (len(self.loops), len(self.loops))
-            return
-        last = positions[-1]
-        trailing = self.loops[last + 1 :]
-        if all(lp.name in self.unrolled for lp in trailing):
-            start = last
-            while start > 0 and self.loops[start - 1].is_reduction:
-                start -= 1
-            self.chain, self.tile = (start, last + 1), trailing
-        self.memory_init = self.chain is None or self.chain[0] != positions[0]
-        if self.memory_init and self.buffer is None:
-            raise error_at(self.op, "schedule: a reduction accumulating in memory needs a buffer")
-
-    def _plan_lanes(self, schedule: ScheduleAttr) -> None:
-        """The vectorized loop and its lane plan (module docstring), or a diagnostic."""
-        self.lanes, self.lane_loop, self.lane_plan = 1, "", {}
-        if schedule.vector is None:
-            return
-        name, width = schedule.vector
-        tile = {lp.name: lp for lp in self.tile}
-        why = None
-        if name not in tile or tile[name].step != 1:
-            why = "only the innermost level of an axis in an unrolled register tile"
-        elif self.feeders or (self.op.combinator is not None and (self.prefix or self.known)):
-            why = "a reduction inside a fusion group"
-        elif self.dt not in ("f16", "f32", "f64"):
-            why = f"only float results, not {self.dt}"
-        else:
-            plan = lane_plan(self.op, self.axes.index(tile[name].axis))
-            if isinstance(plan, str):
-                why = plan
-            else:
-                self.lanes, self.lane_loop, self.lane_plan = width, name, plan
-                self.lane_axis = tile[name].axis
-        if why is not None:
-            raise error_at(
-                self.op, f"not supported by the code generator yet: vectorize {name}: {why}"
-            )
 
     # -- the register chain ------------------------------------------------------------
 
@@ -140,23 +85,6 @@ class RegisterTile:
             points = grown
         self._check_unroll(len(points))
         return points
-
-    def _lane_pieces(self, extent: int, lp: Loop) -> list[tuple[int, int, int]]:
-        """(start, valid columns, lanes) of the vectorized loop's points: narrower
-        vectors for a partial block (`vector_pieces`), or, over a packed B whose
-        panels are zero-padded to the block (`pack.py`), whole vectors only (no
-        column tail in the microkernel: the lanes past the valid columns fold zeros
-        and are neither loaded from nor stored to the output)."""
-        pack = self.pack
-        padded = (
-            pack is not None
-            and lp.block == pack.width
-            and pack.width % self.lanes == 0
-            and all(k != "vload" or o is pack.read for o, k in self.lane_plan.items())
-        )
-        if not padded:
-            return vector_pieces(extent, self.lanes)
-        return [(x, min(self.lanes, extent - x), self.lanes) for x in range(0, extent, self.lanes)]
 
     def _valid(self, point: dict[str, Block_], lanes: int) -> int:
         """Columns of a point of `lanes` lanes inside the output (fewer: a padded tail)."""

@@ -4,11 +4,15 @@ For each compute of a run, its workload key is looked up for the target CPU. A b
 record whose schedule is `default` (the policy's schedule measured fastest) leaves the
 nest to the policy, silently. Another record
 that parses as a `#schedule.nest` and fits the nest (`ScheduleAttr.check`; no fusion
-group; an `epilogue n` only where `n` computes after it qualify, `epilogue_run`) is
+group; an `epilogue n` only where `n` computes after it qualify, `epilogue_run`) and that
+the code generator can carry out (`schedule_misfit`: vectorize, pack, epilogue lanes,
+unrolled copies) is
 used instead of the policy's schedule, and the nest joins no fusion group. Every contraction (a float `add` reduction of products: what `dlc-tune`
-tunes) without a usable record gets a `TuningWarning` at its location saying why (key
-not in the database, only other targets or dlc versions, or the record does not fit):
-never a silent fallback. Other nests without a record are the policy's, silently.
+tunes) without a usable record, and every nest whose record is not used, gets a
+`TuningWarning` at its location naming the record and saying why (key not in the
+database, only other targets or dlc versions, or the record does not fit): never a
+silent fallback, never an error (a record is not something the user wrote). Other
+nests without a record are the policy's, silently.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from xdsl.utils.exceptions import ParseError
 
 from dlc.dialects import tensor
 from dlc.dialects.schedule import Schedule, ScheduleAttr
+from dlc.dialects.tensor_nest_plan import schedule_misfit
 from dlc.passes.statistics import PassStatistics
 from dlc.passes.tensor.schedule_epilogue import epilogue_run
 from dlc.passes.tensor.schedule_policy import float_sum
@@ -60,19 +65,25 @@ def parse_schedule(text: str) -> ScheduleAttr:
 
 
 def misfit(op: tensor.ComputeOp, schedule: ScheduleAttr) -> str | None:
-    """Why `schedule` cannot be the tuned schedule of `op`, or None."""
+    """Why `schedule` cannot be the tuned schedule of `op`, or None: it does not fit
+    the nest, or the code generator cannot carry it out (`schedule_misfit`, the
+    lowering's own rules)."""
     if schedule.fusion is not None:
         return "a tuned schedule has no fusion group"
-    if schedule.epilogue > len(epilogue_run(op)):
+    members = epilogue_run(op)
+    if schedule.epilogue > len(members):
         return f"epilogue {schedule.epilogue}: fewer computes after it qualify"
-    return schedule.check(op.domain, op.reduction_extents)
+    why = schedule.check(op.domain, op.reduction_extents)
+    if why is not None:
+        return why
+    return schedule_misfit(op, schedule, members[: schedule.epilogue])
 
 
 def tuned_schedules(
     run: list[tensor.ComputeOp], db: TuningDatabase, cpu: str, stats: PassStatistics
 ) -> dict[tensor.ComputeOp, ScheduleAttr]:
     """The usable record's schedule of each compute of `run` that has one (module doc);
-    a warning for each contraction that has none."""
+    a warning for each contraction that has none and each record not used."""
     out: dict[tensor.ComputeOp, ScheduleAttr] = {}
     for op in run:
         record, why = db.lookup(workload_key(op), cpu)
@@ -89,10 +100,15 @@ def tuned_schedules(
                 out[op] = schedule
                 stats.count("nests scheduled from the tuning database")
                 continue
-            why = f"the record does not fit this nest: {why}"
-        if not float_sum(op) or not op.reduction_extents:
+            why = f"the record does not fit this nest: {why} (record {record.key} of {db.path})"
+        elif not float_sum(op) or not op.reduction_extents:
             continue
-        stats.count("contractions without a usable tuning record")
+        contraction = float_sum(op) and bool(op.reduction_extents)
+        stats.count(
+            "contractions without a usable tuning record"
+            if contraction
+            else "other nests whose tuning record is not used"
+        )
         message = (
             f"schedule: no tuning record used for this nest ({nest_summary(op)}): {why}; "
             "the default policy schedules it"

@@ -2,8 +2,10 @@
 
 After the policy has scheduled a run, each fusion group and each lone element-wise or
 reduction nest (the tunable units) takes its `group_key` record's member schedules when
-they fit; a unit without a usable record is a located `TuningWarning` saying why. The
-rules: docs/design/tuner.md.
+they fit the nests and the code generator can carry them out (`group_misfit`,
+`schedule_misfit`: the lowering's own rules); a unit without a usable record is a
+located `TuningWarning` naming the record and saying why, and keeps the policy's
+schedules. The rules: docs/design/tuner.md.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from xdsl.dialects.builtin import ArrayAttr
 from dlc.dialects import tensor
 from dlc.dialects.schedule import ScheduleAttr
 from dlc.dialects.tensor_groups import fusion_of, group_members, verify_group
+from dlc.dialects.tensor_nest_plan import group_misfit, schedule_misfit
 from dlc.passes.statistics import PassStatistics
 from dlc.passes.tensor.schedule_policy import float_sum
 from dlc.passes.tensor.schedule_records import (
@@ -118,12 +121,25 @@ def apply_group_schedules(members: Unit, schedules: list[ScheduleAttr]) -> str |
     policy = [m.schedule for m in members]
     for m, s in zip(members, out, strict=True):
         m.schedule = s
-    bad = verify_group(members) if all(fused) else None
-    if bad is None:
+    why = _unlowerable(members, all(fused))
+    if why is None:
         return None
     for m, s in zip(members, policy, strict=True):
         m.schedule = s
-    return bad[1]
+    return why
+
+
+def _unlowerable(members: Unit, fused: bool) -> str | None:
+    """Why the members' (new) schedules do not make a group, or the code generator
+    cannot carry them out (the lowering's own rules: `group_misfit`, `schedule_misfit`)."""
+    if not fused:
+        for n, m in enumerate(members):
+            why = schedule_misfit(m, m.schedule or ScheduleAttr())
+            if why is not None:
+                return f"member {n}: {why}"
+        return None
+    bad = verify_group(members)
+    return bad[1] if bad is not None else group_misfit(members)
 
 
 def group_records(
@@ -148,7 +164,7 @@ def group_records(
             if not why:
                 stats.count("groups and lone nests scheduled from the tuning database")
                 continue
-            why = f"the record does not fit: {why}"
+            why = f"the record does not fit: {why} (record {record.key} of {db.path})"
         stats.count("groups and lone nests without a usable tuning record")
         what = "fused group" if len(members) > 1 else "nest"
         message = (
