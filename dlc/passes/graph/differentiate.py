@@ -25,8 +25,9 @@ from dlc.dialects.graph_types import FunctionType, TensorType, TupleType
 from dlc.dialects.graph_verify import adjoint_type, is_differentiable
 from dlc.dialects.levels import require_level
 from dlc.passes.graph.adjoint_rules import Adj, Emitter
-from dlc.passes.graph.differentiate_paths import PathUnfolder, reject_loops
+from dlc.passes.graph.differentiate_paths import reject_loops
 from dlc.passes.graph.differentiate_sweep import PathSweep, erase_dead_code, has_float
+from dlc.passes.graph.differentiate_tape import Recorded, TapeUnfolder, Tapes, replace_calls
 
 ADJOINT_DECLS = ("adjoint", "gradient")
 DECL_PROPS = ("decl", "primal", "from_index", "wrt", "keeping", "seedable")
@@ -71,14 +72,20 @@ class Differentiator:
     def __init__(self, module: ModuleOp):
         self.module = module
         self.symbols = Symbols.of_module(module)
-        self.synthesized: dict[tuple[str, int | None], str] = {}
-        self.in_progress: set[str] = set()
+        self.synthesized: dict[tuple[str, int | None, bool], str] = {}
+        self.pullbacks: dict[str, str] = {}
+        """Synthesized adjoints that take their callee's tape -> the callee."""
+        self.tapes = Tapes(self)
+
+    def refresh(self) -> None:
+        self.symbols = Symbols.of_module(self.module)
 
     def functions(self) -> dict[str, FuncOp]:
         return {f.sym_name.data: f for f in self.module.body.block.ops if isinstance(f, FuncOp)}
 
     def run(self) -> None:
         while True:
+            self.tapes.build_pending()
             pending = [f for f in self.module.body.block.ops if is_adjoint_decl(f)]
             if not pending:
                 return
@@ -101,10 +108,13 @@ class Differentiator:
         for func in reversed(chain):
             FunctionDifferentiator(self, func).run()
 
-    def callee_adjoint(self, caller: FuncOp, call: ApplyOp, source: int | None) -> FuncOp:
-        """The adjoint of the callee (all differentiable args, seedable), made on demand."""
+    def callee_adjoint(
+        self, caller: FuncOp, call: ApplyOp, source: int | None, taped: bool
+    ) -> FuncOp:
+        """The adjoint of the callee (all differentiable args, seedable), made on demand;
+        a `taped` one takes the callee's tape before the seed (differentiate_tape.py)."""
         callee = call.callee.data
-        key = (callee, source)
+        key = (callee, source, taped)
         funcs = self.functions()
         if key in self.synthesized:
             return funcs[self.synthesized[key]]
@@ -123,10 +133,17 @@ class Differentiator:
             wrt=None if len(wrt) == len(ftype.args) else int_array(wrt),
             seedable=UnitAttr(),
         )
-        decl.properties["function_type"] = adjoint_type(decl, self.symbols)
+        signature = adjoint_type(decl, self.symbols)
+        if taped:
+            tape = self.tapes.of(callee)
+            assert tape is not None
+            args = list(signature.args)
+            signature = FunctionType([*args[:-1], tape.tape, args[-1]], signature.output)
+            self.pullbacks[name] = callee
+        decl.properties["function_type"] = signature
         self.module.body.block.insert_op_after(decl, caller)
         copy_loc(call, decl)
-        self.symbols = Symbols.of_module(self.module)
+        self.refresh()
         self.synthesized[key] = name
         return decl
 
@@ -151,8 +168,10 @@ class FunctionDifferentiator:
         self.wrt = [a.data for a in adjoint.wrt.data] if adjoint.wrt is not None else list(range(n))
         self.keeping = [a.data for a in adjoint.keeping.data] if adjoint.keeping is not None else []
         self.seedable = adjoint.seedable is not None
-        self.unfolder = PathUnfolder(self.primal, adjoint, self.seedable)
+        self.unfolder = TapeUnfolder(self.primal, adjoint, self.seedable)
         self.origin = self.unfolder.origin
+        self.recorded: Recorded = {}
+        """Taped calls -> their results and tapes (read from a tape or recorded anew)."""
 
     def run(self) -> None:
         if not self.primal.body.blocks:
@@ -160,11 +179,18 @@ class FunctionDifferentiator:
                 self.adjoint, f"cannot differentiate @{self.primal.sym_name.data}: it has no body"
             )
         reject_loops(self.primal)
-        leaves = self.unfolder.unfold()
+        tapes = self.owner.tapes
+        callee = self.owner.pullbacks.get(self.adjoint.sym_name.data)
+        if callee is not None:
+            leaves, self.recorded = self.unfolder.from_tape(tapes.layout(callee), tapes)
+        else:
+            leaves = self.unfolder.unfold()
+            self.recorded = tapes.record_calls(leaves)
         for key in DECL_PROPS:
             self.adjoint.properties.pop(key, None)
         for leaf, path in leaves:
             self.differentiate_path(leaf, path)
+        replace_calls(self.recorded)
         erase_dead_code(self.adjoint)
 
     # -- one path ---------------------------------------------------------------------------

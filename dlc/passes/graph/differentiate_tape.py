@@ -1,0 +1,296 @@
+"""Tapes for the `differentiate` pass: every call's forward value is computed once.
+
+Differentiating `apply @g(…)` needs g's result in the forward part and g's adjoint in the
+reverse sweep. If g's adjoint recomputed the forward values of its own calls, a recursion
+over a tree would be quadratic in its depth (each level recomputing all levels below).
+So a call to a *taped* callee runs `@g_fwd`, g's augmented primal: g's body returning
+`(result, tape)`, where the tape `$g_tape` is an enum with one case per control-flow path
+of g (`?path0`, `?path1`, …) holding, in path order, the result and the tape of every
+taped call on that path. g's adjoint `@g_grad(args…, tape, seed)` branches on the tape
+to the path that the forward run took, replays that path's own ops (its calls read
+their results from the tape instead of running again) and sweeps it in reverse. Each
+call thus runs once forward and once in reverse: the gradient costs time linear in the
+number of calls. The tape of a recursive function is a recursive enum (heap boxes,
+reference counted like any enum value), released when the adjoint is done with it.
+
+A callee is taped when it has a body, is no declaration, has a float result and a
+differentiable float argument, no loop and at most MAX_BLOCK_COPIES block copies. The
+decision is made once per callee, so `@g_fwd` and every adjoint of g agree on the
+layout of `$g_tape`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from xdsl.dialects.builtin import StringAttr
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+
+from dlc.diagnostics import copy_loc
+from dlc.dialects.graph import (
+    BranchEnumOp,
+    BranchOp,
+    ConditionalOp,
+    EnumOp,
+    FuncOp,
+    LiteralOp,
+    ReturnOp,
+)
+from dlc.dialects.graph_literal import LiteralAttr
+from dlc.dialects.graph_memory import ApplyOp
+from dlc.dialects.graph_types import FunctionType, NominalType, TupleType
+from dlc.dialects.graph_verify import block_name, is_differentiable
+from dlc.passes.graph.adjoint_emitter import Emitter
+from dlc.passes.graph.differentiate_paths import (
+    MAX_BLOCK_COPIES,
+    Path,
+    PathUnfolder,
+    Trail,
+    loop_edge,
+)
+from dlc.passes.graph.differentiate_sweep import has_float
+
+if TYPE_CHECKING:
+    from dlc.passes.graph.differentiate import Differentiator
+
+Recorded = dict[Operation, tuple[SSAValue, SSAValue]]
+"""A taped call (still in place) -> its result and its tape, computed elsewhere."""
+Layout = list[tuple[Trail, list[ApplyOp]]]
+"""Per tape case: the primal path and its taped calls, in order."""
+
+
+@dataclass
+class Tape:
+    """A taped callee: its augmented primal and its tape type."""
+
+    fwd: str
+    tape: NominalType
+
+
+class Tapes:
+    """The taped callees of one module, their `@g_fwd`s and `$g_tape`s (made on demand)."""
+
+    def __init__(self, owner: Differentiator):
+        self.owner = owner
+        self.decided: dict[str, Tape | None] = {}
+        self.layouts: dict[str, Layout] = {}
+        self.pending: list[str] = []
+
+    def of_call(self, op: Operation) -> Tape | None:
+        """The tape of the callee of `op` when it is a taped call, else None."""
+        if not isinstance(op, ApplyOp) or not any(has_float(r.type) for r in op.results):
+            return None
+        return self.of(op.callee.data)
+
+    def of(self, callee: str) -> Tape | None:
+        if callee in self.decided:
+            return self.decided[callee]
+        funcs = self.owner.functions()
+        target = funcs.get(callee)
+        tape = None
+        if target is not None and self.tapeable(target):
+            from dlc.passes.graph.differentiate import fresh_symbol
+
+            fwd = fresh_symbol(f"{callee}_fwd", funcs)
+            taken = set(funcs) | set(self.owner.symbols.enums) | set(self.owner.symbols.structs)
+            name, k = f"{callee}_tape", 1
+            while name in taken:
+                name, k = f"{callee}_tape{k}", k + 1
+            tape = Tape(fwd, NominalType(name, "enum"))
+            ftype = target.function_type
+            out = TupleType([ftype.output, tape.tape])
+            decl = FuncOp(fwd, FunctionType(list(ftype.args), out))
+            copy_loc(target, decl)
+            self.owner.module.body.block.insert_op_after(decl, target)
+            self.owner.refresh()
+            self.pending.append(callee)
+        self.decided[callee] = tape
+        return tape
+
+    def tapeable(self, f: FuncOp) -> bool:
+        t = f.function_type
+        if f.decl is not None or not f.body.blocks or not has_float(t.output):
+            return False
+        if not any(has_float(a) and is_differentiable(a) for a in t.args):
+            return False
+        return loop_edge(f) is None and trails(f) is not None
+
+    def layout(self, callee: str) -> Layout:
+        """The cases of `$callee_tape` (computed once per callee)."""
+        if callee not in self.layouts:
+            primal = self.owner.functions()[callee]
+            paths = trails(primal)
+            assert paths is not None
+            self.layouts[callee] = [
+                (trail, [op for b, _ in trail for op in b.ops if self.of_call(op) is not None])  # type: ignore[misc]
+                for trail in paths
+            ]
+        return self.layouts[callee]
+
+    def payload(self, calls: list[ApplyOp]) -> list[Attribute]:
+        types: list[Attribute] = []
+        for call in calls:
+            tape = self.of_call(call)
+            assert tape is not None
+            types += [call.results[0].type, tape.tape]
+        return types
+
+    # -- augmented primals -------------------------------------------------------------
+
+    def build_pending(self) -> None:
+        """Define the `@g_fwd`s (and declare the `$g_tape`s) asked for so far."""
+        while self.pending:
+            self.build(self.pending.pop(0))
+
+    def build(self, callee: str) -> None:
+        tape = self.decided[callee]
+        assert tape is not None
+        funcs = self.owner.functions()
+        primal, fwd = funcs[callee], funcs[tape.fwd]
+        layout = self.layout(callee)
+        cases = [(f"path{k}", self.payload(calls)) for k, (_, calls) in enumerate(layout)]
+        enum = EnumOp(tape.tape.ident, cases)
+        copy_loc(primal, enum)
+        self.owner.module.body.block.insert_op_before(enum, fwd)
+        self.owner.refresh()
+        unfolder = PathUnfolder(primal, fwd, seedable=False)
+        leaves = unfolder.unfold()
+        recorded = self.record_calls(leaves)
+        index = {trail: k for k, (trail, _) in enumerate(layout)}
+        for leaf, path in leaves:
+            ret = leaf.last_op
+            assert isinstance(ret, ReturnOp) and ret.value is not None
+            k = index[unfolder.trails[leaf]]
+            payload = [v for op in path if op in recorded for v in recorded[op]]
+            assert len(payload) == len(cases[k][1])
+            e = Emitter(leaf, ret, ret, self.owner.symbols)
+            elements = tuple(("operand", i) for i in range(len(payload)))
+            made = LiteralOp(LiteralAttr(("enum", f"path{k}", elements)), tape.tape, payload)
+            pair = (ret.value, e.insert(made).results[0])
+            tree = ("tuple", (("operand", 0), ("operand", 1)))
+            out = e.insert(LiteralOp(LiteralAttr(tree), fwd.function_type.output, pair))
+            ret.operands = [out.results[0]]
+        replace_calls(recorded)
+
+    def record_calls(self, leaves: list[tuple[Block, Path]]) -> Recorded:
+        """Before each taped call on the paths, call its `@g_fwd` instead; the calls
+        stay (for the reverse sweep) until `replace_calls`."""
+        recorded: Recorded = {}
+        for _, path in leaves:
+            for op in path:
+                tape = self.of_call(op)
+                if tape is None or op in recorded:
+                    continue
+                block = op.parent_block()
+                assert isinstance(op, ApplyOp) and block is not None
+                ftype = self.owner.symbols.functions[tape.fwd]
+                e = Emitter(block, op, op, self.owner.symbols)
+                pair = e.emit(ApplyOp, list(op.args), callee=StringAttr(tape.fwd), callee_type=ftype)
+                recorded[op] = (e.extract(pair, [0]), e.extract(pair, [1]))
+        return recorded
+
+
+def replace_calls(recorded: Recorded) -> None:
+    """Each recorded call's uses read its recorded result; the call goes."""
+    for op, (value, _) in recorded.items():
+        result = op.results[0]
+        if value._name is None:  # type: ignore[attr-defined]
+            value._name = result._name  # type: ignore[attr-defined]
+        result.replace_all_uses_with(value)
+        block = op.parent_block()
+        assert block is not None
+        block.erase_op(op)
+
+
+def trails(f: FuncOp) -> list[Trail] | None:
+    """Every path of `f`'s (acyclic) CFG from the entry to a `return`, or None when
+    unfolding `f` would take more than MAX_BLOCK_COPIES block copies."""
+    entry = f.body.blocks.first
+    assert entry is not None
+    out: list[Trail] = []
+    work: list[tuple[Block, Trail]] = [(entry, ())]
+    copies = 0
+    while work:
+        block, trail = work.pop()
+        copies += 1
+        if copies > MAX_BLOCK_COPIES:
+            return None
+        term = block.last_op
+        if isinstance(term, ReturnOp):
+            out.append((*trail, (block, -1)))
+            continue
+        assert term is not None
+        succs = [(s, (*trail, (block, k))) for k, s in enumerate(term.successors)]
+        work += reversed(succs)  # the first successor's paths first
+    return out
+
+
+class TapeUnfolder(PathUnfolder):
+    """Unfolds the primal for an adjoint; `from_tape` lays out a taped adjoint (one
+    whose last two parameters are the tape and the seed) path by path."""
+
+    def from_tape(self, layout: Layout, tapes: Tapes) -> tuple[list[tuple[Block, Path]], Recorded]:
+        """`branchEnum` on the tape to one straight-line copy of each primal path (its
+        `branchEnum`s keep only the case taken; conditions are not re-evaluated), the
+        path's taped calls reading the tape's values. Returns the leaves and the calls."""
+        old_entry = self.primal.body.blocks.first
+        assert old_entry is not None
+        entry, vm0 = self.copy_entry(old_entry)
+        tape = entry.args[-2]
+        tape._name = self.fresh("tape")  # type: ignore[attr-defined]
+        starts: list[tuple[str, Block]] = []
+        for k, (_, calls) in enumerate(layout):
+            start = Block(arg_types=tapes.payload(calls))
+            start._name = self.fresh(f"path{k}")  # type: ignore[attr-defined]
+            self.adjoint.body.add_block(start)
+            starts.append((f"path{k}", start))
+        entry.add_op(BranchEnumOp(tape, starts))
+        leaves: list[tuple[Block, Path]] = []
+        recorded: Recorded = {}
+        for (trail, _), (_, start) in zip(layout, starts, strict=True):
+            vm, block, path = dict(vm0), start, []
+            values = iter(start.args)
+            for i, (old, _) in enumerate(trail):
+                if i:
+                    block = self.follow(trail[i - 1], old, block, vm)
+                for op in self.copy_ops(old, block, vm):
+                    path.append(op)
+                    if tapes.of_call(op) is not None:
+                        value, taped = next(values), next(values)
+                        value._name = op.results[0]._name  # type: ignore[attr-defined]
+                        op.results[0]._name = None  # type: ignore[attr-defined]
+                        taped._name = self.fresh("tape")  # type: ignore[attr-defined]
+                        recorded[op] = (value, taped)
+            leaves.append((block, path))
+        return leaves, recorded
+
+    def follow(
+        self, edge: tuple[Block, int], dest: Block, block: Block, vm: dict[SSAValue, SSAValue]
+    ) -> Block:
+        """Take the primal edge into `dest`: its block arguments alias the branch's
+        operands, or (after a `branchEnum`) the payload of the case taken."""
+        term = edge[0].last_op
+        if isinstance(term, BranchOp | ConditionalOp):
+            args = (
+                term.args
+                if isinstance(term, BranchOp)
+                else term.then_args
+                if edge[1] == 0
+                else term.else_args
+            )
+            for param, arg in zip(dest.args, args, strict=True):
+                vm[param] = vm.get(arg, arg)
+            return block
+        assert isinstance(term, BranchEnumOp)
+        nxt = Block(arg_types=[a.type for a in dest.args])
+        nxt._name = self.fresh(block_name(dest))  # type: ignore[attr-defined]
+        self.adjoint.body.add_block(nxt)
+        for a_old, a_new in zip(dest.args, nxt.args, strict=True):
+            a_new._name = self.fresh(a_old._name)  # type: ignore[attr-defined]
+            vm[a_old] = a_new
+            self.origin[a_new] = a_old
+        branch = BranchEnumOp(vm.get(term.value, term.value), [(term.cases.data[edge[1]].data, nxt)])
+        copy_loc(term, branch)
+        block.add_op(branch)
+        return nxt
