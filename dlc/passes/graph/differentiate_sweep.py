@@ -122,11 +122,11 @@ class PathSweep:
                     op, f"cannot differentiate the call to @{op.callee.data}: nested tuple results"
                 )
             recorded = self.fd.recorded.get(op)
+            tape = [recorded[1]] if recorded is not None and recorded[1] is not None else []
             owner = self.fd.owner
-            grad = owner.callee_adjoint(self.fd.adjoint, op, source, recorded is not None)
+            grad = owner.callee_adjoint(self.fd.adjoint, op, source, bool(tape))
             e.symbols = owner.symbols
             ftype = grad.function_type
-            tape = [recorded[1]] if recorded is not None else []
             args = [*op.args, *tape, seed]
             result = e.emit(ApplyOp, args, callee=grad.sym_name, callee_type=ftype)
             args_type = op.callee_type.args

@@ -54,10 +54,11 @@ from dlc.passes.graph.differentiate_sweep import has_float
 if TYPE_CHECKING:
     from dlc.passes.graph.differentiate import Differentiator
 
-Recorded = dict[Operation, tuple[SSAValue, SSAValue]]
-"""A taped call (still in place) -> its result and its tape, computed elsewhere."""
+Recorded = dict[Operation, tuple[SSAValue, SSAValue | None]]
+"""A recorded call (still in place) -> its result and its callee's tape (None when the
+callee has none), computed elsewhere."""
 Layout = list[tuple[Trail, list[ApplyOp]]]
-"""Per tape case: the primal path and its taped calls, in order."""
+"""Per tape case: the primal path and its recorded calls, in order."""
 
 
 @dataclass
@@ -74,22 +75,35 @@ class Tapes:
     def __init__(self, owner: Differentiator):
         self.owner = owner
         self.decided: dict[str, Tape | None] = {}
+        self.kept: dict[str, bool] = {}
         self.layouts: dict[str, Layout] = {}
         self.pending: list[str] = []
 
-    def of_call(self, op: Operation) -> Tape | None:
-        """The tape of the callee of `op` when it is a taped call, else None."""
+    def recorded(self, op: Operation) -> bool:
+        """Whether a tape keeps the result of `op`: a call, with a float result, of a
+        function that the pass could differentiate (see the module docstring)."""
         if not isinstance(op, ApplyOp) or not any(has_float(r.type) for r in op.results):
-            return None
-        return self.of(op.callee.data)
+            return False
+        callee = op.callee.data
+        if callee not in self.kept:
+            target = self.owner.functions().get(callee)
+            self.kept[callee] = target is not None and self.recordable(target)
+        return self.kept[callee]
+
+    def of_call(self, op: Operation) -> Tape | None:
+        """The tape of the callee of `op` when the call is recorded and the callee has
+        a tape, else None."""
+        return self.of(op.callee.data) if self.recorded(op) else None  # type: ignore[attr-defined]
 
     def of(self, callee: str) -> Tape | None:
+        """The callee's tape: made for callees that record calls (a callee without
+        recorded calls replays its own path in its adjoint, as cheaply as a tape)."""
         if callee in self.decided:
             return self.decided[callee]
         funcs = self.owner.functions()
         target = funcs.get(callee)
         tape = None
-        if target is not None and self.tapeable(target):
+        if target is not None and any(self.recorded(op) for b in target.body.blocks for op in b.ops):
             from dlc.passes.graph.differentiate import fresh_symbol
 
             fwd = fresh_symbol(f"{callee}_fwd", funcs)
@@ -108,7 +122,7 @@ class Tapes:
         self.decided[callee] = tape
         return tape
 
-    def tapeable(self, f: FuncOp) -> bool:
+    def recordable(self, f: FuncOp) -> bool:
         t = f.function_type
         if f.decl is not None or not f.body.blocks or not has_float(t.output):
             return False
@@ -123,7 +137,7 @@ class Tapes:
             paths = trails(primal)
             assert paths is not None
             self.layouts[callee] = [
-                (trail, [op for b, _ in trail for op in b.ops if self.of_call(op) is not None])  # type: ignore[misc]
+                (trail, [op for b, _ in trail for op in b.ops if self.recorded(op)])  # type: ignore[misc]
                 for trail in paths
             ]
         return self.layouts[callee]
@@ -132,8 +146,7 @@ class Tapes:
         types: list[Attribute] = []
         for call in calls:
             tape = self.of_call(call)
-            assert tape is not None
-            types += [call.results[0].type, tape.tape]
+            types += [call.results[0].type, *([tape.tape] if tape is not None else [])]
         return types
 
     # -- augmented primals -------------------------------------------------------------
@@ -162,7 +175,7 @@ class Tapes:
             ret = leaf.last_op
             assert isinstance(ret, ReturnOp) and ret.value is not None
             k = index[unfolder.trails[leaf]]
-            payload = [v for op in path if op in recorded for v in recorded[op]]
+            payload = [v for op in path if op in recorded for v in recorded[op] if v is not None]
             assert len(payload) == len(cases[k][1])
             e = Emitter(leaf, ret, ret, self.owner.symbols)
             elements = tuple(("operand", i) for i in range(len(payload)))
@@ -174,13 +187,17 @@ class Tapes:
         replace_calls(recorded)
 
     def record_calls(self, leaves: list[tuple[Block, Path]]) -> Recorded:
-        """Before each taped call on the paths, call its `@g_fwd` instead; the calls
-        stay (for the reverse sweep) until `replace_calls`."""
+        """Before each call on the paths whose callee has a tape, call its `@g_fwd`
+        instead; the calls stay (for the reverse sweep) until `replace_calls`. Other
+        recorded calls are recorded as they are."""
         recorded: Recorded = {}
         for _, path in leaves:
             for op in path:
+                if op in recorded or not self.recorded(op):
+                    continue
                 tape = self.of_call(op)
-                if tape is None or op in recorded:
+                if tape is None:
+                    recorded[op] = (op.results[0], None)
                     continue
                 block = op.parent_block()
                 assert isinstance(op, ApplyOp) and block is not None
@@ -195,6 +212,8 @@ def replace_calls(recorded: Recorded) -> None:
     """Each recorded call's uses read its recorded result; the call goes."""
     for op, (value, _) in recorded.items():
         result = op.results[0]
+        if value is result:
+            continue
         if value._name is None:  # type: ignore[attr-defined]
             value._name = result._name  # type: ignore[attr-defined]
         result.replace_all_uses_with(value)
@@ -256,11 +275,13 @@ class TapeUnfolder(PathUnfolder):
                     block = self.follow(trail[i - 1], old, block, vm)
                 for op in self.copy_ops(old, block, vm):
                     path.append(op)
-                    if tapes.of_call(op) is not None:
-                        value, taped = next(values), next(values)
+                    if tapes.recorded(op):
+                        value = next(values)
                         value._name = op.results[0]._name  # type: ignore[attr-defined]
                         op.results[0]._name = None  # type: ignore[attr-defined]
-                        taped._name = self.fresh("tape")  # type: ignore[attr-defined]
+                        taped = next(values) if tapes.of_call(op) is not None else None
+                        if taped is not None:
+                            taped._name = self.fresh("tape")  # type: ignore[attr-defined]
                         recorded[op] = (value, taped)
             leaves.append((block, path))
         return leaves, recorded
