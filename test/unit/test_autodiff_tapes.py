@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from autodiff_util import check_gradients, differentiate
 from xdsl.dialects.builtin import ModuleOp
 
 import dlc
@@ -19,7 +20,6 @@ from dlc.dialects.graph import EnumOp, FuncOp
 from dlc.dialects.graph_memory import ApplyOp
 from dlc.dialects.graph_types import NominalType, TupleType
 from dlc.semantics.interpreter import run_function
-from autodiff_util import check_gradients, differentiate
 
 HERE = Path(__file__).resolve().parent
 TREE = (HERE / "recursive_tree.dl").read_text()

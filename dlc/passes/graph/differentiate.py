@@ -3,7 +3,7 @@
 Turns every `[adjoint …]` (or `[gradient …]`) declaration into a definition with DLVM's
 signature: the primal's control flow unfolded into a tree (acyclic CFGs only), swept in
 reverse per return with `adjoint_rules.py`, calls differentiated through synthesized
-`@g_grad`s. Only float tensors carry gradients; an op without a rule on an active path is
+`@g_grad`s that read their forward values from a tape (differentiate_tape.py). Only float tensors carry gradients; an op without a rule on an active path is
 a located error. Details: docs/guide/differentiation.md.
 """
 
@@ -26,8 +26,9 @@ from dlc.dialects.graph_verify import adjoint_type, is_differentiable
 from dlc.dialects.levels import require_level
 from dlc.passes.graph.adjoint_rules import Adj, Emitter
 from dlc.passes.graph.differentiate_paths import reject_loops
+from dlc.passes.graph.differentiate_replay import TapeUnfolder
 from dlc.passes.graph.differentiate_sweep import PathSweep, erase_dead_code, has_float
-from dlc.passes.graph.differentiate_tape import Recorded, TapeUnfolder, Tapes, replace_calls
+from dlc.passes.graph.differentiate_tape import Recorded, Tapes, replace_calls
 
 ADJOINT_DECLS = ("adjoint", "gradient")
 DECL_PROPS = ("decl", "primal", "from_index", "wrt", "keeping", "seedable")

@@ -3,19 +3,22 @@
 Differentiating `apply @g(…)` needs g's result in the forward part and g's adjoint in the
 reverse sweep. If g's adjoint recomputed the forward values of its own calls, a recursion
 over a tree would be quadratic in its depth (each level recomputing all levels below).
-So a call to a *taped* callee runs `@g_fwd`, g's augmented primal: g's body returning
-`(result, tape)`, where the tape `$g_tape` is an enum with one case per control-flow path
-of g (`?path0`, `?path1`, …) holding, in path order, the result and the tape of every
-taped call on that path. g's adjoint `@g_grad(args…, tape, seed)` branches on the tape
-to the path that the forward run took, replays that path's own ops (its calls read
-their results from the tape instead of running again) and sweeps it in reverse. Each
-call thus runs once forward and once in reverse: the gradient costs time linear in the
+So a call to a callee with a *tape* runs `@g_fwd`, g's augmented primal: g's body
+returning `(result, tape)`, where the tape `$g_tape` is an enum with one case per
+control-flow path of g (`?path0`, `?path1`, …) holding, in path order, the result (and
+the callee's tape, if it has one) of every *recorded* call on that path. g's adjoint
+`@g_grad(args…, tape, seed)` branches on the tape to the path that the forward run took,
+replays that path's own ops (its recorded calls read their results from the tape
+instead of running again; differentiate_replay.py) and sweeps it in reverse. Each call
+thus runs once forward and once in reverse: the gradient costs time linear in the
 number of calls. The tape of a recursive function is a recursive enum (heap boxes,
 reference counted like any enum value), released when the adjoint is done with it.
 
-A callee is taped when it has a body, is no declaration, has a float result and a
-differentiable float argument, no loop and at most MAX_BLOCK_COPIES block copies. The
-decision is made once per callee, so `@g_fwd` and every adjoint of g agree on the
+A call is recorded when it has a float result and its callee has a body, is no
+declaration, has a differentiable float argument, no loop and at most
+MAX_BLOCK_COPIES block copies; a callee has a tape when it makes a recorded call (one
+that calls nothing replays its own ops in its adjoint, as cheaply as reading them).
+Each decision is made once per callee, so `@g_fwd` and every adjoint of g agree on the
 layout of `$g_tape`.
 """
 
@@ -29,9 +32,6 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from dlc.diagnostics import copy_loc
 from dlc.dialects.graph import (
-    BranchEnumOp,
-    BranchOp,
-    ConditionalOp,
     EnumOp,
     FuncOp,
     LiteralOp,
@@ -40,7 +40,7 @@ from dlc.dialects.graph import (
 from dlc.dialects.graph_literal import LiteralAttr
 from dlc.dialects.graph_memory import ApplyOp
 from dlc.dialects.graph_types import FunctionType, NominalType, TupleType
-from dlc.dialects.graph_verify import block_name, is_differentiable
+from dlc.dialects.graph_verify import is_differentiable
 from dlc.passes.graph.adjoint_emitter import Emitter
 from dlc.passes.graph.differentiate_paths import (
     MAX_BLOCK_COPIES,
@@ -103,7 +103,9 @@ class Tapes:
         funcs = self.owner.functions()
         target = funcs.get(callee)
         tape = None
-        if target is not None and any(self.recorded(op) for b in target.body.blocks for op in b.ops):
+        if target is not None and any(
+            self.recorded(op) for b in target.body.blocks for op in b.ops
+        ):
             from dlc.passes.graph.differentiate import fresh_symbol
 
             fwd = fresh_symbol(f"{callee}_fwd", funcs)
@@ -203,7 +205,9 @@ class Tapes:
                 assert isinstance(op, ApplyOp) and block is not None
                 ftype = self.owner.symbols.functions[tape.fwd]
                 e = Emitter(block, op, op, self.owner.symbols)
-                pair = e.emit(ApplyOp, list(op.args), callee=StringAttr(tape.fwd), callee_type=ftype)
+                pair = e.emit(
+                    ApplyOp, list(op.args), callee=StringAttr(tape.fwd), callee_type=ftype
+                )
                 recorded[op] = (e.extract(pair, [0]), e.extract(pair, [1]))
         return recorded
 
@@ -243,75 +247,3 @@ def trails(f: FuncOp) -> list[Trail] | None:
         succs = [(s, (*trail, (block, k))) for k, s in enumerate(term.successors)]
         work += reversed(succs)  # the first successor's paths first
     return out
-
-
-class TapeUnfolder(PathUnfolder):
-    """Unfolds the primal for an adjoint; `from_tape` lays out a taped adjoint (one
-    whose last two parameters are the tape and the seed) path by path."""
-
-    def from_tape(self, layout: Layout, tapes: Tapes) -> tuple[list[tuple[Block, Path]], Recorded]:
-        """`branchEnum` on the tape to one straight-line copy of each primal path (its
-        `branchEnum`s keep only the case taken; conditions are not re-evaluated), the
-        path's taped calls reading the tape's values. Returns the leaves and the calls."""
-        old_entry = self.primal.body.blocks.first
-        assert old_entry is not None
-        entry, vm0 = self.copy_entry(old_entry)
-        tape = entry.args[-2]
-        tape._name = self.fresh("tape")  # type: ignore[attr-defined]
-        starts: list[tuple[str, Block]] = []
-        for k, (_, calls) in enumerate(layout):
-            start = Block(arg_types=tapes.payload(calls))
-            start._name = self.fresh(f"path{k}")  # type: ignore[attr-defined]
-            self.adjoint.body.add_block(start)
-            starts.append((f"path{k}", start))
-        entry.add_op(BranchEnumOp(tape, starts))
-        leaves: list[tuple[Block, Path]] = []
-        recorded: Recorded = {}
-        for (trail, _), (_, start) in zip(layout, starts, strict=True):
-            vm, block, path = dict(vm0), start, []
-            values = iter(start.args)
-            for i, (old, _) in enumerate(trail):
-                if i:
-                    block = self.follow(trail[i - 1], old, block, vm)
-                for op in self.copy_ops(old, block, vm):
-                    path.append(op)
-                    if tapes.recorded(op):
-                        value = next(values)
-                        value._name = op.results[0]._name  # type: ignore[attr-defined]
-                        op.results[0]._name = None  # type: ignore[attr-defined]
-                        taped = next(values) if tapes.of_call(op) is not None else None
-                        if taped is not None:
-                            taped._name = self.fresh("tape")  # type: ignore[attr-defined]
-                        recorded[op] = (value, taped)
-            leaves.append((block, path))
-        return leaves, recorded
-
-    def follow(
-        self, edge: tuple[Block, int], dest: Block, block: Block, vm: dict[SSAValue, SSAValue]
-    ) -> Block:
-        """Take the primal edge into `dest`: its block arguments alias the branch's
-        operands, or (after a `branchEnum`) the payload of the case taken."""
-        term = edge[0].last_op
-        if isinstance(term, BranchOp | ConditionalOp):
-            args = (
-                term.args
-                if isinstance(term, BranchOp)
-                else term.then_args
-                if edge[1] == 0
-                else term.else_args
-            )
-            for param, arg in zip(dest.args, args, strict=True):
-                vm[param] = vm.get(arg, arg)
-            return block
-        assert isinstance(term, BranchEnumOp)
-        nxt = Block(arg_types=[a.type for a in dest.args])
-        nxt._name = self.fresh(block_name(dest))  # type: ignore[attr-defined]
-        self.adjoint.body.add_block(nxt)
-        for a_old, a_new in zip(dest.args, nxt.args, strict=True):
-            a_new._name = self.fresh(a_old._name)  # type: ignore[attr-defined]
-            vm[a_old] = a_new
-            self.origin[a_new] = a_old
-        branch = BranchEnumOp(vm.get(term.value, term.value), [(term.cases.data[edge[1]].data, nxt)])
-        copy_loc(term, branch)
-        block.add_op(branch)
-        return nxt
