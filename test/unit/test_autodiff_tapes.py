@@ -19,6 +19,7 @@ import dlc
 from dlc.dialects.graph import EnumOp, FuncOp
 from dlc.dialects.graph_memory import ApplyOp
 from dlc.dialects.graph_types import NominalType, TupleType
+from dlc.passes.graph.differentiate import differentiated
 from dlc.semantics.interpreter import run_function
 
 HERE = Path(__file__).resolve().parent
@@ -157,3 +158,45 @@ def test_gradient_ten_thousand_deep() -> None:
             args_lo = (lo, B) if index == 0 else (W, lo)
             numeric[k] = (reference_chain(n, *args_hi) - reference_chain(n, *args_lo)) / (2 * eps)
         np.testing.assert_allclose(grad, numeric, rtol=1e-6, atol=1e-9)
+
+
+NESTED = """module "nested"
+stage raw
+
+func @inner: (f32) -> f32 {
+'entry(%x: f32):
+    %y = exp %x: f32
+    return %y: f32
+}
+
+func @outer: (f32) -> f32 {
+'entry(%x: f32):
+    %y = apply @inner(%x: f32): (f32) -> f32
+    %z = tanh %y: f32
+    return %z: f32
+}
+
+func @top: (f32) -> f32 {
+'entry(%x: f32):
+    %y = apply @outer(%x: f32): (f32) -> f32
+    return %y: f32
+}
+
+[adjoint @top]
+func @top_grad: (f32) -> (f32)
+"""
+
+
+def test_export_keeps_tapes_internal(tmp_path: Path) -> None:
+    """A C library exports the entry points; the functions that take or make tapes
+    (enums: no C type) serve the adjoints inside it."""
+    made = differentiated(dlc.parse(NESTED, filename="nested.dl")).body.block.ops
+    assert {"outer_fwd", "outer_grad"} <= {f.sym_name.data for f in made if isinstance(f, FuncOp)}
+    mod = dlc.compile(NESTED, filename="nested.dl", opt_level=0)
+    mod.export(tmp_path / "nested.o", prefix="nested")
+    header = (tmp_path / "nested.h").read_text()
+    assert "nested_top_grad(" in header and "nested_inner_grad(" in header
+    assert "outer_fwd" not in header and "nested_outer_grad(" not in header
+    x = np.float32(0.3)
+    want = (1 - np.tanh(np.exp(x)) ** 2) * np.exp(x)
+    assert mod.top_grad(x)[0] == pytest.approx(want, rel=1e-6)

@@ -28,7 +28,7 @@ from dlc.passes.graph.adjoint_rules import Adj, Emitter
 from dlc.passes.graph.differentiate_paths import reject_loops
 from dlc.passes.graph.differentiate_replay import TapeUnfolder
 from dlc.passes.graph.differentiate_sweep import PathSweep, erase_dead_code, has_float
-from dlc.passes.graph.differentiate_tape import Recorded, Tapes, replace_calls
+from dlc.passes.graph.differentiate_tape import TAPE_MARK, Recorded, Tapes, replace_calls
 
 ADJOINT_DECLS = ("adjoint", "gradient")
 DECL_PROPS = ("decl", "primal", "from_index", "wrt", "keeping", "seedable")
@@ -141,6 +141,7 @@ class Differentiator:
             args = list(signature.args)
             signature = FunctionType([*args[:-1], tape.tape, args[-1]], signature.output)
             self.pullbacks[name] = callee
+            decl.attributes[TAPE_MARK] = UnitAttr()
         decl.properties["function_type"] = signature
         self.module.body.block.insert_op_after(decl, caller)
         copy_loc(call, decl)

@@ -196,3 +196,26 @@ def loop_edge(func: FuncOp) -> tuple[Block, Block] | None:
             state[nxt] = 1
             stack.append((nxt, successors(nxt)))
     return None
+
+
+def trails(f: FuncOp) -> list[Trail] | None:
+    """Every path of `f`'s (acyclic) CFG from the entry to a `return`, or None when
+    unfolding `f` would take more than MAX_BLOCK_COPIES block copies."""
+    entry = f.body.blocks.first
+    assert entry is not None
+    out: list[Trail] = []
+    work: list[tuple[Block, Trail]] = [(entry, ())]
+    copies = 0
+    while work:
+        block, trail = work.pop()
+        copies += 1
+        if copies > MAX_BLOCK_COPIES:
+            return None
+        term = block.last_op
+        if isinstance(term, ReturnOp):
+            out.append((*trail, (block, -1)))
+            continue
+        assert term is not None
+        succs = [(s, (*trail, (block, k))) for k, s in enumerate(term.successors)]
+        work += reversed(succs)  # the first successor's paths first
+    return out

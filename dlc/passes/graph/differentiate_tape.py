@@ -27,33 +27,31 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from xdsl.dialects.builtin import StringAttr
+from xdsl.dialects.builtin import ModuleOp, StringAttr, UnitAttr
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from dlc.diagnostics import copy_loc
-from dlc.dialects.graph import (
-    EnumOp,
-    FuncOp,
-    LiteralOp,
-    ReturnOp,
-)
+from dlc.dialects.graph import EnumOp, FuncOp, LiteralOp, ReturnOp
 from dlc.dialects.graph_literal import LiteralAttr
 from dlc.dialects.graph_memory import ApplyOp
 from dlc.dialects.graph_types import FunctionType, NominalType, TupleType
 from dlc.dialects.graph_verify import is_differentiable
 from dlc.passes.graph.adjoint_emitter import Emitter
 from dlc.passes.graph.differentiate_paths import (
-    MAX_BLOCK_COPIES,
     Path,
     PathUnfolder,
     Trail,
     loop_edge,
+    trails,
 )
 from dlc.passes.graph.differentiate_sweep import has_float
 
 if TYPE_CHECKING:
     from dlc.passes.graph.differentiate import Differentiator
 
+TAPE_MARK = "dlc.tape"
+"""Marks the functions that take or make tapes (augmented primals, taped adjoints): they
+serve the adjoints that call them and are no entry points (no C signature)."""
 Recorded = dict[Operation, tuple[SSAValue, SSAValue | None]]
 """A recorded call (still in place) -> its result and its callee's tape (None when the
 callee has none), computed elsewhere."""
@@ -117,6 +115,7 @@ class Tapes:
             ftype = target.function_type
             out = TupleType([ftype.output, tape.tape])
             decl = FuncOp(fwd, FunctionType(list(ftype.args), out))
+            decl.attributes[TAPE_MARK] = UnitAttr()
             copy_loc(target, decl)
             self.owner.module.body.block.insert_op_after(decl, target)
             self.owner.refresh()
@@ -226,24 +225,14 @@ def replace_calls(recorded: Recorded) -> None:
         block.erase_op(op)
 
 
-def trails(f: FuncOp) -> list[Trail] | None:
-    """Every path of `f`'s (acyclic) CFG from the entry to a `return`, or None when
-    unfolding `f` would take more than MAX_BLOCK_COPIES block copies."""
-    entry = f.body.blocks.first
-    assert entry is not None
-    out: list[Trail] = []
-    work: list[tuple[Block, Trail]] = [(entry, ())]
-    copies = 0
-    while work:
-        block, trail = work.pop()
-        copies += 1
-        if copies > MAX_BLOCK_COPIES:
-            return None
-        term = block.last_op
-        if isinstance(term, ReturnOp):
-            out.append((*trail, (block, -1)))
-            continue
-        assert term is not None
-        succs = [(s, (*trail, (block, k))) for k, s in enumerate(term.successors)]
-        work += reversed(succs)  # the first successor's paths first
-    return out
+def entry_points(module: ModuleOp) -> dict[str, FuncOp]:
+    """The defined functions of a differentiated module, by name, but those that take or
+    make tapes (internal to the adjoints that call them)."""
+    return {
+        f.sym_name.data: f
+        for f in module.body.block.ops
+        if isinstance(f, FuncOp)
+        and f.decl is None
+        and f.body.blocks
+        and TAPE_MARK not in f.attributes
+    }
