@@ -200,3 +200,31 @@ def test_export_keeps_tapes_internal(tmp_path: Path) -> None:
     x = np.float32(0.3)
     want = (1 - np.tanh(np.exp(x)) ** 2) * np.exp(x)
     assert mod.top_grad(x)[0] == pytest.approx(want, rel=1e-6)
+
+
+SECOND = (
+    TREE
+    + """
+func @gsum: (<4 x 2 x f64>, <1 x 2 x f64>, $Tree) -> f64 {
+'entry(%w: <4 x 2 x f64>, %b: <1 x 2 x f64>, %tree: $Tree):
+    %g = apply @score_grad(%w: <4 x 2 x f64>, %b: <1 x 2 x f64>, %tree: $Tree): (<4 x 2 x f64>, <1 x 2 x f64>, $Tree) -> (<4 x 2 x f64>, <1 x 2 x f64>)
+    %gb = extract 1 from %g: (<4 x 2 x f64>, <1 x 2 x f64>)
+    %s = reduce %gb: <1 x 2 x f64> by add init 0: f64 along 0, 1
+    return %s: f64
+}
+
+[adjoint @gsum wrt 0, 1]
+func @gsum_grad: (<4 x 2 x f64>, <1 x 2 x f64>, $Tree) -> (<4 x 2 x f64>, <1 x 2 x f64>)
+"""
+)
+
+
+def test_second_order_through_the_recursion() -> None:
+    """An adjoint that is differentiated itself is built without tapes (a tape's values
+    would enter its derivative as constants); the adjoint of the adjoint uses them."""
+    leaf = lambda x: ("leaf", (np.array(x),))  # noqa: E731
+    shaped = ("node", (("node", (leaf([0.3, -0.2]), leaf([0.5, 0.1]))), leaf([-0.4, 0.2])))
+    module = check_gradients(SECOND, "gsum", "gsum_grad", [W, B, shaped], wrt=[0, 1])
+    funcs = {f.sym_name.data: f for f in module.body.block.ops if isinstance(f, FuncOp)}
+    assert len(funcs["score_grad"].function_type.args) == 3
+    assert "score_grad_fwd" in funcs  # @gsum_grad records its call of @score_grad

@@ -25,17 +25,17 @@ from dlc.dialects.graph_types import FunctionType, TensorType, TupleType
 from dlc.dialects.graph_verify import adjoint_type, is_differentiable
 from dlc.dialects.levels import require_level
 from dlc.passes.graph.adjoint_rules import Adj, Emitter
-from dlc.passes.graph.differentiate_paths import reject_loops
+from dlc.passes.graph.differentiate_paths import (
+    differentiated_later,
+    fresh_symbol,
+    is_adjoint_decl,
+    reject_loops,
+)
 from dlc.passes.graph.differentiate_replay import TapeUnfolder
 from dlc.passes.graph.differentiate_sweep import PathSweep, erase_dead_code, has_float
 from dlc.passes.graph.differentiate_tape import TAPE_MARK, Recorded, Tapes, replace_calls
 
-ADJOINT_DECLS = ("adjoint", "gradient")
 DECL_PROPS = ("decl", "primal", "from_index", "wrt", "keeping", "seedable")
-
-
-def is_adjoint_decl(op: Operation) -> bool:
-    return isinstance(op, FuncOp) and op.decl is not None and op.decl.data in ADJOINT_DECLS
 
 
 def has_adjoint_declarations(module: ModuleOp) -> bool:
@@ -73,10 +73,14 @@ class Differentiator:
     def __init__(self, module: ModuleOp):
         self.module = module
         self.symbols = Symbols.of_module(module)
-        self.synthesized: dict[tuple[str, int | None, bool], str] = {}
+        self.synthesized: dict[tuple[str, int | None, bool, bool], str] = {}
         self.pullbacks: dict[str, str] = {}
         """Synthesized adjoints that take their callee's tape -> the callee."""
         self.tapes = Tapes(self)
+        self.tape_free = differentiated_later(module)
+        """Adjoints built without tapes: those that will be differentiated themselves
+        (a tape's values enter an adjoint as constants, so its derivative would miss
+        them), and the callee adjoints they call."""
 
     def refresh(self) -> None:
         self.symbols = Symbols.of_module(self.module)
@@ -110,12 +114,12 @@ class Differentiator:
             FunctionDifferentiator(self, func).run()
 
     def callee_adjoint(
-        self, caller: FuncOp, call: ApplyOp, source: int | None, taped: bool
+        self, caller: FuncOp, call: ApplyOp, source: int | None, taped: bool, tape_free: bool
     ) -> FuncOp:
         """The adjoint of the callee (all differentiable args, seedable), made on demand;
         a `taped` one takes the callee's tape before the seed (differentiate_tape.py)."""
         callee = call.callee.data
-        key = (callee, source, taped)
+        key = (callee, source, taped, tape_free)
         funcs = self.functions()
         if key in self.synthesized:
             return funcs[self.synthesized[key]]
@@ -147,14 +151,9 @@ class Differentiator:
         copy_loc(call, decl)
         self.refresh()
         self.synthesized[key] = name
+        if tape_free:
+            self.tape_free.add(name)
         return decl
-
-
-def fresh_symbol(base: str, taken: dict[str, FuncOp]) -> str:
-    name, k = base, 1
-    while name in taken:
-        name, k = f"{base}{k}", k + 1
-    return name
 
 
 class FunctionDifferentiator:
@@ -172,6 +171,7 @@ class FunctionDifferentiator:
         self.seedable = adjoint.seedable is not None
         self.unfolder = TapeUnfolder(self.primal, adjoint, self.seedable)
         self.origin = self.unfolder.origin
+        self.tape_free = adjoint.sym_name.data in owner.tape_free
         self.recorded: Recorded = {}
         """Taped calls -> their results and tapes (read from a tape or recorded anew)."""
 
@@ -187,7 +187,7 @@ class FunctionDifferentiator:
             leaves, self.recorded = self.unfolder.from_tape(tapes.layout(callee), tapes)
         else:
             leaves = self.unfolder.unfold()
-            self.recorded = tapes.record_calls(leaves)
+            self.recorded = {} if self.tape_free else tapes.record_calls(leaves)
         for key in DECL_PROPS:
             self.adjoint.properties.pop(key, None)
         for leaf, path in leaves:

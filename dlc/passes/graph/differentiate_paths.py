@@ -1,22 +1,23 @@
-"""Control-flow unfolding for the `differentiate` pass.
+"""Control-flow unfolding (and call-graph facts) for the `differentiate` pass.
 
-The primal body is copied into the adjoint as a tree: every block is duplicated once
-per path from the entry (acyclic CFGs only; `reject_loops` gives the located error for
-loops), so each `return` block ends exactly one path and block arguments become plain
-aliases of the values the branch passed. The reverse sweep then runs over the ops of
-each path in turn.
-"""
+The primal body is copied into the adjoint as a tree: every block is duplicated once per
+path from the entry (acyclic CFGs only; `reject_loops` gives the located error for
+loops), so each `return` block ends one path (its `Trail`) and block arguments alias
+the values the branch passed. The reverse sweep then runs over each path's ops."""
 
 from __future__ import annotations
 
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
 from dlc.diagnostics import copy_loc, error_at
 from dlc.dialects.cfg import successors
 from dlc.dialects.graph import BranchEnumOp, BranchOp, ConditionalOp, FuncOp, ReturnOp
+from dlc.dialects.graph_memory import ApplyOp
 from dlc.dialects.graph_verify import block_name
 
 MAX_BLOCK_COPIES = 4096
+ADJOINT_DECLS = ("adjoint", "gradient")
 
 Path = list[Operation]
 Trail = tuple[tuple[Block, int], ...]
@@ -219,3 +220,30 @@ def trails(f: FuncOp) -> list[Trail] | None:
         succs = [(s, (*trail, (block, k))) for k, s in enumerate(term.successors)]
         work += reversed(succs)  # the first successor's paths first
     return out
+
+
+def is_adjoint_decl(op: Operation) -> bool:
+    return isinstance(op, FuncOp) and op.decl is not None and op.decl.data in ADJOINT_DECLS
+
+
+def differentiated_later(module: ModuleOp) -> set[str]:
+    """The functions that the adjoint declarations' primals are or call, transitively."""
+    funcs = {f.sym_name.data: f for f in module.body.block.ops if isinstance(f, FuncOp)}
+    work = [f.primal.data for f in funcs.values() if is_adjoint_decl(f) and f.primal]
+    seen: set[str] = set()
+    while work:
+        name = work.pop()
+        if name in seen or name not in funcs:
+            continue
+        seen.add(name)
+        f = funcs[name]
+        work += [f.primal.data] if is_adjoint_decl(f) and f.primal else []
+        work += [op.callee.data for op in f.walk() if isinstance(op, ApplyOp)]
+    return seen
+
+
+def fresh_symbol(base: str, taken: dict[str, FuncOp]) -> str:
+    name, k = base, 1
+    while name in taken:
+        name, k = f"{base}{k}", k + 1
+    return name

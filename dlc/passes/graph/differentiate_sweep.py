@@ -124,7 +124,7 @@ class PathSweep:
             recorded = self.fd.recorded.get(op)
             tape = [recorded[1]] if recorded is not None and recorded[1] is not None else []
             owner = self.fd.owner
-            grad = owner.callee_adjoint(self.fd.adjoint, op, source, bool(tape))
+            grad = owner.callee_adjoint(self.fd.adjoint, op, source, bool(tape), self.fd.tape_free)
             e.symbols = owner.symbols
             ftype = grad.function_type
             args = [*op.args, *tape, seed]

@@ -41,6 +41,7 @@ from dlc.passes.graph.differentiate_paths import (
     Path,
     PathUnfolder,
     Trail,
+    fresh_symbol,
     loop_edge,
     trails,
 )
@@ -104,8 +105,6 @@ class Tapes:
         if target is not None and any(
             self.recorded(op) for b in target.body.blocks for op in b.ops
         ):
-            from dlc.passes.graph.differentiate import fresh_symbol
-
             fwd = fresh_symbol(f"{callee}_fwd", funcs)
             taken = set(funcs) | set(self.owner.symbols.enums) | set(self.owner.symbols.structs)
             name, k = f"{callee}_tape", 1
