@@ -222,10 +222,11 @@ def export_graph_module(
     `header`, `target`, `target_cpu`, `cc`). Exports `entries` (default: all)."""
     from dlc import aot
     from dlc.passes.graph.differentiate import differentiated
+    from dlc.passes.graph.differentiate_tape import entry_points
 
     request = aot.make_request(path, opt_level=options.opt_level, externs=externs, **settings)
     module = differentiated(module)
-    functions = aot.exported_functions(defined_functions(module), entries, request.prefix)
+    functions = aot.exported_functions(entry_points(module), entries, request.prefix)
     options = aot.target_options(options, request)
     llvm_level, report = lower(module, options, externs=externs, python_entries=False)
     return aot.write_library(llvm_level, functions, report.arena_bytes, request)

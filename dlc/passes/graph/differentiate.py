@@ -3,7 +3,7 @@
 Turns every `[adjoint …]` (or `[gradient …]`) declaration into a definition with DLVM's
 signature: the primal's control flow unfolded into a tree (acyclic CFGs only), swept in
 reverse per return with `adjoint_rules.py`, calls differentiated through synthesized
-`@g_grad`s. Only float tensors carry gradients; an op without a rule on an active path is
+`@g_grad`s that read their forward values from a tape (differentiate_tape.py). Only float tensors carry gradients; an op without a rule on an active path is
 a located error. Details: docs/guide/differentiation.md.
 """
 
@@ -25,15 +25,17 @@ from dlc.dialects.graph_types import FunctionType, TensorType, TupleType
 from dlc.dialects.graph_verify import adjoint_type, is_differentiable
 from dlc.dialects.levels import require_level
 from dlc.passes.graph.adjoint_rules import Adj, Emitter
-from dlc.passes.graph.differentiate_paths import PathUnfolder, reject_loops
+from dlc.passes.graph.differentiate_paths import (
+    differentiated_later,
+    fresh_symbol,
+    is_adjoint_decl,
+    reject_loops,
+)
+from dlc.passes.graph.differentiate_replay import TapeUnfolder
 from dlc.passes.graph.differentiate_sweep import PathSweep, erase_dead_code, has_float
+from dlc.passes.graph.differentiate_tape import TAPE_MARK, Recorded, Tapes, replace_calls
 
-ADJOINT_DECLS = ("adjoint", "gradient")
 DECL_PROPS = ("decl", "primal", "from_index", "wrt", "keeping", "seedable")
-
-
-def is_adjoint_decl(op: Operation) -> bool:
-    return isinstance(op, FuncOp) and op.decl is not None and op.decl.data in ADJOINT_DECLS
 
 
 def has_adjoint_declarations(module: ModuleOp) -> bool:
@@ -71,14 +73,24 @@ class Differentiator:
     def __init__(self, module: ModuleOp):
         self.module = module
         self.symbols = Symbols.of_module(module)
-        self.synthesized: dict[tuple[str, int | None], str] = {}
-        self.in_progress: set[str] = set()
+        self.synthesized: dict[tuple[str, int | None, bool, bool], str] = {}
+        self.pullbacks: dict[str, str] = {}
+        """Synthesized adjoints that take their callee's tape -> the callee."""
+        self.tapes = Tapes(self)
+        self.tape_free = differentiated_later(module)
+        """Adjoints built without tapes: those that will be differentiated themselves
+        (a tape's values enter an adjoint as constants, so its derivative would miss
+        them), and the callee adjoints they call."""
+
+    def refresh(self) -> None:
+        self.symbols = Symbols.of_module(self.module)
 
     def functions(self) -> dict[str, FuncOp]:
         return {f.sym_name.data: f for f in self.module.body.block.ops if isinstance(f, FuncOp)}
 
     def run(self) -> None:
         while True:
+            self.tapes.build_pending()
             pending = [f for f in self.module.body.block.ops if is_adjoint_decl(f)]
             if not pending:
                 return
@@ -101,10 +113,13 @@ class Differentiator:
         for func in reversed(chain):
             FunctionDifferentiator(self, func).run()
 
-    def callee_adjoint(self, caller: FuncOp, call: ApplyOp, source: int | None) -> FuncOp:
-        """The adjoint of the callee (all differentiable args, seedable), made on demand."""
+    def callee_adjoint(
+        self, caller: FuncOp, call: ApplyOp, source: int | None, taped: bool, tape_free: bool
+    ) -> FuncOp:
+        """The adjoint of the callee (all differentiable args, seedable), made on demand;
+        a `taped` one takes the callee's tape before the seed (differentiate_tape.py)."""
         callee = call.callee.data
-        key = (callee, source)
+        key = (callee, source, taped, tape_free)
         funcs = self.functions()
         if key in self.synthesized:
             return funcs[self.synthesized[key]]
@@ -123,19 +138,22 @@ class Differentiator:
             wrt=None if len(wrt) == len(ftype.args) else int_array(wrt),
             seedable=UnitAttr(),
         )
-        decl.properties["function_type"] = adjoint_type(decl, self.symbols)
+        signature = adjoint_type(decl, self.symbols)
+        if taped:
+            tape = self.tapes.of(callee)
+            assert tape is not None
+            args = list(signature.args)
+            signature = FunctionType([*args[:-1], tape.tape, args[-1]], signature.output)
+            self.pullbacks[name] = callee
+            decl.attributes[TAPE_MARK] = UnitAttr()
+        decl.properties["function_type"] = signature
         self.module.body.block.insert_op_after(decl, caller)
         copy_loc(call, decl)
-        self.symbols = Symbols.of_module(self.module)
+        self.refresh()
         self.synthesized[key] = name
+        if tape_free:
+            self.tape_free.add(name)
         return decl
-
-
-def fresh_symbol(base: str, taken: dict[str, FuncOp]) -> str:
-    name, k = base, 1
-    while name in taken:
-        name, k = f"{base}{k}", k + 1
-    return name
 
 
 class FunctionDifferentiator:
@@ -151,8 +169,11 @@ class FunctionDifferentiator:
         self.wrt = [a.data for a in adjoint.wrt.data] if adjoint.wrt is not None else list(range(n))
         self.keeping = [a.data for a in adjoint.keeping.data] if adjoint.keeping is not None else []
         self.seedable = adjoint.seedable is not None
-        self.unfolder = PathUnfolder(self.primal, adjoint, self.seedable)
+        self.unfolder = TapeUnfolder(self.primal, adjoint, self.seedable)
         self.origin = self.unfolder.origin
+        self.tape_free = adjoint.sym_name.data in owner.tape_free
+        self.recorded: Recorded = {}
+        """Taped calls -> their results and tapes (read from a tape or recorded anew)."""
 
     def run(self) -> None:
         if not self.primal.body.blocks:
@@ -160,11 +181,18 @@ class FunctionDifferentiator:
                 self.adjoint, f"cannot differentiate @{self.primal.sym_name.data}: it has no body"
             )
         reject_loops(self.primal)
-        leaves = self.unfolder.unfold()
+        tapes = self.owner.tapes
+        callee = self.owner.pullbacks.get(self.adjoint.sym_name.data)
+        if callee is not None:
+            leaves, self.recorded = self.unfolder.from_tape(tapes.layout(callee), tapes)
+        else:
+            leaves = self.unfolder.unfold()
+            self.recorded = {} if self.tape_free else tapes.record_calls(leaves)
         for key in DECL_PROPS:
             self.adjoint.properties.pop(key, None)
         for leaf, path in leaves:
             self.differentiate_path(leaf, path)
+        replace_calls(self.recorded)
         erase_dead_code(self.adjoint)
 
     # -- one path ---------------------------------------------------------------------------

@@ -1,25 +1,30 @@
-"""Control-flow unfolding for the `differentiate` pass.
+"""Control-flow unfolding (and call-graph facts) for the `differentiate` pass.
 
-The primal body is copied into the adjoint as a tree: every block is duplicated once
-per path from the entry (acyclic CFGs only; `reject_loops` gives the located error for
-loops), so each `return` block ends exactly one path and block arguments become plain
-aliases of the values the branch passed. The reverse sweep then runs over the ops of
-each path in turn.
-"""
+The primal body is copied into the adjoint as a tree: every block is duplicated once per
+path from the entry (acyclic CFGs only; `reject_loops` gives the located error for
+loops), so each `return` block ends one path (its `Trail`) and block arguments alias
+the values the branch passed. The reverse sweep then runs over each path's ops."""
 
 from __future__ import annotations
 
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
 from dlc.diagnostics import copy_loc, error_at
 from dlc.dialects.cfg import successors
 from dlc.dialects.graph import BranchEnumOp, BranchOp, ConditionalOp, FuncOp, ReturnOp
+from dlc.dialects.graph_memory import ApplyOp
 from dlc.dialects.graph_verify import block_name
 
 MAX_BLOCK_COPIES = 4096
+ADJOINT_DECLS = ("adjoint", "gradient")
 
 Path = list[Operation]
-Pending = tuple[Block, Block, dict[SSAValue, SSAValue], Path]  # old, copy, value map, ops
+Trail = tuple[tuple[Block, int], ...]
+"""A path through the primal: each block with the index of the successor taken (-1 at
+the `return`)."""
+Pending = tuple[Block, Block, dict[SSAValue, SSAValue], Path, Trail]  # old, copy, map, ops
+Successor = tuple[Block, Block, dict[SSAValue, SSAValue], Path]
 
 
 class PathUnfolder:
@@ -30,6 +35,8 @@ class PathUnfolder:
         self.primal, self.adjoint, self.seedable = primal, adjoint, seedable
         self.origin: dict[SSAValue, SSAValue] = {}
         self.names: set[str] = set()
+        self.trails: dict[Block, Trail] = {}
+        """The primal path that each leaf (copied `return` block) ends."""
 
     def fresh(self, name: str | None) -> str | None:
         """`name`, or `name.k` when taken (None stays anonymous)."""
@@ -46,11 +53,11 @@ class PathUnfolder:
         (each copied `return` block with the ops of its path)."""
         old_entry = self.primal.body.blocks.first
         assert old_entry is not None
-        work: list[Pending] = [(old_entry, *self.copy_entry(old_entry), [])]
+        work: list[Pending] = [(old_entry, *self.copy_entry(old_entry), [], ())]
         leaves: list[tuple[Block, Path]] = []
         copies = 0
         while work:
-            old, new, vm, path = work.pop()
+            old, new, vm, path, trail = work.pop()
             copies += 1
             if copies > MAX_BLOCK_COPIES:
                 raise error_at(
@@ -60,9 +67,11 @@ class PathUnfolder:
             path = path + self.copy_ops(old, new, vm)
             term = old.last_op
             if isinstance(term, ReturnOp):
+                self.trails[new] = (*trail, (old, -1))
                 leaves.append((new, path))
                 continue
-            work.extend(self.copy_successors(term, new, vm, path))
+            succs = self.copy_successors(term, new, vm, path)
+            work.extend((*s, (*trail, (old, k))) for k, s in enumerate(succs))
         return leaves
 
     def copy_entry(self, old_entry: Block) -> tuple[Block, dict[SSAValue, SSAValue]]:
@@ -101,9 +110,10 @@ class PathUnfolder:
         new: Block,
         vm: dict[SSAValue, SSAValue],
         path: Path,
-    ) -> list[Pending]:
-        """Branch from `new` to fresh copies of term's successors; return them as work."""
-        out: list[Pending] = []
+    ) -> list[Successor]:
+        """Branch from `new` to fresh copies of term's successors (in the order of
+        `term.successors`); return them as work."""
+        out: list[Successor] = []
         if isinstance(term, BranchOp):
             dest = self.alias_block(term.dest, term.args, vm)
             out.append((term.dest, dest[0], dest[1], path))
@@ -124,7 +134,7 @@ class PathUnfolder:
         return out
 
     def copy_enum_branch(
-        self, term: BranchEnumOp, vm: dict[SSAValue, SSAValue], path: Path, out: list[Pending]
+        self, term: BranchEnumOp, vm: dict[SSAValue, SSAValue], path: Path, out: list[Successor]
     ) -> BranchEnumOp:
         """`branchEnum` keeps its payload block arguments; the cases get fresh copies."""
         dests = []
@@ -158,6 +168,18 @@ class PathUnfolder:
 
 def reject_loops(func: FuncOp) -> None:
     """A located error at the first branch that closes a cycle of the CFG."""
+    closing = loop_edge(func)
+    if closing is not None:
+        block, nxt = closing
+        raise error_at(
+            block.last_op,
+            f"cannot differentiate @{func.sym_name.data}: the branch to '{block_name(nxt)} "
+            "closes a loop; loops are not supported by autodiff yet",
+        )
+
+
+def loop_edge(func: FuncOp) -> tuple[Block, Block] | None:
+    """The first CFG edge (block, successor) that closes a cycle, else None."""
     entry = func.body.blocks.first
     assert entry is not None
     state: dict[Block, int] = {entry: 1}  # 1 = on the DFS stack, 2 = done
@@ -170,11 +192,58 @@ def reject_loops(func: FuncOp) -> None:
             continue
         nxt = succs.pop(0)
         if state.get(nxt) == 1:
-            raise error_at(
-                block.last_op,
-                f"cannot differentiate @{func.sym_name.data}: the branch to '{block_name(nxt)} "
-                "closes a loop; loops are not supported by autodiff yet",
-            )
+            return block, nxt
         if nxt not in state:
             state[nxt] = 1
             stack.append((nxt, successors(nxt)))
+    return None
+
+
+def trails(f: FuncOp) -> list[Trail] | None:
+    """Every path of `f`'s (acyclic) CFG from the entry to a `return`, or None when
+    unfolding `f` would take more than MAX_BLOCK_COPIES block copies."""
+    entry = f.body.blocks.first
+    assert entry is not None
+    out: list[Trail] = []
+    work: list[tuple[Block, Trail]] = [(entry, ())]
+    copies = 0
+    while work:
+        block, trail = work.pop()
+        copies += 1
+        if copies > MAX_BLOCK_COPIES:
+            return None
+        term = block.last_op
+        if isinstance(term, ReturnOp):
+            out.append((*trail, (block, -1)))
+            continue
+        assert term is not None
+        succs = [(s, (*trail, (block, k))) for k, s in enumerate(term.successors)]
+        work += reversed(succs)  # the first successor's paths first
+    return out
+
+
+def is_adjoint_decl(op: Operation) -> bool:
+    return isinstance(op, FuncOp) and op.decl is not None and op.decl.data in ADJOINT_DECLS
+
+
+def differentiated_later(module: ModuleOp) -> set[str]:
+    """The functions that the adjoint declarations' primals are or call, transitively."""
+    funcs = {f.sym_name.data: f for f in module.body.block.ops if isinstance(f, FuncOp)}
+    work = [f.primal.data for f in funcs.values() if is_adjoint_decl(f) and f.primal]
+    seen: set[str] = set()
+    while work:
+        name = work.pop()
+        if name in seen or name not in funcs:
+            continue
+        seen.add(name)
+        f = funcs[name]
+        work += [f.primal.data] if is_adjoint_decl(f) and f.primal else []
+        work += [op.callee.data for op in f.walk() if isinstance(op, ApplyOp)]
+    return seen
+
+
+def fresh_symbol(base: str, taken: dict[str, FuncOp]) -> str:
+    name, k = base, 1
+    while name in taken:
+        name, k = f"{base}{k}", k + 1
+    return name

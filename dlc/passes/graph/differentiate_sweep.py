@@ -121,10 +121,14 @@ class PathSweep:
                 raise error_at(
                     op, f"cannot differentiate the call to @{op.callee.data}: nested tuple results"
                 )
-            grad = self.fd.owner.callee_adjoint(self.fd.adjoint, op, source)
-            e.symbols = self.fd.owner.symbols
+            recorded = self.fd.recorded.get(op)
+            tape = [recorded[1]] if recorded is not None and recorded[1] is not None else []
+            owner = self.fd.owner
+            grad = owner.callee_adjoint(self.fd.adjoint, op, source, bool(tape), self.fd.tape_free)
+            e.symbols = owner.symbols
             ftype = grad.function_type
-            result = e.emit(ApplyOp, [*op.args, seed], callee=grad.sym_name, callee_type=ftype)
+            args = [*op.args, *tape, seed]
+            result = e.emit(ApplyOp, args, callee=grad.sym_name, callee_type=ftype)
             args_type = op.callee_type.args
             wrt = [i for i, t in enumerate(args_type) if has_float(t) and is_differentiable(t)]
             for k, i in enumerate(wrt):
