@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from dlc.target import Target
@@ -27,11 +27,18 @@ class Options:
     openmp: bool = True  # parallel loops on the OpenMP runtime (else serial)
     triple: str = ""  # the LLVM target triple (ahead-of-time); "" = this process's
     tuning_db: str | None = None  # a tuning database (JSON lines) the schedule pass applies
+    # opt_level 3's search costs: kernels measured here, or the analytical model
+    superopt_costs: str = field(default_factory=lambda: default_superopt_costs())
 
     def __post_init__(self) -> None:
         if self.opt_level not in (0, 1, 2, 3):
             raise ValueError(f"opt_level must be 0, 1, 2 or 3, got {self.opt_level}")
         Target.from_cpu(self.target_cpu, self.triple)  # ValueError for an unknown CPU model
+        if self.superopt_costs not in SUPEROPT_COSTS:
+            raise ValueError(
+                f"superopt_costs must be one of {', '.join(SUPEROPT_COSTS)}, "
+                f"got {self.superopt_costs!r} (DLC_SUPEROPT_COSTS)"
+            )
 
     @property
     def contract(self) -> bool:
@@ -54,7 +61,18 @@ class Options:
             "fma": self.contract,
             "openmp": self.openmp,
             "tuning_db": tuning_fingerprint(self.tuning_db),
+            "superopt_costs": self.superopt_costs if self.opt_level >= 3 else None,
         }
+
+
+SUPEROPT_COSTS = ("measured", "analytical")
+
+
+def default_superopt_costs() -> str:
+    """The environment variable DLC_SUPEROPT_COSTS, else `measured`: opt_level 3 prices
+    products by kernels timed on this machine (`analytical` makes its result depend on
+    the program alone, never on timings)."""
+    return os.environ.get("DLC_SUPEROPT_COSTS", "measured").strip() or "measured"
 
 
 def tuning_fingerprint(path: str | None) -> str | None:
