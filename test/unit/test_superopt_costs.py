@@ -37,7 +37,9 @@ def runtime() -> None:
     superopt_costs.install(compile_kernel)
 
 
-def write_table(path: Path, costs: dict[str, float], mode: int = 0o600, host: object = None) -> Path:
+def write_table(
+    path: Path, costs: dict[str, float], mode: int = 0o600, host: object = None
+) -> Path:
     path.write_text(json.dumps({"host": host or superopt_costs.host(), "costs": costs}))
     path.chmod(mode)
     return path

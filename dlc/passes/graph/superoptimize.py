@@ -11,6 +11,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 
+from dlc.diagnostics import clone_located
 from dlc.dialects.graph import FuncOp
 from dlc.dialects.levels import require_level
 from dlc.passes.graph.pass_support import functions
@@ -145,7 +146,7 @@ class SuperoptimizePass(PassStatistics, ModulePass):
     ) -> tuple[float, float]:
         """Search `func`'s windows, then guard: (cost before, cost after) of the function."""
         start, done, total = progress
-        original = func.clone()
+        original: FuncOp | None = None  # cloned before the first change
         before = [from_block(b) for b in func.body.blocks]
         if table is not None:
             table.prefetch(keys(before))
@@ -159,10 +160,11 @@ class SuperoptimizePass(PassStatistics, ModulePass):
             left = max(0.0, self.budget - spent) / (total - done - index)
             result = search(graph, pats, cost_of(graph, table), self.alpha, left, self.max_graphs)
             if result.cost_after < result.cost_before:
+                original = original or clone_located(func)
                 to_block(block, graph, result.roots)
                 fired += result.fired
         cost_before = price(before, table)
-        if not fired:
+        if original is None:
             return cost_before, cost_before
         after = [from_block(b) for b in func.body.blocks]
         if table is not None:
