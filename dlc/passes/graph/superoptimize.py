@@ -73,7 +73,7 @@ class SuperoptimizePass(PassStatistics, ModulePass):
     costs: str = "analytical"
     cost_table: str = ""
     margin: float = 0.03
-    measure_budget: float = 10.0
+    measure_budget: float = 5.0
 
     def __post_init__(self) -> None:
         if not self.alpha >= 1.0:

@@ -133,7 +133,7 @@ class CostTable:
     """Measured costs by `op_key` for one host, read from and saved to a trusted file."""
 
     def __init__(
-        self, path: Path, measure: bool, entries: dict[str, float], budget_s: float = 10.0
+        self, path: Path, measure: bool, entries: dict[str, float], budget_s: float = 5.0
     ) -> None:
         self.path, self.measure, self.budget_s = path, measure, budget_s
         self.entries = dict(entries)
@@ -148,7 +148,7 @@ class CostTable:
         return len(self.fresh)
 
     @classmethod
-    def load(cls, path: Path | None, measure: bool, budget_s: float = 10.0) -> CostTable:
+    def load(cls, path: Path | None, measure: bool, budget_s: float = 5.0) -> CostTable:
         """The table at `path` (default: the backend's; empty when missing or of another
         CPU). Raises ValueError when it or its directory is untrusted or it is not a table."""
         path = path or backend().default_path()
