@@ -181,7 +181,7 @@ def products(compiled: Any) -> int:
 def guard_of(stats: dict[str, int]) -> str:
     """What the guard did, from the pass statistics."""
     said = [k.removeprefix("guard: ") for k in stats if k.startswith("guard: ")]
-    return "; ".join(said) if said else "nothing found"
+    return "; ".join(said) if said else "no rewrite found"
 
 
 def rotating_medians(calls: Sequence[Callable[[], Any]], budget: float) -> list[float]:

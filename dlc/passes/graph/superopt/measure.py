@@ -220,9 +220,10 @@ class CostTable:
     def settle(self, before: set[str], after: set[str]) -> None:
         """Before the guard compares two graphs: when a key on which they differ was
         measured in this compile, time all the keys on which they differ again,
-        together, so the comparison is between kernels timed under the same load."""
+        together, so the comparison is between kernels timed under the same load (while
+        the time spent measuring is under twice the budget)."""
         differ = before ^ after
-        if self.measure and differ & self.fresh:
+        if self.measure and differ & self.fresh and self.seconds < 2 * self.budget_s:
             self.take(k for k in differ if self.measurable(k))
 
     def save(self) -> None:
