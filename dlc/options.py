@@ -37,7 +37,7 @@ class Options:
         if self.superopt_costs not in SUPEROPT_COSTS:
             raise ValueError(
                 f"superopt_costs must be one of {', '.join(SUPEROPT_COSTS)}, "
-                f"got {self.superopt_costs!r} (DLC_SUPEROPT_COSTS)"
+                f"got {self.superopt_costs!r}"
             )
 
     @property
@@ -72,7 +72,17 @@ def default_superopt_costs() -> str:
     """The environment variable DLC_SUPEROPT_COSTS, else `measured`: opt_level 3 prices
     products by kernels timed on this machine (`analytical` makes its result depend on
     the program alone, never on timings)."""
-    return os.environ.get("DLC_SUPEROPT_COSTS", "measured").strip() or "measured"
+    value = os.environ.get("DLC_SUPEROPT_COSTS", "measured").strip() or "measured"
+    if value not in SUPEROPT_COSTS:
+        import warnings
+
+        warnings.warn(
+            f"DLC_SUPEROPT_COSTS={value!r} is not one of {', '.join(SUPEROPT_COSTS)}; "
+            "using measured",
+            stacklevel=2,
+        )
+        return "measured"
+    return value
 
 
 def tuning_fingerprint(path: str | None) -> str | None:

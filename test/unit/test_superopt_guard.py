@@ -160,8 +160,10 @@ def test_other_targets_and_the_environment_choose_the_analytical_model(
     monkeypatch.setenv("DLC_SUPEROPT_COSTS", "analytical")
     assert Options(opt_level=3).superopt_costs == "analytical"
     monkeypatch.setenv("DLC_SUPEROPT_COSTS", "guessed")
+    with pytest.warns(UserWarning, match="DLC_SUPEROPT_COSTS='guessed' is not one of measured"):
+        assert Options(opt_level=3).superopt_costs == "measured"
     with pytest.raises(ValueError, match="superopt_costs must be one of measured, analytical"):
-        Options(opt_level=3)
+        Options(opt_level=3, superopt_costs="guessed")
 
 
 def test_bad_guard_options_are_reported() -> None:
