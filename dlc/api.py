@@ -68,6 +68,16 @@ class Report(NamedTuple):
     unbounded: list[str]
 
 
+def compile_kernel(text: str) -> Any:
+    """The function @op of DLVM `text` compiled at opt_level 2 on one thread: the
+    kernels the superoptimizer's measured costs time (`dlc.superopt_costs`)."""
+    from dlc.parser import parse_module
+
+    return compile_graph_module(parse_module(text, "<superopt cost>"), opt_level=2, num_threads=1)[
+        "op"
+    ]
+
+
 def lower(
     module: ModuleOp,
     options: pipeline.Options,
@@ -111,6 +121,10 @@ def lower(
                 if isinstance(f, loop.FuncOp):
                     stats[f.sym_name.data] = function_stats(f)
 
+    if pipeline.superopt_costs(options) == "measured":
+        from dlc.superopt_costs import install
+
+        install(compile_kernel)
     steps = pipeline.steps(options)
     work = pipeline.run(clone_located(module), steps, after=after, on_level=on_level)
     if python_entries:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from dlc.target import Target
@@ -29,11 +29,18 @@ class Options:
     tuning_db: str | None = None  # a tuning database (JSON lines) the schedule pass applies
     rules: str | None = None  # a DLVM rule file: its proven rules join the superoptimizer's
     extra_passes: tuple[tuple[str, tuple[str, ...]], ...] = ()  # plugin passes by level
+    # opt_level 3's search costs: kernels measured here, or the analytical model
+    superopt_costs: str = field(default_factory=lambda: default_superopt_costs())
 
     def __post_init__(self) -> None:
         if self.opt_level not in (0, 1, 2, 3):
             raise ValueError(f"opt_level must be 0, 1, 2 or 3, got {self.opt_level}")
         Target.from_cpu(self.target_cpu, self.triple)  # ValueError for an unknown CPU model
+        if self.superopt_costs not in SUPEROPT_COSTS:
+            raise ValueError(
+                f"superopt_costs must be one of {', '.join(SUPEROPT_COSTS)}, "
+                f"got {self.superopt_costs!r}"
+            )
 
     @property
     def contract(self) -> bool:
@@ -58,7 +65,28 @@ class Options:
             "tuning_db": tuning_fingerprint(self.tuning_db),
             "rules": tuning_fingerprint(self.rules),
             "extra_passes": [[level, list(specs)] for level, specs in self.extra_passes],
+            "superopt_costs": self.superopt_costs if self.opt_level >= 3 else None,
         }
+
+
+SUPEROPT_COSTS = ("measured", "analytical")
+
+
+def default_superopt_costs() -> str:
+    """The environment variable DLC_SUPEROPT_COSTS, else `measured`: opt_level 3 prices
+    products by kernels timed on this machine (`analytical` makes its result depend on
+    the program alone, never on timings)."""
+    value = os.environ.get("DLC_SUPEROPT_COSTS", "measured").strip() or "measured"
+    if value not in SUPEROPT_COSTS:
+        import warnings
+
+        warnings.warn(
+            f"DLC_SUPEROPT_COSTS={value!r} is not one of {', '.join(SUPEROPT_COSTS)}; "
+            "using measured",
+            stacklevel=2,
+        )
+        return "measured"
+    return value
 
 
 def tuning_fingerprint(path: str | None) -> str | None:

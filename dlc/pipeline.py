@@ -152,14 +152,27 @@ def verify_levels() -> bool:
     return os.environ.get("DLC_VERIFY", "") == "1"
 
 
+def superopt_costs(options: Options) -> str:
+    """The cost model of opt_level 3's search: `options.superopt_costs` (measured unless
+    DLC_SUPEROPT_COSTS=analytical) when compiling for this host, else analytical: the
+    kernels timed here say nothing about another CPU."""
+    if options.opt_level < 3 or options.triple or options.target_cpu != "host":
+        return "analytical"
+    return options.superopt_costs
+
+
 def level_passes(level: str, options: Options) -> list[ModulePass]:
     """The passes run on a module at `level` before it is lowered (module docstring)."""
     optimize = options.opt_level >= 1
     if level == "graph":
         names = ["differentiate", "decompose-composites", *(GRAPH_OPTIMIZER if optimize else ())]
-        names += SUPEROPTIMIZER if options.opt_level >= 3 else ()
-        rules = {"superoptimize": {"rules": options.rules}} if options.rules else {}
-        return [make_pass(n, **rules.get(n, {})) for n in names] + _extra(level, options)
+        passes = [make_pass(n) for n in names]
+        if options.opt_level >= 3:
+            costs = superopt_costs(options)
+            rules = {"rules": options.rules} if options.rules else {}
+            passes += [make_pass(SUPEROPTIMIZER[0], costs=costs, **rules)]
+            passes += [make_pass(n) for n in SUPEROPTIMIZER[1:]]
+        return passes + _extra(level, options)
     if level == "tensor" and optimize:
         unfold = make_pass("unfold-convolutions", target=options.target_cpu, triple=options.triple)
         fuse = [make_pass("fuse")] if options.fuse else []

@@ -1,118 +1,125 @@
 """The runtime side of the superoptimizer's measured costs (`superoptimize{costs=...}`).
 
 `install()` gives `dlc.passes.graph.superopt.measure` what a pass may not do itself
-(the passes sit below the runtime): compile and time one op with dlc's own kernels
-(opt_level 2, one thread, the median of a few calls after a warm-up) and read and write
-the cost table only where no one else can write: the table and its directory must be
-owned by the current user, not writable by group or others and not symbolic links (the
-compile cache's rule); directories it creates are 0700, the table is replaced
-atomically by a 0600 file. dlc-opt installs it; Python callers of the pass call it.
+(the passes sit below the runtime): compile and time ops with dlc's own kernels
+(opt_level 2, one thread; several kernels are timed in alternating rounds, one sample
+of each per round, and each gets the median of its samples, so a change of load
+between rounds shifts all of them alike), name the host the costs belong to, and read
+and write the cost table through the compile cache's trust checks
+(`dlc.runtime.cache.read_owned` / `write_owned`: owner-only, no symbolic link, 0700
+directories, a 0600 file replaced atomically). `dlc.compile` and dlc-opt install it.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import secrets
-import stat
 import statistics
 import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from dlc.passes.graph.superopt import measure
 
-SAMPLE_SECONDS = 0.2  # timing budget per measured op, after one warm-up call
-MAX_SAMPLES = 9
+ROUNDS = 5  # alternating rounds at least (the median of 5 samples per kernel)
+MAX_ROUNDS = 9
+ROUND_SECONDS = 0.05  # keep adding rounds (up to MAX_ROUNDS) while under this per kernel
+SAMPLE_SECONDS = 1e-3  # one sample repeats a short kernel's call to last this long
 
 
-def untrusted(st: os.stat_result, directory: bool) -> str | None:
-    """Why a file or directory with status `st` could hold someone else's data."""
-    if stat.S_ISLNK(st.st_mode):
-        return "is a symbolic link"
-    if directory != stat.S_ISDIR(st.st_mode) or not (directory or stat.S_ISREG(st.st_mode)):
-        return "is not a directory" if directory else "is not a regular file"
-    if st.st_uid != os.geteuid():
-        return f"is owned by uid {st.st_uid}, not by the current user (uid {os.geteuid()})"
-    if st.st_mode & 0o022:
-        return f"is writable by group or others (mode {stat.S_IMODE(st.st_mode):04o})"
-    return None
+def host() -> dict[str, str]:
+    """The CPU the costs are measured on: LLVM's name for it and its features."""
+    import llvmlite.binding as llvm
+
+    return {"cpu": llvm.get_host_cpu_name(), "features": llvm.get_host_cpu_features().flatten()}
 
 
-def check(path: Path, st: os.stat_result, directory: bool) -> None:
-    why = untrusted(st, directory)
-    if why:
-        raise PermissionError(f"{path} {why}")
+Compile = Callable[[str], Callable[..., Any]]
+COMPILER: list[Compile] = []  # `dlc.api.compile_kernel`, given to `install`
 
 
-def read(path: Path) -> bytes | None:
-    """The table's bytes, None when missing (measure.Backend.read)."""
-    if os.path.lexists(path.parent):
-        check(path.parent, os.stat(path.parent, follow_symlinks=False), True)
-    if not os.path.lexists(path):
-        return None
-    check(path, os.stat(path, follow_symlinks=False), False)
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    with os.fdopen(fd, "rb") as f:
-        check(path, os.fstat(f.fileno()), False)  # the file opened is the one checked
-        return f.read()
+KERNELS: OrderedDict[str, Callable[[], Any]] = OrderedDict()  # the last ones compiled
+KEPT_KERNELS = 32
 
 
-def write(path: Path, data: bytes) -> None:
-    """Replace the table atomically by a new 0600 file (measure.Backend.write)."""
-    missing = [p for p in (path.parent, *path.parent.parents) if not os.path.lexists(p)]
-    for level in reversed(missing):
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(level, 0o700)
-    check(path.parent, os.stat(path.parent, follow_symlinks=False), True)
-    tmp = path.with_name(f"{path.name}.{secrets.token_hex(8)}.tmp")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-    try:
-        with os.fdopen(os.open(tmp, flags, 0o600), "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+def compiled(key: str) -> Callable[[], Any]:
+    """A call of the kernel of cost-table key `key` on seeded random inputs (kept for
+    the guard's second timing, `measure.CostTable.settle`)."""
+    if key in KERNELS:
+        KERNELS.move_to_end(key)
+        return KERNELS[key]
+    if not COMPILER:
+        raise ValueError("superoptimize: dlc.superopt_costs.install() was not called")
+    fn = COMPILER[0](measure.kernel_text(key))
+    rng = np.random.default_rng(0)
+    _, shapes, _ = measure.parse_key(key)
+    args = [rng.standard_normal(s).astype(np.float32) for s in shapes[:2]]
+    KERNELS[key] = lambda: fn(*args)
+    while len(KERNELS) > KEPT_KERNELS:
+        KERNELS.popitem(last=False)
+    return KERNELS[key]
 
 
-def measure_ns(text: str) -> float:
-    """Median nanoseconds of one call of @op in `text`, compiled by dlc on one thread."""
-    from dlc.api import compile_graph_module, defined_functions
-    from dlc.parser import parse_module
-    from dlc.tuner.measure import random_inputs
-
-    module = parse_module(text, "<superopt cost>")
-    fn = compile_graph_module(module, opt_level=2, num_threads=1)["op"]
-    args = random_inputs(defined_functions(module)["op"], seed=0)
-    fn(*args)  # warm-up
-    samples: list[float] = []
-    stop = time.perf_counter() + SAMPLE_SECONDS
-    while len(samples) < 3 or (len(samples) < MAX_SAMPLES and time.perf_counter() < stop):
+def measure_all(keys: Sequence[str]) -> list[float]:
+    """Median nanoseconds of one call of the kernel of each of `keys`, timed in
+    alternating rounds (module docstring)."""
+    calls = [compiled(k) for k in keys]
+    repeats: list[int] = []
+    for call in calls:  # warm-up, and how many calls make one sample
         start = time.perf_counter()
-        fn(*args)
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples) * 1e9
+        call()
+        once = max(time.perf_counter() - start, 1e-7)
+        repeats.append(max(1, min(1000, int(SAMPLE_SECONDS / once))))
+    samples: list[list[float]] = [[] for _ in calls]
+    stop = time.perf_counter() + ROUND_SECONDS * len(calls)
+    while len(samples[0]) < ROUNDS or (len(samples[0]) < MAX_ROUNDS and time.perf_counter() < stop):
+        for call, n, out in zip(calls, repeats, samples, strict=True):
+            start = time.perf_counter()
+            for _ in range(n):
+                call()
+            out.append((time.perf_counter() - start) / n)
+    return [statistics.median(s) * 1e9 for s in samples]
+
+
+def measure_ns(key: str) -> float:
+    """Median nanoseconds of one call of the kernel of `key` (`measure_all` of one)."""
+    return measure_all([key])[0]
 
 
 def default_path() -> Path:
     """`<compile cache dir>/superopt-costs-<host cpu>.json`: costs belong to one CPU."""
-    import llvmlite.binding as llvm
-
     from dlc.runtime.cache import cache_dir
 
-    return cache_dir() / f"superopt-costs-{llvm.get_host_cpu_name()}.json"
+    return cache_dir() / f"superopt-costs-{host()['cpu']}.json"
+
+
+def read(path: Path) -> bytes | None:
+    from dlc.runtime.cache import read_owned
+
+    return read_owned(path)
+
+
+def write(path: Path, data: bytes) -> None:
+    from dlc.runtime.cache import write_owned
+
+    write_owned(path, data)
 
 
 class Runtime:
     """measure.Backend over this module's functions."""
 
     default_path = staticmethod(default_path)
+    host = staticmethod(host)
     read = staticmethod(read)
     write = staticmethod(write)
-    measure = staticmethod(measure_ns)
+    measure = staticmethod(measure_all)
 
 
-def install() -> None:
-    """Let `superoptimize{costs=measured|table}` measure and use its cost table."""
+def install(compile_kernel: Compile) -> None:
+    """Let `superoptimize{costs=measured|table}` measure and use its cost table;
+    `compile_kernel` compiles DLVM text at opt 2 on one thread and returns its @op
+    (`dlc.api.compile_kernel`: the runtime side may not import the API)."""
+    COMPILER[:] = [compile_kernel]
     measure.provide(Runtime())

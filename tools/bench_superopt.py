@@ -2,6 +2,11 @@
 
     python tools/bench_superopt.py               # 1 thread (the stable number)
     python tools/bench_superopt.py --threads 2
+    python tools/bench_superopt.py --sweep --threads 2 [--markdown FILE] [--only attention,W4]
+
+`--sweep` (tools/superopt_sweep.py): opt_level 3 against 2 on attention, LSTM-step,
+Inception and W0–W7 at 32 shape points, in alternating rounds, every ratio reported
+(docs/superopt-sweep.md holds its table). The cases below without it:
 
 Cases, each checked against opt_level=2's result:
 
@@ -27,6 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import superopt_sweep  # noqa: E402
 from bench_common import median_seconds  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -111,7 +117,14 @@ def run(
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, default=1)
-    threads = ap.parse_args(argv).threads
+    ap.add_argument("--sweep", action="store_true", help="O3 against O2 over 32 shape points")
+    ap.add_argument("--only", help="with --sweep: programs whose name contains one of these")
+    ap.add_argument("--budget", type=float, default=2.0, help="seconds of timing per point")
+    ap.add_argument("--markdown", help="with --sweep: also write the table to this file")
+    opts = ap.parse_args(argv)
+    threads = opts.threads
+    if opts.sweep:
+        return sweep(threads, opts.budget, opts.only, opts.markdown)
     rng = np.random.default_rng(0)
     x = rng.standard_normal((64, 128)).astype(np.float32)
     o2, o3 = run(
@@ -147,6 +160,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print(f"{'':34} separate / merged per call {o2 / cat:.2f}x, / passed merged {o2 / pre:.2f}x")
     return 0
+
+
+def sweep(threads: int, budget: float, only: str | None, markdown: str | None) -> int:
+    """Run the sweep, printing each row as it is measured, then the table. Programs are
+    compiled without the compile cache (DLC_CACHE=0: every compile time and statistic is
+    a real compile's); the superoptimizer's cost table stays, so a second run measures
+    no kernel."""
+    import os
+    import platform
+
+    os.environ["DLC_CACHE"] = "0"
+
+    from bench_host import cpu_model
+
+    points = superopt_sweep.points()
+    if only:
+        points = [p for p in points if any(w in p.program for w in only.split(","))]
+    mr, nr = superopt_sweep.tile()
+    rows = []
+    for p in points:
+        rows.append(superopt_sweep.measure_point(p, threads, budget))
+        print(superopt_sweep.table(rows[-1:], mr, nr)[-1], flush=True)
+    host = f"{cpu_model()} ({platform.machine()}), {threads} thread(s), {budget:g} s per point"
+    lines = [f"Host: {host}", "", *superopt_sweep.table(rows, mr, nr), ""]
+    lines.append(superopt_sweep.summary(rows))
+    print("\n".join(lines))
+    if markdown:
+        Path(markdown).write_text("\n".join(lines) + "\n")
+    return 0 if all(r.error < 1e-3 for r in rows) else 1
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ import sys
 import time
 from collections.abc import Sequence
 from io import BytesIO
-from typing import IO, NoReturn
+from typing import IO, Any, NoReturn
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -419,11 +419,18 @@ class DlcOptMain(DlcOptTargets):
         return True
 
 
+def compile_kernel(text: str) -> Any:
+    """`dlc.api.compile_kernel`, imported when the first kernel is measured."""
+    from dlc.api import compile_kernel as compile_with_api
+
+    return compile_with_api(text)
+
+
 def main(argv: Sequence[str] | None = None, tool: type[DlcOptMain] = DlcOptMain) -> int:
     """Run dlc-opt; return the exit code (0 ok, 1 user error, 2 internal error). `tool`
     is the driver class: a subclass registers more passes or dialects (a plugin)."""
     plain_warnings()
-    install_superopt_costs()  # superoptimize{costs=measured} measures with dlc's kernels
+    install_superopt_costs(compile_kernel)  # superoptimize{costs=measured} times dlc's kernels
     try:
         return tool(args=argv).run()
     except DiagnosticError as e:

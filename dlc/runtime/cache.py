@@ -56,6 +56,7 @@ class _Untrusted(OSError):
             off = "the entry is ignored and rewritten"
         super().__init__(f"dlc: compile cache: {path} {reason}; {off}")
         self.where = path if kind == "directory" else path.parent
+        self.problem = f"{path} {reason}"
 
 
 @dataclass
@@ -452,6 +453,41 @@ def store_quick(key: str, record: dict[str, Any]) -> None:
             os.close(fd)
     except OSError as error:
         _warn_once(error)
+
+
+def read_owned(path: Path) -> bytes | None:
+    """The bytes of a file of dlc's own beside the cache (the superoptimizer's cost
+    table) if it and its directory pass the cache's trust checks (`_problem`: owned by
+    the current user, not writable by others, no symbolic link); None when missing.
+    Raises PermissionError naming the problem, OSError when unreadable."""
+    try:
+        fd = _open_checked(path.parent, "directory")
+    except FileNotFoundError:
+        return None
+    except _Untrusted as e:
+        raise PermissionError(e.problem) from None
+    try:
+        return _read(path, "entry", fd)
+    except FileNotFoundError:
+        return None
+    except _Untrusted as e:
+        raise PermissionError(e.problem) from None
+    finally:
+        os.close(fd)
+
+
+def write_owned(path: Path, data: bytes) -> None:
+    """Replace `path` atomically by a new 0600 file holding `data`, in a checked
+    directory (missing levels are made 0700). Raises PermissionError, OSError."""
+    _make_dirs(path.parent)
+    try:
+        fd = _open_checked(path.parent, "directory")
+    except _Untrusted as e:
+        raise PermissionError(e.problem) from None
+    try:
+        _atomic_write(fd, path.name, data)
+    finally:
+        os.close(fd)
 
 
 def _str_list(value: object) -> bool:

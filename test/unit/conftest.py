@@ -1,7 +1,10 @@
 """Test-suite defaults: an isolated compile cache (never the user's ~/.cache/dlc), and
 every level the compiler builds verified (DLC_VERIFY=1), and every result array
 filled with 0x7f bytes before the native code runs (DLC_POISON_OUTPUTS=1), so an
-element the code fails to write is a wrong value, not a lucky leftover.
+element the code fails to write is a wrong value, not a lucky leftover. opt_level 3's
+search prices graphs with the analytical model (DLC_SUPEROPT_COSTS=analytical), so no
+test's compile depends on a timing; the tests of measured costs set it back
+(test_superopt_costs.py, test_superopt_guard.py).
 
 Every test process gets its own temporary DLC_CACHE_DIR, removed at exit, unless the
 environment already names one (or turns the cache off with DLC_CACHE=0). Fixtures of
@@ -20,6 +23,7 @@ import pytest
 
 os.environ.setdefault("DLC_VERIFY", "1")  # every level of every compile verified
 os.environ.setdefault("DLC_POISON_OUTPUTS", "1")  # results start as 0x7f bytes
+os.environ.setdefault("DLC_SUPEROPT_COSTS", "analytical")  # no compile depends on timings
 
 if "DLC_CACHE_DIR" not in os.environ:
     _CACHE_DIR = tempfile.mkdtemp(prefix="dlc-test-cache-")

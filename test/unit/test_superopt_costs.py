@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from dlc import superopt_costs
+from dlc.api import compile_kernel
 from dlc.parser import parse_module, print_module
 from dlc.passes.graph.superopt import measure
 from dlc.passes.graph.superoptimize import SuperoptimizePass
@@ -33,11 +34,13 @@ func @f: (<4 x 6 x f32>, <6 x 5 x f32>, <6 x 5 x f32>) -> <4 x 5 x f32> {
 
 @pytest.fixture(autouse=True)
 def runtime() -> None:
-    superopt_costs.install()
+    superopt_costs.install(compile_kernel)
 
 
-def write_table(path: Path, costs: dict[str, float], mode: int = 0o600) -> Path:
-    path.write_text(json.dumps({"costs": costs}))
+def write_table(
+    path: Path, costs: dict[str, float], mode: int = 0o600, host: object = None
+) -> Path:
+    path.write_text(json.dumps({"host": host or superopt_costs.host(), "costs": costs}))
     path.chmod(mode)
     return path
 
@@ -63,25 +66,54 @@ def test_a_cost_table_decides_whether_products_merge(
     assert run(TWO_PRODUCTS)[0].count("= dot ") == 1
 
 
-def test_measured_costs_are_cached_owner_only(
+def test_measured_costs_are_cached_owner_only_and_settled_together(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    timed: list[str] = []
+    """Each shape is measured when first priced; before the guard compares, the shapes
+    on which input and rewrite differ are timed again in one alternating batch; the
+    table is saved 0600 in 0700 directories, keyed by this CPU, and read next time."""
+    batches: list[list[str]] = []
 
-    def fake(text: str) -> float:
-        timed.append(text)
-        return 5000.0
+    def fake(keys: list[str]) -> list[float]:
+        batches.append(list(keys))
+        return [5000.0] * len(keys)
 
     monkeypatch.setattr(superopt_costs.Runtime, "measure", staticmethod(fake))
     table = tmp_path / "cache" / "deeper" / "costs.json"
     _, stats = run(TWO_PRODUCTS, costs="measured", cost_table=str(table))
-    assert stats["costs measured"] == len(timed) > 0
-    assert measure.kernel_text("matmul 4x6 6x5") in timed
+    assert stats["costs measured"] == 2
+    assert batches[0] == ["matmul 4x6 6x5"]  # the input's products, before the search
+    assert batches[-1] == ["matmul 4x6 6x10", "matmul 4x6 6x5"]  # the guard's batch
+    assert stats["guard: functions rewritten, at least 3% cheaper"] == 1
     assert os.stat(table).st_mode & 0o777 == 0o600
     assert os.stat(table.parent).st_mode & 0o777 == 0o700
-    assert json.loads(table.read_text())["costs"]["matmul 4x6 6x5"] == 5000.0
+    saved = json.loads(table.read_text())
+    assert saved["costs"]["matmul 4x6 6x5"] == 5000.0
+    assert saved["host"] == superopt_costs.host()
+    batches.clear()
     _, again = run(TWO_PRODUCTS, costs="measured", cost_table=str(table))
-    assert again["costs measured"] == 0  # read from the table
+    assert again["costs measured"] == 0 and not batches  # read from the table
+
+
+def test_a_table_of_another_cpu_is_ignored_and_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(
+        superopt_costs.Runtime, "measure", staticmethod(lambda keys: [7.0] * len(keys))
+    )
+    other = {"cpu": "some-other-cpu", "features": "+avx512f"}
+    path = write_table(tmp_path / "costs.json", {"matmul 4x6 6x5": 1.0}, host=other)
+    _, stats = run(TWO_PRODUCTS, costs="measured", cost_table=str(path))
+    assert stats["cost table of another CPU ignored"] == 1
+    saved = json.loads(path.read_text())
+    assert saved["host"] == superopt_costs.host()
+    assert saved["costs"]["matmul 4x6 6x5"] == 7.0  # measured here, not the other CPU's
+
+
+def test_the_default_table_is_named_after_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DLC_CACHE_DIR", "/some/cache")
+    path = superopt_costs.default_path()
+    assert path == Path("/some/cache") / f"superopt-costs-{superopt_costs.host()['cpu']}.json"
 
 
 @pytest.mark.parametrize(
@@ -125,4 +157,4 @@ def test_without_the_runtime_measured_costs_are_an_option_error(
 
 @pytest.mark.parametrize("key", ["matmul 2x3 3x4", "conv 1x2x5x5 3x2x3x3 s2x1 p1x1x0x0"])
 def test_dlc_measures_a_product_and_a_convolution(key: str) -> None:
-    assert superopt_costs.measure_ns(measure.kernel_text(key)) > 0
+    assert superopt_costs.measure_ns(key) > 0

@@ -8,16 +8,19 @@ from pathlib import Path
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 
+from dlc.diagnostics import clone_located
+from dlc.dialects.graph import FuncOp
 from dlc.dialects.levels import require_level
 from dlc.passes.graph.pass_support import functions
 from dlc.passes.graph.superopt.cost import node_cost
 from dlc.passes.graph.superopt.emit import to_block
-from dlc.passes.graph.superopt.graphs import from_block, windows
+from dlc.passes.graph.superopt.graphs import BlockGraph, from_block, windows
 from dlc.passes.graph.superopt.library import Rule, applicable, read, shipped
-from dlc.passes.graph.superopt.measure import CostTable
-from dlc.passes.graph.superopt.search import patterns, search
+from dlc.passes.graph.superopt.measure import CostTable, NodeCost, op_key
+from dlc.passes.graph.superopt.search import Costs, Pattern, patterns, search
 from dlc.passes.graph.superopt.user_rules import user_library
 from dlc.passes.statistics import PassStatistics
 
@@ -49,12 +52,19 @@ class SuperoptimizePass(PassStatistics, ModulePass):
     block is rewritten: surviving instructions are kept (moved right before their first
     reader), new ones are inserted there, unread ones erased; otherwise the block is
     left unchanged. Results are equal up to floating-point reassociation.
-    `costs=measured` prices products (`dot`, `convolve`) by dlc's own kernels measured on
-    this machine and cached on disk per shape (`cost-table`, default in the compile
-    cache directory, owner-only), `costs=table` only reads that table; both keep the
-    analytical cost for everything else (`superopt/measure.py`).
-    Statistics: substitutions applied, each rule that fired, cost before and after (ns),
-    costs measured, user rules proven and not proven.
+    `costs=measured` (what opt_level 3 runs when it compiles for this host) prices
+    products (`dot`, `convolve`) by dlc's own kernels measured on this machine and
+    cached on disk per shape and CPU (`cost-table`, default in the compile cache
+    directory, owner-only), within `measure-budget` seconds of measuring per run;
+    `costs=table` only reads that table; both keep the analytical cost for everything
+    else and stand in a calibrated analytical cost for products they do not measure
+    (`superopt/measure.py`). The guard: a function whose rewritten form does not cost
+    at least `margin` (a fraction, default 0.03) less than its input, under the same
+    model, is put back as it was.
+    Statistics: substitutions applied, each rule that fired, functions rewritten or kept
+    by the guard (and why), cost before and after (ns, whole functions), costs
+    measured, calibrated stand-ins, the milliseconds spent measuring, and the
+    user rules of a `.dl` rules file proven and not proven.
     """
 
     name = "superoptimize"
@@ -66,6 +76,8 @@ class SuperoptimizePass(PassStatistics, ModulePass):
     rules: str = ""
     costs: str = "analytical"
     cost_table: str = ""
+    margin: float = 0.03
+    measure_budget: float = 5.0
 
     def __post_init__(self) -> None:
         if not self.alpha >= 1.0:
@@ -76,6 +88,12 @@ class SuperoptimizePass(PassStatistics, ModulePass):
             raise ValueError(f"superoptimize: max-graphs must be at least 1, got {self.max_graphs}")
         if self.window < 1:
             raise ValueError(f"superoptimize: window must be at least 1, got {self.window}")
+        if not 0.0 <= self.margin < 1.0:
+            raise ValueError(f"superoptimize: margin must be in [0, 1), got {self.margin}")
+        if not self.measure_budget >= 0.0:
+            raise ValueError(
+                f"superoptimize: measure-budget must be at least 0 s, got {self.measure_budget}"
+            )
         if self.costs not in COSTS:
             raise ValueError(
                 f"superoptimize: costs must be one of {', '.join(COSTS)}, got '{self.costs}'"
@@ -88,7 +106,7 @@ class SuperoptimizePass(PassStatistics, ModulePass):
         if self.costs == "analytical":
             return None
         path = Path(self.cost_table) if self.cost_table else None
-        return CostTable.load(path, measure=self.costs == "measured")
+        return CostTable.load(path, self.costs == "measured", self.measure_budget)
 
     def library(self) -> list[Rule]:
         """The rules of the `rules` file, or the shipped ones (and a `.dl` file's proven
@@ -111,29 +129,89 @@ class SuperoptimizePass(PassStatistics, ModulePass):
             self.count("user rules proven", len(proven))
             self.count("user rules not proven", unproven)
         table = self.table()
-        deadline = time.monotonic() + self.budget
-        before = after = 0.0
-        blocks = [b for func in functions(op) for b in func.body.blocks]
-        work = [(b, w) for b in blocks for w in windows(b, self.window)]
+        start = time.monotonic()
+        funcs = functions(op)
+        work = [(b, w) for f in funcs for b in f.body.blocks for w in windows(b, self.window)]
+        totals = [0.0, 0.0]
+        done = 0
+        for func in funcs:
+            own = [(b, w) for b, w in work if b.parent_op() is func]
+            before, after = self.optimize(func, own, pats, table, (start, done, len(work)))
+            totals[0], totals[1], done = totals[0] + before, totals[1] + after, done + len(own)
+        self.count("cost before (ns)", int(totals[0]))
+        self.count("cost after (ns)", int(totals[1]))
+        if table is not None:
+            self.count("costs measured", table.measured)
+            self.count("cost stand-ins (calibrated analytical)", table.stand_ins)
+            self.count("measuring (ms)", round(table.seconds * 1000))
+            if table.other_host:
+                self.count("cost table of another CPU ignored")
+            table.save()
+
+    def optimize(
+        self,
+        func: FuncOp,
+        work: list[tuple[Block, frozenset[Operation] | None]],
+        pats: list[Pattern],
+        table: CostTable | None,
+        progress: tuple[float, int, int],
+    ) -> tuple[float, float]:
+        """Search `func`'s windows, then guard: (cost before, cost after) of the function."""
+        start, done, total = progress
+        original: FuncOp | None = None  # cloned before the first change
+        before = [from_block(b) for b in func.body.blocks]
+        if table is not None:
+            table.prefetch(keys(before))
+        fired: list[str] = []
         for index, (block, window) in enumerate(work):
             graph = from_block(block, window)
             if all(n.kind == "leaf" for n in graph.pool.nodes):
                 continue
-            # each window its share of what is left of the budget
-            left = max(0.0, deadline - time.monotonic()) / (len(work) - index)
-            cost = node_cost if table is None else table.node_cost(graph.pool.configs)
-            result = search(graph, pats, cost, self.alpha, left, self.max_graphs)
-            before += result.cost_before
-            if result.cost_after >= result.cost_before:
-                after += result.cost_before
-                continue
-            after += result.cost_after
-            to_block(block, graph, result.roots)
-            self.count("substitutions applied", len(result.fired))
-            for name in result.fired:
-                self.count(f"fired {name}")
-        self.count("cost before (ns)", int(before))
-        self.count("cost after (ns)", int(after))
+            # each window its share of what is left of the budget (measuring excluded)
+            spent = time.monotonic() - start - (table.seconds if table else 0.0)
+            left = max(0.0, self.budget - spent) / (total - done - index)
+            result = search(graph, pats, cost_of(graph, table), self.alpha, left, self.max_graphs)
+            if result.cost_after < result.cost_before:
+                original = original or clone_located(func)
+                to_block(block, graph, result.roots)
+                fired += result.fired
+        cost_before = price(before, table)
+        if original is None:
+            return cost_before, cost_before
+        after = [from_block(b) for b in func.body.blocks]
         if table is not None:
-            self.count("costs measured", table.measured)
-            table.save()
+            table.settle(keys(before), keys(after))
+            cost_before = price(before, table)
+        cost_after = price(after, table)
+        if cost_after > (1.0 - self.margin) * cost_before:
+            self.count(f"guard: functions kept, rewrite not {self.margin:.0%} cheaper")
+            func.parent_block().insert_op_before(original, func)  # type: ignore[union-attr]
+            func.detach()
+            func.erase()
+            return cost_before, cost_before
+        self.count(f"guard: functions rewritten, at least {self.margin:.0%} cheaper")
+        self.count("substitutions applied", len(fired))
+        for name in fired:
+            self.count(f"fired {name}")
+        return cost_before, cost_after
+
+
+def cost_of(graph: BlockGraph, table: CostTable | None) -> NodeCost:
+    return node_cost if table is None else table.node_cost(graph.pool.configs)
+
+
+def price(graphs: list[BlockGraph], table: CostTable | None) -> float:
+    """A function's cost: the cost of each of its blocks' graphs (all term ops)."""
+    return sum(Costs(g.pool, cost_of(g, table))(g.roots) for g in graphs)
+
+
+def keys(graphs: list[BlockGraph]) -> set[str]:
+    """The measured-cost keys of the ops the graphs compute (not those that fold)."""
+    out: set[str] = set()
+    for g in graphs:
+        for n in g.pool.topo(g.roots):
+            node = g.pool.nodes[n]
+            shapes = tuple(g.pool.nodes[a].shape for a in node.args)
+            key = None if g.pool.constant[n] else op_key(node, shapes, g.pool.configs)
+            out |= {key} if key else set()
+    return out
