@@ -167,6 +167,7 @@ class GraphImporter(GraphSignature):
         self.wanted: list[str] = []
         self.names = Names()
         self.values: dict[str, SSAValue] = {}
+        self.derived: dict[tuple[str, str], SSAValue] = {}  # `Node.derived`
         self.constants: dict[str, np.ndarray] = {}
         self.unknown: set[str] = set()
         self.block = Block()
