@@ -136,3 +136,21 @@ def test_cache_stores_the_data_after_the_object(cache_dir: Path, lowerings: list
     for a, b in zip(_outputs(dlc.compile_onnx(model)), want, strict=True):
         np.testing.assert_array_equal(a, b)
     assert len(lowerings) == 2
+
+
+def test_a_model_read_here_leaves_its_proto_before_the_import(tmp_path: Path) -> None:
+    """A model dlc reads itself (a path, bytes) gives its initializers to the import
+    apart (`detached`): the proto that held them is freed before the import begins.
+    The module is the one the same model as a ModelProto gives."""
+    from dlc.onnx.importer import detached
+    from dlc.parser import print_module
+
+    model, _ = _model(6)
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    stripped, arrays = detached(onnx.load(str(path)), str(path))
+    assert not stripped.graph.initializer and sorted(arrays) == ["w", "w2"]
+    assert len(stripped.graph.node) == len(model.graph.node)
+    assert len(model.graph.initializer) == 2  # a ModelProto given is never changed
+    sources = (model, model.SerializeToString(), str(path))
+    assert len({print_module(dlc.onnx.load(source)) for source in sources}) == 1
