@@ -6,7 +6,8 @@ random weights (no torch needed), for `tools/bench_compile.py`:
   `Gemm(transB=1)` classifier layers whose weights are stored [out, in];
 - an ALBERT-base-like encoder (sequence 128, hidden 768, 12 layers): one layer's
   weights shared by all 12 layers, as ALBERT's export writes them (every weight is read
-  by 12 nodes), after a factorized 30000×128 embedding;
+  by 12 nodes), after the factorized embedding's 128 -> 768 projection; and ALBERT
+  xxlarge (transformers' default configuration, two layers: 0.8 GB of weights);
 - an MLP of four 4096-wide `MatMul` layers (4096 -> 4096 ×4 -> 1000; 54 M parameters).
 """
 
@@ -63,24 +64,45 @@ class _SharedGraph(_Graph):
         return super().const(name, value)
 
 
-ALBERT_VOCAB, ALBERT_EMBED, ALBERT_LAYERS = 30000, 128, 12
-ALBERT_HIDDEN, ALBERT_FFN, ALBERT_TOKENS = 768, 3072, 128
+ALBERT_EMBED = 128
 
 
-def albert(seed: int = 22) -> ModelProto:
-    """ALBERT-base-like: token embeddings [1, 128, 128] (the table lookup done outside)
-    -> hidden states [1, 128, 768]; 12 layers sharing one layer's weights."""
+def _layer_norm(g: _Graph, x: str, name: str, hidden: int) -> str:
+    gamma = g.const(f"{name}.gamma", np.ones(hidden, np.float32))
+    beta = g.const(f"{name}.beta", np.zeros(hidden, np.float32))
+    return g.op("LayerNormalization", [x, gamma, beta], axis=-1, epsilon=1e-12)
+
+
+def albert(
+    seed: int = 22,
+    hidden: int = 768,
+    heads: int = 12,
+    ffn: int = 3072,
+    layers: int = 12,
+    tokens: int = 128,
+) -> ModelProto:
+    """ALBERT-like: token embeddings [1, tokens, 128] (the table lookup done outside)
+    -> hidden states [1, tokens, hidden]; `layers` layers sharing one layer's weights.
+    The defaults are ALBERT-base; `albert_xxlarge` is transformers' default
+    configuration."""
     g = _SharedGraph(np.random.default_rng(seed))
-    position = g.weight("embeddings.position", (1, ALBERT_TOKENS, ALBERT_EMBED), 0.02)
+    position = g.weight("embeddings.position", (1, tokens, ALBERT_EMBED), 0.02)
     x = g.op("Add", ["embedded", position])
-    x = g.dense(x, "embeddings.project", ALBERT_EMBED, ALBERT_HIDDEN)
-    for _ in range(ALBERT_LAYERS):
-        x = g.layer_norm(g.op("Add", [x, _attention(g, x, "shared.")]), "shared.attn.norm")
-        hidden = _gelu(g, g.dense(x, "shared.ffn.in", ALBERT_HIDDEN, ALBERT_FFN))
-        out = g.dense(hidden, "shared.ffn.out", ALBERT_FFN, ALBERT_HIDDEN)
-        x = g.layer_norm(g.op("Add", [x, out]), "shared.ffn.norm")
-    shape = [1, ALBERT_TOKENS, ALBERT_EMBED]
-    return _finish(g, "albert", "embedded", shape, x, [1, ALBERT_TOKENS, ALBERT_HIDDEN])
+    x = g.dense(x, "embeddings.project", ALBERT_EMBED, hidden)
+    for _ in range(layers):
+        attention = _attention(g, x, "shared.", tokens, hidden, heads)
+        x = _layer_norm(g, g.op("Add", [x, attention]), "shared.attn.norm", hidden)
+        inner = _gelu(g, g.dense(x, "shared.ffn.in", hidden, ffn))
+        out = g.dense(inner, "shared.ffn.out", ffn, hidden)
+        x = _layer_norm(g, g.op("Add", [x, out]), "shared.ffn.norm", hidden)
+    return _finish(g, "albert", "embedded", [1, tokens, ALBERT_EMBED], x, [1, tokens, hidden])
+
+
+def albert_xxlarge() -> ModelProto:
+    """transformers' default `AlbertConfig` (xxlarge: hidden 4096, 64 heads, FFN
+    16384; 0.8 GB of weights) with two layers and 32 tokens, as tools/model_zoo.py
+    exports it."""
+    return albert(hidden=4096, heads=64, ffn=16384, layers=2, tokens=32)
 
 
 def mlp(seed: int = 23, width: int = 4096, layers: int = 4) -> ModelProto:
@@ -93,4 +115,4 @@ def mlp(seed: int = 23, width: int = 4096, layers: int = 4) -> ModelProto:
     return _finish(g, "mlp", "input", [1, width], y, [1, 1000])
 
 
-BUILDERS = {"alexnet": alexnet, "albert": albert, "mlp_4096": mlp}
+BUILDERS = {"alexnet": alexnet, "albert": albert, "albert_xxlarge": albert_xxlarge, "mlp_4096": mlp}

@@ -9,9 +9,9 @@ Models: ResNet-50 (onnx's light model with random weights, W8), BERT-base (12 en
 layers, sequence 128, `onnx_workloads.bert_base`), MobileNetV2 and ViT-B/16 (built with
 onnx.helper, `benchmarks/onnx_zoo.py`), DenseNet-121 (onnx's light model, random
 weights) and W2×200 (benchmarks/softmax_chain200.dl; its onnxruntime twin is 200
-Softmax nodes); and, for memory (`--only alexnet,albert,mlp_4096`), models whose
-weights dominate a compile's memory (`benchmarks/onnx_big.py`): AlexNet, an ALBERT-like
-encoder sharing one layer's weights and a 4096-wide MLP. ONNX files are built on first
+Softmax nodes); and, for memory (`--only alexnet,albert,albert_xxlarge,mlp_4096`),
+models whose weights dominate a compile's memory (`benchmarks/onnx_big.py`): AlexNet,
+ALBERT-like encoders sharing one layer's weights and a 4096-wide MLP. ONNX files are built on first
 use into `benchmarks/generated/`.
 
 Each model runs in two fresh processes, so peak memory is the model's own and nothing
@@ -54,6 +54,7 @@ MODELS = {
     "w2x200": "W2 x200 (softmax chain)",
     "alexnet": "AlexNet",
     "albert": "ALBERT-like (12 shared layers)",
+    "albert_xxlarge": "ALBERT-xxlarge-like (2 layers)",
     "mlp_4096": "MLP 4096 x4",
 }
 LEVELS = ("graph", "tensor", "loop", "llvm")

@@ -1,5 +1,6 @@
 """Weights through a compile without copies: an imported weight is the bytes ONNX's raw
-data was read as (`graph_literal.viewed_bytes`), the JIT reads constant data where the
+data was read as (`graph_literal.viewed_bytes`), a model dlc reads itself leaves its
+proto before the import (`importer.detached`), the JIT reads constant data where the
 compile left it instead of from object code (`constant_data.BoundData`), and the
 compile cache stores that data after the object code. Memory is measured with
 tracemalloc (the Python allocations, the same on every host), never time."""
