@@ -299,7 +299,7 @@ def _from_cache(
         return None  # not this program's entry after all: compile it
     check_symbols(meta["externs"], module)
     try:
-        jit = JITModule.from_object(entry.obj, options.opt_level, options.target)
+        jit = JITModule.from_object(entry.obj, options.opt_level, options.target, entry.data)
     except (RuntimeError, ValueError):  # LLVM rejected the object code: compile again
         return None
     jit.optimized_ir = entry.optimized_ir
@@ -337,7 +337,7 @@ def _compile(
     stored = stored and (portable is None) == (meta["messages"] is None)
     if stored:
         kept: Metadata = {**meta, "messages": portable}  # type: ignore[typeddict-item]
-        cache.store(key, cache.Entry(jit.object_code, kept, jit.optimized_ir))  # type: ignore[arg-type]
+        cache.store(key, cache.Entry(jit.object_code, kept, jit.optimized_ir, jit.data))  # type: ignore[arg-type]
     levels = ProgramLevels(module, options, jit, externs)
     compiled = CompiledModule(jit, funcs, native, report, meta["messages"], levels, threads)
     return compiled, stored

@@ -9,7 +9,10 @@ Models: ResNet-50 (onnx's light model with random weights, W8), BERT-base (12 en
 layers, sequence 128, `onnx_workloads.bert_base`), MobileNetV2 and ViT-B/16 (built with
 onnx.helper, `benchmarks/onnx_zoo.py`), DenseNet-121 (onnx's light model, random
 weights) and W2×200 (benchmarks/softmax_chain200.dl; its onnxruntime twin is 200
-Softmax nodes). ONNX files are built on first use into `benchmarks/generated/`.
+Softmax nodes); and, for memory (`--only alexnet,albert,albert_xxlarge,mlp_4096`),
+models whose weights dominate a compile's memory (`benchmarks/onnx_big.py`): AlexNet,
+ALBERT-like encoders sharing one layer's weights and a 4096-wide MLP. ONNX files are built on first
+use into `benchmarks/generated/`.
 
 Each model runs in two fresh processes, so peak memory is the model's own and nothing
 is cached in memory: the first loads the model (import), compiles it cold (a new, empty
@@ -20,7 +23,10 @@ process and the compile's worker processes: the measure that holds on a loaded
 machine), the CPU seconds of each level (`dlc.progress`: graph = the graph passes and
 lowering, tensor, loop, llvm = LLVM IR, LLVM's optimizer and code generator in this
 process), the cached compile's wall and CPU seconds, dlc's peak resident memory, and
-onnxruntime's session creation (wall seconds, one thread).
+onnxruntime's session creation (wall seconds, one thread). A second table gives the
+peak resident memory (MB) at the end of each stage of the cold compile: the import,
+then each level (`dlc.progress`: llvm includes LLVM and loading the code), next to the
+weights' size.
 """
 
 from __future__ import annotations
@@ -46,6 +52,10 @@ MODELS = {
     "densenet121": "DenseNet-121",
     "vit_b16": "ViT-B/16",
     "w2x200": "W2 x200 (softmax chain)",
+    "alexnet": "AlexNet",
+    "albert": "ALBERT-like (12 shared layers)",
+    "albert_xxlarge": "ALBERT-xxlarge-like (2 layers)",
+    "mlp_4096": "MLP 4096 x4",
 }
 LEVELS = ("graph", "tensor", "loop", "llvm")
 
@@ -53,6 +63,7 @@ LEVELS = ("graph", "tensor", "loop", "llvm")
 def _model_file(name: str) -> Path:
     """The model's ONNX file, built when missing."""
     import onnx
+    import onnx_big
     import onnx_workloads
     import onnx_zoo
 
@@ -61,7 +72,8 @@ def _model_file(name: str) -> Path:
     path = GENERATED / f"{name}.onnx"
     if not path.exists():
         GENERATED.mkdir(parents=True, exist_ok=True)
-        builder = _softmax_chain if name == "w2x200" else onnx_zoo.BUILDERS[name]
+        builders = {**onnx_zoo.BUILDERS, **onnx_big.BUILDERS, "w2x200": _softmax_chain}
+        builder = builders[name]
         tmp = path.with_suffix(".tmp")
         onnx.save(builder(), str(tmp))
         tmp.replace(path)
@@ -87,6 +99,35 @@ def _softmax_chain(n: int = 200):  # noqa: ANN202
     return model
 
 
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _memory_progress():  # noqa: ANN202 - a dlc.progress.Progress (dlc imported late)
+    """A `dlc.progress.Progress` that also notes the peak RSS as each level ends."""
+    from dlc import progress
+
+    class MemoryProgress(progress.Progress):
+        def __init__(self) -> None:
+            super().__init__()
+            self.peaks: dict[str, float] = {}
+
+        def _close_phase(self) -> None:
+            if self.level:
+                self.peaks[self.level] = _peak_mb()
+            super()._close_phase()
+
+    return MemoryProgress()
+
+
+def _weights_mb(module: object) -> float:
+    """The dense literals' bytes of a graph module (its weights), in MB."""
+    from dlc.dialects.graph import LiteralOp
+
+    dense = (op.value.data for op in module.walk() if isinstance(op, LiteralOp))  # type: ignore[attr-defined]
+    return sum(len(tree[1]) for tree in dense if tree[0] == "dense") / 2**20
+
+
 def _cpu() -> float:
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     return time.process_time() + children.ru_utime + children.ru_stime
@@ -104,24 +145,26 @@ def _compile(name: str) -> tuple[dict[str, float], object]:
         source = (ROOT / "benchmarks" / "softmax_chain200.dl").read_text()
         row["import_s"] = 0.0
         wall, cpu = time.perf_counter(), _cpu()
-        with progress.tracking(progress.Progress()) as tracked:
+        row["rss_import_mb"], row["weights_mb"] = _peak_mb(), 0.0
+        with progress.tracking(_memory_progress()) as tracked:
             compiled = dlc.compile(source, filename="softmax_chain200.dl")
     else:
         module = dlc.onnx.load(str(_model_file(name)))
         row["import_s"] = time.perf_counter() - wall
+        row["rss_import_mb"], row["weights_mb"] = _peak_mb(), _weights_mb(module)
         wall, cpu = time.perf_counter(), _cpu()
-        with progress.tracking(progress.Progress()) as tracked:
+        with progress.tracking(_memory_progress()) as tracked:
             compiled = compile_graph_module(module)
     row["compile_s"] = time.perf_counter() - wall
     row["compile_cpu_s"] = _cpu() - cpu
     for level in LEVELS:
         row[f"{level}_cpu_s"] = tracked.phases.get(level, [0.0, 0.0])[1]
+        row[f"rss_{level}_mb"] = tracked.peaks.get(level, 0.0)
     return row, compiled
 
 
 def child(name: str, cold: bool) -> dict[str, float]:
     """One process's measurements (module docstring)."""
-    _model_file(name)  # built before anything is timed
     row, _ = _compile(name)
     row["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     if cold:
@@ -154,6 +197,13 @@ def _run_child(name: str, cold: bool, cache_dir: str) -> dict[str, float]:
 
 
 def measure(name: str) -> dict[str, object]:
+    if name != "w2x200":  # built in a process of its own: Linux's peak RSS of a
+        # process includes its parent's before the fork, and that of its image before exec
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        }
+        subprocess.run([sys.executable, __file__, "--build", name], env=env, check=True)
     with tempfile.TemporaryDirectory(prefix="dlc-bench-compile-") as cache_dir:
         cold = _run_child(name, True, cache_dir)
         cached = _run_child(name, False, cache_dir) if "error" not in cold else {}
@@ -184,14 +234,32 @@ def table_row(result: dict[str, object]) -> str:
     )
 
 
+MEMORY_HEADER = f"{'model':32} {'weights':>7} {'import':>7} " + " ".join(
+    f"{lv:>7}" for lv in LEVELS
+)
+
+
+def memory_row(result: dict[str, object]) -> str:
+    cold: dict = result["cold"]  # type: ignore[assignment]
+    title = MODELS[str(result["model"])]
+    if "error" in cold:
+        return f"{title:32} failed"
+    levels = " ".join(f"{cold[f'rss_{lv}_mb']:7.0f}" for lv in LEVELS)
+    return f"{title:32} {cold['weights_mb']:7.0f} {cold['rss_import_mb']:7.0f} {levels}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", help="comma-separated models: " + ",".join(MODELS))
     parser.add_argument("--json", help="also write the rows to this file")
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--build", help=argparse.SUPPRESS)
     parser.add_argument("--cold", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--cached", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.build:
+        _model_file(args.build)
+        return 0
     if args.child:
         print(json.dumps(child(args.child, args.cold)))
         return 0
@@ -206,6 +274,10 @@ def main(argv: list[str] | None = None) -> int:
         result = measure(name)
         results.append(result)
         print(table_row(result), flush=True)
+    print("\npeak RSS (MB) at the end of each stage of the cold compile; weights: MB of data")
+    print(MEMORY_HEADER)
+    for result in results:
+        print(memory_row(result))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     return 0

@@ -198,9 +198,24 @@ def dense_array(data: bytes, dt: str, dims: tuple[int, ...]) -> np.ndarray:
 
 
 def dense_tree(value: np.ndarray, dt: str) -> LitTree:
-    """The dense node of `value` (converted to `dt`'s NumPy type, row-major)."""
+    """The dense node of `value` (converted to `dt`'s NumPy type, row-major): the bytes
+    object `value` views when it views one whole (an ONNX weight's raw data: the
+    weights are not copied), else a copy."""
     assert dt in NATIVE_DTYPES, f"no dense literal of {dt}"
-    return ("dense", np.ascontiguousarray(value, dtype=dense_dtype(dt)).tobytes())
+    contiguous = np.ascontiguousarray(value, dtype=dense_dtype(dt))
+    whole = viewed_bytes(contiguous)
+    return ("dense", whole if whole is not None else contiguous.tobytes())
+
+
+def viewed_bytes(value: np.ndarray) -> bytes | None:
+    """The bytes object whose whole buffer row-major `value` views, or None. Bytes are
+    immutable, so the node can hold them instead of a copy."""
+    base = value.base
+    while isinstance(base, np.ndarray):
+        base = base.base
+    if not isinstance(base, bytes) or len(base) != value.nbytes or not value.flags.c_contiguous:
+        return None
+    return base if np.frombuffer(base, np.uint8).ctypes.data == value.ctypes.data else None
 
 
 def scalar_tree(x: Any, dt: str) -> LitTree:

@@ -50,6 +50,7 @@ from xdsl.traits import HasParent, IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from dlc.dialects.formats import Int
+from dlc.dialects.graph_literal import all_equal
 from dlc.dialects.graph_types import TensorType, format_type
 from dlc.dialects.schedule import ScheduleAttr
 from dlc.dialects.tensor_types import (
@@ -95,10 +96,8 @@ class ConstantOp(IRDLOperation):
 
     def is_splat(self) -> bool:
         """Whether every element has the bits of the first (in bulk)."""
-        raw = np.frombuffer(self.value.data.data, np.uint8)
         size = self.value.get_element_type().compile_time_size  # type: ignore[attr-defined]
-        rows = raw.reshape(-1, size)
-        return rows.shape[0] > 0 and bool((rows == rows[0]).all())
+        return all_equal(np.frombuffer(self.value.data.data, np.dtype(f"V{size}")))
 
     def verify_(self) -> None:
         t = tensor_type(self.result, "tensor.constant")

@@ -106,10 +106,13 @@ def load(
     Raises `dlc.onnx.OnnxImportError` (a `DiagnosticError`) naming every unsupported
     node, attribute and dynamic input at once."""
     from dlc.onnx.custom import CustomOps, normalize
-    from dlc.onnx.importer import import_model
+    from dlc.onnx.importer import detached, import_model
 
     custom = CustomOps(normalize(custom_ops))
     model, filename = read_model(path_or_model, filename, external_data_dir)
+    initializers = None
+    if model is not path_or_model:  # read here: its weights' proto can go (`detached`)
+        model, initializers = detached(model, filename)
     if input_shapes is not None and not isinstance(input_shapes, Mapping):
         raise TypeError(f"input_shapes: expected a mapping, got {type(input_shapes).__name__}")
     if constant_inputs is not None and not isinstance(constant_inputs, Mapping):
@@ -117,7 +120,8 @@ def load(
             f"constant_inputs: expected a mapping, got {type(constant_inputs).__name__}"
         )
     constants = {k: np.asarray(v) for k, v in (constant_inputs or {}).items()}
-    return import_model(model, filename, input_shapes, constants, limits or ImportLimits(), custom)
+    limits = limits or ImportLimits()
+    return import_model(model, filename, input_shapes, constants, limits, custom, initializers)
 
 
 def __getattr__(name: str) -> object:

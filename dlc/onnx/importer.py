@@ -152,6 +152,7 @@ class GraphImporter(GraphSignature):
         constant_inputs: Mapping[str, np.ndarray],
         limits: ImportLimits = DEFAULT_LIMITS,
         custom_ops: CustomOps | None = None,
+        initializers: dict[str, np.ndarray] | None = None,
     ):
         self.model, self.graph, self.filename = model, model.graph, filename
         self.custom = custom_ops or CustomOps({})
@@ -161,12 +162,14 @@ class GraphImporter(GraphSignature):
         self.expanding: list[tuple[str, str, str]] = []  # model-local functions being imported
         self.expanded_nodes = 0
         self.limits = limits
+        self.initializers = initializers  # taken out of the model already (`detached`)
         self.input_shapes = dict(input_shapes)
         self.constant_inputs = dict(constant_inputs)
         self.problems: list[str] = []
         self.wanted: list[str] = []
         self.names = Names()
         self.values: dict[str, SSAValue] = {}
+        self.derived: dict[tuple[str, str], SSAValue] = {}  # `Node.derived`
         self.constants: dict[str, np.ndarray] = {}
         self.unknown: set[str] = set()
         self.block = Block()
@@ -189,6 +192,9 @@ class GraphImporter(GraphSignature):
                 self.filename,
             )
         graph = self.graph
+        if self.initializers is not None:
+            self.constants.update(self.initializers)
+            self.initializers = None
         for init in graph.initializer:
             self.constants[init.name] = initializer_array(init, self.filename)
         inputs = {v.name for v in graph.input}
@@ -399,12 +405,29 @@ def import_model(
     constant_inputs: Mapping[str, np.ndarray] | None = None,
     limits: ImportLimits = DEFAULT_LIMITS,
     custom_ops: CustomOps | None = None,
+    initializers: dict[str, np.ndarray] | None = None,
 ) -> ModuleOp:
-    """The verified graph-level module of `model`; raises `OnnxImportError`."""
+    """The verified graph-level module of `model` (its main graph's `initializers`
+    given apart when `detached`); raises `OnnxImportError`."""
     importer = GraphImporter(
-        model, filename, input_shapes or {}, constant_inputs or {}, limits, custom_ops
+        model,
+        filename,
+        input_shapes or {},
+        constant_inputs or {},
+        limits,
+        custom_ops,
+        initializers,
     )
     return importer.run()
+
+
+def detached(model: ModelProto, filename: str) -> tuple[ModelProto, dict[str, np.ndarray]]:
+    """A model without its main graph's initializers, and their values: for a model
+    dlc read itself, so the proto that held the weights is freed before the import
+    begins (alive during it, it doubled the weights in memory)."""
+    arrays = {init.name: initializer_array(init, filename) for init in model.graph.initializer}
+    model.graph.ClearField("initializer")
+    return ModelProto.FromString(model.SerializeToString()), arrays
 
 
 def initializer_array(init: TensorProto, filename: str) -> np.ndarray:

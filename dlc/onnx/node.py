@@ -82,6 +82,18 @@ class Node:
             raise NotConstant(f"{what} (input {i}) must be a constant", self.names[i])
         return value
 
+    def derived(self, i: int, kind: str, make: Callable[[], SSAValue]) -> SSAValue:
+        """`make()`, a value made from constant input i in a way `kind` names, made once
+        per graph: a weight that several nodes read (layers that share weights) is
+        transformed and stored once."""
+        memo: dict[tuple[str, str], SSAValue] | None = getattr(self.scope, "derived", None)
+        if memo is None:
+            return make()
+        key = (self.names[i], kind)
+        if key not in memo:
+            memo[key] = make()
+        return memo[key]
+
     def axis(self, axis: int, rank: int) -> int:
         """A possibly negative axis, checked against `rank`."""
         if not -rank <= axis < rank:

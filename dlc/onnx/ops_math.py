@@ -195,16 +195,24 @@ def gemm(node: Node) -> list[SSAValue]:
 
 
 def _transposed(node: Node, i: int, transpose: int) -> SSAValue:
-    """Gemm's input i, transposed if asked: a constant (a weight) at import time."""
-    x = node.input(i)
-    if len(shape_of(x)) != 2:
-        raise ImportProblem(f"Gemm needs 2-D A and B, got {list(shape_of(x))}")
-    if not transpose:
-        return x
-    value = node.constants[i]
+    """Gemm's input i, transposed if asked: a constant (a weight) at import time,
+    copied once into the bytes its literal keeps, and the untransposed weight never
+    made a literal (torch's Linear layers: `transB=1`; the weights are most of a
+    model's memory)."""
+    value = node.constants[i] if transpose and i < len(node.constants) else None
+    dims = value.shape if value is not None else shape_of(node.input(i))
+    if len(dims) != 2:
+        raise ImportProblem(f"Gemm needs 2-D A and B, got {list(dims)}")
     if value is not None:
-        return node.emit.constant(np.ascontiguousarray(value.T))
-    return node.emit.transpose(x, (1, 0))
+        weight = value
+
+        def make() -> SSAValue:
+            data = np.frombuffer(weight.T.tobytes(), weight.dtype)  # row-major: transposed
+            return node.emit.constant(data.reshape(dims[::-1]))
+
+        return node.derived(i, "transpose", make)
+    x = node.input(i)
+    return node.emit.transpose(x, (1, 0)) if transpose else x
 
 
 def softmax(node: Node) -> list[SSAValue]:

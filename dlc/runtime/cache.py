@@ -25,8 +25,8 @@ from typing import Any, Literal
 
 from dlc.runtime import cache_evict
 
-# 7: typed stacks, the dlc.fn. symbol namespace (security fixes: no older code is served)
-FORMAT = 7  # 6: location-free messages; 5: unbounded functions; 4: a call context per call; 3: records carry an HMAC (2: a plain SHA-256)
+# 8: constant data after the object code; 7: typed stacks, the dlc.fn. symbol namespace
+FORMAT = 8  # 6: location-free messages; 5: unbounded functions; 4: a call context per call; 3: records carry an HMAC (2: a plain SHA-256)
 KEY_FILE = "key"
 KEY_BYTES = 32
 MEMORY_ENTRIES = 64
@@ -61,14 +61,17 @@ class _Untrusted(OSError):
 
 @dataclass
 class Entry:
-    """Object code of one compile, its metadata and (in memory only) the optimized IR."""
+    """Object code of one compile, its metadata, (in memory only) the optimized IR and
+    the constant data the code reads by symbol (`JITModule.data`: the weights)."""
 
     obj: bytes
     meta: dict[str, Any]
     optimized_ir: str | None = field(default=None, compare=False)
+    data: dict[str, bytes | memoryview] = field(default_factory=dict, compare=False)
 
     def size(self) -> int:
-        return len(self.obj) + len(self.optimized_ir or "")
+        data = sum(len(d) for d in self.data.values())
+        return len(self.obj) + len(self.optimized_ir or "") + data
 
 
 def enabled() -> bool:
@@ -289,15 +292,19 @@ def _make_dirs(path: Path) -> None:
             os.mkdir(level, 0o700)
 
 
-def _write_new(dir_fd: int, name: str, data: bytes) -> None:
+Chunks = bytes | list[bytes | memoryview]  # a file's contents, or its pieces in order
+
+
+def _write_new(dir_fd: int, name: str, data: Chunks) -> None:
     """Write `data` to a new 0600 file `name` in `dir_fd`. O_EXCL and O_NOFOLLOW: never
     through a file or symlink that was there already."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
     with os.fdopen(os.open(name, flags, 0o600, dir_fd=dir_fd), "wb") as f:
-        f.write(data)
+        for chunk in [data] if isinstance(data, bytes) else data:
+            f.write(chunk)
 
 
-def _atomic_write(dir_fd: int, name: str, data: bytes) -> None:
+def _atomic_write(dir_fd: int, name: str, data: Chunks) -> None:
     """Write `data` to a temporary file in `dir_fd`, then rename it over `name`."""
     tmp = f"{name}.{secrets.token_hex(8)}.tmp"
     try:
@@ -358,12 +365,15 @@ def _open_disk(create: bool) -> tuple[Path, int, bytes]:
         os.close(base_fd)
 
 
-def _mac(secret: bytes, record: dict[str, Any], obj: bytes) -> str:
-    """HMAC-SHA256 of a record (format, key, metadata; canonical JSON) and the object
-    code. JSON text holds no NUL byte, so the separator makes the message unambiguous."""
+def _mac(secret: bytes, record: dict[str, Any], chunks: Chunks) -> str:
+    """HMAC-SHA256 of a record (format, key, metadata, the data's layout; canonical
+    JSON) and the `.o` file's bytes (`chunks`: the object code, then each data segment,
+    never concatenated: the data is the weights, 100 MB and more). JSON text holds no
+    NUL byte, so the separator makes the message unambiguous."""
     text = json.dumps(record, sort_keys=True, separators=(",", ":")).encode()
     mac = hmac.new(secret, text + b"\0", hashlib.sha256)
-    mac.update(obj)  # not concatenated: the object holds the weights (100 MB and more)
+    for chunk in [chunks] if isinstance(chunks, bytes) else chunks:
+        mac.update(chunk)
     return mac.hexdigest()
 
 
@@ -371,8 +381,10 @@ def _write(key: str, entry: Entry) -> None:
     _, fd, secret = _open_disk(create=True)
     try:
         record: dict[str, Any] = {"format": FORMAT, "key": key, "meta": entry.meta}
-        record["mac"] = _mac(secret, record, entry.obj)
-        _atomic_write(fd, f"{key}.o", entry.obj)
+        record["data"] = [[name, len(d)] for name, d in entry.data.items()]
+        chunks = [entry.obj, *entry.data.values()]
+        record["mac"] = _mac(secret, record, chunks)
+        _atomic_write(fd, f"{key}.o", chunks)
         # In compile order (the MAC is over the canonical, sorted form): `stats` reads
         # back in the order a fresh compile reports it.
         _atomic_write(fd, f"{key}.json", json.dumps(record).encode())
@@ -397,9 +409,33 @@ def _load(key: str) -> Entry | None:
     if not isinstance(mac, str) or not hmac.compare_digest(mac.encode(), expected):
         return None  # not written with this user's key: planted, copied or damaged
     meta = record.get("meta")
-    if not valid_meta(meta):
+    layout = _data_layout(record.get("data"), len(obj))
+    if not valid_meta(meta) or layout is None:
         return None
-    return Entry(obj, meta)
+    whole = memoryview(obj)  # the data stays in the file's bytes: slices, no copies
+    start = len(obj) - sum(size for _, size in layout)
+    data: dict[str, bytes | memoryview] = {}
+    for name, size in layout:
+        data[name] = whole[start : start + size]
+        start += size
+    return Entry(obj[: len(obj) - sum(size for _, size in layout)], meta, data=data)
+
+
+def _data_layout(layout: Any, file_bytes: int) -> list[tuple[str, int]] | None:
+    """The (symbol, size) of each data segment at the end of a `.o` file of
+    `file_bytes`, from an authenticated record; None when malformed."""
+    if not isinstance(layout, list):
+        return None
+    out: list[tuple[str, int]] = []
+    for item in layout:
+        if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)):
+            return None
+        if not isinstance(item[1], int) or isinstance(item[1], bool) or item[1] <= 0:
+            return None
+        out.append((item[0], item[1]))
+    if sum(size for _, size in out) > file_bytes or len({n for n, _ in out}) != len(out):
+        return None
+    return out
 
 
 def lookup_quick(key: str) -> dict[str, Any] | None:

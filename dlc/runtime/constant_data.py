@@ -1,8 +1,9 @@
 """Constant data (weights) from the llvm-level module into LLVM without per-element text.
 
 Each large literal global reaches LLVM as bytes: as an `[N x i8] c"..."` string (self-
-contained IR: `-t llvm`, foreign targets) or, for ELF object code of this machine,
-declared and defined by an `.incbin` of a private temporary file. Measurements and
+contained IR: `-t llvm`, foreign targets), for ELF object code of this machine declared
+and defined by an `.incbin` of a private temporary file, or, for the JIT, declared
+only and bound to the bytes already in this process (`BoundData`). Measurements and
 trade-offs: docs/design/fusion-and-memory.md.
 """
 
@@ -72,6 +73,21 @@ class DataFiles:
         ]
 
 
+class BoundData:
+    """The data globals of a module the JIT compiles for this process: `include` keeps
+    a reference to each global's bytes and gives no assembly, so the global stays an
+    external declaration that the JIT binds to those bytes by address
+    (`jit.finalized`). Neither LLVM nor the object code holds a copy of the data; a
+    global cloned into several parts (`jit_parts`) is one segment."""
+
+    def __init__(self) -> None:
+        self.segments: dict[str, bytes] = {}
+
+    def include(self, name: str, data: bytes) -> list[str]:
+        self.segments[name] = data
+        return []
+
+
 def included_data_possible(triple: str) -> bool:
     """Whether `.incbin` can place data in objects for `triple`: this machine's
     architecture (llvmlite initializes only the native assembly parser) writing ELF."""
@@ -102,7 +118,7 @@ def _data_globals(module: ModuleOp) -> list[Operation]:
     ]
 
 
-def converted(module: ModuleOp, triple: str, files: DataFiles | None) -> ir.Module:
+def converted(module: ModuleOp, triple: str, files: DataFiles | BoundData | None) -> ir.Module:
     """xDSL's conversion of `module` to an llvmlite module, its data globals given to
     LLVM as bytes (module docstring): each is swapped for an uninitialized `[N x i8]`
     stand-in during the conversion, then given its data. The module is left as it was."""
@@ -140,7 +156,7 @@ def converted(module: ModuleOp, triple: str, files: DataFiles | None) -> ir.Modu
 def _give_data(gv: ir.GlobalVariable, data: bytes, included: bool) -> None:
     from llvmlite import ir
 
-    if included:  # defined by the module assembly; hidden: addressed PC-relative
+    if included:  # defined by the module assembly (hidden: addressed PC-relative) or bound
         gv.linkage = "external"
         gv.storage_class = "hidden"  # llvmlite prints it where LLVM's visibility goes
         return

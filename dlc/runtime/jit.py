@@ -8,6 +8,7 @@ its target machine and MCJIT engine; keep it alive while its function pointers a
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import llvmlite.binding as llvm_binding
@@ -18,9 +19,11 @@ if TYPE_CHECKING:
     from llvmlite import ir
     from xdsl.dialects.builtin import ModuleOp
 
-    from dlc.runtime.constant_data import DataFiles
+    from dlc.runtime.constant_data import BoundData, DataFiles
 
+Buffer = bytes | memoryview  # constant data: a global's bytes, or a slice of a cache file
 _INIT_LOCK = threading.Lock()
+_BIND_LOCK = threading.Lock()
 _initialized: set[str] = set()
 
 
@@ -96,7 +99,7 @@ def optimize(module: llvm_binding.ModuleRef, tm: llvm_binding.TargetMachine, opt
 
 
 def llvmlite_module(
-    llvm_level: ModuleOp, tm: llvm_binding.TargetMachine, files: DataFiles | None = None
+    llvm_level: ModuleOp, tm: llvm_binding.TargetMachine, files: DataFiles | BoundData | None = None
 ) -> ir.Module:
     """An llvm-level xDSL module as an llvmlite IR module for `tm` (triple and layout),
     its constant data included from `files` or spelled as bytes (`constant_data`;
@@ -115,7 +118,7 @@ def llvmlite_module(
 
 
 def _parsed(
-    llvm_level: ModuleOp, tm: llvm_binding.TargetMachine, files: DataFiles | None = None
+    llvm_level: ModuleOp, tm: llvm_binding.TargetMachine, files: DataFiles | BoundData | None = None
 ) -> llvm_binding.ModuleRef:
     """Convert an llvm-level xDSL module and parse it into an LLVM module for `tm`."""
     from dlc.runtime.constant_data import module_text
@@ -129,13 +132,31 @@ def _compiled(
     llvm_level: ModuleOp,
     opt_level: int,
     target: Target | None = None,
-    files: DataFiles | None = None,
+    files: DataFiles | BoundData | None = None,
 ):
     _check_level(opt_level)
     tm = target_machine(opt_level, target)
     module = _parsed(llvm_level, tm, files)
     optimize(module, tm, opt_level)
     return module, tm
+
+
+def buffer_address(data: Buffer) -> int:
+    """The address of the first byte of `data` (read-only buffers too; no copy)."""
+    import numpy as np
+
+    return int(np.frombuffer(data, np.uint8).ctypes.data)
+
+
+def finalized(engine: llvm_binding.ExecutionEngine, data: Mapping[str, Buffer]) -> None:
+    """Finalize `engine` (link and load its code) with its constant data's symbols bound
+    to `data`. LLVM resolves external symbols through one table per process, and every
+    module names its data alike (`__dlc_const_<n>`): binding and resolving happen under
+    one lock, so each engine resolves its own data."""
+    with _BIND_LOCK:
+        for name, segment in data.items():
+            llvm_binding.add_symbol(name, buffer_address(segment))
+        engine.finalize_object()
 
 
 def build_object(text: str, opt_level: int, target: Target | None = None) -> bytes:
@@ -164,11 +185,12 @@ def assembly(llvm_level: ModuleOp, opt_level: int = 2, target: Target | None = N
 class JITModule:
     """An llvm-level module compiled into this process by MCJIT.
 
-    Holds the engine, the module and the target machine: function addresses stay valid
-    for the lifetime of this object.
+    Holds the engine, the module, the target machine and the constant data the code
+    reads (`data`): function addresses stay valid for the lifetime of this object.
     """
 
     object_code: bytes | None = None  # the relocatable object MCJIT made (compile cache)
+    data: Mapping[str, Buffer]  # the constant data, by symbol, outside the object code
     optimized_ir: str | None = None
     has_constructors = False  # static constructors the object code alone would not run
 
@@ -179,52 +201,64 @@ class JITModule:
         *,
         object_code: bytes | None = None,
         target: Target | None = None,
+        data: Mapping[str, Buffer] | None = None,
     ) -> None:
         """JIT `llvm_level` for `target` (the host by default: the code must run
         here), or (llvm_level None) load `object_code` a previous `JITModule` produced
-        for the same target (`from_object`)."""
+        for the same target and the constant data it was compiled with (`from_object`)."""
         if llvm_level is None:
-            self._load_object(object_code or b"", opt_level, target)
+            self._load_object(object_code or b"", opt_level, target, dict(data or {}))
             return
-        from dlc.runtime.constant_data import data_files
+        from dlc.runtime.constant_data import BoundData
 
         _check_level(opt_level)
-        with data_files(target_triple(target)) as files:  # until the object code exists
-            self._compile(llvm_level, opt_level, target, files)
+        self._compile(llvm_level, opt_level, target, BoundData())
 
     def _compile(
-        self, llvm_level: ModuleOp, opt_level: int, target: Target | None, files: DataFiles | None
+        self, llvm_level: ModuleOp, opt_level: int, target: Target | None, bound: BoundData
     ) -> None:
         from dlc.runtime.jit_parts import compile_in_parts, pack_objects
 
-        objects = compile_in_parts(llvm_level, opt_level, target, files)
+        objects = compile_in_parts(llvm_level, opt_level, target, bound)
         if objects is not None:  # a large module, built on several threads
-            self._load_object(pack_objects(objects), opt_level, target)
+            self._load_object(pack_objects(objects), opt_level, target, bound.segments)
             return
-        module, tm = _compiled(llvm_level, opt_level, target, files)
+        module, tm = _compiled(llvm_level, opt_level, target, bound)
         self.opt_level = opt_level
+        self.data = bound.segments
         text = str(module)
         self.has_constructors = "@llvm.global_ctors" in text
-        # IR that includes data files is not kept: they are gone after the compile
+        # IR whose data is bound in this process is not kept: it declares the data only
         # (`ProgramLevels` makes self-contained IR when asked)
-        self.optimized_ir = None if files is not None and files.count else text
+        self.optimized_ir = None if self.data else text
         self.target_machine = tm
         self._module = module
         self._engine = llvm_binding.create_mcjit_compiler(module, tm)
         objects: list[bytes] = []
         self._engine.set_object_cache(lambda _module, data: objects.append(bytes(data)))
-        self._engine.finalize_object()
+        finalized(self._engine, self.data)
         self._engine.run_static_constructors()
         self.object_code = objects[0] if len(objects) == 1 else None
 
     @classmethod
     def from_object(
-        cls, object_code: bytes, opt_level: int = 2, target: Target | None = None
+        cls,
+        object_code: bytes,
+        opt_level: int = 2,
+        target: Target | None = None,
+        data: Mapping[str, Buffer] | None = None,
     ) -> JITModule:
-        """A fresh engine running `object_code` (own copies of every global)."""
-        return cls(None, opt_level, object_code=object_code, target=target)
+        """A fresh engine running `object_code`: own copies of every global but the
+        constant data `data` (`BoundData.segments` of its compile), read where it is."""
+        return cls(None, opt_level, object_code=object_code, target=target, data=data)
 
-    def _load_object(self, object_code: bytes, opt_level: int, target: Target | None) -> None:
+    def _load_object(
+        self,
+        object_code: bytes,
+        opt_level: int,
+        target: Target | None,
+        data: Mapping[str, Buffer],
+    ) -> None:
         _check_level(opt_level)
         tm = target_machine(opt_level, target)
         module = llvm_binding.parse_assembly("")
@@ -240,7 +274,8 @@ class JITModule:
 
         for part in unpack_objects(object_code):  # ValueError: a malformed bundle
             self._engine.add_object_file(llvm_binding.ObjectFileRef.from_data(part))
-        self._engine.finalize_object()
+        self.data = data
+        finalized(self._engine, data)
 
     def cacheable(self) -> bool:
         """The object code alone reproduces the module (no static constructors to run)."""

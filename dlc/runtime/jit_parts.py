@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # imported where used: loading cached objects needs none of t
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.ir import Operation
 
-    from dlc.runtime.constant_data import DataFiles
+    from dlc.runtime.constant_data import BoundData, DataFiles
     from dlc.target import Target
 
 MIN_OPS = 5_000
@@ -180,7 +180,7 @@ def _part_texts(
     module: ModuleOp,
     moved: list[list[llvm.FuncOp]],
     tm,  # noqa: ANN001
-    files: DataFiles | None,
+    files: DataFiles | BoundData | None,
 ) -> list[str]:
     """LLVM IR of part 0 (the module without the moved functions) and of each part,
     constant data included from `files` (`constant_data`); the module is restored
@@ -227,7 +227,10 @@ def _part_texts(
 
 
 def compile_in_parts(
-    module: ModuleOp, opt_level: int, target: Target | None, files: DataFiles | None = None
+    module: ModuleOp,
+    opt_level: int,
+    target: Target | None,
+    files: DataFiles | BoundData | None = None,
 ) -> list[bytes] | None:
     """Object code of `module` in parts (module docstring), parts 1.. built in worker
     processes while this one builds part 0 (`files` holds the constant data they

@@ -95,7 +95,7 @@ def load(
     if resolve_symbols(meta["externs"]):
         return None  # an extern symbol is missing: the full path says where
     try:
-        jit = JITModule.from_object(entry.obj, opt_level, target)
+        jit = JITModule.from_object(entry.obj, opt_level, target, entry.data)
     except (RuntimeError, ValueError):
         return None
     jit.optimized_ir = entry.optimized_ir

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 
+import numpy as np
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
@@ -37,6 +38,7 @@ from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from dlc.diagnostics import location_prefix
 from dlc.dialects import loop
 from dlc.dialects import loop_memory as lm
+from dlc.dialects.graph_literal import all_equal
 from dlc.dialects.loop_memory import MEMORY_OPS as RAW_MEMORY_OPS
 from dlc.dialects.walk import walk_ops
 
@@ -134,7 +136,9 @@ def _splat(value: SSAValue) -> bytes | None:
         return None
     data = owner.value.data.data
     size = loop.element_bytes(owner.res.type.element_type) or 0
-    if not size or len(data) % size or data != data[:size] * (len(data) // size):
+    if not size or len(data) % size:
+        return None
+    if data and not all_equal(np.frombuffer(data, np.dtype(f"V{size}"))):  # no copy
         return None
     return data[:size]
 
