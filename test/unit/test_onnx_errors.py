@@ -90,7 +90,8 @@ CASES = {
             X4,
             {"y": None},
         ),
-        "node 'y' (Relu): operator domain 'com.microsoft' is not supported",
+        "node 'y' (Relu): operator domain 'com.microsoft' is not supported "
+        "(map com.microsoft::Relu to a DLVM function with custom_ops=)",
     ),
     "attribute": (_one("Relu", foo=1), "node 'y' (Relu): attribute 'foo' is not supported"),
     "attribute value": (
