@@ -187,3 +187,26 @@ def test_an_installed_entry_point_is_found(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "%0.0 = multiply %x: <4 x f32>, 2: f32" in done.stdout
+
+
+def test_a_users_project_runs_its_lit_test_with_dlcs_lit_configuration(tmp_path: Path) -> None:
+    """docs/tutorials/graph-pass.md: test/lit/lit.cfg.py copied as it is into a project of
+    one plugin file and one lit test runs that test (dlc-opt, filecheck, %python)."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "lit.cfg.py").write_text((ROOT / "test" / "lit" / "lit.cfg.py").read_text())
+    (project / "double_to_add.py").write_text(PLUGIN.read_text())
+    (project / "double.dl").write_text(
+        "// RUN: dlc-opt %s --load-pass-plugin %S/double_to_add.py -p double-to-add | filecheck %s\n"
+        "// CHECK: %0.0 = add %x: <4 x f32>, %x: <4 x f32>\n" + PROGRAM
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", "import lit.main; lit.main.main()", "-v", str(project)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "PASS: dlc :: double.dl" in done.stdout
