@@ -41,6 +41,7 @@ def test_public_names() -> None:
         "compile",
         "compile_file",
         "compile_onnx",
+        "load_plugin",
         "parse",
         "print_module",
         "tune",
