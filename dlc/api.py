@@ -79,8 +79,8 @@ def lower(
     each level as the pipeline leaves it (graph after the optimizer, tensor after
     fusion, ...). With `externs`, every C call of the loop level must name one of them
     (a located error otherwise)."""
+    from dlc.analysis.loop_callgraph import arena_bytes_needed, unbounded_functions
     from dlc.dialects import loop
-    from dlc.dialects.loop_callgraph import arena_bytes_needed, unbounded_functions
     from dlc.lowering.loop_to_llvm.python_entry import add_python_entries
     from dlc.passes.loop.plan_memory import function_stats
     from dlc.passes.statistics import PassStatistics

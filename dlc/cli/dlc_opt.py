@@ -30,6 +30,7 @@ from xdsl.utils.arg_spec import parse_pipeline
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
 from xdsl.xdsl_opt_main import VersionAction
 
+from dlc.analysis.levels import level_of
 from dlc.cli import plain_warnings
 from dlc.cli.opt_diagnostics import (
     IRVerifyError,
@@ -41,7 +42,6 @@ from dlc.cli.opt_diagnostics import (
 )
 from dlc.cli.targets import DlcOptTargets, Output, UsageError, register_output_arguments
 from dlc.diagnostics import DiagnosticError, verify_located
-from dlc.dialects.levels import level_of
 from dlc.passes.statistics import PassStatistics
 from dlc.superopt_costs import install as install_superopt_costs
 from dlc.version import __version__

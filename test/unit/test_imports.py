@@ -1,8 +1,8 @@
 """The import structure of `dlc/` (docs/design/architecture.md, "Import rules"): files import
 downward only, no circle between packages, no private name crosses a file.
 
-Units are the packages of `dlc/` (`dialects`, `parser`, `semantics`, `passes`,
-`lowering`, `runtime`, `cli`) and its top-level modules (`api`, `pipeline`,
+Units are the packages of `dlc/` (`dialects`, `analysis`, `parser`, `semantics`,
+`passes`, `lowering`, `runtime`, `cli`, ...) and its top-level modules (`api`, `pipeline`,
 `diagnostics`, `target`, `dtypes`, `options`, `warm`, and `dlc` for the package's
 `__init__`, the public API).
 Every import counts, also those inside functions and under TYPE_CHECKING.
@@ -28,6 +28,13 @@ FORBIDDEN = {
     ("dialects", "passes"),
     ("dialects", "lowering"),
     ("dialects", "semantics"),
+    ("dialects", "analysis"),
+    ("analysis", "passes"),
+    ("analysis", "lowering"),
+    ("analysis", "runtime"),
+    ("analysis", "semantics"),
+    ("analysis", "parser"),
+    ("analysis", "pipeline"),
     ("semantics", "passes"),
     ("semantics", "lowering"),
     ("semantics", "runtime"),
@@ -130,6 +137,7 @@ def test_no_private_name_is_imported_from_another_file() -> None:
 def test_the_checks_see_the_layering() -> None:
     """The walker finds the real structure (so the tests above cannot pass vacuously)."""
     graph = _unit_graph()
-    assert {"dialects", "diagnostics"} <= graph["passes"]
+    assert {"dialects", "analysis", "diagnostics"} <= graph["passes"]
+    assert "dialects" in graph["analysis"] and "analysis" in graph["lowering"]
     assert "pipeline" in graph["api"] and "runtime" in graph["api"]
     assert graph["runtime"] <= {"dialects", "diagnostics", "dtypes", "target"}

@@ -22,14 +22,14 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from dlc import progress
+from dlc.analysis.levels import require_level
+from dlc.analysis.loop_callgraph import recursive_functions
+from dlc.analysis.walk import walk_ops
 from dlc.diagnostics import error_at
 from dlc.dialects import abi, loop
 from dlc.dialects import loop_memory as lm
 from dlc.dialects.abi import VAR_PREFIX, function_symbol
-from dlc.dialects.levels import require_level
-from dlc.dialects.loop_callgraph import recursive_functions
 from dlc.dialects.loop_memory import MEMORY_OPS as RAW_MEMORY_OPS
-from dlc.dialects.walk import walk_ops
 from dlc.lowering.loop_to_llvm.buffers import BufferEmitter
 from dlc.lowering.loop_to_llvm.chunks import split_chunks
 from dlc.lowering.loop_to_llvm.context import StatusTable

@@ -2,7 +2,7 @@
 (dlc/dialects/schedule.py) computes the `n` computes right after it at its register
 tile, on the final accumulators, before anything is stored.
 
-`epilogue_members(op)` (dlc/dialects/tensor_epilogue.py) checks the structure
+`epilogue_members(op)` (dlc/analysis/tensor_epilogue.py) checks the structure
 (located diagnostics). `EpilogueTile` (a base class of `NestBuilder`, like `RegisterTile`) carries
 it out: where a tile point's accumulator is final, each member's body runs on it
 (`known` values instead of loads; as vectors of the tile's lanes when vectorized,
@@ -22,10 +22,10 @@ from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects import arith
 from xdsl.ir import Block, SSAValue
 
+from dlc.analysis.tensor_lanes import lane_plan
 from dlc.diagnostics import copy_loc, error_at
 from dlc.dialects import loop, tensor
 from dlc.dialects.tensor_groups import uses_of
-from dlc.dialects.tensor_lanes import lane_plan
 from dlc.lowering.tensor_to_loop.body import (
     all_of,
     dtype_of,

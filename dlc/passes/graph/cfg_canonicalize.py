@@ -17,9 +17,9 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block
 from xdsl.passes import ModulePass
 
+from dlc.analysis.levels import require_level
 from dlc.dialects.cfg import dominates, immediate_dominators, predecessors, successors
 from dlc.dialects.graph import BranchEnumOp, BranchOp, FuncOp, ReturnOp, is_void
-from dlc.dialects.levels import require_level
 from dlc.passes.graph.inline import fresh
 from dlc.passes.graph.pass_support import edges, functions, rebuild_terminator
 from dlc.passes.statistics import PassStatistics

@@ -14,10 +14,10 @@ from xdsl.dialects.builtin import ModuleOp, i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
+from dlc.analysis.levels import require_level
 from dlc.diagnostics import copy_loc
 from dlc.dialects import tensor
 from dlc.dialects.graph_types import TensorType
-from dlc.dialects.levels import require_level
 from dlc.dialects.tensor_groups import reads_at_identity, uses_of
 from dlc.passes.tensor.simplify_indices import simplify_indices
 

@@ -20,11 +20,11 @@ from xdsl.dialects.builtin import TensorType as BuiltinTensorType
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
+from dlc.analysis.levels import require_level
 from dlc.diagnostics import copy_loc
 from dlc.dialects import tensor
 from dlc.dialects.graph_literal import dense_array
 from dlc.dialects.graph_types import TensorType, dtype_bytes
-from dlc.dialects.levels import require_level
 from dlc.dialects.tensor_memory import BitCastOp
 from dlc.passes.statistics import PassStatistics
 from dlc.passes.tensor.conv2d import Conv2d, conv2d_of
