@@ -80,11 +80,12 @@ CIRCLES_INSIDE_PACKAGES: dict[frozenset[str], str] = {
     frozenset({"passes.graph.differentiate", "passes.graph.differentiate_sweep"}): (
         "the sweep is handed the FunctionDifferentiator (annotation only, TYPE_CHECKING)"
     ),
-    frozenset({"lowering.loop_to_llvm.lower_loop_to_llvm", "lowering.loop_to_llvm.memory"}): (
+    frozenset({"lowering.loop_to_llvm.func_emitter", "lowering.loop_to_llvm.memory"}): (
         "the memory lowerings are handed the FuncEmitter (annotation only, TYPE_CHECKING)"
     ),
-    frozenset({"lowering.scalar_ops", "lowering.special_functions"}): (
-        "SpecialFunctions builds on ScalarBuilder, which creates one on first use"
+    frozenset({"runtime.jit", "runtime.jit_parts", "runtime.jit_worker"}): (
+        "jit compiles a large module in parts (jit_parts), whose worker processes (jit_worker, "
+        "started by name) build each part with jit's target machine and build_object"
     ),
     frozenset({"tuner.features", "tuner.space"}): (
         "features read space's NestInfo; the space ranks its candidates by their features"
