@@ -51,20 +51,6 @@ LEAVES = {"diagnostics", "dtypes", "target", "version"}
 CIRCLES_INSIDE_PACKAGES: dict[frozenset[str], str] = {
     frozenset(
         {
-            "dialects.graph",
-            "dialects.graph_aggregate",
-            "dialects.graph_composite",
-            "dialects.graph_elementwise",
-            "dialects.graph_gather",
-            "dialects.graph_memory",
-            "dialects.graph_props",
-            "dialects.graph_reduction",
-            "dialects.graph_tensor",
-        }
-    ): "graph.py defines the op base classes the families build on and assembles the "
-    "dialect from the families (issue 30: ops as explicit classes behind a facade)",
-    frozenset(
-        {
             "lowering.graph_to_tensor.gathers",
             "lowering.graph_to_tensor.keys",
             "lowering.graph_to_tensor.memory",
