@@ -78,8 +78,9 @@ def write(path: Path, data: bytes) -> None:
 
 def measure_ns(text: str) -> float:
     """Median nanoseconds of one call of @op in `text`, compiled by dlc on one thread."""
-    from dlc.api import compile_graph_module, defined_functions
+    from dlc.api import compile_graph_module
     from dlc.parser import parse_module
+    from dlc.program_levels import defined_functions
     from dlc.tuner.measure import random_inputs
 
     module = parse_module(text, "<superopt cost>")

@@ -90,8 +90,8 @@ def run(argv: Sequence[str] | None) -> str:
     shapes = input_shapes(args.input_shape)
     module, _ = parse_file(args.file, shapes, None, args.external_data_dir)
     from dlc import pipeline
-    from dlc.api import export_graph_module
     from dlc.externs import check_externs
+    from dlc.program_levels import export_graph_module
 
     called = check_externs(module, externs)
     options = pipeline.Options(opt_level=args.opt_level, bounds_check=args.bounds_check)

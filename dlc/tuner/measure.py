@@ -131,8 +131,9 @@ def run_job(job: Job) -> dict[str, Any]:
     """The worker's side: compile, check, time (module docstring)."""
     import ctypes
 
-    from dlc.api import compile_graph_module, defined_functions
+    from dlc.api import compile_graph_module
     from dlc.parser import parse_module
+    from dlc.program_levels import defined_functions
 
     module = parse_module(job.source, job.filename)
     compiled = compile_graph_module(
