@@ -3,6 +3,7 @@ module:
 
 - `levels.py`: which level a module is at (`level_of`, `require_level`);
 - `walk.py`: every op nested in an op, without xDSL's nested generators;
+- `graph_cfg.py`: a graph function's dominators, post-dominators and natural loops;
 - `loop_callgraph.py`: the call graph of a loop-level module (recursion, arena bytes);
 - `tensor_lanes.py`: which ops of a `tensor.compute` body vary along a vector axis;
 - `tensor_epilogue.py`: which computes a reduction's `epilogue n` takes, and whether it may.

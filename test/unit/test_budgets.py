@@ -27,8 +27,6 @@ PASS_FILES_OVER_BUDGET = {
     "passes/graph/cfg_canonicalize.py",
     "passes/loop/math_approx.py",
     "passes/loop/plan_memory.py",
-    "passes/tensor/fuse.py",
-    "passes/tensor/unfold_convolutions.py",
 }
 """Pass files (relative to dlc/) over `PASS_FILE_LINES`."""
 
