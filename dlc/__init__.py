@@ -56,6 +56,7 @@ __all__ = [
     "compile",
     "compile_file",
     "compile_onnx",
+    "load_plugin",
     "parse",
     "print_module",
     "tune",
@@ -113,6 +114,8 @@ def compile(
     tuning_db: str | os.PathLike[str] | None = None,
     constants: Mapping[str, Mapping[str, Any]] | None = None,
     budget: Any = None,
+    rules: str | os.PathLike[str] | None = None,
+    extra_passes: Mapping[str, Any] | None = None,
 ) -> CompiledModule:
     """Parse, verify, differentiate, lower and JIT-compile DLVM text; the compiled
     functions are called with NumPy arrays.
@@ -145,6 +148,13 @@ def compile(
       without one is a `TuningWarning` naming the nest and why (no record, another
       target or dlc version, a record that does not fit). Corrupt lines are a warning,
       never an error.
+    - `rules`: a DLVM rule file (`@NAME_lhs` / `@NAME_rhs` pairs, see `dlc-prove`): at
+      opt_level 3 the superoptimizer applies the rules of it that are proven, besides
+      its own; unproven ones never (the pass statistics name each rule that fired).
+    - `extra_passes`: passes of loaded plugins to run after a level's own passes,
+      `{"graph": ["my-pass", "other{opt=1}"], "tensor": [...], "loop": [...]}` (load a
+      plugin file with `dlc.load_plugin(path)`; installed plugins' `dlc.passes` entry
+      points are found by themselves). Such compiles bypass the compile cache.
     - `constants`: parameters bound to arrays at compile time, by function and
       parameter name (`{"attention": {"wq": wq, "wk": wk}}`): the compiled function
       takes the other parameters only, and the optimizer treats the bound ones as
@@ -177,11 +187,12 @@ def compile(
         "fma": fma,
         "target_cpu": target_cpu,
         "tuning_db": tuning_db,
+        "rules": rules,
         "seed": seed,
         "num_threads": num_threads,
     }
     compiled = None
-    quick = constants is None and budget is None  # the quick path checks no budget
+    quick = constants is None and budget is None and extra_passes is None  # checked in full
     if isinstance(text, str | bytes) and isinstance(filename, str) and quick:
         compiled = warm.compile_cached(text, filename, allowed, **settings)
     if compiled is not None:  # compiled before: from the cache, without parsing
@@ -190,7 +201,13 @@ def compile(
 
     module = parse(text, filename)
     return compile_graph_module(
-        module, externs=allowed, source=text, constants=constants, budget=budget, **settings
+        module,
+        externs=allowed,
+        source=text,
+        constants=constants,
+        budget=budget,
+        extra_passes=extra_passes,
+        **settings,
     )
 
 
@@ -219,13 +236,16 @@ def compile_onnx(
     input_shapes: dict[str, tuple[int, ...]] | None = None,
     external_data_dir: str | os.PathLike[str] | None = None,
     limits: Any = None,
+    custom_ops: Any = None,
     **options: Any,
 ) -> CompiledModule:
     """Import an ONNX model (an `onnx.ModelProto`, bytes or a file path; needs the `onnx`
     extra) and compile it with `compile`'s keyword options. External tensor data is
     read only from `external_data_dir` (default: a model file's own directory; bytes
     and protos refuse external data without it); `limits` (a `dlc.onnx.ImportLimits`)
-    bounds the sizes a node may make at import time. The compiled module has
+    bounds the sizes a node may make at import time; `custom_ops` maps operators dlc
+    does not know, (domain, op_type) -> DLVM text or a function returning it (see
+    `dlc.onnx.load`; their `[extern]` C functions need `externs=`). The compiled module has
     one function named after the graph, called with NumPy arrays in graph-input order
     or by input name; `input_shapes` fixes dynamic input dimensions. An unsupported
     model raises `dlc.onnx.OnnxImportError` (a `DiagnosticError`) naming every
@@ -237,7 +257,13 @@ def compile_onnx(
         raise TypeError("compile_onnx: the file name is the model's path")
     if "opt_level" in options:
         options["opt_level"] = _check_opt_level(options["opt_level"])
-    module = load(path_or_model, input_shapes, external_data_dir=external_data_dir, limits=limits)
+    module = load(
+        path_or_model,
+        input_shapes,
+        external_data_dir=external_data_dir,
+        limits=limits,
+        custom_ops=custom_ops,
+    )
     return compile_graph_module(module, **options)
 
 
@@ -248,6 +274,18 @@ def __getattr__(name: str) -> Any:
 
         return importlib.import_module("dlc.onnx")
     raise AttributeError(f"module 'dlc' has no attribute '{name}'")
+
+
+def load_plugin(path: str | os.PathLike[str]) -> Any:
+    """Load a pass/dialect plugin file (a Python file defining xDSL `ModulePass`
+    subclasses with a `name`, or `Dialect`s): its passes can then run in
+    `compile(..., extra_passes={"graph": ["my-pass"]})` and `dlc-opt -p`. Loading runs the
+    file's code with this process's rights. Returns a `dlc.plugins.Plugin` (`.passes`,
+    `.dialects`); a file that fails to import, defines nothing or clashes with a built-in
+    name raises `dlc.plugins.PluginError`."""
+    from dlc.plugins import load_plugin as load
+
+    return load(path)
 
 
 def tune(path: str | os.PathLike[str], **options: Any) -> TuneReport:

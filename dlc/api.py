@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp
@@ -28,6 +28,7 @@ from dlc.dialects import abi
 from dlc.dialects.graph import FuncOp as GraphFuncOp
 from dlc.externs import ExternsOption, allowed_externs, check_externs
 from dlc.options import check_threads, compile_options, quick_facts
+from dlc.plugins import check_extra_passes
 from dlc.program_levels import ProgramLevels, Report, defined_functions, lower
 from dlc.runtime import cache
 from dlc.runtime.fastcall import ARRAY_LAYOUT, FAST_CALLS
@@ -201,6 +202,8 @@ def compile_graph_module(
     target_cpu: str = "host",
     num_threads: int | None = None,
     tuning_db: str | os.PathLike[str] | None = None,
+    rules: str | os.PathLike[str] | None = None,
+    extra_passes: Mapping[str, Sequence[str]] | None = None,
     source: str | bytes | None = None,
     constants: Mapping[str, Mapping[str, Any]] | None = None,
     budget: ModuleBudget | None = None,
@@ -224,6 +227,10 @@ def compile_graph_module(
     names a tuning database (`dlc-tune`'s JSON lines): nests with a record for this
     target use its schedule; each contraction without one is a `TuningWarning` saying
     why. Such compiles bypass the compile cache, so the report shows every time.
+    `rules` names a DLVM rule file whose proven rules the superoptimizer (opt_level 3)
+    applies besides its own (`dlc-prove`). `extra_passes` ({"graph": ["my-pass"], ...})
+    runs passes of loaded plugins (`dlc.load_plugin`) after each level's own; such
+    compiles bypass the compile cache (a plugin's code is not part of its key).
 
     `source` is the program text `module` was parsed from, when there is one: the
     compile then leaves a quick record (`dlc.runtime.quick`) with which the next
@@ -251,10 +258,12 @@ def compile_graph_module(
         fma=fma,
         target_cpu=target_cpu,
         tuning_db=tuning_db,
+        rules=rules,
+        extra_passes=check_extra_passes(extra_passes),
     )  # not `seed`: it only sets the generator state after loading
     # The code depends on the allowed externs the program calls, not on the rest of the
     # allow-list: `called` keys the entry (and check_externs already ran, before any lookup).
-    cached = cache.enabled() and options.tuning_db is None
+    cached = cache.enabled() and options.tuning_db is None and not options.extra_passes
     key = cache_key(module, options, called) if cached else None
     locations = _locations(module)
     prefixes = [f"{file}:{line}:{column}: " for file, line, column in locations]

@@ -12,6 +12,14 @@ cache, the pipeline, the symbol lookup): an `[extern]` declaration that the prog
 references (`apply @f`, `@f` as a function value, `[adjoint @f ...]`) and the
 allow-list does not name is a located error at the declaration. A declaration that
 nothing references is never compiled or looked up, so it is harmless and allowed.
+
+Calling convention. An extern whose parameters and result are scalars (at most one
+result) takes and returns them by value: `[extern] func @expf: (f32) -> f32` is C's
+`float expf(float)`. Any other extern takes its scalars by value and its tensors as
+pointers to their row-major elements, then one pointer per result (a tuple's elements
+in order) that it writes, and returns nothing: `(f32, <2 x 3 x f32>) -> (<2 x 3 x f32>,
+f32)` is `void f(float, const float *x, float *out, float *sum)`. The buffers hold
+exactly the declared number of elements; the C function must stay within them.
 """
 
 from __future__ import annotations

@@ -27,6 +27,8 @@ class Options:
     openmp: bool = True  # parallel loops on the OpenMP runtime (else serial)
     triple: str = ""  # the LLVM target triple (ahead-of-time); "" = this process's
     tuning_db: str | None = None  # a tuning database (JSON lines) the schedule pass applies
+    rules: str | None = None  # a DLVM rule file: its proven rules join the superoptimizer's
+    extra_passes: tuple[tuple[str, tuple[str, ...]], ...] = ()  # plugin passes by level
 
     def __post_init__(self) -> None:
         if self.opt_level not in (0, 1, 2, 3):
@@ -54,6 +56,8 @@ class Options:
             "fma": self.contract,
             "openmp": self.openmp,
             "tuning_db": tuning_fingerprint(self.tuning_db),
+            "rules": tuning_fingerprint(self.rules),
+            "extra_passes": [[level, list(specs)] for level, specs in self.extra_passes],
         }
 
 
@@ -76,12 +80,12 @@ def check_fma(fma: object) -> bool | None:
     return fma
 
 
-def check_tuning_db(path: object) -> str | None:
-    """The `tuning_db` option of `dlc.compile`, checked, as a str."""
+def check_tuning_db(path: object, option: str = "tuning_db") -> str | None:
+    """A path option of `dlc.compile` (`tuning_db`, `rules`), checked, as a str."""
     if path is None:
         return None
     if not isinstance(path, str | os.PathLike):
-        raise TypeError(f"tuning_db must be None or a path, got {type(path).__name__}")
+        raise TypeError(f"{option} must be None or a path, got {type(path).__name__}")
     return os.fspath(path)  # type: ignore[arg-type]
 
 
@@ -109,6 +113,8 @@ def compile_options(
     fma: bool | None,
     target_cpu: str,
     tuning_db: object,
+    rules: object = None,
+    extra_passes: tuple[tuple[str, tuple[str, ...]], ...] = (),
 ) -> Options:
     """The pipeline options of a `dlc.compile` call, checked (`bounds_check` None: the
     environment variable DLC_BOUNDS_CHECK=1; the CPU model must run here)."""
@@ -127,6 +133,8 @@ def compile_options(
         target_cpu=check_runnable(target_cpu),
         openmp=openmp_available(),
         tuning_db=check_tuning_db(tuning_db),
+        rules=check_tuning_db(rules, "rules"),
+        extra_passes=extra_passes,
     )
 
 
@@ -138,6 +146,6 @@ def quick_facts(options: Options, allowed: frozenset[str]) -> dict[str, Any] | N
     from dlc.runtime import cache
     from dlc.version import __version__
 
-    if not cache.enabled() or options.tuning_db is not None:
+    if not cache.enabled() or options.tuning_db is not None or options.extra_passes:
         return None
     return {**options.key(), "allowed_externs": sorted(allowed), "dlc": __version__}

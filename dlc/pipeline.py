@@ -88,24 +88,44 @@ def _factory(path: str) -> Callable[[], type[ModulePass]]:
     return lambda: getattr(import_module(module), cls)
 
 
+PLUGIN_PASSES: dict[str, tuple[type[ModulePass], str]] = {}
+"""Passes of loaded plugins (`dlc.plugins`): name -> (class, the plugin it came from)."""
+
+
+def builtin_pass_names() -> frozenset[str]:
+    return frozenset(_PASSES)
+
+
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
-    """Pass name -> factory of its class, for every pass `dlc-opt -p` accepts.
+    """Pass name -> factory of its class, for every pass `dlc-opt -p` accepts (dlc's
+    own, then those of loaded plugins).
 
     Factories import lazily, so dlc-opt starts fast. Adding a pass is one file (file
     name = pass name in snake_case, under `dlc/passes/<level>/`) plus one line in
     `_PASSES`."""
-    return {name: _factory(path) for name, path in _PASSES.items()}
+    passes = {name: _factory(path) for name, path in _PASSES.items()}
+    for name, (cls, _) in PLUGIN_PASSES.items():
+        passes[name] = lambda cls=cls: cls
+    return passes
+
+
+def _pass_class(name: str) -> type[ModulePass]:
+    if name in _PASSES:
+        return _factory(_PASSES[name])()
+    if name in PLUGIN_PASSES:
+        return PLUGIN_PASSES[name][0]
+    raise KeyError(name)
 
 
 def make_pass(spec: str, **options: Any) -> ModulePass:
     """An instance of a registered pass from `spec` (`name` or `name{opt=value ...}`,
     dlc-opt's syntax) and `options` (its dataclass fields)."""
     if "{" not in spec:
-        return _factory(_PASSES[spec])()(**options)
+        return _pass_class(spec)(**options)
     from xdsl.utils.arg_spec import parse_pipeline
 
     (arg,) = parse_pipeline(spec)
-    pass_class = _factory(_PASSES[arg.name])()
+    pass_class = _pass_class(arg.name)
     return pass_class.from_pass_spec(arg) if not options else pass_class(**options)
 
 
@@ -138,7 +158,8 @@ def level_passes(level: str, options: Options) -> list[ModulePass]:
     if level == "graph":
         names = ["differentiate", "decompose-composites", *(GRAPH_OPTIMIZER if optimize else ())]
         names += SUPEROPTIMIZER if options.opt_level >= 3 else ()
-        return [make_pass(n) for n in names]
+        rules = {"superoptimize": {"rules": options.rules}} if options.rules else {}
+        return [make_pass(n, **rules.get(n, {})) for n in names] + _extra(level, options)
     if level == "tensor" and optimize:
         unfold = make_pass("unfold-convolutions", target=options.target_cpu, triple=options.triple)
         fuse = [make_pass("fuse")] if options.fuse else []
@@ -150,12 +171,17 @@ def level_passes(level: str, options: Options) -> list[ModulePass]:
             fma=options.contract,
             tuning_db=options.tuning_db or "",
         )
-        return [unfold, *fuse, schedule]
+        return [unfold, *fuse, schedule, *_extra(level, options)]
     if level == "loop":
         names = ["plan-memory"] if options.plan_memory else []
         names += ["math-approx"] if options.fast_math_functions else []
-        return [make_pass(n) for n in names]
-    return []
+        return [make_pass(n) for n in names] + _extra(level, options)
+    return _extra(level, options)
+
+
+def _extra(level: str, options: Options) -> list[ModulePass]:
+    """The `extra_passes` of `level` (plugin passes), in order."""
+    return [make_pass(spec) for lv, specs in options.extra_passes if lv == level for spec in specs]
 
 
 def lowering(level: str, options: Options) -> ModulePass:

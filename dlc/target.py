@@ -19,8 +19,8 @@ depend on it (threads come from the OpenMP runtime at run time).
 from __future__ import annotations
 
 import functools
+import os
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 # LLVM x86 CPU models by widest vector (bytes); unknown names default to 16 (SSE2).
 _VECTOR_BYTES = {
@@ -210,12 +210,17 @@ def known_cpu(cpu: str) -> bool:
 def _cache_sizes() -> tuple[int, int]:
     """(L1 data, L2) bytes of CPU 0 from sysfs, or typical sizes."""
     sizes = {"1": 32 << 10, "2": 1 << 20}
-    root = Path("/sys/devices/system/cpu/cpu0/cache")
+    root = "/sys/devices/system/cpu/cpu0/cache"
+
+    def read(index: str, name: str) -> str:
+        with open(os.path.join(root, index, name)) as f:
+            return f.read().strip()
+
     try:
-        for index in root.glob("index*"):
-            level = (index / "level").read_text().strip()
-            kind = (index / "type").read_text().strip()
-            size = (index / "size").read_text().strip()
+        for index in os.listdir(root):
+            if not index.startswith("index"):
+                continue
+            level, kind, size = (read(index, n) for n in ("level", "type", "size"))
             if kind in ("Data", "Unified") and level in sizes and size.endswith("K"):
                 sizes[level] = int(size[:-1]) << 10
     except (OSError, ValueError):

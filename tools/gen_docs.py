@@ -27,7 +27,7 @@ if str(ROOT) not in sys.path:
 OWN_DIALECTS = ("graph", "tensor", "loop", "schedule")
 """dlc's own dialects (xDSL's builtin, arith, math and llvm are documented by xDSL)."""
 
-CLI_TOOLS = ("dlc-opt", "dlc-run", "dlc-compile", "dlc-tune")
+CLI_TOOLS = ("dlc-opt", "dlc-run", "dlc-compile", "dlc-tune", "dlc-prove")
 
 IMPORTER_OPERATORS = {
     "Constant": "its value is a constant of the import (`GraphImporter._constant`)"
@@ -227,6 +227,7 @@ def cli_parsers() -> dict[str, Callable[[], argparse.ArgumentParser]]:
         "dlc-run": of("dlc_run"),
         "dlc-compile": of("dlc_compile"),
         "dlc-tune": of("dlc_tune"),
+        "dlc-prove": of("dlc_prove"),
     }
 
 

@@ -21,6 +21,7 @@ from dlc.cli.dlc_run import (
     ArgumentParser,
     RunError,
     allowed_extern_names,
+    custom_op_files,
     input_shapes,
     parse_file,
 )
@@ -79,6 +80,14 @@ def _argument_parser() -> argparse.ArgumentParser:
         help="the directory an ONNX model's external tensor data is read from (default: "
         "the model's own directory); locations must be plain paths below it, no symlinks",
     )
+    parser.add_argument(
+        "--custom-op",
+        action="append",
+        default=[],
+        metavar="DOMAIN::OP=FILE.dl",
+        help="import the ONNX operator DOMAIN::OP as a call of the function in FILE.dl "
+        "(its @OP, or its only function); repeatable",
+    )
     return parser
 
 
@@ -88,7 +97,9 @@ def run(argv: Sequence[str] | None) -> str:
     args = _argument_parser().parse_args(argv)
     externs = allowed_extern_names(args.allow_extern)
     shapes = input_shapes(args.input_shape)
-    module, _ = parse_file(args.file, shapes, None, args.external_data_dir)
+    module, _ = parse_file(
+        args.file, shapes, None, args.external_data_dir, custom_op_files(args.custom_op)
+    )
     from dlc import pipeline
     from dlc.externs import check_externs
     from dlc.program_levels import export_graph_module

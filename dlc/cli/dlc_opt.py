@@ -57,6 +57,7 @@ class DlcOptMain(DlcOptTargets):
         self.available_passes = {}
         self.available_targets = {}
         self.ctx = Context()
+        self.load_plugins(sys.argv[1:] if args is None else list(args))
         self.register_all_dialects()
         self.register_all_frontends()
         self.register_all_passes()
@@ -72,11 +73,26 @@ class DlcOptMain(DlcOptTargets):
 
     # -- registries -------------------------------------------------------------------
 
+    def load_plugins(self, argv: list[str]) -> None:
+        """Installed plugins' entry points and each `--load-pass-plugin PATH` (read
+        before the other arguments: their passes are in `-p`'s choices and `--help`)."""
+        from dlc.plugins import PluginError, load_entry_points, load_plugin, plugin_paths
+
+        try:
+            load_entry_points()
+            for path in plugin_paths(argv):
+                load_plugin(path)
+        except PluginError as e:
+            raise UsageError(str(e)) from None
+
     def register_all_dialects(self) -> None:
         from dlc.dialects import get_all_dialects
+        from dlc.plugins import DIALECTS
 
         for name, factory in get_all_dialects().items():
             self.ctx.register_dialect(name, factory)
+        for name, (dialect, _) in DIALECTS.items():
+            self.ctx.register_dialect(name, lambda dialect=dialect: dialect)
 
     def register_all_passes(self) -> None:
         from dlc.pipeline import get_all_passes

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import math
 import re
-import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -93,6 +92,14 @@ def _argument_parser() -> argparse.ArgumentParser:
         "the model's own directory); locations must be plain paths below it, no symlinks",
     )
     parser.add_argument(
+        "--custom-op",
+        action="append",
+        default=[],
+        metavar="DOMAIN::OP=FILE.dl",
+        help="import the ONNX operator DOMAIN::OP as a call of the function in FILE.dl "
+        "(its @OP, or its only function); repeatable",
+    )
+    parser.add_argument(
         "--seed",
         type=int,
         default=0,
@@ -144,8 +151,13 @@ def choose_name(names: list[str], entry: str | None) -> str:
 
 
 def choose_function(module: Any, entry: str | None) -> Any:
-    """The function named `entry` (`f` or `@f`), or the only defined function."""
+    """The function named `entry` (`f` or `@f`), else the module's entry (an ONNX
+    model's graph, beside the functions of its custom operators), else the only
+    defined function."""
     functions = {f.sym_name.data: f for f in _defined_functions(module)}
+    default = module.attributes.get("dlc.entry")
+    if entry is None and default is not None and default.data in functions:
+        entry = default.data
     return functions[choose_name(list(functions), entry)]
 
 
@@ -308,6 +320,8 @@ def median_call_time(fn: Callable[..., Any], args: Sequence[Any]) -> tuple[float
         start = time.perf_counter()
         fn(*args)
         times.append(time.perf_counter() - start)
+    import statistics  # imports random, fractions, decimal: only for --time
+
     return statistics.median(times), len(times)
 
 
@@ -398,6 +412,7 @@ def run(argv: Sequence[str] | None) -> None:
             input_shapes(args.input_shape),
             constants if onnx else None,
             args.external_data_dir,
+            custom_op_files(args.custom_op),
         )
         func = choose_function(module, args.entry)
         name = func.sym_name.data
@@ -443,6 +458,26 @@ def input_shapes(specs: Sequence[str]) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
+def custom_op_files(specs: Sequence[str]) -> dict[tuple[str, str], str]:
+    """`--custom-op DOMAIN::OP=FILE.dl` options: (domain, op) -> the file's DLVM text
+    (a malformed option or an unreadable file is a RunError)."""
+    mappings: dict[tuple[str, str], str] = {}
+    for spec in specs:
+        operator, sep, path = spec.partition("=")
+        domain, colons, op = operator.rpartition("::")
+        if not sep or not path or not colons or not op:
+            raise RunError(f"--custom-op expects DOMAIN::OP=FILE.dl, got '{spec}'")
+        if (domain, op) in mappings:
+            raise RunError(f"--custom-op {operator}: given twice")
+        try:
+            with open(path, encoding="utf-8") as f:
+                mappings[(domain, op)] = f.read()
+        except (OSError, UnicodeDecodeError) as e:
+            reason = getattr(e, "strerror", None) or e
+            raise RunError(f"--custom-op {operator}: cannot read '{path}': {reason}") from None
+    return mappings
+
+
 def constant_arrays(specs: Sequence[str]) -> dict[str, np.ndarray]:
     """`--constant NAME=PATH.npy` options: parameter name -> array (a malformed option
     or an unreadable file is a RunError)."""
@@ -463,12 +498,14 @@ def parse_file(
     input_shapes: dict[str, tuple[int, ...]],
     constant_inputs: dict[str, np.ndarray] | None = None,
     external_data_dir: str | None = None,
+    custom_ops: dict[tuple[str, str], str] | None = None,
 ) -> tuple[Any, bytes]:
     """The program of `path`, differentiated (so `--entry` finds the functions of
     `[adjoint ...]` declarations and the `@g_grad` they synthesize), and its text.
     An `.onnx` file is imported (its text is empty: diagnostics name nodes, not lines),
     with `constant_inputs` as constants and its external data read from
-    `external_data_dir` (default: the model's directory)."""
+    `external_data_dir` (default: the model's directory) and `custom_ops` (see
+    `dlc.onnx.load`)."""
     import dlc
     from dlc.passes.graph.differentiate import differentiated
 
@@ -480,10 +517,13 @@ def parse_file(
             input_shapes,
             constant_inputs=constant_inputs,
             external_data_dir=external_data_dir,
+            custom_ops=custom_ops,
         )
         return module, b""
     if input_shapes:
         raise RunError("--input-shape applies to ONNX models only")
+    if custom_ops:
+        raise RunError("--custom-op applies to ONNX models only")
 
     try:
         with open(path, "rb") as f:

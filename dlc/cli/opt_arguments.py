@@ -62,6 +62,14 @@ def register_opt_arguments(
     )
     register_output_arguments(add)
     add(
+        "--load-pass-plugin",
+        action="append",
+        default=[],
+        metavar="PATH.py",
+        help="load the xDSL passes and dialects a Python file defines (repeatable; "
+        "it runs with your rights: load only code you trust)",
+    )
+    add(
         "--external-data-dir",
         metavar="DIR",
         help="the directory an ONNX model's external tensor data is read from (default: "

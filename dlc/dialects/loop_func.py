@@ -165,8 +165,8 @@ class CallOp(IRDLOperation):
 @irdl_op_definition
 class ExternCallOp(IRDLOperation):
     """`loop.extern_call @f(%a, ...) : (f32, ...) -> f32`: a C call of an external
-    symbol, scalars by value (`[extern]` graph functions; the result, if any, is a
-    scalar returned by value)."""
+    symbol (`[extern]` graph functions), scalars by value and buffers as pointers to
+    their elements; the result, if any, is a scalar returned by value."""
 
     name = "loop.extern_call"
     callee = prop_def(SymbolNameConstraint())

@@ -190,7 +190,10 @@ class CondBrOp(IRDLOperation):
 class CallOp(IRDLOperation):
     """`tensor.call @f(%a, ...) : (T, ...) -> (R, ...)`: call a function of the module
     (tuple results and arguments flattened). With `extern` (`tensor.call @f(%a) extern`),
-    `@f` is a C symbol of the process taking and returning scalars by value."""
+    `@f` is a C symbol of the process: with scalars only and at most one result, taking
+    and returning them by value; otherwise scalars by value, tensors as pointers to their
+    row-major elements, then one pointer per result it writes, returning nothing
+    (`dlc.externs`, "Calling convention")."""
 
     name = "tensor.call"
     callee = prop_def(SymbolNameConstraint())

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from onnx import ModelProto
     from xdsl.dialects.builtin import ModuleOp
 
-__all__ = ["ImportLimits", "load", "read_model"]
+__all__ = ["CustomNode", "ImportLimits", "load", "read_model"]
 
 
 def read_model(
@@ -87,6 +87,7 @@ def load(
     constant_inputs: Mapping[str, object] | None = None,
     external_data_dir: str | os.PathLike[str] | None = None,
     limits: ImportLimits | None = None,
+    custom_ops: Mapping[tuple[str, str], object] | None = None,
 ) -> ModuleOp:
     """Import an ONNX model (a `ModelProto`, a file path or a serialized model's bytes)
     as a verified graph-level module. `input_shapes` gives the shapes of inputs with
@@ -97,12 +98,17 @@ def load(
     a model file's own directory; a model given as bytes or a `ModelProto` refuses
     external data without it). Locations are plain relative paths below it, through no
     symlink. `limits` (an `ImportLimits`) bounds the sizes a node may make at import
-    time (default: `ImportLimits()`; see dlc/onnx/limits.py).
+    time (default: `ImportLimits()`; see dlc/onnx/limits.py). `custom_ops` maps
+    (domain, op_type) pairs to DLVM text, or to callables of a `dlc.onnx.CustomNode`
+    that return it: those nodes become calls of the text's function (see
+    dlc/onnx/custom.py); model-local functions need no mapping.
 
     Raises `dlc.onnx.OnnxImportError` (a `DiagnosticError`) naming every unsupported
     node, attribute and dynamic input at once."""
+    from dlc.onnx.custom import CustomOps, normalize
     from dlc.onnx.importer import import_model
 
+    custom = CustomOps(normalize(custom_ops))
     model, filename = read_model(path_or_model, filename, external_data_dir)
     if input_shapes is not None and not isinstance(input_shapes, Mapping):
         raise TypeError(f"input_shapes: expected a mapping, got {type(input_shapes).__name__}")
@@ -111,7 +117,7 @@ def load(
             f"constant_inputs: expected a mapping, got {type(constant_inputs).__name__}"
         )
     constants = {k: np.asarray(v) for k, v in (constant_inputs or {}).items()}
-    return import_model(model, filename, input_shapes, constants, limits or ImportLimits())
+    return import_model(model, filename, input_shapes, constants, limits or ImportLimits(), custom)
 
 
 def __getattr__(name: str) -> object:
@@ -119,4 +125,8 @@ def __getattr__(name: str) -> object:
         from dlc.onnx.importer import OnnxImportError
 
         return OnnxImportError
+    if name == "CustomNode":
+        from dlc.onnx.custom import CustomNode
+
+        return CustomNode
     raise AttributeError(f"module 'dlc.onnx' has no attribute '{name}'")

@@ -47,6 +47,16 @@ def function_body(
     return _substituted(node, function, prefix), body_opset
 
 
+def local_body(proto: NodeProto, function: FunctionProto, prefix: str) -> list[NodeProto]:
+    """The nodes of a call `proto` of the model-local `function`, internal values named
+    under `prefix`; attributes the call leaves out take the function's defaults."""
+    node = NodeProto()
+    node.CopyFrom(proto)
+    present = {a.name for a in node.attribute}
+    node.attribute.extend(a for a in function.attribute_proto if a.name not in present)
+    return _substituted(node, function, prefix)
+
+
 def _with_defaults(proto: NodeProto, schema: onnx.defs.OpSchema) -> NodeProto:
     """`proto` with the schema's default values of the attributes it does not set."""
     node = NodeProto()

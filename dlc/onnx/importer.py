@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-from onnx import ModelProto, NodeProto, TensorProto, TypeProto, helper, numpy_helper
+from onnx import FunctionProto, ModelProto, NodeProto, TensorProto, TypeProto, helper, numpy_helper
 from onnx.helper import get_attribute_value
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, Region, SSAValue
@@ -58,6 +58,7 @@ from dlc.onnx import (
     ops_training,
     subgraph,
 )
+from dlc.onnx.custom import CustomOps
 from dlc.onnx.emitter import ELEMENT_TYPES, Emitter, ImportProblem, NotConstant
 from dlc.onnx.graph_io import GraphSignature
 from dlc.onnx.limits import DEFAULT_LIMITS, ImportLimits, check_elements
@@ -150,8 +151,15 @@ class GraphImporter(GraphSignature):
         input_shapes: Mapping[str, Sequence[int]],
         constant_inputs: Mapping[str, np.ndarray],
         limits: ImportLimits = DEFAULT_LIMITS,
+        custom_ops: CustomOps | None = None,
     ):
         self.model, self.graph, self.filename = model, model.graph, filename
+        self.custom = custom_ops or CustomOps({})
+        self.local_functions = {
+            (f.domain, f.name, getattr(f, "overload", "")): f for f in model.functions
+        }
+        self.expanding: list[tuple[str, str, str]] = []  # model-local functions being imported
+        self.expanded_nodes = 0
         self.limits = limits
         self.input_shapes = dict(input_shapes)
         self.constant_inputs = dict(constant_inputs)
@@ -209,9 +217,11 @@ class GraphImporter(GraphSignature):
         self.block._name = "entry"
         name = Names()(self.graph.name or "main")
         func = FuncOp(name, FunctionType(params, out_type), self.region)
-        module = ModuleOp([func])
+        module = ModuleOp([*self.custom.funcs, func])
         module.attributes["dlc.name"] = StringAttr(self.graph.name or "main")
         module.attributes["dlc.stage"] = StringAttr("raw")
+        if self.custom.funcs:  # the graph is the entry, custom operators' functions are not
+            module.attributes["dlc.entry"] = StringAttr(name)
         verify_module(module)
         return module
 
@@ -247,8 +257,21 @@ class GraphImporter(GraphSignature):
             self.unknown.update(proto.output)
 
     def _convert(self, proto: NodeProto, opset: int) -> None:
+        custom = self.custom.lookup(proto)
+        if custom is not None:
+            self._results(proto, self.custom.call(proto, custom, self._inputs(proto), self.emit))
+            return
+        local = self.local_functions.get(
+            (proto.domain, proto.op_type, getattr(proto, "overload", ""))
+        )
+        if local is not None and proto.domain not in ("", "ai.onnx"):
+            self._local_function(proto, local, opset)
+            return
         if proto.domain not in ("", "ai.onnx"):
-            raise ImportProblem(f"operator domain '{proto.domain}' is not supported")
+            raise ImportProblem(
+                f"operator domain '{proto.domain}' is not supported "
+                f"(map {proto.domain}::{proto.op_type} to a DLVM function with custom_ops=)"
+            )
         if proto.op_type == "Constant":
             self._constant(proto)
             return
@@ -273,6 +296,40 @@ class GraphImporter(GraphSignature):
         if unused:
             raise ImportProblem(f"attribute '{unused[0]}' is not supported")
         self._results(proto, results)
+
+    def _inputs(self, proto: NodeProto) -> list[SSAValue]:
+        """The node's inputs as tensors, all present and defined."""
+        if any(not n for n in proto.input):
+            raise ImportProblem("an omitted optional input is not supported here")
+        missing = [n for n in proto.input if n not in self.values and n not in self.constants]
+        if missing:
+            raise ImportProblem(f"input '{missing[0]}' is not defined before the node")
+        return [self._value(n) for n in proto.input]
+
+    def _local_function(self, proto: NodeProto, function: FunctionProto, opset: int) -> None:
+        """Import a call of a model-local function (the model's `functions`) as its body,
+        nodes substituted as for a standard operator's body."""
+        key = (function.domain, function.name, getattr(function, "overload", ""))
+        what = f"model-local function {function.domain}::{function.name}"
+        if key in self.expanding:
+            raise ImportProblem(f"{what} calls itself (ONNX functions may not recurse)")
+        prefix = f"{proto.output[0] if proto.output else proto.op_type}."
+        nodes = expand.local_body(proto, function, prefix)
+        self.expanded_nodes += len(nodes)
+        if self.expanded_nodes > self.limits.max_function_nodes:
+            raise ImportProblem(
+                f"{what}: calls of model-local functions expand to more than "
+                f"{self.limits.max_function_nodes} nodes "
+                "(raise it with ImportLimits(max_function_nodes=...))"
+            )
+        body_opset = next(
+            (o.version for o in function.opset_import if o.domain in ("", "ai.onnx")), opset
+        )
+        self.expanding.append(key)
+        try:
+            subgraph.expand(self, nodes, body_opset, what)
+        finally:
+            self.expanding.pop()
 
     def _function_body(self, proto: NodeProto, opset: int) -> None:
         """Import an operator dlc has no converter for as its ONNX function body; the
@@ -341,9 +398,12 @@ def import_model(
     input_shapes: Mapping[str, Sequence[int]] | None,
     constant_inputs: Mapping[str, np.ndarray] | None = None,
     limits: ImportLimits = DEFAULT_LIMITS,
+    custom_ops: CustomOps | None = None,
 ) -> ModuleOp:
     """The verified graph-level module of `model`; raises `OnnxImportError`."""
-    importer = GraphImporter(model, filename, input_shapes or {}, constant_inputs or {}, limits)
+    importer = GraphImporter(
+        model, filename, input_shapes or {}, constant_inputs or {}, limits, custom_ops
+    )
     return importer.run()
 
 

@@ -30,6 +30,9 @@ class ImportLimits:
     """Outputs of one node (Split) and operands one node expands into."""
     max_opset: int = 64
     """The largest default-domain opset a model may import (ONNX is at 2x today)."""
+    max_function_nodes: int = 1 << 20
+    """Nodes that calls of model-local functions may expand to in all (functions that
+    call others twice over grow exponentially with depth)."""
 
 
 DEFAULT_LIMITS = ImportLimits()

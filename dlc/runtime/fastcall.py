@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import ctypes
 import sys
-import sysconfig
 from collections.abc import Callable
 from typing import Any
 
@@ -66,7 +65,7 @@ def _supported() -> bool:
         sys.implementation.name == "cpython"
         and ctypes.sizeof(ctypes.c_void_p) == 8
         and not hasattr(sys, "gettotalrefcount")  # a debug build: two more words first
-        and not sysconfig.get_config_var("Py_GIL_DISABLED")
+        and "t" not in getattr(sys, "abiflags", "")  # a free-threaded build: another header
         and hasattr(ctypes, "pythonapi")
     )
 

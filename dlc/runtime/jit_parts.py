@@ -23,13 +23,14 @@ import dataclasses
 import json
 import os
 import struct
-import subprocess
 import sys
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # imported where used: loading cached objects needs none of them
+    import subprocess
+
     from xdsl.dialects import llvm
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.ir import Operation
@@ -250,6 +251,8 @@ def compile_in_parts(
 def _start_worker(text: str, opt_level: int, target: Target | None) -> subprocess.Popen | None:
     """`python -m dlc.runtime.jit_worker` building `text`, its input written; None when
     no worker process can be started (the caller builds the part itself)."""
+    import subprocess
+
     if not sys.executable:
         return None
     header = {"opt_level": opt_level, "target": dataclasses.asdict(target) if target else None}

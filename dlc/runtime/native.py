@@ -12,7 +12,6 @@ code stored one, the signal's exception for an interrupted loop).
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import sys
 import warnings
@@ -154,12 +153,7 @@ def openmp_available() -> bool:
     use. Without it parallel loops run serially, and dlc says so once."""
     if not _OPENMP:
         _short_spin()
-        path = ctypes.util.find_library("gomp")
-        if path is not None:
-            try:
-                llvm_binding.load_library_permanently(path)
-            except RuntimeError:
-                path = None
+        path = _load_permanently("libgomp.so.1", "gomp")
         if path is None:
             warnings.warn(
                 "dlc: no OpenMP runtime (libgomp) found: compiled code runs on one thread "
@@ -203,9 +197,35 @@ def default_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def _load_permanently(soname: str, short: str) -> str | None:
+    """Load a shared library into the process for JIT code, by its usual `soname` (the
+    dynamic loader's own search, no process started) or else by the name
+    `ctypes.util.find_library(short)` finds (it runs `ldconfig -p`: milliseconds);
+    the name it was loaded by, or None."""
+    try:
+        llvm_binding.load_library_permanently(soname)
+        return soname
+    except RuntimeError:
+        pass
+    from ctypes.util import find_library
+
+    path = find_library(short)
+    if path is None:
+        return None
+    try:
+        llvm_binding.load_library_permanently(path)
+    except RuntimeError:
+        return None
+    return path
+
+
 def _process_symbol(name: str) -> int | None:
     """Address of C symbol `name` in the process or libm (dlsym), or None."""
-    for library in (None, ctypes.util.find_library("m")):
+    for library in (None, "libm.so.6", "m"):
+        if library == "m":  # libm under another name: ask ldconfig (starts a process)
+            from ctypes.util import find_library
+
+            library = find_library("m")
         try:
             return ctypes.cast(getattr(ctypes.CDLL(library), name), ctypes.c_void_p).value
         except (AttributeError, OSError):

@@ -23,6 +23,7 @@ _BIN_DIR = os.path.dirname(sys.executable)
 _MODULE_FALLBACK = {
     "dlc-opt": "dlc.cli.dlc_opt",
     "dlc-run": "dlc.cli.dlc_run",
+    "dlc-prove": "dlc.cli.dlc_prove",
     "filecheck": "filecheck",
 }
 
@@ -42,6 +43,9 @@ for _name in _MODULE_FALLBACK:
     # Only whole words: a path such as test/lit/cli/dlc-opt-targets.dl must stay as it is.
     _pattern = r"(?<![-\w/.])" + re.escape(_name) + r"(?![-\w])"
     config.substitutions.append((_pattern, _tool(_name)))  # noqa: F821
+
+# %python: the Python running lit (its venv has onnx for the ONNX tests' model builders)
+config.substitutions.append(("%python", f'"{sys.executable}"'))  # noqa: F821
 
 config.environment["PATH"] = os.pathsep.join([_BIN_DIR, os.environ.get("PATH", "")])  # noqa: F821
 # A checkout run with PYTHONPATH=<checkout> (beside an installed dlc) tests that checkout.

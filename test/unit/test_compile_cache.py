@@ -219,3 +219,38 @@ def test_default_directory(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> N
     assert cache.cache_dir() == tmp_path / "dlc"
     monkeypatch.delenv("XDG_CACHE_HOME")
     assert cache.cache_dir() == Path.home() / ".cache" / "dlc"
+
+
+def test_source_fingerprint_sees_every_edit(tmp_path: Path) -> None:
+    """The key's compiler fingerprint changes with a file's contents (size or time), a
+    new or a renamed source, and not with bytecode or other files."""
+    import os
+
+    (tmp_path / "pkg").mkdir()
+    source = tmp_path / "pkg" / "a.py"
+    source.write_text("x = 1\n")
+    (tmp_path / "grammar.lark").write_text("start: 'a'\n")
+    os.utime(source, ns=(10**18, 10**18))
+    first = cache.tree_fingerprint(str(tmp_path))
+    assert cache.tree_fingerprint(str(tmp_path)) == first
+
+    (tmp_path / "pkg" / "__pycache__").mkdir()
+    (tmp_path / "pkg" / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"\0")
+    (tmp_path / "notes.txt").write_text("not a source\n")
+    assert cache.tree_fingerprint(str(tmp_path)) == first
+
+    source.write_text("x = 2\n")  # same size: the time tells
+    os.utime(source, ns=(10**18 + 1, 10**18 + 1))
+    edited = cache.tree_fingerprint(str(tmp_path))
+    assert edited != first
+
+    source.write_text("x = 22\n")  # same time: the size tells
+    os.utime(source, ns=(10**18 + 1, 10**18 + 1))
+    assert cache.tree_fingerprint(str(tmp_path)) not in (first, edited)
+
+    before = cache.tree_fingerprint(str(tmp_path))
+    (tmp_path / "b.py").write_text("")
+    added = cache.tree_fingerprint(str(tmp_path))
+    assert added != before
+    (tmp_path / "b.py").rename(tmp_path / "c.py")
+    assert cache.tree_fingerprint(str(tmp_path)) != added

@@ -71,7 +71,9 @@ def run_page(page: Path, cwd: Path) -> None:
     try:
         for marker, lang, body in blocks(page.read_text()):
             if marker.startswith("file: "):
-                (cwd / marker[len("file: ") :]).write_text(body)
+                target = cwd / marker[len("file: ") :]
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(body)
             elif marker == "run":
                 assert lang == "console", f"{page.name}: <!-- run --> needs a console block"
                 run_console(body, cwd, env, page.name)

@@ -8,6 +8,7 @@ which shows the allow-list is what stops them."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -407,3 +408,50 @@ def test_dlc_run_allow_extern(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert err == (
         "dlc-run: error: --allow-extern: 'sin f' is neither a C identifier nor a preset name\n"
     )
+
+
+TENSOR_EXTERN_C = r"""
+/* out = a * x + b element by element over n floats; *sum = their sum */
+void dlc_test_axpb(float a, const float *x, float b, float *out, float *sum) {
+    float s = 0;
+    for (int i = 0; i < 6; i++) { out[i] = a * x[i] + b; s += out[i]; }
+    *sum = s;
+}
+"""
+
+TENSOR_EXTERN_DL = """module "m"
+stage raw
+
+[extern]
+func @dlc_test_axpb: (f32, <2 x 3 x f32>, f32) -> (<2 x 3 x f32>, f32)
+
+func @f: (<2 x 3 x f32>, f32) -> (<2 x 3 x f32>, f32) {
+'entry(%x: <2 x 3 x f32>, %a: f32):
+    %0.0 = add %x: <2 x 3 x f32>, 1: f32
+    %0.1 = apply @dlc_test_axpb(%a: f32, %0.0: <2 x 3 x f32>, 0.5: f32): (f32, <2 x 3 x f32>, f32) -> (<2 x 3 x f32>, f32)
+    return %0.1: (<2 x 3 x f32>, f32)
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler 'cc' on this machine")
+@pytest.mark.parametrize("opt_level", [0, 2])
+def test_tensor_externs_take_pointers_and_write_their_results(
+    tmp_path: Path, opt_level: int
+) -> None:
+    """Scalars by value, tensors as pointers to their elements, then one pointer per
+    result (a tuple's elements in order), returning nothing."""
+    import ctypes
+
+    source = tmp_path / "axpb.c"
+    source.write_text(TENSOR_EXTERN_C)
+    library = tmp_path / "libaxpb.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-O1", str(source), "-o", str(library)], check=True)
+    ctypes.CDLL(str(library), mode=ctypes.RTLD_GLOBAL)
+    module = dlc.compile(TENSOR_EXTERN_DL, externs=["dlc_test_axpb"], opt_level=opt_level)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    out, total = module.f(x, np.float32(2))
+    np.testing.assert_array_equal(out, 2 * (x + 1) + 0.5)
+    assert total == np.float32((2 * (x + 1) + 0.5).sum())
+    with pytest.raises(dlc.DiagnosticError, match="dlc_test_axpb"):
+        dlc.compile(TENSOR_EXTERN_DL)  # still a capability

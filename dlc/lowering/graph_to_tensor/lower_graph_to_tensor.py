@@ -290,15 +290,6 @@ class FunctionLowering(OwnedLowering):
         out_types: list[TensorType] = (
             [] if graph.is_void(ftype.output) else flatten_type(ftype.output, self.types)
         )
-        if extern and any(t.rank != 0 for t in (*(a.type for a in args), *out_types)):  # type: ignore[attr-defined]
-            raise UnsupportedOp(
-                f"apply of the extern function @{op.callee.data}: extern functions take and "
-                "return scalars only"
-            )
-        if extern and len(out_types) > 1:
-            raise UnsupportedOp(
-                f"apply of the extern function @{op.callee.data} with a tuple result"
-            )
         call = b.insert(tensor.CallOp(op.callee.data, args, out_types, extern=extern))
         if op.results:
             self.values[op.results[0]] = unflatten(ftype.output, iter(call.res), self.types)

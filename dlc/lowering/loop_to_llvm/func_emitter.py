@@ -13,6 +13,7 @@ from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerAttr,
+    MemRefType,
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
@@ -252,10 +253,10 @@ class FuncEmitter(ParallelEmitter, BufferEmitter):
             self.poll_interrupt(op)
 
     def lower_extern_call(self, op: loop.ExternCallOp) -> None:
-        """A C call of an external symbol, scalars by value."""
+        """A C call of an external symbol, scalars by value, buffers by pointer."""
         name = op.callee.data
         result = op.res[0].type if op.res else llvm.LLVMVoidType()
-        inputs = [a.type for a in op.args]
+        inputs = [PTR if isinstance(a.type, MemRefType) else a.type for a in op.args]
         known = self.externals.get(name)
         if known is not None and known != llvm.LLVMFunctionType(inputs, result):
             raise error_at(op, f"extern function @{name} called with two different signatures")

@@ -137,13 +137,20 @@ class FunctionLowering:
         copy_loc(op, self.b.insert(loop.TrapOp(f"{location_prefix(op)}trap")))
 
     def _call(self, op: tensor.CallOp, outputs: Sequence[SSAValue]) -> None:
-        """`loop.call` with caller-allocated outputs; extern calls pass scalars by value."""
+        """`loop.call` with caller-allocated outputs; extern calls pass scalars by value
+        and, unless they take and return scalars only, tensors and results by pointer."""
         inputs = [self.buffers[a] for a in op.args]
         if op.extern is None:
             call = self.b.insert(loop.CallOp(op.callee.data, [*inputs, *outputs]))
             copy_loc(op, call)
             return
-        loaded = [load(self.b, buf, [], a.type.dt) for buf, a in zip(inputs, op.args)]  # type: ignore[attr-defined]
+        loaded = [
+            buf if a.type.rank else load(self.b, buf, [], a.type.dt)  # type: ignore[attr-defined]
+            for buf, a in zip(inputs, op.args)
+        ]
+        if not by_value(op):  # results written through pointers, nothing returned
+            copy_loc(op, self.b.insert(loop.ExternCallOp(op.callee.data, [*loaded, *outputs], [])))
+            return
         types = [tensor.scalar_type(r.type.dt) for r in op.res]  # type: ignore[attr-defined]
         call = self.b.insert(loop.ExternCallOp(op.callee.data, loaded, types))
         copy_loc(op, call)
@@ -367,3 +374,10 @@ class LowerTensorToLoopPass(ModulePass):
             op.body.block.insert_op_before(lowering(child).run(), child)
             child.detach()
             child.erase(safe_erase=False)
+
+
+def by_value(call: tensor.CallOp) -> bool:
+    """Whether an extern call takes and returns scalars only, by value (at most one
+    result); else the pointer convention of `tensor.CallOp`."""
+    types = [*(a.type for a in call.args), *(r.type for r in call.res)]
+    return len(call.res) <= 1 and all(t.rank == 0 for t in types)  # type: ignore[attr-defined]

@@ -18,6 +18,7 @@ from dlc.passes.graph.superopt.graphs import from_block, windows
 from dlc.passes.graph.superopt.library import Rule, applicable, read, shipped
 from dlc.passes.graph.superopt.measure import CostTable
 from dlc.passes.graph.superopt.search import patterns, search
+from dlc.passes.graph.superopt.user_rules import user_library
 from dlc.passes.statistics import PassStatistics
 
 COSTS = ("analytical", "measured", "table")
@@ -35,7 +36,9 @@ class SuperoptimizePass(PassStatistics, ModulePass):
     hash-consed graph; everything else is left where it is and only reads it. The
     search (TASO's backtracking search with relaxation `alpha`, within `budget`
     seconds and `max-graphs` graphs per block) applies only the `proven` rules of the
-    library (`dlc/passes/graph/superopt/rules.json`, or the JSON file `rules`) under
+    library (`dlc/passes/graph/superopt/rules.json`, or the JSON file `rules`; a `.dl`
+    file of user rules adds those of its rules that `user_rules.check` proves, named
+    `user.NAME`) under
     the analytical cost model of `superopt/cost.py`. A block with more than `window`
     (default 24) such instructions is searched in windows of that many consecutive ones,
     each a graph of its own whose inputs from outside are leaves (TASO splits large
@@ -51,7 +54,7 @@ class SuperoptimizePass(PassStatistics, ModulePass):
     cache directory, owner-only), `costs=table` only reads that table; both keep the
     analytical cost for everything else (`superopt/measure.py`).
     Statistics: substitutions applied, each rule that fired, cost before and after (ns),
-    costs measured.
+    costs measured, user rules proven and not proven.
     """
 
     name = "superoptimize"
@@ -88,9 +91,13 @@ class SuperoptimizePass(PassStatistics, ModulePass):
         return CostTable.load(path, measure=self.costs == "measured")
 
     def library(self) -> list[Rule]:
-        """The rules of the `rules` file, or the shipped ones."""
+        """The rules of the `rules` file, or the shipped ones (and a `.dl` file's proven
+        user rules)."""
         if not self.rules:
             return list(shipped())
+        if self.rules.endswith(".dl"):
+            proven, _ = user_library(self.rules)
+            return [*shipped(), *proven]
         try:
             return read(Path(self.rules))
         except (OSError, ValueError, KeyError, TypeError) as e:
@@ -99,6 +106,10 @@ class SuperoptimizePass(PassStatistics, ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_level(op, "graph", self.name)
         pats = patterns(applicable(self.library()))
+        if self.rules.endswith(".dl"):
+            proven, unproven = user_library(self.rules)
+            self.count("user rules proven", len(proven))
+            self.count("user rules not proven", unproven)
         table = self.table()
         deadline = time.monotonic() + self.budget
         before = after = 0.0
