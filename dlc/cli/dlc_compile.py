@@ -19,12 +19,12 @@ from collections.abc import Sequence
 
 from dlc.cli.dlc_run import (
     ArgumentParser,
-    RunError,
     allowed_extern_names,
     custom_op_files,
     input_shapes,
     parse_file,
 )
+from dlc.cli.run_io import RunError
 
 
 def _argument_parser() -> argparse.ArgumentParser:
