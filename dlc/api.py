@@ -16,24 +16,23 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp
 
 from dlc import pipeline, progress
 from dlc.budget import ModuleBudget, check_budget
-from dlc.diagnostics import clone_located, error_at, own_location
+from dlc.diagnostics import error_at, own_location
 from dlc.dialects import abi
 from dlc.dialects.graph import FuncOp as GraphFuncOp
-from dlc.dialects.graph_types import NATIVE_DTYPES
-from dlc.externs import ExternsOption, allowed_externs, check_externs, not_allowed_message
+from dlc.externs import ExternsOption, allowed_externs, check_externs
 from dlc.options import check_threads, compile_options, planted_fault, quick_facts
 from dlc.plugins import check_extra_passes
+from dlc.program_levels import ProgramLevels, Report, defined_functions, lower
 from dlc.runtime import cache
-from dlc.runtime.convention import entry_checks
 from dlc.runtime.fastcall import ARRAY_LAYOUT, FAST_CALLS
-from dlc.runtime.jit import JITModule, llvm_ir
+from dlc.runtime.jit import JITModule
 from dlc.runtime.module import CompiledModule
 from dlc.runtime.native import (
     Metadata,
@@ -45,28 +44,6 @@ from dlc.runtime.native import (
 from dlc.runtime.quick import quick_key, remember
 from dlc.runtime.signature import func_signature
 
-if TYPE_CHECKING:
-    from dlc.aot import Exported
-
-
-def defined_functions(module: ModuleOp) -> dict[str, GraphFuncOp]:
-    """The functions with bodies of a graph module, by name."""
-    return {
-        f.sym_name.data: f
-        for f in module.body.block.ops
-        if isinstance(f, GraphFuncOp) and not f.is_declaration and f.body.blocks
-    }
-
-
-class Report(NamedTuple):
-    """The compile report: loop-level facts per function, counts per pass, the arena a
-    call context needs, and the functions that may run unboundedly long."""
-
-    functions: dict[str, dict[str, int]]
-    passes: dict[str, dict[str, int]]
-    arena_bytes: int
-    unbounded: list[str]
-
 
 def compile_kernel(text: str) -> Any:
     """The function @op of DLVM `text` compiled at opt_level 2 on one thread: the
@@ -76,71 +53,6 @@ def compile_kernel(text: str) -> Any:
     return compile_graph_module(parse_module(text, "<superopt cost>"), opt_level=2, num_threads=1)[
         "op"
     ]
-
-
-def lower(
-    module: ModuleOp,
-    options: pipeline.Options,
-    snapshots: dict[str, ModuleOp] | None = None,
-    externs: frozenset[str] | None = None,
-    python_entries: bool = True,
-) -> tuple[ModuleOp, Report]:
-    """A clone of graph `module` lowered to the llvm level (with Python entries unless
-    `python_entries` is False), and the compile report. `snapshots` receives a copy of
-    each level as the pipeline leaves it (graph after the optimizer, tensor after
-    fusion, ...). With `externs`, every C call of the loop level must name one of them
-    (a located error otherwise)."""
-    from dlc.dialects import loop
-    from dlc.dialects.loop_callgraph import arena_bytes_needed, unbounded_functions
-    from dlc.lowering.loop_to_llvm.python_entry import add_python_entries
-    from dlc.passes.loop.plan_memory import function_stats
-    from dlc.passes.statistics import PassStatistics
-
-    stats: dict[str, dict[str, int]] = {}
-    passes: dict[str, dict[str, int]] = {}
-    arena = [0]
-    unbounded: list[str] = []
-
-    def after(step: pipeline.Step, _work: ModuleOp) -> None:
-        if isinstance(step.pass_, PassStatistics):
-            counts = passes.setdefault(step.pass_.name, {})
-            for key, n in step.pass_.take_statistics().items():
-                counts[key] = counts.get(key, 0) + n
-
-    def on_level(level: str, work: ModuleOp) -> None:
-        if level != "graph" and pipeline.verify_levels():
-            work.verify()
-        if snapshots is not None:
-            snapshots[level] = clone_located(work)  # keeps block and value names
-        if level == "loop":
-            arena[0] = arena_bytes_needed(work)
-            unbounded.extend(sorted(unbounded_functions(work)))
-            if externs is not None:
-                check_extern_calls(work, externs)
-            for f in work.body.block.ops:
-                if isinstance(f, loop.FuncOp):
-                    stats[f.sym_name.data] = function_stats(f)
-
-    if pipeline.superopt_costs(options) == "measured":
-        from dlc.superopt_costs import install
-
-        install(compile_kernel)
-    steps = pipeline.steps(options)
-    work = pipeline.run(clone_located(module), steps, after=after, on_level=on_level)
-    if python_entries:
-        checks = {name: entry_checks(f) for name, f in defined_functions(module).items()}
-        add_python_entries(work, checks, ARRAY_LAYOUT, len(NATIVE_DTYPES), fast=FAST_CALLS)
-    return work, Report(stats, passes, arena[0], unbounded)
-
-
-def check_extern_calls(loop_level: ModuleOp, externs: frozenset[str]) -> None:
-    """Every `loop.extern_call` calls an allowed extern: the second line of defence
-    behind `check_externs` (the graph-level check), before anything is linked."""
-    from dlc.dialects import loop
-
-    for op in loop_level.walk():
-        if isinstance(op, loop.ExternCallOp) and op.callee.data not in externs:
-            raise error_at(op, not_allowed_message(op.callee.data))
 
 
 def external_names(llvm_level: ModuleOp) -> list[str]:
@@ -221,66 +133,6 @@ def _locations(module: ModuleOp) -> list[tuple[str, int, int]]:
     return [(loc.filename, loc.line, loc.column) for loc in located if loc is not None]
 
 
-def export_graph_module(
-    module: ModuleOp,
-    path: str | os.PathLike[str],
-    options: pipeline.Options,
-    externs: frozenset[str],
-    *,
-    entries: Iterable[str] | None = None,
-    **settings: Any,
-) -> Exported:
-    """Write graph `module` (verified, externs checked: `externs` are those it calls) as
-    a C library `path` (`.so`, `.o` or `.a`) and its header (`dlc.aot`), compiled with
-    `options` for the target of `settings` (`dlc.aot.make_request`: `prefix`,
-    `header`, `target`, `target_cpu`, `cc`). Exports `entries` (default: all)."""
-    from dlc import aot
-    from dlc.passes.graph.differentiate import differentiated
-    from dlc.passes.graph.differentiate_tape import entry_points
-
-    request = aot.make_request(path, opt_level=options.opt_level, externs=externs, **settings)
-    module = differentiated(module)
-    functions = aot.exported_functions(entry_points(module), entries, request.prefix)
-    options = aot.target_options(options, request)
-    llvm_level, report = lower(module, options, externs=externs, python_entries=False)
-    return aot.write_library(llvm_level, functions, report.arena_bytes, request)
-
-
-class ProgramLevels:
-    """`CompiledModule.ir`: the program at each level, lowered again on first use;
-    `CompiledModule.export`: the program as a C library."""
-
-    def __init__(
-        self, graph: ModuleOp, options: pipeline.Options, jit: JITModule, externs: frozenset[str]
-    ) -> None:
-        self.graph, self.options, self.jit, self.externs = graph, options, jit, externs
-        self.snapshots: dict[str, ModuleOp] | None = None
-
-    def export(self, path: str | os.PathLike[str], **settings: Any) -> Exported:
-        """Export with this module's options; for this machine, for its CPU model."""
-        if settings.get("target_cpu") is None and not settings.get("target"):
-            settings["target_cpu"] = self.options.target_cpu
-        return export_graph_module(self.graph, path, self.options, self.externs, **settings)
-
-    def module(self, level: str) -> ModuleOp:
-        if self.snapshots is None:
-            self.snapshots = {}
-            self.snapshots["llvm"], _ = lower(self.graph, self.options, self.snapshots)
-        return self.snapshots[level]
-
-    def text(self, level: str) -> str:
-        from dlc.parser import print_module
-
-        if level == "llvm" and self.jit.optimized_ir is None:
-            options = self.options
-            self.jit.optimized_ir = llvm_ir(self.module("llvm"), options.opt_level, options.target)
-        if level == "llvm":
-            return self.jit.optimized_ir  # type: ignore[return-value]
-        if level == "graph":
-            return print_module(self.module("graph"))
-        return str(self.module(level))
-
-
 def _from_cache(
     entry: cache.Entry,
     module: ModuleOp,
@@ -321,6 +173,10 @@ def _compile(
     progress is shown on a terminal (`dlc.progress`)."""
     from xdsl.dialects import llvm
 
+    if pipeline.superopt_costs(options) == "measured":
+        from dlc.superopt_costs import install
+
+        install(compile_kernel)
     with progress.tracking() as tracked:
         llvm_level, report = lower(module, options, externs=externs)
         check_symbols(external_names(llvm_level), module)

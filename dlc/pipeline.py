@@ -32,7 +32,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from dlc.dialects.levels import LEVELS, LOWERINGS
+from dlc.analysis.levels import LEVELS, LOWERINGS
 from dlc.options import (  # noqa: F401 -- re-exported: the pipeline's options live there
     Options,
     check_fma,

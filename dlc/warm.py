@@ -17,7 +17,7 @@ from dlc.runtime import quick
 class DeferredLevels:
     """`CompiledModule`'s program at each level for a module from a quick record: the
     program is parsed, checked and differentiated on first use, then handled as after a
-    full compile (`dlc.api.ProgramLevels`)."""
+    full compile (`dlc.program_levels.ProgramLevels`)."""
 
     def __init__(
         self, text: str | bytes, filename: str, options: Options, jit: Any, allowed: frozenset[str]
@@ -28,10 +28,10 @@ class DeferredLevels:
 
     def _get(self) -> Any:
         if self._levels is None:
-            from dlc.api import ProgramLevels
             from dlc.externs import check_externs
             from dlc.parser import parse_module
             from dlc.passes.graph.differentiate import differentiated
+            from dlc.program_levels import ProgramLevels
 
             module = parse_module(*self._source)
             called = check_externs(module, self._allowed)

@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 import dlc  # noqa: E402
 from dlc.aot.signature import C_TYPES, CFunction, c_function  # noqa: E402
-from dlc.api import defined_functions  # noqa: E402
+from dlc.program_levels import defined_functions  # noqa: E402
 
 WORKLOADS = [
     ("W0", "benchmarks/call_overhead.dl", "add_one", 1_000_000),

@@ -282,7 +282,7 @@ def onnx_page() -> str:
     """Every operator of the `ai.onnx` domain and how dlc imports it."""
     import onnx
 
-    from dlc.onnx.importer import CONVERTERS
+    from dlc.onnx.converters import CONVERTERS
 
     latest: dict[str, onnx.defs.OpSchema] = {}
     for schema in onnx.defs.get_all_schemas_with_history():

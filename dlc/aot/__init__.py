@@ -1,7 +1,7 @@
 """Ahead-of-time compilation: a DLVM program as a C library with a header.
 
 `dlc-compile model.dl -o libmodel.so` and `dlc.compile(...).export("libmodel.so")`
-lower the program through the one pipeline (`dlc.pipeline`, via `dlc.api.lower`,
+lower the program through the one pipeline (`dlc.pipeline`, via `dlc.program_levels.lower`,
 without the Python entries), for this machine or another target
 (`dlc.target.FOREIGN_ARCHES`), and write a `.so`, `.o` or `.a` whose C entry points
 (`c_entry.py`) need no Python at run time, plus a C header (`header.py`). The C

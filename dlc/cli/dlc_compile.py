@@ -19,12 +19,12 @@ from collections.abc import Sequence
 
 from dlc.cli.dlc_run import (
     ArgumentParser,
-    RunError,
     allowed_extern_names,
     custom_op_files,
     input_shapes,
     parse_file,
 )
+from dlc.cli.run_io import RunError
 
 
 def _argument_parser() -> argparse.ArgumentParser:
@@ -101,8 +101,8 @@ def run(argv: Sequence[str] | None) -> str:
         args.file, shapes, None, args.external_data_dir, custom_op_files(args.custom_op)
     )
     from dlc import pipeline
-    from dlc.api import export_graph_module
     from dlc.externs import check_externs
+    from dlc.program_levels import export_graph_module
 
     called = check_externs(module, externs)
     options = pipeline.Options(opt_level=args.opt_level, bounds_check=args.bounds_check)

@@ -21,7 +21,7 @@ import sys
 import time
 from collections.abc import Sequence
 from io import BytesIO
-from typing import IO, Any, NoReturn
+from typing import IO, Any
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -29,9 +29,10 @@ from xdsl.passes import ModulePass, PassPipeline
 from xdsl.tools.command_line_tool import CommandLineTool
 from xdsl.utils.arg_spec import parse_pipeline
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
-from xdsl.xdsl_opt_main import VersionAction
 
+from dlc.analysis.levels import level_of
 from dlc.cli import plain_warnings
+from dlc.cli.opt_arguments import ArgumentParser, register_opt_arguments
 from dlc.cli.opt_diagnostics import (
     IRVerifyError,
     as_diagnostic,
@@ -40,46 +41,11 @@ from dlc.cli.opt_diagnostics import (
     format_diagnostic,
     has_expectations,
 )
-from dlc.cli.targets import DlcOptTargets, Output, UsageError, register_output_arguments
+from dlc.cli.targets import DlcOptTargets, Output, UsageError
 from dlc.diagnostics import DiagnosticError, verify_located
-from dlc.dialects.levels import level_of
 from dlc.passes.statistics import PassStatistics
 from dlc.superopt_costs import install as install_superopt_costs
 from dlc.version import __version__
-
-SWITCHES: tuple[tuple[tuple[str, ...], str], ...] = (
-    (("--split-input-file",), "process each `// -----` chunk on its own (exit 1 if any fails)"),
-    (
-        ("--verify-diagnostics",),
-        "check the input's `// expected-error {{...}}` comments (without any: print "
-        "diagnostics to stdout and exit 0)",
-    ),
-    (("--print-between-passes",), "print the IR after every pass but the last"),
-    (
-        ("--print-ir-after-all", "--mlir-print-ir-after-all"),
-        "print the IR to stderr after every pass (and -t llvm|asm step)",
-    ),
-    (
-        ("--print-ir-after-failure", "--mlir-print-ir-after-failure"),
-        "print the IR to stderr when a pass fails",
-    ),
-    (("--timing", "--time-passes"), "print per-pass wall time to stderr"),
-    (("--print-op-generic",), "MLIR output in the generic format"),
-    (("--report-changes",), "print `<pass>: changed|unchanged` per pass"),
-    (("--pass-statistics",), "print per-pass statistics to stderr"),
-)
-"""dlc-opt's on/off options: their names (the first names the attribute) and help."""
-
-
-INHERITED_HELP = {"disable_verify": "do not verify the IR after each pass"}
-"""Help for the flags xDSL's CommandLineTool registers without one."""
-
-
-class _ArgumentParser(argparse.ArgumentParser):
-    """argparse that raises instead of printing the usage and exiting with code 2."""
-
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(message)
 
 
 class DlcOptMain(DlcOptTargets):
@@ -97,7 +63,7 @@ class DlcOptMain(DlcOptTargets):
         self.register_all_frontends()
         self.register_all_passes()
         self.register_all_targets()
-        arg_parser = _ArgumentParser(prog="dlc-opt", description=__doc__.splitlines()[0])
+        arg_parser = ArgumentParser(prog="dlc-opt", description=__doc__.splitlines()[0])
         self.register_all_arguments(arg_parser)
         self.args = arg_parser.parse_args(args=args)
         self.ctx.allow_unregistered = self.args.allow_unregistered_dialect
@@ -169,39 +135,7 @@ class DlcOptMain(DlcOptTargets):
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         CommandLineTool.register_all_arguments(self, arg_parser)
-        for action in arg_parser._actions:  # xDSL's flags without help text
-            action.help = action.help or INHERITED_HELP.get(action.dest)
-        add = arg_parser.add_argument
-        add(
-            "-p",
-            "--passes",
-            default="",
-            help=f"comma-separated passes: {', '.join(self.available_passes)}",
-        )
-        register_output_arguments(add)
-        add(
-            "--load-pass-plugin",
-            action="append",
-            default=[],
-            metavar="PATH.py",
-            help="load the xDSL passes and dialects a Python file defines (repeatable; "
-            "it runs with your rights: load only code you trust)",
-        )
-        add(
-            "--external-data-dir",
-            metavar="DIR",
-            help="the directory an ONNX model's external tensor data is read from (default: "
-            "the model file's directory; from stdin, external data is refused without it)",
-        )
-        for names, description in SWITCHES:
-            add(*names, action="store_true", help=description)
-        add(
-            "-v",
-            "--version",
-            action=VersionAction,
-            version_format=self.version_format,
-            help="print dlc-opt's and xDSL's versions and exit",
-        )
+        register_opt_arguments(arg_parser, self.available_passes, self.version_format)
 
     # -- input ------------------------------------------------------------------------
 

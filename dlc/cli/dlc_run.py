@@ -8,7 +8,7 @@ Inputs are named by their entry-block parameter (`x` or `%x`) or their position 
 Random inputs are made in the parameter's dtype: floats standard normal, integers
 uniform in [-10, 10], bools fair coins; `--seed` takes any int, mod 2**64 like
 `CompiledModule.seed` (so -1 is 2**64 - 1), and an input, or all of them together,
-above `MAX_RANDOM_INPUT_BYTES` is refused. `--entry` also finds the functions that
+above `MAX_RANDOM_INPUT_BYTES` (`run_io.py`) is refused. `--entry` also finds the functions that
 differentiation defines (`[adjoint ...]` declarations and the `@g_grad` they
 synthesize). `[extern]` C functions run only when named with `--allow-extern NAME`
 (repeatable; `libm` is the preset of libm's scalar math functions): an allowed extern
@@ -19,7 +19,6 @@ stderr and exit code 1.
 from __future__ import annotations
 
 import argparse
-import math
 import re
 import sys
 import time
@@ -28,21 +27,17 @@ from typing import Any, NoReturn
 
 import numpy as np
 
+from dlc.cli.run_io import (
+    RunError,
+    build_inputs,
+    load_npy,
+    print_outputs,
+)
 from dlc.diagnostics import DiagnosticError, Location, location_in
-from dlc.dtypes import NATIVE_DTYPES, numpy_dtype
-from dlc.runtime.signature import FuncSig, TensorSig, TupleSig, format_sig
-
-MAX_RANDOM_INPUT_BYTES = 1 << 31
-"""The most `--random-inputs` makes, per input and in all (2 GiB); larger ones come from
---input files."""
 
 _MIN_CALLS = 7
 _MAX_CALLS = 10_000
 _TIME_BUDGET_S = 0.25
-
-
-class RunError(Exception):
-    """A user error of dlc-run: printed as `dlc-run: error: ...`, exit 1."""
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -159,156 +154,6 @@ def choose_function(module: Any, entry: str | None) -> Any:
     if entry is None and default is not None and default.data in functions:
         entry = default.data
     return functions[choose_name(list(functions), entry)]
-
-
-def _param_names(func: Any) -> list[str]:
-    if isinstance(func, FuncSig):
-        return list(func.params)
-    entry = func.entry
-    if entry is None:
-        return []
-    return [arg._name or str(i) for i, arg in enumerate(entry.args)]  # noqa: SLF001 -- DLVM names
-
-
-def _arg_types(func: Any) -> list[Any]:
-    return list(func.args) if isinstance(func, FuncSig) else list(func.function_type.args)
-
-
-def _format(t: Any) -> str:
-    if isinstance(t, TensorSig | TupleSig):
-        return format_sig(t)
-    from dlc.dialects.graph_types import format_type
-
-    return format_type(t)
-
-
-def _parse_input_specs(specs: Sequence[str], names: list[str]) -> dict[int, str]:
-    """`NAME=PATH` options -> parameter index -> path."""
-    chosen: dict[int, str] = {}
-    for spec in specs:
-        name, sep, path = spec.partition("=")
-        if not sep or not path:
-            raise RunError(f"--input expects NAME=PATH.npy, got '{spec}'")
-        name = name.removeprefix("%")
-        if name in names:
-            index = names.index(name)
-        elif name.isdigit() and int(name) < len(names):
-            index = int(name)
-        else:
-            raise RunError(
-                f"--input {name}: no such parameter (parameters: {', '.join('%' + n for n in names)})"
-            )
-        chosen[index] = path
-    return chosen
-
-
-def _tensor_param(t: Any, name: str) -> tuple[tuple[int, ...], Any]:
-    if isinstance(t, TensorSig):
-        return t.dims, numpy_dtype(t.dt)
-    from dlc.dialects.graph_types import TensorType
-
-    if not isinstance(t, TensorType):
-        raise RunError(f"parameter %{name} has type {_format(t)}; dlc-run passes tensors only")
-    if t.dt not in NATIVE_DTYPES:
-        raise RunError(f"parameter %{name}: {t.dt} tensors are not supported by dlc-run")
-    return t.dims, numpy_dtype(t.dt)
-
-
-def _check_random_size(t: Any, name: str, shape: tuple[int, ...], dtype: Any) -> int:
-    """The bytes of parameter `name`'s random input, refused above the limit."""
-    nbytes = math.prod(shape) * np.dtype(dtype).itemsize
-    if nbytes > MAX_RANDOM_INPUT_BYTES:
-        raise RunError(
-            f"--random-inputs: parameter %{name} ({_format(t)}) takes {nbytes} bytes, "
-            f"more than the limit of {MAX_RANDOM_INPUT_BYTES}; give it with --input {name}=PATH.npy"
-        )
-    return nbytes
-
-
-def _load_npy(path: str, name: str, option: str = "--input") -> np.ndarray:
-    try:
-        return np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as e:
-        raise RunError(f"{option} {name}: cannot load '{path}': {e}") from None
-
-
-def random_array(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
-    """Standard normal floats, integers in [-10, 10], fair-coin bools, made in `dtype`
-    (f16 through f32: NumPy draws normals in f32 and f64 only)."""
-    dtype = np.dtype(dtype)
-    if dtype.kind == "f" and dtype.itemsize < 4:
-        return rng.standard_normal(shape, dtype=np.float32).astype(dtype)
-    if dtype.kind == "f":
-        return rng.standard_normal(shape, dtype=dtype)
-    if dtype.kind == "b":
-        return rng.integers(0, 2, size=shape, dtype=np.bool_)
-    return rng.integers(-10, 11, size=shape, dtype=dtype)
-
-
-def build_inputs(
-    func: Any, specs: Sequence[str], random_inputs: bool, seed: int
-) -> list[np.ndarray]:
-    """One array per parameter, from --input files or, with --random-inputs, random."""
-    names = _param_names(func)
-    from_files = _parse_input_specs(specs, names)
-    rng = np.random.default_rng(seed % (1 << 64))  # default_rng refuses negative seeds
-    params = [
-        (name, t, *_tensor_param(t, name)) for name, t in zip(names, _arg_types(func), strict=True)
-    ]
-    if random_inputs:  # all sizes first: nothing is drawn for a program that asks too much
-        total = sum(
-            _check_random_size(t, name, shape, dtype)
-            for index, (name, t, shape, dtype) in enumerate(params)
-            if index not in from_files
-        )
-        if total > MAX_RANDOM_INPUT_BYTES:
-            raise RunError(
-                f"--random-inputs: the random inputs take {total} bytes together, more than "
-                f"the limit of {MAX_RANDOM_INPUT_BYTES}; give some with --input NAME=PATH.npy"
-            )
-    inputs: list[np.ndarray] = []
-    for index, (name, _, shape, dtype) in enumerate(params):
-        if index in from_files:
-            inputs.append(_load_npy(from_files[index], name))
-        elif random_inputs:
-            inputs.append(random_array(rng, shape, dtype))
-        else:
-            raise RunError(
-                f"no value for parameter %{name}: give --input {name}=PATH.npy or --random-inputs"
-            )
-    return inputs
-
-
-def _outputs(result: Any) -> list[Any]:
-    if result is None:
-        return []
-    if isinstance(result, tuple | list):
-        return list(result)
-    return [result]
-
-
-def _output_types(func: Any) -> list[str]:
-    if isinstance(func, FuncSig):
-        out = func.output
-        return [_format(t) for t in (out.types if isinstance(out, TupleSig) else (out,))]
-    from dlc.dialects.graph_types import TupleType
-
-    out = func.function_type.output
-    types = out.types if isinstance(out, TupleType) else (out,)
-    return [_format(t) for t in types]
-
-
-def print_outputs(result: Any, func: Any) -> None:
-    outputs = _outputs(result)
-    types = _output_types(func)
-    if not outputs:
-        print("(no outputs)")
-    for i, value in enumerate(outputs):
-        header = f"output {i}" + (
-            f": {types[i]}" if i < len(types) and len(types) == len(outputs) else ""
-        )
-        print(header)
-        print(repr(value))
 
 
 def median_call_time(fn: Callable[..., Any], args: Sequence[Any]) -> tuple[float, int]:
@@ -489,7 +334,7 @@ def constant_arrays(specs: Sequence[str]) -> dict[str, np.ndarray]:
             raise RunError(f"--constant expects NAME=PATH.npy, got '{spec}'")
         if name in arrays:
             raise RunError(f"--constant {name}: given twice")
-        arrays[name] = _load_npy(path, name, "--constant")
+        arrays[name] = load_npy(path, name, "--constant")
     return arrays
 
 

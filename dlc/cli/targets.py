@@ -22,7 +22,7 @@ from xdsl.passes import ModulePass, PassPipeline
 from xdsl.printer import Printer
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from dlc.dialects.levels import check_llvm_level, level_of
+from dlc.analysis.levels import check_llvm_level, level_of
 from dlc.files import AtomicFile, is_device
 
 TARGETS = ("dl", "mlir", "llvm", "asm")

@@ -25,7 +25,7 @@ from xdsl.irdl import (
 )
 from xdsl.traits import Pure
 
-from dlc.dialects.graph import GraphInstruction, InferenceError, Props, Symbols, is_void
+from dlc.dialects.graph_module import GraphInstruction, InferenceError, Props, Symbols, is_void
 from dlc.dialects.graph_types import (
     ArrayType,
     FunctionType,

@@ -16,8 +16,8 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def, traits_def
 from xdsl.traits import Pure
 
-from dlc.dialects.graph import GraphInstruction, InferenceError, Props, Symbols
 from dlc.dialects.graph_canonicalization import GraphCanonicalization
+from dlc.dialects.graph_module import GraphInstruction, InferenceError, Props, Symbols
 from dlc.dialects.graph_types import (
     TensorType,
     broadcast_shapes,

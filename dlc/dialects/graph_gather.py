@@ -31,8 +31,8 @@ from xdsl.irdl import (
 )
 from xdsl.traits import Pure
 
-from dlc.dialects.graph import GraphInstruction, InferenceError, Props, Symbols
 from dlc.dialects.graph_elementwise import tensor_operand
+from dlc.dialects.graph_module import GraphInstruction, InferenceError, Props, Symbols
 from dlc.dialects.graph_props import int_prop
 from dlc.dialects.graph_types import TensorType, dtype_is_numeric, format_type
 

@@ -21,7 +21,6 @@ from xdsl.irdl import (
 )
 from xdsl.traits import Pure
 
-from dlc.dialects.graph import GraphInstruction, InferenceError, Props, Symbols
 from dlc.dialects.graph_aggregate import (
     ApplyIndirectOp,
     ApplyOp,
@@ -33,6 +32,7 @@ from dlc.dialects.graph_aggregate import (
     keys_of,
     pointer_operand,
 )
+from dlc.dialects.graph_module import GraphInstruction, InferenceError, Props, Symbols
 from dlc.dialects.graph_types import (
     BoxType,
     PointerType,

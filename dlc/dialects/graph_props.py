@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from xdsl.dialects.builtin import ArrayAttr, IntAttr
 from xdsl.ir import Attribute
 
-from dlc.dialects.graph import InferenceError, Props
+from dlc.dialects.graph_module import InferenceError, Props
 from dlc.dialects.graph_types import TensorType, format_type
 
 

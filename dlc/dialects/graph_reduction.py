@@ -22,8 +22,8 @@ from xdsl.irdl import (
 )
 from xdsl.traits import Pure
 
-from dlc.dialects.graph import GraphInstruction, InferenceError, Props, Symbols
 from dlc.dialects.graph_elementwise import tensor_operand
+from dlc.dialects.graph_module import GraphInstruction, InferenceError, Props, Symbols
 from dlc.dialects.graph_props import check_dims, int_prop, ints
 from dlc.dialects.graph_types import (
     MAX_ELEMENTS,

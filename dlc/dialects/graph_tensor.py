@@ -23,9 +23,9 @@ from xdsl.irdl import (
 )
 from xdsl.traits import Pure
 
-from dlc.dialects.graph import GraphInstruction, InferenceError, Props, Symbols
 from dlc.dialects.graph_canonicalization import GraphCanonicalization
 from dlc.dialects.graph_elementwise import tensor_operand
+from dlc.dialects.graph_module import GraphInstruction, InferenceError, Props, Symbols
 from dlc.dialects.graph_props import check_dims, int_array, int_prop, ints
 from dlc.dialects.graph_reduction import (
     ConvolveOp,

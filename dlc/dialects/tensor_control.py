@@ -38,6 +38,7 @@ from xdsl.utils.exceptions import VerifyException
 from dlc.dialects.formats import parse_func, print_func
 from dlc.dialects.graph_types import TensorType
 from dlc.dialects.tensor_compute import ComputeOp
+from dlc.dialects.tensor_groups import fusion_of, group_members, verify_group
 from dlc.dialects.tensor_types import OpVerifyException
 
 BOOL = TensorType((), "bool")
@@ -92,8 +93,6 @@ class FuncOp(IRDLOperation):
 
     def _verify_groups(self) -> None:
         """Fusion groups are runs of consecutive computes and legal (tensor_groups.py)."""
-        from dlc.dialects.tensor_groups import fusion_of, group_members, verify_group
-
         seen: set[int] = set()
         for block in self.body.blocks:
             for op in block.ops:

@@ -26,8 +26,8 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import Operation, SSAValue
 
-from dlc.dialects import tensor
 from dlc.dialects.graph_types import TensorType
+from dlc.dialects.tensor_compute import ComputeOp, ConstantOp, ReadOp
 
 
 @dataclass
@@ -35,8 +35,8 @@ class Uses:
     """How a tensor value is used: distinct read index lists per consumer compute, or
     `blocked` for any other use (returned, a reduction init, another op)."""
 
-    reads: dict[tensor.ComputeOp, int] = field(default_factory=dict)
-    indices: dict[tensor.ComputeOp, set[tuple[SSAValue, ...]]] = field(default_factory=dict)
+    reads: dict[ComputeOp, int] = field(default_factory=dict)
+    indices: dict[ComputeOp, set[tuple[SSAValue, ...]]] = field(default_factory=dict)
     blocked: bool = False
 
 
@@ -44,23 +44,21 @@ def uses_of(value: SSAValue) -> Uses:
     uses = Uses()
     for use in value.uses:
         user = use.operation
-        if isinstance(user, tensor.ReadOp):
+        if isinstance(user, ReadOp):
             compute = user.parent_op()
-            assert isinstance(compute, tensor.ComputeOp)
+            assert isinstance(compute, ComputeOp)
             uses.indices.setdefault(compute, set()).add(tuple(user.indices))
             uses.reads[compute] = len(uses.indices[compute])
-        elif isinstance(user, tensor.ComputeOp) and use.index < len(user.inputs):
+        elif isinstance(user, ComputeOp) and use.index < len(user.inputs):
             continue  # the operand list entry; its reads are counted above
         else:
             uses.blocked = True
     return uses
 
 
-def reads_of(consumer: tensor.ComputeOp, producer: SSAValue) -> list[tensor.ReadOp]:
+def reads_of(consumer: ComputeOp, producer: SSAValue) -> list[ReadOp]:
     return [
-        op
-        for op in consumer.body.block.ops
-        if isinstance(op, tensor.ReadOp) and op.tensor == producer
+        op for op in consumer.body.block.ops if isinstance(op, ReadOp) and op.tensor == producer
     ]
 
 
@@ -73,7 +71,7 @@ def is_zero_index(value: SSAValue) -> bool:
     )
 
 
-def identity_dims(consumer: tensor.ComputeOp, read: tensor.ReadOp, dims: tuple[int, ...]) -> bool:
+def identity_dims(consumer: ComputeOp, read: ReadOp, dims: tuple[int, ...]) -> bool:
     """The first `len(dims)` indices of `read` are the consumer's own index variables
     (`0` allowed for extent-1 dimensions)."""
     args = consumer.body.block.args
@@ -87,7 +85,7 @@ def identity_dims(consumer: tensor.ComputeOp, read: tensor.ReadOp, dims: tuple[i
     return True
 
 
-def reads_at_identity(consumer: tensor.ComputeOp, producer: SSAValue) -> bool:
+def reads_at_identity(consumer: ComputeOp, producer: SSAValue) -> bool:
     """Every read of `producer` in `consumer` is at the consumer's own index variables
     (all of `producer`'s dimensions: for a reduction consumer, output then reduction)."""
     t = producer.type
@@ -99,39 +97,39 @@ def next_compute(op: Operation) -> Operation | None:
     """The op after `op`, past any `tensor.constant`s (literals: no operands, lowered
     wherever they stand)."""
     current = op.next_op
-    while isinstance(current, tensor.ConstantOp):
+    while isinstance(current, ConstantOp):
         current = current.next_op
     return current
 
 
-def fusion_of(op: tensor.ComputeOp) -> tuple[int, int, bool, bool] | None:
+def fusion_of(op: ComputeOp) -> tuple[int, int, bool, bool] | None:
     """(group id, at, feeds, internal) of a grouped compute, else None."""
     return op.schedule.fusion if op.schedule is not None else None
 
 
-def group_members(first: tensor.ComputeOp) -> list[tensor.ComputeOp]:
+def group_members(first: ComputeOp) -> list[ComputeOp]:
     """The members of `first`'s group when `first` is its first member ([first] when
     it is in no group), else []."""
     fusion = fusion_of(first)
     if fusion is None:
         return [first]
     prev = first.prev_op
-    if isinstance(prev, tensor.ComputeOp) and _same_group(prev, fusion[0]):
+    if isinstance(prev, ComputeOp) and _same_group(prev, fusion[0]):
         return []
     members = [first]
     op = first.next_op
-    while isinstance(op, tensor.ComputeOp) and _same_group(op, fusion[0]):
+    while isinstance(op, ComputeOp) and _same_group(op, fusion[0]):
         members.append(op)
         op = op.next_op
     return members
 
 
-def _same_group(op: tensor.ComputeOp, gid: int) -> bool:
+def _same_group(op: ComputeOp, gid: int) -> bool:
     fusion = fusion_of(op)
     return fusion is not None and fusion[0] == gid
 
 
-def base_of(members: list[tensor.ComputeOp]) -> tuple[int, ...]:
+def base_of(members: list[ComputeOp]) -> tuple[int, ...]:
     fusion = fusion_of(members[0])
     assert fusion is not None
     return members[0].domain[: fusion[1]]
@@ -141,12 +139,12 @@ class _Members:
     """A group's members with their positions and the reduction each one feeds,
     computed once (a group can have hundreds of members: W2 x 200 has 800)."""
 
-    def __init__(self, members: list[tensor.ComputeOp]) -> None:
+    def __init__(self, members: list[ComputeOp]) -> None:
         self.list = members
         self.position = {id(m): i for i, m in enumerate(members)}
-        self._fed: dict[int, tensor.ComputeOp | None] = {}
-        self.feeders: dict[int, list[tensor.ComputeOp]] = {}
-        nxt: tensor.ComputeOp | None = None  # the next member that is not a feeder
+        self._fed: dict[int, ComputeOp | None] = {}
+        self.feeders: dict[int, list[ComputeOp]] = {}
+        nxt: ComputeOp | None = None  # the next member that is not a feeder
         for m in reversed(members):
             self._fed[id(m)] = nxt
             if nxt is not None:
@@ -158,20 +156,20 @@ class _Members:
     def __contains__(self, op: object) -> bool:
         return id(op) in self.position
 
-    def index(self, op: tensor.ComputeOp) -> int:
+    def index(self, op: ComputeOp) -> int:
         return self.position[id(op)]
 
-    def fed(self, op: tensor.ComputeOp) -> tensor.ComputeOp | None:
+    def fed(self, op: ComputeOp) -> ComputeOp | None:
         """The member `op` is evaluated in, if it is a feeder: the next member that is
         not a feeder."""
         return self._fed[id(op)]
 
-    def fed_into(self, reduction: tensor.ComputeOp) -> list[tensor.ComputeOp]:
+    def fed_into(self, reduction: ComputeOp) -> list[ComputeOp]:
         """`reduction` and the members evaluated in it."""
         return [reduction, *self.feeders.get(id(reduction), [])]
 
 
-def verify_group(members: list[tensor.ComputeOp]) -> tuple[Operation, str] | None:
+def verify_group(members: list[ComputeOp]) -> tuple[Operation, str] | None:
     """(op, why) when the group `members` (consecutive, one id) is not legal."""
     base = base_of(members)
     k = len(base)
@@ -204,7 +202,7 @@ def verify_group(members: list[tensor.ComputeOp]) -> tuple[Operation, str] | Non
     return None
 
 
-def _check_feeds(members: _Members, feeder: tensor.ComputeOp) -> str | None:
+def _check_feeds(members: _Members, feeder: ComputeOp) -> str | None:
     base = base_of(members.list)
     reduction = members.fed(feeder)
     if feeder.combinator is not None:
@@ -222,7 +220,7 @@ def _check_feeds(members: _Members, feeder: tensor.ComputeOp) -> str | None:
     return None
 
 
-def _check_internal(members: _Members, m: tensor.ComputeOp) -> str | None:
+def _check_internal(members: _Members, m: ComputeOp) -> str | None:
     """An internal member needs no buffer: every use is a register read, or (a
     reduction over more than the shared loops) it accumulates in the next member's."""
     uses = uses_of(m.result)

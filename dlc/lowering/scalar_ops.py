@@ -25,84 +25,16 @@ from dlc.dialects import loop
 from dlc.dialects.graph_types import dtype_bits, dtype_is_bool, dtype_is_float, dtype_is_unsigned
 from dlc.dialects.tensor import ComputeOp, ReadOp, scalar_type
 from dlc.dialects.tensor_types import bf16_bits
-
-FLOAT_UNARY: dict[str, type[Operation]] = {
-    "sinh": math.SinhOp,
-    "cosh": math.CoshOp,
-    "tanh": math.TanhOp,
-    "log": math.LogOp,
-    "exp": math.ExpOp,
-    "sqrt": math.SqrtOp,
-    "round": math.RoundOp,
-    "rint": math.RoundEvenOp,
-    "rsqrt": math.RsqrtOp,
-    "ceil": math.CeilOp,
-    "floor": math.FloorOp,
-    "tan": math.TanOp,
-    "cos": math.CosOp,
-    "sin": math.SinOp,
-    "acos": math.AcosOp,
-    "asin": math.AsinOp,
-    "atan": math.AtanOp,
-    "erf": math.ErfOp,
-    "erfc": loop.ErfcOp,
-    "negate": arith.NegfOp,
-}
-
-FLOAT_BINARY: dict[str, type[Operation]] = {
-    "add": arith.AddfOp,
-    "subtract": arith.SubfOp,
-    "multiply": arith.MulfOp,
-    "divide": arith.DivfOp,
-    "min": arith.MinimumfOp,
-    "max": arith.MaximumfOp,
-    "modulo": loop.RemFOp,  # C fmod: sign of the dividend
-    "power": math.PowFOp,
-}
-
-INT_BINARY: dict[str, type[Operation]] = {
-    "add": arith.AddiOp,
-    "subtract": arith.SubiOp,
-    "multiply": arith.MuliOp,
-    "min": arith.MinSIOp,
-    "max": arith.MaxSIOp,
-    "and": arith.AndIOp,
-    "or": arith.OrIOp,
-    "xor": arith.XOrIOp,
-    "shiftLeft": arith.ShLIOp,  # amounts >= width (unsigned) give 0, see loop_to_llvm
-    "shiftRight": arith.ShRSIOp,  # ... the sign fill
-}
-
-FLOAT_PREDICATES = {
-    "lessThan": "olt",
-    "lessThanOrEqual": "ole",
-    "greaterThan": "ogt",
-    "greaterThanOrEqual": "oge",
-    "equal": "oeq",
-    "notEqual": "une",
-}
-UINT_BINARY: dict[str, type[Operation]] = {
-    **INT_BINARY,
-    "min": arith.MinUIOp,
-    "max": arith.MaxUIOp,
-    "shiftRight": arith.ShRUIOp,
-}
-
-INT_PREDICATES = {
-    "lessThan": "slt",
-    "lessThanOrEqual": "sle",
-    "greaterThan": "sgt",
-    "greaterThanOrEqual": "sge",
-    "equal": "eq",
-    "notEqual": "ne",
-}
-UINT_PREDICATES = {
-    **INT_PREDICATES,
-    "lessThan": "ult",
-    "lessThanOrEqual": "ule",
-    "greaterThan": "ugt",
-    "greaterThanOrEqual": "uge",
-}
+from dlc.lowering.scalar_tables import (
+    FLOAT_BINARY,
+    FLOAT_PREDICATES,
+    FLOAT_UNARY,
+    INT_BINARY,
+    INT_PREDICATES,
+    UINT_BINARY,
+    UINT_PREDICATES,
+)
+from dlc.lowering.special_functions import SpecialFunctions
 
 
 class Unsupported(Exception):
@@ -161,8 +93,6 @@ class ScalarBuilder:
                 raise Unsupported(opcode)
             return self.emit(arith.SubiOp(self.typed_const(0, x), x))
         if opcode in ("lgamma", "digamma"):
-            from dlc.lowering.special_functions import SpecialFunctions
-
             return SpecialFunctions(self).in_f64(x, dtype, opcode)
         if opcode not in FLOAT_UNARY:
             raise Unsupported(opcode)

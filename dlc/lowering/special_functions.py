@@ -15,12 +15,11 @@ f32 operands are computed in f64 and rounded, as the reference does.
 from __future__ import annotations
 
 import math as pymath
+from typing import Protocol
 
 from xdsl.dialects import arith, math
 from xdsl.dialects.builtin import Float64Type, FloatAttr
-from xdsl.ir import SSAValue
-
-from dlc.lowering.scalar_ops import ScalarBuilder
+from xdsl.ir import Operation, SSAValue
 
 _LANCZOS_G = 7.0
 _LANCZOS = (
@@ -36,10 +35,20 @@ _LANCZOS = (
 )
 
 
+class ScalarEmitter(Protocol):
+    """What the expansions need of `scalar_ops.ScalarBuilder`."""
+
+    def emit(self, op: Operation) -> SSAValue: ...
+
+    def cmpf(self, pred: str, a: SSAValue, b: SSAValue) -> SSAValue: ...
+
+    def select(self, cond: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue: ...
+
+
 class SpecialFunctions:
     """Emits lgamma / digamma through a `ScalarBuilder`."""
 
-    def __init__(self, s: ScalarBuilder):
+    def __init__(self, s: ScalarEmitter):
         self.s = s
 
     def c(self, value: float) -> SSAValue:

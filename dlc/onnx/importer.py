@@ -28,69 +28,14 @@ from dlc.dialects.graph_types import (
     TupleType,
 )
 from dlc.dialects.graph_verify import verify_module
-from dlc.onnx import (
-    expand,
-    fold,
-    ops_activation,
-    ops_composite,
-    ops_control,
-    ops_conv_transpose,
-    ops_cumulative,
-    ops_deform_conv,
-    ops_det,
-    ops_dynamic,
-    ops_gather,
-    ops_image,
-    ops_logic,
-    ops_math,
-    ops_nn,
-    ops_onehot,
-    ops_quant,
-    ops_resize,
-    ops_rnn,
-    ops_roi,
-    ops_sample,
-    ops_scatter_back,
-    ops_shape,
-    ops_signal,
-    ops_slice,
-    ops_tfidf,
-    ops_training,
-    subgraph,
-)
+from dlc.onnx import expand, fold, subgraph
+from dlc.onnx.converters import CONVERTERS
 from dlc.onnx.custom import CustomOps
 from dlc.onnx.emitter import ELEMENT_TYPES, Emitter, ImportProblem, NotConstant
 from dlc.onnx.graph_io import GraphSignature
 from dlc.onnx.limits import DEFAULT_LIMITS, ImportLimits, check_elements
-from dlc.onnx.node import Converter, Node
+from dlc.onnx.node import Node
 
-CONVERTERS: dict[str, Converter] = {
-    **ops_math.CONVERTERS,
-    **ops_nn.CONVERTERS,
-    **ops_shape.CONVERTERS,
-    **ops_logic.CONVERTERS,
-    **ops_activation.CONVERTERS,
-    **ops_slice.CONVERTERS,
-    **ops_gather.CONVERTERS,
-    **ops_resize.CONVERTERS,
-    **ops_sample.CONVERTERS,
-    **ops_roi.CONVERTERS,
-    **ops_dynamic.CONVERTERS,
-    **ops_signal.CONVERTERS,
-    **ops_cumulative.CONVERTERS,
-    **ops_conv_transpose.CONVERTERS,
-    **ops_onehot.CONVERTERS,
-    **ops_composite.CONVERTERS,
-    **ops_scatter_back.CONVERTERS,
-    **ops_det.CONVERTERS,
-    **ops_deform_conv.CONVERTERS,
-    **ops_control.CONVERTERS,
-    **ops_rnn.CONVERTERS,
-    **ops_quant.CONVERTERS,
-    **ops_training.CONVERTERS,
-    **ops_tfidf.CONVERTERS,
-    **ops_image.CONVERTERS,
-}
 DTYPES = ELEMENT_TYPES
 
 

@@ -8,7 +8,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from dlc.dialects.levels import is_graph_level
+from dlc.analysis.levels import is_graph_level
 
 
 @dataclass(frozen=True)

@@ -15,15 +15,26 @@ import importlib.util
 import json
 import os
 import secrets
-import stat
 import threading
 import warnings
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from dlc.runtime import cache_evict
+from dlc.runtime.cache_files import (  # noqa: F401 -- read_owned, write_owned re-exported
+    Chunks,
+    Untrusted,
+    atomic_write,
+    make_dirs,
+    open_checked,
+    read_checked,
+    read_owned,
+    write_new,
+    write_owned,
+)
+from dlc.runtime.cache_records import data_layout, valid_meta
 
 # 8: constant data after the object code; 7: typed stacks, the dlc.fn. symbol namespace
 FORMAT = 8  # 6: location-free messages; 5: unbounded functions; 4: a call context per call; 3: records carry an HMAC (2: a plain SHA-256)
@@ -36,27 +47,11 @@ _MEMORY: OrderedDict[str, Entry] = OrderedDict()
 _QUICK: OrderedDict[str, dict[str, Any]] = OrderedDict()  # quick records (`quick.py`)
 _FINGERPRINT: list[str] = []
 _TARGET: list[dict[str, str]] = []  # `_target()` of this process
-Kind = Literal["directory", "entry", "key"]  # what a checked path must be
 _WARNED: set[str] = set()  # directories already warned about in this process
 
 
 class UntrustedCacheWarning(UserWarning):
     """A directory, key or entry of the disk cache failed an owner or mode check."""
-
-
-class _Untrusted(OSError):
-    """`path`, a `kind` of cache file, failed a trust check for `reason`. An OSError, so
-    it costs what an unreadable cache costs; `lookup` and `store` also warn about it
-    (once per `where`). A bad directory or key turns the disk cache off; a bad entry
-    file only its entry (the next store replaces it)."""
-
-    def __init__(self, path: Path, kind: Kind, reason: str) -> None:
-        off = "compiling without the disk cache"
-        if kind == "entry":
-            off = "the entry is ignored and rewritten"
-        super().__init__(f"dlc: compile cache: {path} {reason}; {off}")
-        self.where = path if kind == "directory" else path.parent
-        self.problem = f"{path} {reason}"
 
 
 @dataclass
@@ -225,7 +220,7 @@ def _remember(key: str, entry: Entry) -> None:
 def _warn_once(error: Exception) -> None:
     """Warn about an untrusted cache path, once per process and directory: a refused
     cache stays refused on every compile, and repeated warnings would bury the output."""
-    if not isinstance(error, _Untrusted):
+    if not isinstance(error, Untrusted):
         return
     where = str(error.where)
     with _LOCK:
@@ -236,93 +231,13 @@ def _warn_once(error: Exception) -> None:
     warnings.warn(str(error), UntrustedCacheWarning, stacklevel=3)
 
 
-def _problem(st: os.stat_result, kind: Kind) -> str | None:
-    """Why a `kind` of file with status `st` may hold someone else's code, or None.
-    Only its owner (the current effective user) may be able to write it; the key must
-    not be readable by anyone else either (whoever reads it can forge entries)."""
-    mode = st.st_mode
-    if stat.S_ISLNK(mode):
-        return "is a symbolic link"
-    if kind == "directory" and not stat.S_ISDIR(mode):
-        return "is not a directory"
-    if kind != "directory" and not stat.S_ISREG(mode):
-        return "is not a regular file"
-    uid = os.geteuid()
-    if st.st_uid != uid:
-        return f"is owned by uid {st.st_uid}, not by the current user (uid {uid})"
-    if mode & (0o066 if kind == "key" else 0o022):
-        access = "readable or writable" if kind == "key" else "writable"
-        return f"is {access} by group or others (mode {stat.S_IMODE(mode):04o})"
-    return None
-
-
-def _open_checked(path: Path, kind: Kind, dir_fd: int | None = None) -> int:
-    """A read descriptor of `path` (by name relative to `dir_fd` when given) that passed
-    `_problem`. The lstat names the reason for a symlink; O_NOFOLLOW and the fstat of
-    the open descriptor make a swap between check and use harmless.
-    Raises _Untrusted, OSError (FileNotFoundError when `path` is missing)."""
-    target = path.name if dir_fd is not None else path
-    problem = _problem(os.stat(target, dir_fd=dir_fd, follow_symlinks=False), kind)
-    if problem:
-        raise _Untrusted(path, kind, problem)
-    flags = os.O_RDONLY | os.O_NOFOLLOW | (os.O_DIRECTORY if kind == "directory" else 0)
-    fd = os.open(target, flags, dir_fd=dir_fd)
-    problem = _problem(os.fstat(fd), kind)
-    if problem:
-        os.close(fd)
-        raise _Untrusted(path, kind, problem)
-    return fd
-
-
-def _read(path: Path, kind: Kind, dir_fd: int) -> bytes:
-    """The contents of the file `path` in the directory open as `dir_fd`, if trusted."""
-    with os.fdopen(_open_checked(path, kind, dir_fd), "rb") as f:
-        return f.read()
-
-
-def _make_dirs(path: Path) -> None:
-    """Create the missing levels of `path` one by one with mode 0700: `mkdir(parents=True)`
-    would give the intermediate ones the umask's default (0777 under umask 0)."""
-    missing: list[Path] = []
-    while not os.path.lexists(path):
-        missing.append(path)
-        path = path.parent
-    for level in reversed(missing):
-        with contextlib.suppress(FileExistsError):  # made meanwhile; the base is checked
-            os.mkdir(level, 0o700)
-
-
-Chunks = bytes | list[bytes | memoryview]  # a file's contents, or its pieces in order
-
-
-def _write_new(dir_fd: int, name: str, data: Chunks) -> None:
-    """Write `data` to a new 0600 file `name` in `dir_fd`. O_EXCL and O_NOFOLLOW: never
-    through a file or symlink that was there already."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-    with os.fdopen(os.open(name, flags, 0o600, dir_fd=dir_fd), "wb") as f:
-        for chunk in [data] if isinstance(data, bytes) else data:
-            f.write(chunk)
-
-
-def _atomic_write(dir_fd: int, name: str, data: Chunks) -> None:
-    """Write `data` to a temporary file in `dir_fd`, then rename it over `name`."""
-    tmp = f"{name}.{secrets.token_hex(8)}.tmp"
-    try:
-        _write_new(dir_fd, tmp, data)
-        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp, dir_fd=dir_fd)
-        raise
-
-
 def _create_secret(base_fd: int) -> None:
     """A fresh random key in `key`, written to a private temporary file and hard-linked
     into place: the link fails when another process made a key first (that one is
     kept), and no reader ever sees a half-written key."""
     tmp = f"{KEY_FILE}.{secrets.token_hex(8)}.tmp"
     try:
-        _write_new(base_fd, tmp, secrets.token_bytes(KEY_BYTES))
+        write_new(base_fd, tmp, secrets.token_bytes(KEY_BYTES))
         os.link(tmp, KEY_FILE, src_dir_fd=base_fd, dst_dir_fd=base_fd, follow_symlinks=False)
     except FileExistsError:
         pass
@@ -335,32 +250,32 @@ def _secret(base: Path, base_fd: int, create: bool) -> bytes:
     """The per-user HMAC key kept in the base directory (made first with `create`)."""
     path = base / KEY_FILE
     try:
-        secret = _read(path, "key", base_fd)
+        secret = read_checked(path, "key", base_fd)
     except FileNotFoundError:
         if not create:
             raise
         _create_secret(base_fd)
-        secret = _read(path, "key", base_fd)
+        secret = read_checked(path, "key", base_fd)
     if len(secret) != KEY_BYTES:
-        raise _Untrusted(path, "key", f"does not hold a {KEY_BYTES}-byte key")
+        raise Untrusted(path, "key", f"does not hold a {KEY_BYTES}-byte key")
     return secret
 
 
 def _open_disk(create: bool) -> tuple[Path, int, bytes]:
     """The entry directory `v<FORMAT>`, a descriptor of it (the caller closes it) and
     the key, after every check; with `create`, missing directories and key are made
-    first. Raises _Untrusted, OSError."""
+    first. Raises Untrusted, OSError."""
     base = cache_dir()
     if create:
-        _make_dirs(base)
-    base_fd = _open_checked(base, "directory")
+        make_dirs(base)
+    base_fd = open_checked(base, "directory")
     try:
         secret = _secret(base, base_fd, create)
         entries = base / f"v{FORMAT}"
         if create:
             with contextlib.suppress(FileExistsError):  # checked when opened
                 os.mkdir(entries.name, 0o700, dir_fd=base_fd)
-        return entries, _open_checked(entries, "directory", base_fd), secret
+        return entries, open_checked(entries, "directory", base_fd), secret
     finally:
         os.close(base_fd)
 
@@ -384,10 +299,10 @@ def _write(key: str, entry: Entry) -> None:
         record["data"] = [[name, len(d)] for name, d in entry.data.items()]
         chunks = [entry.obj, *entry.data.values()]
         record["mac"] = _mac(secret, record, chunks)
-        _atomic_write(fd, f"{key}.o", chunks)
+        atomic_write(fd, f"{key}.o", chunks)
         # In compile order (the MAC is over the canonical, sorted form): `stats` reads
         # back in the order a fresh compile reports it.
-        _atomic_write(fd, f"{key}.json", json.dumps(record).encode())
+        atomic_write(fd, f"{key}.json", json.dumps(record).encode())
         cache_evict.evict(fd)  # the least recently used entries beyond the size limit
     finally:
         os.close(fd)
@@ -397,8 +312,8 @@ def _load(key: str) -> Entry | None:
     """The disk entry for `key`, or None when it fails a check (OSError when missing)."""
     entries, fd, secret = _open_disk(create=False)
     try:
-        record = json.loads(_read(entries / f"{key}.json", "entry", fd))
-        obj = _read(entries / f"{key}.o", "entry", fd)
+        record = json.loads(read_checked(entries / f"{key}.json", "entry", fd))
+        obj = read_checked(entries / f"{key}.o", "entry", fd)
         cache_evict.touch(fd, key)
     finally:
         os.close(fd)
@@ -409,7 +324,7 @@ def _load(key: str) -> Entry | None:
     if not isinstance(mac, str) or not hmac.compare_digest(mac.encode(), expected):
         return None  # not written with this user's key: planted, copied or damaged
     meta = record.get("meta")
-    layout = _data_layout(record.get("data"), len(obj))
+    layout = data_layout(record.get("data"), len(obj))
     if not valid_meta(meta) or layout is None:
         return None
     whole = memoryview(obj)  # the data stays in the file's bytes: slices, no copies
@@ -419,23 +334,6 @@ def _load(key: str) -> Entry | None:
         data[name] = whole[start : start + size]
         start += size
     return Entry(obj[: len(obj) - sum(size for _, size in layout)], meta, data=data)
-
-
-def _data_layout(layout: Any, file_bytes: int) -> list[tuple[str, int]] | None:
-    """The (symbol, size) of each data segment at the end of a `.o` file of
-    `file_bytes`, from an authenticated record; None when malformed."""
-    if not isinstance(layout, list):
-        return None
-    out: list[tuple[str, int]] = []
-    for item in layout:
-        if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)):
-            return None
-        if not isinstance(item[1], int) or isinstance(item[1], bool) or item[1] <= 0:
-            return None
-        out.append((item[0], item[1]))
-    if sum(size for _, size in out) > file_bytes or len({n for n, _ in out}) != len(out):
-        return None
-    return out
 
 
 def lookup_quick(key: str) -> dict[str, Any] | None:
@@ -450,7 +348,7 @@ def lookup_quick(key: str) -> dict[str, Any] | None:
     try:
         entries, fd, secret = _open_disk(create=False)
         try:
-            data = json.loads(_read(entries / f"{key}.quick", "entry", fd))
+            data = json.loads(read_checked(entries / f"{key}.quick", "entry", fd))
             cache_evict.touch(fd, key, "quick")
         finally:
             os.close(fd)
@@ -484,71 +382,8 @@ def store_quick(key: str, record: dict[str, Any]) -> None:
         try:
             data: dict[str, Any] = {"format": FORMAT, "key": key, "record": record}
             data["mac"] = _mac(secret, data, b"")
-            _atomic_write(fd, f"{key}.quick", json.dumps(data, sort_keys=True).encode())
+            atomic_write(fd, f"{key}.quick", json.dumps(data, sort_keys=True).encode())
         finally:
             os.close(fd)
     except OSError as error:
         _warn_once(error)
-
-
-def read_owned(path: Path) -> bytes | None:
-    """The bytes of a file of dlc's own beside the cache (the superoptimizer's cost
-    table) if it and its directory pass the cache's trust checks (`_problem`: owned by
-    the current user, not writable by others, no symbolic link); None when missing.
-    Raises PermissionError naming the problem, OSError when unreadable."""
-    try:
-        fd = _open_checked(path.parent, "directory")
-    except FileNotFoundError:
-        return None
-    except _Untrusted as e:
-        raise PermissionError(e.problem) from None
-    try:
-        return _read(path, "entry", fd)
-    except FileNotFoundError:
-        return None
-    except _Untrusted as e:
-        raise PermissionError(e.problem) from None
-    finally:
-        os.close(fd)
-
-
-def write_owned(path: Path, data: bytes) -> None:
-    """Replace `path` atomically by a new 0600 file holding `data`, in a checked
-    directory (missing levels are made 0700). Raises PermissionError, OSError."""
-    _make_dirs(path.parent)
-    try:
-        fd = _open_checked(path.parent, "directory")
-    except _Untrusted as e:
-        raise PermissionError(e.problem) from None
-    try:
-        _atomic_write(fd, path.name, data)
-    finally:
-        os.close(fd)
-
-
-def _str_list(value: object) -> bool:
-    return isinstance(value, list) and all(isinstance(v, str) for v in value)
-
-
-def _int_map(value: object) -> bool:
-    return isinstance(value, dict) and all(
-        isinstance(k, str) and type(v) is int for k, v in value.items()
-    )
-
-
-def valid_meta(meta: object) -> bool:
-    """Whether `meta` has exactly the shape dlc/api.py writes (see `metadata` there)."""
-    if not isinstance(meta, dict):
-        return False
-    lists = ("native", "externs", "unbounded")
-    if not all(_str_list(meta.get(name)) for name in lists):
-        return False
-    messages = meta.get("messages")
-    if messages is not None and not _str_list(messages):
-        return False
-    for name in ("stats", "passes"):
-        table = meta.get(name)
-        if not isinstance(table, dict) or not all(_int_map(s) for s in table.values()):
-            return False
-    arena = meta.get("arena_bytes")
-    return type(arena) is int and arena >= 0 and _int_map(meta.get("vars"))

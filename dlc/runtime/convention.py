@@ -9,8 +9,6 @@ general path with conversions, cheapest first. Details: docs/design/abi.md.
 from __future__ import annotations
 
 import ctypes
-import numbers
-import os
 from collections.abc import Callable
 from typing import Any
 
@@ -27,31 +25,14 @@ from dlc.runtime.context import Contexts
 from dlc.runtime.fastcall import ARRAY_LAYOUT, DATA_OFFSET, FAST_CALLS, Builtin
 from dlc.runtime.jit import JITModule
 from dlc.runtime.native import Messages, fill_types
+from dlc.runtime.params import Param, new_output
 from dlc.runtime.signature import (
     FuncSig,
     TensorSig,
-    format_sig,
     func_signature,
     rebuild,
     tensor_leaves,
 )
-
-
-def _poisoned_empty(shape: Any, dtype: Any) -> np.ndarray:
-    """A new output filled with the byte 0x7f (f32 3.4e38, f64 1.4e306, i32
-    2139062143): an element the compiled code fails to write shows up as a wrong
-    value instead of whatever the allocator's recycled memory held."""
-    output = np.empty(shape, dtype)
-    output.reshape(-1).view(np.uint8).fill(0x7F)  # reshape: 0-d arrays too
-    return output
-
-
-new_output: Callable[..., np.ndarray] = (
-    _poisoned_empty if os.environ.get("DLC_POISON_OUTPUTS", "") == "1" else np.empty
-)
-"""Allocates result arrays: `np.empty`, or poisoned with `DLC_POISON_OUTPUTS=1` (the
-test suite sets it, so a result element left unwritten cannot pass by luck)."""
-
 
 SMALL_CALL_ELEMENTS = 1 << 14
 MAX_NATIVE_ARGS = 1024  # ctypes' limit on the parameters of a foreign function
@@ -70,65 +51,6 @@ def entry_checks(graph_func: Any) -> list[tuple[tuple[int, ...], int]] | None:
     if sig is None:
         return None
     return [(t.dims, NATIVE_DTYPES.index(t.dt)) for t in sig.args]
-
-
-class Param:
-    """One parameter of a compiled function: position, DLVM name, type, NumPy dtype."""
-
-    __slots__ = ("dtype", "func", "index", "name", "shape", "ttype")
-
-    def __init__(self, func: str, index: int, name: str, ttype: TensorSig) -> None:
-        self.func, self.index, self.name, self.ttype = func, index, name, ttype
-        self.shape = ttype.dims
-        self.dtype = NUMPY_DTYPES[ttype.dt]
-
-    def expected(self) -> str:
-        return f"argument {self.index} (%{self.name}) of @{self.func}: expected {format_sig(self.ttype)}"
-
-    def convert(self, value: object) -> np.ndarray:
-        """The C-contiguous array to pass for `value` (the slow path of a call)."""
-        if isinstance(value, np.ndarray):
-            got = f"{value.dtype} array of shape {value.shape}"
-            if value.dtype != self.dtype:
-                raise TypeError(f"{self.expected()}, got {got}")
-            if value.shape != self.shape:
-                raise ValueError(f"{self.expected()}, got {got}")
-            return np.ascontiguousarray(value)
-        if self.shape == () and isinstance(value, numbers.Number | np.generic):
-            return self.scalar(value)
-        raise TypeError(f"{self.expected()}, got {type(value).__name__}")
-
-    def scalar(self, value: Any) -> np.ndarray:
-        """A Python / NumPy scalar converted to the dtype: exactly for integers and
-        bools; for floats rounded, but never from a bool nor from a finite value to inf."""
-        kind = self.dtype.kind
-        is_bool = isinstance(value, bool | np.bool_)
-        ok = False
-        if kind == "b":
-            ok = is_bool or (isinstance(value, numbers.Integral) and int(value) in (0, 1))
-        elif is_bool:
-            ok = False  # a bool is no number here, though Python's bool is an int
-        elif kind in "iu" and isinstance(value, numbers.Real):
-            info = np.iinfo(self.dtype)
-            whole = isinstance(value, numbers.Integral) or float(value).is_integer()
-            ok = whole and info.min <= int(value) <= info.max
-        elif kind == "f":
-            ok = isinstance(value, numbers.Real)
-        if not ok:
-            raise TypeError(f"{self.expected()}, got {type(value).__name__} {value!r}")
-        if kind != "f":
-            return np.array(value, dtype=self.dtype)
-        try:
-            with np.errstate(over="ignore"):
-                array = np.array(value, dtype=self.dtype)
-        except OverflowError:  # an int beyond float64's range
-            array = None
-        if array is None or (np.isinf(array) and not _is_infinite(value)):
-            raise ValueError(
-                f"{self.expected()}, got {type(value).__name__} {value!r}, out of the range of "
-                f"{format_sig(self.ttype)}"
-            )
-        return array
 
 
 class CompiledFunction:
@@ -414,11 +336,6 @@ class CompiledFunction:
 
 _MISSING = object()
 """A parameter no argument was bound to (`CompiledFunction._bind`)."""
-
-
-def _is_infinite(value: object) -> bool:
-    """Whether a Python / NumPy real is ±inf (ints and other reals are finite)."""
-    return isinstance(value, float | np.floating) and bool(np.isinf(value))
 
 
 def _symbols_of(graph_func: Any) -> Any:

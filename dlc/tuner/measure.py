@@ -132,8 +132,9 @@ def run_job(job: Job) -> dict[str, Any]:
     import ctypes
     import warnings
 
-    from dlc.api import compile_graph_module, defined_functions
+    from dlc.api import compile_graph_module
     from dlc.parser import parse_module
+    from dlc.program_levels import defined_functions
 
     module = parse_module(job.source, job.filename)
     with warnings.catch_warnings(record=True) as caught:

@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import ModuleOp
 
 from dlc import pipeline
-from dlc.api import defined_functions
 from dlc.diagnostics import DiagnosticError
 from dlc.dialects import tensor
 from dlc.parser import parse_module
 from dlc.passes.tensor.schedule import SchedulePass
 from dlc.passes.tensor.schedule_records import TuningWarning
 from dlc.passes.tensor.schedule_tuned_groups import tunable_units
+from dlc.program_levels import defined_functions
 from dlc.target import Target
 from dlc.tuner.space import Space, make_space
 from dlc.tuner.space_groups import GroupSpace, make_group_space

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from dlc import pipeline
-from dlc.api import compile_graph_module, defined_functions
+from dlc.api import compile_graph_module
 from dlc.diagnostics import TrapError
 from dlc.passes.tensor.schedule_records import (
     DEFAULT_SCHEDULE,
@@ -27,6 +27,7 @@ from dlc.passes.tensor.schedule_records import (
     TuningDatabase,
     append_record,
 )
+from dlc.program_levels import defined_functions
 from dlc.target import Target
 from dlc.tuner.features import training_features
 from dlc.tuner.measure import Job, Result, measure, outputs, random_inputs

@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from dlc.analysis.tensor_lanes import lane_plan
 from dlc.dialects import tensor
 from dlc.dialects.graph_types import TensorType
 from dlc.dialects.schedule import ScheduleAttr, axis_names
 from dlc.dialects.tensor_groups import fusion_of
-from dlc.dialects.tensor_lanes import lane_plan
 from dlc.passes.tensor.schedule_records import group_key
 from dlc.passes.tensor.schedule_tuned_groups import (
     Unit,

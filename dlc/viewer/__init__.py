@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from xdsl.dialects.builtin import ModuleOp
 
+from dlc.analysis.levels import level_of
 from dlc.diagnostics import clone_located
-from dlc.dialects.levels import level_of
 from dlc.viewer.picture import Picture, argument_names, fused_picture, graph_picture
 from dlc.viewer.render import MissingDot, dot_program, to_dot, to_html, to_svg
 from dlc.viewer.repeats import collapse

@@ -46,14 +46,15 @@ def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
 @pytest.fixture
 def lowerings(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts calls of the lowering pipeline (one per full compile)."""
-    from dlc import api
+    from dlc import api, program_levels
 
     calls: list[int] = []
-    original = api.lower
+    original = program_levels.lower
 
     def counting(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
         calls.append(1)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(api, "lower", counting)
+    monkeypatch.setattr(api, "lower", counting)  # a compile
+    monkeypatch.setattr(program_levels, "lower", counting)  # `ir(level)`, export
     return calls

@@ -37,7 +37,7 @@ def _flat(result: object) -> list[np.ndarray]:
 
 
 def _functions(module: object, prefix: str) -> list:  # noqa: ANN401
-    from dlc.api import defined_functions
+    from dlc.program_levels import defined_functions
 
     return [c_function(f, prefix) for f in defined_functions(module).values()]  # type: ignore[arg-type]
 

@@ -14,8 +14,8 @@ from onnx_models import make, node, randn
 
 import dlc
 from dlc.aot.signature import c_function
-from dlc.api import defined_functions
 from dlc.cli import dlc_compile
+from dlc.program_levels import defined_functions
 
 CC = shutil.which("cc")
 

@@ -15,8 +15,8 @@ from aot_driver import build, driver_source, results, run
 import dlc
 from dlc.aot import ExportError
 from dlc.aot.signature import c_function
-from dlc.api import defined_functions
 from dlc.cli import dlc_compile
+from dlc.program_levels import defined_functions
 
 CC = shutil.which("cc")
 pytestmark = pytest.mark.skipif(CC is None, reason="no C compiler 'cc' on this machine")

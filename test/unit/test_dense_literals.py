@@ -17,11 +17,11 @@ from autodiff_util import check_gradients
 
 import dlc
 from dlc.aot.signature import c_function
-from dlc.api import defined_functions
 from dlc.dialects.graph import LiteralOp
 from dlc.dialects.graph_literal import array_tree, dense_array
 from dlc.passes.graph.fold_constants import FoldConstantsPass
 from dlc.passes.tensor.schedule_policy import tile_shape
+from dlc.program_levels import defined_functions
 from dlc.runtime import cache, constant_data
 from dlc.runtime.module import CompiledModule
 from dlc.semantics.interpreter import run_function

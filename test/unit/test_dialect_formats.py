@@ -21,11 +21,12 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 
 import dlc
-from dlc.api import compile_graph_module, lower
+from dlc.api import compile_graph_module
 from dlc.cli.dlc_opt import main as dlc_opt_main
 from dlc.dialects.loop import Loop
 from dlc.dialects.tensor import Tensor
 from dlc.pipeline import Options, context
+from dlc.program_levels import lower
 
 ROOT = Path(__file__).resolve().parents[2]
 LEVELS = ("tensor", "loop")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from test_cli import ADD_ONE, assert_one_line_error, run, write
 
-from dlc.cli import dlc_run
+from dlc.cli import run_io
 
 GRAD = """module "g"
 stage raw
@@ -74,7 +74,7 @@ def test_negative_seed_is_taken_mod_2_64(
 )
 def test_random_inputs_are_made_in_the_dtype(dtype: type) -> None:
     rng = np.random.default_rng(0)
-    x = dlc_run.random_array(rng, (1000,), dtype)
+    x = run_io.random_array(rng, (1000,), dtype)
     assert x.dtype == np.dtype(dtype) and x.shape == (1000,)
     if np.dtype(dtype).kind == "i":
         assert x.min() >= -10 and x.max() <= 10 and len(np.unique(x)) == 21
@@ -86,7 +86,7 @@ def test_random_inputs_are_made_in_the_dtype(dtype: type) -> None:
 
 def test_random_f32_is_drawn_in_f32() -> None:
     """No float64 array the size of the input is made (it was, then cast)."""
-    x = dlc_run.random_array(np.random.default_rng(3), (5,), np.float32)
+    x = run_io.random_array(np.random.default_rng(3), (5,), np.float32)
     np.testing.assert_array_equal(x, np.random.default_rng(3).standard_normal(5, dtype=np.float32))
 
 
@@ -105,16 +105,16 @@ def test_the_limit_is_inclusive(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = write(tmp_path, "m.dl", ADD_ONE)  # <4 x f32>: 16 bytes
-    monkeypatch.setattr(dlc_run, "MAX_RANDOM_INPUT_BYTES", 16)
+    monkeypatch.setattr(run_io, "MAX_RANDOM_INPUT_BYTES", 16)
     assert run(capsys, path, "--random-inputs").code == 0
-    monkeypatch.setattr(dlc_run, "MAX_RANDOM_INPUT_BYTES", 15)
+    monkeypatch.setattr(run_io, "MAX_RANDOM_INPUT_BYTES", 15)
     r = run(capsys, path, "--random-inputs")
     assert_one_line_error(r, "dlc-run")
     assert "takes 16 bytes, more than the limit of 15;" in r.err
 
 
 def test_the_limit_is_2_gib() -> None:
-    assert dlc_run.MAX_RANDOM_INPUT_BYTES == 2**31
+    assert run_io.MAX_RANDOM_INPUT_BYTES == 2**31
 
 
 # -- entries defined by differentiation ------------------------------------------------------

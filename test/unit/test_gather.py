@@ -373,8 +373,8 @@ def test_aot_call_returns_the_index_status_without_bounds_checking(tmp_path: Pat
     from aot_driver import build, driver_source, results, run
 
     from dlc.aot.signature import c_function
-    from dlc.api import defined_functions
     from dlc.cli import dlc_compile
+    from dlc.program_levels import defined_functions
 
     inst, params, rtype, args, message = OUT_OF_RANGE[0]
     source = tmp_path / "g.dl"

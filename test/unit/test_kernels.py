@@ -11,8 +11,8 @@ import pytest
 
 import dlc
 from dlc import pipeline, progress
-from dlc.api import lower
 from dlc.lowering.loop_to_llvm import kernels
+from dlc.program_levels import lower
 from dlc.semantics.interpreter import run_function
 
 # Three layers alike (the same shapes, their own weights), then a different nest.

@@ -1,5 +1,5 @@
 """Every pass but `verify` works on one level and refuses a module at another level
-(`dlc.dialects.levels.require_level`) instead of silently doing nothing or, for a
+(`dlc.analysis.levels.require_level`) instead of silently doing nothing or, for a
 lowering, dropping every function it does not know."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 
 import dlc
+from dlc.analysis.levels import LEVELS, level_of
 from dlc.cli.dlc_opt import main
 from dlc.diagnostics import DiagnosticError
-from dlc.dialects.levels import LEVELS, level_of
 from dlc.pipeline import LOWERINGS, get_all_passes, make_pass
 
 PASS_LEVELS = {

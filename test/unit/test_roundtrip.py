@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from dlc.parser import parse_module
 from dlc.parser.printer import print_module
 
 LIT_ROOT = Path(__file__).resolve().parents[1] / "lit"
@@ -33,14 +34,6 @@ def _parsing_chunks() -> list[tuple[str, str]]:
 CHUNKS = _parsing_chunks()
 
 
-def _parse_module():  # noqa: ANN202 -- the parser lands separately; skip until it does
-    try:
-        from dlc.parser import parse_module
-    except ImportError:
-        pytest.skip("dlc.parser.parse_module is not available yet")
-    return parse_module
-
-
 def test_lit_inputs_exist() -> None:
     names = {chunk_id.split("#")[0] for chunk_id, _ in CHUNKS}
     assert "dialects/graph-ops.dl" in names
@@ -48,7 +41,6 @@ def test_lit_inputs_exist() -> None:
 
 @pytest.mark.parametrize(("chunk_id", "source"), CHUNKS, ids=[c for c, _ in CHUNKS])
 def test_print_parse_fixpoint(chunk_id: str, source: str) -> None:
-    parse_module = _parse_module()
     first = parse_module(source, chunk_id)
     printed = print_module(first)
     second = parse_module(printed, chunk_id + " (printed)")
@@ -72,7 +64,6 @@ func @f: (f32) -> f32 {
 def test_names_stay_unique_and_positions_renumber_after_a_rewrite() -> None:
     from dlc.dialects.graph_elementwise import NegateOp
 
-    parse_module = _parse_module()
     module = parse_module(REWRITE_SOURCE)
     block = next(op for op in module.walk() if op.name == "graph.exp").parent_block()
     assert block is not None
@@ -94,7 +85,6 @@ def test_names_stay_unique_and_positions_renumber_after_a_rewrite() -> None:
 
 
 def test_nested_literal_prints_back_to_its_source() -> None:
-    parse_module = _parse_module()
     lit, ty = "7: i64", "i64"
     for _ in range(45):
         ty = f"({ty})"

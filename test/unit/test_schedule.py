@@ -141,7 +141,7 @@ def test_vectorize_refuses_what_it_cannot_lane(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], dt: str, read_w: str, message: str
 ) -> None:
     """A vectorized register tile needs float lanes and unit-stride reads along the
-    axis (dlc/dialects/tensor_lanes.py); anything else is a located diagnostic."""
+    axis (dlc/analysis/tensor_lanes.py); anything else is a located diagnostic."""
     t = f"!graph.tensor<16x16x{dt}>"
     mul = "arith.muli" if dt == "i32" else "arith.mulf"
     init = "0 : i32" if dt == "i32" else "0.000000e+00 : f32"

@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dlc.analysis.tensor_lanes import vector_pieces
 from dlc.api import compile_graph_module
 from dlc.dialects import tensor
-from dlc.dialects.tensor_lanes import vector_pieces
 from dlc.parser import parse_module
 from dlc.passes.tensor import schedule_policy as schedule
 from dlc.passes.tensor.schedule import SchedulePass

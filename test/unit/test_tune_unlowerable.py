@@ -1,4 +1,4 @@
-"""Tuning records the code generator cannot carry out (dlc/dialects/tensor_nest_plan.py,
+"""Tuning records the code generator cannot carry out (dlc/analysis/tensor_nest_plan.py,
 asked by dlc/passes/tensor/schedule_tuned.py and schedule_tuned_groups.py): a record is
 not something the user wrote, so each `vectorize`, `pack`, `epilogue` or unrolling the
 lowering refuses is a located `TuningWarning` naming the record and the nest, the nest

@@ -1,4 +1,4 @@
-"""`dlc.dialects.walk.walk_ops` visits what `Operation.walk` visits, in the same order,
+"""`dlc.analysis.walk.walk_ops` visits what `Operation.walk` visits, in the same order,
 at every level (nested loops, conditionals, several blocks)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 
 import dlc
 from dlc import pipeline
+from dlc.analysis.walk import walk_ops
 from dlc.diagnostics import clone_located
-from dlc.dialects.walk import walk_ops
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,6 +10,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
+from dlc.analysis.levels import require_level
 from dlc.diagnostics import copy_loc, error_at
 from dlc.dialects import graph, tensor
 from dlc.dialects import graph_memory as gm
@@ -17,7 +18,6 @@ from dlc.dialects import graph_tensor as gt
 from dlc.dialects.graph import Symbols
 from dlc.dialects.graph_types import NominalType, TensorType, nest_leaves
 from dlc.dialects.layout import LayoutError, leaves
-from dlc.dialects.levels import require_level
 from dlc.dialects.recursive_types import enum_tag
 from dlc.dialects.tensor_memory import GlobalAddressOp
 from dlc.lowering.graph_to_tensor.boxes import Boxes

@@ -25,10 +25,10 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import VectorType
 from xdsl.ir import Block, Operation, SSAValue
 
+from dlc.analysis.walk import walk_ops
 from dlc.diagnostics import location_prefix
 from dlc.dialects import loop
 from dlc.dialects import loop_memory as lm
-from dlc.dialects.walk import walk_ops
 
 REPEATS = 8
 """A block whose most frequent nest shape occurs this often is cut in runs of a

@@ -35,12 +35,12 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
+from dlc.analysis.walk import walk_ops
 from dlc.diagnostics import location_prefix
 from dlc.dialects import loop
 from dlc.dialects import loop_memory as lm
 from dlc.dialects.graph_literal import all_equal
 from dlc.dialects.loop_memory import MEMORY_OPS as RAW_MEMORY_OPS
-from dlc.dialects.walk import walk_ops
 
 MIN_OPS = 8
 """Nests of fewer loop-level ops stay in place: their code costs less than a call."""

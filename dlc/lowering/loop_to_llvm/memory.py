@@ -29,7 +29,7 @@ from dlc.lowering.loop_to_llvm.buffers import element_bytes, element_count
 from dlc.lowering.loop_to_llvm.scalar import const, icmp, select
 
 if TYPE_CHECKING:
-    from dlc.lowering.loop_to_llvm.lower_loop_to_llvm import FuncEmitter
+    from dlc.lowering.loop_to_llvm.func_emitter import FuncEmitter
 
 PTR = llvm.LLVMPointerType()
 

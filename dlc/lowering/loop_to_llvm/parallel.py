@@ -29,9 +29,9 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 
+from dlc.analysis.walk import walk_ops
 from dlc.dialects import abi, loop
 from dlc.dialects import loop_memory as lm
-from dlc.dialects.walk import walk_ops
 from dlc.lowering.loop_to_llvm.chunks import chunk_key
 from dlc.lowering.loop_to_llvm.context import ContextEmitter
 from dlc.lowering.loop_to_llvm.scalar import const, icmp

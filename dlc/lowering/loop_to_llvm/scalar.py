@@ -1,13 +1,12 @@
-"""Scalar part of `lower-loop-to-llvm`: xDSL `arith` / `math` ops -> `llvm` ops.
-
-`lower_scalar_op(op, operands, out)` emits the llvm ops for one scalar op through the
-`ScalarEmitter` and returns the values that replace its results. The semantics are
-the reference interpreter's (`dlc/semantics/ops.py`; docs/reference/semantics.md):
-integer division and remainder by zero give 0 and `INT_MIN / -1` wraps instead of
-trapping (LLVM's `sdiv`/`srem` would be undefined); float->int casts saturate, NaN
-giving 0 (`fptosi` would be poison); `maximumf`/`minimumf` propagate NaN. Math
-functions without an LLVM intrinsic call libm (`tanhf`, `erf`, ...); f16 goes through
-f32 for those calls.
+"""Scalar part of `lower-loop-to-llvm`: the llvm building blocks (`const`, `icmp`,
+`select`, intrinsic and libm calls through the `ScalarEmitter`) and `SIMPLE`, the table of
+xDSL `arith` / `math` ops whose llvm ops depend only on their operands; `arith_ops.py`
+dispatches one op (`lower_scalar_op`) to the table, casts, compares and constants. The
+semantics are the reference interpreter's (`dlc/semantics/ops.py`;
+docs/reference/semantics.md): integer division and remainder by zero give 0 and
+`INT_MIN / -1` wraps instead of trapping (LLVM's `sdiv`/`srem` would be undefined);
+`maximumf`/`minimumf` propagate NaN. Math functions without an LLVM intrinsic call libm
+(`tanhf`, `erf`, ...); f16 goes through f32 for those calls.
 """
 
 from __future__ import annotations
@@ -32,7 +31,6 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 
-from dlc.diagnostics import error_at
 from dlc.dialects import llvm_lanes, loop
 
 
@@ -339,131 +337,3 @@ SIMPLE: dict[type[Operation], Lowering] = {
     math.CbrtOp: libm_call("cbrt"),
     arith.SelectOp: lambda out, xs: select(out, xs[0], xs[1], xs[2]),
 }
-
-
-def _width(t: Attribute) -> int:
-    if isinstance(t, IntegerType):
-        return t.width.data
-    return {Float16Type: 16, Float32Type: 32, Float64Type: 64}[type(t)]
-
-
-def _uitofp(out: ScalarEmitter, x: SSAValue, t: Attribute) -> SSAValue:
-    """Unsigned int -> float through a wider signed int (i64: halve, convert, double)."""
-    width = _width(x.type)
-    if width < 64:
-        wide = out.emit(llvm.ZExtOp(x, IntegerType(64)))
-        return out.emit(llvm.SIToFPOp(wide, t))
-    i64t = x.type
-    one = const(out, 1, i64t)
-    halved = out.emit(llvm.OrOp(out.emit(llvm.LShrOp(x, one)), out.emit(llvm.AndOp(x, one))))
-    big = out.emit(llvm.SIToFPOp(halved, t))
-    doubled = out.emit(llvm.FAddOp(big, big))
-    small = out.emit(llvm.SIToFPOp(x, t))
-    return select(out, icmp(out, "slt", x, const(out, 0, i64t)), doubled, small)
-
-
-def _f64_to_f16(out: ScalarEmitter, x: SSAValue) -> SSAValue:
-    """f64 -> f16 without compiler-rt's `__truncdfhf2` (absent from the JIT's process):
-    round to f32 *to odd*, then to f16 to nearest even. f32 keeps 13 more bits than f16,
-    so the double rounding is exact (Boldo & Melquiond, "Emulation of FMA and correctly
-    rounded sums: proved algorithms using rounding to odd").
-
-    Round to odd from round-to-nearest `r`: if `r` is inexact, step its magnitude toward
-    zero when it overshot (truncation), then set the last bit."""
-    f32t, i32t = Float32Type(), IntegerType(32)
-    r = out.emit(llvm.FPTruncOp(x, f32t))
-    back = out.emit(llvm.FPExtOp(r, Float64Type()))
-    bits = out.emit(llvm.BitcastOp(r, i32t))
-    abs_back = intrinsic(out, "fabs", [back], Float64Type())
-    abs_x = intrinsic(out, "fabs", [x], Float64Type())
-    overshot = out.emit(llvm_lanes.FCmpOp(abs_back, abs_x, "ogt"))
-    truncated = select(out, overshot, out.emit(llvm.SubOp(bits, const(out, 1, i32t))), bits)
-    odd = out.emit(llvm.OrOp(truncated, const(out, 1, i32t)))
-    inexact = out.emit(llvm_lanes.FCmpOp(back, x, "one"))
-    to_odd = out.emit(llvm.BitcastOp(select(out, inexact, odd, bits), f32t))
-    return out.emit(llvm.FPTruncOp(to_odd, Float16Type()))
-
-
-def _cast(op: Operation, x: SSAValue, out: ScalarEmitter) -> SSAValue | None:
-    t = op.results[0].type
-    if isinstance(op, arith.ExtFOp):
-        return out.emit(llvm.FPExtOp(x, t))
-    if isinstance(op, arith.TruncFOp):
-        if isinstance(x.type, Float64Type) and isinstance(t, Float16Type):
-            return _f64_to_f16(out, x)
-        return out.emit(llvm.FPTruncOp(x, t))
-    if isinstance(op, arith.ExtSIOp):
-        return out.emit(llvm.SExtOp(x, t))
-    if isinstance(op, arith.ExtUIOp):
-        return out.emit(llvm.ZExtOp(x, t))
-    if isinstance(op, arith.TruncIOp):
-        return out.emit(llvm.TruncOp(x, t))
-    if isinstance(op, arith.SIToFPOp):
-        return out.emit(llvm.SIToFPOp(x, t))
-    if isinstance(op, arith.UIToFPOp):
-        return _uitofp(out, x, t)
-    if isinstance(op, arith.FPToSIOp | arith.FPToUIOp):
-        kind = "fptosi" if isinstance(op, arith.FPToSIOp) else "fptoui"
-        name = f"llvm.{kind}.sat.{type_suffix(t)}.{type_suffix(x.type)}"  # NaN -> 0
-        return out.emit(llvm.CallIntrinsicOp(name, [x], [t]))
-    if isinstance(op, arith.BitcastOp):
-        return out.emit(llvm.BitcastOp(x, t))
-    return None
-
-
-def _compare(op: Operation, xs: list[SSAValue], out: ScalarEmitter) -> SSAValue | None:
-    if isinstance(op, arith.CmpiOp):
-        # arith and llvm number the integer predicates the same way
-        return out.emit(llvm.ICmpOp(xs[0], xs[1], IntegerAttr(op.predicate.value.data, 64)))
-    if not isinstance(op, arith.CmpfOp):
-        return None
-    predicate = op.predicate.value.data
-    if predicate in (0, 15):  # false / true
-        return const(out, int(predicate == 15), i1)
-    return out.emit(llvm_lanes.FCmpOp(xs[0], xs[1], IntegerAttr(predicate, 64)))
-
-
-def _constant(op: arith.ConstantOp, out: ScalarEmitter) -> SSAValue:
-    value = op.value
-    t = op.result.type
-    if isinstance(value, IntegerAttr) and isinstance(t, IntegerType):
-        raw = value.value.data
-        if t.width.data == 1:
-            raw = int(raw != 0)
-        same = value.type == t and raw == value.value.data
-        return out.constant(value if same else IntegerAttr(raw, t), t)
-    if isinstance(value, FloatAttr):
-        return out.constant(value if value.type == t else FloatAttr(value.value.data, t), t)
-    raise error_at(op, f"not supported by the code generator yet: {op.name} of {t}")
-
-
-def _with_fastmath(op: Operation, result: SSAValue) -> SSAValue:
-    """Copy an arith float op's fast-math flags (a reduction's `reassoc`, see
-    `scalar_ops.mark_reassociable`) onto the llvm float op that replaces it."""
-    flags = op.properties.get("fastmath")
-    owner = result.owner
-    if isinstance(flags, arith.FastMathFlagsAttr) and flags.data:
-        if isinstance(owner, llvm.AbstractFloatArithOp):
-            owner.fastmathFlags = llvm.FastMathAttr(flags.data)
-    return result
-
-
-def lower_scalar_op(op: Operation, operands: list[SSAValue], out: ScalarEmitter) -> list[SSAValue]:
-    """The llvm values replacing `op`'s results; raises for unsupported ops."""
-    for value in (*operands, *op.results):
-        t = value.type
-        if isinstance(t, VectorType) and not isinstance(op, arith.ConstantOp):
-            t = t.element_type  # element-wise arithmetic and casts on whole registers
-        if not isinstance(t, IntegerType | Float16Type | Float32Type | Float64Type):
-            raise error_at(
-                op, f"not supported by the code generator yet: {op.name} on {value.type}"
-            )
-    if isinstance(op, arith.ConstantOp):
-        return [_constant(op, out)]
-    lowering = SIMPLE.get(type(op))
-    if lowering is not None:
-        return [_with_fastmath(op, lowering(out, operands))]
-    result = _cast(op, operands[0], out) if len(operands) == 1 else _compare(op, operands, out)
-    if result is None:
-        raise error_at(op, f"not supported by the code generator yet: {op.name}")
-    return [result]

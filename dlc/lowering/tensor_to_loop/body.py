@@ -11,9 +11,9 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import IntegerAttr, MemRefType, VectorType, i1, i8, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 
+from dlc.analysis.tensor_lanes import vector_pieces
 from dlc.dialects import loop, tensor
 from dlc.dialects.graph_types import TensorType
-from dlc.dialects.tensor_lanes import vector_pieces
 from dlc.lowering.scalar_ops import ScalarBuilder
 
 
@@ -95,7 +95,7 @@ def inline_body_lanes(
     valid: int | None = None,
 ) -> SSAValue:
     """Inline `op`'s body at `lanes` consecutive points of the axis `plan` was made
-    for (`dlc.dialects.tensor_lanes.lane_plan`); `indices` hold that axis' first point;
+    for (`dlc.analysis.tensor_lanes.lane_plan`); `indices` hold that axis' first point;
     `reads` and `known` (vectors here) as for `inline_body`; `valid`: vector loads
     read only the first `valid` lanes (zeros past them: a zero-padded tail). Returns
     the yielded value as a `vector<lanes x T>`."""

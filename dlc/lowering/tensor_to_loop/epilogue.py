@@ -2,8 +2,8 @@
 (dlc/dialects/schedule.py) computes the `n` computes right after it at its register
 tile, on the final accumulators, before anything is stored.
 
-`epilogue_members(op)` (dlc/dialects/tensor_epilogue.py) checks the structure
-(located diagnostics), `NestPlan` (dlc/dialects/tensor_nest_plan.py) the lanes. `EpilogueTile` (a base class of `NestBuilder`, like `RegisterTile`) carries
+`epilogue_members(op)` (dlc/analysis/tensor_epilogue.py) checks the structure
+(located diagnostics), `NestPlan` (dlc/analysis/tensor_nest_plan.py) the lanes. `EpilogueTile` (a base class of `NestBuilder`, like `RegisterTile`) carries
 it out: where a tile point's accumulator is final, each member's body runs on it
 (`known` values instead of loads; as vectors of the tile's lanes when vectorized,
 loading only the valid lanes of a zero-padded tail), and a value is stored only
@@ -22,10 +22,10 @@ from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects import arith
 from xdsl.ir import Block, SSAValue
 
+from dlc.analysis.tensor_nest_plan import NestPlan
 from dlc.diagnostics import copy_loc
 from dlc.dialects import loop, tensor
 from dlc.dialects.tensor_groups import uses_of
-from dlc.dialects.tensor_nest_plan import NestPlan
 from dlc.lowering.tensor_to_loop.body import (
     all_of,
     dtype_of,

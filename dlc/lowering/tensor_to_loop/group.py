@@ -15,10 +15,10 @@ from collections.abc import Callable
 from xdsl.builder import Builder, InsertPoint
 from xdsl.ir import SSAValue
 
+from dlc.analysis.tensor_nest_plan import group_slots
 from dlc.diagnostics import copy_loc
 from dlc.dialects import loop, tensor
 from dlc.dialects.tensor_groups import base_of, fusion_of, group_members
-from dlc.dialects.tensor_nest_plan import group_slots
 from dlc.lowering.tensor_to_loop.body import index
 from dlc.lowering.tensor_to_loop.nest import Feeder, NestBuilder
 

@@ -14,11 +14,11 @@ from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
+from dlc.analysis.levels import require_level
+from dlc.analysis.tensor_epilogue import epilogue_members
 from dlc.diagnostics import copy_loc, error_at, location_prefix
 from dlc.dialects import loop, tensor
 from dlc.dialects.graph_types import TensorType
-from dlc.dialects.levels import require_level
-from dlc.dialects.tensor_epilogue import epilogue_members
 from dlc.dialects.tensor_groups import fusion_of
 from dlc.dialects.tensor_memory import MEMORY_OPS
 from dlc.lowering.scalar_ops import ScalarBuilder, Unsupported

@@ -16,10 +16,10 @@ from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects import arith
 from xdsl.ir import Block, SSAValue
 
+from dlc.analysis.tensor_lanes import vector_pieces
+from dlc.analysis.tensor_nest_plan import NestPlan, check_unroll, in_register
 from dlc.diagnostics import copy_loc, error_at
 from dlc.dialects import loop, tensor
-from dlc.dialects.tensor_lanes import vector_pieces
-from dlc.dialects.tensor_nest_plan import NestPlan, check_unroll, in_register
 from dlc.lowering.scalar_ops import (
     ScalarBuilder,
     Unsupported,

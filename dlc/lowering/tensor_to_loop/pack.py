@@ -16,10 +16,10 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr, MemRefType, TensorType
 from xdsl.ir import Operation, SSAValue
 
+from dlc.analysis.tensor_nest_plan import NestPlan, index_slice
 from dlc.diagnostics import copy_loc
 from dlc.dialects import loop, tensor
 from dlc.dialects.schedule import Loop
-from dlc.dialects.tensor_nest_plan import NestPlan, index_slice
 from dlc.lowering.scalar_ops import ScalarBuilder
 from dlc.lowering.tensor_to_loop.body import dtype_of, index, load, memref_type, store
 

@@ -15,10 +15,10 @@ from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects import arith
 from xdsl.ir import Operation, SSAValue
 
+from dlc.analysis.tensor_nest_plan import NestPlan, PackPlan
 from dlc.diagnostics import copy_loc, error_at
 from dlc.dialects import loop, tensor
 from dlc.dialects.schedule import Loop
-from dlc.dialects.tensor_nest_plan import NestPlan, PackPlan
 from dlc.lowering.scalar_ops import mark_reassociable
 from dlc.lowering.tensor_to_loop.body import all_of, index, load, vload_valid, vstore_valid
 

@@ -17,7 +17,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.transforms.canonicalize import CanonicalizationRewritePattern
 
-from dlc.dialects.levels import require_level
+from dlc.analysis.levels import require_level
 from dlc.passes.graph import canonicalization_patterns
 from dlc.passes.graph.pass_support import erase_dead_ops, pure_functions
 from dlc.passes.statistics import PassStatistics

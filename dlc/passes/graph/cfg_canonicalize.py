@@ -9,7 +9,7 @@ never changes what a function computes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -17,9 +17,10 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block
 from xdsl.passes import ModulePass
 
-from dlc.dialects.cfg import dominates, immediate_dominators, predecessors, successors
+from dlc.analysis.graph_cfg import CFG, Loop, natural_loops, region
+from dlc.analysis.levels import require_level
+from dlc.dialects.cfg import successors
 from dlc.dialects.graph import BranchEnumOp, BranchOp, FuncOp, ReturnOp, is_void
-from dlc.dialects.levels import require_level
 from dlc.passes.graph.inline import fresh
 from dlc.passes.graph.pass_support import edges, functions, rebuild_terminator
 from dlc.passes.statistics import PassStatistics
@@ -104,55 +105,7 @@ def redirect(sources: Iterable[Block], target: Block, new: Block) -> None:
         rebuild_terminator(term, [(new if b is target else b, args) for b, args in old])
 
 
-# -- analyses ---------------------------------------------------------------------------
-
-
-@dataclass
-class CFG:
-    """Reachable blocks of one function with predecessors, dominators, post-dominators."""
-
-    entry: Block
-    preds: dict[Block, list[Block]]
-    idom: dict[Hashable, Hashable]
-    ipdom: dict[Hashable, Hashable]
-
-    @staticmethod
-    def of(func: FuncOp) -> CFG:
-        entry = func.entry
-        assert entry is not None
-        idom: dict[Hashable, Hashable] = immediate_dominators(entry, successors)  # type: ignore[assignment]
-        preds = predecessors(list(idom))  # type: ignore[arg-type]
-        exits = [b for b in preds if not successors(b)]
-        ipdom = immediate_dominators(_EXIT, lambda n: exits if n is _EXIT else preds[n])  # type: ignore[index]
-        return CFG(entry, preds, idom, ipdom)
-
-    def dominates(self, a: Block, b: Block) -> bool:
-        return dominates(a, b, self.idom)
-
-    def post_dominator(self, block: Block) -> Block | None:
-        """The immediate post-dominator; None when it is the virtual exit or unknown
-        (the block cannot reach a return)."""
-        p = self.ipdom.get(block)
-        return p if isinstance(p, Block) else None
-
-
-_EXIT = object()
-"""The virtual exit node after every block without successors (post-dominance root)."""
-
-
 # -- step 2: join blocks ----------------------------------------------------------------
-
-
-def region(cfg: CFG, head: Block, stop: Block) -> set[Block]:
-    """Blocks reachable from `head` without passing `stop` that `head` dominates."""
-    seen = {head}
-    stack = [head]
-    while stack:
-        for s in successors(stack.pop()):
-            if s is not stop and s not in seen and cfg.dominates(head, s):
-                seen.add(s)
-                stack.append(s)
-    return seen
 
 
 def form_join(func: FuncOp, cfg: CFG, block: Block) -> bool:
@@ -184,34 +137,6 @@ def form_joins(func: FuncOp) -> int:
 
 
 # -- step 3: loops ----------------------------------------------------------------------
-
-
-@dataclass
-class Loop:
-    header: Block
-    body: set[Block]
-    latches: list[Block]
-
-
-def natural_loops(cfg: CFG) -> list[Loop]:
-    """Loops by header (back edges t -> h with h dominating t), innermost (smallest) first."""
-    latches: dict[Block, list[Block]] = {}
-    for block, preds in cfg.preds.items():
-        for p in preds:
-            if cfg.dominates(block, p):
-                latches.setdefault(block, []).append(p)
-    loops = []
-    for header, tails in latches.items():
-        body = {header}
-        stack = [t for t in tails if t is not header]
-        body.update(stack)
-        while stack:
-            for p in cfg.preds[stack.pop()]:
-                if p not in body:
-                    body.add(p)
-                    stack.append(p)
-        loops.append(Loop(header, body, tails))
-    return sorted(loops, key=lambda loop: len(loop.body))
 
 
 def form_preheader(func: FuncOp, cfg: CFG, loop: Loop) -> bool:

@@ -10,9 +10,9 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 
+from dlc.analysis.levels import require_level
 from dlc.dialects.cfg import dominator_tree, successors
 from dlc.dialects.graph import FuncOp, LiteralOp
-from dlc.dialects.levels import require_level
 from dlc.passes.graph.pass_support import functions, is_pure, pure_functions
 from dlc.passes.statistics import PassStatistics
 

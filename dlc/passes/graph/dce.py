@@ -9,9 +9,9 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block
 from xdsl.passes import ModulePass
 
+from dlc.analysis.levels import require_level
 from dlc.dialects.cfg import predecessors, reachable
 from dlc.dialects.graph import FuncOp
-from dlc.dialects.levels import require_level
 from dlc.passes.graph.pass_support import (
     edges,
     erase_blocks,

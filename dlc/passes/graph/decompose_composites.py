@@ -11,13 +11,13 @@ from xdsl.dialects.builtin import IntAttr, ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
+from dlc.analysis.levels import require_level
 from dlc.diagnostics import error_at
 from dlc.dialects import graph_composite as gc
 from dlc.dialects import graph_elementwise as ge
 from dlc.dialects import graph_gather as gg
 from dlc.dialects import graph_tensor as gt
 from dlc.dialects.graph_types import TensorType, dtype_is_float
-from dlc.dialects.levels import require_level
 from dlc.passes.graph.adjoint_emitter import Emitter, tensor_of
 from dlc.passes.graph.fold_constants import literal_of
 from dlc.passes.graph.pass_support import functions

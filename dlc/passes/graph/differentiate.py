@@ -16,6 +16,7 @@ from xdsl.dialects.builtin import IntAttr, ModuleOp, StringAttr, UnitAttr
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 
+from dlc.analysis.levels import require_level
 from dlc.diagnostics import clone_located, copy_loc, error_at
 from dlc.dialects.graph import FuncOp, LiteralOp, ReturnOp, Symbols
 from dlc.dialects.graph_literal import LiteralAttr
@@ -23,7 +24,6 @@ from dlc.dialects.graph_memory import ApplyOp
 from dlc.dialects.graph_tensor import int_array
 from dlc.dialects.graph_types import FunctionType, TensorType, TupleType
 from dlc.dialects.graph_verify import adjoint_type, is_differentiable
-from dlc.dialects.levels import require_level
 from dlc.passes.graph.adjoint_rules import Adj, Emitter
 from dlc.passes.graph.differentiate_paths import (
     differentiated_later,

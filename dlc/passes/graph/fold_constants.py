@@ -11,10 +11,10 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.traits import Pure
 
+from dlc.analysis.levels import require_level
 from dlc.dialects.graph import GlobalRefOp, LiteralOp
 from dlc.dialects.graph_literal import LiteralAttr, array_tree
 from dlc.dialects.graph_types import TensorType
-from dlc.dialects.levels import require_level
 from dlc.passes.graph.pass_support import erase_dead_ops, functions, pure_functions
 from dlc.passes.statistics import PassStatistics
 

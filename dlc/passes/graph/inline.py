@@ -9,10 +9,10 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Region, SSAValue
 from xdsl.passes import ModulePass
 
+from dlc.analysis.levels import require_level
 from dlc.diagnostics import copy_loc
 from dlc.dialects.graph import BranchOp, FuncOp, ReturnOp
 from dlc.dialects.graph_memory import ApplyOp
-from dlc.dialects.levels import require_level
 from dlc.passes.graph.pass_support import functions
 from dlc.passes.statistics import PassStatistics
 

@@ -9,10 +9,10 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
+from dlc.analysis.levels import require_level
 from dlc.dialects.graph import LiteralOp
 from dlc.dialects.graph_elementwise import BinaryOp
 from dlc.dialects.graph_types import TensorType
-from dlc.dialects.levels import require_level
 from dlc.passes.graph.pass_support import (
     erase_dead_ops,
     functions,

@@ -10,9 +10,9 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
+from dlc.analysis.levels import require_level
 from dlc.dialects.graph_tensor import DotOp
 from dlc.dialects.graph_types import TensorType
-from dlc.dialects.levels import require_level
 from dlc.passes.graph.pass_support import functions
 from dlc.passes.statistics import PassStatistics
 

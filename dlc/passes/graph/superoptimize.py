@@ -11,9 +11,9 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 
+from dlc.analysis.levels import require_level
 from dlc.diagnostics import clone_located
 from dlc.dialects.graph import FuncOp
-from dlc.dialects.levels import require_level
 from dlc.passes.graph.pass_support import functions
 from dlc.passes.graph.superopt.cost import node_cost
 from dlc.passes.graph.superopt.emit import to_block

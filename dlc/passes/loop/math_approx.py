@@ -27,9 +27,9 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 
+from dlc.analysis.levels import require_level
+from dlc.analysis.walk import walk_ops
 from dlc.dialects import loop
-from dlc.dialects.levels import require_level
-from dlc.dialects.walk import walk_ops
 
 _EXP_TAYLOR = [1 / 5040, 1 / 720, 1 / 120, 1 / 24, 1 / 6, 1 / 2]  # r^7 .. r^2
 _LOG_CEPHES = [

@@ -16,9 +16,9 @@ from xdsl.dialects.builtin import IntAttr, MemRefType, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
+from dlc.analysis.levels import require_level
+from dlc.analysis.loop_callgraph import is_recursive
 from dlc.dialects import loop
-from dlc.dialects.levels import require_level
-from dlc.dialects.loop_callgraph import is_recursive
 
 ALIGN = loop.ARENA_ALIGN
 OFFSET = loop.ARENA_OFFSET

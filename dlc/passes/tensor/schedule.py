@@ -15,8 +15,8 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
+from dlc.analysis.levels import require_level
 from dlc.dialects import tensor
-from dlc.dialects.levels import require_level
 from dlc.dialects.schedule import ScheduleAttr
 from dlc.passes.statistics import PassStatistics
 from dlc.passes.tensor.schedule_conv import conv_schedule, conv_tiles

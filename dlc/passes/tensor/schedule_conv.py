@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dlc.analysis.tensor_lanes import lane_plan, vector_pieces
 from dlc.dialects import tensor
 from dlc.dialects.graph_types import TensorType, dtype_bytes
 from dlc.dialects.schedule import ScheduleAttr
-from dlc.dialects.tensor_lanes import lane_plan, vector_pieces
 from dlc.passes.tensor.schedule_policy import depends_on, float_sum
 from dlc.target import Target
 

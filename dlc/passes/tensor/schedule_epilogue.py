@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import warnings
 
+from dlc.analysis.tensor_epilogue import epilogue_conflict
+from dlc.analysis.tensor_lanes import lane_plan
 from dlc.dialects import tensor
 from dlc.dialects.graph_types import TensorType
-from dlc.dialects.tensor_epilogue import epilogue_conflict
 from dlc.dialects.tensor_groups import next_compute, reads_at_identity, reads_of
-from dlc.dialects.tensor_lanes import lane_plan
 from dlc.passes.tensor.schedule_records import located
 
 MAX_EPILOGUE_OPS = 48

@@ -10,10 +10,10 @@ per vector and copy the row with vector loads and stores.
 
 from __future__ import annotations
 
+from dlc.analysis.tensor_lanes import lane_plan
 from dlc.dialects import tensor
 from dlc.dialects.graph_types import TensorType, dtype_bytes
 from dlc.dialects.schedule import ScheduleAttr
-from dlc.dialects.tensor_lanes import lane_plan
 from dlc.passes.tensor.schedule_policy import depends_on
 from dlc.target import Target
 

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from xdsl.dialects import arith
 from xdsl.ir import Operation, SSAValue
 
+from dlc.analysis.tensor_lanes import lane_plan
 from dlc.dialects import tensor
 from dlc.dialects.graph_types import TensorType, dtype_bytes
 from dlc.dialects.schedule import ScheduleAttr
-from dlc.dialects.tensor_lanes import lane_plan
 from dlc.target import Target
 
 MAX_BODY_OPS = 16  # larger bodies keep the plain i-k-j schedule

@@ -25,9 +25,9 @@ from xdsl.ir import Attribute
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError
 
+from dlc.analysis.tensor_nest_plan import schedule_misfit
 from dlc.dialects import tensor
 from dlc.dialects.schedule import Schedule, ScheduleAttr
-from dlc.dialects.tensor_nest_plan import schedule_misfit
 from dlc.passes.statistics import PassStatistics
 from dlc.passes.tensor.schedule_epilogue import epilogue_run
 from dlc.passes.tensor.schedule_policy import float_sum

@@ -15,10 +15,10 @@ import warnings
 
 from xdsl.dialects.builtin import ArrayAttr
 
+from dlc.analysis.tensor_nest_plan import group_misfit, schedule_misfit
 from dlc.dialects import tensor
 from dlc.dialects.schedule import ScheduleAttr
 from dlc.dialects.tensor_groups import fusion_of, group_members, verify_group
-from dlc.dialects.tensor_nest_plan import group_misfit, schedule_misfit
 from dlc.passes.statistics import PassStatistics
 from dlc.passes.tensor.schedule_policy import float_sum
 from dlc.passes.tensor.schedule_records import (

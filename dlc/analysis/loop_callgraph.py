@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from xdsl.dialects.builtin import ModuleOp
 
+from dlc.analysis.walk import walk_ops
 from dlc.dialects import loop
 from dlc.dialects.loop_memory import ScalarCallOp
-from dlc.dialects.walk import walk_ops
 
 
 def is_recursive(func: loop.FuncOp, funcs: dict[str, loop.FuncOp]) -> bool:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from xdsl.dialects.builtin import ModuleOp, UnregisteredOp
 
+from dlc.analysis.walk import walk_ops
 from dlc.diagnostics import DiagnosticError, error_at
-from dlc.dialects.walk import walk_ops
 
 LEVELS = ("graph", "tensor", "loop", "llvm")
 """From highest to lowest; `LOWERINGS[level]` lowers a level to the next."""

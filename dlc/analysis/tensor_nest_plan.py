@@ -19,12 +19,12 @@ from dataclasses import dataclass
 
 from xdsl.ir import Operation, SSAValue
 
+from dlc.analysis.tensor_lanes import lane_plan, vector_pieces
 from dlc.diagnostics import DiagnosticError, error_at
 from dlc.dialects import tensor
 from dlc.dialects.graph_types import TensorType
 from dlc.dialects.schedule import Loop, ScheduleAttr, axis_names
 from dlc.dialects.tensor_groups import base_of, fusion_of
-from dlc.dialects.tensor_lanes import lane_plan, vector_pieces
 
 MAX_UNROLLED_POINTS = 4096
 """At most this many copies of a body per unrolled nest (or accumulator tile)."""
