@@ -174,9 +174,9 @@ def _compile(
     from xdsl.dialects import llvm
 
     if pipeline.superopt_costs(options) == "measured":
-        from dlc.superopt_costs import install
+        from dlc.superopt_costs import install as install_costs
 
-        install(compile_kernel)
+        install_costs(compile_kernel)
     with progress.tracking() as tracked:
         llvm_level, report = lower(module, options, externs=externs)
         check_symbols(external_names(llvm_level), module)

@@ -113,15 +113,17 @@ def load(
     initializers = None
     if model is not path_or_model:  # read here: its weights' proto can go (`detached`)
         model, initializers = detached(model, filename)
-    if input_shapes is not None and not isinstance(input_shapes, Mapping):
-        raise TypeError(f"input_shapes: expected a mapping, got {type(input_shapes).__name__}")
-    if constant_inputs is not None and not isinstance(constant_inputs, Mapping):
-        raise TypeError(
-            f"constant_inputs: expected a mapping, got {type(constant_inputs).__name__}"
-        )
-    constants = {k: np.asarray(v) for k, v in (constant_inputs or {}).items()}
+    constants = _checked(input_shapes, constant_inputs)
     limits = limits or ImportLimits()
     return import_model(model, filename, input_shapes, constants, limits, custom, initializers)
+
+
+def _checked(input_shapes: object, constant_inputs: object) -> dict[str, np.ndarray]:
+    """The constant inputs as arrays, both mappings checked (TypeError otherwise)."""
+    for name, value in (("input_shapes", input_shapes), ("constant_inputs", constant_inputs)):
+        if value is not None and not isinstance(value, Mapping):
+            raise TypeError(f"{name}: expected a mapping, got {type(value).__name__}")
+    return {k: np.asarray(v) for k, v in (constant_inputs or {}).items()}  # type: ignore[attr-defined]
 
 
 def __getattr__(name: str) -> object:

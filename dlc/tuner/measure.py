@@ -127,29 +127,51 @@ def _fault(job: Job) -> str:
     return kind if kind and job.schedule and text in job.schedule else ""
 
 
-def run_job(job: Job) -> dict[str, Any]:
-    """The worker's side: compile, check, time (module docstring)."""
-    import ctypes
+def _compiled(module: Any, job: Job) -> tuple[Any, str]:
+    """The job's program compiled with its candidate, and the warning that the candidate
+    does not fit (then the compile fell back to the default schedule, which measuring
+    would time in the candidate's name), or ''."""
     import warnings
 
     from dlc.api import compile_graph_module
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compiled = compile_graph_module(
+            module, opt_level=job.opt_level, target_cpu=job.target_cpu, tuning_db=job.db
+        )
+    misfits = [str(w.message) for w in caught if "the record does not fit" in str(w.message)]
+    return compiled, misfits[0] if misfits else ""
+
+
+def _compiled(module: Any, job: Job) -> tuple[Any, str]:
+    """The job's program compiled with its candidate, and the warning that the candidate
+    does not fit (the compile then fell back to the default schedule, which measuring
+    would time in the candidate's name), or ''."""
+    import warnings
+
+    from dlc.api import compile_graph_module
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compiled = compile_graph_module(
+            module, opt_level=job.opt_level, target_cpu=job.target_cpu, tuning_db=job.db
+        )
+    misfits = [str(w.message) for w in caught if "the record does not fit" in str(w.message)]
+    return compiled, misfits[0] if misfits else ""
+
+
+def run_job(job: Job) -> dict[str, Any]:
+    """The worker's side: compile, check, time (module docstring)."""
+    import ctypes
+
     from dlc.parser import parse_module
     from dlc.program_levels import defined_functions
 
     module = parse_module(job.source, job.filename)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        compiled = compile_graph_module(
-            module,
-            opt_level=job.opt_level,
-            target_cpu=job.target_cpu,
-            tuning_db=job.db,
-        )
-    # A candidate the code generator cannot carry out falls back to the default
-    # schedule in a compile (a warning); measured, it would be timed as the default.
-    misfits = [str(w.message) for w in caught if "the record does not fit" in str(w.message)]
-    if misfits:
-        return {"status": f"failed: {misfits[0][:300]}"}
+    compiled, misfit = _compiled(module, job)
+    if misfit:
+        return {"status": f"failed: {misfit[:300]}"}
     func = defined_functions(module)[job.entry]
     inputs = random_inputs(func, job.seed)
     fn = compiled[job.entry]

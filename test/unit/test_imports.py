@@ -63,8 +63,16 @@ CIRCLES_INSIDE_PACKAGES: dict[frozenset[str], str] = {
         "the interpreter dispatches to the handlers, which are handed the interpreter "
         "(imported for the annotation only, under TYPE_CHECKING)"
     ),
-    frozenset({"passes.graph.differentiate", "passes.graph.differentiate_sweep"}): (
-        "the sweep is handed the FunctionDifferentiator (annotation only, TYPE_CHECKING)"
+    frozenset(
+        {
+            "passes.graph.differentiate",
+            "passes.graph.differentiate_replay",
+            "passes.graph.differentiate_sweep",
+            "passes.graph.differentiate_tape",
+        }
+    ): (
+        "the sweep and the tapes are handed the (Function)Differentiator, the replay the "
+        "tape's Layout (annotations only, TYPE_CHECKING)"
     ),
     frozenset({"lowering.loop_to_llvm.func_emitter", "lowering.loop_to_llvm.memory"}): (
         "the memory lowerings are handed the FuncEmitter (annotation only, TYPE_CHECKING)"

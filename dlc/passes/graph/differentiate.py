@@ -138,15 +138,7 @@ class Differentiator:
             wrt=None if len(wrt) == len(ftype.args) else int_array(wrt),
             seedable=UnitAttr(),
         )
-        signature = adjoint_type(decl, self.symbols)
-        if taped:
-            tape = self.tapes.of(callee)
-            assert tape is not None
-            args = list(signature.args)
-            signature = FunctionType([*args[:-1], tape.tape, args[-1]], signature.output)
-            self.pullbacks[name] = callee
-            decl.attributes[TAPE_MARK] = UnitAttr()
-        decl.properties["function_type"] = signature
+        decl.properties["function_type"] = self.signature(decl, name, callee, taped)
         self.module.body.block.insert_op_after(decl, caller)
         copy_loc(call, decl)
         self.refresh()
@@ -154,6 +146,19 @@ class Differentiator:
         if tape_free:
             self.tape_free.add(name)
         return decl
+
+    def signature(self, decl: FuncOp, name: str, callee: str, taped: bool) -> FunctionType:
+        """The type of the adjoint `decl` of `callee`; a `taped` one takes the callee's
+        tape before the seed (and is marked: its tape has no C type)."""
+        signature = adjoint_type(decl, self.symbols)
+        if not taped:
+            return signature
+        tape = self.tapes.of(callee)
+        assert tape is not None
+        args = list(signature.args)
+        self.pullbacks[name] = callee
+        decl.attributes[TAPE_MARK] = UnitAttr()
+        return FunctionType([*args[:-1], tape.tape, args[-1]], signature.output)
 
 
 class FunctionDifferentiator:

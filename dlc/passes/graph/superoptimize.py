@@ -175,14 +175,25 @@ class SuperoptimizePass(PassStatistics, ModulePass):
                 original = original or clone_located(func)
                 to_block(block, graph, result.roots)
                 fired += result.fired
-        cost_before = price(before, table)
         if original is None:
-            return cost_before, cost_before
+            cost = price(before, table)
+            return cost, cost
+        return self.guard(func, original, before, table, fired)
+
+    def guard(
+        self,
+        func: FuncOp,
+        original: FuncOp,
+        before: list[BlockGraph],
+        table: CostTable | None,
+        fired: list[str],
+    ) -> tuple[float, float]:
+        """Keep the rewritten `func` only if it costs `margin` less than `original` (the
+        graphs `before`); (cost before, cost after) of the function."""
         after = [from_block(b) for b in func.body.blocks]
         if table is not None:
             table.settle(keys(before), keys(after))
-            cost_before = price(before, table)
-        cost_after = price(after, table)
+        cost_before, cost_after = price(before, table), price(after, table)
         if cost_after > (1.0 - self.margin) * cost_before:
             self.count(f"guard: functions kept, rewrite not {self.margin:.0%} cheaper")
             func.parent_block().insert_op_before(original, func)  # type: ignore[union-attr]
