@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 from dlc.cli.dlc_run import (
     ArgumentParser,
+    add_custom_op_argument,
     allowed_extern_names,
     custom_op_files,
     input_shapes,
@@ -80,14 +81,7 @@ def _argument_parser() -> argparse.ArgumentParser:
         help="the directory an ONNX model's external tensor data is read from (default: "
         "the model's own directory); locations must be plain paths below it, no symlinks",
     )
-    parser.add_argument(
-        "--custom-op",
-        action="append",
-        default=[],
-        metavar="DOMAIN::OP=FILE.dl",
-        help="import the ONNX operator DOMAIN::OP as a call of the function in FILE.dl "
-        "(its @OP, or its only function); repeatable",
-    )
+    add_custom_op_argument(parser)
     return parser
 
 

@@ -86,14 +86,7 @@ def _argument_parser() -> argparse.ArgumentParser:
         help="the directory an ONNX model's external tensor data is read from (default: "
         "the model's own directory); locations must be plain paths below it, no symlinks",
     )
-    parser.add_argument(
-        "--custom-op",
-        action="append",
-        default=[],
-        metavar="DOMAIN::OP=FILE.dl",
-        help="import the ONNX operator DOMAIN::OP as a call of the function in FILE.dl "
-        "(its @OP, or its only function); repeatable",
-    )
+    add_custom_op_argument(parser)
     parser.add_argument(
         "--seed",
         type=int,
@@ -301,6 +294,18 @@ def input_shapes(specs: Sequence[str]) -> dict[str, tuple[int, ...]]:
         if not name or any(d < 0 for d in shapes[name]):
             raise RunError(f"--input-shape {spec}: expected NAME=DIMxDIMx...")
     return shapes
+
+
+def add_custom_op_argument(parser: argparse.ArgumentParser) -> None:
+    """`--custom-op DOMAIN::OP=FILE.dl` (dlc-run's and dlc-compile's)."""
+    parser.add_argument(
+        "--custom-op",
+        action="append",
+        default=[],
+        metavar="DOMAIN::OP=FILE.dl",
+        help="import the ONNX operator DOMAIN::OP as a call of the function in FILE.dl "
+        "(its @OP, or its only function); repeatable",
+    )
 
 
 def custom_op_files(specs: Sequence[str]) -> dict[tuple[str, str], str]:

@@ -129,23 +129,6 @@ def _fault(job: Job) -> str:
 
 def _compiled(module: Any, job: Job) -> tuple[Any, str]:
     """The job's program compiled with its candidate, and the warning that the candidate
-    does not fit (then the compile fell back to the default schedule, which measuring
-    would time in the candidate's name), or ''."""
-    import warnings
-
-    from dlc.api import compile_graph_module
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        compiled = compile_graph_module(
-            module, opt_level=job.opt_level, target_cpu=job.target_cpu, tuning_db=job.db
-        )
-    misfits = [str(w.message) for w in caught if "the record does not fit" in str(w.message)]
-    return compiled, misfits[0] if misfits else ""
-
-
-def _compiled(module: Any, job: Job) -> tuple[Any, str]:
-    """The job's program compiled with its candidate, and the warning that the candidate
     does not fit (the compile then fell back to the default schedule, which measuring
     would time in the candidate's name), or ''."""
     import warnings
