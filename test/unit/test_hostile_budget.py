@@ -12,7 +12,7 @@ import pytest
 
 import dlc
 from dlc.budget import ModuleBudget
-from dlc.cli import dlc_run
+from dlc.cli import dlc_run, run_io
 
 
 def _chain(n: int) -> str:
@@ -98,7 +98,7 @@ func @f: (i64) -> i64 {
 def test_random_inputs_are_capped_in_all(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(dlc_run, "MAX_RANDOM_INPUT_BYTES", 1000)
+    monkeypatch.setattr(run_io, "MAX_RANDOM_INPUT_BYTES", 1000)
     path = tmp_path / "two.dl"
     path.write_text(
         'module "two"\nstage raw\n\nfunc @f: (<200 x f32>, <200 x f32>) -> <200 x f32> {\n'

