@@ -104,11 +104,14 @@ def _functions() -> dict[str, int]:
 
 
 def _pass_files() -> set[str]:
+    import dlc
+
+    package = Path(dlc.__file__).resolve().parent  # the checkout, or an installed copy of it
     files = set()
     for factory in get_all_passes().values():
         source = inspect.getsourcefile(factory())
         assert source is not None
-        files.add(str(Path(source).resolve().relative_to(DLC)))
+        files.add(str(Path(source).resolve().relative_to(package)))
     return files
 
 
