@@ -55,6 +55,15 @@ def compile_kernel(text: str) -> Any:
     ]
 
 
+def compile_timed(module: ModuleOp, name: str, threads: int) -> Any:
+    """Function `name` of graph `module` compiled at opt_level 2 for this host, without
+    the compile cache, run on `threads` threads: what the superoptimizer's timed guard
+    times (`dlc.superopt_costs.time_functions`)."""
+    options = pipeline.Options(opt_level=2)
+    compiled, _ = _compile(module, options, None, frozenset(), threads, [])
+    return compiled[name]
+
+
 def external_names(llvm_level: ModuleOp) -> list[str]:
     """The functions an llvm-level module declares without defining them."""
     from xdsl.dialects import llvm
@@ -176,7 +185,7 @@ def _compile(
     if pipeline.superopt_costs(options) == "measured":
         from dlc.superopt_costs import install as install_costs
 
-        install_costs(compile_kernel)
+        install_costs(compile_kernel, lambda m, name: compile_timed(m, name, threads))
     with progress.tracking() as tracked:
         llvm_level, report = lower(module, options, externs=externs)
         check_symbols(external_names(llvm_level), module)

@@ -65,7 +65,43 @@ def compiled(key: str) -> Callable[[], Any]:
 def measure_all(keys: Sequence[str]) -> list[float]:
     """Median nanoseconds of one call of the kernel of each of `keys`, timed in
     alternating rounds (module docstring)."""
-    calls = [compiled(k) for k in keys]
+    return time_calls([compiled(k) for k in keys])
+
+
+CompileModule = Callable[[Any, str], Callable[..., Any]]
+FUNCTIONS: list[CompileModule] = []  # compiles a graph module's function (`install`)
+
+
+def time_functions(modules: Sequence[Any], name: str) -> list[float] | None:
+    """Median nanoseconds of a call of function `name` of each graph module, compiled
+    at opt_level 2 on the compile's threads and timed against each other in alternating
+    rounds on the same seeded random inputs (the superoptimizer's timed guard,
+    `superopt/timed.py`); None when no compiler was installed."""
+    if not FUNCTIONS:
+        return None
+    calls = []
+    for module in modules:
+        fn = FUNCTIONS[0](module, name)
+        args = random_arguments(module, name)
+        calls.append(lambda fn=fn, args=args: fn(*args))
+    return time_calls(calls)
+
+
+def random_arguments(module: Any, name: str) -> list[np.ndarray]:
+    """Standard normal values (seed 0) for the floating-point parameters of `name`."""
+    from dlc.dialects.graph import FuncOp
+    from dlc.dialects.graph_types import numpy_dtype
+
+    (func,) = (
+        f for f in module.body.block.ops if isinstance(f, FuncOp) and f.sym_name.data == name
+    )
+    rng = np.random.default_rng(0)
+    types = func.function_type.inputs.data
+    return [rng.standard_normal(t.dims).astype(numpy_dtype(t.dt)) for t in types]
+
+
+def time_calls(calls: Sequence[Callable[[], Any]]) -> list[float]:
+    """Median nanoseconds of each of `calls`, one sample of each per round."""
     repeats: list[int] = []
     for call in calls:  # warm-up, and how many calls make one sample
         start = time.perf_counter()
@@ -115,11 +151,16 @@ class Runtime:
     read = staticmethod(read)
     write = staticmethod(write)
     measure = staticmethod(measure_all)
+    time_functions = staticmethod(time_functions)
 
 
-def install(compile_kernel: Compile) -> None:
+def install(compile_kernel: Compile, compile_function: CompileModule | None = None) -> None:
     """Let `superoptimize{costs=measured|table}` measure and use its cost table;
     `compile_kernel` compiles DLVM text at opt 2 on one thread and returns its @op
-    (`dlc.api.compile_kernel`: the runtime side may not import the API)."""
+    (`dlc.api.compile_kernel`: the runtime side may not import the API);
+    `compile_function(module, name)`, when given, compiles a graph module at opt 2 on
+    the threads the program will run with and returns its function `name` (the timed
+    guard, `time_functions`)."""
     COMPILER[:] = [compile_kernel]
+    FUNCTIONS[:] = [compile_function] if compile_function is not None else []
     measure.provide(Runtime())

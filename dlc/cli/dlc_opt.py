@@ -360,11 +360,21 @@ def compile_kernel(text: str) -> Any:
     return compile_with_api(text)
 
 
+def compile_function(module: Any, name: str) -> Any:
+    """`dlc.api.compile_timed` on the default threads (the superoptimizer's timed guard)."""
+    from dlc.api import compile_timed
+    from dlc.options import check_threads
+
+    return compile_timed(module, name, check_threads(None))
+
+
 def main(argv: Sequence[str] | None = None, tool: type[DlcOptMain] = DlcOptMain) -> int:
     """Run dlc-opt; return the exit code (0 ok, 1 user error, 2 internal error). `tool`
     is the driver class: a subclass registers more passes or dialects (a plugin)."""
     plain_warnings()
-    install_superopt_costs(compile_kernel)  # superoptimize{costs=measured} times dlc's kernels
+    install_superopt_costs(
+        compile_kernel, compile_function
+    )  # superoptimize{costs=measured} times dlc's kernels
     try:
         return tool(args=argv).run()
     except DiagnosticError as e:

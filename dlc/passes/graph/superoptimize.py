@@ -21,6 +21,7 @@ from dlc.passes.graph.superopt.graphs import BlockGraph, from_block, windows
 from dlc.passes.graph.superopt.library import Rule, applicable, read, shipped
 from dlc.passes.graph.superopt.measure import CostTable, NodeCost, op_key
 from dlc.passes.graph.superopt.search import Costs, Pattern, patterns, search
+from dlc.passes.graph.superopt.timed import timed
 from dlc.passes.graph.superopt.user_rules import user_library
 from dlc.passes.statistics import PassStatistics
 
@@ -60,7 +61,8 @@ class SuperoptimizePass(PassStatistics, ModulePass):
     else and stand in a calibrated analytical cost for products they do not measure
     (`superopt/measure.py`). The guard: a function whose rewritten form does not cost
     at least `margin` (a fraction, default 0.03) less than its input, under the same
-    model, is put back as it was.
+    model, is put back as it was; with `costs=measured`, a function small enough is
+    instead compiled both ways and timed whole (`superopt/timed.py`).
     Statistics: substitutions applied, each rule that fired, functions rewritten or kept
     by the guard (and why), cost before and after (ns, whole functions), costs
     measured, calibrated stand-ins, the milliseconds spent measuring, and the
@@ -191,9 +193,14 @@ class SuperoptimizePass(PassStatistics, ModulePass):
         """Keep the rewritten `func` only if it costs `margin` less than `original` (the
         graphs `before`); (cost before, cost after) of the function."""
         after = [from_block(b) for b in func.body.blocks]
-        if table is not None:
-            table.settle(keys(before), keys(after))
-        cost_before, cost_after = price(before, table), price(after, table)
+        measured = table is not None and table.measure
+        timing = self.timed(func, original, price(before, table)) if measured else None
+        if timing is None:
+            if table is not None:
+                table.settle(keys(before), keys(after))
+            cost_before, cost_after = price(before, table), price(after, table)
+        else:
+            cost_before, cost_after = timing
         if cost_after > (1.0 - self.margin) * cost_before:
             self.count(f"guard: functions kept, rewrite not {self.margin:.0%} cheaper")
             func.parent_block().insert_op_before(original, func)  # type: ignore[union-attr]
@@ -205,6 +212,21 @@ class SuperoptimizePass(PassStatistics, ModulePass):
         for name in fired:
             self.count(f"fired {name}")
         return cost_before, cost_after
+
+    def timed(self, func: FuncOp, original: FuncOp, estimate: float) -> tuple[float, float] | None:
+        """The guard's whole-function timing of `original` against the rewritten `func`
+        (`superopt/timed.py`), or None when the per-op prices decide."""
+        module = func.parent_op()
+        if not isinstance(module, ModuleOp):
+            return None
+        try:
+            timing = timed(module, original, func, estimate)
+        except Exception as e:  # our bug: never refuse the program over it
+            self.count(f"guard: whole-function timing failed ({type(e).__name__})")
+            return None
+        if timing is not None:
+            self.count("guard: functions timed whole (opt 2, alternating rounds)")
+        return timing
 
 
 def cost_of(graph: BlockGraph, table: CostTable | None) -> NodeCost:
