@@ -2,9 +2,9 @@
 
 Per-op costs (`measure.py`) price each product on its own, as one kernel on one thread.
 What runs is different: the products of a function fuse with their element-wise
-neighbours, read transposed operands, and run on the compile's threads, so a rewrite
-that the per-op sum calls 3 % cheaper can run slower (attention at x 72×288: 17 %
-slower). Where it is cheap to do, the guard therefore compiles the function as it was
+neighbours, read transposed operands, and run on the compile's threads, and prices
+measured at different moments of a loaded machine compare badly, so a rewrite that
+the per-op sum calls 3 % cheaper can run slower. Where it is cheap to do, the guard therefore compiles the function as it was
 and as rewritten (each alone in a module, after the same constant folding opt_level 3
 runs next) at opt_level 2, and times the two against each other in alternating
 rounds on random inputs at the thread count the program will run with: the rewrite
