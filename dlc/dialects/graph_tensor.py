@@ -48,7 +48,7 @@ class DotOp(GraphInstruction):
     lhs = operand_def()
     rhs = operand_def()
     result = result_def()
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), GraphCanonicalization())
 
     @classmethod
     def infer(

@@ -32,6 +32,7 @@ from dlc.dialects.graph import InferenceError
 from dlc.dialects.graph_canonicalization import register_patterns
 from dlc.dialects.graph_elementwise import BINARY_OPS, UNARY_OPS, DataTypeCastOp, SelectOp
 from dlc.dialects.graph_tensor import (
+    DotOp,
     PadShapeOp,
     ReverseOp,
     ShapeCastOp,
@@ -237,6 +238,25 @@ def reshape_reshape(op: Any) -> Rewrite:  # reshape(reshape x) -> shapeCast x (o
     ]
 
 
+def dot_unit_batch(op: Any) -> Rewrite:  # dot(a, b), batch dims all 1 -> reshape(dot(a', b'))
+    """A batched product whose batch dimensions are all 1 as the matrix product of its
+    operands reshaped to rank 2 (same products in the same order, same bits): the
+    matrix product's schedules (packed constant B, its epilogue) apply, and a
+    reshaped weight (`shapeCast w to 1 x K x N`) folds back into `w`."""
+    out = op.result.type
+    if out.rank < 3 or any(d != 1 for d in out.dims[:-2]):
+        return None
+    ops = [_reshaped(x, x.type.dims[-2:]) for x in (op.lhs, op.rhs)]
+    product = TensorType(out.dims[-2:], out.dt)
+    ops.append(DotOp.create(operands=[o.results[0] for o in ops], result_types=[product]))
+    return [*ops, _reshaped(ops[-1].results[0], out.dims)]
+
+
+def _reshaped(x: SSAValue, dims: tuple[int, ...]) -> Operation:
+    t = TensorType(dims, x.type.dt)  # type: ignore[attr-defined]
+    return ShapeCastOp.create(operands=[x], result_types=[t], properties={"shape": int_array(dims)})
+
+
 def reverse_reverse(op: Any) -> Rewrite:  # reverse(reverse x along D) along D -> x
     r = of(op.operand, ReverseOp)
     return r.operand if r and sorted(ints(r.dims)) == sorted(ints(op.dims)) else None
@@ -341,6 +361,7 @@ _EXACT: dict[type[Operation], list[Rule]] = {
     Mod: [int_mod_self],
     Neg: [neg_neg],
     TransposeOp: [transpose_transpose, transpose_vector],
+    DotOp: [dot_unit_batch],
     ShapeCastOp: [reshape_same, reshape_reshape],
     PadShapeOp: [reshape_reshape],
     SqueezeShapeOp: [reshape_reshape],
