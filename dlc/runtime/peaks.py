@@ -70,9 +70,7 @@ def _host() -> tuple[str, int]:
 
 def _fma_ir(lanes: int) -> str:
     v = f"<{lanes} x float>"
-    phis = "\n".join(
-        f"  %a{k} = phi {v} [ %x, %entry ], [ %b{k}, %loop ]" for k in range(CHAINS)
-    )
+    phis = "\n".join(f"  %a{k} = phi {v} [ %x, %entry ], [ %b{k}, %loop ]" for k in range(CHAINS))
     fmas = "\n".join(
         f"  %b{k} = call {v} @llvm.fma.v{lanes}f32({v} %a{k}, {v} %y, {v} %z)"
         for k in range(CHAINS)
@@ -165,7 +163,9 @@ def host_peaks() -> Peaks:
         stored = json.loads(data) if data else None
         peaks = Peaks(**stored) if isinstance(stored, dict) else None
         if peaks is not None:
-            peaks = Peaks(peaks.gflops, [(int(s), float(g)) for s, g in peaks.bandwidth], cpu, lanes)
+            peaks = Peaks(
+                peaks.gflops, [(int(s), float(g)) for s, g in peaks.bandwidth], cpu, lanes
+            )
     except (OSError, ValueError, TypeError):
         peaks = None  # unreadable or untrusted: measure again
     if peaks is None or peaks.cpu != cpu or peaks.lanes != lanes:

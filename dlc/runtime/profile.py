@@ -111,7 +111,7 @@ class KernelRow:
 
     @property
     def bound(self) -> str:
-        """"compute" or "memory": the roofline limit of this kernel's intensity."""
+        """ "compute" or "memory": the roofline limit of this kernel's intensity."""
         peaks = self.peaks
         if peaks is None or not self.kernel["flops"]:
             return "memory"

@@ -27,11 +27,11 @@ from dlc.dialects.abi import VAR_PREFIX, function_symbol
 from dlc.lowering.loop_to_llvm.context import StatusTable
 from dlc.lowering.loop_to_llvm.func_emitter import PTR, FuncEmitter
 from dlc.lowering.loop_to_llvm.kernels import outline_kernels
-from dlc.lowering.loop_to_llvm.profile import KernelTable
 from dlc.lowering.loop_to_llvm.parallel import (
     SPLIT_CHUNK,
     SPLIT_OPS,
 )
+from dlc.lowering.loop_to_llvm.profile import KernelTable
 
 
 def lower_func(
