@@ -171,6 +171,9 @@ class ProfileEmitter:
             entry = self.region.blocks.first  # type: ignore[attr-defined]
             two = llvm.ConstantOp(IntegerAttr(2, i64), i64)
             slots = llvm.AllocaOp(two, i64, alignment=16)
-            entry.insert_ops_before([two, slots], entry.first_op)
+            if entry.first_op is None:
+                entry.add_ops([two, slots])
+            else:
+                entry.insert_ops_before([two, slots], entry.first_op)
             self.timespec = slots.results[0]
         return self.timespec
