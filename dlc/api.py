@@ -98,6 +98,12 @@ def metadata(llvm_level: ModuleOp, report: Report, native: set[str]) -> Metadata
     }
 
 
+def profiled_kernels(llvm_level: ModuleOp) -> list[dict[str, Any]]:
+    """The kernel facts a profiling compile recorded (`abi.PROFILE`)."""
+    kernels = llvm_level.attributes.get(abi.PROFILE)
+    return json.loads(kernels.data) if kernels is not None else []  # type: ignore[attr-defined]
+
+
 def cache_key(
     module: ModuleOp, options: pipeline.Options, externs: frozenset[str] = frozenset()
 ) -> str:
@@ -190,9 +196,6 @@ def _compile(
     meta = metadata(llvm_level, report, native)
     install(jit, meta)
     portable = portable_messages(meta["messages"], prefixes)
-    if options.profile:
-        kernels = llvm_level.attributes.get(abi.PROFILE)
-        compiled_profile = json.loads(kernels.data) if kernels is not None else []  # type: ignore[attr-defined]
     stored = key is not None and jit.cacheable()
     stored = stored and (portable is None) == (meta["messages"] is None)
     if stored:
@@ -201,7 +204,7 @@ def _compile(
     levels = ProgramLevels(module, options, jit, externs)
     compiled = CompiledModule(jit, funcs, native, report, meta["messages"], levels, threads)
     if options.profile:
-        compiled.attach_profile(compiled_profile)
+        compiled.attach_profile(profiled_kernels(llvm_level))
     return compiled, stored
 
 

@@ -103,8 +103,7 @@ done:
 
 
 def _read_ir(lanes: int) -> str:
-    """`@read(src, n, out, reps)`: `reps` times, the sum of the `n` vectors of `lanes` f32
-    at `src` (n a multiple of CHAINS)."""
+    """`@read(src, n, out, reps)`: `reps` sums of the `n` vectors at `src` (CHAINS | n)."""
     v = f"<{lanes} x float>"
     phis = "\n".join(
         f"  %a{k} = phi {v} [ %c{k}, %outer ], [ %b{k}, %loop ]" for k in range(CHAINS)
@@ -132,17 +131,16 @@ loop:
 {loads}
   %j = add i64 %i, {CHAINS}
   %more = icmp slt i64 %j, %n
-  %q = add i64 %r, 1
-  %again = icmp slt i64 %q, %reps
   br i1 %more, label %loop, label %check
 check:
+  %q = add i64 %r, 1
+  %again = icmp slt i64 %q, %reps
   br i1 %again, label %outer, label %done
 done:
   %s0 = fadd {v} %b0, zeroinitializer
 {total}  store {v} %s{CHAINS - 1}, ptr %out, align 4
   ret void
-}}
-"""
+}}"""
 
 
 def _jit(ir: str, name: str, argtypes: list[Any]) -> tuple[Any, Any]:
