@@ -119,6 +119,7 @@ def compile(
     budget: Any = None,
     rules: str | os.PathLike[str] | None = None,
     extra_passes: Mapping[str, Any] | None = None,
+    profile: bool = False,
 ) -> CompiledModule:
     """Parse, verify, differentiate, lower and JIT-compile DLVM text; the compiled
     functions are called with NumPy arrays.
@@ -170,6 +171,11 @@ def compile(
       referencing any other extern is a `DiagnosticError` at its declaration, before
       anything is compiled or looked up. An allowed extern runs native code with this
       process's rights: never allow externs to IR you do not trust.
+    - `profile`: time every kernel (loop nest, with its parallel regions) of every
+      call: `mod.profile()` then gives each kernel's time, source lines, FLOPs, bytes
+      and roofline verdict as a table or a Chrome trace (`dlc.runtime.profile`). The
+      marks cost two clock reads per kernel; without `profile` the code has none.
+      Such compiles bypass the compile cache.
     - `budget`: a `dlc.budget.ModuleBudget` (functions, instructions, call nesting) a
       compile takes on; beyond it a located `DiagnosticError` (default: its defaults).
 
@@ -195,7 +201,7 @@ def compile(
         "num_threads": num_threads,
     }
     compiled = None
-    quick = constants is None and budget is None and extra_passes is None  # checked in full
+    quick = constants is None and budget is None and extra_passes is None and not profile
     if isinstance(text, str | bytes) and isinstance(filename, str) and quick:
         compiled = warm.compile_cached(text, filename, allowed, **settings)
     if compiled is not None:  # compiled before: from the cache, without parsing
@@ -210,6 +216,7 @@ def compile(
         constants=constants,
         budget=budget,
         extra_passes=extra_passes,
+        profile=profile,
         **settings,
     )
 

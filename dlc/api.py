@@ -15,6 +15,7 @@ intermediate levels: `mod.ir(level)` lowers the module again on first use.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -104,6 +105,12 @@ def metadata(llvm_level: ModuleOp, report: Report, native: set[str]) -> Metadata
         "stats": report.functions,
         "passes": report.passes,
     }
+
+
+def profiled_kernels(llvm_level: ModuleOp) -> list[dict[str, Any]]:
+    """The kernel facts a profiling compile recorded (`abi.PROFILE`)."""
+    kernels = llvm_level.attributes.get(abi.PROFILE)
+    return json.loads(kernels.data) if kernels is not None else []  # type: ignore[attr-defined]
 
 
 def cache_key(
@@ -205,6 +212,8 @@ def _compile(
         cache.store(key, cache.Entry(jit.object_code, kept, jit.optimized_ir, jit.data))  # type: ignore[arg-type]
     levels = ProgramLevels(module, options, jit, externs)
     compiled = CompiledModule(jit, funcs, native, report, meta["messages"], levels, threads)
+    if options.profile:
+        compiled.attach_profile(profiled_kernels(llvm_level))
     return compiled, stored
 
 
@@ -227,6 +236,7 @@ def compile_graph_module(
     source: str | bytes | None = None,
     constants: Mapping[str, Mapping[str, Any]] | None = None,
     budget: ModuleBudget | None = None,
+    profile: bool = False,
 ) -> CompiledModule:
     """Compile every defined function of a verified graph module to native code.
 
@@ -258,7 +268,9 @@ def compile_graph_module(
     parameters to arrays (`dlc.bind.bind_constants`); the cache then keys on the
     arrays' bytes, and no quick record is left (the text alone is not the program).
     `budget` (`dlc.budget.ModuleBudget`, default its defaults) bounds the functions,
-    instructions and call nesting a compile takes on: a located DiagnosticError beyond."""
+    instructions and call nesting a compile takes on: a located DiagnosticError beyond.
+    `profile` brackets every kernel with timing marks (`CompiledModule.profile`); such
+    compiles bypass the compile cache."""
     from dlc.passes.graph.differentiate import differentiated
 
     if constants is not None:
@@ -280,6 +292,7 @@ def compile_graph_module(
         tuning_db=tuning_db,
         rules=rules,
         extra_passes=check_extra_passes(extra_passes),
+        profile=profile,
     )  # not `seed`: it only sets the generator state after loading
     # The code depends on the allowed externs the program calls, not on the rest of the
     # allow-list: `called` keys the entry (and check_externs already ran, before any lookup).
@@ -288,6 +301,7 @@ def compile_graph_module(
         cache.enabled()
         and options.tuning_db is None
         and not options.extra_passes
+        and not options.profile
         and not planted_fault()
     )
     key = cache_key(module, options, called) if cached else None

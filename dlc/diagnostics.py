@@ -98,10 +98,35 @@ def get_loc(op: Operation | None) -> Location | None:
 
 
 def copy_loc(source: Operation, *targets: Operation) -> None:
+    """Hand `source`'s location (and origin, `set_origin`) on to `targets`."""
     loc = _LOCATIONS.get(source)
     if loc is not None:
         for target in targets:
             _LOCATIONS[target] = loc
+    origin = _ORIGINS.get(source)
+    if origin is not None:
+        for target in targets:
+            _ORIGINS[target] = origin
+
+
+_ORIGINS: weakref.WeakKeyDictionary[Operation, str] = weakref.WeakKeyDictionary()
+
+
+def set_origin(op: Operation, origin: str) -> None:
+    """Name what `op` was imported from where it has no source line (an ONNX node:
+    `node 'conv1' (Conv)`); it follows the op down the levels as its location does
+    (`copy_loc`), for the profiler to name the nodes a kernel came from."""
+    _ORIGINS[op] = origin
+
+
+def get_origin(op: Operation | None) -> str | None:
+    """The origin of `op`, or of its closest ancestor with one."""
+    while op is not None:
+        origin = _ORIGINS.get(op)
+        if origin is not None:
+            return origin
+        op = op.parent_op()
+    return None
 
 
 def set_block_loc(block: Block, loc: Location) -> None:

@@ -29,6 +29,7 @@ class Options:
     tuning_db: str | None = None  # a tuning database (JSON lines) the schedule pass applies
     rules: str | None = None  # a DLVM rule file: its proven rules join the superoptimizer's
     extra_passes: tuple[tuple[str, tuple[str, ...]], ...] = ()  # plugin passes by level
+    profile: bool = False  # timing marks around every kernel (dlc.profile)
     # opt_level 3's search costs: kernels measured here, or the analytical model
     superopt_costs: str = field(default_factory=lambda: default_superopt_costs())
 
@@ -65,6 +66,7 @@ class Options:
             "tuning_db": tuning_fingerprint(self.tuning_db),
             "rules": tuning_fingerprint(self.rules),
             "extra_passes": [[level, list(specs)] for level, specs in self.extra_passes],
+            "profile": self.profile,
             "superopt_costs": self.superopt_costs if self.opt_level >= 3 else None,
         }
 
@@ -149,6 +151,7 @@ def compile_options(
     tuning_db: object,
     rules: object = None,
     extra_passes: tuple[tuple[str, tuple[str, ...]], ...] = (),
+    profile: bool = False,
 ) -> Options:
     """The pipeline options of a `dlc.compile` call, checked (`bounds_check` None: the
     environment variable DLC_BOUNDS_CHECK=1; the CPU model must run here)."""
@@ -169,6 +172,7 @@ def compile_options(
         tuning_db=check_tuning_db(tuning_db),
         rules=check_tuning_db(rules, "rules"),
         extra_passes=extra_passes,
+        profile=profile,
     )
 
 

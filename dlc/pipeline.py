@@ -205,6 +205,7 @@ def lowering(level: str, options: Options) -> ModulePass:
             bounds_check=options.bounds_check,
             openmp=options.openmp,
             outline=True,  # each distinct loop nest compiled once (kernels.py)
+            profile=options.profile,
         )
     return make_pass(LOWERINGS[level])
 

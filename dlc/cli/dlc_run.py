@@ -27,12 +27,8 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from dlc.cli.run_io import (
-    RunError,
-    build_inputs,
-    load_npy,
-    print_outputs,
-)
+from dlc.cli.run_io import RunError, build_inputs, load_npy, print_outputs
+from dlc.cli.run_profile import check_profile_path, report
 from dlc.diagnostics import DiagnosticError, Location, location_in
 
 _MIN_CALLS = 7
@@ -94,6 +90,11 @@ def _argument_parser() -> argparse.ArgumentParser:
         help="seed of --random-inputs (default 0; any int, taken mod 2**64)",
     )
     parser.add_argument("--time", action="store_true", help="print the median time per call")
+    parser.add_argument(
+        "--profile",
+        metavar="OUT.json",
+        help="time every kernel of the calls: a table, slowest first, and a Chrome trace",
+    )
     parser.add_argument(
         "--stats", action="store_true", help="print the compile report (loop nests, buffers, arena)"
     )
@@ -204,7 +205,7 @@ def _quick(args: argparse.Namespace, externs: frozenset[str]) -> tuple[Any, byte
     None to take the full path (which also reports every error)."""
     if args.file.endswith(".onnx") or args.input_shape or args.tuning_db is not None:
         return None
-    if args.constant:
+    if args.constant or args.profile is not None:
         return None
     from dlc.warm import compile_cached
 
@@ -235,6 +236,8 @@ def _quick(args: argparse.Namespace, externs: frozenset[str]) -> tuple[Any, byte
 def run(argv: Sequence[str] | None) -> None:
     """Compile, build inputs, run, print (raises RunError / DiagnosticError)."""
     args = _argument_parser().parse_args(argv)
+    if args.profile is not None:
+        check_profile_path(args.profile)
     externs = allowed_extern_names(args.allow_extern)
     quick = _quick(args, externs)
     if quick is not None:
@@ -269,6 +272,7 @@ def run(argv: Sequence[str] | None) -> None:
             externs=externs,
             tuning_db=args.tuning_db,
             source=text or None,
+            profile=args.profile is not None,
         )
         compile_s = time.perf_counter() - start
     fn = compiled[name]
@@ -280,6 +284,8 @@ def run(argv: Sequence[str] | None) -> None:
         per_call, calls = _call(lambda *xs: median_call_time(fn, xs), inputs, args.file, text)
         print(f"compile time: {compile_s * 1e3:.1f} ms")
         print(f"time per call: {per_call * 1e6:.2f} µs (median of {calls} calls)")
+    if args.profile is not None:  # the first call trapped if any does
+        report(compiled, fn, inputs, args.profile)
 
 
 def input_shapes(specs: Sequence[str]) -> dict[str, tuple[int, ...]]:

@@ -97,6 +97,12 @@ cannot clash): two u64 words, seed and counter."""
 MESSAGES = "dlc.messages"
 VARS = "dlc.vars"
 RECURSIVE = "dlc.recursive"
+PROFILE = "dlc.profile"
+"""Module attribute of a profiling compile: the kernels' facts as JSON (see
+dlc/lowering/loop_to_llvm/profile.py)."""
+PROFILE_BUFFER = "_dlc_profile"
+"""i64 global of a profiling compile: the address of the event buffer the timing
+marks append to, which the runtime installs after loading the code."""
 
 RESERVED_PREFIX = "dlc:"
 """Functions and variables code generation adds to a module are named with this prefix,

@@ -19,7 +19,7 @@ from onnx.helper import get_attribute_value
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, Region, SSAValue
 
-from dlc.diagnostics import DiagnosticError, Location
+from dlc.diagnostics import DiagnosticError, Location, set_origin
 from dlc.dialects.graph import FuncOp, LiteralOp, ReturnOp
 from dlc.dialects.graph_literal import LiteralAttr
 from dlc.dialects.graph_types import (
@@ -196,8 +196,13 @@ class GraphImporter(GraphSignature):
         if any(name in self.unknown for name in inputs):
             self.unknown.update(proto.output)  # the cause is reported already
             return
+        last = self.emit.block.last_op
         try:
             self._convert(proto, opset)
+            op = last.next_op if last is not None else self.emit.block.first_op
+            while op is not None:  # what the profiler names its kernels after
+                set_origin(op, label)
+                op = op.next_op
         except ImportProblem as err:
             self.problems.append(f"{label}: {err}")
             self.unknown.update(proto.output)

@@ -2,7 +2,8 @@
 
 `mod.f(x, w)` or `mod["f"](x, w)` calls a compiled function (`convention.py`);
 `mod.ir(level)` shows the program at a level; `mod.stats(f)` gives the compile report;
-`mod.seed(n)` restarts the `random` generator. The module only calls what it was given:
+`mod.seed(n)` restarts the `random` generator; `mod.profile()` gives the kernels'
+times of a module compiled with `profile=True` (`profile.py`). The module only calls what it was given:
 the pipeline (`dlc.api`) compiles, and hands over the program text at each level as a
 callback, computed on first use.
 """
@@ -20,6 +21,7 @@ from dlc.runtime.context import Contexts
 from dlc.runtime.convention import CompiledFunction
 from dlc.runtime.jit import JITModule
 from dlc.runtime.native import Messages, variable_storage
+from dlc.runtime.profile import EventBuffer, Profile, spans
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
@@ -59,6 +61,8 @@ class CompiledModule:
         self._stats, self._pass_statistics, arena_bytes, unbounded = report
         self._levels = levels
         contexts = Contexts(arena_bytes, threads)  # one call context per calling thread
+        self._threads = threads
+        self._profiled: tuple[EventBuffer, list[dict[str, Any]]] | None = None
         status = Messages(messages) if messages else None
         self._functions = {
             name: CompiledFunction(
@@ -83,6 +87,24 @@ class CompiledModule:
         words = state[:16].view(np.uint64)
         words[0] = int(value) % (1 << 64)
         words[1] = 0
+
+    def attach_profile(self, kernels: list[dict[str, Any]]) -> None:
+        """Record the timing marks of a profiling compile whose kernels are `kernels`."""
+        self._profiled = (EventBuffer(self._jit), kernels)
+
+    def profile(self) -> Profile:
+        """The kernels the calls since the last `profile()` (or the compile) ran:
+        `print(mod.profile().table())`, `mod.profile().save("trace.json")`. Only for
+        modules compiled with `profile=True` (ValueError otherwise). The roofline's
+        limits are measured once per CPU (`dlc.runtime.peaks`). Calls from several
+        threads at once mix their marks: profile from one thread."""
+        from dlc.runtime.peaks import host_peaks
+
+        if self._profiled is None:
+            raise ValueError("profile(): compile with profile=True to record kernel times")
+        buffer, kernels = self._profiled
+        events, lost = buffer.take()
+        return Profile(kernels, spans(events), host_peaks(), lost, self._threads)
 
     def live_boxes(self) -> int:
         """How many boxes of recursive enum values are alive: made by the module's code

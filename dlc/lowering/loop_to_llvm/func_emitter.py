@@ -34,6 +34,7 @@ from dlc.lowering.loop_to_llvm.parallel import (
     ParallelEmitter,
     can_outline,
 )
+from dlc.lowering.loop_to_llvm.profile import BEGIN, END, KernelTable, ProfileEmitter
 from dlc.lowering.loop_to_llvm.scalar import const, icmp
 
 PTR = llvm.LLVMPointerType()
@@ -48,7 +49,7 @@ class _Frame:
 
 
 @dataclass
-class FuncEmitter(ParallelEmitter, BufferEmitter):
+class FuncEmitter(ParallelEmitter, BufferEmitter, ProfileEmitter):
     """Lowers one `loop.func` into the blocks of an `llvm.func`, without recursion.
 
     Structured ops become blocks: `loop.for` -> header(iv, iters) / body / exit(results),
@@ -75,6 +76,9 @@ class FuncEmitter(ParallelEmitter, BufferEmitter):
     constants: dict[tuple[object, Attribute], SSAValue] = field(default_factory=dict)
     chunks: dict[Hashable, str] = field(default_factory=dict)  # runs outlined (parallel.py)
     walks: dict[Operation, list[Operation]] = field(default_factory=dict)  # chunks.py
+    profile: KernelTable | None = None  # timing marks around kernels (profile.py)
+    timespec: SSAValue | None = None
+    function_id: int | None = None  # this function's profile id: marks around its call
 
     def emit(self, op: Operation) -> SSAValue:
         assert self.block is not None
@@ -113,7 +117,9 @@ class FuncEmitter(ParallelEmitter, BufferEmitter):
         outlined only with `openmp`), named `name`: the functions it outlines in turn
         are named after it (`dlc.fn.f$nest1$omp0`), never after this one, whose own count
         would give a second `dlc.fn.f$omp0`."""
-        return FuncEmitter(self.externals, self.status, name=name or self.name, openmp=openmp)
+        return FuncEmitter(
+            self.externals, self.status, name=name or self.name, openmp=openmp, profile=self.profile
+        )
 
     def drain(self) -> None:
         """Lower the ops of the pending frames (what `lower_for` and friends pushed)."""
@@ -159,6 +165,9 @@ class FuncEmitter(ParallelEmitter, BufferEmitter):
         self.values.update(zip(func.args, entry.args[1:], strict=True))
         self.start(entry)
         self.prologue(func, recursive, everything)
+        if self.profile is not None:
+            self.function_id = self.profile.functions.get(func.sym_name.data)
+            self.mark(self.function_id, BEGIN)
         early = set(self.returns())  # the prologue's traps: nothing to give back yet
         for block in blocks:  # the entry block (defining the buffers) comes first
             if block is not blocks[0]:
@@ -166,18 +175,27 @@ class FuncEmitter(ParallelEmitter, BufferEmitter):
             items = [list(block.ops)]
             if self.split:
                 items = split_chunks(block.ops, self.split_chunk, self.walks)
+            elif self.profile is not None:
+                items = list(block.ops)  # one at a time: marks go between them
             for item in items:
                 if isinstance(item, list) and self.split:
                     self.lower_split_chunk(item)
                     continue
-                self.frames.append(_Frame(iter(item if isinstance(item, list) else [item])))
-                self.drain()
+                self.lower_marked(item if isinstance(item, list) else [item])
         later = [r for r in self.returns() if r not in early]
         if recursive:
             self.leave_depth_guard(later)
         if self.arena is not None:
             self.leave_arena(later)
         return self.region
+
+    def lower_marked(self, ops: list[Operation]) -> None:
+        """Lower top-level `ops`, a kernel between timing marks (`profile.py`)."""
+        kernel = self.profile.ids.get(ops[0]) if self.profile and len(ops) == 1 else None
+        self.mark(kernel, BEGIN)
+        self.frames.append(_Frame(iter(ops)))
+        self.drain()
+        self.mark(kernel, END)
 
     def prologue(self, func: loop.FuncOp, recursive: bool, ops: list[Operation]) -> None:
         """Guards and the arena block on entry (module docstring of context.py); `ops`:
@@ -208,6 +226,7 @@ class FuncEmitter(ParallelEmitter, BufferEmitter):
                 assert handler is not None
                 handler(op)
             case loop.ReturnOp():
+                self.mark(self.function_id, END)
                 self.emit(llvm.ReturnOp())
             case loop.BrOp():
                 self.poll_if_back_edge(op, [op.dest])

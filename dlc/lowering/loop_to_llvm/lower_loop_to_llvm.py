@@ -31,6 +31,7 @@ from dlc.lowering.loop_to_llvm.parallel import (
     SPLIT_CHUNK,
     SPLIT_OPS,
 )
+from dlc.lowering.loop_to_llvm.profile import KernelTable
 
 
 def lower_func(
@@ -43,12 +44,18 @@ def lower_func(
     outlined: list[Operation] | None = None,
     split_ops: int = SPLIT_OPS,
     split_chunk: int = SPLIT_CHUNK,
+    profile: KernelTable | None = None,
 ) -> llvm.FuncOp:
     """`loop.func @f(memrefs)` -> `llvm.func @dlc.fn.f(ptr noalias ctx, ptr noalias, ...) ->
     void`; a `recursive` function counts its active calls in the ctx and traps past
     `MAX_CALL_DEPTH`."""
     emitter = FuncEmitter(
-        externals, status, openmp=openmp, split_ops=split_ops, split_chunk=split_chunk
+        externals,
+        status,
+        openmp=openmp,
+        split_ops=split_ops,
+        split_chunk=split_chunk,
+        profile=profile,
     )
     body = emitter.lower(func, recursive=recursive)
     if outlined is not None:
@@ -97,7 +104,9 @@ class LowerLoopToLLVMPass(ModulePass):
     LLVM works on pieces of bounded size; runs alike share one function
     (`chunks.py`). With `outline`, top-level nests that occur more than once in the
     module become one internal `noinline` kernel function each, called from every
-    place (`kernels.py`).
+    place (`kernels.py`). With `profile`, each kernel (a top-level nest or copy) and each
+    function's call is bracketed by timing marks, and the module attribute `dlc.profile`
+    describes the kernels (`profile.py`); without it the code has no marks.
     """
 
     name = "lower-loop-to-llvm"
@@ -107,13 +116,17 @@ class LowerLoopToLLVMPass(ModulePass):
     outline: bool = False
     split_ops: int = -1  # -1: SPLIT_OPS
     split_chunk: int = -1  # -1: SPLIT_CHUNK
+    profile: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_level(op, "loop", self.name)
         externals: dict[str, llvm.LLVMFunctionType] = {}
         lowered: list[Operation] = []
         status = StatusTable(self.bounds_check)
+        table = KernelTable(op) if self.profile else None
         kernels = outline_kernels(op, self.bounds_check) if self.outline else set()
+        if table is not None:
+            table.rebind(op)
         recursive = recursive_functions(op)
         children = list(op.body.block.ops)
         for done, child in enumerate(children):
@@ -131,6 +144,7 @@ class LowerLoopToLLVMPass(ModulePass):
                 outlined=outlined,
                 split_ops=SPLIT_OPS if self.split_ops < 0 else self.split_ops,
                 split_chunk=SPLIT_CHUNK if self.split_chunk < 0 else self.split_chunk,
+                profile=table,
             )
             if child.sym_name.data in kernels:
                 func.linkage = llvm.LinkageAttr("internal")
@@ -141,6 +155,8 @@ class LowerLoopToLLVMPass(ModulePass):
         for name, ftype in externals.items():
             if name not in defined:
                 lowered.append(_declaration(name, ftype))
+        if table is not None:
+            table.attach(op, lowered)
         for name in status.variables:
             slot = VAR_PREFIX + name
             lowered.append(llvm.GlobalOp(i64, slot, "common", value=IntegerAttr(0, i64)))

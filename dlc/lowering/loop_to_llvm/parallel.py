@@ -34,6 +34,7 @@ from dlc.dialects import abi, loop
 from dlc.dialects import loop_memory as lm
 from dlc.lowering.loop_to_llvm.chunks import chunk_key
 from dlc.lowering.loop_to_llvm.context import ContextEmitter
+from dlc.lowering.loop_to_llvm.profile import KernelTable
 from dlc.lowering.loop_to_llvm.scalar import const, icmp
 
 PTR = llvm.LLVMPointerType()
@@ -128,6 +129,7 @@ class ParallelEmitter(ContextEmitter):
     arena: SSAValue | None
     chunks: dict[Hashable, str]  # `chunk_key` of an outlined run -> its function
     walks: dict[Operation, list[Operation]]  # `walk_ops` of the top-level ops in runs
+    profile: KernelTable | None
 
     def declare(self, name: str, inputs: list[Attribute], output: Attribute) -> None:
         raise NotImplementedError  # provided by the function emitter
@@ -146,6 +148,9 @@ class ParallelEmitter(ContextEmitter):
         raise NotImplementedError
 
     def lower_for(self, op: loop.ForOp) -> None:
+        raise NotImplementedError
+
+    def lower_marked(self, ops: list[Operation]) -> None:
         raise NotImplementedError
 
     def run_loop(self, op: loop.ForOp, begin: SSAValue, end: SSAValue) -> None:
@@ -195,6 +200,8 @@ class ParallelEmitter(ContextEmitter):
         planned = any(isinstance(v.owner, loop.AllocOp) for v in local)
         data = self._pack(captured, len(outputs))
         key = chunk_key(walked, [captured, direct], outputs, self.status.bounds_check)
+        if self.profile is not None:  # marks name their kernels: no two runs alike
+            key = (key, tuple(self.profile.ids.get(op) for op in ops))
         name = self.chunks.get(key)
         if name is None:
             name = self.chunks[key] = f"{self.name}$nest{len(self.outlined)}"
@@ -225,8 +232,7 @@ class ParallelEmitter(ContextEmitter):
         for value in local:  # constants and arena buffers: known values, known offsets
             worker.lower_op(value.owner)  # type: ignore[arg-type]
         for op in ops:
-            worker.lower_op(op)
-            worker.drain()
+            worker.lower_marked([op])
         for i, result in enumerate(outputs, start=1 + len(captured)):
             slot = worker.emit(llvm.GEPOp(entry.args[0], [i], i64, inbounds=True))
             worker.emit(llvm.StoreOp(worker._to_word(worker.get(result)), slot, alignment=8))

@@ -14,12 +14,13 @@ from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
+from dlc.analysis.kernel_origins import NestOrigin, is_tuned, record_nest
 from dlc.analysis.levels import require_level
 from dlc.analysis.tensor_epilogue import epilogue_members
 from dlc.diagnostics import copy_loc, error_at, location_prefix
 from dlc.dialects import loop, tensor
 from dlc.dialects.graph_types import TensorType
-from dlc.dialects.tensor_groups import fusion_of
+from dlc.dialects.tensor_groups import fusion_of, group_members
 from dlc.dialects.tensor_memory import MEMORY_OPS
 from dlc.lowering.scalar_ops import ScalarBuilder, Unsupported
 from dlc.lowering.tensor_to_loop.body import index, load, memref_type, store
@@ -73,7 +74,7 @@ class FunctionLowering:
             if isinstance(op, tensor.ConstantOp):
                 self._lower_constant(op)
             elif isinstance(op, tensor.ComputeOp):
-                self._compute(op, lambda v: self._buffer(v, dests))
+                self._located_compute(op)
             elif isinstance(op, tensor.ScanOp):
                 self._scan(op, self._buffer(op.result, dests))
             elif isinstance(op, tensor.CallOp):
@@ -172,6 +173,21 @@ class FunctionLowering:
                 indices.append(index(self.b, rest % n))
                 rest //= n
             store(self.b, scalars.const(value, data_dt), buffer, indices[::-1], t.dt)
+
+    def _located_compute(self, op: tensor.ComputeOp) -> None:
+        """`_compute`, and the schedules its new top-level ops ran with, for the profiler
+        (`dlc.analysis.kernel_origins`)."""
+        block = self.b.insertion_point.block
+        last = block.last_op
+        self._compute(op, lambda v: self._buffer(v, self.dests))
+        members = group_members(op) if fusion_of(op) is not None else []
+        members = members or [op, *epilogue_members(op)]
+        schedules = dict.fromkeys(str(m.schedule) for m in members if m.schedule is not None)
+        origin = NestOrigin(tuple(schedules), any(is_tuned(m) for m in members))
+        new = last.next_op if last is not None else block.first_op
+        while new is not None:
+            record_nest(new, origin)
+            new = new.next_op
 
     def _compute(self, op: tensor.ComputeOp, new_buffer: Callable[[SSAValue], SSAValue]) -> None:
         """A compute's nest, or its whole fusion group's, as its schedule says."""

@@ -15,6 +15,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
+from dlc.analysis.kernel_origins import mark_tuned
 from dlc.analysis.levels import require_level
 from dlc.dialects import tensor
 from dlc.dialects.schedule import ScheduleAttr
@@ -121,6 +122,7 @@ class SchedulePass(ModulePass, PassStatistics):
                         serial_gathered_rows(c)
                     for c, schedule in tuned.items():
                         c.schedule = schedule
+                        mark_tuned(c)
                     if db is not None:
                         group_records(run, db, target.cpu, self, frozenset(tuned))
                 drop_conflicting_epilogues([c for run in runs for c in run])

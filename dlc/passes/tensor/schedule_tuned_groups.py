@@ -15,6 +15,7 @@ import warnings
 
 from xdsl.dialects.builtin import ArrayAttr
 
+from dlc.analysis.kernel_origins import mark_tuned
 from dlc.analysis.tensor_nest_plan import group_misfit, schedule_misfit
 from dlc.dialects import tensor
 from dlc.dialects.schedule import ScheduleAttr
@@ -163,6 +164,8 @@ def group_records(
                 why = f"its schedule does not parse ({err})"
             if not why:
                 stats.count("groups and lone nests scheduled from the tuning database")
+                for member in members:
+                    mark_tuned(member)
                 continue
             why = f"the record does not fit: {why} (record {record.key} of {db.path})"
         stats.count("groups and lone nests without a usable tuning record")
