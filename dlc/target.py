@@ -92,7 +92,7 @@ def triple_arch(triple: str) -> str:
 @functools.cache
 def process_triple() -> str:
     """LLVM's triple of this process ("x86_64-unknown-linux-gnu")."""
-    from dlc.runtime import llvm_c
+    from dlc import llvm_c
 
     return llvm_c.process_triple()
 
@@ -141,7 +141,7 @@ class Target:
     @functools.cache
     def host() -> Target:
         """This machine: LLVM's host CPU name and features, caches from sysfs."""
-        from dlc.runtime import llvm_c
+        from dlc import llvm_c
 
         llvm_c.initialize(all_targets=False)
         features = llvm_c.host_cpu_features()

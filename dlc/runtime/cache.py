@@ -148,7 +148,7 @@ def _target() -> dict[str, str]:
         return _TARGET[0]
     import llvmlite  # the package alone: its version (`llvm_c` needs no binding)
 
-    from dlc.runtime import llvm_c
+    from dlc import llvm_c
 
     _TARGET.append(
         {

@@ -86,7 +86,7 @@ done:
 def _load(code: bytes | memoryview | None) -> None:
     """Load the handler: object code `code` (from a cache entry) if it loads, else
     compiled here. It stays loaded for the life of the process."""
-    from dlc.runtime import llvm_c
+    from dlc import llvm_c
     from dlc.runtime.jit import JITModule, build_object
 
     llvm_c.add_symbol(FLAG_SYMBOL, flag_address())

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from dlc.runtime import llvm_c
+from dlc import llvm_c
 from dlc.target import Target
 
 if TYPE_CHECKING:

@@ -19,10 +19,11 @@ from typing import Any, TypedDict
 
 import numpy as np
 
+from dlc import llvm_c
 from dlc.diagnostics import TrapError
 from dlc.dialects.abi import CTX_FAULT, PY_TYPES, VAR_PREFIX
 from dlc.dtypes import NATIVE_DTYPES, NUMPY_DTYPES
-from dlc.runtime import interrupts, llvm_c
+from dlc.runtime import interrupts
 from dlc.runtime.context import CallContext
 from dlc.runtime.jit import JITModule
 
