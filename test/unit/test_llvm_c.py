@@ -59,7 +59,9 @@ def test_object_code_runs_in_an_engine_of_its_own() -> None:
     _check_add(second)  # its own copy of every global
 
 
-def test_without_the_library_llvmlite_binding_does_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_the_library_llvmlite_binding_does_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(llvm_c, "_LIB", [None])  # as with an llvmlite of another version
     assert llvm_c.library() is None
     jit = JITModule.from_object(build_object(ADD, 2))
