@@ -99,7 +99,9 @@ def _load(code: bytes | memoryview | None) -> None:
     if jit is None:
         code = build_object(_IR, 2)
         jit = JITModule.from_object(code, 2)
-    table = (ctypes.c_int64 * 65).from_address(jit.global_address("previous") or 0)
+    previous = jit.global_address("previous")
+    assert previous is not None, "the handler's code has no table of previous handlers"
+    table = (ctypes.c_int64 * 65).from_address(previous)
     _HANDLER.extend([jit, jit.address("dlc_on_signal"), table, bytes(code)])
 
 
