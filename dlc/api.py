@@ -31,7 +31,7 @@ from dlc.externs import ExternsOption, allowed_externs, check_externs
 from dlc.options import check_threads, compile_options, planted_fault, quick_facts
 from dlc.plugins import check_extra_passes
 from dlc.program_levels import ProgramLevels, Report, defined_functions, lower
-from dlc.runtime import cache
+from dlc.runtime import cache, interrupts
 from dlc.runtime.fastcall import ARRAY_LAYOUT, FAST_CALLS
 from dlc.runtime.jit import JITModule
 from dlc.runtime.module import CompiledModule
@@ -171,7 +171,7 @@ def _from_cache(
     except (RuntimeError, ValueError):  # LLVM rejected the object code: compile again
         return None
     jit.optimized_ir = entry.optimized_ir
-    install(jit, meta)
+    install(jit, meta, entry.handler)
     report = Report(meta["stats"], meta["passes"], meta["arena_bytes"], meta["unbounded"])
     levels = ProgramLevels(module, options, jit, externs)
     return CompiledModule(jit, funcs, native, report, messages, levels, threads)
@@ -209,7 +209,9 @@ def _compile(
     stored = stored and (portable is None) == (meta["messages"] is None)
     if stored:
         kept: Metadata = {**meta, "messages": portable}  # type: ignore[typeddict-item]
-        cache.store(key, cache.Entry(jit.object_code, kept, jit.optimized_ir, jit.data))  # type: ignore[arg-type]
+        handler = interrupts.handler_object()  # a warm start loads it instead of compiling it
+        entry = cache.Entry(jit.object_code, kept, jit.optimized_ir, jit.data, handler)  # type: ignore[arg-type]
+        cache.store(key, entry)
     levels = ProgramLevels(module, options, jit, externs)
     compiled = CompiledModule(jit, funcs, native, report, meta["messages"], levels, threads)
     if options.profile:

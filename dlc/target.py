@@ -92,9 +92,9 @@ def triple_arch(triple: str) -> str:
 @functools.cache
 def process_triple() -> str:
     """LLVM's triple of this process ("x86_64-unknown-linux-gnu")."""
-    import llvmlite.binding as llvm_binding
+    from dlc import llvm_c
 
-    return llvm_binding.get_process_triple()
+    return llvm_c.process_triple()
 
 
 def is_foreign(triple: str) -> bool:
@@ -141,16 +141,16 @@ class Target:
     @functools.cache
     def host() -> Target:
         """This machine: LLVM's host CPU name and features, caches from sysfs."""
-        import llvmlite.binding as llvm_binding
+        from dlc import llvm_c
 
-        llvm_binding.initialize_native_target()
-        features = llvm_binding.get_host_cpu_features()
+        llvm_c.initialize(all_targets=False)
+        features = llvm_c.host_cpu_features()
         has = {name for name, on in features.items() if on}
         vector_bytes = 64 if "avx512f" in has else 32 if "avx" in has else 16
         l1, l2 = _cache_sizes()
         return Target(
-            cpu=llvm_binding.get_host_cpu_name(),
-            features=features.flatten(),
+            cpu=llvm_c.host_cpu_name(),
+            features=llvm_c.flatten(features),
             vector_bytes=vector_bytes,
             fma="fma" in has,
             vector_registers=32 if "avx512f" in has else 16,

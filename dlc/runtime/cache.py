@@ -38,6 +38,7 @@ from dlc.runtime.cache_records import data_layout, valid_meta
 
 # 8: constant data after the object code; 7: typed stacks, the dlc.fn. symbol namespace
 FORMAT = 8  # 6: location-free messages; 5: unbounded functions; 4: a call context per call; 3: records carry an HMAC (2: a plain SHA-256)
+HANDLER_SEGMENT = "dlc.interrupt.handler"  # the signal handler's code in an entry's file
 KEY_FILE = "key"
 KEY_BYTES = 32
 MEMORY_ENTRIES = 64
@@ -56,16 +57,19 @@ class UntrustedCacheWarning(UserWarning):
 
 @dataclass
 class Entry:
-    """Object code of one compile, its metadata, (in memory only) the optimized IR and
-    the constant data the code reads by symbol (`JITModule.data`: the weights)."""
+    """Object code of one compile, its metadata, (in memory only) the optimized IR, the
+    constant data the code reads by symbol (`JITModule.data`: the weights) and the
+    object code of dlc's signal handler (`interrupts.handler_object`: a new process
+    loads it from here instead of compiling it)."""
 
     obj: bytes
     meta: dict[str, Any]
     optimized_ir: str | None = field(default=None, compare=False)
     data: dict[str, bytes | memoryview] = field(default_factory=dict, compare=False)
+    handler: bytes | memoryview | None = field(default=None, compare=False)
 
     def size(self) -> int:
-        data = sum(len(d) for d in self.data.values())
+        data = sum(len(d) for d in self.data.values()) + len(self.handler or b"")
         return len(self.obj) + len(self.optimized_ir or "") + data
 
 
@@ -142,16 +146,17 @@ def _target() -> dict[str, str]:
     needs them: a compile computes its entry key and its quick record's key)."""
     if _TARGET:
         return _TARGET[0]
-    import llvmlite
-    import llvmlite.binding as llvm_binding
+    import llvmlite  # the package alone: its version (`llvm_c` needs no binding)
+
+    from dlc import llvm_c
 
     _TARGET.append(
         {
-            "triple": llvm_binding.get_process_triple(),
-            "cpu": llvm_binding.get_host_cpu_name(),
-            "features": llvm_binding.get_host_cpu_features().flatten(),
+            "triple": llvm_c.process_triple(),
+            "cpu": llvm_c.host_cpu_name(),
+            "features": llvm_c.flatten(llvm_c.host_cpu_features()),
             "llvmlite": llvmlite.__version__,
-            "llvm": ".".join(map(str, llvm_binding.llvm_version_info)),
+            "llvm": ".".join(map(str, llvm_c.llvm_version())),
             "xdsl": _xdsl_version(),
         }
     )
@@ -296,8 +301,11 @@ def _write(key: str, entry: Entry) -> None:
     _, fd, secret = _open_disk(create=True)
     try:
         record: dict[str, Any] = {"format": FORMAT, "key": key, "meta": entry.meta}
-        record["data"] = [[name, len(d)] for name, d in entry.data.items()]
-        chunks = [entry.obj, *entry.data.values()]
+        segments = dict(entry.data)
+        if entry.handler:  # a data segment of a name no symbol of dlc's code has
+            segments[HANDLER_SEGMENT] = entry.handler
+        record["data"] = [[name, len(d)] for name, d in segments.items()]
+        chunks = [entry.obj, *segments.values()]
         record["mac"] = _mac(secret, record, chunks)
         atomic_write(fd, f"{key}.o", chunks)
         # In compile order (the MAC is over the canonical, sorted form): `stats` reads
@@ -333,7 +341,9 @@ def _load(key: str) -> Entry | None:
     for name, size in layout:
         data[name] = whole[start : start + size]
         start += size
-    return Entry(obj[: len(obj) - sum(size for _, size in layout)], meta, data=data)
+    handler = data.pop(HANDLER_SEGMENT, None)
+    code = obj[: len(obj) - sum(size for _, size in layout)]
+    return Entry(code, meta, data=data, handler=handler)
 
 
 def lookup_quick(key: str) -> dict[str, Any] | None:

@@ -13,6 +13,11 @@ handlers (`PyErr_CheckSignals`): KeyboardInterrupt, or whatever the handler rais
 `install()` runs at each compile. A handler installed later with `signal.signal`
 replaces dlc's C handler (no crash: calls are then just not interruptible until the
 next compile). Handlers installed with SA_SIGINFO are left alone.
+
+The handler's object code (`handler_object()`) is the same in every process: the flag
+is the symbol `FLAG_SYMBOL`, bound when the code is loaded. Compile-cache entries carry
+it, so a warm start loads it with the module's code instead of compiling it (which
+would load `llvmlite.binding` and LLVM's code generator).
 """
 
 from __future__ import annotations
@@ -20,15 +25,15 @@ from __future__ import annotations
 import ctypes
 import signal
 import threading
-
-import llvmlite.binding as llvm_binding
+from typing import Any
 
 SIGNALS = ("SIGINT", "SIGALRM", "SIGTERM")
 _SA_SIGINFO = 4
 _LOCK = threading.Lock()
 _FLAG = ctypes.c_int32(0)
 _QUIET = ctypes.c_int32(0)
-_HANDLER: list[object] = []  # [engine, module, target machine, address, previous table]
+FLAG_SYMBOL = "dlc.interrupt.flag"
+_HANDLER: list[Any] = []  # [JITModule, address, previous table, object code]
 
 
 class _SigAction(ctypes.Structure):
@@ -58,10 +63,11 @@ def clear() -> None:
 
 _IR = """
 @previous = global [65 x i64] zeroinitializer
+@"dlc.interrupt.flag" = external global i32
 
-define void @dlc_on_signal(i32 %sig) {{
+define void @dlc_on_signal(i32 %sig) {
 entry:
-  store volatile i32 1, ptr inttoptr (i64 {flag} to ptr), align 4
+  store volatile i32 1, ptr @"dlc.interrupt.flag", align 4
   %index = zext i32 %sig to i64
   %slot = getelementptr [65 x i64], ptr @previous, i64 0, i64 %index
   %prev = load i64, ptr %slot, align 8
@@ -73,22 +79,38 @@ call:
   br label %done
 done:
   ret void
-}}
+}
 """
 
 
-def _handler() -> tuple[int, ctypes.Array]:
-    """The JIT-compiled handler's address and its table of previous handlers."""
-    if not _HANDLER:
-        from dlc.runtime.jit import target_machine
+def _load(code: bytes | memoryview | None) -> None:
+    """Load the handler: object code `code` (from a cache entry) if it loads, else
+    compiled here. It stays loaded for the life of the process."""
+    from dlc import llvm_c
+    from dlc.runtime.jit import JITModule, build_object
 
-        tm = target_machine(2)
-        module = llvm_binding.parse_assembly(_IR.format(flag=flag_address()))
-        engine = llvm_binding.create_mcjit_compiler(module, tm)
-        engine.finalize_object()
-        table = (ctypes.c_int64 * 65).from_address(engine.get_global_value_address("previous"))
-        _HANDLER.extend([engine, module, tm, engine.get_function_address("dlc_on_signal"), table])
-    return _HANDLER[3], _HANDLER[4]  # type: ignore[return-value]
+    llvm_c.add_symbol(FLAG_SYMBOL, flag_address())
+    jit = None
+    if code is not None:
+        try:
+            jit = JITModule.from_object(bytes(code), 2)
+        except (RuntimeError, ValueError):
+            jit = None
+    if jit is None:
+        code = build_object(_IR, 2)
+        jit = JITModule.from_object(code, 2)
+    previous = jit.global_address("previous")
+    assert previous is not None, "the handler's code has no table of previous handlers"
+    table = (ctypes.c_int64 * 65).from_address(previous)
+    _HANDLER.extend([jit, jit.address("dlc_on_signal"), table, bytes(code)])
+
+
+def handler_object() -> bytes:
+    """The handler's object code (compiled on first use), for compile-cache entries."""
+    with _LOCK:
+        if not _HANDLER:
+            _load(None)
+        return _HANDLER[3]
 
 
 def _python_handled(signum: int) -> bool:
@@ -96,15 +118,19 @@ def _python_handled(signum: int) -> bool:
     return callable(handler) and handler not in (signal.SIG_DFL, signal.SIG_IGN)
 
 
-def install() -> None:
-    """Chain dlc's handler in front of every Python-handled signal of `SIGNALS`."""
+def install(code: bytes | memoryview | None = None) -> None:
+    """Chain dlc's handler in front of every Python-handled signal of `SIGNALS`; when
+    this process has not loaded the handler yet, from its object code `code` (a cache
+    entry's) if given."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         sigaction = libc.sigaction
     except (OSError, AttributeError):
         return  # not glibc: calls are not interruptible
     with _LOCK:
-        address, table = _handler()
+        if not _HANDLER:
+            _load(code)
+        address, table = _HANDLER[1], _HANDLER[2]
         for name in SIGNALS:
             signum = getattr(signal, name, None)
             if signum is None or not _python_handled(signum):

@@ -3,6 +3,8 @@
 The target is the host CPU with all its features (AVX-512 here), so the O2+ pipeline
 (with loop and SLP vectorization) emits full-width vector code. Each `JITModule` owns
 its target machine and MCJIT engine; keep it alive while its function pointers are used.
+Loading object code (`JITModule.from_object`: the compile cache, the signal handler)
+goes through `llvm_c` and never imports `llvmlite.binding`; compiling does.
 """
 
 from __future__ import annotations
@@ -11,11 +13,11 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-import llvmlite.binding as llvm_binding
-
+from dlc import llvm_c
 from dlc.target import Target
 
 if TYPE_CHECKING:
+    import llvmlite.binding as llvm_binding
     from llvmlite import ir
     from xdsl.dialects.builtin import ModuleOp
 
@@ -31,42 +33,44 @@ def _initialize(all_targets: bool = False) -> None:
     """Native target + asm printer, once per process (llvmlite 0.50 initializes the
     core); with `all_targets` every target LLVM was built with (cross compilation)."""
     with _INIT_LOCK:
-        if "native" not in _initialized:
-            llvm_binding.initialize_native_target()
-            llvm_binding.initialize_native_asmprinter()
-            llvm_binding.initialize_native_asmparser()  # `.incbin` of constant data
-            _initialized.add("native")
-        if all_targets and "all" not in _initialized:
-            llvm_binding.initialize_all_targets()
-            llvm_binding.initialize_all_asmprinters()
-            _initialized.add("all")
+        if "native" not in _initialized or (all_targets and "all" not in _initialized):
+            llvm_c.initialize(all_targets)  # native: also the asm parser (`.incbin` of data)
+            _initialized.update(["native", "all"] if all_targets else ["native"])
 
 
 def target_triple(target: Target | None) -> str:
     """The LLVM triple code for `target` is made for (this process's by default)."""
-    return (target.triple if target is not None else "") or llvm_binding.get_process_triple()
+    return (target.triple if target is not None else "") or llvm_c.process_triple()
 
 
-def target_machine(
+def machine_settings(
     opt_level: int, target: Target | None = None, *, pic: bool = False
-) -> llvm_binding.TargetMachine:
-    """A fresh target machine for `target` (the host by default; one per engine: MCJIT
-    takes ownership). On AVX-512 targets LLVM's vectorizers are told to use the full
-    width (`-prefer-256-bit`: some CPU models prefer 256-bit vectors by default), the
-    width the schedule policy plans register tiles for. `pic`: position-independent
-    code in the default code model, for objects a linker puts in a shared library
-    (ahead-of-time compilation); else MCJIT's own code model."""
+) -> llvm_c.Settings:
+    """The target machine for `target` (the host by default), its targets initialized.
+    On AVX-512 targets LLVM's vectorizers are told to use the full width
+    (`-prefer-256-bit`: some CPU models prefer 256-bit vectors by default), the width
+    the schedule policy plans register tiles for. `pic`: position-independent code in
+    the default code model, for objects a linker puts in a shared library (ahead-of-time
+    compilation); else MCJIT's own code model."""
     target = target or Target.host()
     _initialize(all_targets=bool(target.triple))
     features = target.features
     if target.vector_bytes == 64:
         features = ",".join(f for f in (features, "-prefer-256-bit") if f)
-    return llvm_binding.Target.from_triple(target_triple(target)).create_target_machine(
-        cpu=target.cpu,
-        features=features,
-        opt=opt_level,
-        reloc="pic" if pic else "default",
-        codemodel="default" if pic else "jitdefault",
+    reloc, code_model = ("pic", "default") if pic else ("default", "jitdefault")
+    return target_triple(target), target.cpu, features, opt_level, reloc, code_model
+
+
+def target_machine(
+    opt_level: int, target: Target | None = None, *, pic: bool = False
+) -> llvm_binding.TargetMachine:
+    """A fresh llvmlite target machine of `machine_settings` (one per engine: MCJIT
+    takes ownership)."""
+    import llvmlite.binding as llvm_binding
+
+    triple, cpu, features, opt, reloc, code_model = machine_settings(opt_level, target, pic=pic)
+    return llvm_binding.Target.from_triple(triple).create_target_machine(
+        cpu=cpu, features=features, opt=opt, reloc=reloc, codemodel=code_model
     )
 
 
@@ -85,6 +89,8 @@ docs/performance.md, "Measurements behind the defaults")."""
 def optimize(module: llvm_binding.ModuleRef, tm: llvm_binding.TargetMachine, opt_level: int):
     """Run LLVM's O-level pipeline of `opt_level` (`LLVM_PIPELINE_LEVEL`);
     vectorizers on from O2."""
+    import llvmlite.binding as llvm_binding
+
     level = LLVM_PIPELINE_LEVEL[opt_level]
     if level == 0:
         return
@@ -121,6 +127,8 @@ def _parsed(
     llvm_level: ModuleOp, tm: llvm_binding.TargetMachine, files: DataFiles | BoundData | None = None
 ) -> llvm_binding.ModuleRef:
     """Convert an llvm-level xDSL module and parse it into an LLVM module for `tm`."""
+    import llvmlite.binding as llvm_binding
+
     from dlc.runtime.constant_data import module_text
 
     module = llvm_binding.parse_assembly(module_text(llvmlite_module(llvm_level, tm, files)))
@@ -148,20 +156,24 @@ def buffer_address(data: Buffer) -> int:
     return int(np.frombuffer(data, np.uint8).ctypes.data)
 
 
-def finalized(engine: llvm_binding.ExecutionEngine, data: Mapping[str, Buffer]) -> None:
+def finalized(
+    engine: llvm_binding.ExecutionEngine | llvm_c.Engine, data: Mapping[str, Buffer]
+) -> None:
     """Finalize `engine` (link and load its code) with its constant data's symbols bound
     to `data`. LLVM resolves external symbols through one table per process, and every
     module names its data alike (`__dlc_const_<n>`): binding and resolving happen under
     one lock, so each engine resolves its own data."""
     with _BIND_LOCK:
         for name, segment in data.items():
-            llvm_binding.add_symbol(name, buffer_address(segment))
+            llvm_c.add_symbol(name, buffer_address(segment))
         engine.finalize_object()
 
 
 def build_object(text: str, opt_level: int, target: Target | None = None) -> bytes:
     """Object code of LLVM IR `text` (one part of a module, `jit_parts.py`), optimized
     at `opt_level` for `target`, in an LLVM context of its own."""
+    import llvmlite.binding as llvm_binding
+
     _check_level(opt_level)
     tm = target_machine(opt_level, target)
     module = llvm_binding.parse_assembly(text, context=llvm_binding.create_context())
@@ -217,6 +229,8 @@ class JITModule:
     def _compile(
         self, llvm_level: ModuleOp, opt_level: int, target: Target | None, bound: BoundData
     ) -> None:
+        import llvmlite.binding as llvm_binding
+
         from dlc.runtime.jit_parts import compile_in_parts, pack_objects
 
         objects = compile_in_parts(llvm_level, opt_level, target, bound)
@@ -259,21 +273,18 @@ class JITModule:
         target: Target | None,
         data: Mapping[str, Buffer],
     ) -> None:
+        from dlc.runtime.jit_parts import unpack_objects
+
         _check_level(opt_level)
-        tm = target_machine(opt_level, target)
-        module = llvm_binding.parse_assembly("")
-        module.triple = llvm_binding.get_process_triple()
-        module.data_layout = str(tm.target_data)
+        parts = unpack_objects(object_code)  # ValueError: a malformed bundle
+        settings = machine_settings(opt_level, target)
+        lib = llvm_c.library()
+        self._engine = (
+            llvm_c.Engine(lib, parts, settings) if lib else _llvmlite_engine(parts, settings)
+        )
         self.opt_level = opt_level
         self.optimized_ir = None
         self.object_code = object_code
-        self.target_machine = tm
-        self._module = module
-        self._engine = llvm_binding.create_mcjit_compiler(module, tm)
-        from dlc.runtime.jit_parts import unpack_objects
-
-        for part in unpack_objects(object_code):  # ValueError: a malformed bundle
-            self._engine.add_object_file(llvm_binding.ObjectFileRef.from_data(part))
         self.data = data
         finalized(self._engine, data)
 
@@ -295,3 +306,21 @@ class JITModule:
         if not address:
             raise KeyError(name)
         return address
+
+
+def _llvmlite_engine(parts: list[bytes], settings: llvm_c.Settings) -> llvm_binding.ExecutionEngine:
+    """An llvmlite MCJIT engine running the object files `parts` (when `llvm_c` cannot
+    call llvmlite's library itself)."""
+    import llvmlite.binding as llvm_binding
+
+    triple, cpu, features, opt, reloc, code_model = settings
+    tm = llvm_binding.Target.from_triple(triple).create_target_machine(
+        cpu=cpu, features=features, opt=opt, reloc=reloc, codemodel=code_model
+    )
+    module = llvm_binding.parse_assembly("")
+    module.triple = llvm_c.process_triple()
+    module.data_layout = str(tm.target_data)
+    engine = llvm_binding.create_mcjit_compiler(module, tm)
+    for part in parts:
+        engine.add_object_file(llvm_binding.ObjectFileRef.from_data(part))
+    return engine

@@ -17,9 +17,9 @@ import sys
 import warnings
 from typing import Any, TypedDict
 
-import llvmlite.binding as llvm_binding
 import numpy as np
 
+from dlc import llvm_c
 from dlc.diagnostics import TrapError
 from dlc.dialects.abi import CTX_FAULT, PY_TYPES, VAR_PREFIX
 from dlc.dtypes import NATIVE_DTYPES, NUMPY_DTYPES
@@ -113,11 +113,12 @@ def _attach_vars(jit: JITModule, sizes: dict[str, int]) -> None:
     jit.var_storage = storage  # type: ignore[attr-defined]
 
 
-def install(jit: JITModule, meta: Metadata) -> None:
-    """Install the runtime state described by `meta` on a freshly loaded engine."""
+def install(jit: JITModule, meta: Metadata, handler: bytes | memoryview | None = None) -> None:
+    """Install the runtime state described by `meta` on a freshly loaded engine;
+    `handler`: the signal handler's object code from its cache entry, if any."""
     _attach_vars(jit, meta["vars"])
     fill_types(jit)
-    interrupts.install()
+    interrupts.install(handler)
 
 
 def fill_types(jit: JITModule) -> None:
@@ -203,7 +204,7 @@ def _load_permanently(soname: str, short: str) -> str | None:
     `ctypes.util.find_library(short)` finds (it runs `ldconfig -p`: milliseconds);
     the name it was loaded by, or None."""
     try:
-        llvm_binding.load_library_permanently(soname)
+        llvm_c.load_library_permanently(soname)
         return soname
     except RuntimeError:
         pass
@@ -213,7 +214,7 @@ def _load_permanently(soname: str, short: str) -> str | None:
     if path is None:
         return None
     try:
-        llvm_binding.load_library_permanently(path)
+        llvm_c.load_library_permanently(path)
     except RuntimeError:
         return None
     return path
@@ -238,11 +239,11 @@ def resolve_symbols(names: list[str]) -> list[str]:
     not exist in this process (MCJIT would crash on an unresolved symbol)."""
     missing = []
     for name in names:
-        if llvm_binding.address_of_symbol(name):
+        if llvm_c.address_of_symbol(name):
             continue
         address = _process_symbol(name)
         if address:
-            llvm_binding.add_symbol(name, address)
+            llvm_c.add_symbol(name, address)
         else:
             missing.append(name)
     return missing

@@ -99,6 +99,6 @@ def load(
     except (RuntimeError, ValueError):
         return None
     jit.optimized_ir = entry.optimized_ir
-    install(jit, meta)
+    install(jit, meta, entry.handler)
     report = (meta["stats"], meta["passes"], meta["arena_bytes"], meta["unbounded"])
     return CompiledModule(jit, funcs, native, report, messages, levels(jit), threads)
