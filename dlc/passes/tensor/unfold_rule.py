@@ -22,12 +22,12 @@ def unfolds(conv: Conv2d, target: Target) -> bool:
         return False
     vectors2 = 2 * target.vector_bytes // dtype_bytes(t.dt)  # two vectors, in elements
     batch, _, oh, ow = t.dims
+    if ow >= vectors2 and conv.strides == (1, 1):
+        return False
     if oh * ow < vectors2:
         return False
     kernel = conv.kernel
     literal = kernel is None or isinstance(kernel.owner, tensor.ConstantOp)
-    if ow >= vectors2 and conv.strides == (1, 1) and not (literal and conv.taps == (1, 1)):
-        return False  # long rows: the register-tiled nest, except a pointwise product
     if not literal and conv.taps != (1, 1):
         return False
     depth = conv.channels * conv.taps[0] * conv.taps[1]
