@@ -1,6 +1,6 @@
 """Convolutions unfolded as im2col + a matrix product (the `unfold-convolutions` pass,
 dlc/passes/tensor/unfold_convolutions.py): short rows (7, 14), strides 2, padding, right dilation, a 7 x 7 stem,
-batch 2, constant and splat kernels and a 1 x 1 parameter kernel, a 1 x 1 over long rows, more output
+batch 2, constant and splat kernels and a 1 x 1 parameter kernel, more output
 channels than pixels (the pixels as the product's rows), as ONNX Conv nodes. Each is compared with the exact float64 convolution within the bound of its
 length-K float sum, and (without fma) bit for bit with the convolution's own nest
 (the same sum in the same order); 1, 2 and 3 threads and bounds checks."""
@@ -27,7 +27,6 @@ CASES = [
     (1, 8, 64, 6, 3, 1, 1, 1),  # 36 pixels, 64 channels
     (1, 12, 48, 12, 3, 2, 1, 1),  # stride 2 onto 6 x 6
     (2, 16, 40, 6, 1, 1, 0, 1),  # batch 2, a 1x1 over the image itself (no cols nest)
-    (1, 16, 24, 40, 1, 1, 0, 1),  # a 1x1 over long rows: a product all the same
 ]
 
 
