@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from test_superopt_guard import TWO_PRODUCTS  # two products of x: the merge the guard judges
 
 import dlc
 from dlc import superopt_costs
@@ -23,18 +24,6 @@ from dlc.parser import parse_module, print_module
 from dlc.passes.graph.superopt import timed
 from dlc.passes.graph.superoptimize import SuperoptimizePass
 from dlc.semantics.interpreter import run_function
-
-TWO_PRODUCTS = """module "t"
-stage raw
-
-func @f: (<4 x 6 x f32>, <6 x 5 x f32>, <6 x 5 x f32>) -> <4 x 5 x f32> {
-'entry(%x: <4 x 6 x f32>, %a: <6 x 5 x f32>, %b: <6 x 5 x f32>):
-    %p = dot %x: <4 x 6 x f32>, %a: <6 x 5 x f32>
-    %q = dot %x: <4 x 6 x f32>, %b: <6 x 5 x f32>
-    %r = multiply %p: <4 x 5 x f32>, %q: <4 x 5 x f32>
-    return %r: <4 x 5 x f32>
-}
-"""
 
 WITH_COUNT = TWO_PRODUCTS.replace(
     "(<4 x 6 x f32>, <6 x 5 x f32>, <6 x 5 x f32>) ->",
