@@ -372,9 +372,8 @@ def main(argv: Sequence[str] | None = None, tool: type[DlcOptMain] = DlcOptMain)
     """Run dlc-opt; return the exit code (0 ok, 1 user error, 2 internal error). `tool`
     is the driver class: a subclass registers more passes or dialects (a plugin)."""
     plain_warnings()
-    install_superopt_costs(
-        compile_kernel, compile_function
-    )  # superoptimize{costs=measured} times dlc's kernels
+    # superoptimize{costs=measured} times dlc's kernels and its guard whole functions
+    install_superopt_costs(compile_kernel, compile_function)
     try:
         return tool(args=argv).run()
     except DiagnosticError as e:

@@ -4,8 +4,8 @@ Per-op costs (`measure.py`) price each product on its own, as one kernel on one 
 What runs is different: the products of a function fuse with their element-wise
 neighbours, read transposed operands, and run on the compile's threads, and prices
 measured at different moments of a loaded machine compare badly, so a rewrite that
-the per-op sum calls 3 % cheaper can run slower. Where it is cheap to do, the guard therefore compiles the function as it was
-and as rewritten (each alone in a module, after the same constant folding opt_level 3
+the per-op sum calls 3 % cheaper can run slower. Where it is cheap to do, the guard
+therefore compiles the function as it was and as rewritten (each alone in a module, after the same constant folding opt_level 3
 runs next) at opt_level 2, and times the two against each other in alternating
 rounds on random inputs at the thread count the program will run with: the rewrite
 stays only if it is at least the margin faster.
@@ -13,7 +13,8 @@ stays only if it is at least the margin faster.
 A function is timed when it has one block (no control flow whose trip counts random
 inputs would set), calls no function, takes only floating-point tensors and scalars,
 has at most `MAX_OPS` instructions and costs at most `MAX_NS` by the per-op prices
-(beyond that its compile and timing would cost more than the search); otherwise, or when the runtime cannot time it, the per-op prices decide.
+(beyond that its compile and timing would cost more than the search); otherwise, or
+when the runtime cannot time it, the per-op prices decide.
 """
 
 from __future__ import annotations
@@ -70,5 +71,4 @@ def timed(
     times = time_functions(modules, original.sym_name.data)
     if times is None:
         return None
-    before, after = times
-    return before, after
+    return times[0], times[1]
