@@ -21,10 +21,11 @@ from dlc.runtime.context import Contexts
 from dlc.runtime.convention import CompiledFunction
 from dlc.runtime.jit import JITModule
 from dlc.runtime.native import Messages, variable_storage
-from dlc.runtime.profile import EventBuffer, Profile, spans
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
+
+    from dlc.runtime.profile import EventBuffer, Profile
 
 LEVELS = ("graph", "tensor", "loop", "llvm")
 
@@ -90,6 +91,8 @@ class CompiledModule:
 
     def attach_profile(self, kernels: list[dict[str, Any]]) -> None:
         """Record the timing marks of a profiling compile whose kernels are `kernels`."""
+        from dlc.runtime.profile import EventBuffer  # only profiling compiles pay for it
+
         self._profiled = (EventBuffer(self._jit), kernels)
 
     def profile(self) -> Profile:
@@ -99,6 +102,7 @@ class CompiledModule:
         limits are measured once per CPU (`dlc.runtime.peaks`). Calls from several
         threads at once mix their marks: profile from one thread."""
         from dlc.runtime.peaks import host_peaks
+        from dlc.runtime.profile import Profile, spans
 
         if self._profiled is None:
             raise ValueError("profile(): compile with profile=True to record kernel times")

@@ -196,9 +196,17 @@ HEAVY = {"ml_dtypes", "xdsl", "lark", "onnx", "scipy", "onnxruntime", "z3", "lig
 """Packages the warm path must not import: each costs from tens of milliseconds
 (xdsl, lark) to seconds (ml_dtypes 0.7)."""
 
-HEAVY_MODULES = {"llvmlite.binding", "llvmlite.ir", "importlib.resources", "zipfile"}
+HEAVY_MODULES = {
+    "llvmlite.binding",
+    "llvmlite.ir",
+    "importlib.resources",
+    "zipfile",
+    "dlc.runtime.profile",
+    "dlc.runtime.peaks",
+}
 """Modules the warm path must not import either: llvmlite's Python binding (and what it
-imports) costs more than loading the code through `dlc.llvm_c`."""
+imports) costs more than loading the code through `dlc.llvm_c`; the profiler is for
+modules compiled with `profile=True`."""
 
 WARM_RUN = """
 import runpy, sys
