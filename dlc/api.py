@@ -192,7 +192,7 @@ def _compile(
     if pipeline.superopt_costs(options) == "measured":
         from dlc.superopt_costs import install as install_costs
 
-        install_costs(compile_kernel, lambda m, name: compile_timed(m, name, threads))
+        install_costs(compile_kernel, lambda m, name: compile_timed(m, name, threads), threads)
     with progress.tracking() as tracked:
         llvm_level, report = lower(module, options, externs=externs)
         check_symbols(external_names(llvm_level), module)

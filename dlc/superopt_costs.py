@@ -70,6 +70,15 @@ def measure_all(keys: Sequence[str]) -> list[float]:
 
 CompileModule = Callable[[Any, str], Callable[..., Any]]
 FUNCTIONS: list[CompileModule] = []  # compiles a graph module's function (`install`)
+THREADS: list[int] = []  # the threads FUNCTIONS compiles for (`install`; default: dlc's)
+
+
+def timing_context() -> str:
+    """What a whole-function timing depends on besides the two modules: the threads
+    the functions run on (the cost table is already the host CPU's)."""
+    from dlc.options import check_threads
+
+    return f"threads {THREADS[0] if THREADS else check_threads(None)}"
 
 
 def time_functions(modules: Sequence[Any], name: str) -> list[float] | None:
@@ -152,15 +161,21 @@ class Runtime:
     write = staticmethod(write)
     measure = staticmethod(measure_all)
     time_functions = staticmethod(time_functions)
+    timing_context = staticmethod(timing_context)
 
 
-def install(compile_kernel: Compile, compile_function: CompileModule | None = None) -> None:
+def install(
+    compile_kernel: Compile,
+    compile_function: CompileModule | None = None,
+    threads: int | None = None,
+) -> None:
     """Let `superoptimize{costs=measured|table}` measure and use its cost table;
     `compile_kernel` compiles DLVM text at opt 2 on one thread and returns its @op
     (`dlc.api.compile_kernel`: the runtime side may not import the API);
     `compile_function(module, name)`, when given, compiles a graph module at opt 2 on
     the threads the program will run with and returns its function `name` (the timed
-    guard, `time_functions`)."""
+    guard, `time_functions`), for `threads` threads (default: dlc's default)."""
     COMPILER[:] = [compile_kernel]
     FUNCTIONS[:] = [compile_function] if compile_function is not None else []
+    THREADS[:] = [] if threads is None else [threads]
     measure.provide(Runtime())

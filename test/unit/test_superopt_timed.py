@@ -47,12 +47,18 @@ class Timer:
 
 
 def run(
-    text: str, tmp_path: Path, timer: Timer, monkeypatch: pytest.MonkeyPatch
+    text: str,
+    tmp_path: Path,
+    timer: Timer,
+    monkeypatch: pytest.MonkeyPatch,
+    threads: int = 1,
+    fresh: bool = True,
 ) -> tuple[str, dict[str, int]]:
     path = tmp_path / "costs.json"
-    path.write_text(json.dumps({"host": superopt_costs.host(), "costs": CHEAP_MERGE}))
-    path.chmod(0o600)
-    superopt_costs.install(compile_kernel, lambda m, name: compile_timed(m, name, 1))
+    if fresh:
+        path.write_text(json.dumps({"host": superopt_costs.host(), "costs": CHEAP_MERGE}))
+        path.chmod(0o600)
+    superopt_costs.install(compile_kernel, lambda m, name: compile_timed(m, name, threads), threads)
     monkeypatch.setattr(superopt_costs.Runtime, "time_functions", staticmethod(timer))
     module = parse_module(text, "<t>")
     p = SuperoptimizePass(budget=100.0, costs="measured", cost_table=str(path))
@@ -79,6 +85,39 @@ def test_the_timed_whole_function_decides(
     assert (stats["cost before (ns)"], stats["cost after (ns)"]) == (
         (times[0], times[0]) if kept else tuple(times)
     )
+
+
+def test_whole_timings_are_kept_in_the_cost_table_per_thread_count(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second compile of the same function on this host reuses the timings the first
+    one saved (no compile, no timing); another thread count times again."""
+    timer = Timer([2e5, 1e5])
+    first, stats = run(TWO_PRODUCTS, tmp_path, timer, monkeypatch)
+    saved = json.loads((tmp_path / "costs.json").read_text())["functions"]
+    assert list(saved.values()) == [[2e5, 1e5]] and len(timer.calls) == 1
+    again, stats = run(TWO_PRODUCTS, tmp_path, timer, monkeypatch, fresh=False)
+    assert again == first and len(timer.calls) == 1
+    assert stats["guard: functions' whole timings reused from the cost table"] == 1
+    assert "guard: functions timed whole (opt 2, alternating rounds)" not in stats
+    run(TWO_PRODUCTS, tmp_path, timer, monkeypatch, threads=2, fresh=False)
+    assert len(timer.calls) == 2
+    assert len(json.loads((tmp_path / "costs.json").read_text())["functions"]) == 2
+
+
+@pytest.mark.parametrize("functions", [[1.0, 2.0], {"k": [1.0]}, {"k": [1.0, -2.0]}])
+def test_a_malformed_function_timing_is_refused(
+    functions: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The table's "functions" hold two positive nanosecond counts per key: anything
+    else is an option error naming the file, like a malformed cost."""
+    path = tmp_path / "costs.json"
+    table = {"host": superopt_costs.host(), "costs": CHEAP_MERGE, "functions": functions}
+    path.write_text(json.dumps(table))
+    path.chmod(0o600)
+    superopt_costs.install(compile_kernel)
+    with pytest.raises(ValueError, match=r'costs.json: expected "functions": \{key: \[ns, ns\]\}'):
+        SuperoptimizePass(budget=100.0, costs="measured", cost_table=str(path))
 
 
 def test_without_a_timing_the_per_op_prices_decide(

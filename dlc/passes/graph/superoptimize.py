@@ -19,7 +19,7 @@ from dlc.passes.graph.superopt.cost import node_cost
 from dlc.passes.graph.superopt.emit import to_block
 from dlc.passes.graph.superopt.graphs import BlockGraph, from_block, windows
 from dlc.passes.graph.superopt.library import Rule, applicable, read, shipped
-from dlc.passes.graph.superopt.measure import CostTable, NodeCost, op_key
+from dlc.passes.graph.superopt.measure import CostTable, NodeCost, measured_keys
 from dlc.passes.graph.superopt.search import Costs, Pattern, patterns, search
 from dlc.passes.graph.superopt.timed import timed
 from dlc.passes.graph.superopt.user_rules import user_library
@@ -163,7 +163,7 @@ class SuperoptimizePass(PassStatistics, ModulePass):
         original: FuncOp | None = None  # cloned before the first change
         before = [from_block(b) for b in func.body.blocks]
         if table is not None:
-            table.prefetch(keys(before))
+            table.prefetch(measured_keys(before))
         fired: list[str] = []
         for index, (block, window) in enumerate(work):
             graph = from_block(block, window)
@@ -194,10 +194,10 @@ class SuperoptimizePass(PassStatistics, ModulePass):
         graphs `before`); (cost before, cost after) of the function."""
         after = [from_block(b) for b in func.body.blocks]
         measured = table is not None and table.measure
-        timing = self.timed(func, original, price(before, table)) if measured else None
+        timing = self.timed(func, original, price(before, table), table) if measured else None
         if timing is None:
             if table is not None:
-                table.settle(keys(before), keys(after))
+                table.settle(measured_keys(before), measured_keys(after))
             cost_before, cost_after = price(before, table), price(after, table)
         else:
             cost_before, cost_after = timing
@@ -213,18 +213,23 @@ class SuperoptimizePass(PassStatistics, ModulePass):
             self.count(f"fired {name}")
         return cost_before, cost_after
 
-    def timed(self, func: FuncOp, original: FuncOp, estimate: float) -> tuple[float, float] | None:
+    def timed(
+        self, func: FuncOp, original: FuncOp, estimate: float, table: CostTable | None
+    ) -> tuple[float, float] | None:
         """The guard's whole-function timing of `original` against the rewritten `func`
-        (`superopt/timed.py`), or None when the per-op prices decide."""
+        (`superopt/timed.py`, kept in `table`), or None when the per-op prices decide."""
         module = func.parent_op()
         if not isinstance(module, ModuleOp):
             return None
+        known = len(table.functions) if table is not None else 0
         try:
-            timing = timed(module, original, func, estimate)
+            timing = timed(module, original, func, estimate, table)
         except Exception as e:  # our bug: never refuse the program over it
             self.count(f"guard: whole-function timing failed ({type(e).__name__})")
             return None
-        if timing is not None:
+        if timing is not None and table is not None and len(table.functions) == known:
+            self.count("guard: functions' whole timings reused from the cost table")
+        elif timing is not None:
             self.count("guard: functions timed whole (opt 2, alternating rounds)")
         return timing
 
@@ -236,15 +241,3 @@ def cost_of(graph: BlockGraph, table: CostTable | None) -> NodeCost:
 def price(graphs: list[BlockGraph], table: CostTable | None) -> float:
     """A function's cost: the cost of each of its blocks' graphs (all term ops)."""
     return sum(Costs(g.pool, cost_of(g, table))(g.roots) for g in graphs)
-
-
-def keys(graphs: list[BlockGraph]) -> set[str]:
-    """The measured-cost keys of the ops the graphs compute (not those that fold)."""
-    out: set[str] = set()
-    for g in graphs:
-        for n in g.pool.topo(g.roots):
-            node = g.pool.nodes[n]
-            shapes = tuple(g.pool.nodes[a].shape for a in node.args)
-            key = None if g.pool.constant[n] else op_key(node, shapes, g.pool.configs)
-            out |= {key} if key else set()
-    return out

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Protocol
 
 from dlc.passes.graph.superopt.cost import node_cost
-from dlc.passes.graph.superopt.graphs import Config, Node
+from dlc.passes.graph.superopt.graphs import BlockGraph, Config, Node
 
 Shapes = tuple[tuple[int, ...], ...]
 NodeCost = Callable[[Node, Shapes], float]
@@ -137,6 +137,7 @@ class CostTable:
     ) -> None:
         self.path, self.measure, self.budget_s = path, measure, budget_s
         self.entries = dict(entries)
+        self.functions: dict[str, tuple[float, float]] = {}  # the guard's timings
         self.changed = False
         self.fresh: set[str] = set()  # keys measured since loading
         self.seconds = 0.0  # spent measuring since loading
@@ -166,12 +167,19 @@ class CostTable:
                 f'"costs": {{key: ns}}}}'
             )
         assert isinstance(table, dict)
+        functions = function_timings(table.get("functions", {}), path)
         mine = table.get("host") == backend().host()
         out = cls(
             path, measure, {k: float(v) for k, v in entries.items()} if mine else {}, budget_s
         )
+        out.functions = functions if mine else {}
         out.other_host = not mine
         return out
+
+    def record_function(self, key: str, times: tuple[float, float]) -> None:
+        """Keep the guard's timing of a function and its rewrite (`timed.py`)."""
+        self.functions[key] = times
+        self.changed = True
 
     def scale(self, kind: str) -> float:
         """Median measured / analytical ratio of the table's `kind` products (1 if none)."""
@@ -229,6 +237,37 @@ class CostTable:
     def save(self) -> None:
         """Write the table through the backend if it changed."""
         if self.changed:
-            table = {"host": backend().host(), "costs": dict(sorted(self.entries.items()))}
+            table: dict[str, object] = {
+                "host": backend().host(),
+                "costs": dict(sorted(self.entries.items())),
+            }
+            if self.functions:
+                table["functions"] = {k: list(v) for k, v in sorted(self.functions.items())}
             backend().write(self.path, (json.dumps(table, indent=1) + "\n").encode())
             self.changed = False
+
+
+def function_timings(data: object, path: Path) -> dict[str, tuple[float, float]]:
+    """The guard's whole-function timings of a table file (`"functions": {key: [ns
+    before, ns after]}`); ValueError when malformed."""
+    if isinstance(data, dict) and all(
+        isinstance(k, str)
+        and isinstance(v, list)
+        and len(v) == 2
+        and all(isinstance(t, int | float) and t > 0 for t in v)
+        for k, v in data.items()
+    ):
+        return {k: (float(v[0]), float(v[1])) for k, v in data.items()}
+    raise ValueError(f'superoptimize: cost table {path}: expected "functions": {{key: [ns, ns]}}')
+
+
+def measured_keys(graphs: list[BlockGraph]) -> set[str]:
+    """The measured-cost keys of the ops the graphs compute (not those that fold)."""
+    out: set[str] = set()
+    for g in graphs:
+        for n in g.pool.topo(g.roots):
+            node = g.pool.nodes[n]
+            shapes = tuple(g.pool.nodes[a].shape for a in node.args)
+            key = None if g.pool.constant[n] else op_key(node, shapes, g.pool.configs)
+            out |= {key} if key else set()
+    return out

@@ -14,16 +14,21 @@ A function is timed when it has one block (no control flow whose trip counts ran
 inputs would set), calls no function, takes only floating-point tensors and scalars,
 has at most `MAX_OPS` instructions and costs at most `MAX_NS` by the per-op prices
 (beyond that its compile and timing would cost more than the search); otherwise, or
-when the runtime cannot time it, the per-op prices decide.
+when the runtime cannot time it, the per-op prices decide. The timings are kept in the
+cost table, keyed by a hash of the two modules and the thread count, so a later compile
+of the same function on this host reuses them instead of compiling and timing again.
 """
 
 from __future__ import annotations
+
+import hashlib
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 
 from dlc.dialects.graph import FuncOp
 from dlc.dialects.graph_types import TensorType
+from dlc.parser import print_module
 from dlc.passes.graph.fold_constants import WEIGHT_LIMIT, FoldConstantsPass
 from dlc.passes.graph.superopt import measure
 
@@ -55,12 +60,24 @@ def alone(module: ModuleOp, func: FuncOp) -> ModuleOp:
     return out
 
 
+def timing_key(modules: list[ModuleOp], context: str) -> str:
+    """The cost-table key of a timing of `modules` in `context` (the thread count)."""
+    digest = hashlib.sha256(context.encode())
+    for m in modules:
+        digest.update(b"\0" + print_module(m).encode())
+    return digest.hexdigest()
+
+
 def timed(
-    module: ModuleOp, original: FuncOp, rewritten: FuncOp, estimate: float
+    module: ModuleOp,
+    original: FuncOp,
+    rewritten: FuncOp,
+    estimate: float,
+    table: measure.CostTable | None = None,
 ) -> tuple[float, float] | None:
     """Median nanoseconds of a call of `original` and of `rewritten` timed against each
-    other, or None when the guard does not time them (module docstring); `estimate`
-    is the per-op price of `original` (ns)."""
+    other (from `table` when it has them), or None when the guard does not time them
+    (module docstring); `estimate` is the per-op price of `original` (ns)."""
     if estimate > MAX_NS or not eligible(original) or not eligible(rewritten):
         return None
     runtime = measure.backend() if measure.BACKEND else None
@@ -68,7 +85,13 @@ def timed(
     if time_functions is None:
         return None
     modules = [alone(module, original), alone(module, rewritten)]
+    context = getattr(runtime, "timing_context", lambda: "")()
+    key = timing_key(modules, context)
+    if table is not None and key in table.functions:
+        return table.functions[key]
     times = time_functions(modules, original.sym_name.data)
     if times is None:
         return None
+    if table is not None:
+        table.record_function(key, (times[0], times[1]))
     return times[0], times[1]
