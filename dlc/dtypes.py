@@ -5,6 +5,7 @@ uses these without loading the IR classes; `dlc.dialects.graph_types` re-exports
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -97,6 +98,23 @@ class _NumpyDtypes(dict[str, np.dtype]):
 NUMPY_DTYPES: dict[str, np.dtype] = _NumpyDtypes()
 """The NumPy dtype of each of `NATIVE_DTYPES` (test membership on `NATIVE_DTYPES`: this
 mapping fills as it is read)."""
+
+
+def random_values(params: Iterable[tuple[str, Sequence[int]]], seed: int) -> list[np.ndarray]:
+    """Seeded random arrays of each (data type, shape) of `params`: standard normal
+    floats, integers in [-10, 10], booleans 0 or 1 (the inputs dlc-tune checks and the
+    superoptimizer's guard times with)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for dt, dims in params:
+        dtype = numpy_dtype(dt)
+        if dtype.kind == "f":
+            out.append(np.asarray(rng.standard_normal(dims, dtype=np.float32)).astype(dtype))
+        elif dtype.kind == "b":
+            out.append(rng.integers(0, 2, size=dims).astype(dtype))
+        else:
+            out.append(np.asarray(rng.integers(-10, 11, size=dims)).astype(dtype))
+    return out
 
 
 def dtype_base(dtype: str) -> str:

@@ -97,16 +97,15 @@ def time_functions(modules: Sequence[Any], name: str) -> list[float] | None:
 
 
 def random_arguments(module: Any, name: str) -> list[np.ndarray]:
-    """Standard normal values (seed 0) for the floating-point parameters of `name`."""
+    """Seeded random values (`dlc.dtypes.random_values`, seed 0) for the parameters of
+    function `name` (tensors: the guard times no other)."""
     from dlc.dialects.graph import FuncOp
-    from dlc.dialects.graph_types import numpy_dtype
+    from dlc.dtypes import random_values
 
     (func,) = (
         f for f in module.body.block.ops if isinstance(f, FuncOp) and f.sym_name.data == name
     )
-    rng = np.random.default_rng(0)
-    types = func.function_type.inputs.data
-    return [rng.standard_normal(t.dims).astype(numpy_dtype(t.dt)) for t in types]
+    return random_values(((t.dt, t.dims) for t in func.function_type.inputs.data), 0)
 
 
 def time_calls(calls: Sequence[Callable[[], Any]]) -> list[float]:

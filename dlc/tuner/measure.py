@@ -83,19 +83,13 @@ def measure(job: Job) -> Result:
 
 def random_inputs(func: Any, seed: int) -> list[np.ndarray]:
     """Standard normal floats (integers in [-10, 10]) for each parameter of `func`."""
-    from dlc.dialects.graph_types import TensorType, numpy_dtype
+    from dlc.dialects.graph_types import TensorType
+    from dlc.dtypes import random_values
 
-    rng = np.random.default_rng(seed)
-    out = []
-    for t in func.function_type.args:
-        if not isinstance(t, TensorType):
-            raise ValueError(f"@{func.sym_name.data}: dlc-tune passes tensors and scalars only")
-        dtype = numpy_dtype(t.dt)
-        if dtype.kind == "f":
-            out.append(np.asarray(rng.standard_normal(t.dims, dtype=np.float32)).astype(dtype))
-        else:
-            out.append(np.asarray(rng.integers(-10, 11, size=t.dims)).astype(dtype))
-    return out
+    types = func.function_type.args
+    if not all(isinstance(t, TensorType) for t in types):
+        raise ValueError(f"@{func.sym_name.data}: dlc-tune passes tensors and scalars only")
+    return random_values(((t.dt, t.dims) for t in types), seed)
 
 
 def outputs(result: Any) -> list[np.ndarray]:
