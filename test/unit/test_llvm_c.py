@@ -16,6 +16,7 @@ from pathlib import Path
 import llvmlite.binding as llvm_binding
 import numpy as np
 import pytest
+from test_threads import SPIN  # an endless native loop (n < -5 ends it)
 
 import dlc
 from dlc import llvm_c
@@ -99,21 +100,6 @@ def test_a_stored_entry_carries_the_signal_handler(cache_dir: Path) -> None:
     assert entry is not None and bytes(entry.handler or b"") == interrupts.handler_object()
     assert cache.HANDLER_SEGMENT not in entry.data  # not a symbol the code is bound to
 
-
-SPIN = """module "s"
-stage raw
-
-func @spin: (i64) -> i64 {
-'entry(%n: i64):
-    branch 'loop(%n: i64)
-'loop(%i: i64):
-    %j = add %i: i64, 1: i64
-    %c = greaterThan %j: i64, -5: i64
-    conditional %c: bool then 'loop(%j: i64) else 'exit(%j: i64)
-'exit(%k: i64):
-    return %k: i64
-}
-"""
 
 WARM_SPIN = """
 import signal, sys, numpy as np, dlc

@@ -238,33 +238,6 @@ def test_a_signal_whose_handler_returns_stops_the_call_with_trap_error() -> None
         signal.signal(signal.SIGALRM, old)
 
 
-def test_ctrl_c_raises_keyboard_interrupt_from_an_endless_native_loop(tmp_path: Path) -> None:
-    script = tmp_path / "spin.py"
-    program = tmp_path / "spin.dl"
-    program.write_text(SPIN)
-    script.write_text(
-        "import signal, time, numpy as np, dlc\n"
-        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
-        f"mod = dlc.compile_file({str(program)!r})\n"
-        "print('ready', flush=True)\n"
-        "start = time.monotonic()\n"
-        "try:\n"
-        "    mod.spin(np.int64(0))\n"
-        "except KeyboardInterrupt:\n"
-        "    print('KeyboardInterrupt', round(time.monotonic() - start, 1), flush=True)\n"
-        "print(int(mod.spin(np.int64(-100))))\n"
-    )
-    proc = subprocess.Popen(
-        [sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
-    threading.Timer(0.5, lambda: os.kill(proc.pid, signal.SIGINT)).start()
-    out, err = _communicate(proc)
-    assert proc.returncode == 0, err
-    lines = out.splitlines()
-    assert lines[0].startswith("KeyboardInterrupt") and lines[1] == "-99"
-
-
 def test_dlc_run_exits_130_on_ctrl_c(tmp_path: Path) -> None:
     source = tmp_path / "spin.dl"
     source.write_text(SPIN)
