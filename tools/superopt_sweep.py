@@ -4,7 +4,11 @@ at several shapes, some multiples of the register tile (MR rows × NR columns: 6
 AVX2, 12 × 32 on AVX-512) and some not. Each point compiles the program at both levels
 (weights bound at compile time where the program says so), checks that the results
 agree, times the two functions in alternating rounds (tools/bench_common) and reports
-their ratio, the products each level runs and what the guard of `superoptimize` did.
+their ratio, the products each level runs, whether the two compiled to the same LLVM IR
+and what the guard of `superoptimize` did. Each round also times O2 a second time (the
+O2 / O2 control); a point whose control is off by more than 3 % was disturbed by other
+work on the machine and is timed again (up to ATTEMPTS times, keeping the timing whose
+control is closest to 1).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import numpy as np
 from bench_common import MIN_SAMPLES, SAMPLE_SECONDS, max_error
 
 ROOT = Path(__file__).resolve().parents[1]
+ATTEMPTS = 3  # timings of a point at most, while its O2 / O2 control is off by > 3 %
 TYPE = re.compile(r"<((?:\d+ x )+)([a-z]\w*)>")
 
 
@@ -167,10 +172,16 @@ class Row:
     measured: int
     measuring_ms: int
     error: float
+    same_code: bool  # O3 compiled to the LLVM IR O2 did: any ratio but 1 is noise
+    attempts: int  # timings of the point (again while the control was off by > 3 %)
 
     @property
     def ratio(self) -> float:
         return self.o2_us / self.o3_us
+
+    @property
+    def code_differs(self) -> bool:
+        return not self.same_code
 
 
 def products(compiled: Any) -> int:
@@ -226,7 +237,14 @@ def measure_point(p: Point, threads: int, budget: float, seed: int = 0) -> Row:
         seconds.append(time.perf_counter() - start)
     calls: list[Callable[[], Any]] = [lambda m=m: m[p.entry](*args[:free]) for m in compiled]
     error = max_error(calls[1](), calls[0]())
-    o2, o3, again = rotating_medians([calls[0], calls[1], calls[0]], budget)
+    best: tuple[float, float, float] | None = None
+    attempts = 0
+    while attempts < ATTEMPTS and (best is None or abs(best[0] / best[2] - 1) > 0.03):
+        attempts += 1
+        timing = rotating_medians([calls[0], calls[1], calls[0]], budget)
+        if best is None or abs(timing[0] / timing[2] - 1) < abs(best[0] / best[2] - 1):
+            best = (timing[0], timing[1], timing[2])
+    o2, o3, again = best
     stats = compiled[1].pass_statistics().get("superoptimize", {})
     return Row(
         p,
@@ -239,6 +257,8 @@ def measure_point(p: Point, threads: int, budget: float, seed: int = 0) -> Row:
         stats.get("costs measured", 0),
         stats.get("measuring (ms)", 0),
         error,
+        compiled[0].ir("llvm") == compiled[1].ir("llvm"),
+        attempts,
     )
 
 
@@ -246,8 +266,8 @@ def table(rows: Sequence[Row], mr: int, nr: int) -> list[str]:
     """The report as Markdown table lines."""
     head = [
         f"| program | shape | multiple of {mr}×{nr} | products O2 → O3 | O2 µs | O3 µs | O2 / O3 "
-        "| O2 / O2 | guard | compile O2 / O3 s (measured, ms) | check |",
-        "|---|---|---|---|---:|---:|---:|---:|---|---|---|",
+        "| O2 / O2 | code | guard | compile O2 / O3 s (measured, ms) | check |",
+        "|---|---|---|---|---:|---:|---:|---:|---|---|---|---|",
     ]
     lines = []
     for r in rows:
@@ -257,7 +277,8 @@ def table(rows: Sequence[Row], mr: int, nr: int) -> list[str]:
         ratio = f"{r.ratio:.2f}" if r.ratio >= 0.97 else f"**{r.ratio:.2f}**"
         lines.append(
             f"| {r.point.program} | {r.point.shape} | {fits} | {r.products[0]} → {r.products[1]} "
-            f"| {r.o2_us:,.0f} | {r.o3_us:,.0f} | {ratio} | {r.control:.2f} | {r.guard} "
+            f"| {r.o2_us:,.0f} | {r.o3_us:,.0f} | {ratio} | {r.control:.2f} "
+            f"| {'same' if r.same_code else 'differs'} | {r.guard} "
             f"| {r.compile_s[0]:.1f} / {r.compile_s[1]:.1f} ({r.measured}, {r.measuring_ms}) | {check} |"
         )
     return head + lines
@@ -265,11 +286,15 @@ def table(rows: Sequence[Row], mr: int, nr: int) -> list[str]:
 
 def summary(rows: Sequence[Row]) -> str:
     worst = min(rows, key=lambda r: r.ratio)
-    slower = sum(r.ratio < 0.97 for r in rows)
+    slower = [r for r in rows if r.ratio < 0.97]
     noise = max(abs(r.control - 1) for r in rows)
+    same = sum(r.same_code for r in slower)
     return (
         f"{len(rows)} points; O2 / O3 from {worst.ratio:.2f} ({worst.point.program}, "
         f"{worst.point.shape}) to {max(r.ratio for r in rows):.2f}; "
-        f"{slower} points where O3 is more than 3 % slower; the O2 / O2 control is off "
-        f"by up to {noise:.0%} (the noise of these timings)"
+        f"{len(slower)} points where O3 is more than 3 % slower ({same} of them run the "
+        f"code O2 runs); {sum(r.code_differs for r in rows)} points where O3 changed the "
+        f"code; the O2 / O2 control is off by up to {noise:.0%} (the noise of these "
+        f"timings; {sum(r.attempts > 1 for r in rows)} points timed again because it was "
+        "off by more than 3 %)"
     )

@@ -36,13 +36,17 @@ def test_resize_changes_tensor_dimensions_only() -> None:
 def test_the_report_flags_slower_points_and_names_the_guard() -> None:
     point = superopt_sweep.attention(112, 448)
     rows = [
-        superopt_sweep.Row(point, 1000.0, 1100.0, 1.0, (5, 3), "functions kept", (1, 2), 2, 30, 0),
-        superopt_sweep.Row(point, 1000.0, 700.0, 0.98, (5, 3), "x", (1, 2), 0, 0, np.inf),
+        superopt_sweep.Row(
+            point, 1000.0, 1100.0, 1.0, (5, 3), "functions kept", (1, 2), 2, 30, 0, True, 1
+        ),
+        superopt_sweep.Row(point, 1000.0, 700.0, 0.98, (5, 3), "x", (1, 2), 0, 0, np.inf, False, 2),
     ]
     lines = superopt_sweep.table(rows, 6, 16)
-    assert "| **0.91** |" in lines[2] and "functions kept" in lines[2]
-    assert "| 1.43 |" in lines[3] and "MISMATCH" in lines[3]
-    assert "1 points where O3 is more than 3 % slower" in superopt_sweep.summary(rows)
+    assert "| **0.91** |" in lines[2] and "| same |" in lines[2] and "functions kept" in lines[2]
+    assert "| 1.43 |" in lines[3] and "| differs |" in lines[3] and "MISMATCH" in lines[3]
+    said = superopt_sweep.summary(rows)
+    assert "1 points where O3 is more than 3 % slower (1 of them run the code O2 runs)" in said
+    assert "1 points where O3 changed the code" in said and "1 points timed again" in said
     guard = {"guard: functions kept, rewrite not 3% cheaper": 1}
     assert superopt_sweep.guard_of(guard) == "functions kept, rewrite not 3% cheaper"
     assert superopt_sweep.guard_of({}) == "no rewrite found"
