@@ -15,8 +15,9 @@ parallel loops are these times the threads the module may use (an upper bound fo
 bandwidth, which does not grow linearly).
 
 The result is stored in `<compile cache dir>/peaks-<host cpu>.json` (through the
-cache's owner-only checks) and measured again only on another CPU or when the file is
-gone: a loaded machine measures lower peaks; delete the file to measure again.
+cache's owner-only checks) and measured again on another CPU, when the file is gone,
+or when a profiled kernel beat a stored limit: a loaded machine measures lower peaks,
+so `raised_peaks` measures again (once per process) and keeps the higher of each.
 """
 
 from __future__ import annotations
@@ -206,11 +207,12 @@ def cache_path(cpu: str) -> Path:
 
 
 _KNOWN: dict[str, Peaks] = {}
+_RAISED: set[str] = set()  # CPUs whose peaks this process measured again
 
 
 def host_peaks() -> Peaks:
     """This CPU's peaks: remembered, read from the cache file, or measured (and stored)."""
-    from dlc.runtime.cache import read_owned, write_owned
+    from dlc.runtime.cache import read_owned
 
     cpu, lanes = _host()
     if cpu in _KNOWN:
@@ -227,11 +229,39 @@ def host_peaks() -> Peaks:
     except (OSError, ValueError, TypeError):
         peaks = None  # unreadable or untrusted: measure again
     if peaks is None or peaks.cpu != cpu or peaks.lanes != lanes:
-        bandwidth = [(size, measure_bandwidth(size, lanes)) for size in WORKING_SETS]
-        peaks = Peaks(measure_fma(lanes), bandwidth, cpu, lanes)
-        try:
-            write_owned(path, json.dumps(asdict(peaks)).encode())
-        except OSError:
-            pass  # an unwritable cache: measured again by the next process
+        peaks = _measure(cpu, lanes)
+        _store(path, peaks)
     _KNOWN[cpu] = peaks
     return peaks
+
+
+def raised_peaks(old: Peaks) -> Peaks:
+    """`old` (this CPU's) with each limit the higher of it and a new measurement, and
+    stored: a profiled kernel beat a limit, so the machine was busy when `old` was
+    measured. Measures once per process: later calls return what the first found."""
+    cpu, lanes = _host()
+    if cpu in _RAISED or (old.cpu, old.lanes) != (cpu, lanes):
+        return _KNOWN.get(cpu, old)
+    _RAISED.add(cpu)
+    new = _measure(cpu, lanes)
+    bandwidth = [
+        (size, max(a, b)) for (size, a), (_, b) in zip(old.bandwidth, new.bandwidth, strict=True)
+    ]
+    peaks = Peaks(max(old.gflops, new.gflops), bandwidth, cpu, lanes)
+    _store(cache_path(cpu), peaks)
+    _KNOWN[cpu] = peaks
+    return peaks
+
+
+def _measure(cpu: str, lanes: int) -> Peaks:
+    bandwidth = [(size, measure_bandwidth(size, lanes)) for size in WORKING_SETS]
+    return Peaks(measure_fma(lanes), bandwidth, cpu, lanes)
+
+
+def _store(path: Path, peaks: Peaks) -> None:
+    from dlc.runtime.cache import write_owned
+
+    try:
+        write_owned(path, json.dumps(asdict(peaks)).encode())
+    except OSError:
+        pass  # an unwritable cache: measured again by the next process

@@ -179,3 +179,35 @@ def test_dlc_run_bad_profile_paths(
     assert err.strip() == f"dlc-run: error: --profile {path}: {message}" + (
         f" '{tmp_path / 'missing'}'" if message == "no directory" else ""
     )
+
+
+def test_peaks_measured_on_a_busy_machine_are_raised_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stored limit that a kernel beats was measured while the machine was busy: the
+    profile measures again (once per process), keeps the higher of each limit, stores
+    it, and no kernel is then above 100 % of a limit it could not beat."""
+    from dlc.runtime import peaks as peaks_module
+
+    monkeypatch.setenv("DLC_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(peaks_module, "_KNOWN", {})
+    monkeypatch.setattr(peaks_module, "_RAISED", set())
+    cpu, lanes = peaks_module._host()
+    tiny = Peaks(1e-6, [(s, 1e-6) for s in peaks_module.WORKING_SETS], cpu, lanes)
+    peaks_module._store(peaks_module.cache_path(cpu), tiny)
+    measured: list[int] = []
+
+    def fake_measure(cpu: str, lanes: int) -> Peaks:
+        measured.append(1)
+        return Peaks(1e6, [(s, 1e6) for s in peaks_module.WORKING_SETS], cpu, lanes)
+
+    monkeypatch.setattr(peaks_module, "_measure", fake_measure)
+    mod = dlc.compile(CHAIN, filename="chain.dl", profile=True)
+    mod.chain(*_inputs())
+    found = mod.profile()
+    assert measured == [1] and found.peaks.gflops == 1e6
+    assert all(row.percent_of_limit <= 100 for row in found.rows)
+    stored = json.loads(peaks_module.cache_path(cpu).read_text())
+    assert stored["gflops"] == 1e6
+    mod.chain(*_inputs())
+    assert mod.profile().peaks.gflops == 1e6 and measured == [1]  # once per process
