@@ -144,6 +144,27 @@ def test_a_group_record_applies_as_a_whole(fused: bool, tmp_path: Path) -> None:
     _check(text, "lng", mod, [(16, 64), (1, 64), (1, 64)])
 
 
+def test_the_profile_says_which_kernels_a_record_scheduled(tmp_path: Path) -> None:
+    """End to end: a module compiled with a tuning database and profile=True marks the
+    kernels a record scheduled as tuned (the table's "yes"); without the database none."""
+    text = LNG.format(r=16)
+    (group,) = _units(text)
+    db = tmp_path / "db.jsonl"
+    append_record(db, _record(group_key(group), _lng_schedules(True)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TuningWarning)
+        tuned = dlc.compile(text, tuning_db=db, profile=True)
+        plain = dlc.compile(text, profile=True)
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(s, dtype=np.float32) for s in [(16, 64), (1, 64), (1, 64)]]
+    tuned.lng(*args)
+    plain.lng(*args)
+    with_db, without = tuned.profile(), plain.profile()
+    assert with_db.rows and all(row.kernel["tuned"] for row in with_db.rows)
+    assert without.rows and not any(row.kernel["tuned"] for row in without.rows)
+    assert " yes " in with_db.table() and " yes " not in without.table()
+
+
 def test_a_fused_member_as_vectors(tmp_path: Path) -> None:
     """Without tanh the last member vectorizes inside the group (the earlier members'
     registers broadcast to the lanes), and the space offers it fused."""
