@@ -21,7 +21,7 @@ import sys
 import time
 from collections.abc import Sequence
 from io import BytesIO
-from typing import IO, Any
+from typing import IO
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -43,8 +43,8 @@ from dlc.cli.opt_diagnostics import (
 )
 from dlc.cli.targets import DlcOptTargets, Output, UsageError
 from dlc.diagnostics import DiagnosticError, verify_located
+from dlc.passes.graph.superopt import measure
 from dlc.passes.statistics import PassStatistics
-from dlc.superopt_costs import install as install_superopt_costs
 from dlc.version import __version__
 
 
@@ -353,19 +353,15 @@ class DlcOptMain(DlcOptTargets):
         return True
 
 
-def compile_kernel(text: str) -> Any:
-    """`dlc.api.compile_kernel`, imported when the first kernel is measured."""
-    from dlc.api import compile_kernel as compile_with_api
-
-    return compile_with_api(text)
-
-
-def compile_function(module: Any, name: str) -> Any:
-    """`dlc.api.compile_timed` on the default threads (the superoptimizer's timed guard)."""
-    from dlc.api import compile_timed
+def install_superopt_costs() -> None:
+    """Give superoptimize dlc's runtime (`measure.provide_lazily`: when a pass first asks
+    for it): kernels compiled at opt 2 on one thread, the timed guard's functions on the
+    default threads."""
+    from dlc.api import compile_kernel, compile_timed
     from dlc.options import check_threads
+    from dlc.superopt_costs import install
 
-    return compile_timed(module, name, check_threads(None))
+    install(compile_kernel, lambda module, name: compile_timed(module, name, check_threads(None)))
 
 
 def main(argv: Sequence[str] | None = None, tool: type[DlcOptMain] = DlcOptMain) -> int:
@@ -373,7 +369,8 @@ def main(argv: Sequence[str] | None = None, tool: type[DlcOptMain] = DlcOptMain)
     is the driver class: a subclass registers more passes or dialects (a plugin)."""
     plain_warnings()
     # superoptimize{costs=measured} times dlc's kernels and its guard whole functions
-    install_superopt_costs(compile_kernel, compile_function)
+    # (the runtime side is imported only when a pass first asks for it)
+    measure.provide_lazily(install_superopt_costs)
     try:
         return tool(args=argv).run()
     except DiagnosticError as e:

@@ -153,10 +153,10 @@ class DlcOptTargets(xDSLOptMain):
 
     def check_view(self) -> None:
         """--view's conflicts and its output format, checked before any work."""
-        from dlc.viewer import MissingDot, ViewError, dot_program, format_of
-
         if not self.args.view:
             return
+        from dlc.viewer import MissingDot, ViewError, dot_program, format_of
+
         for flag, given in (
             ("-t", self.args.target),
             ("--split-input-file", self.args.split_input_file),
@@ -232,11 +232,11 @@ class DlcOptTargets(xDSLOptMain):
     def with_tuning_db(self, pipeline: PassPipeline) -> PassPipeline:
         """`pipeline` whose schedule passes without a database of their own use
         --tuning-db (unchanged without the option)."""
-        from dlc.passes.tensor.schedule import SchedulePass
-
         path = self.args.tuning_db
         if not path:
             return pipeline
+        from dlc.passes.tensor.schedule import SchedulePass
+
         passes = tuple(
             dataclasses.replace(p, tuning_db=path)
             if isinstance(p, SchedulePass) and not p.tuning_db

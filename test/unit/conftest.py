@@ -58,3 +58,31 @@ def lowerings(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     monkeypatch.setattr(api, "lower", counting)  # a compile
     monkeypatch.setattr(program_levels, "lower", counting)  # `ir(level)`, export
     return calls
+
+
+_LIT_FILE = "test_lit.py"
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's: none without it (-p no:xdist)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """`--dist loadfile` (pyproject.toml's default) with the lit shards as work units of
+    their own, handed out first: `test_lit.py` runs the lit suite in shards (minutes of
+    processes between them), which would otherwise make one unit that the scheduler,
+    ordering files by their number of tests, starts last, on one worker."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class LitFirstLoadFile(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            if nodeid.split("::", 1)[0].endswith(_LIT_FILE):
+                return nodeid  # each shard a unit
+            return super()._split_scope(nodeid)
+
+        def _assign_work_unit(self, node: object) -> None:
+            shards = [s for s in self.workqueue if s.split("::", 1)[0].endswith(_LIT_FILE)]
+            for scope in reversed(shards):
+                self.workqueue.move_to_end(scope, last=False)
+            super()._assign_work_unit(node)
+
+    return LitFirstLoadFile(config, log)

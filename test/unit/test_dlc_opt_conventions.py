@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import errno
 import io
+import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -305,3 +307,47 @@ def test_input_read_error_is_one_line(capsys: pytest.CaptureFixture[str]) -> Non
     r = opt(capsys, "/proc/self/mem")
     assert_one_line_error(r)
     assert r.err == "dlc-opt: error: cannot read '/proc/self/mem': Input/output error\n"
+
+
+# -- start-up ------------------------------------------------------------------------------
+
+NOT_FOR_GRAPH_PASSES = {"llvmlite", "onnx", "onnxruntime", "scipy", "z3", "lightgbm", "ml_dtypes"}
+"""Packages a graph-level `dlc-opt -p` run must not import (each lit RUN line starts a
+dlc-opt: its start-up is most of the lit suite's time)."""
+
+NOT_FOR_GRAPH_MODULES = (
+    "dlc.superopt_costs",  # the superoptimizer's runtime side: when a pass first asks
+    "dlc.api",
+    "dlc.runtime",
+    "dlc.lowering",
+    "dlc.dialects.tensor",  # the levels below graph: when a lowering makes them
+    "dlc.dialects.loop",
+    "dlc.dialects.schedule",
+    "dlc.passes.tensor",  # --tuning-db's SchedulePass: only with --tuning-db
+    "dlc.viewer",  # only with --view
+)
+
+OPT_MODULES = """
+import runpy, sys
+sys.argv = ["dlc-opt", *sys.argv[1:]]
+try:
+    runpy.run_module("dlc.cli.dlc_opt", run_name="__main__")
+except SystemExit as stop:
+    assert not stop.code, stop.code
+print(sorted(sys.modules))
+"""
+
+
+def test_a_graph_level_pipeline_imports_nothing_heavy(tmp_path: Path) -> None:
+    """`dlc-opt m.dl -p canonicalize,cse,dce` (in a fresh process) loads neither the
+    packages of NOT_FOR_GRAPH_PASSES nor the dlc modules of NOT_FOR_GRAPH_MODULES, so
+    a new eager import on dlc-opt's start-up path fails here."""
+    path = write(tmp_path, "m.dl", ADD_ONE)
+    run = [sys.executable, "-c", OPT_MODULES, str(path), "-p", "canonicalize,cse,dce"]
+    done = subprocess.run(run, capture_output=True, text=True, check=True, timeout=300)
+    assert "func @add_one" in done.stdout
+    modules = set(json.loads(done.stdout.splitlines()[-1].replace("'", '"')))
+    assert {"dlc.parser", "dlc.passes.graph.cse", "numpy"} <= modules
+    assert not {m.partition(".")[0] for m in modules} & NOT_FOR_GRAPH_PASSES
+    loaded = sorted(m for m in modules if m.startswith(NOT_FOR_GRAPH_MODULES))
+    assert not loaded, loaded

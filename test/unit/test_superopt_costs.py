@@ -151,6 +151,7 @@ def test_without_the_runtime_measured_costs_are_an_option_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(measure, "BACKEND", [])
+    monkeypatch.setattr(measure, "INSTALLERS", [])
     with pytest.raises(ValueError, match="measured costs need dlc's runtime"):
         SuperoptimizePass(costs="table")
 
@@ -158,3 +159,22 @@ def test_without_the_runtime_measured_costs_are_an_option_error(
 @pytest.mark.parametrize("key", ["matmul 2x3 3x4", "conv 1x2x5x5 3x2x3x3 s2x1 p1x1x0x0"])
 def test_dlc_measures_a_product_and_a_convolution(key: str) -> None:
     assert superopt_costs.measure_ns(key) > 0
+
+
+def test_dlc_opt_installs_the_runtime_when_a_pass_first_asks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """dlc-opt leaves dlc.superopt_costs unimported until a superoptimize pass needs the
+    runtime (a lazy installer), and a table's costs then decide as they do here."""
+    from dlc.cli import dlc_opt
+
+    monkeypatch.setattr(measure, "BACKEND", [])
+    monkeypatch.setattr(measure, "INSTALLERS", [])
+    costs = {"matmul 4x6 6x5": 1.0, "matmul 4x6 6x10": 1e9}
+    table = write_table(tmp_path / "costs.json", costs)
+    source = tmp_path / "t.dl"
+    source.write_text(TWO_PRODUCTS)
+    spec = f'superoptimize{{costs=table cost-table="{table}"}}'
+    assert dlc_opt.main([str(source), "-p", spec]) == 0
+    assert capsys.readouterr().out.count("= dot ") == 2
+    assert measure.BACKEND and not measure.INSTALLERS

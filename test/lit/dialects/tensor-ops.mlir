@@ -1,5 +1,6 @@
-// RUN: dlc-opt %s | filecheck %s
-// RUN: dlc-opt %s | dlc-opt -f mlir | filecheck %s
+// RUN: dlc-opt %s > %t.1
+// RUN: filecheck %s < %t.1
+// RUN: dlc-opt -f mlir < %t.1 | filecheck %s
 // RUN: dlc-opt %s --print-op-generic | dlc-opt -f mlir | filecheck %s
 
 // Every op of the tensor dialect in its custom syntax: parsed, printed, parsed again

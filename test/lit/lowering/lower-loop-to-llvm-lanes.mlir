@@ -1,5 +1,6 @@
-// RUN: dlc-opt %s -p lower-loop-to-llvm | filecheck %s
-// RUN: dlc-opt %s -p lower-loop-to-llvm | dlc-opt -f mlir | filecheck %s
+// RUN: dlc-opt %s -p lower-loop-to-llvm > %t.1
+// RUN: filecheck %s < %t.1
+// RUN: dlc-opt -f mlir < %t.1 | filecheck %s
 // RUN: dlc-opt %s -p lower-loop-to-llvm -t llvm | filecheck %s --check-prefix=IR
 
 // Lane-wise compares and selects lower to `llvm.fcmp` / `llvm.select` on whole vectors

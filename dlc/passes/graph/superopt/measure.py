@@ -60,19 +60,34 @@ class Backend(Protocol):
 
 
 BACKEND: list[Backend] = []  # the installed backend (dlc.superopt_costs.install)
+INSTALLERS: list[Callable[[], None]] = []  # installs it when first needed (dlc-opt)
 
 
 def provide(runtime: Backend) -> None:
     BACKEND[:] = [runtime]
 
 
+def provide_lazily(install: Callable[[], None]) -> None:
+    """Call `install` (which calls `provide`) when the backend is first needed, so a
+    tool that may never measure (dlc-opt) does not import the runtime side up front."""
+    INSTALLERS[:] = [install]
+
+
+def installed() -> Backend | None:
+    """The backend (installing a lazily provided one now), or None without one."""
+    if not BACKEND and INSTALLERS:
+        INSTALLERS.pop()()
+    return BACKEND[0] if BACKEND else None
+
+
 def backend() -> Backend:
-    if not BACKEND:
+    runtime = installed()
+    if runtime is None:
         raise ValueError(
             "superoptimize: measured costs need dlc's runtime: call "
             "dlc.superopt_costs.install() first (dlc.compile and dlc-opt do)"
         )
-    return BACKEND[0]
+    return runtime
 
 
 def dims(shape: Sequence[int]) -> str:

@@ -80,7 +80,7 @@ def timed(
     (module docstring); `estimate` is the per-op price of `original` (ns)."""
     if estimate > MAX_NS or not eligible(original) or not eligible(rewritten):
         return None
-    runtime = measure.backend() if measure.BACKEND else None
+    runtime = measure.installed()
     time_functions = getattr(runtime, "time_functions", None)
     if time_functions is None:
         return None
