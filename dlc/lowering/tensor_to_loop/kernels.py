@@ -3,13 +3,13 @@
 Whole models repeat their layers: ResNet-50's 53 convolutions have about 23 distinct
 shapes, a BERT model is one layer twelve times. With `lower-tensor-to-loop{kernels=true}`
 (on in the pipeline unless bounds are checked or kernels profiled), every `tensor.compute`
-with a combinator (a product, a convolution, a reduction; with its epilogue members)
-outside fusion groups is keyed by its content up to renaming (`compute_key`: the ops of
-the compute and its members with their bodies, types, properties and attributes, the
-schedule among them; the values it reads from outside numbered by first use, with
-whether each is a literal, and a splat literal's value; which results are read
-elsewhere). A key found at two or more places in the module's single-block functions
-becomes one `loop.func @<first caller>.kernel<k>`: the nest builder (`nest.py`) emits
+with a combinator (a product, a convolution, a reduction; with its epilogue members),
+and every fusion group with one, is keyed by its content up to renaming
+(`compute_key`: the ops of the computes with their bodies, types, properties and
+attributes, the schedule among them but not a group's id; the values they read from
+outside numbered by first use, with whether each is a literal, and a splat literal's
+value; which results are read elsewhere). A key found at two or more places in the
+module's single-block functions becomes one `loop.func @<first caller>.kernel<k>`: the nest builder (`nest.py`) emits
 the loops once, into it, and every place becomes a `loop.call` of it with its own
 buffers. What differs between places stays in the caller: the buffers of the results
 (and of epilogue members read elsewhere), the packed operand (scratch, or the packed
@@ -33,14 +33,16 @@ from typing import Protocol
 
 from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects.builtin import MemRefType, ModuleOp, UnitAttr
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from dlc.analysis.tensor_epilogue import epilogue_members
 from dlc.diagnostics import DiagnosticError, copy_loc
 from dlc.dialects import loop, tensor
-from dlc.dialects.tensor_groups import fusion_of
+from dlc.dialects.schedule import ScheduleAttr
+from dlc.dialects.tensor_groups import fusion_of, group_members
 from dlc.lowering.tensor_to_loop.body import index
 from dlc.lowering.tensor_to_loop.epilogue import EpilogueMember, read_elsewhere
+from dlc.lowering.tensor_to_loop.group import emit_group_loops, group_buffers
 from dlc.lowering.tensor_to_loop.nest import NestBuilder
 
 KERNEL = "dlc.kernel"
@@ -99,26 +101,43 @@ class KernelTable:
         return table
 
     def lower(self, fl: FunctionLowering, op: tensor.ComputeOp) -> bool:
-        """Lower `op` (with its epilogue members) as a call of its kernel, made when
-        first needed; False when `op` is no kernel's (it is lowered in place)."""
+        """Lower `op` (with its epilogue members, or its fusion group) as a call of its
+        kernel, made when first needed; False when `op` is no kernel's."""
         keyed = self.keys.get(op)
         if keyed is None or self.counts[keyed[0]] < MIN_SITES:
             return False
         key, outside = keyed
-        builder, own = prepare_site(fl, op, lambda v: fl._buffer(v, fl.dests))
+        new_buffer = lambda v: fl._buffer(v, fl.dests)  # noqa: E731
+        if fusion_of(op) is None:
+            builder, own = prepare_site(fl, op, new_buffer)
+            results = {m.op.result: m.buffer for m in builder.epilogue if m.buffer is not None}
+            results[op.result] = own[0]
+            emit: Emit = lambda kb, reads, mapped: _emit_nest(builder, kb, reads, mapped)  # noqa: E731
+        else:
+            members = group_members(op)
+            results = group_buffers(members, new_buffer)
+            own = list(results.values())
+            emit = lambda kb, reads, mapped: emit_group_loops(  # noqa: E731
+                kb, members, {v: mapped[b] for v, b in results.items()}, reads
+            )
         kernel = self.kernels.get(key)
         if kernel is None:
-            kernel = self.kernels[key] = self._make(fl, builder, own, outside)
+            kernel = self.kernels[key] = self._make(fl, emit, own, outside, results)
         args = [*own, *(fl.buffers[outside[i]] for i in kernel.reads)]
         copy_loc(op, fl.b.insert(loop.CallOp(kernel.name, args)))
         self.sites += 1
         return True
 
     def _make(
-        self, fl: FunctionLowering, builder: NestBuilder, own: list[SSAValue], outside: list
+        self,
+        fl: FunctionLowering,
+        emit: Emit,
+        own: list[SSAValue],
+        outside: list[SSAValue],
+        results: dict[SSAValue, SSAValue],
     ) -> _Kernel:
-        """The kernel of `builder`'s compute: its loops emitted into a new function
-        whose arguments are `own` then the external buffers the loops read."""
+        """A kernel whose loops `emit` makes, taking `own` (the buffers of `results`'
+        keys, and the packed operand's) then the buffers they read."""
         k = 0
         while f"{fl.func.sym_name.data}.kernel{k}" in self.taken:
             k += 1
@@ -131,23 +150,36 @@ class KernelTable:
         kb = Builder(InsertPoint.at_end(body))
         kernel = _Kernel(name, [])
         mapped = dict(zip(own, body.args, strict=True))
-        builder.buffer = mapped[builder.buffer]  # type: ignore[index]
-        builder.epilogue = [
-            EpilogueMember(m.op, None if m.buffer is None else mapped[m.buffer])
-            for m in builder.epilogue
-        ]
-        if builder.pack is not None:
-            builder.pack.buffer = mapped[builder.pack.buffer]  # type: ignore[index]
-            if builder.pack.constant is not None:
-                builder.pack.k_base = index(kb, 0)
-        builder.buffers = _Reads(fl.buffers, outside, body, kernel.reads, kb)
-        builder.emit_loops(kb)
+        reads = _Reads(fl.buffers, outside, body, kernel.reads, kb)
+        reads.update((value, mapped[buffer]) for value, buffer in results.items())
+        emit(kb, reads, mapped)
         kb.insert(loop.ReturnOp())
         func.function_type = type(func.function_type).from_lists(  # type: ignore[assignment]
             [a.type for a in body.args], []
         )
         self.made.append(func)
         return kernel
+
+
+Emit = Callable[[Builder, dict, dict], None]
+"""Emits a kernel's loops at a builder, given its reads (`_Reads`) and the kernel
+arguments of the place's own buffers."""
+
+
+def _emit_nest(builder: NestBuilder, kb: Builder, reads: dict, mapped: dict) -> None:
+    """`builder`'s loops at `kb`, on the kernel's arguments instead of the caller's
+    buffers (`prepare_site` made the rest in the caller)."""
+    builder.buffer = mapped[builder.buffer]
+    builder.epilogue = [
+        EpilogueMember(m.op, None if m.buffer is None else mapped[m.buffer])
+        for m in builder.epilogue
+    ]
+    if builder.pack is not None:
+        builder.pack.buffer = mapped[builder.pack.buffer]
+        if builder.pack.constant is not None:
+            builder.pack.k_base = index(kb, 0)
+    builder.buffers = reads
+    builder.emit_loops(kb)
 
 
 class _Reads(dict):
@@ -203,8 +235,16 @@ def prepare_site(
 
 
 def _candidate_key(op: Operation) -> tuple[Hashable, list[SSAValue]] | None:
-    """`compute_key` of a reduction outside fusion groups, or None."""
-    if not isinstance(op, tensor.ComputeOp) or op.combinator is None or fusion_of(op):
+    """`compute_key` of a reduction (with its epilogue members), or of the first member
+    of a fusion group with a reduction; else None."""
+    if not isinstance(op, tensor.ComputeOp):
+        return None
+    if fusion_of(op) is not None:
+        members = group_members(op)
+        if not any(m.combinator is not None for m in members):
+            return None
+        return compute_key(op, members[1:])
+    if op.combinator is None:
         return None
     try:
         members = epilogue_members(op)
@@ -250,9 +290,16 @@ def compute_key(
                 inner.name,
                 tuple(tokens[v] for v in inner.operands),
                 tuple(r.type for r in inner.results),
-                tuple(sorted(inner.properties.items())),
+                tuple(sorted((k, _ungrouped(v)) for k, v in inner.properties.items())),
                 tuple(sorted(inner.attributes.items())),
                 tuple(len(region.blocks) for region in inner.regions),
             )
         )
     return tuple(parts), outside
+
+
+def _ungrouped(value: Attribute) -> Attribute:
+    """A schedule without its fusion group's id (alike groups differ only there)."""
+    if not isinstance(value, ScheduleAttr) or value.fusion is None:
+        return value
+    return value.with_group((0, *value.fusion[1:]))  # type: ignore[arg-type]
