@@ -207,6 +207,9 @@ def lowering(level: str, options: Options) -> ModulePass:
             outline=True,  # each distinct loop nest compiled once (kernels.py)
             profile=options.profile,
         )
+    if level == "tensor":  # each repeated reduction lowered once (tensor_to_loop/kernels.py);
+        # not when messages name each access's place or the profiler times each place
+        return make_pass(LOWERINGS[level], kernels=not (options.bounds_check or options.profile))
     return make_pass(LOWERINGS[level])
 
 

@@ -56,7 +56,6 @@ FUNCTIONS_OVER_BUDGET = {
     "lowering/loop_to_llvm/parallel.py::ParallelEmitter.run_chunks",
     "lowering/loop_to_llvm/python_entry.py::fast_entry",
     "lowering/tensor_to_loop/body.py::inline_body_lanes",
-    "lowering/tensor_to_loop/group.py::emit_group",
     "lowering/tensor_to_loop/memory.py::MemoryOpLowering.lower",
     "lowering/tensor_to_loop/nest.py::NestBuilder._loop",
     "lowering/tensor_to_loop/tile.py::RegisterTile._chain",

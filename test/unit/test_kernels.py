@@ -1,17 +1,22 @@
-"""Kernels (`lower-loop-to-llvm{outline=true}`, `kernels.py`): loop nests that repeat are
-compiled once and called from each place, with unchanged results; and the compile's
-progress line (`dlc.progress`)."""
+"""Kernels (`lower-loop-to-llvm{outline=true}`, `loop_to_llvm/kernels.py`, and
+`lower-tensor-to-loop{kernels=true}`, `tensor_to_loop/kernels.py`): loop nests and
+reductions that repeat are compiled once and called from each place, with unchanged
+results; and the compile's progress line (`dlc.progress`)."""
 
 from __future__ import annotations
 
 import io
+from collections import Counter
 
 import numpy as np
 import pytest
+from xdsl.dialects.builtin import ModuleOp
 
 import dlc
 from dlc import pipeline, progress
+from dlc.dialects import loop
 from dlc.lowering.loop_to_llvm import kernels
+from dlc.lowering.tensor_to_loop import kernels as tensor_kernels
 from dlc.program_levels import lower
 from dlc.semantics.interpreter import run_function
 
@@ -72,7 +77,8 @@ def kernel_calls(opt_level: int) -> tuple[int, int]:
 def test_repeated_layers_share_kernels(opt_level: int) -> None:
     kernels, calls = kernel_calls(opt_level)
     assert kernels >= 1
-    assert calls >= 3 * kernels  # each kernel of a layer is called by the three layers
+    assert calls >= 2 * kernels  # by the three layers (the last one's max, fused with
+    # the final subtract at opt_level 2, is another group)
 
 
 @pytest.mark.parametrize("opt_level", [0, 1])
@@ -81,6 +87,7 @@ def test_results_bit_identical_with_and_without_kernels(
 ) -> None:
     outlined = dlc.compile(PROGRAM, opt_level=opt_level).f(*ARGS)
     monkeypatch.setattr(kernels, "MIN_OPS", 10**9)  # nothing outlined
+    monkeypatch.setattr(tensor_kernels, "MIN_SITES", 10**9)
     assert kernel_calls(opt_level) == (0, 0)
     inline = dlc.compile(PROGRAM, opt_level=opt_level).f(*ARGS)
     np.testing.assert_array_equal(outlined, inline)
@@ -94,6 +101,41 @@ def test_results_within_tolerance_at_opt_level_2() -> None:
 
 def test_outline_is_in_the_pipeline() -> None:
     assert pipeline.lowering("loop", options(0)).outline  # type: ignore[attr-defined]
+    assert pipeline.lowering("tensor", options(0)).kernels  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("setting", ["bounds_check", "profile"])
+def test_no_tensor_kernels_when_each_place_is_named(setting: str) -> None:
+    """Checked accesses and profiled kernels name their own place: no shared code."""
+    chosen = pipeline.Options(opt_level=2, **{setting: True})
+    assert not pipeline.lowering("tensor", chosen).kernels  # type: ignore[attr-defined]
+
+
+def loop_level(opt_level: int) -> ModuleOp:
+    module = dlc.parse(PROGRAM)
+    return pipeline.run(module, pipeline.steps(options(opt_level), stop="loop"))
+
+
+@pytest.mark.parametrize("opt_level", [0, 2])
+def test_repeated_reductions_are_lowered_once_at_the_tensor_level(opt_level: int) -> None:
+    """The three layers' products are one kernel, called three times; their maxima
+    (alone, or in a fusion group at opt_level 2) another."""
+    module = loop_level(opt_level)
+    funcs = [f for f in module.body.block.ops if isinstance(f, loop.FuncOp)]
+    made = {f.sym_name.data for f in funcs if tensor_kernels.KERNEL in f.attributes}
+    calls = [op.callee.data for op in module.walk() if isinstance(op, loop.CallOp)]
+    counted = Counter(calls)
+    assert counted["f.kernel0"] == 3  # the product
+    assert set(counted) == made and min(counted.values()) >= 2  # the max (in a group or not)
+
+
+def test_compute_key_is_the_content_up_to_the_values_read() -> None:
+    """The layers' products read different weights and share a key (so do the maxima);
+    the literal a product reads is part of its key (it may be packed at compile time)."""
+    module = pipeline.run(dlc.parse(PROGRAM), pipeline.steps(options(2), stop="tensor"))
+    assert sorted(tensor_kernels.KernelTable.of(module).counts.values()) == [3, 3]
+    (first, *_), _ = tensor_kernels.KernelTable.of(module).keys.popitem()[1]
+    assert first == (True,)  # no epilogue member; the result is read elsewhere
 
 
 class Terminal(io.StringIO):

@@ -13,6 +13,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from dlc.diagnostics import error_at, location_prefix
 from dlc.dialects import abi, llvm_lanes, loop
+from dlc.lowering import prebuilt
 from dlc.lowering.loop_to_llvm.context import ContextEmitter, arena_element
 from dlc.lowering.loop_to_llvm.scalar import const, icmp
 
@@ -64,14 +65,11 @@ class BufferEmitter(ContextEmitter):
         shape = mtype.get_shape()
         linear = self.get(indices[0])
         for dim, index in zip(shape[1:], indices[1:], strict=True):
-            scaled = self.emit(llvm.MulOp(linear, const(self, dim, i64)))
-            linear = self.emit(llvm.AddOp(scaled, self.get(index)))
+            scaled = self.emit(prebuilt.mul(linear, const(self, dim, i64)))
+            linear = self.emit(prebuilt.add(scaled, self.get(index)))
         if self.status.bounds_check:
             linear = self.checked(op, linear, indices, shape, lanes)
-        gep = llvm.GEPOp(
-            base, [llvm.GEP_USE_SSA_VAL], mtype.element_type, ssa_indices=[linear], inbounds=True
-        )
-        return self.emit(gep), align
+        return self.emit(prebuilt.element(base, linear, mtype.element_type)), align
 
     def lower_vector(self, op: Operation) -> None:
         """Whole-register loads, stores and broadcasts (dlc/dialects/loop_vector.py)."""
@@ -79,11 +77,11 @@ class BufferEmitter(ContextEmitter):
             case loop.VLoadOp():
                 lanes = op.res.type.get_shape()[0]  # type: ignore[attr-defined]
                 ptr, align = self.address(op, op.buffer, op.indices, lanes)
-                self.values[op.res] = self.emit(llvm.LoadOp(ptr, op.res.type, alignment=align))
+                self.values[op.res] = self.emit(prebuilt.load(ptr, op.res.type, align))
             case loop.VStoreOp():
                 lanes = op.value.type.get_shape()[0]  # type: ignore[attr-defined]
                 ptr, align = self.address(op, op.buffer, op.indices, lanes)
-                self.emit(llvm.StoreOp(self.get(op.value), ptr, alignment=align))
+                self.emit(prebuilt.store(self.get(op.value), ptr, align))
             case loop.BroadcastOp():
                 vtype = op.res.type
                 lanes = vtype.get_shape()[0]  # type: ignore[attr-defined]

@@ -24,6 +24,7 @@ from dlc.dialects import abi, loop
 from dlc.dialects import loop_memory as lm
 from dlc.dialects.abi import function_symbol
 from dlc.dialects.loop_memory import MEMORY_OPS as RAW_MEMORY_OPS
+from dlc.lowering import prebuilt
 from dlc.lowering.loop_to_llvm.arith_ops import lower_scalar_op
 from dlc.lowering.loop_to_llvm.buffers import BufferEmitter
 from dlc.lowering.loop_to_llvm.chunks import split_chunks
@@ -139,8 +140,8 @@ class FuncEmitter(ParallelEmitter, BufferEmitter, ProfileEmitter):
         (j,) = header.args
         self.emit(llvm.CondBrOp(icmp(self, "slt", j, end), body, [], exit_block, []))
         self.start(body)
-        offset = self.emit(llvm.MulOp(j, self.get(op.step)))
-        self.values[op.iv] = self.emit(llvm.AddOp(self.get(op.lb), offset))
+        offset = self.emit(prebuilt.mul(j, self.get(op.step)))
+        self.values[op.iv] = self.emit(prebuilt.add(self.get(op.lb), offset))
         nested = any(isinstance(inner, loop.ForOp) for inner in op.body.walk())
 
         def on_yield(yield_op: loop.YieldOp) -> None:
@@ -244,10 +245,10 @@ class FuncEmitter(ParallelEmitter, BufferEmitter, ProfileEmitter):
                 self.lower_trap(op)
             case loop.LoadOp():
                 ptr, align = self.address(op, op.buffer, op.indices)
-                self.values[op.res] = self.emit(llvm.LoadOp(ptr, op.res.type, alignment=align))
+                self.values[op.res] = self.emit(prebuilt.load(ptr, op.res.type, align))
             case loop.StoreOp():
                 ptr, align = self.address(op, op.buffer, op.indices)
-                self.emit(llvm.StoreOp(self.get(op.value), ptr, alignment=align))
+                self.emit(prebuilt.store(self.get(op.value), ptr, align))
             case loop.AllocOp() | loop.DeallocOp() | loop.CopyOp():
                 self.lower_memory(op)
             case loop.ConstCopyOp() | loop.ConstBufferOp():
@@ -314,7 +315,7 @@ class FuncEmitter(ParallelEmitter, BufferEmitter, ProfileEmitter):
         def on_yield(yield_op: loop.YieldOp) -> None:
             if outermost:
                 self.poll_interrupt(op)
-            next_iv = self.emit(llvm.AddOp(iv, step))
+            next_iv = self.emit(prebuilt.add(iv, step))
             self.emit(llvm.BrOp(header, next_iv, *[self.get(v) for v in yield_op.values]))
             self.start(exit_block)
             self.values.update(zip(op.res, exit_block.args, strict=True))

@@ -32,6 +32,7 @@ from dlc.lowering.loop_to_llvm.parallel import (
     SPLIT_OPS,
 )
 from dlc.lowering.loop_to_llvm.profile import KernelTable
+from dlc.lowering.tensor_to_loop.kernels import KERNEL
 
 
 def lower_func(
@@ -104,7 +105,8 @@ class LowerLoopToLLVMPass(ModulePass):
     LLVM works on pieces of bounded size; runs alike share one function
     (`chunks.py`). With `outline`, top-level nests that occur more than once in the
     module become one internal `noinline` kernel function each, called from every
-    place (`kernels.py`). With `profile`, each kernel (a top-level nest or copy) and each
+    place (`kernels.py`); so do the kernels of `lower-tensor-to-loop{kernels=true}`
+    (`dlc.kernel`). With `profile`, each kernel (a top-level nest or copy) and each
     function's call is bracketed by timing marks, and the module attribute `dlc.profile`
     describes the kernels (`profile.py`); without it the code has no marks.
     """
@@ -146,7 +148,7 @@ class LowerLoopToLLVMPass(ModulePass):
                 split_chunk=SPLIT_CHUNK if self.split_chunk < 0 else self.split_chunk,
                 profile=table,
             )
-            if child.sym_name.data in kernels:
+            if child.sym_name.data in kernels or KERNEL in child.attributes:
                 func.linkage = llvm.LinkageAttr("internal")
                 func.properties["no_inline"] = UnitAttr()
             lowered.extend([func, *outlined])

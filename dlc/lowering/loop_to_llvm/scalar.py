@@ -32,6 +32,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from dlc.dialects import llvm_lanes, loop
+from dlc.lowering import prebuilt
 
 
 class ScalarEmitter(Protocol):
@@ -95,8 +96,7 @@ def intrinsic(out: ScalarEmitter, name: str, args: Sequence[SSAValue], t: Attrib
 
 
 def icmp(out: ScalarEmitter, pred: str, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
-    index = llvm.ICmpPredicateFlag(pred).to_int()
-    return out.emit(llvm.ICmpOp(lhs, rhs, IntegerAttr(index, 64)))
+    return out.emit(prebuilt.icmp(llvm.ICmpPredicateFlag(pred).to_int(), lhs, rhs))
 
 
 def select(out: ScalarEmitter, cond: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:

@@ -209,3 +209,10 @@ def all_of(b: Builder, conditions: Sequence[SSAValue]) -> SSAValue | bool:
     for c in conditions[1:]:
         value = b.insert(arith.AndIOp(value, c)).result
     return value
+
+
+def by_value(call: tensor.CallOp) -> bool:
+    """Whether an extern call takes and returns scalars only, by value (at most one
+    result); else the pointer convention of `tensor.CallOp`."""
+    types = [*(a.type for a in call.args), *(r.type for r in call.res)]
+    return len(call.res) <= 1 and all(t.rank == 0 for t in types)  # type: ignore[attr-defined]

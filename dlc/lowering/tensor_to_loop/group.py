@@ -34,7 +34,24 @@ def emit_group(
     members = group_members(first)
     if not members:
         return
-    own = {m.result: new_buffer(m.result) for m in members if not _flags(m)[1]}
+    emit_group_loops(b, members, group_buffers(members, new_buffer), buffers)
+
+
+def group_buffers(
+    members: list[tensor.ComputeOp], new_buffer: Callable[[SSAValue], SSAValue]
+) -> dict[SSAValue, SSAValue]:
+    """The buffers of the group's results (`internal` members have none)."""
+    return {m.result: new_buffer(m.result) for m in members if not _flags(m)[1]}
+
+
+def emit_group_loops(
+    b: Builder,
+    members: list[tensor.ComputeOp],
+    own: dict[SSAValue, SSAValue],
+    buffers: dict[SSAValue, SSAValue],
+) -> None:
+    """The group's nest at `b`, its members' results in `own` (`group_buffers`)."""
+    first = members[0]
     base = base_of(members)
     parallel = first.schedule.parallel_loops if first.schedule is not None else frozenset()
     ivs: list[SSAValue] = []

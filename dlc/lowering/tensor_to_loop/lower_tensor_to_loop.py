@@ -7,6 +7,7 @@ becomes one nest, `group.py`): this pass carries schedules out and decides nothi
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from xdsl.builder import Builder, InsertPoint
 from xdsl.context import Context
@@ -23,11 +24,10 @@ from dlc.dialects.graph_types import TensorType
 from dlc.dialects.tensor_groups import fusion_of, group_members
 from dlc.dialects.tensor_memory import MEMORY_OPS
 from dlc.lowering.scalar_ops import ScalarBuilder, Unsupported
-from dlc.lowering.tensor_to_loop.body import index, load, memref_type, store
-from dlc.lowering.tensor_to_loop.epilogue import EpilogueMember, read_elsewhere
+from dlc.lowering.tensor_to_loop.body import by_value, index, load, memref_type, store
 from dlc.lowering.tensor_to_loop.group import emit_group
+from dlc.lowering.tensor_to_loop.kernels import KernelTable, prepare_site
 from dlc.lowering.tensor_to_loop.memory import MemoryOpLowering
-from dlc.lowering.tensor_to_loop.nest import NestBuilder
 
 CONSTANT_STORES = 16
 """Constants of at most this many elements are stored element by element (the
@@ -47,8 +47,8 @@ def _as_data(op: tensor.ConstantOp) -> bool:
 class FunctionLowering:
     """Lowers one `tensor.func`: assigns buffers, then emits one loop nest per compute."""
 
-    def __init__(self, func: tensor.FuncOp):
-        self.func = func
+    def __init__(self, func: tensor.FuncOp, kernels: KernelTable | None = None):
+        self.func, self.kernels = func, kernels
         ftype = func.function_type
         types = [memref_type(t) for t in (*ftype.inputs.data, *ftype.outputs.data)]
         self.result = loop.FuncOp(func.sym_name.data, types)
@@ -179,7 +179,8 @@ class FunctionLowering:
         (`dlc.analysis.kernel_origins`)."""
         block = self.b.insertion_point.block
         last = block.last_op
-        self._compute(op, lambda v: self._buffer(v, self.dests))
+        if self.kernels is None or not self.kernels.lower(self, op):
+            self._compute(op, lambda v: self._buffer(v, self.dests))
         members = group_members(op) if fusion_of(op) is not None else []
         members = members or [op, *epilogue_members(op)]
         schedules = dict.fromkeys(str(m.schedule) for m in members if m.schedule is not None)
@@ -194,23 +195,8 @@ class FunctionLowering:
         if fusion_of(op) is not None:
             emit_group(self.b, op, self.buffers, new_buffer)
             return
-        members = epilogue_members(op)
-        after: Operation | None = op
-        while members and after is not members[-1]:  # the members and literals among them
-            after = after.next_op  # type: ignore[union-attr]
-            self.done.add(after)  # type: ignore[arg-type]
-            if isinstance(after, tensor.ConstantOp):
-                self._lower_constant(after)  # first: the members read them
-        buffer = new_buffer(op.result)
-        epilogue = [
-            EpilogueMember(m, new_buffer(m.result) if read_elsewhere(m.result, members) else None)
-            for m in members
-        ]
-        keep = not members or read_elsewhere(op.result, members)
-        builder = NestBuilder(
-            op, buffer, self.buffers, scratch=self._scratch, epilogue=epilogue, keep_result=keep
-        )
-        builder.emit(self.b)
+        builder, _ = prepare_site(self, op, new_buffer)  # literal members lowered first
+        builder.emit_loops(self.b)
 
     def _scratch(self, mtype: MemRefType) -> SSAValue:
         """A buffer of the nest builder's own (a packed operand), freed with the others."""
@@ -365,35 +351,35 @@ class CFGLowering(FunctionLowering):
                 b.insert(loop.CopyOp(src, dst))
 
 
+@dataclass(frozen=True)
 class LowerTensorToLoopPass(ModulePass):
     """Tensor level -> loop level.
 
     Input: a module of `tensor.func`s (and leftover graph declarations, which are
     dropped). Each function becomes a `loop.func` taking input buffers then output
-    buffers (tuple results already flattened). Each `tensor.compute` becomes the loop
-    nest its schedule says (none: output loops, then reduction loops carrying an
-    accumulator; a fusion group: one nest for all members) storing into a fresh
-    `loop.alloc` buffer, or straight into the output buffer when the value is returned;
-    an invalid or unsupported schedule is a located diagnostic; returned arguments and values returned twice
-    are `loop.copy`d. Intermediate buffers are freed before `loop.return`.
-    Bool tensors are i8 buffers: loads truncate to i1, stores zero-extend.
+    buffers (tuple results flattened). Each `tensor.compute` becomes the loop nest its
+    schedule says (none: output loops, then reduction loops carrying an accumulator; a
+    fusion group: one nest for all members) storing into a fresh `loop.alloc` buffer, or
+    into the output buffer when the value is returned; an invalid or unsupported
+    schedule is a located diagnostic; returned arguments and values returned twice are
+    `loop.copy`d. Intermediate buffers are freed before `loop.return`. Bool tensors are
+    i8 buffers: loads truncate to i1, stores zero-extend. With `kernels`, reductions
+    that occur more than once are lowered once, into a `loop.func` each place calls
+    (`kernels.py`).
     """
 
     name = "lower-tensor-to-loop"
+    kernels: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_level(op, "tensor", self.name)
+        table = KernelTable.of(op) if self.kernels else None
         for child in list(op.body.block.ops):
             if not isinstance(child, tensor.FuncOp):
                 continue
-            lowering = CFGLowering if len(child.body.blocks) > 1 else FunctionLowering
-            op.body.block.insert_op_before(lowering(child).run(), child)
+            multi = len(child.body.blocks) > 1
+            lowered = CFGLowering(child).run() if multi else FunctionLowering(child, table).run()
+            op.body.block.insert_op_before(lowered, child)
             child.detach()
             child.erase(safe_erase=False)
-
-
-def by_value(call: tensor.CallOp) -> bool:
-    """Whether an extern call takes and returns scalars only, by value (at most one
-    result); else the pointer convention of `tensor.CallOp`."""
-    types = [*(a.type for a in call.args), *(r.type for r in call.res)]
-    return len(call.res) <= 1 and all(t.rank == 0 for t in types)  # type: ignore[attr-defined]
+        op.body.block.add_ops(table.made if table is not None else [])

@@ -83,12 +83,17 @@ class NestBuilder(RegisterTile, PackedOperand, EpilogueTile):
     def emit(self, b: Builder) -> SSAValue | None:
         """Emit the nest at `b`; the value when the compute is one point of the nest
         (no output loops left: a group's base member), else None."""
+        self._pack_buffer(b)
+        return self.emit_loops(b)
+
+    def emit_loops(self, b: Builder) -> SSAValue | None:
+        """`emit` after the packed operand's buffer is made (`kernels.py` makes it in
+        the caller and the loops in a kernel)."""
         env = {
             a: Block_(self.prefix.get(a), 0, 1 if a in self.prefix else n)
             for a, n in self.extents.items()
         }
         self.result: SSAValue | None = None
-        self._pack_buffer(b)
         self._emit(0, b, env)
         return self.result
 
