@@ -169,8 +169,10 @@ W5: Conv = ((1, 64, 56, 56), (64, 64, 3, 3), [1, 1], [1, 1], [1, 1], 1)
     ("target", "tiles", "lanes"),
     [
         ("znver4", "d1 = [4], d3 = [56]", 16),  # a whole row in 4 zmm, 4 channels: 16 acc.
-        ("haswell", "d1 = [4], d3 = [16]", 8),  # 2 ymm x 4 channels: 8 of 16 registers
-        ("x86-64", "d1 = [4], d3 = [8]", 4),
+        # 2 vectors x 4 channels (64's divisor) would be 8 accumulators: too few for the
+        # FMA latency, so 6 channels (12 of 16 registers) and a tail of 4
+        ("haswell", "d1 = [6], d3 = [16]", 8),
+        ("x86-64", "d1 = [6], d3 = [8]", 4),
     ],
 )
 def test_tiles_follow_the_target(target: str, tiles: str, lanes: int) -> None:
@@ -179,6 +181,29 @@ def test_tiles_follow_the_target(target: str, tiles: str, lanes: int) -> None:
     order = "interchange [d0, d1.0, d2, d3.0, r0, r1, r2, d1.1, d3.1]"
     assert order in schedule and "unroll [d1.1, d3.1]" in schedule
     assert f"vectorize d3.1 x {lanes}" in schedule
+
+
+def test_a_divisor_that_spills_is_not_filled() -> None:
+    """A 28-wide row is 4 ymm vectors: 2 channels (128's divisor, 8 accumulators) stay,
+    since 3 channels' 12 accumulators, 4 loads and a broadcast exceed 16 registers."""
+    schedule = _schedule(((1, 128, 28, 28), (128, 128, 3, 3), [1, 1], [1, 1], [1, 1], 1), "haswell")
+    assert "tile [d1 = [2], d3 = [28]]" in schedule
+
+
+def test_a_filled_tile_with_a_channel_tail_is_bit_identical_to_opt_level_0() -> None:
+    """64 channels in tiles of 6 (haswell, `MIN_ACCUMULATORS`): the last tile holds 4."""
+    conv: Conv = ((1, 8, 3, 40), (64, 8, 1, 1), [1, 1], [0, 0], [1, 1], 1)
+    try:
+        check_runnable("haswell")
+    except ValueError:
+        pytest.skip("this machine cannot run haswell code")
+    module = parse_module(_source(conv, "f32"))
+    x, k = _inputs(conv, "f32")
+    plain = compile_graph_module(module, opt_level=0)["conv"](x, k)
+    tiled = compile_graph_module(module, fma=False, target_cpu="haswell")
+    assert "tile [d1 = [6], d3 = [16]]" in tiled.ir("tensor")
+    np.testing.assert_array_equal(tiled["conv"](x, k), plain)
+    _check(conv, target_cpu="haswell", fma=True)
 
 
 def test_short_rows_tile_rows_too() -> None:
