@@ -98,7 +98,7 @@ def metadata(llvm_level: ModuleOp, report: Report, native: set[str]) -> Metadata
     return {
         "native": sorted(native),
         "externs": external_names(llvm_level),
-        "messages": None if messages is None else [m.data for m in messages.data],  # type: ignore[attr-defined]
+        "messages": None if messages is None else [m.data for m in messages.data],
         "arena_bytes": report.arena_bytes,
         "unbounded": report.unbounded,
         "vars": {n: v.value.data for n, v in sizes.data.items()} if sizes else {},  # type: ignore[attr-defined]
@@ -208,7 +208,7 @@ def _compile(
     stored = key is not None and jit.cacheable()
     stored = stored and (portable is None) == (meta["messages"] is None)
     if stored:
-        kept: Metadata = {**meta, "messages": portable}  # type: ignore[typeddict-item]
+        kept: Metadata = {**meta, "messages": portable}
         handler = interrupts.handler_object()  # a warm start loads it instead of compiling it
         entry = cache.Entry(jit.object_code, kept, jit.optimized_ir, jit.data, handler)  # type: ignore[arg-type]
         cache.store(key, entry)

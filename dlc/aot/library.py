@@ -56,7 +56,7 @@ class Request:
 def _messages(llvm_level: ModuleOp) -> list[str]:
     messages = llvm_level.attributes.get(abi.MESSAGES)
     assert messages is None or isinstance(messages, ArrayAttr)
-    return [] if messages is None else [m.data for m in messages.data]  # type: ignore[attr-defined]
+    return [] if messages is None else [m.data for m in messages.data]
 
 
 def _variables(llvm_level: ModuleOp) -> dict[str, int]:

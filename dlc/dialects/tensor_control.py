@@ -97,7 +97,7 @@ class FuncOp(IRDLOperation):
         for block in self.body.blocks:
             for op in block.ops:
                 fusion = fusion_of(op) if isinstance(op, ComputeOp) else None
-                members = group_members(op) if fusion is not None else []  # type: ignore[arg-type]
+                members = group_members(op) if fusion is not None else []
                 if not members:
                     continue
                 if fusion[0] in seen:  # type: ignore[index]

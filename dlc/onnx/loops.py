@@ -194,7 +194,7 @@ def _discard(start: Block, blocks: list[Block]) -> None:
     for op in ops:
         op.erase(safe_erase=False)
     for b in blocks:
-        b.parent_region.detach_block(b)  # type: ignore[union-attr]
+        b.parent_region.detach_block(b)
 
 
 def _same_types(then: Sequence[SSAValue], other: Sequence[SSAValue]) -> None:

@@ -149,7 +149,7 @@ def converted(module: ModuleOp, triple: str, files: DataFiles | BoundData | None
         lines.extend(included or [])
         _give_data(ir_module.get_global(name), data, included is not None)
     if lines:
-        ir_module.dlc_module_asm = lines  # type: ignore[attr-defined]
+        ir_module.dlc_module_asm = lines
     return ir_module
 
 

@@ -44,9 +44,9 @@ def scalar_attr(value: int | float | bool, dtype: str) -> Attribute:
     """An `IntegerAttr`/`FloatAttr` of a DLVM data type (bool as i1)."""
     t = tensor.scalar_type(dtype)
     if dtype == "bf16":
-        return IntegerAttr(bf16_bits(float(value)), t)  # type: ignore[arg-type]
+        return IntegerAttr(bf16_bits(float(value)), t)
     if dtype_is_float(dtype):
-        return FloatAttr(float(value), t)  # type: ignore[arg-type]
+        return FloatAttr(float(value), t)
     return IntegerAttr(wrap_int(int(value), t.width.data), t)  # type: ignore[attr-defined]
 
 

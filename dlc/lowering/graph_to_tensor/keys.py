@@ -214,7 +214,7 @@ def lower_key_op(b: Builder, op: Operation, args: list[Lowered], symbols: Symbol
     if not is_insert:
         if not tensor_keys:
             return value
-        return _tensor_extract(b, value, tensor_keys, _result_type(op))  # type: ignore[arg-type]
+        return _tensor_extract(b, value, tensor_keys, _result_type(op))
     new: Lowered = args[0]
     if tensor_keys:
         new = _tensor_insert(b, new, value, tensor_keys)

@@ -95,7 +95,7 @@ def unflatten(t: Attribute, leaves: Iterator[SSAValue], symbols: Symbols | None 
     """The `Lowered` value of (nested tuple) type `t` made of `leaves` in order (with
     `symbols`: of any aggregate type, see `memory_unflatten`)."""
     if symbols is not None:
-        return memory_unflatten(t, leaves, symbols)  # type: ignore[arg-type]
+        return memory_unflatten(t, leaves, symbols)
     return nest_leaves(t, leaves, list)
 
 
@@ -268,7 +268,7 @@ class FunctionLowering(OwnedLowering):
                 TensorType((), "bool"),
                 lambda s, i, _, stored=stored: s.cmpi("eq", s.read(tag, []), s.index(stored)),
             ).result
-            region = b.insertion_point.block.parent  # type: ignore[union-attr]
+            region = b.insertion_point.block.parent
             next_block = Block()
             region.add_block(next_block)  # type: ignore[union-attr]
             b.insert(tensor.CondBrOp(hit, self.blocks[dest], args, next_block, []))

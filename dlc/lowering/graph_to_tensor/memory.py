@@ -164,7 +164,7 @@ class MemoryRules:
             case gm.ProjectBoxOp():
                 box_type = op.box.type
                 assert isinstance(box_type, BoxType)
-                return box_part(b, args[0][0], BOX_HEADER, self.size(box_type.element))  # type: ignore[arg-type]
+                return box_part(b, args[0][0], BOX_HEADER, self.size(box_type.element))
             case gm.RetainOp() | gm.ReleaseOp():
                 self.refcount(b, op, args[0][0])  # type: ignore[index]
                 return None

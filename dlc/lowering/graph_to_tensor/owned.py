@@ -89,7 +89,7 @@ class OwnedLowering:
             self.jump(b, block, op.dest, list(op.args), self.edge(b, op.args))
             return True
         if isinstance(op, graph.ConditionalOp):
-            cond = _materialize(b, self.values[op.cond])  # type: ignore[arg-type]
+            cond = _materialize(b, self.values[op.cond])
             then_args, else_args = self.edge(b, op.then_args), self.edge(b, op.else_args)
             then_edge, else_edge = self.new_block(b), self.new_block(b)
             b.insert(tensor.CondBrOp(cond, then_edge, [], else_edge, []))
@@ -167,7 +167,7 @@ class OwnedLowering:
 
     def new_block(self, b: Builder) -> Block:
         block = Block()
-        region = b.insertion_point.block.parent  # type: ignore[union-attr]
+        region = b.insertion_point.block.parent
         region.add_block(block)  # type: ignore[union-attr]
         return block
 

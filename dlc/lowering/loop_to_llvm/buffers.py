@@ -77,7 +77,7 @@ class BufferEmitter(ContextEmitter):
         """Whole-register loads, stores and broadcasts (dlc/dialects/loop_vector.py)."""
         match op:
             case loop.VLoadOp():
-                lanes = op.res.type.get_shape()[0]  # type: ignore[attr-defined]
+                lanes = op.res.type.get_shape()[0]
                 ptr, align = self.address(op, op.buffer, op.indices, lanes)
                 self.values[op.res] = self.emit(llvm.LoadOp(ptr, op.res.type, alignment=align))
             case loop.VStoreOp():
@@ -86,7 +86,7 @@ class BufferEmitter(ContextEmitter):
                 self.emit(llvm.StoreOp(self.get(op.value), ptr, alignment=align))
             case loop.BroadcastOp():
                 vtype = op.res.type
-                lanes = vtype.get_shape()[0]  # type: ignore[attr-defined]
+                lanes = vtype.get_shape()[0]
                 first = self.emit(
                     llvm.InsertElementOp(
                         self.emit(llvm.UndefOp(vtype)), self.get(op.source), const(self, 0, i32)

@@ -34,6 +34,7 @@ import numpy as np
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from dlc.analysis.walk import walk_ops
 from dlc.diagnostics import location_prefix
@@ -145,7 +146,7 @@ def _splat(value: SSAValue) -> bytes | None:
 
 def _defined_inside(value: SSAValue, inside: set[int]) -> bool:
     owner = value.owner
-    op = owner.parent_op() if isinstance(value, BlockArgument) else owner  # type: ignore[union-attr]
+    op = owner.parent_op() if isinstance(value, BlockArgument) else owner
     return op is not None and id(op) in inside
 
 
@@ -156,7 +157,7 @@ def _overlapping(buffers: list[SSAValue]) -> bool:
         owner = buffer.owner
         if isinstance(owner, loop.AllocOp) and loop.ARENA_OFFSET in owner.attributes:
             start = owner.attributes[loop.ARENA_OFFSET].data  # type: ignore[attr-defined]
-            spans.append((start, start + _bytes(owner.res.type)))  # type: ignore[arg-type]
+            spans.append((start, start + _bytes(owner.res.type)))
     spans.sort()
     return any(b[0] < a[1] for a, b in zip(spans, spans[1:]))
 
@@ -221,7 +222,7 @@ def _kernel(name: str, nest: _Nest) -> loop.FuncOp:
         if any(v in mapping for v in inner.operands):
             inner.operands = [mapping.get(v, v) for v in inner.operands]
     call = loop.CallOp(name, nest.buffers)
-    nest.op.parent_block().insert_op_before(call, nest.op)  # type: ignore[union-attr]
+    Rewriter.insert_op(call, InsertPoint.before(nest.op))
     nest.op.detach()
     body.add_op(nest.op)
     body.add_op(loop.ReturnOp())
@@ -233,6 +234,6 @@ def _replace(nest: _Nest, name: str) -> None:
     """`loop.call @name(buffers)` in place of `nest` (already done for the kernel's own)."""
     if getattr(nest, "call", None) is not None:
         return
-    nest.op.parent_block().insert_op_before(loop.CallOp(name, nest.buffers), nest.op)  # type: ignore[union-attr]
+    Rewriter.insert_op(loop.CallOp(name, nest.buffers), InsertPoint.before(nest.op))
     nest.op.detach()
     nest.op.erase(safe_erase=False)

@@ -81,7 +81,7 @@ def _chunk_boundary(
 
     def defined_inside(value: SSAValue) -> bool:
         owner = value.owner
-        op = owner.parent_op() if isinstance(value, BlockArgument) else owner  # type: ignore[union-attr]
+        op = owner.parent_op() if isinstance(value, BlockArgument) else owner
         return op is not None and id(op) in inside
 
     free: dict[SSAValue, None] = {}
@@ -111,11 +111,11 @@ def _float_bits(t: Attribute) -> int:
 
 def _defined_inside(value: SSAValue, op: Operation) -> bool:
     owner = value.owner
-    parent = owner.parent_op() if isinstance(value, BlockArgument) else owner  # type: ignore[union-attr]
+    parent = owner.parent_op() if isinstance(value, BlockArgument) else owner
     while parent is not None:
         if parent is op:
             return True
-        parent = parent.parent_op()  # type: ignore[union-attr]
+        parent = parent.parent_op()
     return False
 
 

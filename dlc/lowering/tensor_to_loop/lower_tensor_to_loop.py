@@ -13,6 +13,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
 
 from dlc.analysis.kernel_origins import NestOrigin, is_tuned, record_nest
 from dlc.analysis.levels import require_level
@@ -129,9 +130,9 @@ class FunctionLowering:
 
     def _memory(self, op: Operation, new_buffer) -> None:  # noqa: ANN001
         """Memory ops (tensor_memory.py) via tensor_to_loop_memory.py, located."""
-        before = len(self.b.insertion_point.block.ops)  # type: ignore[union-attr]
+        before = len(self.b.insertion_point.block.ops)
         MemoryOpLowering(self.b, self.buffers, new_buffer).lower(op)
-        for new in list(self.b.insertion_point.block.ops)[before:]:  # type: ignore[union-attr]
+        for new in list(self.b.insertion_point.block.ops)[before:]:
             copy_loc(op, new)
 
     def _trap(self, op: tensor.TrapOp) -> None:
@@ -152,11 +153,11 @@ class FunctionLowering:
         if not by_value(op):  # results written through pointers, nothing returned
             copy_loc(op, self.b.insert(loop.ExternCallOp(op.callee.data, [*loaded, *outputs], [])))
             return
-        types = [tensor.scalar_type(r.type.dt) for r in op.res]  # type: ignore[attr-defined]
+        types = [tensor.scalar_type(r.type.dt) for r in op.res]
         call = self.b.insert(loop.ExternCallOp(op.callee.data, loaded, types))
         copy_loc(op, call)
         for value, buf, r in zip(call.res, outputs, op.res, strict=True):
-            store(self.b, value, buf, [], r.type.dt)  # type: ignore[attr-defined]
+            store(self.b, value, buf, [], r.type.dt)
 
     def _constant(self, op: tensor.ConstantOp, buffer: SSAValue) -> None:
         """A few elements: one store each; more: one `loop.const_copy` of the data."""
@@ -289,7 +290,7 @@ class CFGLowering(FunctionLowering):
                 self._op(op)
         for ret in self.returns:
             for buffer in reversed(self.allocs):
-                ret.parent_block().insert_op_before(loop.DeallocOp(buffer), ret)  # type: ignore[union-attr]
+                Rewriter.insert_op(loop.DeallocOp(buffer), InsertPoint.before(ret))
         return self.result
 
     def _buffer(self, value: SSAValue, dests: dict[SSAValue, SSAValue]) -> SSAValue:

@@ -85,7 +85,7 @@ class RulePattern(RewritePattern):
         rewriter.replace(op, [] if isinstance(out, SSAValue) else out, [new])
         for helper in [] if isinstance(out, SSAValue) else out[:-1]:
             for r in helper.results:
-                r._name = None  # type: ignore[attr-defined]  # DLVM names are unique per function
+                r._name = None  # DLVM names are unique per function
 
 
 def of(value: SSAValue, cls: type[Operation]) -> Any:

@@ -137,7 +137,7 @@ class Tapes:
             paths = trails(primal)
             assert paths is not None
             self.layouts[callee] = [
-                (trail, [op for b, _ in trail for op in b.ops if self.recorded(op)])  # type: ignore[misc]
+                (trail, [op for b, _ in trail for op in b.ops if self.recorded(op)])
                 for trail in paths
             ]
         return self.layouts[callee]
@@ -216,8 +216,8 @@ def replace_calls(recorded: Recorded) -> None:
         result = op.results[0]
         if value is result:
             continue
-        if value._name is None:  # type: ignore[attr-defined]
-            value._name = result._name  # type: ignore[attr-defined]
+        if value._name is None:
+            value._name = result._name
         result.replace_all_uses_with(value)
         block = op.parent_block()
         assert block is not None

@@ -8,6 +8,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from dlc.analysis.levels import require_level
 from dlc.dialects.graph import LiteralOp
@@ -36,7 +37,7 @@ def promote(op: Operation, index: int) -> bool:
     if not isinstance(result, TensorType) or other.type.dims != result.dims:
         return False  # the splat's shape is what gives the result its shape
     scalar = splat(splat_value(value), t.with_shape(()))  # type: ignore[arg-type]
-    op.parent_block().insert_op_before(scalar, op)  # type: ignore[union-attr]
+    Rewriter.insert_op(scalar, InsertPoint.before(op))
     op.operands[index] = scalar.result
     return True
 

@@ -9,6 +9,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
 
 from dlc.analysis.levels import require_level
 from dlc.dialects.graph_tensor import DotOp
@@ -86,7 +87,7 @@ def build(leaves: list[SSAValue], split: list[list[int]], before: Operation) -> 
             result_types=[
                 TensorType((leaves[i].type.dims[0], leaves[j].type.dims[1]), leaves[i].type.dt)
             ],
-        )  # type: ignore[attr-defined]
+        )
         block.insert_op_before(dot, before)
         done[(i, j)] = dot.results[0]
     return done[(0, len(leaves) - 1)]
@@ -102,10 +103,10 @@ def reorder(root: DotOp) -> int:
     if best >= current:
         return 0  # already optimal: leave the chain alone
     top = build(leaves, split, root)
-    top._name = root.result._name  # type: ignore[attr-defined]
+    top._name = root.result._name
     root.result.replace_all_uses_with(top)
     for dot in dots:  # root first: each later dot's only user is already gone
-        dot.parent_block().erase_op(dot)  # type: ignore[union-attr]
+        Rewriter.erase_op(dot)
     return 2 * (current - best)
 
 
