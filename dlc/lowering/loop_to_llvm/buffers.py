@@ -8,7 +8,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import DenseArrayBase, IntAttr, IntegerAttr, MemRefType, i1, i32, i64
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    IntAttr,
+    IntegerAttr,
+    MemRefType,
+    VectorType,
+    i1,
+    i32,
+    i64,
+)
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from dlc.diagnostics import error_at, location_prefix
@@ -44,7 +53,7 @@ class BufferEmitter(ContextEmitter):
     values: dict[SSAValue, SSAValue]
     arena: SSAValue | None
 
-    def declare(self, name: str, inputs: list[Attribute], output: Attribute) -> None:
+    def declare(self, name: str, inputs: Sequence[Attribute], output: Attribute) -> None:
         raise NotImplementedError  # provided by the function emitter
 
     def get(self, value: SSAValue) -> SSAValue:
@@ -81,7 +90,9 @@ class BufferEmitter(ContextEmitter):
                 ptr, align = self.address(op, op.buffer, op.indices, lanes)
                 self.values[op.res] = self.emit(llvm.LoadOp(ptr, op.res.type, alignment=align))
             case loop.VStoreOp():
-                lanes = op.value.type.get_shape()[0]  # type: ignore[attr-defined]
+                vtype = op.value.type
+                assert isinstance(vtype, VectorType), vtype
+                lanes = vtype.get_shape()[0]
                 ptr, align = self.address(op, op.buffer, op.indices, lanes)
                 self.emit(llvm.StoreOp(self.get(op.value), ptr, alignment=align))
             case loop.BroadcastOp():
@@ -126,7 +137,9 @@ class BufferEmitter(ContextEmitter):
         match op:
             case loop.AllocOp() if OFFSET in op.attributes:  # planned by plan-memory
                 assert self.arena is not None, "a planned alloc in a function without arena"
-                self.values[op.res] = arena_element(self, self.arena, op.attributes[OFFSET].data)  # type: ignore[attr-defined]
+                offset = op.attributes[OFFSET]
+                assert isinstance(offset, IntAttr), offset
+                self.values[op.res] = arena_element(self, self.arena, offset.data)
             case loop.AllocOp():
                 mtype = op.res.type
                 align = op.align.data

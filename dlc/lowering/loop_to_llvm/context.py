@@ -18,10 +18,11 @@ emitter) reads and writes its words:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import IntegerAttr, i8, i32, i64
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, i8, i32, i64
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -63,6 +64,12 @@ class ContextEmitter:
 
     def emit(self, op: Operation) -> SSAValue:  # provided by the function emitter
         raise NotImplementedError
+
+    def declare(self, name: str, inputs: Sequence[Attribute], output: Attribute) -> None:
+        raise NotImplementedError  # provided by the function emitter
+
+    def constant(self, value: IntegerAttr | FloatAttr, t: Attribute) -> SSAValue:
+        raise NotImplementedError  # provided by the function emitter
 
     def start(self, block: Block) -> None:
         raise NotImplementedError

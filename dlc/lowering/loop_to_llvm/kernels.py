@@ -32,7 +32,7 @@ from collections.abc import Hashable
 
 import numpy as np
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import MemRefType, ModuleOp
+from xdsl.dialects.builtin import IntAttr, MemRefType, ModuleOp
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -41,6 +41,7 @@ from dlc.diagnostics import location_prefix
 from dlc.dialects import loop
 from dlc.dialects import loop_memory as lm
 from dlc.dialects.graph_literal import all_equal
+from dlc.dialects.loop_buffer import memref_type
 from dlc.dialects.loop_memory import MEMORY_OPS as RAW_MEMORY_OPS
 
 MIN_OPS = 8
@@ -156,7 +157,9 @@ def _overlapping(buffers: list[SSAValue]) -> bool:
     for buffer in buffers:
         owner = buffer.owner
         if isinstance(owner, loop.AllocOp) and loop.ARENA_OFFSET in owner.attributes:
-            start = owner.attributes[loop.ARENA_OFFSET].data  # type: ignore[attr-defined]
+            offset = owner.attributes[loop.ARENA_OFFSET]
+            assert isinstance(offset, IntAttr), offset
+            start = offset.data
             spans.append((start, start + _bytes(owner.res.type)))
     spans.sort()
     return any(b[0] < a[1] for a, b in zip(spans, spans[1:]))
@@ -210,12 +213,14 @@ def _key(nest: _Nest, bounds_check: bool) -> Hashable:
 def _kernel(name: str, nest: _Nest) -> loop.FuncOp:
     """`loop.func @name(buffers)` holding `nest` (moved) and clones of its constants
     (and constant fills)."""
-    types = [b.type for b in nest.buffers]
-    func = loop.FuncOp(name, types)  # type: ignore[arg-type]
+    types = [memref_type(b, "kernel argument") for b in nest.buffers]
+    func = loop.FuncOp(name, types)
     body = func.body.block
     mapping: dict[SSAValue, SSAValue] = dict(zip(nest.buffers, body.args, strict=True))
     for value in nest.constants:
-        clone = value.owner.clone()  # type: ignore[union-attr]
+        owner = value.owner
+        assert isinstance(owner, Operation), "constants are op results"
+        clone = owner.clone()
         body.add_op(clone)
         mapping[value] = clone.results[0]
     for inner in nest.walked:
@@ -226,7 +231,6 @@ def _kernel(name: str, nest: _Nest) -> loop.FuncOp:
     nest.op.detach()
     body.add_op(nest.op)
     body.add_op(loop.ReturnOp())
-    nest.call = call  # type: ignore[attr-defined]
     return func
 
 

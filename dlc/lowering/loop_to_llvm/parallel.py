@@ -9,7 +9,7 @@ docs/design/fusion-and-memory.md.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 
 from xdsl.dialects import arith, llvm
 from xdsl.dialects.builtin import (
@@ -28,6 +28,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from dlc.analysis.walk import walk_ops
 from dlc.dialects import abi, loop
@@ -106,7 +107,8 @@ def free_values(op: loop.ForOp) -> list[SSAValue]:
 
 
 def _float_bits(t: Attribute) -> int:
-    return {Float16Type: 16, Float32Type: 32, Float64Type: 64}[type(t)]  # type: ignore[index]
+    assert isinstance(t, Float16Type | Float32Type | Float64Type), t
+    return t.bitwidth
 
 
 def _defined_inside(value: SSAValue, op: Operation) -> bool:
@@ -131,7 +133,7 @@ class ParallelEmitter(ContextEmitter):
     walks: dict[Operation, list[Operation]]  # `walk_ops` of the top-level ops in runs
     profile: KernelTable | None
 
-    def declare(self, name: str, inputs: list[Attribute], output: Attribute) -> None:
+    def declare(self, name: str, inputs: Sequence[Attribute], output: Attribute) -> None:
         raise NotImplementedError  # provided by the function emitter
 
     def get(self, value: SSAValue) -> SSAValue:
@@ -207,7 +209,8 @@ class ParallelEmitter(ContextEmitter):
             name = self.chunks[key] = f"{self.name}$nest{len(self.outlined)}"
             self._outline_chunk(name, ops, (captured, direct, local, outputs), planned)
         arena = self.arena if planned else data  # unused without planned buffers
-        self.emit(llvm.CallOp(name, data, arena, *[self.get(v) for v in direct]))  # type: ignore[arg-type]
+        assert arena is not None, "a planned buffer in a function without arena"
+        self.emit(llvm.CallOp(name, data, arena, *[self.get(v) for v in direct]))
         self.return_if_status()
         for i, result in enumerate(outputs, start=1 + len(captured)):
             slot = self.emit(llvm.GEPOp(data, [i], i64, inbounds=True))
@@ -230,7 +233,8 @@ class ParallelEmitter(ContextEmitter):
         worker.arena = entry.args[1] if planned else None
         worker.values.update(zip(direct, entry.args[2:], strict=True))
         for value in local:  # constants and arena buffers: known values, known offsets
-            worker.lower_op(value.owner)  # type: ignore[arg-type]
+            assert isinstance(value.owner, Operation), "local values are op results"
+            worker.lower_op(value.owner)
         for op in ops:
             worker.lower_marked([op])
         for i, result in enumerate(outputs, start=1 + len(captured)):
@@ -339,7 +343,7 @@ class ParallelEmitter(ContextEmitter):
         assert entry is not None
         two = llvm.ConstantOp(IntegerAttr(2, i64), i64)
         bounds = llvm.AllocaOp(two, i64, alignment=16)  # [begin, end) of the chunk
-        entry.insert_ops_before([two, bounds], entry.first_op)  # type: ignore[arg-type]
+        Rewriter.insert_op([two, bounds], InsertPoint.at_start(entry))
         begin_slot = bounds.results[0]
         end_slot = self.emit(llvm.GEPOp(begin_slot, [1], i64, inbounds=True))
         zero, one = const(self, 0, i64), const(self, 1, i64)
