@@ -60,6 +60,7 @@ class _Nest:
         self.op, self.walked = op, walked
         self.buffers: list[SSAValue] = []
         self.constants: list[SSAValue] = []
+        self.call: loop.CallOp | None = None  # the call that replaced it (_kernel)
 
 
 def outline_kernels(module: ModuleOp, bounds_check: bool = False) -> set[str]:
@@ -231,12 +232,13 @@ def _kernel(name: str, nest: _Nest) -> loop.FuncOp:
     nest.op.detach()
     body.add_op(nest.op)
     body.add_op(loop.ReturnOp())
+    nest.call = call
     return func
 
 
 def _replace(nest: _Nest, name: str) -> None:
     """`loop.call @name(buffers)` in place of `nest` (already done for the kernel's own)."""
-    if getattr(nest, "call", None) is not None:
+    if nest.call is not None:
         return
     Rewriter.insert_op(loop.CallOp(name, nest.buffers), InsertPoint.before(nest.op))
     nest.op.detach()

@@ -117,6 +117,8 @@ def split_for_call(call: ApplyOp, body: Region, returns: list[ReturnOp]) -> SSAV
     """caller: ops; call; rest  ->  ops; branch 'entry' ... return v -> branch 'cont(v); 'cont(%r): rest."""
     block = call.parent_block()
     assert block is not None and call.next_op is not None
+    region = block.parent
+    assert region is not None, "the call is inside a function body"
     types = [call.result.type] if call.result is not None else []
     cont = block.split_before(call.next_op, arg_types=types)
     entry = body.blocks.first
@@ -124,13 +126,13 @@ def split_for_call(call: ApplyOp, body: Region, returns: list[ReturnOp]) -> SSAV
     for arg in list(entry.args):
         entry.erase_arg(arg)
     blocks = list(body.blocks)
-    taken = {getattr(b, "_name", None) for b in block.parent.blocks}  # type: ignore[union-attr]
+    taken = {getattr(b, "_name", None) for b in region.blocks}
     prefix = call.callee.data
     for b, original in zip(blocks, call_blocks(call), strict=True):
         body.detach_block(b)
         b._name = fresh(f"{prefix}_{getattr(original, '_name', None) or 'bb'}", taken)
     cont._name = fresh(f"{prefix}_cont", taken)
-    block.parent.insert_block_after(blocks, block)  # type: ignore[union-attr]
+    region.insert_block_after(blocks, block)
     for ret in returns:
         parent = ret.parent_block()
         assert parent is not None
