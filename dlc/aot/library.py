@@ -20,7 +20,7 @@ from pathlib import Path
 import llvmlite.binding as llvm_binding
 from llvmlite import ir
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp
 
 from dlc.aot import c_entry, header, link
 from dlc.aot.signature import CFunction
@@ -60,9 +60,7 @@ def _messages(llvm_level: ModuleOp) -> list[str]:
 
 
 def _variables(llvm_level: ModuleOp) -> dict[str, int]:
-    sizes = llvm_level.attributes.get(abi.VARS)
-    assert sizes is None or isinstance(sizes, DictionaryAttr)
-    return {n: v.value.data for n, v in sizes.data.items()} if sizes else {}  # type: ignore[attr-defined]
+    return abi.variable_sizes(llvm_level)
 
 
 def declared(llvm_level: ModuleOp) -> list[str]:
