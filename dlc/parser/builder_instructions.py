@@ -9,7 +9,14 @@ from lark import Token, Tree
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr, UnitAttr
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
-from dlc.dialects.graph import BranchEnumOp, BranchOp, ConditionalOp, InferenceError, ReturnOp
+from dlc.dialects.graph import (
+    BranchEnumOp,
+    BranchOp,
+    ConditionalOp,
+    GraphInstruction,
+    InferenceError,
+    ReturnOp,
+)
 from dlc.dialects.graph_composite import EinsumOp, TopKIndicesOp, TopKOp
 from dlc.dialects.graph_elementwise import BINARY_OPS, UNARY_OPS, DataTypeCastOp, NotOp, SelectOp
 from dlc.dialects.graph_gather import (
@@ -65,8 +72,16 @@ from dlc.parser.builder_literals import LiteralBuilder
 from dlc.parser.builder_types import ints_of
 from dlc.parser.lexer import SourceText
 
-UNARY_CLASSES: dict[str, type[Operation]] = {**UNARY_OPS, "not": NotOp, "transpose": TransposeOp}
-BINARY_CLASSES: dict[str, type[Operation]] = {**BINARY_OPS, "dot": DotOp, "matrixMultiply": DotOp}
+UNARY_CLASSES: dict[str, type[GraphInstruction]] = {
+    **UNARY_OPS,
+    "not": NotOp,
+    "transpose": TransposeOp,
+}
+BINARY_CLASSES: dict[str, type[GraphInstruction]] = {
+    **BINARY_OPS,
+    "dot": DotOp,
+    "matrixMultiply": DotOp,
+}
 
 
 class InstructionBuilder(LiteralBuilder):
@@ -192,7 +207,11 @@ class InstructionBuilder(LiteralBuilder):
         return ArrayAttr([IntAttr(d) for d in dims])
 
     def emit(
-        self, cls: type[Operation], node: Tree, operands: Sequence[SSAValue], **props: Attribute
+        self,
+        cls: type[GraphInstruction],
+        node: Tree,
+        operands: Sequence[SSAValue],
+        **props: Attribute,
     ) -> Operation:
         """Infer the result types of `cls` and create the op (a located error on failure)."""
         types = [o.type for o in operands]
@@ -200,7 +219,7 @@ class InstructionBuilder(LiteralBuilder):
         results = self.infer_cache.get(key)
         if results is None:
             try:
-                results = cls.infer(types, props, self.symbols)  # type: ignore[attr-defined]
+                results = cls.infer(types, props, self.symbols)
             except InferenceError as err:
                 raise self.error(str(err), node) from None
             for t in results:
@@ -275,7 +294,7 @@ class InstructionBuilder(LiteralBuilder):
                 props["groups"] = IntAttr(int(clause.children[0]))
         return self.emit(ConvolveOp, node, operands, **props)
 
-    def _gather(self, cls: type[Operation], node: Tree) -> Operation:
+    def _gather(self, cls: type[GraphInstruction], node: Tree) -> Operation:
         """`gather %d at %i along A` / `gatherElements ...`."""
         return self.emit(cls, node, self._uses(node), axis=IntAttr(int(node.children[-1])))
 
@@ -284,7 +303,7 @@ class InstructionBuilder(LiteralBuilder):
         batch = node.children[3] if len(node.children) > 3 else 0
         return self.emit(GatherNDOp, node, self._uses(node), batch_dims=IntAttr(int(batch)))
 
-    def _scatter(self, cls: type[Operation], node: Tree) -> Operation:
+    def _scatter(self, cls: type[GraphInstruction], node: Tree) -> Operation:
         """`scatterElements %u to %d at %i along A [by R]` / `scatterND %u to %d at %i [by R]`."""
         props: dict[str, Attribute] = {}
         rest = [c for c in node.children[4:] if isinstance(c, Token)]
@@ -295,7 +314,7 @@ class InstructionBuilder(LiteralBuilder):
             props["reduction"] = StringAttr(str(by[0].children[0]))
         return self.emit(cls, node, self._uses(node), **props)
 
-    def _top_k(self, cls: type[Operation], node: Tree) -> Operation:
+    def _top_k(self, cls: type[GraphInstruction], node: Tree) -> Operation:
         """`topK %x count K along A [smallest]` / `topKIndices ...`."""
         count, axis = (int(c) for c in node.children if isinstance(c, Token) and c.type == "INT")
         props: dict[str, Attribute] = {"count": IntAttr(count), "axis": IntAttr(axis)}
