@@ -178,5 +178,6 @@ def _aggregate_literal(
     elements = list(tree[1])
     if kind == "struct":
         by_name = dict(elements)
-        elements = [by_name[name] for name, _ in symbols.structs[t.ident]]  # type: ignore[attr-defined]
+        assert isinstance(t, NominalType), t
+        elements = [by_name[name] for name, _ in symbols.structs[t.ident]]
     return [(e, et, items) for e, et in zip(elements, kids, strict=True)]

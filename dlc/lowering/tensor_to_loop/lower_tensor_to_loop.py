@@ -196,10 +196,12 @@ class FunctionLowering:
             emit_group(self.b, op, self.buffers, new_buffer)
             return
         members = epilogue_members(op)
-        after: Operation | None = op
+        after: Operation = op
         while members and after is not members[-1]:  # the members and literals among them
-            after = after.next_op  # type: ignore[union-attr]
-            self.done.add(after)  # type: ignore[arg-type]
+            following = after.next_op
+            assert following is not None, "the epilogue members follow in the block"
+            after = following
+            self.done.add(after)
             if isinstance(after, tensor.ConstantOp):
                 self._lower_constant(after)  # first: the members read them
         buffer = new_buffer(op.result)
@@ -253,7 +255,8 @@ class FunctionLowering:
             )
         except Unsupported as err:
             raise error_at(op, f"not supported by the code generator yet: scan by {err}") from None
-        copy_loc(op, value.owner)  # type: ignore[arg-type]
+        assert isinstance(value.owner, Operation), "the scan step is an op's result"
+        copy_loc(op, value.owner)
         store(inner, value, buffer, at(scan.iv), t.dt)
         inner.insert(loop.YieldOp(value))
         for block in blocks:

@@ -98,9 +98,10 @@ class PackedOperand(NestPlan):
         for lb, ub in ((lo, hi), (index(b, 0), k_extent), (index(b, 0), index(b, plan.width))):
             nest = b.insert(loop.ForOp(lb, ub, one))
             copy_loc(self.op, nest)
-            nest.body.block.add_op(loop.YieldOp())
+            terminator = loop.YieldOp()
+            nest.body.block.add_op(terminator)
             ivs.append(nest.iv)
-            b = Builder(InsertPoint.before(nest.body.block.last_op))  # type: ignore[arg-type]
+            b = Builder(InsertPoint.before(terminator))
         p, kk, r = ivs
         start = b.insert(arith.MuliOp(p, index(b, plan.width))).result
         column = b.insert(arith.AddiOp(start, r)).result
