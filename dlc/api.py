@@ -206,10 +206,9 @@ def _compile(
     portable = portable_messages(meta["messages"], prefixes)
     stored = key is not None and jit.cacheable()
     stored = stored and (portable is None) == (meta["messages"] is None)
-    if stored:
+    if stored and key is not None and jit.object_code is not None:  # cacheable: object code
         kept: Metadata = {**meta, "messages": portable}
         handler = interrupts.handler_object()  # a warm start loads it instead of compiling it
-        assert key is not None and jit.object_code is not None, "cacheable: it has object code"
         entry = cache.Entry(jit.object_code, kept, jit.optimized_ir, jit.data, handler)
         cache.store(key, entry)
     levels = ProgramLevels(module, options, jit, externs)

@@ -137,10 +137,9 @@ def func_signature(graph_func: Any) -> FuncSig | None:
         return built[id(t)]
 
     ftype = graph_func.function_type
-    loaded = [sig(t) for t in ftype.args]
-    args = [a for a in loaded if isinstance(a, TensorSig)]
+    args = [a for a in map(sig, ftype.args) if isinstance(a, TensorSig)]
     output = sig(ftype.output)
-    if output is None or len(args) != len(loaded):
+    if output is None or len(args) != len(ftype.args):
         return None
     entry = graph_func.body.blocks.first
     names = entry.args if entry is not None else ()

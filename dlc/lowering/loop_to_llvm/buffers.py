@@ -53,12 +53,6 @@ class BufferEmitter(ContextEmitter):
     values: dict[SSAValue, SSAValue]
     arena: SSAValue | None
 
-    def declare(self, name: str, inputs: Sequence[Attribute], output: Attribute) -> None:
-        raise NotImplementedError  # provided by the function emitter
-
-    def get(self, value: SSAValue) -> SSAValue:
-        raise NotImplementedError
-
     def address(
         self, op: Operation, buffer: SSAValue, indices: Sequence[SSAValue], lanes: int = 1
     ) -> tuple[SSAValue, int]:

@@ -71,6 +71,9 @@ class ContextEmitter:
     def constant(self, value: IntegerAttr | FloatAttr, t: Attribute) -> SSAValue:
         raise NotImplementedError  # provided by the function emitter
 
+    def get(self, value: SSAValue) -> SSAValue:
+        raise NotImplementedError  # provided by the function emitter
+
     def start(self, block: Block) -> None:
         raise NotImplementedError
 

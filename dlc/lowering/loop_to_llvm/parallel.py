@@ -9,7 +9,7 @@ docs/design/fusion-and-memory.md.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable
 
 from xdsl.dialects import arith, llvm
 from xdsl.dialects.builtin import (
@@ -132,12 +132,6 @@ class ParallelEmitter(ContextEmitter):
     chunks: dict[Hashable, str]  # `chunk_key` of an outlined run -> its function
     walks: dict[Operation, list[Operation]]  # `walk_ops` of the top-level ops in runs
     profile: KernelTable | None
-
-    def declare(self, name: str, inputs: Sequence[Attribute], output: Attribute) -> None:
-        raise NotImplementedError  # provided by the function emitter
-
-    def get(self, value: SSAValue) -> SSAValue:
-        raise NotImplementedError
 
     def child(self, openmp: bool = False, name: str = "") -> ParallelEmitter:
         """A fresh emitter for an outlined function (same module state)."""

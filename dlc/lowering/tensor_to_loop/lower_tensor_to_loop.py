@@ -13,7 +13,6 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.rewriter import Rewriter
 
 from dlc.analysis.kernel_origins import NestOrigin, is_tuned, record_nest
 from dlc.analysis.levels import require_level
@@ -196,11 +195,10 @@ class FunctionLowering:
             emit_group(self.b, op, self.buffers, new_buffer)
             return
         members = epilogue_members(op)
-        after: Operation = op
+        after: Operation | None = op
         while members and after is not members[-1]:  # the members and literals among them
-            following = after.next_op
-            assert following is not None, "the epilogue members follow in the block"
-            after = following
+            after = after.next_op
+            assert after is not None, "the epilogue members follow in the block"
             self.done.add(after)
             if isinstance(after, tensor.ConstantOp):
                 self._lower_constant(after)  # first: the members read them
@@ -255,8 +253,7 @@ class FunctionLowering:
             )
         except Unsupported as err:
             raise error_at(op, f"not supported by the code generator yet: scan by {err}") from None
-        assert isinstance(value.owner, Operation), "the scan step is an op's result"
-        copy_loc(op, value.owner)
+        copy_loc(op, value.owner)  # type: ignore[arg-type]
         store(inner, value, buffer, at(scan.iv), t.dt)
         inner.insert(loop.YieldOp(value))
         for block in blocks:
@@ -293,7 +290,7 @@ class CFGLowering(FunctionLowering):
                 self._op(op)
         for ret in self.returns:
             for buffer in reversed(self.allocs):
-                Rewriter.insert_op(loop.DeallocOp(buffer), InsertPoint.before(ret))
+                Builder(InsertPoint.before(ret)).insert(loop.DeallocOp(buffer))
         return self.result
 
     def _buffer(self, value: SSAValue, dests: dict[SSAValue, SSAValue]) -> SSAValue:
