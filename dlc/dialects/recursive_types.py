@@ -53,7 +53,7 @@ def holds(symbols: Symbols) -> dict[str, list[str]]:
 def _cached(symbols: Symbols, key: str) -> object | None:
     entry = symbols.cache.get(key)
     size = (len(symbols.structs), len(symbols.enums))
-    return entry[1] if entry is not None and entry[0] == size else None
+    return entry[1] if isinstance(entry, tuple) and entry[0] == size else None
 
 
 def _store(symbols: Symbols, key: str, value: object) -> None:

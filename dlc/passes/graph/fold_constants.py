@@ -51,9 +51,10 @@ def foldable(op: Operation, limit: int) -> bool:
     if isinstance(op, LiteralOp | GlobalRefOp) or not op.has_trait(Pure) or len(op.results) != 1:
         return False
     types = [op.results[0].type, *(v.type for v in op.operands)]
-    if not all(isinstance(t, TensorType) for t in types):
+    tensors = [t for t in types if isinstance(t, TensorType)]
+    if len(tensors) != len(types):
         return False
-    counts = [t.num_elements for t in types]
+    counts = [t.num_elements for t in tensors]
     if not folds_to(counts[0], counts[1:], limit):
         return False
     return all(isinstance(v.owner, LiteralOp) and not v.owner.elements for v in op.operands)
