@@ -1,6 +1,6 @@
 PYTHON ?= python3
 
-.PHONY: test lit lint format bench bench-aot docs
+.PHONY: test lit lint types format bench bench-aot docs
 
 # Everything: the unit tests and, through test/unit/test_lit.py, the lit suite.
 test:
@@ -13,6 +13,10 @@ lit:
 lint:
 	$(PYTHON) -m ruff check dlc tools test
 	$(PYTHON) -m ruff format --check dlc tools test
+
+# The type checker on dlc/ ([tool.mypy] in pyproject.toml; a cold run takes minutes).
+types:
+	$(PYTHON) -m mypy dlc
 
 format:
 	$(PYTHON) -m ruff format dlc tools test

@@ -20,7 +20,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 
 from dlc import pipeline, progress
 from dlc.budget import ModuleBudget, check_budget
@@ -92,16 +92,14 @@ def metadata(llvm_level: ModuleOp, report: Report, native: set[str]) -> Metadata
     """What a compiled module needs besides the graph module and the machine code, as
     JSON-able data (the compile cache stores it; `cache.valid_meta` checks its shape)."""
     messages = llvm_level.attributes.get(abi.MESSAGES)
-    sizes = llvm_level.attributes.get(abi.VARS)
     assert messages is None or isinstance(messages, ArrayAttr)
-    assert sizes is None or isinstance(sizes, DictionaryAttr)
     return {
         "native": sorted(native),
         "externs": external_names(llvm_level),
-        "messages": None if messages is None else [m.data for m in messages.data],  # type: ignore[attr-defined]
+        "messages": None if messages is None else [m.data for m in messages.data],
         "arena_bytes": report.arena_bytes,
         "unbounded": report.unbounded,
-        "vars": {n: v.value.data for n, v in sizes.data.items()} if sizes else {},  # type: ignore[attr-defined]
+        "vars": abi.variable_sizes(llvm_level),
         "stats": report.functions,
         "passes": report.passes,
     }
@@ -110,7 +108,8 @@ def metadata(llvm_level: ModuleOp, report: Report, native: set[str]) -> Metadata
 def profiled_kernels(llvm_level: ModuleOp) -> list[dict[str, Any]]:
     """The kernel facts a profiling compile recorded (`abi.PROFILE`)."""
     kernels = llvm_level.attributes.get(abi.PROFILE)
-    return json.loads(kernels.data) if kernels is not None else []  # type: ignore[attr-defined]
+    assert kernels is None or isinstance(kernels, StringAttr), kernels
+    return json.loads(kernels.data) if kernels is not None else []
 
 
 def cache_key(
@@ -207,10 +206,10 @@ def _compile(
     portable = portable_messages(meta["messages"], prefixes)
     stored = key is not None and jit.cacheable()
     stored = stored and (portable is None) == (meta["messages"] is None)
-    if stored:
-        kept: Metadata = {**meta, "messages": portable}  # type: ignore[typeddict-item]
+    if stored and key is not None and jit.object_code is not None:  # cacheable: object code
+        kept: Metadata = {**meta, "messages": portable}
         handler = interrupts.handler_object()  # a warm start loads it instead of compiling it
-        entry = cache.Entry(jit.object_code, kept, jit.optimized_ir, jit.data, handler)  # type: ignore[arg-type]
+        entry = cache.Entry(jit.object_code, kept, jit.optimized_ir, jit.data, handler)
         cache.store(key, entry)
     levels = ProgramLevels(module, options, jit, externs)
     compiled = CompiledModule(jit, funcs, native, report, meta["messages"], levels, threads)

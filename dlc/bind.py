@@ -120,7 +120,7 @@ def _bind(func: FuncOp, values: Mapping[str, object]) -> None:
                 f"got {got}",
             )
         op = literal_of(np.ascontiguousarray(value), t)
-        op.result._name = pname  # type: ignore[attr-defined]
+        op.result._name = pname
         block.insert_op_before(op, block.first_op) if block.first_op else block.add_op(op)
         arg.replace_all_uses_with(op.result)
         block.erase_arg(arg)

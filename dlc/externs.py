@@ -80,7 +80,7 @@ def allowed_externs(externs: object, option: str = "externs") -> frozenset[str]:
             f"got {type(externs).__name__}"
         )
     names: set[str] = set()
-    for item in externs:  # type: ignore[union-attr]
+    for item in externs:
         if not isinstance(item, str):
             raise TypeError(f"{option}: expected C symbol names (str), got {type(item).__name__}")
         if item in PRESETS:

@@ -116,7 +116,7 @@ def check_tuning_db(path: object, option: str = "tuning_db") -> str | None:
         return None
     if not isinstance(path, str | os.PathLike):
         raise TypeError(f"{option} must be None or a path, got {type(path).__name__}")
-    return os.fspath(path)  # type: ignore[arg-type]
+    return os.fspath(path)
 
 
 def check_threads(num_threads: object) -> int:

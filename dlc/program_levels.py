@@ -155,11 +155,13 @@ class ProgramLevels:
     def text(self, level: str) -> str:
         from dlc.parser import print_module
 
-        if level == "llvm" and self.jit.optimized_ir is None:
-            options = self.options
-            self.jit.optimized_ir = llvm_ir(self.module("llvm"), options.opt_level, options.target)
         if level == "llvm":
-            return self.jit.optimized_ir  # type: ignore[return-value]
+            if self.jit.optimized_ir is None:
+                options = self.options
+                self.jit.optimized_ir = llvm_ir(
+                    self.module("llvm"), options.opt_level, options.target
+                )
+            return self.jit.optimized_ir
         if level == "graph":
             return print_module(self.module("graph"))
         return str(self.module(level))

@@ -27,7 +27,7 @@ class CFG:
     def of(func: FuncOp) -> CFG:
         entry = func.entry
         assert entry is not None
-        idom: dict[Hashable, Hashable] = immediate_dominators(entry, successors)  # type: ignore[assignment]
+        idom: dict[Hashable, Hashable] = immediate_dominators(entry, successors)
         preds = predecessors(list(idom))  # type: ignore[arg-type]
         exits = [b for b in preds if not successors(b)]
         ipdom = immediate_dominators(_EXIT, lambda n: exits if n is _EXIT else preds[n])  # type: ignore[index]

@@ -44,7 +44,7 @@ def _lanes(t: Attribute) -> int:
 
 def _element_bytes(t: Attribute) -> int:
     width = getattr(t, "bitwidth", None) or getattr(getattr(t, "width", None), "data", 8)
-    return max(1, int(width) // 8)
+    return max(1, int(width or 8) // 8)
 
 
 def buffer_bytes(buffer: SSAValue) -> int:

@@ -11,6 +11,8 @@ before they reach it.
 
 from __future__ import annotations
 
+from xdsl.ir import Operation
+
 from dlc.diagnostics import error_at
 from dlc.dialects import tensor
 from dlc.dialects.tensor_groups import next_compute, reads_at_identity
@@ -24,9 +26,9 @@ def epilogue_conflict(op: tensor.ComputeOp) -> str | None:
     if op.combinator is None:
         return "schedule: epilogue: only a reduction has one"
     members: list[tensor.ComputeOp] = []
-    current: object = op
+    current: Operation = op
     for _ in range(count):
-        member = next_compute(current)  # type: ignore[arg-type]
+        member = next_compute(current)
         why = _why_not(op, member, members)
         if why is not None:
             return f"schedule: epilogue {count}: {why}"
@@ -43,11 +45,12 @@ def epilogue_members(op: tensor.ComputeOp) -> list[tensor.ComputeOp]:
     if why is not None:
         raise error_at(op, why)
     members: list[tensor.ComputeOp] = []
-    current: object = op
+    current: Operation = op
     for _ in range(op.schedule.epilogue if op.schedule is not None else 0):
-        current = next_compute(current)  # type: ignore[arg-type]
-        assert isinstance(current, tensor.ComputeOp)
-        members.append(current)
+        member = next_compute(current)
+        assert isinstance(member, tensor.ComputeOp)
+        members.append(member)
+        current = member
     return members
 
 

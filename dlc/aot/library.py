@@ -20,7 +20,7 @@ from pathlib import Path
 import llvmlite.binding as llvm_binding
 from llvmlite import ir
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp
 
 from dlc.aot import c_entry, header, link
 from dlc.aot.signature import CFunction
@@ -56,13 +56,11 @@ class Request:
 def _messages(llvm_level: ModuleOp) -> list[str]:
     messages = llvm_level.attributes.get(abi.MESSAGES)
     assert messages is None or isinstance(messages, ArrayAttr)
-    return [] if messages is None else [m.data for m in messages.data]  # type: ignore[attr-defined]
+    return [] if messages is None else [m.data for m in messages.data]
 
 
 def _variables(llvm_level: ModuleOp) -> dict[str, int]:
-    sizes = llvm_level.attributes.get(abi.VARS)
-    assert sizes is None or isinstance(sizes, DictionaryAttr)
-    return {n: v.value.data for n, v in sizes.data.items()} if sizes else {}  # type: ignore[attr-defined]
+    return abi.variable_sizes(llvm_level)
 
 
 def declared(llvm_level: ModuleOp) -> list[str]:

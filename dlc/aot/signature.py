@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from xdsl.ir import Attribute
 
@@ -116,8 +117,8 @@ def _result_leaves(t: Attribute) -> list[Attribute] | None:
     return leaves
 
 
-def _unsupported(t: Attribute) -> bool:
-    return not isinstance(t, TensorType) or t.dt not in C_TYPES
+def _exportable(t: Attribute) -> TypeGuard[TensorType]:
+    return isinstance(t, TensorType) and t.dt in C_TYPES
 
 
 def _c_identifier(name: str) -> str:
@@ -139,27 +140,29 @@ def c_function(func: FuncOp, prefix: str) -> CFunction:
     name = func.sym_name.data
     ftype = func.function_type
     entry = func.body.blocks.first
-    names = [getattr(a, "_name", None) or f"arg{i}" for i, a in enumerate(entry.args)]  # type: ignore[union-attr]
+    assert entry is not None, "an exported function has a body"
+    names = [getattr(a, "_name", None) or f"arg{i}" for i, a in enumerate(entry.args)]
     where = f"@{name} cannot be exported to C"
     params: list[CArg] = []
     taken: set[str] = set()
     for arg_name, t in zip(names, ftype.args, strict=True):
-        if _unsupported(t):
+        if not _exportable(t):
             kinds = "plain tensors of f16, bf16, f32, f64, bool, i8-i64 or u8-u64"
             raise error_at(
                 func, f"{where}: parameter %{arg_name} has type {format_type(t)} ({kinds} only)"
             )
-        params.append(CArg(_unique(_c_identifier(arg_name), taken), t, output=False))  # type: ignore[arg-type]
+        params.append(CArg(_unique(_c_identifier(arg_name), taken), t, output=False))
     leaves = _result_leaves(ftype.output)
-    if leaves is None or any(_unsupported(t) for t in leaves):
+    tensors = [t for t in leaves or [] if _exportable(t)]
+    if leaves is None or len(tensors) != len(leaves):
         raise error_at(
             func,
             f"{where}: its result type {format_type(ftype.output)} is not made of tensors "
             "of f16, bf16, f32, f64, bool, i8-i64 or u8-u64",
         )
-    single = len(leaves) == 1 and isinstance(ftype.output, TensorType)
+    single = len(tensors) == 1 and isinstance(ftype.output, TensorType)
     results = [
-        CArg(_unique("result" if single else f"result{i}", taken), t, output=True)  # type: ignore[arg-type]
-        for i, t in enumerate(leaves)
+        CArg(_unique("result" if single else f"result{i}", taken), t, output=True)
+        for i, t in enumerate(tensors)
     ]
     return CFunction(name, f"{prefix}_{_c_identifier(name)}", (*params, *results))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 import warnings
 from collections.abc import Callable
+from typing import TextIO
 
 
 def guarded_main(
@@ -44,7 +45,14 @@ def plain_warnings() -> None:
     their message alone on stderr, not Python's `file:line: Category: ...` form."""
     default = warnings.showwarning
 
-    def show(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001, ANN202
+    def show(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: TextIO | None = None,
+        line: str | None = None,
+    ) -> None:
         if getattr(category, "__module__", "").startswith("dlc."):
             text = str(message)
             print(text if "warning:" in text else f"warning: {text}", file=file or sys.stderr)

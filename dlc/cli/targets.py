@@ -92,7 +92,8 @@ class Output:
     def close(self) -> None:
         if self.atomic is not None:
             self.guard(self.stream.flush)
-            self.stream.detach()  # type: ignore[attr-defined] -- the wrapper of atomic.stream
+            assert isinstance(self.stream, io.TextIOWrapper)  # the wrapper of atomic.stream
+            self.stream.detach()
             self.guard(self.atomic.commit)
             return
         self.guard(self.stream.flush if self.path is None else self.stream.close)

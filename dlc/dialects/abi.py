@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp
+
 CTX_STATUS = 0
 """ctx word: 0, or the 1-based index of a message in the module attribute `MESSAGES`
 recorded by the first trap / out-of-bounds access / interrupt; every function returns
@@ -49,6 +51,19 @@ the name of a runtime, libc, libm or LLVM symbol (`memcpy`, `exp`, `free`,
 `llvm.memcpy...`, `_dlc_py_...`) and be called in its place. Pieces outlined from `f`
 (parallel loop bodies, nests) are `dlc.fn.f$omp<k>`, `dlc.fn.f$nest<k>`: `$` is not a
 character of DLVM names. C exports keep their C names (dlc/aot)."""
+
+
+def variable_sizes(llvm_level: ModuleOp) -> dict[str, int]:
+    """The module variables `VARS` records: name -> byte size."""
+    sizes = llvm_level.attributes.get(VARS)
+    if sizes is None:
+        return {}
+    assert isinstance(sizes, DictionaryAttr), sizes
+    out: dict[str, int] = {}
+    for name, size in sizes.data.items():
+        assert isinstance(size, IntegerAttr), size
+        out[name] = size.value.data
+    return out
 
 
 def function_symbol(name: str) -> str:

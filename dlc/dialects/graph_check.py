@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 from xdsl.ir import Attribute
@@ -35,12 +36,15 @@ from dlc.dialects.graph_types import (
     numpy_dtype,
 )
 
+if TYPE_CHECKING:
+    from dlc.dialects.graph_module import Symbols
+
 
 def check_literal(
     tree: LitTree,
     t: Attribute,
     operand_types: Sequence[Attribute],
-    symbols: object | None = None,
+    symbols: Symbols | None = None,
 ) -> str | None:
     """Why literal `tree` is not a valid value of type `t`, or None when it is."""
     work: list[tuple[LitTree, Attribute]] = [(tree, t)]
@@ -56,7 +60,7 @@ def _check_node(
     node: LitTree,
     ty: Attribute,
     operand_types: Sequence[Attribute],
-    symbols: object | None,
+    symbols: Symbols | None,
     work: list[tuple[LitTree, Attribute]],
 ) -> str | None:
     kind = node[0]
@@ -189,13 +193,13 @@ def overflows_float(value: int | float, dtype: str) -> bool:
 
 
 def _check_struct(
-    node: LitTree, ty: Attribute, symbols: object | None, work: list[tuple[LitTree, Attribute]]
+    node: LitTree, ty: Attribute, symbols: Symbols | None, work: list[tuple[LitTree, Attribute]]
 ) -> str | None:
     if not (isinstance(ty, NominalType) and ty.kind.data == "struct"):
         return f"struct literal is not a valid value of type {format_type(ty)}"
     if symbols is None:
         return None
-    fields = symbols.structs.get(ty.ident)  # type: ignore[attr-defined]
+    fields = symbols.structs.get(ty.ident)
     names = [name for name, _ in node[1]]
     if fields is None or names != [name for name, _ in fields]:
         return f"struct literal fields {', '.join('#' + n for n in names)} do not match ${ty.ident}"
@@ -204,13 +208,13 @@ def _check_struct(
 
 
 def _check_enum(
-    node: LitTree, ty: Attribute, symbols: object | None, work: list[tuple[LitTree, Attribute]]
+    node: LitTree, ty: Attribute, symbols: Symbols | None, work: list[tuple[LitTree, Attribute]]
 ) -> str | None:
     if not (isinstance(ty, NominalType) and ty.kind.data == "enum"):
         return f"enum literal is not a valid value of type {format_type(ty)}"
     if symbols is None:
         return None
-    cases = dict(symbols.enums.get(ty.ident, []))  # type: ignore[attr-defined]
+    cases = dict(symbols.enums.get(ty.ident, []))
     case, values = node[1], node[2]
     if case not in cases:
         return f"enum ${ty.ident} has no case ?{case}"

@@ -347,7 +347,7 @@ class RandomOp(GraphInstruction):
             raise InferenceError(f"random: bounds must be numeric, got {lo.dt}")
         shape = props["shape"]
         assert isinstance(shape, ArrayAttr)
-        return [TensorType([d.data for d in shape.data], lo.dt)]  # type: ignore[union-attr]
+        return [TensorType([d.data for d in shape.data], lo.dt)]
 
 
 OPS: list[type[Operation]] = [

@@ -17,7 +17,7 @@ def ints(attr: Attribute | None) -> list[int]:
     if attr is None:
         return []
     assert isinstance(attr, ArrayAttr)
-    return [x.data for x in attr.data]  # type: ignore[union-attr]
+    return [x.data for x in attr.data]
 
 
 def int_prop(props: Props, key: str) -> int:

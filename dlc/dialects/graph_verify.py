@@ -339,11 +339,12 @@ def _check_operand(
     idom: dict[Block, Block],
     position: dict[Operation, int],
 ) -> None:
-    def_block = value.block if isinstance(value, BlockArgument) else value.op.parent  # type: ignore[attr-defined]
+    assert isinstance(value, BlockArgument | OpResult), value
+    def_block = value.block if isinstance(value, BlockArgument) else value.op.parent
     if def_block not in index:
         raise error_at(op, f"operand {value_name(value)} is defined outside this function")
     if def_block is block:
-        if isinstance(value, BlockArgument) or position[value.op] < position[op]:  # type: ignore[attr-defined]
+        if isinstance(value, BlockArgument) or position[value.op] < position[op]:
             return
         raise error_at(op, f"{value_name(value)} is used before its definition")
     if not dominates(def_block, block, idom):

@@ -4,6 +4,9 @@ off-by-one fixed)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from xdsl.dialects.builtin import ArrayAttr, IntAttr
 from xdsl.ir import Attribute
 
 from dlc.diagnostics import DiagnosticError, error_at
@@ -55,16 +58,22 @@ def adjoint_type(func: FuncOp, symbols: Symbols) -> FunctionType:
     return FunctionType(inputs, TupleType(results))
 
 
-def _indices(attr: object, bound: int, clause: str, why: str, fail: object) -> list[int] | None:
+def _indices(
+    attr: ArrayAttr[IntAttr] | None,
+    bound: int,
+    clause: str,
+    why: str,
+    fail: Callable[[str], DiagnosticError],
+) -> list[int] | None:
     if attr is None:
         return None
-    values = [x.data for x in attr.data]  # type: ignore[attr-defined]
+    values = [x.data for x in attr.data]
     seen: set[int] = set()
     for v in values:
         if not 0 <= v < bound:
-            raise fail(f"{clause} index {v} is out of range ({why})")  # type: ignore[operator]
+            raise fail(f"{clause} index {v} is out of range ({why})")
         if v in seen:
-            raise fail(f"duplicate {clause} index {v}")  # type: ignore[operator]
+            raise fail(f"duplicate {clause} index {v}")
         seen.add(v)
     return values
 

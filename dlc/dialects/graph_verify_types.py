@@ -116,7 +116,8 @@ def check_recursive_types(module: ModuleOp) -> None:
     order = [n for n in decls if n in structs]
     cycle = _find_cycle(order, structs)
     if cycle is not None:
-        first = min(range(len(cycle)), key=lambda i: order.index(cycle[i]))
+        found = cycle  # (a name the key function can see narrowed)
+        first = min(range(len(found)), key=lambda i: order.index(found[i]))
         cycle = cycle[first:] + cycle[:first]
         through = "".join(
             f" through ${name}" if i == 0 else f", ${name}" for i, name in enumerate(cycle[1:])

@@ -53,7 +53,7 @@ def holds(symbols: Symbols) -> dict[str, list[str]]:
 def _cached(symbols: Symbols, key: str) -> object | None:
     entry = symbols.cache.get(key)
     size = (len(symbols.structs), len(symbols.enums))
-    return entry[1] if entry is not None and entry[0] == size else None
+    return entry[1] if isinstance(entry, tuple) and entry[0] == size else None
 
 
 def _store(symbols: Symbols, key: str, value: object) -> None:
@@ -63,8 +63,8 @@ def _store(symbols: Symbols, key: str, value: object) -> None:
 def indirect_enums(symbols: Symbols) -> frozenset[str]:
     """The enums that reach themselves through the holds relation."""
     cached = _cached(symbols, "indirect")
-    if cached is not None:
-        return cached  # type: ignore[return-value]
+    if isinstance(cached, frozenset):
+        return cached
     graph = holds(symbols)
     found: set[str] = set()
     for name in symbols.enums:
@@ -87,8 +87,8 @@ def zero_cases(symbols: Symbols) -> dict[str, int | None]:
     """Enum name -> the index of its zero case (module docstring), None when the enum
     has no finite value."""
     cached = _cached(symbols, "zero")
-    if cached is not None:
-        return cached  # type: ignore[return-value]
+    if isinstance(cached, dict):
+        return cached
     finite: set[str] = set()  # structs and enums with a finite value (a least fixpoint)
 
     def all_finite(types: tuple[Attribute, ...] | list[Attribute]) -> bool:

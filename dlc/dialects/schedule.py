@@ -9,8 +9,9 @@ docs/design/schedules.md.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypedDict, Unpack
 
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
 from xdsl.ir import Attribute, Dialect, ParametrizedAttribute
@@ -57,6 +58,21 @@ def axis_names(rank: int, reductions: int) -> list[str]:
     return [f"d{i}" for i in range(rank)] + [f"r{i}" for i in range(reductions)]
 
 
+class ScheduleFields(TypedDict, total=False):
+    """The keywords of `ScheduleAttr(...)` (and of `ScheduleAttr.replaced`)."""
+
+    tiles: Mapping[str, Sequence[int]] | None
+    order: Sequence[str]
+    parallel: Sequence[str]
+    unroll: Sequence[str]
+    vectorize: tuple[str, int] | None
+    pack: Sequence[int]
+    group: tuple[int, int, bool, bool] | None
+    fma: bool
+    epilogue: int
+    split: Mapping[str, Sequence[int]] | None
+
+
 @irdl_attr_definition
 class ScheduleAttr(ParametrizedAttribute):
     """`#schedule.nest<...>`: the schedule of one `tensor.compute` (module docstring)."""
@@ -77,7 +93,7 @@ class ScheduleAttr(ParametrizedAttribute):
     def __init__(
         self,
         *,
-        tiles: dict[str, Sequence[int]] | None = None,
+        tiles: Mapping[str, Sequence[int]] | None = None,
         order: Sequence[str] = (),
         parallel: Sequence[str] = (),
         unroll: Sequence[str] = (),
@@ -86,12 +102,12 @@ class ScheduleAttr(ParametrizedAttribute):
         group: tuple[int, int, bool, bool] | None = None,
         fma: bool = False,
         epilogue: int = 0,
-        split: dict[str, Sequence[int]] | None = None,
+        split: Mapping[str, Sequence[int]] | None = None,
     ) -> None:
         def names(items: Sequence[str]) -> ArrayAttr[StringAttr]:
             return ArrayAttr([StringAttr(n) for n in items])
 
-        def per_axis(table: dict[str, Sequence[int]] | None) -> ArrayAttr[ArrayAttr[Attribute]]:
+        def per_axis(table: Mapping[str, Sequence[int]] | None) -> ArrayAttr[ArrayAttr[Attribute]]:
             return ArrayAttr(  # in axis order (d0, ..., r0, ...): equal schedules compare equal
                 [
                     ArrayAttr([StringAttr(a), *(IntAttr(f) for f in fs)])
@@ -144,7 +160,8 @@ class ScheduleAttr(ParametrizedAttribute):
         if not self.vectorize.data:
             return None
         loop, width = self.vectorize.data
-        return loop.data, width.data  # type: ignore[attr-defined]
+        assert isinstance(loop, StringAttr) and isinstance(width, IntAttr), self.vectorize
+        return loop.data, width.data
 
     @property
     def packed(self) -> tuple[int, ...]:
@@ -167,9 +184,9 @@ class ScheduleAttr(ParametrizedAttribute):
         """How many of the computes right after this one run at its register tile."""
         return self.epilogue_count.data
 
-    def replaced(self, **changes: object) -> ScheduleAttr:
+    def replaced(self, **changes: Unpack[ScheduleFields]) -> ScheduleAttr:
         """This schedule with some clauses changed (constructor keywords)."""
-        fields: dict[str, object] = {
+        fields: ScheduleFields = {
             "tiles": self.tile_sizes,
             "order": self.loop_order,
             "parallel": sorted(self.parallel_loops),
@@ -182,7 +199,7 @@ class ScheduleAttr(ParametrizedAttribute):
             "split": self.split_points,
         }
         fields.update(changes)
-        return ScheduleAttr(**fields)  # type: ignore[arg-type]
+        return ScheduleAttr(**fields)
 
     def with_group(self, group: tuple[int, int, bool, bool] | None) -> ScheduleAttr:
         return self.replaced(group=group)

@@ -80,7 +80,7 @@ class ConstantOp(IRDLOperation):
             values = [int(v) for v in values]
         else:
             values = [float(v) for v in values]
-        dense = DenseIntOrFPElementsAttr.from_list(data_type, values)  # type: ignore[arg-type]
+        dense = DenseIntOrFPElementsAttr.from_list(data_type, values)
         super().__init__(result_types=[result_type], properties={"value": dense})
 
     @classmethod
@@ -96,7 +96,7 @@ class ConstantOp(IRDLOperation):
 
     def is_splat(self) -> bool:
         """Whether every element has the bits of the first (in bulk)."""
-        size = self.value.get_element_type().compile_time_size  # type: ignore[attr-defined]
+        size = self.value.get_element_type().compile_time_size
         return all_equal(np.frombuffer(self.value.data.data, np.dtype(f"V{size}")))
 
     def verify_(self) -> None:
@@ -108,7 +108,7 @@ class ConstantOp(IRDLOperation):
 
     @property
     def values(self) -> tuple[int | float, ...]:
-        return self.value.get_values()  # type: ignore[return-value]
+        return self.value.get_values()
 
     def print(self, printer: Printer) -> None:
         printer.print_op_attributes(self.attributes)

@@ -97,13 +97,13 @@ class FuncOp(IRDLOperation):
         for block in self.body.blocks:
             for op in block.ops:
                 fusion = fusion_of(op) if isinstance(op, ComputeOp) else None
-                members = group_members(op) if fusion is not None else []  # type: ignore[arg-type]
-                if not members:
+                members = group_members(op) if fusion is not None else []
+                if fusion is None or not members:
                     continue
-                if fusion[0] in seen:  # type: ignore[index]
-                    message = f"the members of group {fusion[0]} must be consecutive"  # type: ignore[index]
+                if fusion[0] in seen:
+                    message = f"the members of group {fusion[0]} must be consecutive"
                     raise OpVerifyException(op, f"tensor.compute: schedule: {message}")
-                seen.add(fusion[0])  # type: ignore[index]
+                seen.add(fusion[0])
                 failure = verify_group(members)
                 if failure is not None:
                     raise OpVerifyException(failure[0], f"tensor.compute: schedule: {failure[1]}")

@@ -182,7 +182,8 @@ def verify_group(members: list[ComputeOp]) -> tuple[Operation, str] | None:
             return m, f"group {fusion[0]}: members must share `at {k}`"
         if m.domain[:k] != base:
             return m, f"group {fusion[0]}: the first {k} dimensions of every member must match"
-        order = m.schedule.loops(m.domain, m.reduction_extents)  # type: ignore[union-attr]
+        assert m.schedule is not None, "a group member has a schedule (its fusion)"
+        order = m.schedule.loops(m.domain, m.reduction_extents)
         if [lp.name for lp in order[:k]] != [f"d{d}" for d in range(k)]:
             return m, f"group {fusion[0]}: the first {k} loops must be d0 ... d{k - 1}, untiled"
         if m.init is not None and m.init in results:
@@ -211,7 +212,8 @@ def _check_feeds(members: _Members, feeder: ComputeOp) -> str | None:
         return "a feeder must precede a reduction over the shared loops"
     if feeder.domain != (*base, *reduction.reduction_extents):
         return "a feeder's domain must be the shared loops and the reduction's axes"
-    loops = reduction.schedule.loops(reduction.domain, reduction.reduction_extents)  # type: ignore[union-attr]
+    assert reduction.schedule is not None, "a group member has a schedule (its fusion)"
+    loops = reduction.schedule.loops(reduction.domain, reduction.reduction_extents)
     if any(not lp.is_reduction for lp in loops[len(base) :]):
         return "the reduction a feeder feeds must loop over its reduction axes only"
     for reader in members.fed_into(reduction):

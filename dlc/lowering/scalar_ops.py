@@ -56,11 +56,11 @@ class ScalarBuilder:
         t = scalar_type(dtype)
         attr: Attribute
         if dtype == "bf16":
-            attr = IntegerAttr(bf16_bits(float(value)), t)  # type: ignore[arg-type]
+            attr = IntegerAttr(bf16_bits(float(value)), t)
         elif dtype_is_float(dtype):
-            attr = FloatAttr(float(value), t)  # type: ignore[arg-type]
+            attr = FloatAttr(float(value), t)
         else:
-            attr = IntegerAttr(wrap_int(int(value), dtype_bits(dtype)), t)  # type: ignore[arg-type]
+            attr = IntegerAttr(wrap_int(int(value), dtype_bits(dtype)), t)
         return self.emit(arith.ConstantOp(attr))
 
     def index(self, value: int) -> SSAValue:
@@ -70,7 +70,7 @@ class ScalarBuilder:
         t = like.type
         if isinstance(t, IntegerType):
             return self.emit(arith.ConstantOp(IntegerAttr(wrap_int(int(value), t.width.data), t)))
-        return self.emit(arith.ConstantOp(FloatAttr(float(value), t)))  # type: ignore[arg-type]
+        return self.emit(arith.ConstantOp(FloatAttr(float(value), t)))
 
     def select(self, cond: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
         return self.emit(arith.SelectOp(cond, a, b))

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 import numpy as np
 from onnx import TensorProto
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, SSAValue
 
-from dlc.dialects.graph import InferenceError, LiteralOp
+from dlc.dialects.graph import GraphInstruction, InferenceError, LiteralOp
 from dlc.dialects.graph_elementwise import BINARY_OPS, UNARY_OPS, DataTypeCastOp
 from dlc.dialects.graph_literal import LiteralAttr, scalar_tree
 from dlc.dialects.graph_tensor import (
@@ -81,7 +81,7 @@ class Emitter:
         self.block = block
 
     def op(
-        self, cls: type[Operation], operands: Sequence[SSAValue], **props: Attribute
+        self, cls: type[GraphInstruction], operands: Sequence[SSAValue], **props: Attribute
     ) -> SSAValue:
         """Create `cls` with inferred result types; a type error is an `ImportProblem`.
         f16 products and convolutions accumulate in f32 (as NumPy and onnxruntime do),
@@ -91,7 +91,7 @@ class Emitter:
             y = self.op(cls, wide, **props)
             return self.op(DataTypeCastOp, [y], dtype=StringAttr("f16"))
         try:
-            results = cls.infer([o.type for o in operands], props)  # type: ignore[attr-defined]
+            results = cls.infer([o.type for o in operands], props)
         except InferenceError as err:
             if any(tensor_type(o).dt == "bf16" for o in operands):
                 return self._in_f32(cls, operands, props)
@@ -104,7 +104,7 @@ class Emitter:
         return op.results[0]
 
     def _in_f32(
-        self, cls: type[Operation], operands: Sequence[SSAValue], props: dict[str, Attribute]
+        self, cls: type[GraphInstruction], operands: Sequence[SSAValue], props: dict[str, Attribute]
     ) -> SSAValue:
         """An op that computes, on bf16 operands: computed in f32 (each bf16 operand
         widened exactly), an f32 result rounded back to bf16, as ONNX's reference does."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from onnx import GraphProto, TensorProto
+from onnx import GraphProto, TensorProto, TypeProto
 from xdsl.ir import Block, SSAValue
 
 from dlc.dialects.graph_types import TensorType, format_type, size_error
@@ -25,19 +25,16 @@ if TYPE_CHECKING:
     import numpy as np
 
 
-def declared_dims(tensor_type: object) -> list[int | None]:
+def declared_dims(tensor_type: TypeProto.Tensor) -> list[int | None]:
     """The dimensions of a `TypeProto.Tensor`'s shape, None where unknown (module doc)."""
-    return [
-        declared_dim(d)
-        for d in tensor_type.shape.dim  # type: ignore[attr-defined]
-    ]
+    return [declared_dim(d) for d in tensor_type.shape.dim]
 
 
-def dims_text(tensor_type: object) -> str:
+def dims_text(tensor_type: TypeProto.Tensor) -> str:
     """A declared shape as the model writes it: `(-1, 3, ?, height)`."""
     dims = [
         str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?")
-        for d in tensor_type.shape.dim  # type: ignore[attr-defined]
+        for d in tensor_type.shape.dim
     ]
     return "(" + ", ".join(dims) + ")"
 
@@ -77,8 +74,8 @@ class GraphSignature:
             self.values[name] = arg
         return types
 
-    def _input_type(self, name: str, type_proto: object) -> TensorType | None:
-        tensor = type_proto.tensor_type  # type: ignore[attr-defined]
+    def _input_type(self, name: str, type_proto: TypeProto) -> TensorType | None:
+        tensor = type_proto.tensor_type
         dt = DTYPES.get(tensor.elem_type)
         if dt is None:
             kind = TensorProto.DataType.Name(tensor.elem_type)
@@ -116,7 +113,7 @@ class GraphSignature:
         self.problems.append(f"input '{name}': {message}")
         return None
 
-    def _output(self, name: str, type_proto: object) -> SSAValue | None:
+    def _output(self, name: str, type_proto: TypeProto) -> SSAValue | None:
         if name in self.unknown:
             return None
         if name not in self.values and name not in self.constants:
@@ -127,7 +124,7 @@ class GraphSignature:
         except ImportProblem as err:
             self.problems.append(f"output '{name}': {err}")
             return None
-        tensor = type_proto.tensor_type  # type: ignore[attr-defined]
+        tensor = type_proto.tensor_type
         declared = declared_dims(tensor)
         t = value.type
         assert isinstance(t, TensorType)

@@ -14,8 +14,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from dlc.onnx.emitter import ImportProblem
+
+if TYPE_CHECKING:
+    from onnx import TensorShapeProto
 
 
 @dataclass(frozen=True)
@@ -60,10 +64,10 @@ def check_parts(count: int, what: str, limits: ImportLimits) -> None:
         )
 
 
-def declared_dim(dim: object) -> int | None:
+def declared_dim(dim: TensorShapeProto.Dimension) -> int | None:
     """A declared dimension of a value's type: its size, or None when unknown (a
     `dim_param`, no value, or any negative value: ONNX exporters write -1 for unknown)."""
-    if not dim.HasField("dim_value"):  # type: ignore[attr-defined]
+    if not dim.HasField("dim_value"):
         return None
-    value = int(dim.dim_value)  # type: ignore[attr-defined]
+    value = int(dim.dim_value)
     return value if value >= 0 else None

@@ -83,7 +83,8 @@ def cfg_loop(
         raise
     emit.block = pre
     start = [emit.scalar(0, "i64"), *([cond] if cond is not None else []), *carried]
-    zeros = [emit.splat(0, a.type.dims, a.type.dt) for a in head.args[1 + len(types) :]]  # type: ignore[attr-defined]
+    tails = [tensor_type(a) for a in head.args[1 + len(types) :]]
+    zeros = [emit.splat(0, t.dims, t.dt) for t in tails]
     pre.add_op(BranchOp(head, start + zeros))
     emit.block = exit_
     final = list(head.args[1 + (cond is not None) :])
@@ -194,7 +195,7 @@ def _discard(start: Block, blocks: list[Block]) -> None:
     for op in ops:
         op.erase(safe_erase=False)
     for b in blocks:
-        b.parent_region.detach_block(b)  # type: ignore[union-attr]
+        b.parent_region.detach_block(b)
 
 
 def _same_types(then: Sequence[SSAValue], other: Sequence[SSAValue]) -> None:

@@ -199,8 +199,9 @@ def _passes_condition(body: GraphProto) -> bool:
 
 def stack(e: Emitter, values: Sequence[Result]) -> Result:
     """`values` stacked along a new axis 0 (a constant when all are)."""
-    if all(isinstance(v, np.ndarray) for v in values):
-        return np.stack(values)  # type: ignore[arg-type]
+    arrays = [v for v in values if isinstance(v, np.ndarray)]
+    if len(arrays) == len(values):
+        return np.stack(arrays)
     tensors = [e.constant(v) if isinstance(v, np.ndarray) else v for v in values]
     return e.concatenate([e.reshape(t, (1, *shape_of(t))) for t in tensors], 0)
 

@@ -10,6 +10,7 @@ min) becomes `by add|multiply|max|min`.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 from xdsl.dialects.builtin import IntAttr, StringAttr
@@ -161,7 +162,9 @@ def hardmax(node: Node) -> list[Result]:
     return [e.reshape(y, dims)]
 
 
-def _first_index(e: Emitter, ramp: SSAValue, n: int, axis: int, last: bool):  # noqa: ANN202
+def _first_index(
+    e: Emitter, ramp: SSAValue, n: int, axis: int, last: bool
+) -> Callable[[SSAValue], SSAValue]:
     """mask -> the first (last) index along `axis` where mask holds (n, or -1)."""
 
     def first(mask: SSAValue) -> SSAValue:

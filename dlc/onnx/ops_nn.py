@@ -266,7 +266,7 @@ def batch_norm(node: Node) -> list[Result]:
     params = [node.constants[i] if i < len(node.constants) else None for i in range(1, 5)]
     dt = tensor_type(x).dt
     if all(p is not None for p in params):
-        scale, bias, mean, var = (np.asarray(p, np.float64) for p in params)  # type: ignore[arg-type]
+        scale, bias, mean, var = (np.asarray(p, np.float64) for p in params)
         factor = scale / np.sqrt(var + eps)
         shift = bias - mean * factor
         np_dt = np.float64 if dt == "f64" else np.float32

@@ -61,7 +61,7 @@ def _parse(text: str | bytes, filename: str) -> ModuleOp:
     if not tokens:
         raise source.error("empty file: expected 'module'", 1, 1)
     try:
-        tree = _parser().parse(tokens)  # type: ignore[arg-type]
+        tree = _parser().parse(tokens)
     except UnexpectedInput as err:
         raise _syntax_error(source, err, tokens) from None
     module = ModuleBuilder(source).build(tree)

@@ -223,7 +223,7 @@ class ModuleBuilder(InstructionBuilder):
         if name in scope.blocks:
             raise self.error(f"redefinition of block '{name}", label)
         block = Block(arg_types=[self.build_type(p.children[1]) for p in params])
-        block._name = name  # type: ignore[attr-defined]
+        block._name = name
         seen: set[str] = set()
         for arg, param in zip(block.args, params, strict=False):
             pname = str(param.children[0])[1:]

@@ -42,6 +42,7 @@ from dlc.dialects.graph_memory import (
     StoreOp,
     TrapOp,
 )
+from dlc.dialects.graph_module import GraphInstruction
 from dlc.dialects.graph_tensor import (
     BitCastOp,
     ConcatenateOp,
@@ -65,8 +66,9 @@ from dlc.parser.builder_literals import LiteralBuilder
 from dlc.parser.builder_types import ints_of
 from dlc.parser.lexer import SourceText
 
-UNARY_CLASSES: dict[str, type[Operation]] = {**UNARY_OPS, "not": NotOp, "transpose": TransposeOp}
-BINARY_CLASSES: dict[str, type[Operation]] = {**BINARY_OPS, "dot": DotOp, "matrixMultiply": DotOp}
+OpClass = type[GraphInstruction]  # what `emit` creates: an op class with `infer`
+UNARY_CLASSES: dict[str, OpClass] = {**UNARY_OPS, "not": NotOp, "transpose": TransposeOp}
+BINARY_CLASSES: dict[str, OpClass] = {**BINARY_OPS, "dot": DotOp, "matrixMultiply": DotOp}
 
 
 class InstructionBuilder(LiteralBuilder):
@@ -192,7 +194,7 @@ class InstructionBuilder(LiteralBuilder):
         return ArrayAttr([IntAttr(d) for d in dims])
 
     def emit(
-        self, cls: type[Operation], node: Tree, operands: Sequence[SSAValue], **props: Attribute
+        self, cls: OpClass, node: Tree, operands: Sequence[SSAValue], **props: Attribute
     ) -> Operation:
         """Infer the result types of `cls` and create the op (a located error on failure)."""
         types = [o.type for o in operands]
@@ -200,7 +202,7 @@ class InstructionBuilder(LiteralBuilder):
         results = self.infer_cache.get(key)
         if results is None:
             try:
-                results = cls.infer(types, props, self.symbols)  # type: ignore[attr-defined]
+                results = cls.infer(types, props, self.symbols)
             except InferenceError as err:
                 raise self.error(str(err), node) from None
             for t in results:
@@ -275,7 +277,7 @@ class InstructionBuilder(LiteralBuilder):
                 props["groups"] = IntAttr(int(clause.children[0]))
         return self.emit(ConvolveOp, node, operands, **props)
 
-    def _gather(self, cls: type[Operation], node: Tree) -> Operation:
+    def _gather(self, cls: OpClass, node: Tree) -> Operation:
         """`gather %d at %i along A` / `gatherElements ...`."""
         return self.emit(cls, node, self._uses(node), axis=IntAttr(int(node.children[-1])))
 
@@ -284,7 +286,7 @@ class InstructionBuilder(LiteralBuilder):
         batch = node.children[3] if len(node.children) > 3 else 0
         return self.emit(GatherNDOp, node, self._uses(node), batch_dims=IntAttr(int(batch)))
 
-    def _scatter(self, cls: type[Operation], node: Tree) -> Operation:
+    def _scatter(self, cls: OpClass, node: Tree) -> Operation:
         """`scatterElements %u to %d at %i along A [by R]` / `scatterND %u to %d at %i [by R]`."""
         props: dict[str, Attribute] = {}
         rest = [c for c in node.children[4:] if isinstance(c, Token)]
@@ -295,7 +297,7 @@ class InstructionBuilder(LiteralBuilder):
             props["reduction"] = StringAttr(str(by[0].children[0]))
         return self.emit(cls, node, self._uses(node), **props)
 
-    def _top_k(self, cls: type[Operation], node: Tree) -> Operation:
+    def _top_k(self, cls: OpClass, node: Tree) -> Operation:
         """`topK %x count K along A [smallest]` / `topKIndices ...`."""
         count, axis = (int(c) for c in node.children if isinstance(c, Token) and c.type == "INT")
         props: dict[str, Attribute] = {"count": IntAttr(count), "axis": IntAttr(axis)}

@@ -110,9 +110,10 @@ def _owner_op(v: SSAValue) -> Operation | None:
 
 def _keys(op: Operation, ctx: _Context) -> str:
     """Element keys: `0`, `#field`, or a value use for a dynamic key."""
+    assert isinstance(op, mem.ExtractOp | mem.InsertOp | mem.ElementPointerOp), op.name
     keys = op.properties["keys"]
     assert isinstance(keys, ArrayAttr)
-    values = iter(op.key_values)  # type: ignore[attr-defined]
+    values = iter(op.key_values)
     out: list[str] = []
     for k in keys.data:
         if isinstance(k, IntAttr):

@@ -169,7 +169,7 @@ def _enum_case(t: Attribute, case: str, symbols: Symbols | None) -> tuple[Attrib
 
 def format_ints(attr: Attribute | None) -> str:
     assert isinstance(attr, ArrayAttr)
-    return ", ".join(str(x.data) for x in attr.data)  # type: ignore[union-attr]
+    return ", ".join(str(x.data) for x in attr.data)
 
 
 def format_shape(attr: ArrayAttr[IntAttr]) -> str:

@@ -51,8 +51,8 @@ def load_parser() -> lark.Lark:
         if {k: stored.get(k) for k in ("grammar_sha256", "lark")} != _fingerprint():
             return build_parser()
         data, memo = stored["data"], stored["memo"]
-        data["parser"]["lexer_conf"]["lexer_type"] = DLVMLexer  # type: ignore[index]
-        data["options"]["lexer"] = DLVMLexer  # type: ignore[index]
+        data["parser"]["lexer_conf"]["lexer_type"] = DLVMLexer
+        data["options"]["lexer"] = DLVMLexer
         return lark.Lark._load_from_dict(data, memo)  # noqa: SLF001 -- lark's JSON loader
     except (OSError, ValueError, KeyError, TypeError, lark.exceptions.LarkError):
         return build_parser()

@@ -18,6 +18,7 @@ import secrets
 import threading
 import warnings
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,9 +64,9 @@ class Entry:
     loads it from here instead of compiling it)."""
 
     obj: bytes
-    meta: dict[str, Any]
+    meta: Mapping[str, Any]
     optimized_ir: str | None = field(default=None, compare=False)
-    data: dict[str, bytes | memoryview] = field(default_factory=dict, compare=False)
+    data: Mapping[str, bytes | memoryview] = field(default_factory=dict, compare=False)
     handler: bytes | memoryview | None = field(default=None, compare=False)
 
     def size(self) -> int:

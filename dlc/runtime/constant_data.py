@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from llvmlite import ir
+    from xdsl.dialects import llvm
     from xdsl.dialects.builtin import ModuleOp
-    from xdsl.ir import Operation
 
 ALIGN = 64  # a cache line; vector loads from the data are at most this wide
 
@@ -102,7 +102,7 @@ def data_files(triple: str) -> contextlib.AbstractContextManager[DataFiles | Non
     return DataFiles() if included_data_possible(triple) else contextlib.nullcontext()
 
 
-def _data_globals(module: ModuleOp) -> list[Operation]:
+def _data_globals(module: ModuleOp) -> list[llvm.GlobalOp]:
     """The internal constant globals of dense data (mutable ones, such as the Python
     entries' type table, are small and keep xDSL's conversion)."""
     from xdsl.dialects import llvm
@@ -124,14 +124,15 @@ def converted(module: ModuleOp, triple: str, files: DataFiles | BoundData | None
     stand-in during the conversion, then given its data. The module is left as it was."""
     from xdsl.backend.llvm.convert import convert_module
     from xdsl.dialects import llvm
-    from xdsl.dialects.builtin import IntAttr, i8
+    from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntAttr, i8
 
     block = module.body.block
-    swapped: list[tuple[Operation, Operation, bytes]] = []
+    swapped: list[tuple[llvm.GlobalOp, llvm.GlobalOp, bytes]] = []
     for op in _data_globals(module):
-        data: bytes = op.value.data.data  # type: ignore[attr-defined]
+        assert isinstance(op.value, DenseIntOrFPElementsAttr)  # what _data_globals selects
+        data: bytes = op.value.data.data
         array = llvm.LLVMArrayType(IntAttr(len(data)), i8)
-        stand_in = llvm.GlobalOp(array, op.sym_name.data, "internal", constant=True)  # type: ignore[attr-defined]
+        stand_in = llvm.GlobalOp(array, op.sym_name.data, "internal", constant=True)
         block.insert_op_before(stand_in, op)
         op.detach()
         swapped.append((stand_in, op, data))
@@ -144,12 +145,12 @@ def converted(module: ModuleOp, triple: str, files: DataFiles | BoundData | None
             stand_in.erase()
     lines: list[str] = []
     for _, op, data in swapped:
-        name = op.sym_name.data  # type: ignore[attr-defined]
+        name = op.sym_name.data
         included = files.include(name, data) if files is not None and data else None
         lines.extend(included or [])
         _give_data(ir_module.get_global(name), data, included is not None)
     if lines:
-        ir_module.dlc_module_asm = lines  # type: ignore[attr-defined]
+        ir_module.dlc_module_asm = lines
     return ir_module
 
 

@@ -170,7 +170,8 @@ class CompiledFunction:
         addresses `lent` collects (released after the call)."""
         from dlc.runtime.values import to_leaves
 
-        types, symbols = self._structured  # type: ignore[misc]
+        assert self._structured is not None, "only a structured entry flattens its arguments"
+        types, symbols = self._structured
         if len(args) != len(types):
             names = ", ".join(self.param_names)
             raise TypeError(
@@ -187,7 +188,8 @@ class CompiledFunction:
         if self._boxes is None:
             from dlc.runtime.boxes import heap_of
 
-            self._boxes = heap_of(self._jit, self._structured[1])  # type: ignore[index]
+            assert self._structured is not None, "only a structured entry has boxes"
+            self._boxes = heap_of(self._jit, self._structured[1])
         return self._boxes
 
     def _entry_point(self, jit: JITModule, buffers: list[TensorSig]) -> Callable[..., None]:

@@ -40,7 +40,7 @@ def _array_layout() -> ArrayLayout | None:
     transposed = probe.T
 
     def read(array: np.ndarray, offset: int, ctype: type) -> int:
-        return ctypes.cast(id(array) + offset, ctypes.POINTER(ctype))[0]  # type: ignore[misc]
+        return ctypes.cast(id(array) + offset, ctypes.POINTER(ctype))[0]
 
     if word != 8 or read(probe, layout.type, ctypes.c_void_p) != id(np.ndarray):
         return None

@@ -71,7 +71,7 @@ class Decision:
 
 class Governor:
     def __init__(self) -> None:
-        self.watched: weakref.WeakSet[Governed] = weakref.WeakSet()  # type: ignore[type-var]
+        self.watched: weakref.WeakSet[Governed] = weakref.WeakSet()
         self.lock = threading.Lock()
         self.thread: threading.Thread | None = None
         self.decision = Decision()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dlc import llvm_c
 from dlc.target import Target
@@ -204,6 +204,7 @@ class JITModule:
     object_code: bytes | None = None  # the relocatable object MCJIT made (compile cache)
     data: Mapping[str, Buffer]  # the constant data, by symbol, outside the object code
     optimized_ir: str | None = None
+    var_storage: dict[str, Any]  # the buffers behind module variables (runtime.native)
     has_constructors = False  # static constructors the object code alone would not run
 
     def __init__(

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # imported where used: loading cached objects needs none of them
     import subprocess
 
+    from llvmlite.binding import TargetMachine
     from xdsl.dialects import llvm
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.ir import Operation
@@ -179,7 +180,7 @@ def _declaration(op: Operation) -> Operation:
 def _part_texts(
     module: ModuleOp,
     moved: list[list[llvm.FuncOp]],
-    tm,  # noqa: ANN001
+    tm: TargetMachine,
     files: DataFiles | BoundData | None,
 ) -> list[str]:
     """LLVM IR of part 0 (the module without the moved functions) and of each part,

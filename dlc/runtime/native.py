@@ -110,7 +110,7 @@ def _attach_vars(jit: JITModule, sizes: dict[str, int]) -> None:
         slot = jit.global_address(VAR_PREFIX + name)
         assert slot is not None, f"no address slot for variable {name}"
         ctypes.c_int64.from_address(slot).value = (buffer.ctypes.data + 15) // 16 * 16
-    jit.var_storage = storage  # type: ignore[attr-defined]
+    jit.var_storage = storage
 
 
 def install(jit: JITModule, meta: Metadata, handler: bytes | memoryview | None = None) -> None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import ctypes
 import json
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -156,12 +157,12 @@ def _jit(ir: str, name: str, argtypes: list[Any]) -> tuple[Any, Any]:
     return engine, ctypes.CFUNCTYPE(None, *argtypes)(engine.get_function_address(name))
 
 
-def _best(run: object) -> float:
+def _best(run: Callable[[], object]) -> float:
     """The shortest of `REPEATS` timings of `run()` in seconds."""
     times = []
     for _ in range(REPEATS):
         start = time.perf_counter()
-        run()  # type: ignore[operator]
+        run()
         times.append(time.perf_counter() - start)
     return min(times)
 

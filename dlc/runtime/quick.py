@@ -39,11 +39,12 @@ def remember(
     (differentiated) functions have the signatures `sigs` (`func_signature`) and whose
     located ops are at `positions` (file, line, column) in walk order — if every
     function has a plain signature and every position is in one file."""
-    if any(s is None for s in sigs) or len({p[0] for p in positions}) > 1:
+    plain = [s for s in sigs if s is not None]
+    if len(plain) != len(sigs) or len({p[0] for p in positions}) > 1:
         return
     record = {
         "key": entry_key,
-        "functions": [to_json(s) for s in sigs],  # type: ignore[arg-type]
+        "functions": [to_json(s) for s in plain],
         "positions": [[line, column] for _, line, column in positions],
     }
     cache.store_quick(qkey, record)
@@ -55,15 +56,16 @@ def _read(record: dict[str, Any]) -> tuple[str, list[FuncSig], list[tuple[int, i
         return None
     if not isinstance(positions, list):
         return None
-    sigs = [from_json(f) for f in functions]
-    if any(s is None for s in sigs) or len({s.name for s in sigs}) != len(sigs):  # type: ignore[union-attr]
+    loaded = [from_json(f) for f in functions]
+    sigs = [s for s in loaded if s is not None]
+    if len(sigs) != len(loaded) or len({s.name for s in sigs}) != len(sigs):
         return None
     where: list[tuple[int, int]] = []
     for p in positions:
         if not (isinstance(p, list) and len(p) == 2 and all(type(v) is int for v in p)):
             return None
         where.append((p[0], p[1]))
-    return key, sigs, where  # type: ignore[return-value]
+    return key, sigs, where
 
 
 def load(

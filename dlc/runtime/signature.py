@@ -137,16 +137,16 @@ def func_signature(graph_func: Any) -> FuncSig | None:
         return built[id(t)]
 
     ftype = graph_func.function_type
-    args = [sig(t) for t in ftype.args]
+    args = [a for a in map(sig, ftype.args) if isinstance(a, TensorSig)]
     output = sig(ftype.output)
-    if output is None or not all(isinstance(a, TensorSig) for a in args):
+    if output is None or len(args) != len(ftype.args):
         return None
     entry = graph_func.body.blocks.first
     names = entry.args if entry is not None else ()
     params = tuple(getattr(a, "_name", None) or str(i) for i, a in enumerate(names))
     if len(params) != len(args):
         return None
-    return FuncSig(graph_func.sym_name.data, params, tuple(args), output)  # type: ignore[arg-type]
+    return FuncSig(graph_func.sym_name.data, params, tuple(args), output)
 
 
 def to_json(f: FuncSig) -> dict[str, Any]:
@@ -180,9 +180,10 @@ def _load(data: Any, depth: int = 0) -> Sig | None:
         if not isinstance(items, list):
             return None
         loaded = [_load(e, depth + 1) for e in items]
-        if any(e is None for e in loaded):
+        kids = [e for e in loaded if e is not None]
+        if len(kids) != len(loaded):
             return None
-        return TupleSig(tuple(loaded))  # type: ignore[arg-type]
+        return TupleSig(tuple(kids))
     return None
 
 
@@ -196,7 +197,8 @@ def from_json(data: Any) -> FuncSig | None:
     if len(params) != len(args) or not all(isinstance(p, str) for p in params):
         return None
     loaded = [_load(a) for a in args]
+    tensors = [a for a in loaded if isinstance(a, TensorSig)]
     output = _load(data["output"])
-    if output is None or not all(isinstance(a, TensorSig) for a in loaded):
+    if output is None or len(tensors) != len(loaded):
         return None
-    return FuncSig(name, tuple(params), tuple(loaded), output)  # type: ignore[arg-type]
+    return FuncSig(name, tuple(params), tuple(tensors), output)

@@ -382,6 +382,6 @@ def _element_types(value: object, t: Attribute, symbols: Symbols) -> Sequence[At
             raise ValueError(f"enum value {value!r} is not (case, values)")
         cases = dict(enum_cases(t, symbols))  # type: ignore[arg-type]
         if value[0] not in cases:
-            raise ValueError(f"${t.ident} has no case ?{value[0]}")  # type: ignore[union-attr]
+            raise ValueError(f"${t.ident} has no case ?{value[0]}")
         return cases[value[0]]
     return None

@@ -118,7 +118,7 @@ def _tune_contractions(tuner: Tuner, trials: int, searches: Sequence[str]) -> li
     spaces = tuner.program.spaces(tuner.target)
     results = [tuner.tune_nest(s, trials, list(searches)) for s in spaces]
     if results:
-        tuner.finish(results, spaces)  # type: ignore[arg-type]
+        tuner.finish(results, spaces)
     return results
 
 

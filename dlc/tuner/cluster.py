@@ -21,9 +21,13 @@ import contextlib
 import warnings
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 from dlc.tuner.measure import Job, Result, measure
 from dlc.tuner.runner import Measurer
+
+if TYPE_CHECKING:
+    from dask.distributed import Client
 
 CONNECT_SECONDS = 10.0  # how long to try to reach a scheduler address
 
@@ -64,9 +68,9 @@ def _local(pool: ThreadPoolExecutor) -> Measurer:
     return run
 
 
-def _on(client: object) -> Measurer:
+def _on(client: Client) -> Measurer:
     def run(jobs: list[Job]) -> list[Result]:
-        futures = client.map(measure, jobs, pure=False)  # type: ignore[attr-defined]
-        return list(client.gather(futures))  # type: ignore[attr-defined]
+        futures = client.map(measure, jobs, pure=False)
+        return list(client.gather(futures))
 
     return run

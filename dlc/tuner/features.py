@@ -64,7 +64,7 @@ def features(info: NestInfo, schedule: ScheduleAttr) -> list[float]:
             float(lp.is_reduction),
             float(lp.name in unrolled),
             float(lp.name in schedule.parallel_loops),
-            float(bool(vector) and vector[0] == lp.name),
+            float(vector is not None and vector[0] == lp.name),
         ]
     out += _level_features(info, loops, position)
     out += _read_features(info, loops, tile, position)

@@ -51,7 +51,7 @@ class GroupInfo(NestInfo):
     bytes_out: int = 0
 
     @property
-    def flops(self) -> int:  # type: ignore[override]
+    def flops(self) -> int:
         """Body operations times iteration points (the report's GFLOP/s)."""
         return self.ops
 

@@ -209,7 +209,7 @@ class Tuner:
         training = self.groups(space.feature_count, exclude=space.info.key)
         if len(measured) >= 3 and transfer.fit(training):
             scores = transfer.predict([f for f, _ in measured])
-            result.spearman = spearman(scores, [-s for _, s in measured])  # type: ignore[operator]
+            result.spearman = spearman(scores, [-s for _, s in measured])
         return result
 
     def search(self, space: Space, trials: int, search: str) -> list[Trial]:

@@ -6,6 +6,10 @@ search prices graphs with the analytical model (DLC_SUPEROPT_COSTS=analytical), 
 test's compile depends on a timing; the tests of measured costs set it back
 (test_superopt_costs.py, test_superopt_guard.py).
 
+The unit tests live in directories that mirror dlc's packages (README.md); the shared
+helper modules (graph_builders.py, onnx_models.py, autodiff_util.py, aot_driver.py) stay
+here, on sys.path for the tests in every directory.
+
 Every test process gets its own temporary DLC_CACHE_DIR, removed at exit, unless the
 environment already names one (or turns the cache off with DLC_CACHE=0). Fixtures of
 the cache tests: `cache_dir` (a fresh, empty cache for one test) and `lowerings`
@@ -15,11 +19,14 @@ the cache tests: `cache_dir` (a fresh, empty cache for one test) and `lowerings`
 import atexit
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared helper modules
 
 os.environ.setdefault("DLC_VERIFY", "1")  # every level of every compile verified
 os.environ.setdefault("DLC_POISON_OUTPUTS", "1")  # results start as 0x7f bytes

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 
 from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects import arith
-from xdsl.ir import Attribute, Block, SSAValue
+from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from dlc.dialects import tensor
 from dlc.dialects import tensor_memory as tm
@@ -188,20 +188,20 @@ class Boxes:
         self._pop(region, pop, head, loop)
         return func
 
-    def _pop(self, region: object, pop: Block, head: SSAValue, loop: Block) -> None:
+    def _pop(self, region: Region, pop: Block, head: SSAValue, loop: Block) -> None:
         """Free the list's first box after releasing each box address its body holds."""
         b = Builder(InsertPoint.at_end(pop))
         header = self.memory.read(b, TensorType((2,), "i64"), self.memory.allocation(b, head, 16))
         rest = _element(b, header, 0)
         kind = _element(b, header, 1)
         done = Block(arg_types=[I64])
-        region.add_block(done)  # type: ignore[attr-defined]
+        region.add_block(done)
         for k, name in enumerate(self.kinds):
             body_type = enum_body(NominalType(name, "enum"), self.symbols)
             offsets = box_offsets(body_type, self.symbols)
             this, other = Block(), Block()
-            region.add_block(this)  # type: ignore[attr-defined]
-            region.add_block(other)  # type: ignore[attr-defined]
+            region.add_block(this)
+            region.add_block(other)
             b.insert(tensor.CondBrOp(_compare(b, "eq", kind, k + 1), this, [], other, []))
             b = Builder(InsertPoint.at_end(this))
             current: SSAValue = rest
@@ -216,7 +216,7 @@ class Boxes:
         b.insert(tensor.BrOp(loop, list(done.args)))
 
     def _drop_child(
-        self, b: Builder, region: object, box: SSAValue, offset: int, rest: SSAValue
+        self, b: Builder, region: Region, box: SSAValue, offset: int, rest: SSAValue
     ) -> tuple[Builder, SSAValue]:
         """Release the child at body `offset` of `box`; a child that dies joins the list
         `rest`. Returns the builder after it and the list."""
@@ -224,7 +224,7 @@ class Boxes:
         child = _value(b, self.memory.read(b, I64, self.memory.allocation(b, at, 8)))
         dec, dead, alive, join = Block(), Block(), Block(), Block(arg_types=[I64])
         for block in (dec, dead, alive, join):
-            region.add_block(block)  # type: ignore[attr-defined]
+            region.add_block(block)
         b.insert(tensor.CondBrOp(_compare(b, "eq", child, 0), join, [rest], dec, []))
         b = Builder(InsertPoint.at_end(dec))
         words = self.memory.allocation(b, child, 8)

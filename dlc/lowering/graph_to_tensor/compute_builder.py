@@ -13,7 +13,7 @@ from typing import TypeAlias
 
 from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, i1, i64
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType, i1, i64
 from xdsl.ir import Attribute, Block, SSAValue
 
 from dlc.dialects import tensor
@@ -44,10 +44,11 @@ def scalar_attr(value: int | float | bool, dtype: str) -> Attribute:
     """An `IntegerAttr`/`FloatAttr` of a DLVM data type (bool as i1)."""
     t = tensor.scalar_type(dtype)
     if dtype == "bf16":
-        return IntegerAttr(bf16_bits(float(value)), t)  # type: ignore[arg-type]
+        return IntegerAttr(bf16_bits(float(value)), t)
     if dtype_is_float(dtype):
-        return FloatAttr(float(value), t)  # type: ignore[arg-type]
-    return IntegerAttr(wrap_int(int(value), t.width.data), t)  # type: ignore[attr-defined]
+        return FloatAttr(float(value), t)
+    assert isinstance(t, IntegerType), t
+    return IntegerAttr(wrap_int(int(value), t.width.data), t)
 
 
 class BodyBuilder(ScalarBuilder):

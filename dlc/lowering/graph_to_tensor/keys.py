@@ -32,7 +32,13 @@ from dlc.dialects import tensor_memory as tm
 from dlc.dialects.graph import Symbols
 from dlc.dialects.graph_types import ArrayType, NominalType, TensorType, format_type
 from dlc.dialects.layout import I64, children
-from dlc.lowering.graph_to_tensor.compute_builder import BodyBuilder, Lowered, Splat, build_compute
+from dlc.lowering.graph_to_tensor.compute_builder import (
+    BodyBuilder,
+    Lowered,
+    Splat,
+    build_compute,
+    lowered_type,
+)
 from dlc.lowering.graph_to_tensor.ops import UnsupportedOp
 
 # A resolved key: a compile-time position, or a clamped i64 scalar tensor.
@@ -49,8 +55,7 @@ def _materialize(b: Builder, value: Lowered) -> SSAValue:
 def _dynamic_key(b: Builder, value: Lowered, n: int, what: str) -> Key | None:
     """A value key into a dimension of `n` elements: checked (bounds-check builds), then
     clamped into [0, n - 1]; None when `n` is 0 (no element to select)."""
-    t = value.type if isinstance(value, Splat) else value.type  # type: ignore[union-attr]
-    assert isinstance(t, TensorType)
+    t = lowered_type(value)
     if isinstance(value, Splat) and 0 <= int(value.value) < n:
         return int(value.value)
     if isinstance(value, Splat):
@@ -95,8 +100,7 @@ def _select_leaf(b: Builder, key: SSAValue, cases: Sequence[Lowered]) -> Lowered
     """cases[key] for one leaf position (key already clamped into range)."""
     if _same(cases):
         return cases[0]
-    t = cases[0].type  # type: ignore[union-attr]
-    assert isinstance(t, TensorType)
+    t = lowered_type(cases[0])
 
     def body(s: BodyBuilder, i: Sequence[SSAValue], _: Sequence[SSAValue]) -> SSAValue:
         k = s.read(key, [])
@@ -133,7 +137,7 @@ def _merge_element(
             hit = sb.cmpi("eq", sb.read(key, []), sb.index(position))
             return sb.select(hit, sb.read(n, i), sb.read(o, i))
 
-        leaves.append(build_compute(b, n.type, body).result)  # type: ignore[union-attr]
+        leaves.append(build_compute(b, lowered_type(n), body).result)
     return _unflatten(t, leaves, s)
 
 
@@ -146,8 +150,7 @@ def _tensor_extract(b: Builder, src: Lowered, keys: list[Key], out: TensorType) 
 
 
 def _tensor_insert(b: Builder, element: Lowered, container: Lowered, keys: list[Key]) -> Lowered:
-    t = container.type  # type: ignore[union-attr]
-    assert isinstance(t, TensorType)
+    t = lowered_type(container)
 
     def body(s: BodyBuilder, i: Sequence[SSAValue], _: Sequence[SSAValue]) -> SSAValue:
         hit = s.all_equal([], [])
@@ -168,11 +171,12 @@ def _field_index(t: Attribute, key: int | str, symbols: Symbols) -> int:
 def lower_key_op(b: Builder, op: Operation, args: list[Lowered], symbols: Symbols) -> Lowered:
     """`extract` (args: container, key values) or `insert` (args: element, container,
     key values) with any mix of integer, `#field` and value keys."""
+    assert isinstance(op, gm.InsertOp | gm.ExtractOp)
     is_insert = isinstance(op, gm.InsertOp)
     opcode = "insert" if is_insert else "extract"
     container = args[1] if is_insert else args[0]
     dynamic = iter(args[2:] if is_insert else args[1:])
-    t: Attribute = (op.dest if is_insert else op.operand).type  # type: ignore[attr-defined]
+    t: Attribute = (op.dest if isinstance(op, gm.InsertOp) else op.operand).type
     keys = gm.keys_of(dict(op.properties))
     value = container
     # (aggregate items, static position or clamped key, element type) per list step
@@ -214,7 +218,7 @@ def lower_key_op(b: Builder, op: Operation, args: list[Lowered], symbols: Symbol
     if not is_insert:
         if not tensor_keys:
             return value
-        return _tensor_extract(b, value, tensor_keys, _result_type(op))  # type: ignore[arg-type]
+        return _tensor_extract(b, value, tensor_keys, _result_type(op))
     new: Lowered = args[0]
     if tensor_keys:
         new = _tensor_insert(b, new, value, tensor_keys)

@@ -121,12 +121,12 @@ def lower_literal(
         kind = tree[0]
         if kind == _BOX:  # after the body's parts (pushed below it): the box
             assert boxer is not None and isinstance(t, NominalType)
-            out.append(boxer(b, t, tree[1][0]))  # type: ignore[arg-type]
+            out.append(boxer(b, t, tree[1][0]))
         elif kind == "enum" and is_indirect(t, symbols):
             if boxer is None:
                 raise error_at(op, UNSUPPORTED + f"literal of type {format_type(t)}")
             body: list[Lowered] = []
-            stack.append(((_BOX, [body]), t, out))  # type: ignore[arg-type]
+            stack.append(((_BOX, [body]), t, out))
             stack.extend(reversed(_aggregate_literal(tree, t, body, symbols)))
         elif kind == "operand":
             out.append(args[tree[1]])
@@ -178,5 +178,6 @@ def _aggregate_literal(
     elements = list(tree[1])
     if kind == "struct":
         by_name = dict(elements)
-        elements = [by_name[name] for name, _ in symbols.structs[t.ident]]  # type: ignore[attr-defined]
+        assert isinstance(t, NominalType), t
+        elements = [by_name[name] for name, _ in symbols.structs[t.ident]]
     return [(e, et, items) for e, et in zip(elements, kids, strict=True)]

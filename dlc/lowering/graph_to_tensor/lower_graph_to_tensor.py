@@ -95,7 +95,7 @@ def unflatten(t: Attribute, leaves: Iterator[SSAValue], symbols: Symbols | None 
     """The `Lowered` value of (nested tuple) type `t` made of `leaves` in order (with
     `symbols`: of any aggregate type, see `memory_unflatten`)."""
     if symbols is not None:
-        return memory_unflatten(t, leaves, symbols)  # type: ignore[arg-type]
+        return memory_unflatten(t, leaves, symbols)
     return nest_leaves(t, leaves, list)
 
 
@@ -268,9 +268,10 @@ class FunctionLowering(OwnedLowering):
                 TensorType((), "bool"),
                 lambda s, i, _, stored=stored: s.cmpi("eq", s.read(tag, []), s.index(stored)),
             ).result
-            region = b.insertion_point.block.parent  # type: ignore[union-attr]
+            region = b.insertion_point.block.parent
+            assert region is not None, "the builder inserts into a function body"
             next_block = Block()
-            region.add_block(next_block)  # type: ignore[union-attr]
+            region.add_block(next_block)
             b.insert(tensor.CondBrOp(hit, self.blocks[dest], args, next_block, []))
             b.insertion_point = InsertPoint.at_end(next_block)
 
@@ -283,8 +284,8 @@ class FunctionLowering(OwnedLowering):
         if callee is None:
             raise UnsupportedOp(f"apply of @{op.callee.data}, which has no definition")
         extern = callee.decl is not None and callee.decl.data == "extern"
-        if callee.is_declaration and not extern:
-            raise UnsupportedOp(f"apply of the {callee.decl.data} declaration @{op.callee.data}")  # type: ignore[union-attr]
+        if callee.decl is not None and not extern:  # a declaration, not an extern
+            raise UnsupportedOp(f"apply of the {callee.decl.data} declaration @{op.callee.data}")
         ftype = op.callee_type
         args = self.edge(b, op.args)
         out_types: list[TensorType] = (

@@ -20,7 +20,13 @@ from dlc.dialects.graph import Symbols
 from dlc.dialects.graph_types import BoxType, NominalType, PointerType, TensorType, TupleType
 from dlc.dialects.layout import I64, LayoutError, children, key_offset, layout, leaves
 from dlc.dialects.recursive_types import enum_tag
-from dlc.lowering.graph_to_tensor.compute_builder import BodyBuilder, Lowered, Splat, build_compute
+from dlc.lowering.graph_to_tensor.compute_builder import (
+    BodyBuilder,
+    Lowered,
+    Splat,
+    build_compute,
+    lowered_type,
+)
 from dlc.lowering.graph_to_tensor.ops import UnsupportedOp
 from dlc.lowering.graph_to_tensor.runtime_ops import (
     lower_random,
@@ -36,6 +42,12 @@ def _materialize(b: Builder, value: Lowered) -> SSAValue:
         return value
     assert isinstance(value, Splat)
     return build_compute(b, value.type, lambda s, i, _: s.read(value, i)).result
+
+
+def _pointer(value: Lowered) -> list[Lowered]:
+    """A pointer value: its [address, lower bound, upper bound] (a box: [address])."""
+    assert isinstance(value, list), value
+    return value
 
 
 def i64_op(b: Builder, opcode: str, x: Lowered, y: Lowered | int) -> Lowered:
@@ -164,19 +176,19 @@ class MemoryRules:
             case gm.ProjectBoxOp():
                 box_type = op.box.type
                 assert isinstance(box_type, BoxType)
-                return box_part(b, args[0][0], BOX_HEADER, self.size(box_type.element))  # type: ignore[arg-type]
+                return box_part(b, args[0][0], BOX_HEADER, self.size(box_type.element))
             case gm.RetainOp() | gm.ReleaseOp():
-                self.refcount(b, op, args[0][0])  # type: ignore[index]
+                self.refcount(b, op, _pointer(args[0])[0])
                 return None
             case gm.DeallocateOp():
-                b.insert(tm.HeapFreeOp(_materialize(b, args[0][0])))  # type: ignore[index]
+                b.insert(tm.HeapFreeOp(_materialize(b, _pointer(args[0])[0])))
                 return None
             case gm.LoadOp():
-                return self.read(b, op.result.type, args[0])  # type: ignore[arg-type]
+                return self.read(b, op.result.type, _pointer(args[0]))
             case gm.StoreOp():
                 pointee = op.pointer.type
                 assert isinstance(pointee, PointerType)
-                self.write(b, pointee.pointee, args[0], args[1])  # type: ignore[arg-type]
+                self.write(b, pointee.pointee, args[0], _pointer(args[1]))
                 return None
             case gm.ElementPointerOp():
                 return self.element_pointer(b, op, args)
@@ -208,9 +220,10 @@ class MemoryRules:
         b.insert(tm.HeapFreeOp(target))
 
     def element_pointer(self, b: Builder, op: gm.ElementPointerOp, args: list[Lowered]) -> Lowered:
-        pointer = args[0]
-        assert isinstance(pointer, list)
-        t = op.pointer.type.pointee  # type: ignore[attr-defined]
+        pointer = _pointer(args[0])
+        pointer_type = op.pointer.type
+        assert isinstance(pointer_type, PointerType)
+        t = pointer_type.pointee
         addr = pointer[0]
         dynamic = iter(args[1:])
         for key in gm.keys_of(dict(op.properties)):
@@ -225,17 +238,17 @@ class MemoryRules:
         return [addr, pointer[1], pointer[2]]
 
     def copy(self, b: Builder, op: gm.CopyOp, args: list[Lowered]) -> None:
-        source, dest, count = args
+        source, dest, count = _pointer(args[0]), _pointer(args[1]), args[2]
         t = op.source.type
         if isinstance(t, BoxType):
             size = self.size(t.element)
-            source = box_part(b, source[0], BOX_HEADER, size)  # type: ignore[index]
-            dest = box_part(b, dest[0], BOX_HEADER, size)  # type: ignore[index]
+            source = box_part(b, source[0], BOX_HEADER, size)
+            dest = box_part(b, dest[0], BOX_HEADER, size)
             nbytes: Lowered = Splat(size, I64)
         else:
             assert isinstance(t, PointerType)
             nbytes = byte_count(b, count, self.size(t.pointee))
-        operands = [*dest, *source, nbytes]  # type: ignore[misc]
+        operands = [*dest, *source, nbytes]
         b.insert(tm.MemCopyOp([_materialize(b, v) for v in operands]))
         return None
 
@@ -272,8 +285,7 @@ def box_part(b: Builder, box: Lowered, offset: int, size: int) -> list[Lowered]:
 
 def _as_i64(b: Builder, value: Lowered) -> Lowered:
     """An integer scalar key widened to i64 (64-bit index arithmetic)."""
-    t = value.type if isinstance(value, Splat) else value.type  # type: ignore[union-attr]
-    assert isinstance(t, TensorType)
+    t = lowered_type(value)
     if t.dt == "i64":
         return value
     if isinstance(value, Splat):

@@ -18,8 +18,8 @@ from dlc.dialects.graph_types import NominalType, TensorType
 from dlc.dialects.layout import is_indirect
 from dlc.dialects.recursive_types import enum_tag
 from dlc.lowering.graph_to_tensor.boxes import Boxes
-from dlc.lowering.graph_to_tensor.compute_builder import Lowered, build_compute
-from dlc.lowering.graph_to_tensor.memory import flatten
+from dlc.lowering.graph_to_tensor.compute_builder import Lowered, build_compute, lowered_type
+from dlc.lowering.graph_to_tensor.memory import MemoryRules, flatten
 from dlc.lowering.graph_to_tensor.ops import UnsupportedOp
 from dlc.lowering.graph_to_tensor.ownership import Ownership
 
@@ -34,6 +34,7 @@ class OwnedLowering:
     blocks: dict[Block, Block]
     types: Symbols
     boxes: Boxes
+    memory: MemoryRules
     own: Ownership
 
     def edge(self, b: Builder, args: Sequence[SSAValue]) -> list[SSAValue]:
@@ -68,7 +69,9 @@ class OwnedLowering:
         """Before a `store` over counted values: what the memory held (released after)."""
         if not (isinstance(op, gm.StoreOp) and self.own.counted(op.value)):
             return None
-        return self.memory.read(b, op.value.type, self.values[op.pointer])  # type: ignore[attr-defined, arg-type]
+        pointer = self.values[op.pointer]
+        assert isinstance(pointer, list), pointer
+        return self.memory.read(b, op.value.type, pointer)
 
     # ---- terminators -------------------------------------------------------------------
 
@@ -89,7 +92,7 @@ class OwnedLowering:
             self.jump(b, block, op.dest, list(op.args), self.edge(b, op.args))
             return True
         if isinstance(op, graph.ConditionalOp):
-            cond = _materialize(b, self.values[op.cond])  # type: ignore[arg-type]
+            cond = _materialize(b, self.values[op.cond])
             then_args, else_args = self.edge(b, op.then_args), self.edge(b, op.else_args)
             then_edge, else_edge = self.new_block(b), self.new_block(b)
             b.insert(tensor.CondBrOp(cond, then_edge, [], else_edge, []))
@@ -167,8 +170,9 @@ class OwnedLowering:
 
     def new_block(self, b: Builder) -> Block:
         block = Block()
-        region = b.insertion_point.block.parent  # type: ignore[union-attr]
-        region.add_block(block)  # type: ignore[union-attr]
+        region = b.insertion_point.block.parent
+        assert region is not None, "the builder inserts into a function body"
+        region.add_block(block)
         return block
 
 
@@ -184,7 +188,7 @@ def _parts(payload: Lowered, count: int) -> list[Lowered]:
 def _materialize(b: Builder, value: Lowered) -> SSAValue:
     if isinstance(value, SSAValue):
         return value
-    return build_compute(b, value.type, lambda s, i, _: s.read(value, i)).result  # type: ignore[union-attr]
+    return build_compute(b, lowered_type(value), lambda s, i, _: s.read(value, i)).result
 
 
 def _operand_uses(tree: LitTree) -> list[int]:

@@ -8,7 +8,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import DenseArrayBase, IntAttr, IntegerAttr, MemRefType, i1, i32, i64
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    IntAttr,
+    IntegerAttr,
+    MemRefType,
+    VectorType,
+    i1,
+    i32,
+    i64,
+)
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from dlc.diagnostics import error_at, location_prefix
@@ -45,12 +54,6 @@ class BufferEmitter(ContextEmitter):
     values: dict[SSAValue, SSAValue]
     arena: SSAValue | None
 
-    def declare(self, name: str, inputs: list[Attribute], output: Attribute) -> None:
-        raise NotImplementedError  # provided by the function emitter
-
-    def get(self, value: SSAValue) -> SSAValue:
-        raise NotImplementedError
-
     def address(
         self, op: Operation, buffer: SSAValue, indices: Sequence[SSAValue], lanes: int = 1
     ) -> tuple[SSAValue, int]:
@@ -75,16 +78,18 @@ class BufferEmitter(ContextEmitter):
         """Whole-register loads, stores and broadcasts (dlc/dialects/loop_vector.py)."""
         match op:
             case loop.VLoadOp():
-                lanes = op.res.type.get_shape()[0]  # type: ignore[attr-defined]
+                lanes = op.res.type.get_shape()[0]
                 ptr, align = self.address(op, op.buffer, op.indices, lanes)
                 self.values[op.res] = self.emit(prebuilt.load(ptr, op.res.type, align))
             case loop.VStoreOp():
-                lanes = op.value.type.get_shape()[0]  # type: ignore[attr-defined]
+                vtype = op.value.type
+                assert isinstance(vtype, VectorType), vtype
+                lanes = vtype.get_shape()[0]
                 ptr, align = self.address(op, op.buffer, op.indices, lanes)
                 self.emit(prebuilt.store(self.get(op.value), ptr, align))
             case loop.BroadcastOp():
                 vtype = op.res.type
-                lanes = vtype.get_shape()[0]  # type: ignore[attr-defined]
+                lanes = vtype.get_shape()[0]
                 first = self.emit(
                     llvm.InsertElementOp(
                         self.emit(llvm.UndefOp(vtype)), self.get(op.source), const(self, 0, i32)
@@ -124,7 +129,9 @@ class BufferEmitter(ContextEmitter):
         match op:
             case loop.AllocOp() if OFFSET in op.attributes:  # planned by plan-memory
                 assert self.arena is not None, "a planned alloc in a function without arena"
-                self.values[op.res] = arena_element(self, self.arena, op.attributes[OFFSET].data)  # type: ignore[attr-defined]
+                offset = op.attributes[OFFSET]
+                assert isinstance(offset, IntAttr), offset
+                self.values[op.res] = arena_element(self, self.arena, offset.data)
             case loop.AllocOp():
                 mtype = op.res.type
                 align = op.align.data

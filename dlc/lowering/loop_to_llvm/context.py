@@ -18,11 +18,13 @@ emitter) reads and writes its words:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import IntegerAttr, i8, i32, i64
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, i8, i32, i64
 from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from dlc.diagnostics import location_prefix
 from dlc.dialects import abi
@@ -62,6 +64,15 @@ class ContextEmitter:
 
     def emit(self, op: Operation) -> SSAValue:  # provided by the function emitter
         raise NotImplementedError
+
+    def declare(self, name: str, inputs: Sequence[Attribute], output: Attribute) -> None:
+        raise NotImplementedError  # provided by the function emitter
+
+    def constant(self, value: IntegerAttr | FloatAttr, t: Attribute) -> SSAValue:
+        raise NotImplementedError  # provided by the function emitter
+
+    def get(self, value: SSAValue) -> SSAValue:
+        raise NotImplementedError  # provided by the function emitter
 
     def start(self, block: Block) -> None:
         raise NotImplementedError
@@ -144,7 +155,7 @@ class ContextEmitter:
             one = llvm.ConstantOp(IntegerAttr(1, i64), i64)
             less = llvm.SubOp(depth.dereferenced_value, one.result)
             store = llvm.StoreOp(less.res, ops[-1].results[0], alignment=8)
-            ret.parent_block().insert_ops_before([*ops, depth, one, less, store], ret)  # type: ignore[union-attr]
+            Rewriter.insert_op([*ops, depth, one, less, store], InsertPoint.before(ret))
 
     def _word_ops(self, index: int) -> list[Operation]:
         """Ops computing a pointer to ctx word `index` (for insertion elsewhere)."""
@@ -185,7 +196,7 @@ class ContextEmitter:
         for ret in returns:
             ops = self._word_ops(abi.CTX_ARENA_TOP)
             store = llvm.StoreOp(self.arena_base_word, ops[-1].results[0], alignment=8)
-            ret.parent_block().insert_ops_before([*ops, store], ret)  # type: ignore[union-attr]
+            Rewriter.insert_op([*ops, store], InsertPoint.before(ret))
 
 
 def arena_element(em: ContextEmitter, base: SSAValue, offset: int) -> SSAValue:

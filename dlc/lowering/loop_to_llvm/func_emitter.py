@@ -268,7 +268,9 @@ class FuncEmitter(ParallelEmitter, BufferEmitter, ProfileEmitter):
 
     def poll_if_back_edge(self, op: Operation, targets: list[Block]) -> None:
         """A branch to this block or an earlier one may close a loop that never ends."""
-        here = self.order[op.parent_block()]  # type: ignore[index]
+        block = op.parent_block()
+        assert block is not None, "a branch is inside a block"
+        here = self.order[block]
         if any(self.order[t] <= here for t in targets):
             self.poll_interrupt(op)
 

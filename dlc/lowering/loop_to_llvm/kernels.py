@@ -32,14 +32,16 @@ from collections.abc import Hashable
 
 import numpy as np
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import MemRefType, ModuleOp
+from xdsl.dialects.builtin import IntAttr, MemRefType, ModuleOp
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from dlc.analysis.walk import walk_ops
 from dlc.diagnostics import location_prefix
 from dlc.dialects import loop
 from dlc.dialects import loop_memory as lm
 from dlc.dialects.graph_literal import all_equal
+from dlc.dialects.loop_buffer import memref_type
 from dlc.dialects.loop_memory import MEMORY_OPS as RAW_MEMORY_OPS
 
 MIN_OPS = 8
@@ -58,6 +60,7 @@ class _Nest:
         self.op, self.walked = op, walked
         self.buffers: list[SSAValue] = []
         self.constants: list[SSAValue] = []
+        self.call: loop.CallOp | None = None  # the call that replaced it (_kernel)
 
 
 def outline_kernels(module: ModuleOp, bounds_check: bool = False) -> set[str]:
@@ -145,7 +148,7 @@ def _splat(value: SSAValue) -> bytes | None:
 
 def _defined_inside(value: SSAValue, inside: set[int]) -> bool:
     owner = value.owner
-    op = owner.parent_op() if isinstance(value, BlockArgument) else owner  # type: ignore[union-attr]
+    op = owner.parent_op() if isinstance(value, BlockArgument) else owner
     return op is not None and id(op) in inside
 
 
@@ -155,8 +158,10 @@ def _overlapping(buffers: list[SSAValue]) -> bool:
     for buffer in buffers:
         owner = buffer.owner
         if isinstance(owner, loop.AllocOp) and loop.ARENA_OFFSET in owner.attributes:
-            start = owner.attributes[loop.ARENA_OFFSET].data  # type: ignore[attr-defined]
-            spans.append((start, start + _bytes(owner.res.type)))  # type: ignore[arg-type]
+            offset = owner.attributes[loop.ARENA_OFFSET]
+            assert isinstance(offset, IntAttr), offset
+            start = offset.data
+            spans.append((start, start + _bytes(owner.res.type)))
     spans.sort()
     return any(b[0] < a[1] for a, b in zip(spans, spans[1:]))
 
@@ -209,30 +214,32 @@ def _key(nest: _Nest, bounds_check: bool) -> Hashable:
 def _kernel(name: str, nest: _Nest) -> loop.FuncOp:
     """`loop.func @name(buffers)` holding `nest` (moved) and clones of its constants
     (and constant fills)."""
-    types = [b.type for b in nest.buffers]
-    func = loop.FuncOp(name, types)  # type: ignore[arg-type]
+    types = [memref_type(b, "kernel argument") for b in nest.buffers]
+    func = loop.FuncOp(name, types)
     body = func.body.block
     mapping: dict[SSAValue, SSAValue] = dict(zip(nest.buffers, body.args, strict=True))
     for value in nest.constants:
-        clone = value.owner.clone()  # type: ignore[union-attr]
+        owner = value.owner
+        assert isinstance(owner, Operation), "constants are op results"
+        clone = owner.clone()
         body.add_op(clone)
         mapping[value] = clone.results[0]
     for inner in nest.walked:
         if any(v in mapping for v in inner.operands):
             inner.operands = [mapping.get(v, v) for v in inner.operands]
     call = loop.CallOp(name, nest.buffers)
-    nest.op.parent_block().insert_op_before(call, nest.op)  # type: ignore[union-attr]
+    Rewriter.insert_op(call, InsertPoint.before(nest.op))
     nest.op.detach()
     body.add_op(nest.op)
     body.add_op(loop.ReturnOp())
-    nest.call = call  # type: ignore[attr-defined]
+    nest.call = call
     return func
 
 
 def _replace(nest: _Nest, name: str) -> None:
     """`loop.call @name(buffers)` in place of `nest` (already done for the kernel's own)."""
-    if getattr(nest, "call", None) is not None:
+    if nest.call is not None:
         return
-    nest.op.parent_block().insert_op_before(loop.CallOp(name, nest.buffers), nest.op)  # type: ignore[union-attr]
+    Rewriter.insert_op(loop.CallOp(name, nest.buffers), InsertPoint.before(nest.op))
     nest.op.detach()
     nest.op.erase(safe_erase=False)

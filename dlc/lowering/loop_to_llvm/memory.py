@@ -25,6 +25,7 @@ from dlc.dialects.abi import (
     VAR_PREFIX,
     function_symbol,
 )
+from dlc.dialects.loop_buffer import memref_type
 from dlc.lowering.loop_to_llvm.buffers import element_bytes, element_count
 from dlc.lowering.loop_to_llvm.scalar import const, icmp, select
 
@@ -63,10 +64,10 @@ def lower_raw_memory(em: FuncEmitter, op: Operation) -> None:
             slot = em.emit(llvm.AddressOfOp(name, PTR))
             em.values[op.res] = em.emit(llvm.LoadOp(slot, i64, alignment=8))
         case lm.RawLoadOp():
-            n = _buffer_bytes(em, op, op.buffer.type)  # type: ignore[arg-type]
+            n = _buffer_bytes(em, op, memref_type(op.buffer, op.name))
             _memmove(em, get(op.buffer), _ptr(em, get(op.addr)), const(em, n, i64))
         case lm.RawStoreOp():
-            n = _buffer_bytes(em, op, op.buffer.type)  # type: ignore[arg-type]
+            n = _buffer_bytes(em, op, memref_type(op.buffer, op.name))
             _memmove(em, _ptr(em, get(op.addr)), get(op.buffer), const(em, n, i64))
         case lm.RawCopyOp():
             _memmove(em, _ptr(em, get(op.dst)), _ptr(em, get(op.src)), get(op.nbytes))

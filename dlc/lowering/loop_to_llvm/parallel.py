@@ -28,6 +28,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from dlc.analysis.walk import walk_ops
 from dlc.dialects import abi, loop
@@ -81,7 +82,7 @@ def _chunk_boundary(
 
     def defined_inside(value: SSAValue) -> bool:
         owner = value.owner
-        op = owner.parent_op() if isinstance(value, BlockArgument) else owner  # type: ignore[union-attr]
+        op = owner.parent_op() if isinstance(value, BlockArgument) else owner
         return op is not None and id(op) in inside
 
     free: dict[SSAValue, None] = {}
@@ -106,16 +107,17 @@ def free_values(op: loop.ForOp) -> list[SSAValue]:
 
 
 def _float_bits(t: Attribute) -> int:
-    return {Float16Type: 16, Float32Type: 32, Float64Type: 64}[type(t)]  # type: ignore[index]
+    assert isinstance(t, Float16Type | Float32Type | Float64Type), t
+    return t.bitwidth
 
 
 def _defined_inside(value: SSAValue, op: Operation) -> bool:
     owner = value.owner
-    parent = owner.parent_op() if isinstance(value, BlockArgument) else owner  # type: ignore[union-attr]
+    parent = owner.parent_op() if isinstance(value, BlockArgument) else owner
     while parent is not None:
         if parent is op:
             return True
-        parent = parent.parent_op()  # type: ignore[union-attr]
+        parent = parent.parent_op()
     return False
 
 
@@ -130,12 +132,6 @@ class ParallelEmitter(ContextEmitter):
     chunks: dict[Hashable, str]  # `chunk_key` of an outlined run -> its function
     walks: dict[Operation, list[Operation]]  # `walk_ops` of the top-level ops in runs
     profile: KernelTable | None
-
-    def declare(self, name: str, inputs: list[Attribute], output: Attribute) -> None:
-        raise NotImplementedError  # provided by the function emitter
-
-    def get(self, value: SSAValue) -> SSAValue:
-        raise NotImplementedError
 
     def child(self, openmp: bool = False, name: str = "") -> ParallelEmitter:
         """A fresh emitter for an outlined function (same module state)."""
@@ -207,7 +203,8 @@ class ParallelEmitter(ContextEmitter):
             name = self.chunks[key] = f"{self.name}$nest{len(self.outlined)}"
             self._outline_chunk(name, ops, (captured, direct, local, outputs), planned)
         arena = self.arena if planned else data  # unused without planned buffers
-        self.emit(llvm.CallOp(name, data, arena, *[self.get(v) for v in direct]))  # type: ignore[arg-type]
+        assert arena is not None, "a planned buffer in a function without arena"
+        self.emit(llvm.CallOp(name, data, arena, *[self.get(v) for v in direct]))
         self.return_if_status()
         for i, result in enumerate(outputs, start=1 + len(captured)):
             slot = self.emit(llvm.GEPOp(data, [i], i64, inbounds=True))
@@ -230,7 +227,8 @@ class ParallelEmitter(ContextEmitter):
         worker.arena = entry.args[1] if planned else None
         worker.values.update(zip(direct, entry.args[2:], strict=True))
         for value in local:  # constants and arena buffers: known values, known offsets
-            worker.lower_op(value.owner)  # type: ignore[arg-type]
+            assert isinstance(value.owner, Operation), "local values are op results"
+            worker.lower_op(value.owner)
         for op in ops:
             worker.lower_marked([op])
         for i, result in enumerate(outputs, start=1 + len(captured)):
@@ -339,7 +337,7 @@ class ParallelEmitter(ContextEmitter):
         assert entry is not None
         two = llvm.ConstantOp(IntegerAttr(2, i64), i64)
         bounds = llvm.AllocaOp(two, i64, alignment=16)  # [begin, end) of the chunk
-        entry.insert_ops_before([two, bounds], entry.first_op)  # type: ignore[arg-type]
+        Rewriter.insert_op([two, bounds], InsertPoint.at_start(entry))
         begin_slot = bounds.results[0]
         end_slot = self.emit(llvm.GEPOp(begin_slot, [1], i64, inbounds=True))
         zero, one = const(self, 0, i64), const(self, 1, i64)

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i32, i64
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, StringAttr, i32, i64
+from xdsl.ir import Attribute, Operation, Region, SSAValue
 
 from dlc.analysis.kernel_origins import nest_origin
 from dlc.analysis.loop_cost import nest_cost
@@ -126,12 +127,16 @@ class ProfileEmitter:
 
     profile: KernelTable | None
     timespec: SSAValue | None
+    region: Region
 
     def emit(self, op: Operation) -> SSAValue:
         raise NotImplementedError
 
-    def declare(self, name: str, inputs: list[Any], output: Any) -> None:
+    def declare(self, name: str, inputs: Sequence[Attribute], output: Attribute) -> None:
         raise NotImplementedError
+
+    def constant(self, value: IntegerAttr | FloatAttr, t: Attribute) -> SSAValue:
+        raise NotImplementedError  # provided by the function emitter
 
     def mark(self, kernel: int | None, phase: int) -> None:
         """Append (2 * kernel + phase, now) to the event buffer (module docstring)."""
@@ -139,28 +144,28 @@ class ProfileEmitter:
             return
         self.declare("clock_gettime", [i32, PTR], i32)
         ts = self._timespec()
-        clock = const(self, time.CLOCK_MONOTONIC, i32)  # type: ignore[arg-type]
+        clock = const(self, time.CLOCK_MONOTONIC, i32)
         self.emit(llvm.CallOp("clock_gettime", clock, ts, return_type=i32))
         sec = self.emit(llvm.LoadOp(ts, i64, alignment=8))
         nsec_slot = self.emit(llvm.GEPOp(ts, [1], i64, inbounds=True))
         nsec = self.emit(llvm.LoadOp(nsec_slot, i64, alignment=8))
-        billion = const(self, 1_000_000_000, i64)  # type: ignore[arg-type]
+        billion = const(self, 1_000_000_000, i64)
         now = self.emit(llvm.AddOp(self.emit(llvm.MulOp(sec, billion)), nsec))
         address = self.emit(llvm.AddressOfOp(abi.PROFILE_BUFFER, PTR))
         buffer = self.emit(llvm.IntToPtrOp(self.emit(llvm.LoadOp(address, i64, alignment=8))))
         count = self.emit(llvm.LoadOp(buffer, i64, alignment=8))
         cap_slot = self.emit(llvm.GEPOp(buffer, [1], i64, inbounds=True))
         cap = self.emit(llvm.LoadOp(cap_slot, i64, alignment=8))
-        one = const(self, 1, i64)  # type: ignore[arg-type]
+        one = const(self, 1, i64)
         last = self.emit(llvm.SubOp(cap, one))
-        fits = icmp(self, "slt", count, cap)  # type: ignore[arg-type]
+        fits = icmp(self, "slt", count, cap)
         slot = self.emit(llvm.SelectOp(fits, count, last))
-        two = const(self, 2, i64)  # type: ignore[arg-type]
+        two = const(self, 2, i64)
         word = self.emit(llvm.AddOp(self.emit(llvm.MulOp(slot, two)), two))
         at = self.emit(
             llvm.GEPOp(buffer, [llvm.GEP_USE_SSA_VAL], i64, ssa_indices=[word], inbounds=True)
         )
-        self.emit(llvm.StoreOp(const(self, 2 * kernel + phase, i64), at, alignment=8))  # type: ignore[arg-type]
+        self.emit(llvm.StoreOp(const(self, 2 * kernel + phase, i64), at, alignment=8))
         then = self.emit(llvm.GEPOp(at, [1], i64, inbounds=True))
         self.emit(llvm.StoreOp(now, then, alignment=8))
         self.emit(llvm.StoreOp(self.emit(llvm.AddOp(count, one)), buffer, alignment=8))
@@ -168,7 +173,8 @@ class ProfileEmitter:
     def _timespec(self) -> SSAValue:
         """Two i64 stack words for `clock_gettime`, allocated once in the entry block."""
         if self.timespec is None:
-            entry = self.region.blocks.first  # type: ignore[attr-defined]
+            entry = self.region.blocks.first
+            assert entry is not None, "marks are emitted after the entry block"
             two = llvm.ConstantOp(IntegerAttr(2, i64), i64)
             slots = llvm.AllocaOp(two, i64, alignment=16)
             if entry.first_op is None:

@@ -60,9 +60,10 @@ def emit_group_loops(
             loop.ForOp(index(b, 0), index(b, n), index(b, 1), parallel=f"d{d}" in parallel)
         )
         copy_loc(first, nest)
-        nest.body.block.add_op(loop.YieldOp())
+        terminator = loop.YieldOp()
+        nest.body.block.add_op(terminator)
         ivs.append(nest.iv)
-        b = Builder(InsertPoint.before(nest.body.block.last_op))  # type: ignore[arg-type]
+        b = Builder(InsertPoint.before(terminator))
     known: dict[SSAValue, SSAValue] = {}
     feeders: list[Feeder] = []
     for slot in group_slots(members):

@@ -213,9 +213,10 @@ def prepare_site(
     elsewhere, packed operand)."""
     members = epilogue_members(op)
     after: Operation | None = op
-    while members and after is not members[-1]:
-        after = after.next_op  # type: ignore[union-attr]
-        fl.done.add(after)  # type: ignore[arg-type]
+    while members and after is not members[-1]:  # the members and literals among them
+        after = after.next_op
+        assert after is not None, "the epilogue members follow in the block"
+        fl.done.add(after)
         if isinstance(after, tensor.ConstantOp):
             fl._lower_constant(after)
     buffer = new_buffer(op.result)

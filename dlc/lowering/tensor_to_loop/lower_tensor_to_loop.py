@@ -129,9 +129,9 @@ class FunctionLowering:
 
     def _memory(self, op: Operation, new_buffer) -> None:  # noqa: ANN001
         """Memory ops (tensor_memory.py) via tensor_to_loop_memory.py, located."""
-        before = len(self.b.insertion_point.block.ops)  # type: ignore[union-attr]
+        before = len(self.b.insertion_point.block.ops)
         MemoryOpLowering(self.b, self.buffers, new_buffer).lower(op)
-        for new in list(self.b.insertion_point.block.ops)[before:]:  # type: ignore[union-attr]
+        for new in list(self.b.insertion_point.block.ops)[before:]:
             copy_loc(op, new)
 
     def _trap(self, op: tensor.TrapOp) -> None:
@@ -152,11 +152,11 @@ class FunctionLowering:
         if not by_value(op):  # results written through pointers, nothing returned
             copy_loc(op, self.b.insert(loop.ExternCallOp(op.callee.data, [*loaded, *outputs], [])))
             return
-        types = [tensor.scalar_type(r.type.dt) for r in op.res]  # type: ignore[attr-defined]
+        types = [tensor.scalar_type(r.type.dt) for r in op.res]
         call = self.b.insert(loop.ExternCallOp(op.callee.data, loaded, types))
         copy_loc(op, call)
         for value, buf, r in zip(call.res, outputs, op.res, strict=True):
-            store(self.b, value, buf, [], r.type.dt)  # type: ignore[attr-defined]
+            store(self.b, value, buf, [], r.type.dt)
 
     def _constant(self, op: tensor.ConstantOp, buffer: SSAValue) -> None:
         """A few elements: one store each; more: one `loop.const_copy` of the data."""
@@ -275,7 +275,7 @@ class CFGLowering(FunctionLowering):
                 self._op(op)
         for ret in self.returns:
             for buffer in reversed(self.allocs):
-                ret.parent_block().insert_op_before(loop.DeallocOp(buffer), ret)  # type: ignore[union-attr]
+                Builder(InsertPoint.before(ret)).insert(loop.DeallocOp(buffer))
         return self.result
 
     def _buffer(self, value: SSAValue, dests: dict[SSAValue, SSAValue]) -> SSAValue:

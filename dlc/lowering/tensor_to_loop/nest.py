@@ -319,8 +319,9 @@ class NestBuilder(RegisterTile, PackedOperand, EpilogueTile):
             ub = block.extent if isinstance(block.extent, SSAValue) else index(b, block.extent)
             nest = b.insert(loop.ForOp(index(b, 0), ub, index(b, 1)))
             copy_loc(self.op, nest)
-            nest.body.block.add_op(loop.YieldOp())
-            b = Builder(InsertPoint.before(nest.body.block.last_op))  # type: ignore[arg-type]
+            terminator = loop.YieldOp()
+            nest.body.block.add_op(terminator)
+            b = Builder(InsertPoint.before(terminator))
             env[a] = self._child(b, replace(block, extent=ub), nest.iv, ub, 1)
         assert self.buffer is not None
         store(b, self._init_value(b), self.buffer, self._indices(b, env, self._outputs()), self.dt)

@@ -98,9 +98,10 @@ class PackedOperand(NestPlan):
         for lb, ub in ((lo, hi), (index(b, 0), k_extent), (index(b, 0), index(b, plan.width))):
             nest = b.insert(loop.ForOp(lb, ub, one))
             copy_loc(self.op, nest)
-            nest.body.block.add_op(loop.YieldOp())
+            terminator = loop.YieldOp()
+            nest.body.block.add_op(terminator)
             ivs.append(nest.iv)
-            b = Builder(InsertPoint.before(nest.body.block.last_op))  # type: ignore[arg-type]
+            b = Builder(InsertPoint.before(terminator))
         p, kk, r = ivs
         start = b.insert(arith.MuliOp(p, index(b, plan.width))).result
         column = b.insert(arith.AddiOp(start, r)).result
@@ -128,7 +129,7 @@ class PackedOperand(NestPlan):
             if inner is plan.read:
                 break
             if inner in needed:
-                b.insert(inner.clone(mapping))  # type: ignore[arg-type]
+                b.insert(inner.clone(mapping))
         where = [mapping.get(i, i) for i in plan.read.indices]
         return load(b, self.buffers[plan.read.tensor], where, dtype_of(plan.read.tensor))
 
@@ -153,7 +154,7 @@ class PackedOperand(NestPlan):
 def packed_literal(literal: tensor.ConstantOp, transposed: bool, width: int) -> bytes:
     """The bytes of `literal` (K x N, or N x K when `transposed`) as `width`-wide panels
     `[ceil(N / width)][K][width]`, zeros past column N."""
-    dims = literal.result.type.dims  # type: ignore[attr-defined]
+    dims = literal.result.type.dims
     dtype = np.dtype(f"<f{int(dtype_of(literal.result)[1:]) // 8}")
     values = np.frombuffer(literal.value.data.data, dtype=dtype).reshape(dims)
     kn = values.T if transposed else values

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TypeVar
 
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
 from xdsl.ir import Attribute, Block, Operation, SSAValue
@@ -27,6 +28,9 @@ from dlc.dialects.graph import GraphInstruction, LiteralOp, Symbols
 from dlc.dialects.graph_literal import LiteralAttr
 from dlc.dialects.graph_tensor import int_array
 from dlc.dialects.graph_types import TensorType, broadcast_shapes, dtype_is_float, scalar
+from dlc.passes.graph.pass_support import tensor_of
+
+OpT = TypeVar("OpT", bound=Operation)
 
 Adj = SSAValue | dict[int, "Adj"] | None
 """An adjoint: a value of the primal value's type, a sparse tuple {index: Adj}, or zero."""
@@ -54,7 +58,7 @@ class Emitter:
         op = cls.create(operands=list(operands), result_types=types, properties=dict(props))
         return self.insert(op).results[0]
 
-    def built(self, v: SSAValue, cls: type[Operation]) -> Operation | None:
+    def built(self, v: SSAValue, cls: type[OpT]) -> OpT | None:
         """The op of class `cls` that this emitter built and that defines v, else None."""
         owner = v.owner
         return owner if isinstance(owner, cls) and owner in self.created else None
@@ -190,7 +194,7 @@ class Emitter:
     def segments(self, v: SSAValue) -> list[Segment]:
         """The non-zero row segments of v (v itself unless it is an embedding we built)."""
         cat = self.built(v, gt.ConcatenateOp)
-        if cat is None or cat.axis.data != 0:  # type: ignore[attr-defined]
+        if cat is None or cat.axis.data != 0:
             return [(0, tensor_of(v).dims[0], v)]
         out: list[Segment] = []
         row = 0
@@ -239,8 +243,3 @@ def is_zero_splat(v: SSAValue) -> bool:
     """Whether v is a literal splat of 0 (inline scalar or tensor)."""
     owner = v.owner
     return isinstance(owner, LiteralOp) and owner.value.data in (("float", 0.0), ("int", 0))
-
-
-def tensor_of(v: SSAValue) -> TensorType:
-    assert isinstance(v.type, TensorType), v.type
-    return v.type

@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 from xdsl.dialects.builtin import StringAttr
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from dlc.dialects import graph_composite as gc
 from dlc.dialects import graph_gather as gg
@@ -40,7 +40,7 @@ def einsum_rule(e: Emitter, op: gc.EinsumOp, d: SSAValue, want: set[int]) -> dic
 
 def top_k_rule(e: Emitter, op: gc.TopKOp, d: SSAValue, want: set[int]) -> dict[int, Adj]:
     """dx = D scattered to the positions of the top k (zero elsewhere)."""
-    props = {"count": op.count, "axis": op.axis}
+    props: dict[str, Attribute] = {"count": op.count, "axis": op.axis}
     if op.smallest is not None:
         props["smallest"] = op.smallest
     idx = e.emit(gc.TopKIndicesOp, [op.operand], **props)

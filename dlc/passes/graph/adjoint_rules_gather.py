@@ -18,13 +18,15 @@ from __future__ import annotations
 import math
 
 from xdsl.dialects.builtin import IntAttr, StringAttr
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from dlc.dialects import graph_gather as gg
 from dlc.dialects import graph_tensor as gt
 from dlc.dialects.graph_props import int_array
 from dlc.dialects.graph_types import TensorType
 from dlc.passes.graph.adjoint_emitter import Adj, Emitter, tensor_of
+
+Scatter = gg.ScatterElementsOp | gg.ScatterNDOp
 
 ADD = {"reduction": StringAttr("add")}
 
@@ -55,24 +57,24 @@ def gather_nd_rule(e: Emitter, op: gg.GatherNDOp, d: SSAValue, want: set[int]) -
     return {0: e.emit(gg.ScatterNDOp, [d, zeros, op.indices], **ADD)}
 
 
-def _gather_back(e: Emitter, op: Operation, x: SSAValue) -> SSAValue:
+def _gather_back(e: Emitter, op: Scatter, x: SSAValue) -> SSAValue:
     """x read where each update of the scatter `op` landed (the updates' shape)."""
     if isinstance(op, gg.ScatterElementsOp):
         return e.emit(gg.GatherElementsOp, [x, op.indices], axis=op.axis)
     return e.emit(gg.GatherNDOp, [x, op.indices], batch_dims=IntAttr(0))
 
 
-def _positions(e: Emitter, op: Operation) -> SSAValue:
+def _positions(e: Emitter, op: Scatter) -> SSAValue:
     """Which update is which among those that can land on one element (i64, the
     updates' shape): the index along the axis (elements), the flat position of the
     index tuple (ND)."""
-    updates = tensor_of(op.updates)  # type: ignore[attr-defined]
+    updates = tensor_of(op.updates)
     if isinstance(op, gg.ScatterElementsOp):
         axis = op.axis.data
         ones = e.splat(1, updates.with_dtype("i64"))
         ramp = e.emit(gt.ScanOp, [ones], combinator=StringAttr("add"), dims=int_array([axis]))
         return e.sub(ramp, e.const(1, "i64"))
-    lead = tensor_of(op.indices).dims[:-1]  # type: ignore[attr-defined]
+    lead = tensor_of(op.indices).dims[:-1]
     count = math.prod(lead)
     ones = e.splat(1, TensorType((count,), "i64"))
     ramp = e.emit(gt.ScanOp, [ones], combinator=StringAttr("add"), dims=int_array([0]))
@@ -80,17 +82,18 @@ def _positions(e: Emitter, op: Operation) -> SSAValue:
     return e.broadcast_to(ramp, updates.with_dtype("i64"))
 
 
-def _scatter(e: Emitter, op: Operation, operands: list[SSAValue], **props: object) -> SSAValue:
+def _scatter(e: Emitter, op: Scatter, operands: list[SSAValue], **props: Attribute) -> SSAValue:
     if isinstance(op, gg.ScatterElementsOp):
-        return e.emit(gg.ScatterElementsOp, operands, axis=op.axis, **props)  # type: ignore[arg-type]
-    return e.emit(gg.ScatterNDOp, operands, **props)  # type: ignore[arg-type]
+        return e.emit(gg.ScatterElementsOp, operands, axis=op.axis, **props)
+    return e.emit(gg.ScatterNDOp, operands, **props)
 
 
 def scatter_rule(e: Emitter, op: Operation, d: SSAValue, want: set[int]) -> dict[int, Adj]:
     """updates (0) and data (1) of `scatterElements` / `scatterND` (module docstring)."""
+    assert isinstance(op, gg.ScatterElementsOp | gg.ScatterNDOp), op.name
     updates, data = op.operands[0], op.operands[1]
     out: dict[int, Adj] = {}
-    if op.reduction is not None:  # type: ignore[attr-defined]  # add (rule_for)
+    if op.reduction is not None:  # add (rule_for)
         if 0 in want:
             out[0] = _gather_back(e, op, d)
         if 1 in want:

@@ -163,7 +163,7 @@ def component(e: Emitter, d: Adj, path: Sequence[int]) -> Adj:
 
 def extract_rule(e: Emitter, op: gm.ExtractOp, d: Adj, want: set[int]) -> dict[int, Adj]:
     """Put D at the extracted place of a zero aggregate."""
-    keys = [k.data for k in op.keys.data]  # type: ignore[union-attr]
+    keys = [k.data for k in op.keys.data]
     containers: list[Attribute] = [op.operand.type]
     for k in keys[:-1]:
         t = containers[-1]
@@ -187,7 +187,7 @@ def extract_is_differentiable(op: gm.ExtractOp) -> bool:
     if op.key_values:
         return False
     t: Attribute = op.operand.type
-    for k in op.keys.data:  # type: ignore[union-attr]
+    for k in op.keys.data:
         if not isinstance(k, IntAttr):
             return False
         if isinstance(t, TupleType):

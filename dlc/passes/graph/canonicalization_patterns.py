@@ -49,6 +49,7 @@ from dlc.passes.graph.pass_support import (
     is_splat,
     splat,
     splat_value,
+    tensor_of,
 )
 from dlc.semantics.interpreter import numpy_dtype
 
@@ -85,7 +86,7 @@ class RulePattern(RewritePattern):
         rewriter.replace(op, [] if isinstance(out, SSAValue) else out, [new])
         for helper in [] if isinstance(out, SSAValue) else out[:-1]:
             for r in helper.results:
-                r._name = None  # type: ignore[attr-defined]  # DLVM names are unique per function
+                r._name = None  # DLVM names are unique per function
 
 
 def of(value: SSAValue, cls: type[Operation]) -> Any:
@@ -253,7 +254,7 @@ def dot_unit_batch(op: Any) -> Rewrite:  # dot(a, b), batch dims all 1 -> reshap
 
 
 def _reshaped(x: SSAValue, dims: tuple[int, ...]) -> Operation:
-    t = TensorType(dims, x.type.dt)  # type: ignore[attr-defined]
+    t = TensorType(dims, tensor_of(x).dt)
     return ShapeCastOp.create(operands=[x], result_types=[t], properties={"shape": int_array(dims)})
 
 

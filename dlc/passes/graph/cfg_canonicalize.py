@@ -36,9 +36,9 @@ def unique_exit(func: FuncOp) -> int:
         return 0
     output = func.function_type.output
     exit_block = Block(arg_types=[] if is_void(output) else [output])
-    exit_block._name = fresh("exit", block_names(func))  # type: ignore[attr-defined]
+    exit_block._name = fresh("exit", block_names(func))
     if exit_block.args:
-        exit_block.args[0]._name = fresh("exit_value", value_names(func))  # type: ignore[attr-defined]
+        exit_block.args[0]._name = fresh("exit_value", value_names(func))
     exit_block.add_op(ReturnOp(exit_block.args[0] if exit_block.args else None))
     func.body.add_block(exit_block)
     for ret in returns:
@@ -71,10 +71,10 @@ def insert_forwarder(func: FuncOp, target: Block, base: str, before: Block | Non
     """A fresh block `'base(%p_0…): branch 'target(%p_0…)` (the target's parameter types,
     fresh names after its parameter names), placed before `before` (last when None)."""
     forwarder = Block(arg_types=[a.type for a in target.args])
-    forwarder._name = fresh(base, block_names(func))  # type: ignore[attr-defined]
+    forwarder._name = fresh(base, block_names(func))
     taken = value_names(func)
     for new, old in zip(forwarder.args, target.args, strict=True):
-        new._name = fresh(getattr(old, "_name", None) or "arg", taken)  # type: ignore[attr-defined]
+        new._name = fresh(getattr(old, "_name", None) or "arg", taken)
     forwarder.add_op(BranchOp(target, list(forwarder.args)))
     if before is None:
         func.body.add_block(forwarder)

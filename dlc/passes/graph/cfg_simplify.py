@@ -60,13 +60,15 @@ def skip_trampolines(func: FuncOp) -> int:
     blocks = list(func.body.blocks)
     preds = predecessors(blocks)
     for block in blocks[1:]:
-        if not is_trampoline(block) or any(edges(p.last_op) is None for p in preds[block]):  # type: ignore[arg-type]
+        if not is_trampoline(block) or any(edges(p.last_op) is None for p in preds[block]):
             continue
-        dest = block.last_op.dest  # type: ignore[union-attr]
+        trampoline = block.last_op
+        assert isinstance(trampoline, BranchOp)
+        dest = trampoline.dest
         for pred in set(preds[block]):
-            old = edges(pred.last_op)  # type: ignore[arg-type]
+            old = edges(pred.last_op)
             assert old is not None
-            rebuild_terminator(pred.last_op, [(dest if b is block else b, args) for b, args in old])  # type: ignore[arg-type]
+            rebuild_terminator(pred.last_op, [(dest if b is block else b, args) for b, args in old])
         erase_blocks([block])
         return 1
     return 0
@@ -81,14 +83,14 @@ def drop_single_predecessor_params(func: FuncOp) -> int:
         if len(preds[block]) != 1 or not block.args or preds[block][0] is block:
             continue
         pred = preds[block][0]
-        old = edges(pred.last_op)  # type: ignore[arg-type]
+        old = edges(pred.last_op)
         if old is None:
             continue
         (args,) = [a for b, a in old if b is block]
         for param, value in zip(list(block.args), args, strict=True):
             param.replace_all_uses_with(value)
             block.erase_arg(param)
-        rebuild_terminator(pred.last_op, [(b, [] if b is block else a) for b, a in old])  # type: ignore[arg-type]
+        rebuild_terminator(pred.last_op, [(b, [] if b is block else a) for b, a in old])
         changed += 1
     return changed
 

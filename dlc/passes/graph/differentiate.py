@@ -94,7 +94,7 @@ class Differentiator:
             pending = [f for f in self.module.body.block.ops if is_adjoint_decl(f)]
             if not pending:
                 return
-            self.define(pending[0])  # type: ignore[arg-type]
+            self.define(pending[0])
 
     def define(self, adjoint: FuncOp) -> None:
         """Define `adjoint`, first defining its primal when that is an adjoint too."""

@@ -77,16 +77,16 @@ class PathUnfolder:
     def copy_entry(self, old_entry: Block) -> tuple[Block, dict[SSAValue, SSAValue]]:
         """The adjoint's entry block (the adjoint's parameters) and the argument map."""
         entry = Block(arg_types=list(self.adjoint.function_type.args))
-        entry._name = "entry"  # type: ignore[attr-defined]
+        entry._name = "entry"
         self.names.add("entry")
         self.adjoint.body.add_block(entry)
         mapping: dict[SSAValue, SSAValue] = {}
         for old, new in zip(old_entry.args, entry.args, strict=False):
-            new._name = self.fresh(old._name)  # type: ignore[attr-defined]
+            new._name = self.fresh(old._name)
             mapping[old] = new
             self.origin[new] = old
         if self.seedable:
-            entry.args[-1]._name = self.fresh("seed")  # type: ignore[attr-defined]
+            entry.args[-1]._name = self.fresh("seed")
         return entry, mapping
 
     def copy_ops(self, old: Block, new: Block, vm: dict[SSAValue, SSAValue]) -> Path:
@@ -98,7 +98,7 @@ class PathUnfolder:
             copy = op.clone(value_mapper=vm)
             copy_loc(op, copy)
             for r_old, r_new in zip(op.results, copy.results, strict=False):
-                r_new._name = self.fresh(r_old._name)  # type: ignore[attr-defined]
+                r_new._name = self.fresh(r_old._name)
                 self.origin[r_new] = self.origin.get(r_old, r_old)
             new.add_op(copy)
             ops.append(copy)
@@ -140,11 +140,11 @@ class PathUnfolder:
         dests = []
         for case, block in zip(term.cases.data, term.dests, strict=False):
             copy = Block(arg_types=[a.type for a in block.args])
-            copy._name = self.fresh(block_name(block))  # type: ignore[attr-defined]
+            copy._name = self.fresh(block_name(block))
             self.adjoint.body.add_block(copy)
             vm2 = dict(vm)
             for a_old, a_new in zip(block.args, copy.args, strict=False):
-                a_new._name = self.fresh(a_old._name)  # type: ignore[attr-defined]
+                a_new._name = self.fresh(a_old._name)
                 vm2[a_old] = a_new
             dests.append((case.data, copy))
             out.append((block, copy, vm2, path))
@@ -158,7 +158,7 @@ class PathUnfolder:
     ) -> tuple[Block, dict[SSAValue, SSAValue]]:
         """A parameterless copy of `block` whose parameters alias the branch operands."""
         copy = Block()
-        copy._name = self.fresh(block_name(block))  # type: ignore[attr-defined]
+        copy._name = self.fresh(block_name(block))
         self.adjoint.body.add_block(copy)
         vm2 = dict(vm)
         for param, arg in zip(block.args, args, strict=False):

@@ -35,11 +35,11 @@ class TapeUnfolder(PathUnfolder):
         assert old_entry is not None
         entry, vm0 = self.copy_entry(old_entry)
         tape = entry.args[-2]
-        tape._name = self.fresh("tape")  # type: ignore[attr-defined]
+        tape._name = self.fresh("tape")
         starts: list[tuple[str, Block]] = []
         for k, (_, calls) in enumerate(layout):
             start = Block(arg_types=tapes.payload(calls))
-            start._name = self.fresh(f"path{k}")  # type: ignore[attr-defined]
+            start._name = self.fresh(f"path{k}")
             self.adjoint.body.add_block(start)
             starts.append((f"path{k}", start))
         entry.add_op(BranchEnumOp(tape, starts))
@@ -55,11 +55,11 @@ class TapeUnfolder(PathUnfolder):
                     path.append(op)
                     if tapes.recorded(op):
                         value = next(values)
-                        value._name = op.results[0]._name  # type: ignore[attr-defined]
-                        op.results[0]._name = None  # type: ignore[attr-defined]
+                        value._name = op.results[0]._name
+                        op.results[0]._name = None
                         taped = next(values) if tapes.of_call(op) is not None else None
                         if taped is not None:
-                            taped._name = self.fresh("tape")  # type: ignore[attr-defined]
+                            taped._name = self.fresh("tape")
                         recorded[op] = (value, taped)
             leaves.append((block, path))
         return leaves, recorded
@@ -83,10 +83,10 @@ class TapeUnfolder(PathUnfolder):
             return block
         assert isinstance(term, BranchEnumOp)
         nxt = Block(arg_types=[a.type for a in dest.args])
-        nxt._name = self.fresh(block_name(dest))  # type: ignore[attr-defined]
+        nxt._name = self.fresh(block_name(dest))
         self.adjoint.body.add_block(nxt)
         for a_old, a_new in zip(dest.args, nxt.args, strict=True):
-            a_new._name = self.fresh(a_old._name)  # type: ignore[attr-defined]
+            a_new._name = self.fresh(a_old._name)
             vm[a_old] = a_new
             self.origin[a_new] = a_old
         branch = BranchEnumOp(

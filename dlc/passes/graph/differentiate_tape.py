@@ -25,7 +25,7 @@ layout of `$g_tape`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 from xdsl.dialects.builtin import ModuleOp, StringAttr, UnitAttr
 from xdsl.ir import Attribute, Block, Operation, SSAValue
@@ -78,7 +78,7 @@ class Tapes:
         self.layouts: dict[str, Layout] = {}
         self.pending: list[str] = []
 
-    def recorded(self, op: Operation) -> bool:
+    def recorded(self, op: Operation) -> TypeGuard[ApplyOp]:
         """Whether a tape keeps the result of `op`: a call, with a float result, of a
         function that the pass could differentiate (see the module docstring)."""
         if not isinstance(op, ApplyOp) or not any(has_float(r.type) for r in op.results):
@@ -92,7 +92,7 @@ class Tapes:
     def of_call(self, op: Operation) -> Tape | None:
         """The tape of the callee of `op` when the call is recorded and the callee has
         a tape, else None."""
-        return self.of(op.callee.data) if self.recorded(op) else None  # type: ignore[attr-defined]
+        return self.of(op.callee.data) if self.recorded(op) else None
 
     def of(self, callee: str) -> Tape | None:
         """The callee's tape: made for callees that record calls (a callee without
@@ -137,7 +137,7 @@ class Tapes:
             paths = trails(primal)
             assert paths is not None
             self.layouts[callee] = [
-                (trail, [op for b, _ in trail for op in b.ops if self.recorded(op)])  # type: ignore[misc]
+                (trail, [op for b, _ in trail for op in b.ops if self.recorded(op)])
                 for trail in paths
             ]
         return self.layouts[callee]
@@ -216,8 +216,8 @@ def replace_calls(recorded: Recorded) -> None:
         result = op.results[0]
         if value is result:
             continue
-        if value._name is None:  # type: ignore[attr-defined]
-            value._name = result._name  # type: ignore[attr-defined]
+        if value._name is None:
+            value._name = result._name
         result.replace_all_uses_with(value)
         block = op.parent_block()
         assert block is not None

@@ -9,6 +9,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import Pure
 
 from dlc.analysis.levels import require_level
@@ -50,9 +51,10 @@ def foldable(op: Operation, limit: int) -> bool:
     if isinstance(op, LiteralOp | GlobalRefOp) or not op.has_trait(Pure) or len(op.results) != 1:
         return False
     types = [op.results[0].type, *(v.type for v in op.operands)]
-    if not all(isinstance(t, TensorType) for t in types):
+    tensors = [t for t in types if isinstance(t, TensorType)]
+    if len(tensors) != len(types):
         return False
-    counts = [t.num_elements for t in types]  # type: ignore[union-attr]
+    counts = [t.num_elements for t in tensors]
     if not folds_to(counts[0], counts[1:], limit):
         return False
     return all(isinstance(v.owner, LiteralOp) and not v.owner.elements for v in op.operands)
@@ -79,10 +81,10 @@ def fold_all(module: ModuleOp, limit: int) -> int:
             result = op.results[0]
             assert isinstance(result.type, TensorType)
             new = literal_of(value, result.type)
-            new.result._name = result._name  # type: ignore[attr-defined]
-            op.parent_block().insert_op_before(new, op)  # type: ignore[union-attr]
+            new.result._name = result._name
+            Rewriter.insert_op(new, InsertPoint.before(op))
             result.replace_all_uses_with(new.result)
-            op.parent_block().erase_op(op)  # type: ignore[union-attr]
+            Rewriter.erase_op(op)
             folded += 1
     return folded
 

@@ -56,7 +56,7 @@ def rename_values(body: Region, taken: set[str | None]) -> None:
         for value in values:
             name = getattr(value, "_name", None)
             if name:
-                value._name = fresh(name, taken)  # type: ignore[attr-defined]
+                value._name = fresh(name, taken)
 
 
 def inline_call(call: ApplyOp, callee: FuncOp) -> None:
@@ -80,7 +80,7 @@ def inline_call(call: ApplyOp, callee: FuncOp) -> None:
         ret = returns[0]
         result = ret.value
         if result is not None and result.owner in entry.ops and call.result is not None:
-            result._name = getattr(call.result, "_name", None)  # type: ignore[attr-defined]
+            result._name = getattr(call.result, "_name", None)
         entry.erase_op(ret, safe_erase=False)
         for op in list(entry.ops):
             op.detach()
@@ -117,6 +117,8 @@ def split_for_call(call: ApplyOp, body: Region, returns: list[ReturnOp]) -> SSAV
     """caller: ops; call; rest  ->  ops; branch 'entry' ... return v -> branch 'cont(v); 'cont(%r): rest."""
     block = call.parent_block()
     assert block is not None and call.next_op is not None
+    region = block.parent
+    assert region is not None, "the call is inside a function body"
     types = [call.result.type] if call.result is not None else []
     cont = block.split_before(call.next_op, arg_types=types)
     entry = body.blocks.first
@@ -124,13 +126,13 @@ def split_for_call(call: ApplyOp, body: Region, returns: list[ReturnOp]) -> SSAV
     for arg in list(entry.args):
         entry.erase_arg(arg)
     blocks = list(body.blocks)
-    taken = {getattr(b, "_name", None) for b in block.parent.blocks}  # type: ignore[union-attr]
+    taken = {getattr(b, "_name", None) for b in region.blocks}
     prefix = call.callee.data
     for b, original in zip(blocks, call_blocks(call), strict=True):
         body.detach_block(b)
-        b._name = fresh(f"{prefix}_{getattr(original, '_name', None) or 'bb'}", taken)  # type: ignore[attr-defined]
-    cont._name = fresh(f"{prefix}_cont", taken)  # type: ignore[attr-defined]
-    block.parent.insert_block_after(blocks, block)  # type: ignore[union-attr]
+        b._name = fresh(f"{prefix}_{getattr(original, '_name', None) or 'bb'}", taken)
+    cont._name = fresh(f"{prefix}_cont", taken)
+    region.insert_block_after(blocks, block)
     for ret in returns:
         parent = ret.parent_block()
         assert parent is not None

@@ -8,6 +8,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from dlc.analysis.levels import require_level
 from dlc.dialects.graph import LiteralOp
@@ -28,15 +29,16 @@ def promote(op: Operation, index: int) -> bool:
     value = op.operands[index]
     other = op.operands[1 - index]
     lit = value.owner
-    if not isinstance(lit, LiteralOp) or lit.inline is not None or splat_value(value) is None:
+    c = splat_value(value)
+    if not isinstance(lit, LiteralOp) or lit.inline is not None or c is None:
         return False
     t, result = value.type, op.results[0].type
     if not isinstance(t, TensorType) or not isinstance(other.type, TensorType):
         return False
     if not isinstance(result, TensorType) or other.type.dims != result.dims:
         return False  # the splat's shape is what gives the result its shape
-    scalar = splat(splat_value(value), t.with_shape(()))  # type: ignore[arg-type]
-    op.parent_block().insert_op_before(scalar, op)  # type: ignore[union-attr]
+    scalar = splat(c, t.with_shape(()))
+    Rewriter.insert_op(scalar, InsertPoint.before(op))
     op.operands[index] = scalar.result
     return True
 

@@ -9,11 +9,12 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
 
 from dlc.analysis.levels import require_level
 from dlc.dialects.graph_tensor import DotOp
 from dlc.dialects.graph_types import TensorType
-from dlc.passes.graph.pass_support import functions
+from dlc.passes.graph.pass_support import functions, tensor_of
 from dlc.passes.statistics import PassStatistics
 
 Tree = SSAValue | tuple["Tree", "Tree"]
@@ -47,7 +48,7 @@ def collect(root: DotOp) -> tuple[list[SSAValue], list[DotOp], int]:
         dots.append(dot)
         stack += [dot.rhs, dot.lhs]
     for dot in dots:
-        (m, k), n = dot.lhs.type.dims, dot.rhs.type.dims[1]  # type: ignore[attr-defined]
+        (m, k), n = tensor_of(dot.lhs).dims, tensor_of(dot.rhs).dims[1]
         cost += m * k * n
     return leaves, dots, cost
 
@@ -86,7 +87,7 @@ def build(leaves: list[SSAValue], split: list[list[int]], before: Operation) -> 
             result_types=[
                 TensorType((leaves[i].type.dims[0], leaves[j].type.dims[1]), leaves[i].type.dt)
             ],
-        )  # type: ignore[attr-defined]
+        )
         block.insert_op_before(dot, before)
         done[(i, j)] = dot.results[0]
     return done[(0, len(leaves) - 1)]
@@ -97,15 +98,15 @@ def reorder(root: DotOp) -> int:
     leaves, dots, current = collect(root)
     if len(leaves) < 3 or not all(is_matrix(v) for v in leaves):
         return 0
-    dims = [leaves[0].type.dims[0]] + [v.type.dims[1] for v in leaves]  # type: ignore[attr-defined]
+    dims = [tensor_of(leaves[0]).dims[0]] + [tensor_of(v).dims[1] for v in leaves]
     best, split = optimal_order(dims)
     if best >= current:
         return 0  # already optimal: leave the chain alone
     top = build(leaves, split, root)
-    top._name = root.result._name  # type: ignore[attr-defined]
+    top._name = root.result._name
     root.result.replace_all_uses_with(top)
     for dot in dots:  # root first: each later dot's only user is already gone
-        dot.parent_block().erase_op(dot)  # type: ignore[union-attr]
+        Rewriter.erase_op(dot)
     return 2 * (current - best)
 
 

@@ -139,14 +139,21 @@ def functions(module: ModuleOp) -> list[FuncOp]:
     return [f for f in module.ops if isinstance(f, FuncOp) and f.body.blocks]
 
 
+def tensor_of(v: SSAValue) -> TensorType:
+    """The type of `v`, a tensor (the graph verifier has checked the operand types)."""
+    assert isinstance(v.type, TensorType), v.type
+    return v.type
+
+
 # -- control flow -----------------------------------------------------------------
 
 Edge = tuple[Block, list[SSAValue]]
 
 
-def edges(term: Operation) -> list[Edge] | None:
+def edges(term: Operation | None) -> list[Edge] | None:
     """(successor, arguments) of a branch or conditional; None for other terminators
-    (return, branchEnum, whose block arguments come from the enum value)."""
+    (return, branchEnum, whose block arguments come from the enum value) and for None
+    (the `last_op` of an empty block)."""
     if isinstance(term, BranchOp):
         return [(term.dest, list(term.args))]
     if isinstance(term, ConditionalOp):
@@ -154,7 +161,7 @@ def edges(term: Operation) -> list[Edge] | None:
     return None
 
 
-def rebuild_terminator(term: Operation, new_edges: list[Edge]) -> Operation:
+def rebuild_terminator(term: Operation | None, new_edges: list[Edge]) -> Operation:
     """Replace branch/conditional `term` by the same kind of op with `new_edges`."""
     if isinstance(term, BranchOp):
         ((dest, args),) = new_edges

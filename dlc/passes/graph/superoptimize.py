@@ -10,6 +10,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from dlc.analysis.levels import require_level
 from dlc.diagnostics import clone_located
@@ -203,7 +204,7 @@ class SuperoptimizePass(PassStatistics, ModulePass):
             cost_before, cost_after = timing
         if cost_after > (1.0 - self.margin) * cost_before:
             self.count(f"guard: functions kept, rewrite not {self.margin:.0%} cheaper")
-            func.parent_block().insert_op_before(original, func)  # type: ignore[union-attr]
+            Rewriter.insert_op(original, InsertPoint.before(func))
             func.detach()
             func.erase()
             return cost_before, cost_before

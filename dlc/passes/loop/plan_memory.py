@@ -262,8 +262,9 @@ def function_stats(func: loop.FuncOp) -> dict[str, int]:
         arena_value = 0  # every buffer is a heap block of its own
         heap = allocs
     else:
-        min_live_value = min_live.data  # type: ignore[attr-defined]
-        arena_value = arena.data  # type: ignore[union-attr]
+        assert isinstance(min_live, IntAttr) and isinstance(arena, IntAttr), "set together"
+        min_live_value = min_live.data
+        arena_value = arena.data
     return {
         "loop_nests": sum(
             1 for block in func.body.blocks for op in block.ops if isinstance(op, loop.ForOp)

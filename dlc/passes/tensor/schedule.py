@@ -107,15 +107,18 @@ class SchedulePass(ModulePass, PassStatistics):
                         if blocks is not None:
                             c.schedule = blocks
                         if self.fma and target.fma and float_sum(c):
-                            c.schedule = c.schedule.replaced(fma=True)  # type: ignore[union-attr]
+                            assert c.schedule is not None
+                            c.schedule = c.schedule.replaced(fma=True)
                     for c, ms in epilogues.items():
-                        c.schedule = c.schedule.replaced(epilogue=len(ms))  # type: ignore[union-attr]
+                        assert c.schedule is not None
+                        c.schedule = c.schedule.replaced(epilogue=len(ms))
                     mark_parallel([c for c in run if c not in members])
                     for c in run:
                         points = split_points(c) if c not in members else []
                         if points:
                             last = f"d{len(c.domain) - 1}"
-                            c.schedule = c.schedule.replaced(split={last: points})  # type: ignore[union-attr]
+                            assert c.schedule is not None
+                            c.schedule = c.schedule.replaced(split={last: points})
                     for m in members:
                         m.schedule = ScheduleAttr()
                     for c in gathered:

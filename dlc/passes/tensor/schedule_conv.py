@@ -106,7 +106,7 @@ def conv_tiles(op: tensor.ComputeOp, target: Target) -> ConvTiles | None:
         cap = min(op.domain[channel], (target.vector_registers - SCALAR_SPARE) // nr)
         mr = _block(op.domain[channel], cap)
         return ConvTiles(channel, mr if mr * nr >= MIN_ACCUMULATORS else cap, row, 1, nr, 1)
-    lanes = target.vector_bytes // dtype_bytes(op.result.type.dt)  # type: ignore[attr-defined]
+    lanes = target.vector_bytes // dtype_bytes(op.result.type.dt)
     nr = width if width <= 4 * lanes else 2 * lanes  # a whole short row: no column tail
     rows = 1
     if nr < 2 * lanes and row != channel:  # short rows: rows of the axis before too

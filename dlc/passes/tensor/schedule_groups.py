@@ -11,6 +11,7 @@ from xdsl.ir import SSAValue
 
 from dlc.dialects import tensor
 from dlc.dialects.tensor_groups import (
+    fusion_of,
     group_members,
     identity_dims,
     reads_at_identity,
@@ -149,7 +150,9 @@ def group_computes(
         flags = {m: (m in group.feeds, group.register_only(m)) for m in group.members}
         for m in group.members:
             feeds, internal = flags[m]
-            m.schedule = plain[m].with_group((group_id, len(group.base), feeds, internal))  # type: ignore[union-attr]
+            schedule = plain[m]
+            assert schedule is not None, "step 1 scheduled every compute"
+            m.schedule = schedule.with_group((group_id, len(group.base), feeds, internal))
         if verify_group(group.members) is not None:  # never a wrong result: keep them apart
             for m in group.members:
                 m.schedule = plain[m]
@@ -165,10 +168,11 @@ def mark_parallel(run: list[tensor.ComputeOp]) -> None:
     while index < len(run):
         members = group_members(run[index]) or [run[index]]
         index += len(members)
-        fusion = members[0].schedule.fusion  # type: ignore[union-attr]
+        fusion = fusion_of(members[0])
         limit = fusion[1] if fusion is not None else None
         chosen = parallel_loop(members[0], limit)
         if sum(work(m) for m in members) < PARALLEL_WORK:
             chosen = None
         for m in members:
-            m.schedule = m.schedule.replaced(parallel=[chosen] if chosen else [])  # type: ignore[union-attr]
+            assert m.schedule is not None, "step 1 scheduled every compute"
+            m.schedule = m.schedule.replaced(parallel=[chosen] if chosen else [])

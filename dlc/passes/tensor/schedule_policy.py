@@ -86,7 +86,7 @@ def default_order(op: tensor.ComputeOp, target: Target) -> list[str]:
         return [*outputs, *reductions]
     keep = len(outputs) - 1
     if len(reductions) > 1:  # short tap loops: amortize them over a 2-D accumulator block
-        block = dtype_bytes(op.result.type.dt) * op.domain[-1]  # type: ignore[attr-defined]
+        block = dtype_bytes(op.result.type.dt) * op.domain[-1]
         while keep > 0 and block * op.domain[keep - 1] <= target.l1_bytes // 2:
             if _strides(op, keep - 1):
                 break

@@ -46,10 +46,10 @@ def _normal_form(op: tensor.ComputeOp) -> str:
     block = op.body.block
     names.update({a: f"i{n}" for n, a in enumerate(block.args)})
     lines = [
-        "in: " + ", ".join(format_type(v.type) for v in op.inputs),  # type: ignore[arg-type]
-        f"out: {format_type(op.result.type)}",  # type: ignore[arg-type]
+        "in: " + ", ".join(format_type(v.type) for v in op.inputs),
+        f"out: {format_type(op.result.type)}",
         f"reduce: {list(op.reduction_extents)} {_text(op.combinator)} {_text(op.init_value)}",
-        f"init: {format_type(op.init.type) if op.init is not None else '-'}",  # type: ignore[arg-type]
+        f"init: {format_type(op.init.type) if op.init is not None else '-'}",
     ]
     for inner in block.ops:
         for n, result in enumerate(inner.results):

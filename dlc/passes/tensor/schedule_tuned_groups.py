@@ -98,7 +98,7 @@ def parse_group_schedule(text: str) -> list[ScheduleAttr]:
     attr = parse_attribute(text)
     if not isinstance(attr, ArrayAttr) or not all(isinstance(s, ScheduleAttr) for s in attr.data):
         raise ValueError(f"not an array of #schedule.nest: {text[:80]}")
-    return list(attr.data)  # type: ignore[arg-type]
+    return list(attr.data)
 
 
 def apply_group_schedules(members: Unit, schedules: list[ScheduleAttr]) -> str | None:

@@ -84,8 +84,9 @@ def simplify_indices(compute: ComputeOp) -> int:
             # a clamp (a concatenation's or a padding's read): a new variable whose range
             # follows from its operands'
             known = [_bounds(f, ranges) for f in operands[-2:] if f is not None]
-            if len(known) == 2 and None not in known:
-                (alo, ahi), (blo, bhi) = known  # type: ignore[misc]
+            bounds = [k for k in known if k is not None]
+            if len(bounds) == 2:
+                (alo, ahi), (blo, bhi) = bounds
                 if isinstance(op, arith.SelectOp):
                     ranges[out] = (min(alo, blo), max(ahi, bhi))
                 else:

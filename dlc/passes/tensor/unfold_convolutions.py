@@ -26,6 +26,7 @@ from dlc.dialects import tensor
 from dlc.dialects.graph_literal import dense_array
 from dlc.dialects.graph_types import TensorType
 from dlc.dialects.tensor_memory import BitCastOp
+from dlc.dialects.tensor_types import tensor_type
 from dlc.passes.statistics import PassStatistics
 from dlc.passes.tensor.conv2d import Conv2d, conv2d_of
 from dlc.passes.tensor.unfold_rule import pixel_rows, unfolds
@@ -86,13 +87,14 @@ def _product(conv: Conv2d, cols: SSAValue, weights: SSAValue | None) -> tensor.C
     """flat[n, o, p] = sum over k of cols[n, k, p] · w[o, k]: `weights` (the flat
     kernel), the 1 x 1 kernel read in place, or the body's splat constant."""
     batch, channels, oh, ow = conv.domain
-    depth = cols.type.dims[1]  # type: ignore[attr-defined]
+    depth = tensor_type(cols, "unfold-convolutions: columns").dims[1]
     s = _Body(4)
     n, o, p, k = s.block.args
     inputs = [cols]
     value = s.emit(tensor.ReadOp(cols, [n, k, p]))
     if conv.kernel is None:
-        weight = s.emit(conv.splat.clone())  # type: ignore[union-attr]
+        assert conv.splat is not None, "a convolution without kernel operand has a splat"
+        weight = s.emit(conv.splat.clone())
     elif weights is None:
         inputs.append(conv.kernel)
         weight = s.emit(tensor.ReadOp(conv.kernel, [o, k, s.index(0), s.index(0)]))
@@ -110,14 +112,15 @@ def _pixel_rows_product(conv: Conv2d, cols: SSAValue, weights: SSAValue | None) 
     product's columns; `weights` the kernel as a (C·KH·KW, O) literal, None: a splat);
     without the batch axis when it is 1 (a matrix product, whose B may be packed)."""
     batch, channels, oh, ow = conv.domain
-    depth = cols.type.dims[1]  # type: ignore[attr-defined]
+    depth = tensor_type(cols, "unfold-convolutions: columns").dims[1]
     s = _Body(3 if batch == 1 else 4)
     *outer, p, o, k = s.block.args
     n = outer[0] if outer else s.index(0)
     inputs = [cols]
     value = s.emit(tensor.ReadOp(cols, [n, k, p]))
     if weights is None:
-        weight = s.emit(conv.splat.clone())  # type: ignore[union-attr]
+        assert conv.splat is not None, "a convolution without kernel operand has a splat"
+        weight = s.emit(conv.splat.clone())
     else:
         inputs.append(weights)
         weight = s.emit(tensor.ReadOp(weights, [k, o]))
@@ -135,7 +138,7 @@ def _image(conv: Conv2d, flat: SSAValue, pixel_rows: bool) -> tensor.ComputeOp:
     pixel = s.emit(arith.AddiOp(s.emit(arith.MuliOp(row, s.index(conv.domain[3]))), col))
     where = [n, o, pixel]
     if pixel_rows:
-        where = [pixel, o] if len(flat.type.dims) == 2 else [n, pixel, o]  # type: ignore[attr-defined]
+        where = [pixel, o] if tensor_type(flat, "unfold-convolutions").rank == 2 else [n, pixel, o]
     value = s.emit(tensor.ReadOp(flat, where))
     return s.compute([flat], value, TensorType(conv.domain, conv.dtype))
 
@@ -178,10 +181,10 @@ def unfold(conv: Conv2d) -> None:
     op = conv.op
     b = Builder(InsertPoint.before(op))
     batch, _, oh, ow = conv.domain
-    image_x = conv.x.type.dims == (batch, conv.channels, oh, ow)  # type: ignore[attr-defined]
+    image_x = tensor_type(conv.x, "unfold-convolutions").dims == (batch, conv.channels, oh, ow)
     pointwise = conv.taps == (1, 1) and conv.strides == (1, 1) and image_x
     cols = conv.x if pointwise else b.insert(_cols(conv)).result
-    depth = cols.type.dims[1]  # type: ignore[attr-defined]
+    depth = tensor_type(cols, "unfold-convolutions: columns").dims[1]
     rows = b.insert(BitCastOp(cols, TensorType((batch, depth, oh * ow), conv.dtype)))
     if pixel_rows(conv):
         literal = conv.kernel is not None

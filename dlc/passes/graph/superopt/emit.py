@@ -12,7 +12,7 @@ from dlc.dialects.graph_elementwise import AddOp, MultiplyOp
 from dlc.dialects.graph_reduction import ConvolveOp, ReduceWindowOp
 from dlc.dialects.graph_tensor import ConcatenateOp, DotOp, ShapeCastOp, SliceOp, TransposeOp
 from dlc.dialects.graph_types import TensorType
-from dlc.passes.graph.pass_support import splat
+from dlc.passes.graph.pass_support import splat, tensor_of
 from dlc.passes.graph.superopt.graphs import BlockGraph, Config, MaxOp, Node
 
 
@@ -92,7 +92,7 @@ def shape_cast(x: SSAValue, t: TensorType) -> Operation:
 
 
 def row_slice(node: Node, x: SSAValue, t: TensorType) -> Operation:
-    rows = x.type.dims[0]  # type: ignore[attr-defined]
+    rows = tensor_of(x).dims[0]
     lo, hi = (0, node.attr - 1) if node.kind.endswith("a") else (node.attr, rows - 1)
     props = {"lower": IntAttr(lo), "upper": IntAttr(hi)}
     return SliceOp.create(operands=[x], properties=props, result_types=[t])

@@ -21,7 +21,7 @@ from dlc.dialects.graph_reduction import ConvolveOp, ReduceWindowOp, conv_config
 from dlc.dialects.graph_tensor import ConcatenateOp, DotOp, SliceOp, TransposeOp
 from dlc.dialects.graph_types import TensorType, dtype_is_float, dtype_is_numeric
 from dlc.passes.graph.fold_constants import WEIGHT_LIMIT, folds_to
-from dlc.passes.graph.pass_support import is_splat, splat_value
+from dlc.passes.graph.pass_support import is_splat, splat_value, tensor_of
 
 MaxOp = BINARY_OPS["max"]
 
@@ -187,9 +187,15 @@ def classify_conv(op: ConvolveOp) -> Found | None:
     cfg = conv_config(op.properties, 2)
     if cfg["groups"] != [1] or not is_image(op.lhs):
         return None
-    parts = ("strides", "padding", "left_dilation", "right_dilation")
-    config = ("conv", *(tuple(cfg[k]) for k in parts))
-    return ("conv", [op.lhs, op.kernel], config)  # type: ignore[return-value]
+    strides, padding = tuple(cfg["strides"]), tuple(cfg["padding"])
+    config: Config = (
+        "conv",
+        strides,
+        padding,
+        tuple(cfg["left_dilation"]),
+        tuple(cfg["right_dilation"]),
+    )
+    return ("conv", [op.lhs, op.kernel], config)
 
 
 def classify_pool(op: ReduceWindowOp) -> Found | None:
@@ -200,13 +206,13 @@ def classify_pool(op: ReduceWindowOp) -> Found | None:
         return None
     if window[:2] != [1, 1] or strides[:2] != [1, 1] or op.padding.data != "none":
         return None
-    if not dtype_is_float(op.operand.type.dt) or init is None or init != -math.inf:  # type: ignore[attr-defined]
+    if not dtype_is_float(tensor_of(op.operand).dt) or init is None or init != -math.inf:
         return None
     return ("maxpool", [op.operand], ("pool", tuple(window[2:]), tuple(strides[2:]), (), ()))
 
 
 def classify_slice(op: SliceOp) -> Found | None:
-    rows = op.operand.type.dims[0]  # type: ignore[attr-defined]
+    rows = tensor_of(op.operand).dims[0]
     lo, hi = op.lower.data, op.upper.data
     if lo == 0 and hi < rows - 1:
         return ("split0a", [op.operand], hi + 1)

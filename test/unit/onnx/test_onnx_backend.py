@@ -161,7 +161,7 @@ def test_run_checks_the_input_count():
 
 # ---- tools/onnx_node_tests.py ----------------------------------------------------------
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tools"))
 import onnx_node_tests as tool  # noqa: E402
 
 

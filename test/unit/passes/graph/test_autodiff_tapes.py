@@ -23,7 +23,7 @@ from dlc.passes.graph.differentiate import differentiated
 from dlc.semantics.interpreter import run_function
 
 HERE = Path(__file__).resolve().parent
-TREE = (HERE / "recursive_tree.dl").read_text()
+TREE = (HERE.parents[1] / "recursive_tree.dl").read_text()  # shared with test_recursive_enums
 WALK = (HERE / "tape_walk.dl").read_text()
 
 RNG = np.random.default_rng(7)

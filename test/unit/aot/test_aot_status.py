@@ -165,7 +165,7 @@ int main(void) {
 @pytest.fixture(scope="module")
 def mlp_object(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("aot-mlp")
-    examples = Path(__file__).resolve().parents[2] / "examples"
+    examples = Path(__file__).resolve().parents[3] / "examples"
     assert dlc_compile.main([str(examples / "mlp.dl"), "-o", str(out / "mlp.o")]) == 0
     return out / "mlp.o"
 

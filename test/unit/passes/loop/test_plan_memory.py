@@ -14,7 +14,7 @@ from dlc.parser import parse_module
 from dlc.passes.loop.plan_memory import OFFSET, Slot, min_live_bytes, plan_slots
 from dlc.semantics.interpreter import run_function
 
-ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..")
 PROGRAMS = sorted(
     glob.glob(os.path.join(ROOT, "examples", "*.dl"))
     + glob.glob(os.path.join(ROOT, "benchmarks", "*.dl"))

@@ -34,7 +34,7 @@ func @f: (<4 x 6 x f32>, <6 x 5 x f32>, <6 x 5 x f32>) -> <4 x 5 x f32> {
 }
 """
 
-ATTENTION = Path(__file__).resolve().parents[2] / "benchmarks" / "attention.dl"
+ATTENTION = Path(__file__).resolve().parents[5] / "benchmarks" / "attention.dl"
 
 
 @pytest.fixture(autouse=True)

@@ -20,7 +20,7 @@ from dlc.aot.signature import c_function
 from dlc.cli import dlc_compile
 from dlc.semantics.interpreter import run_function
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 CC = shutil.which("cc")
 needs_cc = pytest.mark.skipif(CC is None, reason="no C compiler 'cc' on this machine")
 

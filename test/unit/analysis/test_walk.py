@@ -12,7 +12,7 @@ from dlc import pipeline
 from dlc.analysis.walk import walk_ops
 from dlc.diagnostics import clone_located
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.parametrize("stop", ["graph", "tensor", "loop", "llvm"])

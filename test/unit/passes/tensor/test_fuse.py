@@ -17,7 +17,7 @@ from dlc.parser import parse_module
 from dlc.passes.tensor.schedule_policy import kept_outside
 from dlc.semantics.interpreter import numpy_dtype, run_function
 
-ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..")
 PROGRAMS = sorted(
     glob.glob(os.path.join(ROOT, "examples", "*.dl"))
     + [

@@ -28,7 +28,7 @@ from dlc.dialects.tensor import Tensor
 from dlc.pipeline import Options, context
 from dlc.program_levels import lower
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 LEVELS = ("tensor", "loop")
 SLOW = {"softmax_chain200.dl"}  # 24 s to lower; the ops of softmax_chain20, ten times over
 PROGRAMS = sorted(

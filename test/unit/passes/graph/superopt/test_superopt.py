@@ -32,7 +32,7 @@ from dlc.passes.graph.superoptimize import SuperoptimizePass
 from dlc.pipeline import SUPEROPTIMIZER, make_pass
 from dlc.semantics.interpreter import run_function
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[5]
 LIT = ROOT / "test" / "lit" / "passes" / "superoptimize.dl"
 
 # lhs is (x + (y + (x + y))), which the false axiom would shrink to x + y

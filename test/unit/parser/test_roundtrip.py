@@ -15,7 +15,7 @@ import pytest
 from dlc.parser import parse_module
 from dlc.parser.printer import print_module
 
-LIT_ROOT = Path(__file__).resolve().parents[1] / "lit"
+LIT_ROOT = Path(__file__).resolve().parents[2] / "lit"
 _EXPECTS_ERRORS = re.compile(r"//\s*RUN:.*(--verify-diagnostics|\bnot\s+dlc-opt)")
 
 

@@ -12,7 +12,7 @@ import pytest
 from dlc.parser import tables
 from dlc.parser.lexer import decode_source, tokenize
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_shipped_tables_are_current() -> None:
