@@ -96,7 +96,7 @@ class KernelTable:
             for op in func.body.block.ops:
                 keyed = _candidate_key(op)
                 if keyed is not None:
-                    table.keys[op] = keyed  # type: ignore[index]
+                    table.keys[op] = keyed
                     table.counts[keyed[0]] += 1
         return table
 
@@ -154,9 +154,7 @@ class KernelTable:
         reads.update((value, mapped[buffer]) for value, buffer in results.items())
         emit(kb, reads, mapped)
         kb.insert(loop.ReturnOp())
-        func.function_type = type(func.function_type).from_lists(  # type: ignore[assignment]
-            [a.type for a in body.args], []
-        )
+        func.function_type = type(func.function_type).from_lists([a.type for a in body.args], [])
         self.made.append(func)
         return kernel
 
@@ -196,7 +194,7 @@ class _Reads(dict):
         buffer = self.caller[value]
         owner = buffer.owner
         if isinstance(owner, loop.ConstBufferOp) and _splat(value):
-            local = self.kb.insert(owner.clone()).res
+            local: SSAValue = self.kb.insert(owner.clone()).res
         else:
             local = self.body.insert_arg(buffer.type, len(self.body.args))
             self.reads.append(self.numbers[value])
@@ -212,10 +210,11 @@ def prepare_site(
     the nest builder and the buffers of this place (results, epilogue members read
     elsewhere, packed operand)."""
     members = epilogue_members(op)
-    after: Operation | None = op
+    after: Operation = op
     while members and after is not members[-1]:  # the members and literals among them
-        after = after.next_op
-        assert after is not None, "the epilogue members follow in the block"
+        following = after.next_op
+        assert following is not None, "the epilogue members follow in the block"
+        after = following
         fl.done.add(after)
         if isinstance(after, tensor.ConstantOp):
             fl._lower_constant(after)
@@ -230,8 +229,8 @@ def prepare_site(
     )
     builder._pack_buffer(fl.b)
     own = [buffer, *(m.buffer for m in epilogue if m.buffer is not None)]
-    if builder.pack is not None:
-        own.append(builder.pack.buffer)  # type: ignore[arg-type]
+    if builder.pack is not None and builder.pack.buffer is not None:
+        own.append(builder.pack.buffer)
     return builder, own
 
 
@@ -259,7 +258,7 @@ def _splat(value: SSAValue) -> bytes | None:
     owner = value.owner
     if not isinstance(owner, tensor.ConstantOp) or not owner.is_splat():
         return None
-    return owner.value.data.data[: owner.value.get_element_type().compile_time_size]  # type: ignore[attr-defined]
+    return owner.value.data.data[: owner.value.get_element_type().compile_time_size]
 
 
 def compute_key(
@@ -270,9 +269,11 @@ def compute_key(
     tokens: dict[SSAValue, Hashable] = {}
     outside: list[SSAValue] = []
     parts: list[Hashable] = [tuple(read_elsewhere(c.result, members) for c in (op, *members))]
-    ops = [op]
+    ops: list[Operation] = [op]
     while members and ops[-1] is not members[-1]:
-        ops.append(ops[-1].next_op)  # type: ignore[arg-type]
+        after = ops[-1].next_op
+        assert after is not None, "the epilogue members follow in the block"
+        ops.append(after)
     for inner in (w for top in ops if isinstance(top, tensor.ComputeOp) for w in top.walk()):
         for value in inner.operands:
             if value not in tokens:
@@ -303,4 +304,5 @@ def _ungrouped(value: Attribute) -> Attribute:
     """A schedule without its fusion group's id (alike groups differ only there)."""
     if not isinstance(value, ScheduleAttr) or value.fusion is None:
         return value
-    return value.with_group((0, *value.fusion[1:]))  # type: ignore[arg-type]
+    _, at, feeds, internal = value.fusion
+    return value.with_group((0, at, feeds, internal))
