@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from xdsl.dialects.builtin import StringAttr
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Attribute
 
 from dlc.dialects.graph_types import FunctionType, TensorType, dynamic_types, format_type
@@ -78,3 +78,12 @@ def signature_problem(t: FunctionType) -> str | None:
     if free:
         return f"symbolic dimension %{free[0]} of the result is not the size of any parameter"
     return None
+
+
+def is_symbolic(module: ModuleOp) -> bool:
+    """Whether a function of graph `module` has a symbolic dimension in its signature:
+    such a module is compiled by `lower-graph-to-loop` (`dlc.pipeline.symbolic_steps`)."""
+    return any(
+        t.name == "graph.func" and first_symbol([t.properties["function_type"]]) is not None
+        for t in module.body.block.ops
+    )

@@ -248,7 +248,7 @@ class FuncEmitter(ParallelEmitter, BufferEmitter, ProfileEmitter):
             case loop.StoreOp():
                 ptr, align = self.address(op, op.buffer, op.indices)
                 self.emit(llvm.StoreOp(self.get(op.value), ptr, alignment=align))
-            case loop.AllocOp() | loop.DeallocOp() | loop.CopyOp():
+            case loop.AllocOp() | loop.AllocSizedOp() | loop.DeallocOp() | loop.CopyOp():
                 self.lower_memory(op)
             case loop.ConstCopyOp() | loop.ConstBufferOp():
                 self.lower_memory(op)
