@@ -28,7 +28,7 @@ ELEMENTWISE = frozenset(
 
 REDUCERS = frozenset({"add", "multiply", "min", "max"})
 
-SUBSET = ELEMENTWISE | {"dot", "reduce", "return"}
+SUBSET = ELEMENTWISE | {"dot", "reduce", "return", "padShape", "squeezeShape"}
 """Every opcode that may see a symbolic dimension (`unsupported` checks the details)."""
 
 
@@ -48,7 +48,7 @@ def unsupported(
     symbol = first_symbol(types)
     if symbol is None:
         return None
-    if opcode in ELEMENTWISE:
+    if opcode in ELEMENTWISE or opcode in ("padShape", "squeezeShape"):
         return None
     if opcode == "dot" and all(isinstance(t, TensorType) and t.rank == 2 for t in types):
         return None

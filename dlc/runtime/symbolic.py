@@ -53,9 +53,11 @@ def _dims_text(dims: Dims) -> str:
 class SymbolicFunction:
     """A compiled function whose loops run to sizes taken from its arguments."""
 
-    def __init__(self, sig: Signature, address: int, contexts: Any, messages: Any) -> None:
+    def __init__(self, sig: Signature, jit: JITModule, contexts: Any, messages: Any) -> None:
         self.name = sig.name
         self.sig = sig
+        self._jit = jit  # the machine code lives as long as the function is referenced
+        address = jit.address(function_symbol(sig.name))
         n = len(sig.args) + 2
         self._native = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * (n + 1)))(address)
         self._contexts = contexts
@@ -154,8 +156,7 @@ class SymbolicModule(CompiledModule):
         contexts = Contexts(report[2], threads)
         status = Messages(messages) if messages else None
         self._functions = {  # type: ignore[assignment]
-            s.name: SymbolicFunction(s, jit.address(function_symbol(s.name)), contexts, status)
-            for s in sigs
+            s.name: SymbolicFunction(s, jit, contexts, status) for s in sigs
         }
 
     def stats(self, name: str) -> dict[str, int]:

@@ -10,18 +10,20 @@ from xdsl.dialects.builtin import MemRefType, ModuleOp, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
-from dlc.diagnostics import copy_loc, error_at
+from dlc.diagnostics import DiagnosticError, copy_loc, error_at
 from dlc.dialects import graph, loop
 from dlc.dialects.graph_elementwise import BinaryOp, DataTypeCastOp, NotOp, SelectOp, UnaryOp
 from dlc.dialects.graph_literal import is_scalar_lit, scalar_value
 from dlc.dialects.graph_reduction import ReduceOp
 from dlc.dialects.graph_symbolic import first_symbol
-from dlc.dialects.graph_tensor import DotOp
+from dlc.dialects.graph_tensor import DotOp, PadShapeOp, ShapeCastOp, SqueezeShapeOp
 from dlc.dialects.graph_types import FunctionType, TensorType, format_type
+from dlc.lowering.graph_to_loop.literals import dense_data, literal_bytes
 from dlc.lowering.graph_to_loop.nests import NestEmitter, buffer_type
 from dlc.lowering.scalar_ops import Unsupported
 
 ELEMENTWISE = (UnaryOp, BinaryOp, NotOp, SelectOp, DataTypeCastOp)
+ALIASES = (PadShapeOp, SqueezeShapeOp, ShapeCastOp)
 
 
 def function_symbols(ftype: FunctionType) -> list[str]:
@@ -98,20 +100,47 @@ class FunctionLowering:
     def lower_op(self, op: Operation, returned: Operation | None) -> None:
         if isinstance(op, graph.ReturnOp):
             self.lower_return(op)
+        elif isinstance(op, graph.LiteralOp):
+            self.lower_literal(op)
+        elif isinstance(op, ALIASES):  # the same row-major elements: the same buffer
+            self.alias(op.results[0], op.operands[0])
+        elif isinstance(op, (*ELEMENTWISE, DotOp, ReduceOp)):
+            self.lower_compute(op, self.destination(op, returned))
+        else:
+            raise self.unsupported(op)
+
+    def unsupported(self, op: Operation) -> DiagnosticError:
+        opcode = op.name.removeprefix("graph.")
+        return error_at(
+            op,
+            f"{opcode}: not supported yet in a function with symbolic dimensions "
+            f"(@{self.func.sym_name.data})",
+        )
+
+    def alias(self, result: SSAValue, source: SSAValue) -> None:
+        if source in self.consts:
+            self.consts[result] = self.consts[source]
+        else:
+            self.values[result] = self.values[source]
+
+    def lower_literal(self, op: graph.LiteralOp) -> None:
+        """A splat is a constant read at every index; other static data a read-only
+        buffer."""
+        t, tree = op.result.type, op.value.data
+        assert isinstance(t, TensorType)
+        if op.elements:
+            raise self.unsupported(op)
+        if is_scalar_lit(tree):
+            self.consts[op.result] = self.nest.scalars.const(scalar_value(tree), t.dt)
             return
-        if isinstance(op, graph.LiteralOp) and not op.elements and is_scalar_lit(op.value.data):
-            t = op.result.type
-            assert isinstance(t, TensorType)
-            if t.is_scalar:
-                self.consts[op.result] = self.nest.scalars.const(scalar_value(op.value.data), t.dt)
-                return
-        if not isinstance(op, (*ELEMENTWISE, DotOp, ReduceOp)):
-            raise error_at(
-                op,
-                f"{op.name.removeprefix('graph.')}: not supported yet in a "
-                f"function with symbolic dimensions (@{self.func.sym_name.data})",
-            )
-        out = self.destination(op, returned)
+        raw = literal_bytes(tree, t)
+        if raw is None:
+            raise self.unsupported(op)
+        self.values[op.result] = self.nest.emit(
+            loop.ConstBufferOp(dense_data(t, raw), buffer_type(t))
+        )
+
+    def lower_compute(self, op: Operation, out: SSAValue) -> None:
         try:
             if isinstance(op, DotOp):
                 self.lower_dot(op, out)
@@ -159,21 +188,26 @@ class FunctionLowering:
         self.values[result] = out
 
     def lower_dot(self, op: DotOp, out: SSAValue) -> None:
-        """`out[i, j] = sum_k lhs[i, k] * rhs[k, j]`, k innermost."""
+        """`out[i, j] = 0 + lhs[i, 0] * rhs[0, j] + lhs[i, 1] * rhs[1, j] + ...`: rows
+        of `out` accumulate in place, k outside j (unit-stride inner loops over `rhs` and
+        `out` rows), each element summed in k order as a k-innermost loop would."""
         nest = self.nest
         lhs, rhs, t = op.lhs.type, op.rhs.type, op.result.type
-        assert isinstance(lhs, TensorType) and isinstance(t, TensorType)
-        ivs, outer, _ = nest.open_loops([nest.extent(d) for d in t.dims])
-        zero = nest.scalars.const(0, t.dt)
-        (k,), inner, acc = nest.open_loops([nest.extent(lhs.dims[1])], zero)
-        assert acc is not None
-        a = self.read(op.lhs, [ivs[0], k], lhs.dims)
-        b = self.read(op.rhs, [k, ivs[1]], rhs.dims)  # type: ignore[union-attr]
+        assert isinstance(lhs, TensorType) and isinstance(rhs, TensorType)
+        assert isinstance(t, TensorType)
+        (i,), rows, _ = nest.open_loops([nest.extent(t.dims[0])])
+        (j,), zeros, _ = nest.open_loops([nest.extent(t.dims[1])])
+        nest.store(nest.scalars.const(0, t.dt), out, nest.index(t, [i, j], t.dims), t.dt)
+        nest.close_loops(zeros)
+        (k, j), inner, _ = nest.open_loops([nest.extent(lhs.dims[1]), nest.extent(t.dims[1])])
+        a = self.read(op.lhs, [i, k], lhs.dims)
+        b = self.read(op.rhs, [k, j], rhs.dims)
+        at = nest.index(t, [i, j], t.dims)
+        acc = nest.load(out, at, t.dt)
         product = nest.scalars.binary("multiply", t.dt, a, b)
-        total = nest.close_loops(inner, nest.scalars.binary("add", t.dt, acc, product))
-        assert total is not None
-        nest.store(total, out, nest.index(t, ivs, t.dims), t.dt)
-        nest.close_loops(outer)
+        nest.store(nest.scalars.binary("add", t.dt, acc, product), out, at, t.dt)
+        nest.close_loops(inner)
+        nest.close_loops(rows)
         self.values[op.result] = out
 
     def lower_reduce(self, op: ReduceOp, out: SSAValue) -> None:
