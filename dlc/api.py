@@ -225,7 +225,7 @@ def compile_symbolic(
 ) -> CompiledModule:
     """A module with symbolic dimensions (`lower-graph-to-loop`): compiled once for
     every size, outside the compile cache (its key and quick records are static yet)."""
-    from dlc.lowering.graph_to_loop.lower_graph_to_loop import function_symbols
+    from dlc.lowering.graph_to_loop.function import function_symbols
     from dlc.runtime.jit import NATIVE_COMPILES
     from dlc.runtime.symbolic import Signature, SymbolicModule
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from xdsl.dialects.builtin import ModuleOp, StringAttr
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, Operation
 
 from dlc.dialects.graph_types import FunctionType, TensorType, dynamic_types, format_type
 
@@ -48,7 +48,7 @@ def unsupported(
     symbol = first_symbol(types)
     if symbol is None:
         return None
-    if opcode in ELEMENTWISE or opcode in ("padShape", "squeezeShape"):
+    if opcode in ELEMENTWISE or opcode in ("padShape", "squeezeShape", "return"):
         return None
     if opcode == "dot" and all(isinstance(t, TensorType) and t.rank == 2 for t in types):
         return None
@@ -57,6 +57,19 @@ def unsupported(
         if combinator.data in REDUCERS and len(types) == 2:
             return None
         return f"reduce by {combinator.data}: not supported yet with symbolic dimension %{symbol}"
+    return f"{opcode}: not supported yet with symbolic dimension %{symbol}"
+
+
+def op_problem(op: Operation) -> str | None:
+    """Why graph op `op` (built, its types inferred) cannot take its symbolic
+    dimensions yet, or None."""
+    opcode = getattr(op, "OPCODE", op.name.removeprefix("graph."))
+    operand_types = [v.type for v in op.operands]
+    if opcode in SUBSET:
+        return unsupported(opcode, operand_types, op.properties)
+    symbol = first_symbol([*operand_types, *(r.type for r in op.results)])
+    if symbol is None:
+        return None
     return f"{opcode}: not supported yet with symbolic dimension %{symbol}"
 
 

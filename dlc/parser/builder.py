@@ -262,14 +262,9 @@ class ModuleBuilder(InstructionBuilder):
         scope.inst_index += 1
 
     def _check_symbolic(self, op: Operation, kind: Tree) -> None:
-        """Ops outside the symbolic subset that `emit` did not see (no type inference)."""
-        opcode = getattr(op, "OPCODE", op.name.removeprefix("graph."))
-        if opcode in symbolic.SUBSET:
-            return
-        types = [*(v.type for v in op.operands), *(r.type for r in op.results)]
-        symbol = symbolic.first_symbol(types)
-        if symbol is not None:
-            raise self.error(f"{opcode}: not supported yet with symbolic dimension %{symbol}", kind)
+        """Ops outside the symbolic subset (`emit` checked those it infers before)."""
+        if (message := symbolic.op_problem(op)) is not None:
+            raise self.error(message, kind)
 
     def _check_anonymous(self, tok: Token) -> None:
         scope = self.scope
