@@ -69,7 +69,7 @@ class FunctionLowering:
             )
         nest = NestEmitter(self.block, {})
         for i, name in enumerate(self.symbols):
-            index = nest.scalars.index(i)
+            index = nest.index_const(i)
             nest.sizes[name] = nest.emit(loop.LoadOp(self.sizes_arg, [index]))
         self.nest = nest
         for arg, buffer in zip(blocks[0].args, self.block.args, strict=False):

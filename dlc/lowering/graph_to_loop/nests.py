@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerType, MemRefType, i1, i8
+from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerAttr, IntegerType, MemRefType, i1, i8, i64
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from dlc.dialects import loop
@@ -40,8 +40,18 @@ class NestEmitter:
         self.builder = Builder(InsertPoint.at_end(block))
         self.scalars = ScalarBuilder(self.builder)
         self.sizes = sizes
-        self.zero = self.scalars.index(0)
-        self.one = self.scalars.index(1)
+        self.block = block
+        self.indices: dict[int, SSAValue] = {}
+        self.zero = self.index_const(0)
+        self.one = self.index_const(1)
+
+    def index_const(self, value: int) -> SSAValue:
+        """An i64 constant made once, at the top of the function (dominating every use)."""
+        if value not in self.indices:
+            op = arith.ConstantOp(IntegerAttr(value, i64))
+            Builder(InsertPoint.at_start(self.block)).insert(op)
+            self.indices[value] = op.result
+        return self.indices[value]
 
     def emit(self, op: Operation) -> SSAValue:
         return self.scalars.emit(op)
@@ -50,7 +60,7 @@ class NestEmitter:
         """The extent of one dimension: a constant or the caller's size of `%d`."""
         if isinstance(d, str):
             return self.sizes[d]
-        return self.zero if d == 0 else self.one if d == 1 else self.scalars.index(d)
+        return self.index_const(d)
 
     def count(self, t: TensorType) -> SSAValue:
         """The number of elements of `t` (an `i64` value)."""

@@ -8,7 +8,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import DenseArrayBase, IntAttr, IntegerAttr, MemRefType, i1, i32, i64
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    DenseArrayBase,
+    IntAttr,
+    IntegerAttr,
+    MemRefType,
+    i1,
+    i32,
+    i64,
+)
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from dlc.diagnostics import error_at, location_prefix
@@ -183,9 +192,13 @@ class BufferEmitter(ContextEmitter):
         accesses element 0 instead."""
         bad = None
         limits = [*shape[:-1], shape[-1] - lanes + 1]
-        for dim, index in zip(limits, indices, strict=True):
+        for dim, index, extent in zip(limits, indices, shape, strict=True):
+            if extent == DYNAMIC_INDEX:  # sized at run time: its size is not at hand here
+                continue
             out = icmp(self, "uge", self.get(index), const(self, max(dim, 0), i64))
             bad = out if bad is None else self.emit(llvm.OrOp(bad, out))
+        if bad is None:
+            return linear
         where = location_prefix(op)
         kind = "load from" if isinstance(op, loop.LoadOp | loop.VLoadOp) else "store to"
         text = f"{where}out-of-bounds {kind} a buffer of shape {list(shape)} ({op.name})"
