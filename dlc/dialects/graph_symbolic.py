@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Attribute, Operation
 
+from dlc.diagnostics import error_at
 from dlc.dialects.graph_types import FunctionType, TensorType, dynamic_types, format_type
 
 ELEMENTWISE = frozenset(
@@ -100,3 +101,14 @@ def is_symbolic(module: ModuleOp) -> bool:
         t.name == "graph.func" and first_symbol([t.properties["function_type"]]) is not None
         for t in module.body.block.ops
     )
+
+
+def require_static(module: ModuleOp, pass_name: str) -> None:
+    """A located error at the first function of `module` with a symbolic dimension in
+    its signature: pass `pass_name` works on static shapes only (yet)."""
+    for op in module.body.block.ops:
+        if op.name != "graph.func":
+            continue
+        symbol = first_symbol([op.properties["function_type"]])
+        if symbol is not None:
+            raise error_at(op, f"{pass_name}: not supported yet with symbolic dimension %{symbol}")

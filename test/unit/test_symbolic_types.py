@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from dlc import pipeline
 from dlc.diagnostics import DiagnosticError
 from dlc.dialects.graph_symbolic import is_symbolic
 from dlc.dialects.graph_types import TensorType, format_type, size_error
@@ -133,3 +134,13 @@ def test_inner_symbolic_dimension_must_match_by_name():
     )
     with pytest.raises(DiagnosticError, match="inner dimensions differ"):
         parse_module(src, "inner.dl")
+
+
+@pytest.mark.parametrize("name", ["fold-constants", "superoptimize", "lower-graph-to-tensor"])
+def test_static_only_passes_refuse_with_a_location(name: str):
+    module = parse_module(MLP, "mlp.dl")
+    with pytest.raises(DiagnosticError) as info:
+        pipeline.make_pass(name).apply(pipeline.context(), module)
+    assert str(info.value).startswith(
+        f"mlp.dl:4:6: error: {name}: not supported yet with symbolic dimension %batch"
+    )
