@@ -10,6 +10,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
+from dlc.analysis.levels import require_level
 from dlc.diagnostics import copy_loc, error_at
 from dlc.dialects import graph
 from dlc.lowering.graph_to_loop.function import FunctionLowering
@@ -33,6 +34,7 @@ class LowerGraphToLoopPass(ModulePass):
     name = "lower-graph-to-loop"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_level(op, "graph", self.name)
         lowered: list[Operation] = []
         for child in list(op.body.block.ops):
             if isinstance(child, graph.FuncOp) and not child.is_declaration:
