@@ -247,6 +247,7 @@ def compile_onnx(
     external_data_dir: str | os.PathLike[str] | None = None,
     limits: Any = None,
     custom_ops: Any = None,
+    dynamic: bool = False,
     **options: Any,
 ) -> CompiledModule:
     """Import an ONNX model (an `onnx.ModelProto`, bytes or a file path; needs the `onnx`
@@ -257,7 +258,10 @@ def compile_onnx(
     does not know, (domain, op_type) -> DLVM text or a function returning it (see
     `dlc.onnx.load`; their `[extern]` C functions need `externs=`). The compiled module has
     one function named after the graph, called with NumPy arrays in graph-input order
-    or by input name; `input_shapes` fixes dynamic input dimensions. An unsupported
+    or by input name; `input_shapes` fixes dynamic input dimensions. With `dynamic`,
+    input dimensions named by a `dim_param` (and not fixed by `input_shapes`) stay
+    symbolic: one compile serves every size (models in the symbolic subset, such as
+    an MLP with a symbolic batch: docs/reference/dynamic-shapes.md). An unsupported
     model raises `dlc.onnx.OnnxImportError` (a `DiagnosticError`) naming every
     unsupported node at once."""
     from dlc.api import compile_graph_module
@@ -273,6 +277,7 @@ def compile_onnx(
         external_data_dir=external_data_dir,
         limits=limits,
         custom_ops=custom_ops,
+        dynamic=dynamic,
     )
     return compile_graph_module(module, **options)
 

@@ -24,9 +24,10 @@ from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 
 from dlc import pipeline, progress
 from dlc.budget import ModuleBudget, check_budget
-from dlc.diagnostics import error_at, own_location
+from dlc.diagnostics import error_at, get_loc, own_location
 from dlc.dialects import abi
 from dlc.dialects.graph import FuncOp as GraphFuncOp
+from dlc.dialects.graph_symbolic import is_symbolic
 from dlc.externs import ExternsOption, allowed_externs, check_externs
 from dlc.options import check_threads, compile_options, planted_fault, quick_facts
 from dlc.plugins import check_extra_passes
@@ -218,6 +219,39 @@ def _compile(
     return compiled, stored
 
 
+def compile_symbolic(
+    module: ModuleOp, options: pipeline.Options, externs: frozenset[str], threads: int
+) -> CompiledModule:
+    """A module with symbolic dimensions (`lower-graph-to-loop`): compiled once for
+    every size, outside the compile cache (its key and quick records are static yet)."""
+    from dlc.lowering.graph_to_loop.function import function_symbols
+    from dlc.runtime.jit import NATIVE_COMPILES
+    from dlc.runtime.symbolic import Signature, SymbolicModule
+
+    before = NATIVE_COMPILES[0]
+    llvm_level, report = lower(module, options, externs=externs)
+    check_symbols(external_names(llvm_level), module)
+    with pipeline.gc_paused():
+        jit = JITModule(llvm_level, options.opt_level, target=options.target)
+    funcs = defined_functions(module)
+    meta = metadata(llvm_level, report, set(funcs))
+    install(jit, meta)
+    sigs = [
+        Signature(
+            name,
+            tuple(a.name_hint or f"{i}" for i, a in enumerate(f.body.blocks[0].args)),
+            tuple((t.dt, t.dims) for t in f.function_type.args),  # type: ignore[attr-defined]
+            (f.function_type.output.dt, f.function_type.output.dims),  # type: ignore[attr-defined]
+            tuple(function_symbols(f.function_type)),
+            get_loc(f),
+        )
+        for name, f in funcs.items()
+    ]
+    levels = ProgramLevels(module, options, jit, externs)
+    compiles = NATIVE_COMPILES[0] - before
+    return SymbolicModule(jit, sigs, report, meta["messages"], levels, threads, compiles)
+
+
 def compile_graph_module(
     module: ModuleOp,
     *,
@@ -305,6 +339,11 @@ def compile_graph_module(
         and not options.profile
         and not planted_fault()
     )
+    if is_symbolic(module):
+        check_budget(module, budget or ModuleBudget())
+        compiled = compile_symbolic(module, options, called, check_threads(num_threads))
+        compiled.seed(seed)
+        return compiled
     key = cache_key(module, options, called) if cached else None
     locations = _locations(module)
     prefixes = [f"{file}:{line}:{column}: " for file, line, column in locations]

@@ -78,6 +78,7 @@ _PASSES: dict[str, str] = {
     "lower-graph-to-tensor": (
         "dlc.lowering.graph_to_tensor.lower_graph_to_tensor:LowerGraphToTensorPass"
     ),
+    "lower-graph-to-loop": "dlc.lowering.graph_to_loop.lower_graph_to_loop:LowerGraphToLoopPass",
     "lower-tensor-to-loop": "dlc.lowering.tensor_to_loop.lower_tensor_to_loop:LowerTensorToLoopPass",
     "lower-loop-to-llvm": "dlc.lowering.loop_to_llvm.lower_loop_to_llvm:LowerLoopToLLVMPass",
 }
@@ -229,6 +230,15 @@ def steps(options: Options, start: str = "graph", stop: str = "llvm") -> list[St
         out.extend(Step(level, p, False) for p in level_passes(level, options))
         out.append(Step(level, lowering(level, options), True))
     return out
+
+
+def symbolic_steps(options: Options) -> list[Step]:
+    """The pipeline of a graph module with symbolic dimensions: `lower-graph-to-loop`
+    (the first slice of dynamic shapes: no graph optimizer, no tensor level yet), then
+    the loop level's passes and lowering as for any module."""
+    loop_passes = [Step("loop", p, False) for p in level_passes("loop", options)]
+    first = Step("graph", make_pass("lower-graph-to-loop"), True)
+    return [first, *loop_passes, Step("loop", lowering("loop", options), True)]
 
 
 def run(

@@ -15,6 +15,7 @@ from xdsl.dialects.builtin import ModuleOp
 from dlc import pipeline
 from dlc.diagnostics import clone_located, error_at
 from dlc.dialects.graph import FuncOp as GraphFuncOp
+from dlc.dialects.graph_symbolic import first_symbol, is_symbolic
 from dlc.dialects.graph_types import NATIVE_DTYPES
 from dlc.externs import not_allowed_message
 from dlc.runtime.convention import entry_checks
@@ -87,9 +88,10 @@ def lower(
                 if isinstance(f, loop.FuncOp):
                     stats[f.sym_name.data] = function_stats(f)
 
-    steps = pipeline.steps(options)
+    symbolic = is_symbolic(module)
+    steps = pipeline.symbolic_steps(options) if symbolic else pipeline.steps(options)
     work = pipeline.run(clone_located(module), steps, after=after, on_level=on_level)
-    if python_entries:
+    if python_entries and not symbolic:  # dlc.runtime.symbolic calls the functions itself
         checks = {name: entry_checks(f) for name, f in defined_functions(module).items()}
         add_python_entries(work, checks, ARRAY_LAYOUT, len(NATIVE_DTYPES), fast=FAST_CALLS)
     return work, Report(stats, passes, arena[0], unbounded)
@@ -122,6 +124,9 @@ def export_graph_module(
     from dlc.passes.graph.differentiate import differentiated
     from dlc.passes.graph.differentiate_tape import entry_points
 
+    for func in defined_functions(module).values():
+        if (symbol := first_symbol([func.function_type])) is not None:
+            raise error_at(func, f"C export: not supported yet with symbolic dimension %{symbol}")
     request = aot.make_request(path, opt_level=options.opt_level, externs=externs, **settings)
     module = differentiated(module)
     functions = aot.exported_functions(entry_points(module), entries, request.prefix)
@@ -150,6 +155,8 @@ class ProgramLevels:
         if self.snapshots is None:
             self.snapshots = {}
             self.snapshots["llvm"], _ = lower(self.graph, self.options, self.snapshots)
+        if level not in self.snapshots:  # symbolic dimensions skip the tensor level
+            raise ValueError(f"this module has no {level} level (symbolic dimensions)")
         return self.snapshots[level]
 
     def text(self, level: str) -> str:

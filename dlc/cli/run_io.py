@@ -77,7 +77,14 @@ def _tensor_param(t: Any, name: str) -> tuple[tuple[int, ...], Any]:
 
 
 def _check_random_size(t: Any, name: str, shape: tuple[int, ...], dtype: Any) -> int:
-    """The bytes of parameter `name`'s random input, refused above the limit."""
+    """The bytes of parameter `name`'s random input, refused above the limit (and for
+    a symbolic dimension: its size is the caller's to choose)."""
+    symbol = next((d for d in shape if isinstance(d, str)), None)
+    if symbol is not None:
+        raise RunError(
+            f"--random-inputs: parameter %{name} ({format_param(t)}) has the symbolic "
+            f"dimension %{symbol}; give it with --input {name}=PATH.npy"
+        )
     nbytes = math.prod(shape) * np.dtype(dtype).itemsize
     if nbytes > MAX_RANDOM_INPUT_BYTES:
         raise RunError(

@@ -212,9 +212,13 @@ class DlcOptTargets(xDSLOptMain):
         """Run the rest of the `-O` pipeline to bring `module` down to the llvm level
         (each step timed, verified and printed like a `-p` pass)."""
         from dlc import pipeline
+        from dlc.dialects.graph_symbolic import is_symbolic
 
         if level_of(module) != "llvm":
-            for step in pipeline.steps(self.pipeline_options(), start=level_of(module)):
+            options, start = self.pipeline_options(), level_of(module)
+            symbolic = start == "graph" and is_symbolic(module)
+            steps = pipeline.symbolic_steps(options) if symbolic else pipeline.steps(options, start)
+            for step in steps:
                 self.running = step.pass_
                 pipeline.run(module, [step], after=self.after_step, ctx=self.ctx)
         check_llvm_level(module)

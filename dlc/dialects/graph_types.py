@@ -4,6 +4,7 @@
 |-----------------|--------------------------------------------|--------------------------------|
 | `f32`           | `TensorType((), "f32")` (rank 0 = scalar)  | `!graph.tensor<f32>`           |
 | `<2 x 3 x f32>` | `TensorType((2, 3), "f32")`                | `!graph.tensor<2x3xf32>`       |
+| `<%n x 3 x f32>`| `TensorType(("n", 3), "f32")` (symbolic)   | `!graph.tensor<?nx3xf32>` (printed only) |
 | `[4 x T]`       | `ArrayType(4, T)`                          | `!graph.array<4, T>`           |
 | `(T, U)`/`void` | `TupleType([T, U])` / `TupleType([])`      | `!graph.tuple<T, U>`           |
 | `(T) -> R`      | `FunctionType([T], R)`                     | `!graph.fn<(T) -> R>`          |
@@ -11,6 +12,11 @@
 | `box{T}`        | `BoxType(T)`                               | `!graph.box<T>`                |
 | `stack`         | `StackType()`                              | `!graph.stack`                 |
 | `$S` (nominal)  | `NominalType("S", kind)`, kind ∈ struct/enum/opaque | `!graph.nominal<"S", "struct">` |
+
+A symbolic dimension `%n` is a size known only when the function is called; within a
+function, equal names are equal sizes (`dims` holds the name as a `str`). Only the
+subset in `SYMBOLIC_OPS` accepts them (docs/reference/dynamic-shapes.md); static code
+never sees one: `num_elements` raises on a symbolic type.
 
 Transparent aliases (`type $A = T`) are resolved by the parser, so types compare
 structurally after canonicalisation, as in DLVM. Nominal types compare by name.
@@ -59,19 +65,31 @@ MAX_STACK_BYTES = 2**20  # allocateStack bytes per function (one native stack fr
 
 @irdl_attr_definition
 class TensorType(ParametrizedAttribute, TypeAttribute):
-    """A tensor of fixed shape; rank 0 is a scalar."""
+    """A tensor of fixed shape; rank 0 is a scalar. A dimension given as a `str` is
+    symbolic (`%n` in DLVM)."""
 
     name = "graph.tensor"
 
-    shape: ArrayAttr[IntAttr]
+    shape: ArrayAttr[IntAttr | StringAttr]
     dtype: StringAttr
 
-    def __init__(self, shape: Sequence[int], dtype: str):
-        super().__init__(ArrayAttr([IntAttr(d) for d in shape]), StringAttr(dtype))
+    def __init__(self, shape: Sequence[int | str], dtype: str):
+        dims = [StringAttr(d) if isinstance(d, str) else IntAttr(d) for d in shape]
+        super().__init__(ArrayAttr(dims), StringAttr(dtype))
 
     @property
     def dims(self) -> tuple[int, ...]:
-        return tuple(d.data for d in self.shape.data)
+        """The extents; a symbolic one is its name (a `str`: only in `is_dynamic` types)."""
+        return tuple(d.data for d in self.shape.data)  # type: ignore[misc]
+
+    @property
+    def symbols(self) -> tuple[str, ...]:
+        """The names of the symbolic dimensions, in order (repeats kept)."""
+        return tuple(d.data for d in self.shape.data if isinstance(d, StringAttr))
+
+    @property
+    def is_dynamic(self) -> bool:
+        return any(isinstance(d, StringAttr) for d in self.shape.data)
 
     @property
     def rank(self) -> int:
@@ -87,6 +105,8 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
 
     @property
     def num_elements(self) -> int:
+        if self.is_dynamic:
+            raise ValueError(f"{format_type(self)} has no static element count")
         n = 1
         for d in self.dims:
             n *= d
@@ -99,7 +119,8 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
         return TensorType(self.dims, dtype)
 
     def print_parameters(self, printer: Printer) -> None:
-        printer.print_string("<" + "".join(f"{d}x" for d in self.dims) + self.dt + ">")
+        dims = "".join(f"?{d}x" if isinstance(d, str) else f"{d}x" for d in self.dims)
+        printer.print_string("<" + dims + self.dt + ">")
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> tuple[ArrayAttr[IntAttr], StringAttr]:
@@ -294,6 +315,8 @@ def size_error(t: TensorType) -> str | None:
     of its nonzero dimensions (its strides and loop bounds are i64 all the same)."""
     if t.rank > MAX_RANK:
         return f"tensor rank {t.rank} exceeds the limit of {MAX_RANK}"
+    if t.is_dynamic:  # checked per call, on the sizes of the arguments
+        return None
     extent = 1
     for d in t.dims:
         extent *= max(d, 1)
@@ -303,6 +326,26 @@ def size_error(t: TensorType) -> str | None:
     if t.num_elements * dtype_bytes(t.dt) > MAX_BYTES:
         return f"tensor type {format_type(t)} is larger than 2^42 bytes"
     return None
+
+
+def dim_text(d: int | str) -> str:
+    """DLVM's spelling of one dimension: `4`, or `%n` for a symbolic one."""
+    return f"%{d}" if isinstance(d, str) else str(d)
+
+
+def dynamic_types(t: Attribute) -> list[TensorType]:
+    """The tensor types with symbolic dimensions in type `t` (tuples searched)."""
+    found: list[TensorType] = []
+    stack = [t]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, TensorType) and item.is_dynamic:
+            found.append(item)
+        elif isinstance(item, TupleType | FunctionType):
+            stack.extend(item.types if isinstance(item, TupleType) else (*item.args, item.output))
+        elif isinstance(item, ArrayType | PointerType | BoxType):
+            stack.append(item.element if not isinstance(item, PointerType) else item.pointee)
+    return found
 
 
 def format_type(t: Attribute) -> str:
@@ -323,7 +366,7 @@ def type_parts(t: Attribute) -> list[Attribute | str]:
     if isinstance(t, TensorType):
         if t.is_scalar:
             return [t.dt]
-        return ["<" + " x ".join(str(d) for d in t.dims) + " x " + t.dt + ">"]
+        return ["<" + " x ".join(dim_text(d) for d in t.dims) + " x " + t.dt + ">"]
     if isinstance(t, TupleType):
         parts: list[Attribute | str] = ["("]
         for i, e in enumerate(t.types):

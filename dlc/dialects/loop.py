@@ -31,6 +31,7 @@ from dlc.dialects.graph_types import NATIVE_DTYPES, dtype_bytes
 from dlc.dialects.loop_buffer import (
     BUFFER_OPS,
     AllocOp,
+    AllocSizedOp,
     ConstBufferOp,
     ConstCopyOp,
     CopyOp,
@@ -90,6 +91,7 @@ __all__ = [
     "ARENA_BYTES",
     "ARENA_OFFSET",
     "AllocOp",
+    "AllocSizedOp",
     "BrOp",
     "BroadcastOp",
     "CallOp",

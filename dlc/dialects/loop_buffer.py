@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntAttr, MemRefType, i64
+from xdsl.dialects.builtin import DYNAMIC_INDEX, DenseIntOrFPElementsAttr, IntAttr, MemRefType, i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.irdl import (
     AnyAttr,
@@ -114,6 +114,25 @@ class AllocOp(IRDLOperation):
 
 
 @irdl_op_definition
+class AllocSizedOp(IRDLOperation):
+    """`loop.alloc_sized %count : memref<?xf32>`: a fresh buffer of `count` elements,
+    a number known only at run time (symbolic dimensions), from the heap (64-byte
+    aligned); freed by `loop.dealloc`."""
+
+    name = "loop.alloc_sized"
+    count = operand_def(i64)
+    res = result_def(MemRefType)
+    assembly_format = "$count attr-dict `:` type($res)"
+
+    def __init__(self, count: SSAValue | Operation, mtype: MemRefType) -> None:
+        super().__init__(operands=[count], result_types=[mtype])
+
+    def verify_(self) -> None:
+        if self.res.type.get_shape() != (DYNAMIC_INDEX,):
+            raise VerifyException(f"loop.alloc_sized: expected a memref<?xT>, got {self.res.type}")
+
+
+@irdl_op_definition
 class DeallocOp(IRDLOperation):
     """`loop.dealloc %buf : memref<...>`: frees a buffer made by `loop.alloc`."""
 
@@ -195,4 +214,4 @@ class ConstBufferOp(IRDLOperation):
         _check_data(self.value, self.res, "loop.const_buffer", "is not a")
 
 
-BUFFER_OPS = [LoadOp, StoreOp, AllocOp, DeallocOp, CopyOp, ConstCopyOp, ConstBufferOp]
+BUFFER_OPS = [LoadOp, StoreOp, AllocOp, AllocSizedOp, DeallocOp, CopyOp, ConstCopyOp, ConstBufferOp]

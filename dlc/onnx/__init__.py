@@ -88,6 +88,7 @@ def load(
     external_data_dir: str | os.PathLike[str] | None = None,
     limits: ImportLimits | None = None,
     custom_ops: Mapping[tuple[str, str], object] | None = None,
+    dynamic: bool = False,
 ) -> ModuleOp:
     """Import an ONNX model (a `ModelProto`, a file path or a serialized model's bytes)
     as a verified graph-level module. `input_shapes` gives the shapes of inputs with
@@ -101,7 +102,8 @@ def load(
     time (default: `ImportLimits()`; see dlc/onnx/limits.py). `custom_ops` maps
     (domain, op_type) pairs to DLVM text, or to callables of a `dlc.onnx.CustomNode`
     that return it: those nodes become calls of the text's function (see
-    dlc/onnx/custom.py); model-local functions need no mapping.
+    dlc/onnx/custom.py); model-local functions need no mapping. `dynamic`: dim_params
+    not in `input_shapes` stay symbolic (`<%batch x 8 x f32>`, `compile_onnx`).
 
     Raises `dlc.onnx.OnnxImportError` (a `DiagnosticError`) naming every unsupported
     node, attribute and dynamic input at once."""
@@ -115,7 +117,8 @@ def load(
         model, initializers = detached(model, filename)
     constants = _checked(input_shapes, constant_inputs)
     limits = limits or ImportLimits()
-    return import_model(model, filename, input_shapes, constants, limits, custom, initializers)
+    args = (constants, limits, custom, initializers, dynamic)
+    return import_model(model, filename, input_shapes, *args)
 
 
 def _checked(input_shapes: object, constant_inputs: object) -> dict[str, np.ndarray]:

@@ -9,18 +9,20 @@ what dlc computes.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
-from onnx import GraphProto, TensorProto, TypeProto
-from xdsl.ir import Block, SSAValue
+from onnx import GraphProto, NodeProto, TensorProto, TypeProto
+from xdsl.ir import Block, Operation, SSAValue
 
+from dlc.dialects.graph_symbolic import first_symbol, op_problem
 from dlc.dialects.graph_types import TensorType, format_type, size_error
 from dlc.onnx.emitter import ELEMENT_TYPES as DTYPES
 from dlc.onnx.emitter import ImportProblem
 from dlc.onnx.limits import declared_dim
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     import numpy as np
 
@@ -39,10 +41,33 @@ def dims_text(tensor_type: TypeProto.Tensor) -> str:
     return "(" + ", ".join(dims) + ")"
 
 
+SYMBOLIC_NODES = frozenset(
+    "Gemm MatMul Add Sub Mul Div Max Min Relu Sigmoid Tanh Exp Log Neg Sqrt Cast".split()
+)
+"""Operators imported with a symbolic dimension in an input (`dynamic=True`) when the
+ops they become are in the symbolic subset (`graph_symbolic.op_problem` checks them)."""
+
+
+def symbolic_problem(op_type: str, inputs: Sequence[SSAValue]) -> str | None:
+    """Why a node `op_type` of these inputs cannot be imported with their symbolic
+    dimensions yet, or None."""
+    symbol = first_symbol([v.type for v in inputs])
+    if symbol is None or op_type in SYMBOLIC_NODES:
+        return None
+    return f"{op_type}: not supported yet with symbolic dimension %{symbol}"
+
+
+def symbol_name(dim_param: str) -> str:
+    """A `dim_param` as a DLVM symbolic dimension name (`batch size` -> `batch_size`)."""
+    name = re.sub(r"[^A-Za-z0-9_]", "_", dim_param)
+    return name if re.match(r"[A-Za-z_]", name) else "d_" + name
+
+
 class GraphSignature:
     """The graph input and output handling of `GraphImporter` (importer.py)."""
 
     input_shapes: dict
+    dynamic: bool
     constants: dict[str, np.ndarray]
     problems: list[str]
     unknown: set[str]
@@ -86,6 +111,8 @@ class GraphSignature:
             return None
         declared = declared_dims(tensor)
         given = self.input_shapes.get(name)
+        if given is None and self.dynamic and None in declared:
+            return self._symbolic(name, tensor, dt)
         if given is None:
             if None in declared:
                 self.problems.append(
@@ -105,6 +132,34 @@ class GraphSignature:
             )
             return None
         return self._sized(name, TensorType(given, dt))
+
+    def check_symbolic(self, proto: NodeProto) -> None:
+        """ImportProblem for a node outside the symbolic subset with a symbolic input."""
+        known = [self.values[n] for n in proto.input if n in self.values]
+        if self.dynamic and (message := symbolic_problem(proto.op_type, known)) is not None:
+            raise ImportProblem(message)
+
+    def check_symbolic_op(self, op: Operation) -> None:
+        """ImportProblem for an op a node became that cannot take its symbolic dims."""
+        if self.dynamic and (message := op_problem(op)) is not None:
+            raise ImportProblem(message)
+
+    def _symbolic(self, name: str, tensor: object, dt: str) -> TensorType | None:
+        """The type of input `name` with its `dim_param`s as symbolic dimensions (equal
+        names, equal sizes); a dimension with neither value nor name is a problem."""
+        dims: list[int | str] = []
+        for d, known in zip(tensor.shape.dim, declared_dims(tensor), strict=True):  # type: ignore[attr-defined]
+            if known is not None:
+                dims.append(known)
+            elif d.dim_param:
+                dims.append(symbol_name(d.dim_param))
+            else:
+                self.problems.append(
+                    f"input '{name}': shape {dims_text(tensor)} has an unnamed dynamic "
+                    f"dimension; give its shape with input_shapes={{'{name}': (...)}}"
+                )
+                return None
+        return self._sized(name, TensorType(dims, dt))
 
     def _sized(self, name: str, t: TensorType) -> TensorType | None:
         message = size_error(t)

@@ -98,8 +98,10 @@ class GraphImporter(GraphSignature):
         limits: ImportLimits = DEFAULT_LIMITS,
         custom_ops: CustomOps | None = None,
         initializers: dict[str, np.ndarray] | None = None,
+        dynamic: bool = False,
     ):
         self.model, self.graph, self.filename = model, model.graph, filename
+        self.dynamic = dynamic  # dim_params become symbolic dimensions
         self.custom = custom_ops or CustomOps({})
         self.local_functions = {
             (f.domain, f.name, getattr(f, "overload", "")): f for f in model.functions
@@ -198,10 +200,12 @@ class GraphImporter(GraphSignature):
             return
         last = self.emit.block.last_op
         try:
+            self.check_symbolic(proto)
             self._convert(proto, opset)
             op = last.next_op if last is not None else self.emit.block.first_op
             while op is not None:  # what the profiler names its kernels after
                 set_origin(op, label)
+                self.check_symbolic_op(op)
                 op = op.next_op
         except ImportProblem as err:
             self.problems.append(f"{label}: {err}")
@@ -325,7 +329,7 @@ class GraphImporter(GraphSignature):
                 self.constants[name] = value
                 continue
             t = value.type
-            if isinstance(t, TensorType):
+            if isinstance(t, TensorType) and not t.is_dynamic:  # symbolic: sized per call
                 check_elements(t.dims, f"output '{name}'", self.limits)
             if value._name is None:
                 value._name = self.names(name)
@@ -356,19 +360,14 @@ def import_model(
     limits: ImportLimits = DEFAULT_LIMITS,
     custom_ops: CustomOps | None = None,
     initializers: dict[str, np.ndarray] | None = None,
+    dynamic: bool = False,
 ) -> ModuleOp:
     """The verified graph-level module of `model` (its main graph's `initializers`
-    given apart when `detached`); raises `OnnxImportError`."""
-    importer = GraphImporter(
-        model,
-        filename,
-        input_shapes or {},
-        constant_inputs or {},
-        limits,
-        custom_ops,
-        initializers,
-    )
-    return importer.run()
+    given apart when `detached`; `dynamic`: dim_params stay symbolic); raises
+    `OnnxImportError`."""
+    shapes, constants = input_shapes or {}, constant_inputs or {}
+    args = (limits, custom_ops, initializers, dynamic)
+    return GraphImporter(model, filename, shapes, constants, *args).run()
 
 
 def detached(model: ModelProto, filename: str) -> tuple[ModelProto, dict[str, np.ndarray]]:

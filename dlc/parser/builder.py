@@ -15,6 +15,7 @@ from xdsl.dialects.builtin import ArrayAttr, IntAttr, ModuleOp, StringAttr, Unit
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from dlc.diagnostics import set_block_loc
+from dlc.dialects import graph_symbolic as symbolic
 from dlc.dialects.graph import EnumOp, FuncOp, StructOp, TypeAliasOp, VarOp
 from dlc.dialects.graph_types import FunctionType, NominalType, format_type
 from dlc.parser.builder_instructions import InstructionBuilder
@@ -155,6 +156,8 @@ class ModuleBuilder(InstructionBuilder):
                 f"type signature {format_type(t)} of @{str(tok)[1:]} is not a function type",
                 type_node,
             )
+        if (message := symbolic.signature_problem(t)) is not None:
+            raise self.error(message, type_node)
         name = self._declare_value(tok, t, "func")
         props: dict[str, Attribute | None] = {}
         for attr in attrs.children:
@@ -252,10 +255,16 @@ class ModuleBuilder(InstructionBuilder):
         if result_tok is not None and result_tok.type == "ANON":
             self._check_anonymous(result_tok)
         op = self.inst_builders[kind.data](kind)
+        self._check_symbolic(op, kind)
         self.locate(op, kind)
         scope.block.add_op(op)
         self._name_result(op, result_tok, kind)
         scope.inst_index += 1
+
+    def _check_symbolic(self, op: Operation, kind: Tree) -> None:
+        """Ops outside the symbolic subset (`emit` checked those it infers before)."""
+        if (message := symbolic.op_problem(op)) is not None:
+            raise self.error(message, kind)
 
     def _check_anonymous(self, tok: Token) -> None:
         scope = self.scope

@@ -9,6 +9,7 @@ from lark import Token, Tree
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr, UnitAttr
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
+from dlc.dialects import graph_symbolic as symbolic
 from dlc.dialects.graph import BranchEnumOp, BranchOp, ConditionalOp, InferenceError, ReturnOp
 from dlc.dialects.graph_composite import EinsumOp, TopKIndicesOp, TopKOp
 from dlc.dialects.graph_elementwise import BINARY_OPS, UNARY_OPS, DataTypeCastOp, NotOp, SelectOp
@@ -198,6 +199,9 @@ class InstructionBuilder(LiteralBuilder):
     ) -> Operation:
         """Infer the result types of `cls` and create the op (a located error on failure)."""
         types = [o.type for o in operands]
+        opcode = getattr(cls, "OPCODE", cls.name.removeprefix("graph."))
+        if (message := symbolic.unsupported(opcode, types, props)) is not None:
+            raise self.error(message, node)
         key = (cls, tuple(types), tuple(props.items()))
         results = self.infer_cache.get(key)
         if results is None:

@@ -121,9 +121,9 @@ class TypeBuilder:
         t = self.type_cache.get(key)
         if t is not None:
             return t
-        shape = [int(d) for d in dims]
+        shape = [d[1:] if d.startswith("%") else int(d) for d in dims]
         for d, tok in zip(shape, node.children, strict=False):
-            if d < 0:
+            if isinstance(d, int) and d < 0:
                 raise self.error(f"tensor dimension must be non-negative, got {d}", tok)
         tensor = TensorType(shape, str(dtype))
         message = size_error(tensor)

@@ -29,6 +29,11 @@ _BIND_LOCK = threading.Lock()
 _initialized: set[str] = set()
 
 
+NATIVE_COMPILES = [0]
+"""LLVM compiles of this process (`JITModule`s made from IR, not from object code):
+tests count them to show that one compile serves every size of a symbolic dimension."""
+
+
 def _initialize(all_targets: bool = False) -> None:
     """Native target + asm printer, once per process (llvmlite 0.50 initializes the
     core); with `all_targets` every target LLVM was built with (cross compilation)."""
@@ -234,6 +239,7 @@ class JITModule:
 
         from dlc.runtime.jit_parts import compile_in_parts, pack_objects
 
+        NATIVE_COMPILES[0] += 1
         objects = compile_in_parts(llvm_level, opt_level, target, bound)
         if objects is not None:  # a large module, built on several threads
             self._load_object(pack_objects(objects), opt_level, target, bound.segments)

@@ -30,6 +30,7 @@ PASS_LEVELS = {
     "matrix-chain-reorder": "graph",
     "superoptimize": "graph",
     "lower-graph-to-tensor": "graph",
+    "lower-graph-to-loop": "graph",
     "unfold-convolutions": "tensor",
     "fuse": "tensor",
     "schedule": "tensor",

@@ -16,6 +16,7 @@ from dlc.dialects import graph, tensor
 from dlc.dialects import graph_memory as gm
 from dlc.dialects import graph_tensor as gt
 from dlc.dialects.graph import Symbols
+from dlc.dialects.graph_symbolic import require_static
 from dlc.dialects.graph_types import NominalType, TensorType, nest_leaves
 from dlc.dialects.layout import LayoutError, leaves
 from dlc.dialects.recursive_types import enum_tag
@@ -336,6 +337,7 @@ class LowerGraphToTensorPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_level(op, "graph", self.name)
+        require_static(op, self.name)
         for func in op.body.block.ops:
             if isinstance(func, graph.FuncOp):
                 _check_size(func)

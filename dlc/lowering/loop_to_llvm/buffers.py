@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     DenseArrayBase,
     IntAttr,
     IntegerAttr,
@@ -141,6 +142,8 @@ class BufferEmitter(ContextEmitter):
                 args = [const(self, align, i64), const(self, size, i64)]
                 call = llvm.CallOp("aligned_alloc", *args, return_type=PTR)
                 self.values[op.res] = self.trap_if_null(self.emit(call), op, size)
+            case loop.AllocSizedOp():
+                self.values[op.res] = self.sized_alloc(op)
             case loop.DeallocOp():
                 self.declare("free", [PTR], llvm.LLVMVoidType())
                 self.emit(llvm.CallOp("free", self.get(op.buffer)))
@@ -163,6 +166,21 @@ class BufferEmitter(ContextEmitter):
                 self.emit(llvm.CallOp(abi.function_symbol(op.callee.data), self.ctx, *buffers))
                 self.return_if_status()
 
+    def sized_alloc(self, op: loop.AllocSizedOp) -> SSAValue:
+        """`aligned_alloc(64, n)` of `count` elements, `n` the bytes rounded up past a
+        multiple of 64 (so never 0); a NULL traps with "out of memory"."""
+        align = loop.ARENA_ALIGN
+        count = self.get(op.count)
+        nbytes = self.emit(llvm.MulOp(count, const(self, element_bytes(op.res.type, op), i64)))
+        padded = self.emit(llvm.AddOp(nbytes, const(self, align, i64)))
+        size = self.emit(llvm.AndOp(padded, const(self, -align, i64)))
+        self.declare("aligned_alloc", [i64, i64], PTR)
+        call = llvm.CallOp("aligned_alloc", const(self, align, i64), size, return_type=PTR)
+        pointer = self.emit(call)
+        failed = icmp(self, "eq", self.emit(llvm.PtrToIntOp(pointer, i64)), const(self, 0, i64))
+        self.trap_when(failed, op, "trap", "out of memory allocating a buffer sized at run time")
+        return pointer
+
     def checked(
         self, op: Operation, linear: SSAValue, indices: Sequence[SSAValue], shape, lanes: int = 1
     ) -> SSAValue:
@@ -171,9 +189,13 @@ class BufferEmitter(ContextEmitter):
         accesses element 0 instead."""
         bad = None
         limits = [*shape[:-1], shape[-1] - lanes + 1]
-        for dim, index in zip(limits, indices, strict=True):
+        for dim, index, extent in zip(limits, indices, shape, strict=True):
+            if extent == DYNAMIC_INDEX:  # sized at run time: its size is not at hand here
+                continue
             out = icmp(self, "uge", self.get(index), const(self, max(dim, 0), i64))
             bad = out if bad is None else self.emit(llvm.OrOp(bad, out))
+        if bad is None:
+            return linear
         where = location_prefix(op)
         kind = "load from" if isinstance(op, loop.LoadOp | loop.VLoadOp) else "store to"
         text = f"{where}out-of-bounds {kind} a buffer of shape {list(shape)} ({op.name})"

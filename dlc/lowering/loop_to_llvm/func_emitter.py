@@ -249,7 +249,7 @@ class FuncEmitter(ParallelEmitter, BufferEmitter, ProfileEmitter):
             case loop.StoreOp():
                 ptr, align = self.address(op, op.buffer, op.indices)
                 self.emit(prebuilt.store(self.get(op.value), ptr, align))
-            case loop.AllocOp() | loop.DeallocOp() | loop.CopyOp():
+            case loop.AllocOp() | loop.AllocSizedOp() | loop.DeallocOp() | loop.CopyOp():
                 self.lower_memory(op)
             case loop.ConstCopyOp() | loop.ConstBufferOp():
                 self.lower_memory(op)

@@ -15,6 +15,7 @@ from xdsl.traits import Pure
 from dlc.analysis.levels import require_level
 from dlc.dialects.graph import GlobalRefOp, LiteralOp
 from dlc.dialects.graph_literal import LiteralAttr, array_tree
+from dlc.dialects.graph_symbolic import require_static
 from dlc.dialects.graph_types import TensorType
 from dlc.passes.graph.pass_support import erase_dead_ops, functions, pure_functions
 from dlc.passes.statistics import PassStatistics
@@ -111,6 +112,7 @@ class FoldConstantsPass(PassStatistics, ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_level(op, "graph", self.name)
+        require_static(op, self.name)
         folded = fold_all(op, self.max_elements)
         erase_dead_ops(op, pure_functions(op))
         self.count("ops folded", folded)

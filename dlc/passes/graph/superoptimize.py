@@ -15,6 +15,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from dlc.analysis.levels import require_level
 from dlc.diagnostics import clone_located
 from dlc.dialects.graph import FuncOp
+from dlc.dialects.graph_symbolic import require_static
 from dlc.passes.graph.pass_support import functions
 from dlc.passes.graph.superopt.cost import node_cost
 from dlc.passes.graph.superopt.emit import to_block
@@ -126,6 +127,7 @@ class SuperoptimizePass(PassStatistics, ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_level(op, "graph", self.name)
+        require_static(op, self.name)
         pats = patterns(applicable(self.library()))
         if self.rules.endswith(".dl"):
             proven, unproven = user_library(self.rules)

@@ -254,6 +254,7 @@ def function_stats(func: loop.FuncOp) -> dict[str, int]:
     arena = func.attributes.get(ARENA_BYTES)
     min_live = func.attributes.get(MIN_LIVE_BYTES)
     heap = [a for a in allocs if OFFSET not in a.attributes]
+    sized = sum(1 for op in func.body.walk() if isinstance(op, loop.AllocSizedOp))
     if min_live is None:  # unplanned: every buffer has its own heap block
         if len(func.body.blocks) == 1:
             min_live_value = min_live_bytes(_slots(_buffers(func)))
@@ -269,10 +270,10 @@ def function_stats(func: loop.FuncOp) -> dict[str, int]:
         "loop_nests": sum(
             1 for block in func.body.blocks for op in block.ops if isinstance(op, loop.ForOp)
         ),
-        "buffers": len(allocs),
+        "buffers": len(allocs) + sized,  # sized: symbolic dimensions, on the heap
         "arena_bytes": arena_value,
         "min_live_bytes": min_live_value,
-        "heap_buffers": len(heap),  # unplanned: all; planned multi-block: cross-block ones
+        "heap_buffers": len(heap) + sized,  # unplanned: all; planned multi-block: cross-block ones
     }
 
 

@@ -1,0 +1,238 @@
+"""One graph function with symbolic dimensions -> one `loop.func` (`lower-graph-to-loop`):
+a loop nest per op over run-time extents, flat row-major buffers."""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import MemRefType, i64
+from xdsl.ir import Block, Operation, Region, SSAValue
+
+from dlc.diagnostics import DiagnosticError, error_at
+from dlc.dialects import graph, loop
+from dlc.dialects.graph_elementwise import BinaryOp, DataTypeCastOp, NotOp, SelectOp, UnaryOp
+from dlc.dialects.graph_literal import is_scalar_lit, scalar_value
+from dlc.dialects.graph_reduction import ReduceOp
+from dlc.dialects.graph_symbolic import first_symbol
+from dlc.dialects.graph_tensor import DotOp, PadShapeOp, ShapeCastOp, SqueezeShapeOp
+from dlc.dialects.graph_types import FunctionType, TensorType, format_type
+from dlc.lowering.graph_to_loop.literals import dense_data, literal_bytes
+from dlc.lowering.graph_to_loop.nests import NestEmitter, buffer_type
+from dlc.lowering.scalar_ops import Unsupported
+
+ELEMENTWISE = (UnaryOp, BinaryOp, NotOp, SelectOp, DataTypeCastOp)
+ALIASES = (PadShapeOp, SqueezeShapeOp, ShapeCastOp)
+
+
+def function_symbols(ftype: FunctionType) -> list[str]:
+    """The symbolic dimensions of a function's parameters in order of first use: the
+    order of the sizes the caller passes (`dlc.runtime.symbolic`)."""
+    names: list[str] = []
+    for arg in ftype.args:
+        assert isinstance(arg, TensorType)
+        names.extend(s for s in arg.symbols if s not in names)
+    return names
+
+
+class FunctionLowering:
+    """One graph function -> one `loop.func @f(%params..., %sizes, %out)`; `%sizes` is
+    a `memref<Kxi64>` of the symbolic dimensions' values (`function_symbols` order)."""
+
+    def __init__(self, func: graph.FuncOp) -> None:
+        self.func = func
+        ftype = func.function_type
+        self.ftype = ftype
+        symbols = function_symbols(ftype)
+        self.arg_types = [buffer_type(t) for t in ftype.args]  # type: ignore[arg-type]
+        sizes_type = MemRefType(i64, [max(1, len(symbols))])
+        output = ftype.output
+        if not isinstance(output, TensorType):
+            raise error_at(
+                func,
+                f"@{func.sym_name.data}: a result of type "
+                f"{format_type(output)} is not supported yet with symbolic dimensions",
+            )
+        self.output = output
+        self.block = Block(arg_types=[*self.arg_types, sizes_type, buffer_type(output)])
+        self.sizes_arg = self.block.args[len(self.arg_types)]
+        self.out_arg = self.block.args[-1]
+        self.symbols = symbols
+        self.values: dict[SSAValue, SSAValue] = {}  # graph value -> buffer
+        self.consts: dict[SSAValue, SSAValue] = {}  # graph scalar literal -> constant
+        self.owned: list[SSAValue] = []
+
+    def lower(self) -> loop.FuncOp:
+        blocks = list(self.func.body.blocks)
+        if len(blocks) != 1:
+            raise error_at(
+                self.func,
+                "branches: not supported yet with symbolic dimension "
+                f"%{first_symbol([self.ftype])}",
+            )
+        nest = NestEmitter(self.block, {})
+        for i, name in enumerate(self.symbols):
+            index = nest.index_const(i)
+            nest.sizes[name] = nest.emit(loop.LoadOp(self.sizes_arg, [index]))
+        self.nest = nest
+        for arg, buffer in zip(blocks[0].args, self.block.args, strict=False):
+            self.values[arg] = buffer
+        returned = blocks[0].last_op
+        for op in blocks[0].ops:
+            self.lower_op(op, returned)
+        for buffer in self.owned:
+            nest.builder.insert(loop.DeallocOp(buffer))
+        nest.builder.insert(loop.ReturnOp())
+        arg_types = [a.type for a in self.block.args]
+        return loop.FuncOp(self.func.sym_name.data, arg_types, Region(self.block))  # type: ignore[arg-type]
+
+    def destination(self, op: Operation, returned: Operation | None) -> SSAValue:
+        """The buffer `op`'s result is written to: the output when it is returned."""
+        result = op.results[0]
+        if isinstance(returned, graph.ReturnOp) and returned.value == result:
+            return self.out_arg
+        assert isinstance(result.type, TensorType)
+        buffer = self.nest.alloc(result.type)
+        self.owned.append(buffer)
+        return buffer
+
+    def lower_op(self, op: Operation, returned: Operation | None) -> None:
+        if isinstance(op, graph.ReturnOp):
+            self.lower_return(op)
+        elif isinstance(op, graph.LiteralOp):
+            self.lower_literal(op)
+        elif isinstance(op, ALIASES):  # the same row-major elements: the same buffer
+            self.alias(op.results[0], op.operands[0])
+        elif isinstance(op, (*ELEMENTWISE, DotOp, ReduceOp)):
+            self.lower_compute(op, self.destination(op, returned))
+        else:
+            raise self.unsupported(op)
+
+    def unsupported(self, op: Operation) -> DiagnosticError:
+        opcode = op.name.removeprefix("graph.")
+        return error_at(
+            op,
+            f"{opcode}: not supported yet in a function with symbolic dimensions "
+            f"(@{self.func.sym_name.data})",
+        )
+
+    def alias(self, result: SSAValue, source: SSAValue) -> None:
+        if source in self.consts:
+            self.consts[result] = self.consts[source]
+        else:
+            self.values[result] = self.values[source]
+
+    def lower_literal(self, op: graph.LiteralOp) -> None:
+        """A splat is a constant read at every index; other static data a read-only
+        buffer."""
+        t, tree = op.result.type, op.value.data
+        assert isinstance(t, TensorType)
+        if op.elements:
+            raise self.unsupported(op)
+        if is_scalar_lit(tree):
+            self.consts[op.result] = self.nest.scalars.const(scalar_value(tree), t.dt)
+            return
+        raw = literal_bytes(tree, t)
+        if raw is None:
+            raise self.unsupported(op)
+        self.values[op.result] = self.nest.emit(
+            loop.ConstBufferOp(dense_data(t, raw), buffer_type(t))
+        )
+
+    def lower_compute(self, op: Operation, out: SSAValue) -> None:
+        try:
+            if isinstance(op, DotOp):
+                self.lower_dot(op, out)
+            elif isinstance(op, ReduceOp):
+                self.lower_reduce(op, out)
+            else:
+                self.lower_elementwise(op, out)
+        except Unsupported as err:
+            raise error_at(
+                op,
+                f"not supported by the code generator yet: {err} on "
+                f"{format_type(op.operands[0].type)}",
+            ) from None
+
+    def read(self, value: SSAValue, ivs: list[SSAValue], space: tuple[int | str, ...]) -> SSAValue:
+        """Element of graph `value` at the point `ivs` of iteration space `space`."""
+        if value in self.consts:
+            return self.consts[value]
+        t = value.type
+        assert isinstance(t, TensorType)
+        return self.nest.load(self.values[value], self.nest.index(t, ivs, space), t.dt)
+
+    def lower_elementwise(self, op: Operation, out: SSAValue) -> None:
+        nest, result = self.nest, op.results[0]
+        t = result.type
+        assert isinstance(t, TensorType)
+        ivs, fors, _ = nest.open_loops([nest.extent(d) for d in t.dims])
+        args = [self.read(v, ivs, t.dims) for v in op.operands]
+        x = op.operands[0].type
+        assert isinstance(x, TensorType)
+        s = nest.scalars
+        if isinstance(op, UnaryOp):
+            value = s.unary(op.OPCODE, x.dt, args[0])
+        elif isinstance(op, BinaryOp):
+            value = s.binary(op.OPCODE, x.dt, args[0], args[1])
+        elif isinstance(op, NotOp):
+            value = s.not_(args[0])
+        elif isinstance(op, SelectOp):
+            value = s.select(args[2], args[0], args[1])
+        else:
+            assert isinstance(op, DataTypeCastOp)
+            value = s.cast(args[0], x.dt, op.dtype.data)
+        nest.store(value, out, nest.index(t, ivs, t.dims), t.dt)
+        nest.close_loops(fors)
+        self.values[result] = out
+
+    def lower_dot(self, op: DotOp, out: SSAValue) -> None:
+        """`out[i, j] = 0 + lhs[i, 0] * rhs[0, j] + lhs[i, 1] * rhs[1, j] + ...`: rows
+        of `out` accumulate in place, k outside j (unit-stride inner loops over `rhs` and
+        `out` rows), each element summed in k order as a k-innermost loop would."""
+        nest = self.nest
+        lhs, rhs, t = op.lhs.type, op.rhs.type, op.result.type
+        assert isinstance(lhs, TensorType) and isinstance(rhs, TensorType)
+        assert isinstance(t, TensorType)
+        (i,), rows, _ = nest.open_loops([nest.extent(t.dims[0])])
+        (j,), zeros, _ = nest.open_loops([nest.extent(t.dims[1])])
+        nest.store(nest.scalars.const(0, t.dt), out, nest.index(t, [i, j], t.dims), t.dt)
+        nest.close_loops(zeros)
+        (k, j), inner, _ = nest.open_loops([nest.extent(lhs.dims[1]), nest.extent(t.dims[1])])
+        a = self.read(op.lhs, [i, k], lhs.dims)
+        b = self.read(op.rhs, [k, j], rhs.dims)
+        at = nest.index(t, [i, j], t.dims)
+        acc = nest.load(out, at, t.dt)
+        product = nest.scalars.binary("multiply", t.dt, a, b)
+        nest.store(nest.scalars.binary("add", t.dt, acc, product), out, at, t.dt)
+        nest.close_loops(inner)
+        nest.close_loops(rows)
+        self.values[op.result] = out
+
+    def lower_reduce(self, op: ReduceOp, out: SSAValue) -> None:
+        """`out[kept] = init (+) x[kept, reduced...]` over the reduced axes in order."""
+        nest = self.nest
+        x, t = op.operand.type, op.result.type
+        assert isinstance(x, TensorType) and isinstance(t, TensorType)
+        axes = [d.data for d in op.dims.data]
+        kept = [i for i in range(x.rank) if i not in axes]
+        ivs, outer, _ = nest.open_loops([nest.extent(x.dims[i]) for i in kept])
+        init = self.read(op.init, [], ())
+        reduced, inner, acc = nest.open_loops([nest.extent(x.dims[i]) for i in axes], init)
+        assert acc is not None and op.combinator is not None
+        point = dict(zip(kept, ivs, strict=True)) | dict(zip(axes, reduced, strict=True))
+        element = self.read(op.operand, [point[i] for i in range(x.rank)], x.dims)
+        combined = nest.scalars.binary(op.combinator.data, x.dt, acc, element)
+        total = nest.close_loops(inner, combined) if inner else combined
+        assert total is not None
+        nest.store(total, out, nest.index(t, ivs, t.dims), t.dt)
+        nest.close_loops(outer)
+        self.values[op.result] = out
+
+    def lower_return(self, op: graph.ReturnOp) -> None:
+        """A returned value not computed here (a parameter, a literal) is copied."""
+        value = op.value
+        assert value is not None
+        if self.values.get(value) is self.out_arg:
+            return
+        nest, t = self.nest, self.output
+        ivs, fors, _ = nest.open_loops([nest.extent(d) for d in t.dims])
+        nest.store(self.read(value, ivs, t.dims), self.out_arg, nest.index(t, ivs, t.dims), t.dt)
+        nest.close_loops(fors)

@@ -1,0 +1,55 @@
+"""lower-graph-to-loop: graph functions with symbolic dimensions -> `loop.func`s whose
+loops run to sizes known only at run time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
+from xdsl.passes import ModulePass
+
+from dlc.analysis.levels import require_level
+from dlc.diagnostics import copy_loc, error_at
+from dlc.dialects import graph
+from dlc.lowering.graph_to_loop.function import FunctionLowering
+
+
+@dataclass(frozen=True)
+class LowerGraphToLoopPass(ModulePass):
+    """Lower a graph module with symbolic dimensions straight to the loop level.
+
+    Input: a verified graph module whose functions use only the symbolic subset
+    (`dlc.dialects.graph_symbolic`): element-wise ops with broadcasting, `dataTypeCast`,
+    `reduce` with a built-in combinator, rank-2 `dot`, literals, shape-only ops. Output: one
+    `loop.func @f(%params..., %sizes: memref<Kxi64>, %out)` per function: tensors are flat
+    row-major buffers (`memref<?xT>` when a dimension is symbolic), every op one loop
+    nest whose trip counts are constants or the sizes in `%sizes`, intermediates
+    `loop.alloc_sized` from the heap and freed before `loop.return`. Anything else is a
+    located "not supported yet" error. The tensor level (fusion, schedules, tiles,
+    vectors, threads) is not used yet: one compile serves every size, plainly.
+    """
+
+    name = "lower-graph-to-loop"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_level(op, "graph", self.name)
+        lowered: list[Operation] = []
+        for child in list(op.body.block.ops):
+            if isinstance(child, graph.FuncOp) and not child.is_declaration:
+                func = FunctionLowering(child).lower()
+                copy_loc(child, func)
+                lowered.append(func)
+            elif isinstance(child, graph.FuncOp):
+                raise error_at(
+                    child, "a declaration: not supported yet in a module with symbolic dimensions"
+                )
+            else:
+                raise error_at(
+                    child, f"{child.name}: not supported yet in a module with symbolic dimensions"
+                )
+        for child in list(op.body.block.ops):
+            child.detach()
+            child.erase()
+        op.body.block.add_ops(lowered)

@@ -1,0 +1,166 @@
+"""Calling functions with symbolic dimensions: the sizes come from the arguments.
+
+`SymbolicFunction` checks each argument (count, data type, rank, every static extent),
+binds each symbolic dimension `%n` to the extent of its first parameter that has it and
+checks every other use against that: a mismatch is a `ShapeError` located at the
+function, naming the dimension, the two parameters and the two sizes. Nothing native
+runs before the checks pass. The native function (`lower-graph-to-loop`) takes the
+buffers, then the sizes (`int64`, in `Signature.symbols` order), then the output, whose
+shape is computed here from the bound sizes.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dlc.diagnostics import DiagnosticError, Location
+from dlc.dialects.abi import function_symbol
+from dlc.dtypes import NUMPY_DTYPES
+from dlc.runtime.context import Contexts
+from dlc.runtime.jit import JITModule
+from dlc.runtime.module import CompiledModule
+from dlc.runtime.native import Messages
+
+Dims = tuple[int | str, ...]
+
+
+class ShapeError(DiagnosticError, ValueError):
+    """Arguments whose sizes disagree where the program says they are equal."""
+
+
+@dataclass(frozen=True)
+class Signature:
+    """A function of tensor parameters (`params`: DLVM names without `%`, `args`:
+    (dtype, dims)) returning one tensor `output`; `symbols` in the order the native
+    code takes their sizes; `location` is the function's, for `ShapeError`."""
+
+    name: str
+    params: tuple[str, ...]
+    args: tuple[tuple[str, Dims], ...]
+    output: tuple[str, Dims]
+    symbols: tuple[str, ...]
+    location: Location | None
+
+
+def _dims_text(dims: Dims) -> str:
+    return " x ".join(f"%{d}" if isinstance(d, str) else str(d) for d in dims)
+
+
+class SymbolicFunction:
+    """A compiled function whose loops run to sizes taken from its arguments."""
+
+    def __init__(self, sig: Signature, jit: JITModule, contexts: Any, messages: Any) -> None:
+        self.name = sig.name
+        self.sig = sig
+        self._jit = jit  # the machine code lives as long as the function is referenced
+        address = jit.address(function_symbol(sig.name))
+        n = len(sig.args) + 2
+        self._native = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * (n + 1)))(address)
+        self._contexts = contexts
+        self._messages = messages
+        self.sizes_called: set[tuple[int, ...]] = set()
+
+    def __repr__(self) -> str:
+        return f"<dlc symbolic function @{self.name}>"
+
+    def _array(self, i: int, value: object) -> np.ndarray:
+        dt, dims = self.sig.args[i]
+        param = self.sig.params[i]
+        array = np.asarray(value)
+        dtype = NUMPY_DTYPES[dt]
+        if array.dtype != dtype:
+            if not np.can_cast(array.dtype, dtype, casting="same_kind"):
+                raise TypeError(
+                    f"{self.name}(): argument %{param}: expected {dt}, got {array.dtype}"
+                )
+            array = array.astype(dtype)
+        if array.ndim != len(dims):
+            raise ValueError(
+                f"{self.name}(): argument %{param}: expected rank {len(dims)} "
+                f"(<{_dims_text(dims)}>), got shape {array.shape}"
+            )
+        for axis, (want, got) in enumerate(zip(dims, array.shape, strict=True)):
+            if isinstance(want, int) and want != got:
+                raise ValueError(
+                    f"{self.name}(): argument %{param}: dimension {axis} is {got}, expected {want}"
+                )
+        return np.ascontiguousarray(array)
+
+    def bind(self, arrays: list[np.ndarray]) -> dict[str, int]:
+        """The size of each symbolic dimension; `ShapeError` where two uses differ."""
+        sizes: dict[str, int] = {}
+        first: dict[str, tuple[str, int]] = {}
+        for param, (_, dims), array in zip(self.sig.params, self.sig.args, arrays, strict=True):
+            for axis, d in enumerate(dims):
+                if not isinstance(d, str):
+                    continue
+                got = int(array.shape[axis])
+                if d not in sizes:
+                    sizes[d], first[d] = got, (param, axis)
+                elif sizes[d] != got:
+                    where, at = first[d]
+                    raise ShapeError(
+                        f"@{self.name}: symbolic dimension %{d} is {sizes[d]} in %{where} "
+                        f"(dimension {at}) but {got} in %{param} (dimension {axis})",
+                        self.sig.location,
+                    )
+        return sizes
+
+    def __call__(self, *args: object) -> np.ndarray:
+        if len(args) != len(self.sig.args):
+            names = ", ".join(f"%{p}" for p in self.sig.params)
+            raise TypeError(
+                f"{self.name}() takes {len(self.sig.args)} arguments ({names}), got {len(args)}"
+            )
+        arrays = [self._array(i, a) for i, a in enumerate(args)]
+        sizes = self.bind(arrays)
+        values = np.array([sizes[s] for s in self.sig.symbols] or [0], np.int64)
+        dt, dims = self.sig.output
+        shape = tuple(sizes[d] if isinstance(d, str) else d for d in dims)
+        output = np.empty(shape, NUMPY_DTYPES[dt])
+        self.sizes_called.add(tuple(int(v) for v in values))
+        ctx = self._contexts.get()
+        ctx.reset()
+        pointers = [a.ctypes.data for a in (*arrays, values, output)]
+        self._native(ctx.address, *pointers)
+        if ctx.status.value:
+            if self._messages is None:
+                ctx.reset()
+                raise AssertionError(f"@{self.name}: status word set by code that cannot fail")
+            self._messages.raise_for(ctx)
+        return output
+
+
+class SymbolicModule(CompiledModule):
+    """A `CompiledModule` of functions with symbolic dimensions: one native compile
+    for every size. `stats(f)` adds `compiles` (the LLVM compiles the module took,
+    counted by `jit.NATIVE_COMPILES` around its compile: calls never add one) and
+    `sizes_called` (how many distinct sizes the function has run at)."""
+
+    def __init__(
+        self,
+        jit: JITModule,
+        sigs: list[Signature],
+        report: Any,
+        messages: list[str] | None,
+        levels: Any,
+        threads: int,
+        compiles: int,
+    ) -> None:
+        super().__init__(jit, {}, set(), report, messages, levels, threads)
+        self._compiles = compiles
+        contexts = Contexts(report[2], threads)
+        status = Messages(messages) if messages else None
+        self._functions = {  # type: ignore[assignment]
+            s.name: SymbolicFunction(s, jit, contexts, status) for s in sigs
+        }
+
+    def stats(self, name: str) -> dict[str, int]:
+        facts = super().stats(name)
+        function = self._functions[name]
+        assert isinstance(function, SymbolicFunction)
+        return {**facts, "compiles": self._compiles, "sizes_called": len(function.sizes_called)}
