@@ -240,8 +240,8 @@ def compile_symbolic(
         Signature(
             name,
             tuple(a.name_hint or f"{i}" for i, a in enumerate(f.body.blocks[0].args)),
-            tuple((t.dt, t.dims) for t in f.function_type.args),  # type: ignore[attr-defined]
-            (f.function_type.output.dt, f.function_type.output.dims),  # type: ignore[attr-defined]
+            tuple((t.dt, t.dims) for t in f.function_type.args),
+            (f.function_type.output.dt, f.function_type.output.dims),
             tuple(function_symbols(f.function_type)),
             get_loc(f),
         )

@@ -148,7 +148,7 @@ class GraphSignature:
         """The type of input `name` with its `dim_param`s as symbolic dimensions (equal
         names, equal sizes); a dimension with neither value nor name is a problem."""
         dims: list[int | str] = []
-        for d, known in zip(tensor.shape.dim, declared_dims(tensor), strict=True):  # type: ignore[attr-defined]
+        for d, known in zip(tensor.shape.dim, declared_dims(tensor), strict=True):
             if known is not None:
                 dims.append(known)
             elif d.dim_param:

@@ -155,9 +155,10 @@ class SymbolicModule(CompiledModule):
         self._compiles = compiles
         contexts = Contexts(report[2], threads)
         status = Messages(messages) if messages else None
-        self._functions = {  # type: ignore[assignment]
+        functions: dict[str, Any] = {  # called like CompiledFunction
             s.name: SymbolicFunction(s, jit, contexts, status) for s in sigs
         }
+        self._functions = functions
 
     def stats(self, name: str) -> dict[str, int]:
         facts = super().stats(name)

@@ -77,8 +77,8 @@ class FunctionLowering:
         returned = blocks[0].last_op
         for op in blocks[0].ops:
             self.lower_op(op, returned)
-        for buffer in self.owned:
-            nest.builder.insert(loop.DeallocOp(buffer))
+        for owned in self.owned:
+            nest.builder.insert(loop.DeallocOp(owned))
         nest.builder.insert(loop.ReturnOp())
         arg_types = [a.type for a in self.block.args]
         return loop.FuncOp(self.func.sym_name.data, arg_types, Region(self.block))  # type: ignore[arg-type]

@@ -3,8 +3,10 @@ read-only flat buffers of their data (`loop.const_buffer`)."""
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
-from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr
+from xdsl.dialects.builtin import AnyDenseElement, BytesAttr, DenseIntOrFPElementsAttr
 from xdsl.dialects.builtin import TensorType as BuiltinTensorType
 
 from dlc.dialects.graph_literal import LitTree, dense_dtype, is_scalar_lit
@@ -35,5 +37,6 @@ def literal_bytes(tree: LitTree, t: TensorType) -> bytes | None:
 
 def dense_data(t: TensorType, raw: bytes) -> DenseIntOrFPElementsAttr:
     """`raw` as the data of a flat buffer of `t` (bool bytes 0 and 1, as its i8 storage)."""
-    data_type = BuiltinTensorType(storage_type(t.dt), [t.num_elements])
+    element = cast(AnyDenseElement, storage_type(t.dt))  # an integer or float type
+    data_type = BuiltinTensorType(element, [t.num_elements])
     return DenseIntOrFPElementsAttr(data_type, BytesAttr(raw))
