@@ -4,7 +4,8 @@ bytes it must move (the two coordinates of the roofline model).
 FLOPs: every float arithmetic op (`arith.addf` ... `math.*`) counts one per lane, a
 fused multiply-add two, multiplied by the trip counts of the loops around it; a loop
 whose bounds are not constants counts once (the estimate is then a lower bound and
-says so: `exact` is False); both branches of a `loop.if` count. Bytes: each buffer the
+says so: `exact` is False); a `loop.if` counts its costlier branch (one of them runs:
+tiled nests keep a copy of their loops for full and for partial blocks). Bytes: each buffer the
 nest reads or writes counts once per byte it can touch, the smaller of its size and
 its accesses times the bytes of one access: the compulsory traffic of a nest that
 keeps what it reuses in cache (the roofline's assumption). A copy moves its buffer's
@@ -88,7 +89,20 @@ def nest_cost(nest: Operation) -> NestCost:
         cost.bytes = 2 * buffer_bytes(nest.operands[1])
         return cost
     touched: dict[SSAValue, int] = {}
-    stack: list[tuple[Operation, int]] = [(nest, 1)]
+    _walk([nest], 1, cost, touched)
+    for buffer, elements in touched.items():
+        t = buffer.type
+        assert isinstance(t, MemRefType)
+        one = _element_bytes(t.element_type)
+        cost.bytes += min(buffer_bytes(buffer), elements * one)
+    return cost
+
+
+def _walk(ops: list[Operation], times: int, cost: NestCost, touched: dict[SSAValue, int]) -> None:
+    """Add the FLOPs of `ops` (each run `times` times) to `cost` and their accesses to
+    `touched`. Iterative, except at a `loop.if`, whose branches are walked apart (the
+    depth of `loop.if`s inside one another, a few in generated nests)."""
+    stack: list[tuple[Operation, int]] = [(op, times) for op in ops]
     while stack:
         op, times = stack.pop()
         cost.flops += times * _op_flops(op)
@@ -96,6 +110,9 @@ def nest_cost(nest: Operation) -> NestCost:
         if access is not None:
             buffer, lanes = access
             touched[buffer] = touched.get(buffer, 0) + times * lanes
+        if isinstance(op, loop.IfOp):
+            _costlier_branch(op, times, cost, touched)
+            continue
         inner = times
         if isinstance(op, loop.ForOp):
             trips = _trips(op)
@@ -104,9 +121,19 @@ def nest_cost(nest: Operation) -> NestCost:
         for region in op.regions:
             for block in region.blocks:
                 stack.extend((o, inner) for o in block.ops)
-    for buffer, elements in touched.items():
-        t = buffer.type
-        assert isinstance(t, MemRefType)
-        one = _element_bytes(t.element_type)
-        cost.bytes += min(buffer_bytes(buffer), elements * one)
-    return cost
+
+
+def _costlier_branch(
+    op: loop.IfOp, times: int, cost: NestCost, touched: dict[SSAValue, int]
+) -> None:
+    """Add the branch of `op` with more FLOPs (then more accesses) to `cost`."""
+    branches = []
+    for region in op.regions:
+        sub, sub_touched = NestCost(), dict[SSAValue, int]()
+        _walk([o for block in region.blocks for o in block.ops], times, sub, sub_touched)
+        branches.append((sub.flops, sum(sub_touched.values()), sub, sub_touched))
+    flops, _, sub, sub_touched = max(branches, key=lambda b: (b[0], b[1]))
+    cost.flops += flops
+    cost.exact = cost.exact and sub.exact
+    for buffer, n in sub_touched.items():
+        touched[buffer] = touched.get(buffer, 0) + n

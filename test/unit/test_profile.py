@@ -211,3 +211,25 @@ def test_peaks_measured_on_a_busy_machine_are_raised_once(
     assert stored["gflops"] == 1e6
     mod.chain(*_inputs())
     assert mod.profile().peaks.gflops == 1e6 and measured == [1]  # once per process
+
+
+PARTIAL = """module "p"
+stage raw
+
+func @p: (<49 x 1280 x f32>, <1280 x 320 x f32>) -> <49 x 320 x f32> {
+'entry(%a: <49 x 1280 x f32>, %b: <1280 x 320 x f32>):
+    %y = dot %a: <49 x 1280 x f32>, %b: <1280 x 320 x f32>
+    return %y: <49 x 320 x f32>
+}
+"""
+
+
+@pytest.mark.parametrize("target_cpu", ["haswell", "x86-64"])
+def test_a_tiled_product_counts_one_branch_of_its_blocks(target_cpu: str) -> None:
+    """A tiled product keeps a copy of its loops for full and for partial blocks under
+    a `loop.if`: its FLOPs are one branch's (2·M·N·K and the padding its partial tiles
+    compute), not both branches' (at least twice the product, as the estimate said)."""
+    mod = dlc.compile(PARTIAL, profile=True, num_threads=1, target_cpu=target_cpu)
+    (kernel,) = _kernels(mod)
+    useful = 2 * 49 * 1280 * 320
+    assert useful <= kernel["flops"] < 2 * useful
