@@ -8,9 +8,10 @@ call context's words (`CTX_*`), variable slots and the module attributes
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp
+if TYPE_CHECKING:  # the warm start reads this module without importing xDSL
+    from xdsl.dialects.builtin import ModuleOp
 
 CTX_STATUS = 0
 """ctx word: 0, or the 1-based index of a message in the module attribute `MESSAGES`
@@ -55,6 +56,8 @@ character of DLVM names. C exports keep their C names (dlc/aot)."""
 
 def variable_sizes(llvm_level: ModuleOp) -> dict[str, int]:
     """The module variables `VARS` records: name -> byte size."""
+    from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr
+
     sizes = llvm_level.attributes.get(VARS)
     if sizes is None:
         return {}
