@@ -11,7 +11,7 @@ from xdsl.dialects.builtin import TensorType as BuiltinTensorType
 
 from dlc.dialects.graph_literal import LitTree, dense_dtype, is_scalar_lit
 from dlc.dialects.graph_types import TensorType
-from dlc.lowering.graph_to_loop.nests import storage_type
+from dlc.lowering.tensor_to_loop.body import storage_type
 
 
 def literal_bytes(tree: LitTree, t: TensorType) -> bytes | None:

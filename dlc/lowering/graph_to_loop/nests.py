@@ -13,18 +13,13 @@ from collections.abc import Sequence
 
 from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerAttr, IntegerType, MemRefType, i1, i8, i64
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerAttr, IntegerType, MemRefType, i8, i64
+from xdsl.ir import Block, Operation, SSAValue
 
 from dlc.dialects import loop
 from dlc.dialects.graph_types import TensorType
-from dlc.dialects.tensor import scalar_type
 from dlc.lowering.scalar_ops import ScalarBuilder
-
-
-def storage_type(dtype: str) -> Attribute:
-    """The element type of a buffer of `dtype` (bool is stored as i8)."""
-    return i8 if dtype == "bool" else scalar_type(dtype)
+from dlc.lowering.tensor_to_loop.body import load, storage_type
 
 
 def buffer_type(t: TensorType) -> MemRefType:
@@ -119,10 +114,7 @@ class NestEmitter:
         return linear
 
     def load(self, buffer: SSAValue, index: SSAValue, dtype: str) -> SSAValue:
-        value = self.emit(loop.LoadOp(buffer, [index]))
-        if dtype == "bool":
-            value = self.emit(arith.TruncIOp(value, i1))
-        return value
+        return load(self.builder, buffer, [index], dtype)
 
     def store(self, value: SSAValue, buffer: SSAValue, index: SSAValue, dtype: str) -> None:
         if dtype == "bool" and isinstance(value.type, IntegerType) and value.type.width.data == 1:

@@ -17,11 +17,15 @@ from dlc.dialects.graph_types import TensorType
 from dlc.lowering.scalar_ops import ScalarBuilder
 
 
+def storage_type(dtype: str) -> Attribute:
+    """The element type of a buffer of `dtype` (bool is stored as i8)."""
+    return i8 if dtype == "bool" else tensor.scalar_type(dtype)
+
+
 def memref_type(t: Attribute) -> MemRefType:
     """The buffer of a tensor: same shape, bool stored as i8."""
     assert isinstance(t, TensorType)
-    element = i8 if t.dt == "bool" else tensor.scalar_type(t.dt)
-    return MemRefType(element, t.dims)
+    return MemRefType(storage_type(t.dt), t.dims)
 
 
 def load(b: Builder, buffer: SSAValue, indices: Sequence[SSAValue], dtype: str) -> SSAValue:
