@@ -8,7 +8,7 @@ test's compile depends on a timing; the tests of measured costs set it back
 
 The unit tests live in directories that mirror dlc's packages (README.md); the shared
 helper modules (graph_builders.py, onnx_models.py, autodiff_util.py, aot_driver.py) stay
-here, on sys.path for the tests in every directory.
+here, on sys.path for the tests in every directory (and so is every test directory).
 
 Every test process gets its own temporary DLC_CACHE_DIR, removed at exit, unless the
 environment already names one (or turns the cache off with DLC_CACHE=0). Fixtures of
@@ -26,7 +26,13 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared helper modules
+_HERE = Path(__file__).resolve().parent
+# the shared helper modules, and every test directory: a test may import what another
+# test module defines (test file names are unique, test_unit_layout.py), whichever
+# files this run collects
+for _dir in sorted({p.parent for p in _HERE.rglob("test_*.py")}, reverse=True):
+    sys.path.insert(0, str(_dir))
+sys.path.insert(0, str(_HERE))
 
 os.environ.setdefault("DLC_VERIFY", "1")  # every level of every compile verified
 os.environ.setdefault("DLC_POISON_OUTPUTS", "1")  # results start as 0x7f bytes
