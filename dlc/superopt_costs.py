@@ -100,12 +100,15 @@ def random_arguments(module: Any, name: str) -> list[np.ndarray]:
     """Seeded random values (`dlc.dtypes.random_values`, seed 0) for the parameters of
     function `name` (tensors: the guard times no other)."""
     from dlc.dialects.graph import FuncOp
+    from dlc.dialects.graph_types import TensorType
     from dlc.dtypes import random_values
 
     (func,) = (
         f for f in module.body.block.ops if isinstance(f, FuncOp) and f.sym_name.data == name
     )
-    return random_values(((t.dt, t.dims) for t in func.function_type.inputs.data), 0)
+    types = [t for t in func.function_type.inputs.data if isinstance(t, TensorType)]
+    assert len(types) == len(func.function_type.inputs.data), "the guard times tensors only"
+    return random_values(((t.dt, t.dims) for t in types), 0)
 
 
 def time_calls(calls: Sequence[Callable[[], Any]]) -> list[float]:

@@ -37,7 +37,7 @@ MAX_PERMUTE_RANK = 6
 to this rank (720 permutations)."""
 
 
-ELEMENT_TYPES = {
+ELEMENT_TYPES: dict[int, str] = {
     TensorProto.FLOAT: "f32", TensorProto.DOUBLE: "f64", TensorProto.FLOAT16: "f16",
     TensorProto.INT8: "i8", TensorProto.INT16: "i16", TensorProto.INT32: "i32",
     TensorProto.INT64: "i64", TensorProto.BOOL: "bool", TensorProto.UINT8: "u8",

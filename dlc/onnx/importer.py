@@ -315,8 +315,8 @@ class GraphImporter(GraphSignature):
             return helper.make_tensor_type_proto(elem, value.shape)
         t = self.values[name].type
         assert isinstance(t, TensorType)
-        elem = next(k for k, v in ELEMENT_TYPES.items() if v == t.dt)
-        return helper.make_tensor_type_proto(elem, t.dims)
+        code = next(k for k, v in ELEMENT_TYPES.items() if v == t.dt)
+        return helper.make_tensor_type_proto(code, t.dims)
 
     def _results(self, proto: NodeProto, results: Sequence[SSAValue | np.ndarray]) -> None:
         """Record a node's outputs: tensors, or constants known at import time; none

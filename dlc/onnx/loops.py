@@ -69,8 +69,8 @@ def cfg_loop(
     try:
         emit.block = head
         head.args[0]._name = names("iteration")
-        i, c, values = head.args[0], head.args[1] if cond is not None else None, head.args[1:]
-        values = list(values[1:] if cond is not None else values)
+        i, c = head.args[0], head.args[1] if cond is not None else None
+        values: list[SSAValue] = list(head.args[2:] if cond is not None else head.args[1:])
         head.add_op(ConditionalOp(_go(emit, i, count, c), body, [], exit_, []))
         emit.block = body
         next_cond, new, scans = step(i, c, values)
@@ -87,7 +87,7 @@ def cfg_loop(
     zeros = [emit.splat(0, t.dims, t.dt) for t in tails]
     pre.add_op(BranchOp(head, start + zeros))
     emit.block = exit_
-    final = list(head.args[1 + (cond is not None) :])
+    final: list[SSAValue] = list(head.args[1 + (cond is not None) :])
     return final[: len(carried)], final[len(carried) :]
 
 
@@ -128,9 +128,11 @@ def _accumulate(
     emit: Emitter, head: Block, i: SSAValue, scans: Sequence[Result], trips: int | None
 ) -> list[SSAValue]:
     """Row i of each scan output's accumulator (a new header argument) set."""
-    if scans and trips is None:
+    if not scans:
+        return []
+    if trips is None:
         raise ImportProblem("scan outputs need a loop with a fixed number of iterations")
-    if scans and trips is not None and trips > MAX_SCAN_ROWS:
+    if trips > MAX_SCAN_ROWS:
         raise ImportProblem(f"scan outputs of more than {MAX_SCAN_ROWS} iterations")
     out = []
     for value in scans:
@@ -176,7 +178,7 @@ def branches(
         raise problems[0]
     if not problems:
         _same_types(taken[0][1], taken[1][1])
-    types = [v.type for v in taken[0][1]]
+    types = [tensor_type(v) for v in taken[0][1]]
     join = new_block(emit, names, "join", types)
     for start, end in zip(starts, ends, strict=True):
         if isinstance(end, ImportProblem):
@@ -195,7 +197,9 @@ def _discard(start: Block, blocks: list[Block]) -> None:
     for op in ops:
         op.erase(safe_erase=False)
     for b in blocks:
-        b.parent_region.detach_block(b)
+        region = b.parent_region()
+        if region is not None:
+            region.detach_block(b)
 
 
 def _same_types(then: Sequence[SSAValue], other: Sequence[SSAValue]) -> None:

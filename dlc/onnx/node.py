@@ -113,4 +113,4 @@ class Node:
 
 Result = SSAValue | np.ndarray
 """A node's output: a tensor, or a constant known at import time (a shape)."""
-Converter = Callable[[Node], list[Result]]
+Converter = Callable[[Node], Sequence[Result]]

@@ -272,10 +272,10 @@ def batch_norm(node: Node) -> list[Result]:
         np_dt = np.float64 if dt == "f64" else np.float32
         y = e.binary("multiply", x, e.constant(factor.reshape(channel).astype(np_dt)))
         return [e.binary("add", y, e.constant(shift.reshape(channel).astype(np_dt)))]
-    scale, bias, mean, var = (e.reshape(node.input(i), channel) for i in range(1, 5))
-    std = e.unary("sqrt", e.binary("add", var, e.scalar(eps, dt)))
-    y = e.binary("divide", e.binary("subtract", x, mean), std)
-    return [e.binary("add", e.binary("multiply", y, scale), bias)]
+    gamma, beta, mu, sigma2 = (e.reshape(node.input(i), channel) for i in range(1, 5))
+    std = e.unary("sqrt", e.binary("add", sigma2, e.scalar(eps, dt)))
+    y = e.binary("divide", e.binary("subtract", x, mu), std)
+    return [e.binary("add", e.binary("multiply", y, gamma), beta)]
 
 
 def lrn(node: Node) -> list[SSAValue]:

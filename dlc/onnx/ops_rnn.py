@@ -19,6 +19,7 @@ reverses each row within its length (ReverseSequence) before and after.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from onnx import GraphProto, NodeProto, helper, numpy_helper
@@ -54,13 +55,13 @@ class Builder:
         self.count += 1
         return f"{self.prefix}{self.count}"
 
-    def __call__(self, op: str, inputs: Sequence[str], outputs: int = 1, **attrs: object) -> str:
+    def __call__(self, op: str, inputs: Sequence[str], *, outputs: int = 1, **attrs: Any) -> str:
         names = [self.fresh() for _ in range(outputs)]
         self.nodes.append(helper.make_node(op, list(inputs), names, **attrs))
         return names[0] if outputs == 1 else ",".join(names)
 
-    def many(self, op: str, inputs: Sequence[str], outputs: int, **attrs: object) -> list[str]:
-        return self(op, inputs, outputs, **attrs).split(",")
+    def many(self, op: str, inputs: Sequence[str], outputs: int, **attrs: Any) -> list[str]:
+        return self(op, inputs, outputs=outputs, **attrs).split(",")
 
     def const(self, value: np.ndarray) -> str:
         return self("Constant", [], value=numpy_helper.from_array(np.asarray(value)))
@@ -89,7 +90,7 @@ class Cell:
         op = {"leakyrelu": "LeakyRelu", "thresholdedrelu": "ThresholdedRelu"}.get(name)
         op = op or {"hardsigmoid": "HardSigmoid", "softsign": "Softsign"}.get(name)
         op = op or {"softplus": "Softplus", "elu": "Elu"}.get(name) or name.capitalize()
-        params = {"alpha": alpha, "beta": beta} if name == "hardsigmoid" else {}
+        params: dict[str, Any] = {"alpha": alpha, "beta": beta} if name == "hardsigmoid" else {}
         if name in ("leakyrelu", "thresholdedrelu", "elu"):
             params = {"alpha": alpha}
         return b(op, [x], **params)
@@ -231,7 +232,9 @@ class Recurrence:
             scanned.append(b.const(mask[:, :, None]))
         parts = b.many("Split", [r], gates, axis=0) if gates > 1 else [r]
         rts = [b("Transpose", [p], perm=[1, 0]) for p in parts]
-        biases = b.many("Split", [rb], 3) if rb is not None and self.op == "GRU" else [None] * 3
+        biases: list[str | None] = (
+            [*b.many("Split", [rb], 3)] if rb is not None and self.op == "GRU" else [None] * 3
+        )
         body = self._body(d, rts, biases)
         flip = int(reverse and lens is None)
         outs = b.many(
@@ -298,7 +301,7 @@ class Recurrence:
         i, o, forget, c = (b("Add", [x, b("MatMul", [h_prev, rt])]) for x, rt in zip(xw, rts, strict=True))  # fmt: skip
         peep = self._input(7, d)
         pi, po, pf = self.b.many("Split", [peep], 3) if peep is not None else (None,) * 3
-        if pi is not None:
+        if pi is not None and pf is not None:
             i = b("Add", [i, b("Mul", [pi, c_prev])])
             forget = b("Add", [forget, b("Mul", [pf, c_prev])])
         i = self.cell.act(b, f, i)

@@ -101,7 +101,7 @@ def split(node: Node) -> list[Result]:
     if sum(sizes) != dims[axis] or min(sizes) < 0:
         raise ImportProblem(f"split sizes {sizes} do not partition dimension {dims[axis]}")
     offsets = np.cumsum([0, *sizes])
-    parts = []
+    parts: list[Result] = []
     for lo, hi in zip(offsets, offsets[1:]):
         shape = [int(hi - lo) if a == axis else d for a, d in enumerate(dims)]
         if 0 in shape:

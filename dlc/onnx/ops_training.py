@@ -59,7 +59,7 @@ def dropout(node: Node) -> list[Result]:
         ratio = e.reshape(node.input(1), ())
         rt = tensor_type(ratio).dt
     else:  # 0.5 or the attribute, a Python float (NumPy keeps x's type)
-        ratio, rt = e.scalar(float(constant_ratio), t.dt), t.dt
+        ratio, rt = e.scalar(float(node.attr("ratio", 0.5)), t.dt), t.dt
     if constant_ratio is not None:
         mask = e.constant(uniform >= np.asarray(constant_ratio).reshape(()))
     else:

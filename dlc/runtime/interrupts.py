@@ -96,7 +96,7 @@ def _load(code: bytes | memoryview | None) -> None:
             jit = JITModule.from_object(bytes(code), 2)
         except (RuntimeError, ValueError):
             jit = None
-    if jit is None:
+    if jit is None or code is None:
         code = build_object(_IR, 2)
         jit = JITModule.from_object(code, 2)
     previous = jit.global_address("previous")
@@ -115,7 +115,7 @@ def handler_object() -> bytes:
 
 def _python_handled(signum: int) -> bool:
     handler = signal.getsignal(signum)
-    return callable(handler) and handler not in (signal.SIG_DFL, signal.SIG_IGN)
+    return handler not in (signal.SIG_DFL, signal.SIG_IGN) and callable(handler)
 
 
 def install(code: bytes | memoryview | None = None) -> None:

@@ -72,7 +72,8 @@ class Param:
         elif kind in "iu" and isinstance(value, numbers.Real):
             info = np.iinfo(self.dtype)
             whole = isinstance(value, numbers.Integral) or float(value).is_integer()
-            ok = whole and info.min <= int(value) <= info.max
+            exact = int(value) if isinstance(value, numbers.Integral) else int(float(value))
+            ok = whole and info.min <= exact <= info.max
         elif kind == "f":
             ok = isinstance(value, numbers.Real)
         if not ok:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TypeGuard, TypeVar
 
 import numpy as np
 from xdsl.ir import Attribute
@@ -365,7 +365,7 @@ def coerce_value(value: object, t: Attribute, what: str, symbols: Symbols) -> ob
     return fold_tree((value, t), children, combine)
 
 
-def _is_enum(t: Attribute) -> bool:
+def _is_enum(t: Attribute) -> TypeGuard[NominalType]:
     return isinstance(t, NominalType) and t.kind.data == "enum"
 
 
@@ -380,7 +380,7 @@ def _element_types(value: object, t: Attribute, symbols: Symbols) -> Sequence[At
     if _is_enum(t):
         if not (isinstance(value, tuple | list) and len(value) == 2):
             raise ValueError(f"enum value {value!r} is not (case, values)")
-        cases = dict(enum_cases(t, symbols))  # type: ignore[arg-type]
+        cases = dict(enum_cases(t, symbols))
         if value[0] not in cases:
             raise ValueError(f"${t.ident} has no case ?{value[0]}")
         return cases[value[0]]

@@ -146,10 +146,10 @@ def _valid_neighbour(space: Space, point: Point, rng: random.Random) -> Point:
     return point
 
 
-def spearman(x: Sequence[float], y: Sequence[float]) -> float:
+def spearman(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> float:
     """Spearman's rank correlation (average ranks for ties)."""
 
-    def ranks(v: Sequence[float]) -> np.ndarray:
+    def ranks(v: Sequence[float] | np.ndarray) -> np.ndarray:
         arr = np.asarray(v, dtype=np.float64)
         order = arr.argsort()
         r = np.empty(len(arr))

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -129,7 +130,8 @@ class Tuner:
         except (TrapError, IndexError) as err:
             raise ValueError(f"@{self.program.entry} fails on random inputs: {err}") from None
         self.reference = str(self.workdir / "reference.npz")
-        np.savez(self.reference, **{f"out{n}": g for n, g in enumerate(got)})
+        arrays: dict[str, Any] = {f"out{n}": g for n, g in enumerate(got)}
+        np.savez(self.reference, **arrays)
 
     def job(self, db: str | None, schedule: str) -> Job:
         p = self.program
@@ -284,6 +286,18 @@ class Tuner:
         return score
 
 
+class _Bar(Protocol):
+    """What the tuner uses of a progress bar (tqdm's, or `_NoBar`)."""
+
+    n: int
+
+    def update(self, k: int) -> None: ...
+
+    def set_postfix_str(self, text: str) -> None: ...
+
+    def close(self) -> None: ...
+
+
 class _NoBar:
     n = 0
 
@@ -297,7 +311,7 @@ class _NoBar:
         pass
 
 
-def _progress(total: int, desc: str, enabled: bool):  # noqa: ANN202 -- tqdm or _NoBar
+def _progress(total: int, desc: str, enabled: bool) -> _Bar:
     if not enabled:
         return _NoBar()
     from tqdm import tqdm

@@ -119,6 +119,30 @@ def test_if_branch_that_cannot_be_imported_traps_with_a_warning(failing):
         compiled.g(np.array(failing == "then"), x, a)
 
 
+def test_if_branch_that_fails_after_nested_control_flow_is_discarded_whole():
+    """The failing branch first imports an If of its own (blocks of the function) and
+    then fails: those blocks are erased with it, and the other branch still runs."""
+    inner = graph([node("Neg", ["x"], ["n"])], [], [vi("n")], "inner")
+    bad = graph(
+        [node("If", ["c"], ["z"], then_branch=inner, else_branch=inner),
+         node("LSTM", ["x5", "w", "r"], ["", "h"], hidden_size=2), node("Add", ["z", "x"], ["b"])],
+        [], [vi("b")], "bad",
+    )  # fmt: skip
+    good = graph([node("Sub", ["x", "a"], ["e"])], [], [vi("e")], "good")
+    inits = {"x5": np.zeros((1, 1, 1, 1, 3), np.float32), "w": np.zeros((1, 8, 3), np.float32),
+             "r": np.zeros((1, 8, 2), np.float32)}  # fmt: skip
+    m = model(
+        [node("If", ["c"], ["y"], then_branch=bad, else_branch=good)],
+        [vi("c", B, []), vi("x", F, [3]), vi("a", F, [3])], [vi("y")], inits,
+    )  # fmt: skip
+    x, a = np.array([1, 2, 3], np.float32), np.array([0.5, -1, 4], np.float32)
+    with pytest.warns(UnreachableBranchWarning, match=r"graph 'bad': .*LSTM"):
+        compiled = dlc.compile_onnx(m)
+    np.testing.assert_array_equal(compiled.g(np.array(False), x, a), x - a)
+    with pytest.raises(dlc.TrapError):
+        compiled.g(np.array(True), x, a)
+
+
 def test_if_whose_branches_both_fail_names_the_first():
     bad = graph([node("Xyz", ["x"], ["b"])], [], [vi("b")], "bad")
     m = model(

@@ -82,8 +82,8 @@ def channel_split(node: Node, x: SSAValue, t: TensorType) -> list[Operation]:
         return [flat, cut, shape_cast(cut.results[0], t)]
     flat = shape_cast(x, xt.with_shape((n, c * h * w)))
     part = Node(node.kind, (), node.attr * h * w, (n, t.dims[1] * h * w), t.dt)
-    cut = column_split(part, flat.results[0], t.with_shape(part.shape))
-    return [flat, *cut, shape_cast(cut[-1].results[0], t)]
+    cuts = column_split(part, flat.results[0], t.with_shape(part.shape))
+    return [flat, *cuts, shape_cast(cuts[-1].results[0], t)]
 
 
 def shape_cast(x: SSAValue, t: TensorType) -> Operation:

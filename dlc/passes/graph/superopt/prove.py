@@ -39,7 +39,7 @@ class Prover:
 
     def term(self, t: Term, env: dict[str, Any]) -> tuple[Any, list[Any]]:
         """The z3 expression of `t` (inputs from `env`) and its well-typedness conditions."""
-        built: dict[Term, Any] = dict(env)
+        built = dict[Term, Any](env.items())
         guards: list[Any] = []
         for sub in subterms([t]):
             args = [built[a] for a in sub[1:]]

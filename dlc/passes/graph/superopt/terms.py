@@ -75,9 +75,10 @@ def infer(op: str, shapes: Sequence[Shape]) -> Shape | None:
     if op == "maxpool":
         return (x[0], x[1], Window("pool", x[2], None, 2), Window("pool", x[3], None, 3))
     axis, half = int(op[5]), "ab".index(op[6])
-    if not isinstance(x[axis], tuple):
+    split = x[axis]
+    if not isinstance(split, tuple):
         return None
-    return tuple(x[axis][half] if i == axis else d for i, d in enumerate(x))
+    return tuple(split[half] if i == axis else d for i, d in enumerate(x))
 
 
 def infer_concat(axis: int, x: Shape, y: Shape) -> Shape | None:
@@ -191,7 +192,7 @@ def shapes_of(roots: Sequence[Term], inputs: Mapping[str, Shape]) -> dict[Term, 
     """The symbolic shape of every subterm (inputs included), or None if one is ill-typed."""
     if any(isinstance(r, str) and r not in inputs for r in roots):
         return None
-    shapes: dict[Term, Shape] = dict(inputs)
+    shapes = dict[Term, Shape](inputs.items())
     for t in subterms(roots):
         if any(a not in shapes for a in t[1:]):
             return None  # an undeclared input
@@ -212,7 +213,7 @@ def evaluate(
     shapes = shapes_of(roots, inputs)
     if shapes is None:
         raise ValueError(f"ill-typed term among {[show(r) for r in roots]}")
-    env: dict[Term, np.ndarray] = dict(values)
+    env = dict[Term, np.ndarray](values.items())
     for t in subterms(roots):
         cut = split_point(t[0], shapes[t[1]], sizes) if t[0] in SPLITS else 0
         env[t] = apply_op(t[0], [env[a] for a in t[1:]], cut, sizes)

@@ -31,7 +31,7 @@ from dlc.dialects.graph import FuncOp, LiteralOp, ReturnOp
 from dlc.dialects.graph_types import TensorType, TupleType, format_type
 from dlc.passes.graph.superopt.graphs import classify
 from dlc.passes.graph.superopt.library import Rule
-from dlc.passes.graph.superopt.terms import Term, shapes_of
+from dlc.passes.graph.superopt.terms import Dim, Term, shapes_of
 
 KINDS = ("ewadd", "ewmul", "smul", "relu", "matmul", "transpose", "concat0", "concat1")
 """The term ops user rules may use (windows and splits need configurations and cuts
@@ -97,7 +97,7 @@ def _rule(name: str, lhs: FuncOp, rhs: FuncOp, filename: str) -> UserRule:
     assert entry is not None
     params = [_param_name(a, i) for i, a in enumerate(entry.args)]
     symbols: dict[int, str] = {}
-    inputs: dict[str, tuple[str, ...]] = {}
+    inputs: dict[str, tuple[Dim, ...]] = {}
     for pname, t in zip(params, lhs.function_type.args, strict=True):
         if not isinstance(t, TensorType) or t.rank not in (0, 2, 4):
             raise _error(
