@@ -136,7 +136,7 @@ def with_checkpoints(graph: ModuleOp, name: str, indices: list[int]) -> ModuleOp
     if ret.value is not None:
         values.insert(0, ret.value)
     tuple_type = TupleType([v.type for v in values])
-    current: SSAValue = _before(ret, LiteralOp(LiteralAttr(("undefined",)), tuple_type)).result
+    current: SSAValue = _before(ret, LiteralOp(LiteralAttr(("undefined",)), tuple_type)).results[0]
     for k, value in enumerate(values):
         insert = InsertOp.create(
             operands=[value, current],

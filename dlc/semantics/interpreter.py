@@ -240,7 +240,9 @@ class Interpreter:
                 self._enter(frame, op.else_block, [env[a] for a in op.else_args])
         else:
             assert isinstance(op, BranchEnumOp)
-            case, values = env[op.value]  # type: ignore[misc]
+            chosen = env[op.value]
+            assert isinstance(chosen, tuple), "an enum value is (case, values)"
+            case, values = chosen
             names = [c.data for c in op.cases.data]
             if case not in names:
                 raise UndefinedBehaviorError(f"branchEnum: no destination for case ?{case}")

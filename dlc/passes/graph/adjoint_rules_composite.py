@@ -10,6 +10,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Attribute, Operation, SSAValue
 
@@ -56,4 +59,7 @@ def has_rule(op: Operation) -> bool:
     return isinstance(op, gc.TopKOp)
 
 
-RULES = {gc.EinsumOp: einsum_rule, gc.TopKOp: top_k_rule}
+RULES: dict[type[Operation], Callable[[Emitter, Any, Any, set[int]], dict[int, Adj]]] = {
+    gc.EinsumOp: einsum_rule,
+    gc.TopKOp: top_k_rule,
+}

@@ -16,6 +16,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 from xdsl.dialects.builtin import IntAttr, StringAttr
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -119,7 +121,7 @@ def has_rule(op: Operation) -> bool:
     return True
 
 
-RULES = {
+RULES: dict[type[Operation], Callable[[Emitter, Any, Any, set[int]], dict[int, Adj]]] = {
     gg.GatherOp: gather_rule,
     gg.GatherElementsOp: gather_elements_rule,
     gg.GatherNDOp: gather_nd_rule,

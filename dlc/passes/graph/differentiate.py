@@ -210,7 +210,7 @@ class FunctionDifferentiator:
         args = list(entry.args)
         e = Emitter(leaf, ret, ret, self.owner.symbols)
         seed: SSAValue = args[-1] if self.seedable else self.ones(e)
-        wrt_args = [args[i] for i in self.wrt if has_float(args[i].type)]
+        wrt_args: list[SSAValue] = [args[i] for i in self.wrt if has_float(args[i].type)]
         sweep = PathSweep(self, path, wrt_args, ret.value)
         adjoints = sweep.run(e, seed if self.source is None else {self.source: seed})
         results = [self.derivative(e, adjoints, args[i]) for i in self.wrt]

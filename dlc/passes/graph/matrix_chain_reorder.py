@@ -85,7 +85,10 @@ def build(leaves: list[SSAValue], split: list[list[int]], before: Operation) -> 
         dot = DotOp.create(
             operands=[done[(i, k)], done[(k + 1, j)]],
             result_types=[
-                TensorType((leaves[i].type.dims[0], leaves[j].type.dims[1]), leaves[i].type.dt)
+                TensorType(
+                    (tensor_of(leaves[i]).dims[0], tensor_of(leaves[j]).dims[1]),
+                    tensor_of(leaves[i]).dt,
+                )
             ],
         )
         block.insert_op_before(dot, before)

@@ -71,6 +71,7 @@ def is_float(value: SSAValue) -> bool:
 
 def splat(c: Scalar, t: TensorType) -> LiteralOp:
     """`c: dt` (inline) for a scalar type, `literal c: T` for any other shape."""
+    tree: tuple[str, bool | float | int]
     if dtype_is_bool(t.dt):
         tree = ("bool", bool(c))
     elif dtype_is_float(t.dt):

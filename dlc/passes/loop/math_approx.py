@@ -10,6 +10,7 @@ docs/design/numerics.md, tested in test/unit/test_math_approx.py.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 
 from xdsl.builder import Builder, InsertPoint
 from xdsl.context import Context
@@ -104,7 +105,7 @@ class _F32:
         key = (kind, extra, *(v.type for v in operands))
         known = _BUILT.get(key)
         if known is None:
-            op = kind(*operands) if extra is None else kind(*operands, extra)  # type: ignore[call-arg]
+            op = kind(*operands) if extra is None else kind(*operands, extra)  # type: ignore[call-arg, arg-type]
             _BUILT[key] = (dict(op.properties), [r.type for r in op.results])
             return self.emit(op)
         properties, types = known
@@ -230,7 +231,7 @@ class _F32:
         return self.op(math.CopySignOp, r, x)
 
 
-_EXPANSIONS = {
+_EXPANSIONS: dict[type[Operation], Callable[[_F32, SSAValue], SSAValue]] = {
     math.ExpOp: _F32.exp,
     math.LogOp: _F32.log,
     math.TanhOp: _F32.tanh,

@@ -10,6 +10,8 @@ per vector and copy the row with vector loads and stores.
 
 from __future__ import annotations
 
+from xdsl.ir import SSAValue
+
 from dlc.analysis.tensor_lanes import lane_plan
 from dlc.dialects import tensor
 from dlc.dialects.graph_types import TensorType, dtype_bytes
@@ -27,7 +29,7 @@ VECTOR_DTYPES = ("f32", "f64")  # the nest builder vectorizes float results only
 
 def _gathered(read: tensor.ReadOp, reads: list[tensor.ReadOp]) -> bool:
     """An index of `read` is computed from another read's value."""
-    others = {r.result for r in reads if r is not read}
+    others: set[SSAValue] = {r.result for r in reads if r is not read}
     return any(depends_on(i, others) for i in read.indices)
 
 

@@ -64,7 +64,7 @@ def _normal_form(op: tensor.ComputeOp) -> str:
 
 def group_key(members: list[tensor.ComputeOp]) -> str:
     """The stable key of a fused group (module docstring): 16 hex digits."""
-    position = {m.result: n for n, m in enumerate(members)}
+    position: dict[SSAValue, int] = {m.result: n for n, m in enumerate(members)}
     outside: dict[SSAValue, int] = {}
 
     def name(value: SSAValue) -> str:
