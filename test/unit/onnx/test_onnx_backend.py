@@ -6,6 +6,7 @@ subset here covers each family of ops the importer maps, in a few seconds."""
 
 from __future__ import annotations
 
+import functools
 import sys
 import unittest
 import warnings
@@ -59,9 +60,12 @@ NODE_TESTS = [
 ]  # fmt: skip
 
 
-def _node_test_cases() -> dict[str, type[unittest.TestCase]]:
-    """BackendTest's node-test class with only the NODE_TESTS methods (its other
-    thousands would each be reported as skipped)."""
+@functools.cache
+def _node_test_case() -> type[unittest.TestCase]:
+    """BackendTest's node-test class with only the NODE_TESTS methods. Built when a
+    node test first runs, not at import: BackendTest generates all of ONNX's node
+    tests (20 s of NumPy), and every pytest-xdist worker imports every test file to
+    collect it, while only one runs this file."""
     with warnings.catch_warnings():  # onnx's generators overflow on purpose
         warnings.simplefilter("ignore")
         runner = BackendTest(backend, __name__)
@@ -70,18 +74,22 @@ def _node_test_cases() -> dict[str, type[unittest.TestCase]]:
     for name in list(vars(case)):
         if name.startswith("test_") and getattr(getattr(case, name), "__unittest_skip__", False):
             delattr(case, name)
-    return {"OnnxBackendNodeModelTest": case}
-
-
-globals().update(_node_test_cases())
+    return case
 
 
 def test_subset_is_complete():
     """Every listed node test exists in this onnx (a renamed one would be skipped)."""
-    runner = globals()["OnnxBackendNodeModelTest"]
+    runner = _node_test_case()
     assert sorted(n for n in vars(runner) if n.startswith("test_")) == sorted(
         f"{n}_cpu" for n in NODE_TESTS
     )
+
+
+@pytest.mark.parametrize("name", NODE_TESTS)
+def test_onnx_node_test(name: str) -> None:
+    """ONNX's node test `name` through dlc's backend (unittest's own setUp, test and
+    tearDown; its failures and skips are pytest's)."""
+    _node_test_case()(f"{name}_cpu").debug()
 
 
 def test_prepare_and_run_by_position_and_name():
