@@ -5,16 +5,18 @@ points of one axis at once (vector lanes, `inline_body_lanes`)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, MemRefType, VectorType, i1, i8, i64
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, MemRefType, VectorType, i1, i8
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from dlc.analysis.tensor_lanes import vector_pieces
 from dlc.dialects import loop, tensor
 from dlc.dialects.graph_types import TensorType
 from dlc.lowering.scalar_ops import ScalarBuilder
+from dlc.lowering.tensor_to_loop import constants
 from dlc.lowering.tensor_to_loop import loop_ops as ops
 from dlc.lowering.tensor_to_loop.constants import SHARED, constant, loaded, made, offset, shared
 
@@ -49,7 +51,7 @@ def store(
 
 def index(b: Builder, value: int) -> SSAValue:
     """The function's i64 constant `value` (`constants.py`)."""
-    return constant(b, IntegerAttr(value, i64))
+    return constants.index(b, value)
 
 
 def dtype_of(value: SSAValue) -> str:
@@ -179,10 +181,16 @@ def _lane_op(
         return arith.SelectOp(cond, vector(lhs), vector(rhs))
     return type(inner).create(
         operands=[vector(v) for v in operands],
-        result_types=[VectorType(inner.results[0].type, [lanes])],
+        result_types=[_vector_type(inner.results[0].type, lanes)],
         properties=dict(inner.properties),
         attributes=dict(inner.attributes),
     )
+
+
+@lru_cache(maxsize=256)
+def _vector_type(element: Attribute, lanes: int) -> VectorType:
+    """`vector<lanes x element>`, built once (xDSL checks each type it builds)."""
+    return VectorType(element, [lanes])
 
 
 def vload_valid(

@@ -36,15 +36,23 @@ _TABLES: WeakKeyDictionary[Block, _Table] = WeakKeyDictionary()
 def constant(b: Builder, value: IntegerAttr | FloatAttr) -> SSAValue:
     """The `arith.constant` of `value` that dominates `b`'s insertion point (module
     docstring)."""
+    return _constant(b, _key(value), lambda: value)
+
+
+def index(b: Builder, value: int) -> SSAValue:
+    """`constant` of the i64 `value` (its attribute built only when first made)."""
+    return _constant(b, ("i", i64, value), lambda: IntegerAttr(value, i64))
+
+
+def _constant(b: Builder, key: Hashable, value: Callable[[], IntegerAttr | FloatAttr]) -> SSAValue:
     top = _top_block(b.insertion_point.block)
     table = _TABLES.get(top)
     if table is None:
         table = _TABLES[top] = {}
-    key = _key(value)
     found = table.get(key)
     if found is not None and found.parent is top:
         return found.results[0]
-    op = arith.ConstantOp(value)
+    op = arith.ConstantOp(value())
     anchor = table.get(_ANCHOR)
     if anchor is not None and anchor.parent is top:
         top.insert_op_after(op, anchor)
@@ -81,7 +89,7 @@ def made(b: Builder, key: Hashable, make: Callable[[], Operation]) -> Operation:
 def offset(b: Builder, base: SSAValue, value: int) -> SSAValue:
     """`base + value` (an i64 `arith.addi` of the function's constant), made once per
     block: the points of a register tile share their rows and columns."""
-    make = lambda: addi(base, constant(b, IntegerAttr(value, i64)))  # noqa: E731
+    make = lambda: addi(base, index(b, value))  # noqa: E731
     return made(b, ("+", base, value), make).results[0]
 
 
