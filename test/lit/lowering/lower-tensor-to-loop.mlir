@@ -35,12 +35,11 @@ builtin.module attributes {dlc.name = "lower_tensor_to_loop", dlc.stage = "raw"}
     tensor.return %l : !graph.tensor<2x3xf32>
   }
 
-// A reduction is an inner loop carrying the accumulator, started at init_value (a
-// constant of the function); a float add over the contiguous innermost axis may be
-// reassociated (vectorized).
+// A reduction is an inner loop carrying the accumulator, started at init_value; a float
+// add over the contiguous innermost axis may be reassociated (vectorized).
 // CHECK-LABEL: loop.func @row_sum(
-// CHECK:         %[[ZERO:.*]] = arith.constant 0.000000e+00 : f64
 // CHECK:         loop.for %[[I:.*]] = %{{.*}} to %{{.*}} step %{{.*}} parallel {
+// CHECK-NEXT:      %[[ZERO:.*]] = arith.constant 0.000000e+00 : f64
 // CHECK:           %[[SUM:.*]] = loop.for %[[K:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[ACC:.*]] = %[[ZERO]]) -> (f64) {
 // CHECK-NEXT:        %[[V:.*]] = loop.load %{{.*}}[%[[I]], %[[K]]] : memref<4x5xf64>
 // CHECK-NEXT:        %[[NEXT:.*]] = arith.addf %[[ACC]], %[[V]] fastmath<reassoc> : f64
