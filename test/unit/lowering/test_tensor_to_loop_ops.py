@@ -92,3 +92,14 @@ def test_offsets_are_shared_within_a_block_only() -> None:
     assert offset(inner, iv, 4) is not x
     other = top.insert(loop.ForOp(iv, iv, iv))  # another block: its own addition
     assert offset(Builder(InsertPoint.at_end(other.body.block)), iv, 3) is not x
+
+
+def test_constants_in_a_parallel_loop_are_made_in_its_body() -> None:
+    func, top, _ = _function()
+    zero = constant(top, IntegerAttr(0, i64))
+    nest = top.insert(loop.ForOp(zero, zero, zero, parallel=True))
+    inner = Builder(InsertPoint.at_end(nest.body.block))
+    made = constant(inner, IntegerAttr(9, i64))
+    assert made.owner.parent is nest.body.block  # outlined with the body: stays constant
+    assert constant(inner, IntegerAttr(9, i64)) is made
+    assert constant(top, IntegerAttr(9, i64)) is not made
