@@ -5,16 +5,20 @@ points of one axis at once (vector lanes, `inline_body_lanes`)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import IntegerAttr, MemRefType, VectorType, i1, i8, i64
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, MemRefType, VectorType, i1, i8
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from dlc.analysis.tensor_lanes import vector_pieces
 from dlc.dialects import loop, tensor
 from dlc.dialects.graph_types import TensorType
 from dlc.lowering.scalar_ops import ScalarBuilder
+from dlc.lowering.tensor_to_loop import constants
+from dlc.lowering.tensor_to_loop import loop_ops as ops
+from dlc.lowering.tensor_to_loop.constants import SHARED, constant, loaded, made, offset, shared
 
 
 def storage_type(dtype: str) -> Attribute:
@@ -30,7 +34,7 @@ def memref_type(t: Attribute) -> MemRefType:
 
 def load(b: Builder, buffer: SSAValue, indices: Sequence[SSAValue], dtype: str) -> SSAValue:
     """loop.load, with bool i8 -> i1."""
-    value = b.insert(loop.LoadOp(buffer, list(indices))).res
+    value = loaded(b, (buffer, tuple(indices), 1), lambda: ops.load(buffer, indices)).results[0]
     if dtype == "bool":
         value = b.insert(arith.TruncIOp(value, i1)).result
     return value
@@ -42,11 +46,12 @@ def store(
     """loop.store, with bool i1 -> i8."""
     if dtype == "bool":
         value = b.insert(arith.ExtUIOp(value, i8)).result
-    b.insert(loop.StoreOp(value, buffer, list(indices)))
+    b.insert(ops.store(value, buffer, indices))
 
 
 def index(b: Builder, value: int) -> SSAValue:
-    return b.insert(arith.ConstantOp(IntegerAttr(value, i64))).result
+    """The function's i64 constant `value` (`constants.py`)."""
+    return constants.index(b, value)
 
 
 def dtype_of(value: SSAValue) -> str:
@@ -83,7 +88,7 @@ def inline_body(
             dtype = dtype_of(inner.tensor)
             mapping[inner.result] = load(b, buffers[inner.tensor], where, dtype)
             continue
-        b.insert(inner.clone(mapping))
+        _clone(b, inner, mapping)
     raise AssertionError("compute body without tensor.yield")
 
 
@@ -111,7 +116,8 @@ def inline_body_lanes(
         if isinstance(value.type, VectorType):
             return value
         if value not in broadcasts:
-            broadcasts[value] = b.insert(loop.BroadcastOp(value, lanes)).res
+            make = lambda: ops.broadcast(value, lanes)  # noqa: E731
+            broadcasts[value] = made(b, ("broadcast", value, lanes), make).results[0]
         return broadcasts[value]
 
     for inner in block.ops:
@@ -136,12 +142,23 @@ def inline_body_lanes(
                 )
             continue
         if kind not in ("vector", "compare", "select"):  # scalar, or the first lane's index
-            b.insert(inner.clone(mapping))
+            _clone(b, inner, mapping)
             continue
         new = _lane_op(inner, kind, [mapping.get(v, v) for v in inner.operands], vector, lanes)
         b.insert(new)
         mapping[inner.results[0]] = new.results[0]
     raise AssertionError("compute body without tensor.yield")
+
+
+def _clone(b: Builder, inner: Operation, mapping: dict[SSAValue, SSAValue]) -> None:
+    """`inner` of a body at `b`, its result in `mapping`: a scalar constant is the
+    function's, integer arithmetic the block's when made before (`constants.py`)."""
+    if isinstance(inner, arith.ConstantOp) and isinstance(inner.value, IntegerAttr | FloatAttr):
+        mapping[inner.result] = constant(b, inner.value)
+    elif isinstance(inner, SHARED):
+        shared(b, inner, mapping)
+    else:
+        b.insert(inner.clone(mapping))
 
 
 def _lane_op(
@@ -164,10 +181,16 @@ def _lane_op(
         return arith.SelectOp(cond, vector(lhs), vector(rhs))
     return type(inner).create(
         operands=[vector(v) for v in operands],
-        result_types=[VectorType(inner.results[0].type, [lanes])],
+        result_types=[_vector_type(inner.results[0].type, lanes)],
         properties=dict(inner.properties),
         attributes=dict(inner.attributes),
     )
+
+
+@lru_cache(maxsize=256)
+def _vector_type(element: Attribute, lanes: int) -> VectorType:
+    """`vector<lanes x element>`, built once (xDSL checks each type it builds)."""
+    return VectorType(element, [lanes])
 
 
 def vload_valid(
@@ -177,12 +200,13 @@ def vload_valid(
     narrower pieces put together; zeros past them): nothing past the valid columns
     is read."""
     if valid == lanes:
-        return b.insert(loop.VLoadOp(buffer, where, lanes)).res
-    zero = b.insert(loop.BroadcastOp(ScalarBuilder(b).const(0, dt), lanes)).res
+        make = lambda: ops.vload(buffer, where, lanes)  # noqa: E731
+        return loaded(b, (buffer, tuple(where), lanes), make).results[0]
+    zero = b.insert(ops.broadcast(ScalarBuilder(b).const(0, dt), lanes)).results[0]
     *outer, last = where
     for start, size, _ in vector_pieces(valid, max(1, lanes // 2)):
-        at = last if not start else b.insert(arith.AddiOp(last, index(b, start))).result
-        piece = b.insert(loop.VLoadOp(buffer, [*outer, at], size)).res
+        at = last if not start else offset(b, last, start)
+        piece = b.insert(ops.vload(buffer, [*outer, at], size)).results[0]
         inside = range(start, start + size)
         wide = [i - start if i in inside else 0 for i in range(lanes)]
         widened = b.insert(loop.ShuffleOp(piece, piece, wide)).res
@@ -196,13 +220,13 @@ def vstore_valid(
 ) -> None:
     """Store the first `valid` of the `lanes` lanes of `value` at `where`."""
     if valid == lanes:
-        b.insert(loop.VStoreOp(value, buffer, where))
+        b.insert(ops.vstore(value, buffer, where))
         return
     *outer, last = where
     for start, size, _ in vector_pieces(valid, max(1, lanes // 2)):
-        at = last if not start else b.insert(arith.AddiOp(last, index(b, start))).result
+        at = last if not start else offset(b, last, start)
         piece = b.insert(loop.ShuffleOp(value, value, list(range(start, start + size)))).res
-        b.insert(loop.VStoreOp(piece, buffer, [*outer, at]))
+        b.insert(ops.vstore(piece, buffer, [*outer, at]))
 
 
 def all_of(b: Builder, conditions: Sequence[SSAValue]) -> SSAValue | bool:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 
 from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects import arith
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr
 from xdsl.ir import Block, SSAValue
 
 from dlc.analysis.tensor_lanes import vector_pieces
@@ -33,6 +34,7 @@ from dlc.lowering.tensor_to_loop.body import (
     load,
     store,
 )
+from dlc.lowering.tensor_to_loop.constants import constant, offset
 from dlc.lowering.tensor_to_loop.epilogue import EpilogueMember, EpilogueTile
 from dlc.lowering.tensor_to_loop.pack import PackedOperand, Scratch
 from dlc.lowering.tensor_to_loop.tile import Block_, RegisterTile, constant_extent
@@ -228,7 +230,7 @@ class NestBuilder(RegisterTile, PackedOperand, EpilogueTile):
             if block.base is None:
                 out.append(index(b, block.offset))
             elif block.offset:
-                out.append(b.insert(arith.AddiOp(block.base, index(b, block.offset))).result)
+                out.append(offset(b, block.base, block.offset))
             else:
                 out.append(block.base)
         return out
@@ -308,7 +310,10 @@ class NestBuilder(RegisterTile, PackedOperand, EpilogueTile):
         init = self.op.init
         if init is not None:
             return self.known.get(init) or load(b, self.buffers[init], [], self.dt)
-        return b.insert(arith.ConstantOp(self.op.init_value)).result  # type: ignore[arg-type]
+        value = self.op.init_value
+        if isinstance(value, IntegerAttr | FloatAttr):
+            return constant(b, value)
+        return b.insert(arith.ConstantOp(value)).result  # type: ignore[arg-type]
 
     def _init_nest(self, b: Builder, env: dict[str, Block_], pos: int) -> None:
         """`buffer = init` over the output points inside loop `pos`."""

@@ -22,6 +22,8 @@ from dlc.dialects import loop, tensor
 from dlc.dialects.schedule import Loop
 from dlc.lowering.scalar_ops import ScalarBuilder
 from dlc.lowering.tensor_to_loop.body import dtype_of, index, load, memref_type, store
+from dlc.lowering.tensor_to_loop.constants import loaded, made
+from dlc.lowering.tensor_to_loop.loop_ops import vload
 
 Scratch = Callable[[MemRefType], SSAValue]
 """Allocates a buffer that lives for the whole function (freed before it returns)."""
@@ -143,12 +145,14 @@ class PackedOperand(NestPlan):
         plan = self.pack
         assert plan is not None and plan.buffer is not None and plan.k_base is not None
         width = index(b, plan.width)
-        p = b.insert(arith.DivUIOp(point[1], width)).result
-        r = b.insert(arith.RemUIOp(point[1], width)).result
-        kk = b.insert(arith.SubiOp(point[2], plan.k_base)).result
+        k_base, buffer = plan.k_base, plan.buffer
+        p = made(b, ("/", point[1], width), lambda: arith.DivUIOp(point[1], width)).results[0]
+        r = made(b, ("%", point[1], width), lambda: arith.RemUIOp(point[1], width)).results[0]
+        kk = made(b, ("-", point[2], k_base), lambda: arith.SubiOp(point[2], k_base)).results[0]
         if lanes > 1:
-            return b.insert(loop.VLoadOp(plan.buffer, [p, kk, r], lanes)).res
-        return load(b, plan.buffer, [p, kk, r], dtype_of(plan.read.tensor))
+            make = lambda: vload(buffer, [p, kk, r], lanes)  # noqa: E731
+            return loaded(b, (buffer, (p, kk, r), lanes), make).results[0]
+        return load(b, buffer, [p, kk, r], dtype_of(plan.read.tensor))
 
 
 def packed_literal(literal: tensor.ConstantOp, transposed: bool, width: int) -> bytes:

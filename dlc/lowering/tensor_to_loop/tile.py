@@ -9,6 +9,7 @@ docstring ("Reductions", "Vectors").
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 
 from xdsl.builder import Builder, InsertPoint
@@ -21,6 +22,7 @@ from dlc.dialects import loop, tensor
 from dlc.dialects.schedule import Loop
 from dlc.lowering.scalar_ops import mark_reassociable
 from dlc.lowering.tensor_to_loop.body import all_of, index, load, vload_valid, vstore_valid
+from dlc.lowering.tensor_to_loop.constants import read_only
 
 Extent = int | SSAValue
 
@@ -165,9 +167,12 @@ class RegisterTile(NestPlan):
         if pos == self.chain[1]:
             known = dict(self.known)
             out = []
-            for (point, lanes), acc in zip(points, accs, strict=True):
-                merged = {**point, **{a: env[a] for a in env if a.startswith("r")}}
-                out.append(self._combine(b, acc, self._element(b, merged, known, lanes)))
+            # the points only load (feeders store): a value loaded twice is loaded once
+            stretch = read_only(b.insertion_point.block) if not self.feeders else nullcontext()
+            with stretch:
+                for (point, lanes), acc in zip(points, accs, strict=True):
+                    merged = {**point, **{a: env[a] for a in env if a.startswith("r")}}
+                    out.append(self._combine(b, acc, self._element(b, merged, known, lanes)))
             if len(out) == 1 and not self.tile and not self.memory_init:
                 mark_reassociable(self.op, out[0])  # vectorizable fold order (see there)
             return out

@@ -48,11 +48,11 @@ tensor.func @mm_bias_relu(%a: !graph.tensor<7x5xf32>, %b: !graph.tensor<5x8xf32>
 // partial sums. The product is returned too, so it is stored in both branches.
 // CHECK-LABEL: loop.func @mm_kblocks_residual(
 // CHECK-SAME:    %[[A:.*]]: memref<4x5xf32>, %[[B:.*]]: memref<5x4xf32>, %[[R:.*]]: memref<4x4xf32>, %[[S:.*]]: memref<4x4xf32>, %[[C:.*]]: memref<4x4xf32>) {
-// CHECK:         loop.for %[[KB:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK:         %[[K:.*]] = arith.constant 5 : i64
+// CHECK:         loop.for %[[KB:.*]] = %{{.*}} to %[[K]] step %{{.*}} {
 // CHECK:           %[[KC:.*]] = arith.minsi
 // CHECK:           %[[ACC0:.*]], %[[ACC1:.*]] = loop.for
 // CHECK:           %[[END:.*]] = arith.addi %[[KB]], %[[KC]] : i64
-// CHECK-NEXT:      %[[K:.*]] = arith.constant 5 : i64
 // CHECK-NEXT:      %[[LAST:.*]] = arith.cmpi sge, %[[END]], %[[K]] : i64
 // CHECK-NEXT:      loop.if %[[LAST]] {
 // CHECK-NEXT:        loop.vstore %[[ACC0]], %[[C]]

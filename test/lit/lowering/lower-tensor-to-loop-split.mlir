@@ -6,17 +6,16 @@
 builtin.module {
 // CHECK-LABEL: loop.func @pieces(
 // CHECK-SAME:    %[[X:.*]]: memref<16xf32>, %[[Y:.*]]: memref<16xf32>)
-// CHECK:         %[[N0:.*]] = arith.constant 4 : i64
+// CHECK-DAG:     %[[N0:.*]] = arith.constant 4 : i64
+// CHECK-DAG:     %[[N1:.*]] = arith.constant 7 : i64
+// CHECK-DAG:     %[[N2:.*]] = arith.constant 5 : i64
+// CHECK-DAG:     %[[S2:.*]] = arith.constant 11 : i64
 // CHECK:         loop.for %[[I0:.*]] = %{{.*}} to %[[N0]] step
 // CHECK-NEXT:      loop.load %[[X]][%[[I0]]]
-// CHECK:         %[[N1:.*]] = arith.constant 7 : i64
 // CHECK:         loop.for %[[I1:.*]] = %{{.*}} to %[[N1]] step
-// CHECK-NEXT:      %[[S1:.*]] = arith.constant 4 : i64
-// CHECK-NEXT:      %[[J1:.*]] = arith.addi %[[I1]], %[[S1]] : i64
+// CHECK-NEXT:      %[[J1:.*]] = arith.addi %[[I1]], %[[N0]] : i64
 // CHECK-NEXT:      loop.load %[[X]][%[[J1]]]
-// CHECK:         %[[N2:.*]] = arith.constant 5 : i64
 // CHECK:         loop.for %[[I2:.*]] = %{{.*}} to %[[N2]] step
-// CHECK-NEXT:      %[[S2:.*]] = arith.constant 11 : i64
 // CHECK-NEXT:      %[[J2:.*]] = arith.addi %[[I2]], %[[S2]] : i64
 // CHECK-NEXT:      loop.load %[[X]][%[[J2]]]
 // CHECK-NOT:     loop.for
