@@ -128,15 +128,38 @@ def llvmlite_module(
     return ir_module
 
 
-def _parsed(
+def ir_text(
     llvm_level: ModuleOp, tm: llvm_binding.TargetMachine, files: DataFiles | BoundData | None = None
+) -> str:
+    """LLVM IR text of an llvm-level module for `tm`, constant data included from `files`
+    (`constant_data`): printed by `llvm_text`, or, for a module with an op it does not
+    print, through xDSL's converter (`llvmlite_module`)."""
+    from dlc.runtime import llvm_text
+    from dlc.runtime.constant_data import module_ir, module_text
+
+    try:
+        return module_ir(llvm_level, tm.triple, str(tm.target_data), files)
+    except llvm_text.Unsupported:
+        return module_text(llvmlite_module(llvm_level, tm, files))
+
+
+def _parsed(
+    llvm_level: ModuleOp,
+    tm: llvm_binding.TargetMachine,
+    files: DataFiles | BoundData | None = None,
+    printed: bool = True,
 ) -> llvm_binding.ModuleRef:
-    """Convert an llvm-level xDSL module and parse it into an LLVM module for `tm`."""
+    """Print an llvm-level xDSL module (`ir_text`; through xDSL's converter unless
+    `printed`) and parse it into an LLVM module for `tm`."""
     import llvmlite.binding as llvm_binding
 
     from dlc.runtime.constant_data import module_text
 
-    module = llvm_binding.parse_assembly(module_text(llvmlite_module(llvm_level, tm, files)))
+    if printed:
+        text = ir_text(llvm_level, tm, files)
+    else:
+        text = module_text(llvmlite_module(llvm_level, tm, files))
+    module = llvm_binding.parse_assembly(text)
     module.verify()
     return module
 
@@ -146,10 +169,11 @@ def _compiled(
     opt_level: int,
     target: Target | None = None,
     files: DataFiles | BoundData | None = None,
+    printed: bool = True,
 ):
     _check_level(opt_level)
     tm = target_machine(opt_level, target)
-    module = _parsed(llvm_level, tm, files)
+    module = _parsed(llvm_level, tm, files, printed)
     optimize(module, tm, opt_level)
     return module, tm
 
@@ -188,14 +212,16 @@ def build_object(text: str, opt_level: int, target: Target | None = None) -> byt
 
 
 def llvm_ir(llvm_level: ModuleOp, opt_level: int = 2, target: Target | None = None) -> str:
-    """The optimized LLVM IR text of an llvm-level module."""
-    module, _ = _compiled(llvm_level, opt_level, target)
+    """The optimized LLVM IR text of an llvm-level module (`dlc-opt -t llvm`: through
+    xDSL's converter, whose value names the output shows)."""
+    module, _ = _compiled(llvm_level, opt_level, target, printed=False)
     return str(module)
 
 
 def assembly(llvm_level: ModuleOp, opt_level: int = 2, target: Target | None = None) -> str:
-    """Assembly of an llvm-level module for `target` (the host by default)."""
-    module, tm = _compiled(llvm_level, opt_level, target)
+    """Assembly of an llvm-level module for `target` (the host by default; `dlc-opt
+    -t asm`: through xDSL's converter, as `llvm_ir`)."""
+    module, tm = _compiled(llvm_level, opt_level, target, printed=False)
     return tm.emit_assembly(module)
 
 
