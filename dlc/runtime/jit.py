@@ -144,22 +144,12 @@ def ir_text(
 
 
 def _parsed(
-    llvm_level: ModuleOp,
-    tm: llvm_binding.TargetMachine,
-    files: DataFiles | BoundData | None = None,
-    printed: bool = True,
+    llvm_level: ModuleOp, tm: llvm_binding.TargetMachine, files: DataFiles | BoundData | None = None
 ) -> llvm_binding.ModuleRef:
-    """Print an llvm-level xDSL module (`ir_text`; through xDSL's converter unless
-    `printed`) and parse it into an LLVM module for `tm`."""
+    """Print an llvm-level xDSL module (`ir_text`) and parse it into an LLVM module for `tm`."""
     import llvmlite.binding as llvm_binding
 
-    from dlc.runtime.constant_data import module_text
-
-    if printed:
-        text = ir_text(llvm_level, tm, files)
-    else:
-        text = module_text(llvmlite_module(llvm_level, tm, files))
-    module = llvm_binding.parse_assembly(text)
+    module = llvm_binding.parse_assembly(ir_text(llvm_level, tm, files))
     module.verify()
     return module
 
@@ -169,11 +159,10 @@ def _compiled(
     opt_level: int,
     target: Target | None = None,
     files: DataFiles | BoundData | None = None,
-    printed: bool = True,
 ):
     _check_level(opt_level)
     tm = target_machine(opt_level, target)
-    module = _parsed(llvm_level, tm, files, printed)
+    module = _parsed(llvm_level, tm, files)
     optimize(module, tm, opt_level)
     return module, tm
 
@@ -212,16 +201,14 @@ def build_object(text: str, opt_level: int, target: Target | None = None) -> byt
 
 
 def llvm_ir(llvm_level: ModuleOp, opt_level: int = 2, target: Target | None = None) -> str:
-    """The optimized LLVM IR text of an llvm-level module (`dlc-opt -t llvm`: through
-    xDSL's converter, whose value names the output shows)."""
-    module, _ = _compiled(llvm_level, opt_level, target, printed=False)
+    """The optimized LLVM IR text of an llvm-level module."""
+    module, _ = _compiled(llvm_level, opt_level, target)
     return str(module)
 
 
 def assembly(llvm_level: ModuleOp, opt_level: int = 2, target: Target | None = None) -> str:
-    """Assembly of an llvm-level module for `target` (the host by default; `dlc-opt
-    -t asm`: through xDSL's converter, as `llvm_ir`)."""
-    module, tm = _compiled(llvm_level, opt_level, target, printed=False)
+    """Assembly of an llvm-level module for `target` (the host by default)."""
+    module, tm = _compiled(llvm_level, opt_level, target)
     return tm.emit_assembly(module)
 
 

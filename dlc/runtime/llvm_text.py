@@ -3,14 +3,14 @@
 The JIT and the ahead-of-time compiler used to go through xDSL's `convert_module`, which
 builds an llvmlite `ir` object per instruction only to print it as text for LLVM to
 parse again: for a whole model tens of thousands of objects and seconds of Python. This
-printer writes the same module as text directly. It prints what xDSL's converter
-prints, instruction for instruction (function linkage and the other properties the
-converter drops are dropped here too), but for two things LLVM's parser makes
-irrelevant: local names are `%vN` / `%aN` / `bN` instead of llvmlite's `%".N"`, and a
-`getelementptr` does not start with a `bitcast` of its pointer to `ptr`. An op it does
-not know raises `Unsupported` and the caller converts the whole module with xDSL's
-converter instead (`constant_data.module_llvm_ir`): valid input is never refused.
-Instructions: `llvm_text_ops.py`.
+printer writes the text directly, as llvmlite would print the converter's module: the
+same instructions and types, the properties the converter drops dropped too (function
+linkage, branch weights, ...), the same names (`llvm_text_ops.FunctionState`), so LLVM
+parses both into the same module (test/unit/runtime/test_llvm_text.py compares them).
+An op, type or attribute it does not spell raises `Unsupported`, and the caller
+converts the whole module with xDSL's converter instead (`jit.ir_text`): valid input
+is never refused. Types, constants and names: `llvm_text_ops.py`; instructions:
+`llvm_text_instructions.py`.
 """
 
 from __future__ import annotations
@@ -123,13 +123,10 @@ def _signature(op: llvm.FuncOp, names: list[str] | None) -> str:
 def _function(op: llvm.FuncOp, module: ops.ModuleState) -> list[str]:
     if not op.body.blocks:
         return [f"declare {_signature(op, None)}", ""]
-    fn = ops.FunctionState(module)
     blocks = list(op.body.blocks)
-    names = [fn.define(arg, "a") for arg in blocks[0].args]
-    for block in blocks:
-        fn.label(block)
-    incoming = fn.prepare(blocks)
-    lines = [f"define {_signature(op, names)}", "{"]
+    fn = ops.FunctionState(module, blocks, len(op.function_type.inputs))
+    incoming = fn.incoming(blocks)
+    lines = [f"define {_signature(op, fn.arguments)}", "{"]
     for index, block in enumerate(blocks):
         lines.extend(_block(block, index == 0, fn, incoming))
     lines += ["}", ""]
@@ -142,7 +139,7 @@ def _block(
     yield f"{fn.label(block)[1:]}:"
     if not entry:
         for arg in block.args:
-            name = fn.define(arg, "v")
+            name = fn.define(arg)
             yield f"  {name} = phi {type_text(arg.type)} {', '.join(incoming.get(arg, []))}"
     for op in block.ops:
         line = instruction(op, fn)

@@ -112,7 +112,9 @@ def _fneg(op: llvm.FNegOp, fn: FunctionState) -> str:
 def _call_line(result: Any, callee: str, args: str, words: list[str], fn: FunctionState) -> str:
     if result is None:
         return " ".join([*words, f"void {callee}({args})"])
-    return f"{fn.define(result)} = " + " ".join([*words, f"{type_text(result.type)} {callee}({args})"])
+    return f"{fn.define(result)} = " + " ".join(
+        [*words, f"{type_text(result.type)} {callee}({args})"]
+    )
 
 
 def _call(op: llvm.CallOp, fn: FunctionState) -> str:
@@ -160,7 +162,9 @@ def _align(op: Any) -> str:
 
 
 def _alloca(op: llvm.AllocaOp, fn: FunctionState) -> str:
-    return f"{fn.define(op.res)} = alloca {type_text(op.elem_type)}, {fn.typed(op.size)}{_align(op)}"
+    return (
+        f"{fn.define(op.res)} = alloca {type_text(op.elem_type)}, {fn.typed(op.size)}{_align(op)}"
+    )
 
 
 def _load(op: llvm.LoadOp, fn: FunctionState) -> str:

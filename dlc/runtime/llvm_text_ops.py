@@ -127,9 +127,7 @@ class ModuleState:
 
     def __init__(self, module: ModuleOp) -> None:
         self.functions: dict[str, llvm.LLVMFunctionType] = {
-            op.sym_name.data: op.function_type
-            for op in module.ops
-            if isinstance(op, llvm.FuncOp)
+            op.sym_name.data: op.function_type for op in module.ops if isinstance(op, llvm.FuncOp)
         }
         self.symbols = {
             op.sym_name.data for op in module.ops if isinstance(op, llvm.FuncOp | llvm.GlobalOp)
@@ -143,42 +141,66 @@ class ModuleState:
 
 
 class FunctionState:
-    """Names of one function's values and blocks, and the operand text of its constants."""
+    """Names of one function's values and blocks, and the operand text of its constants.
+    The names are llvmlite's: one scope per function in which each argument, the return
+    value, each block (its name hint or none), each `phi` and each instruction takes
+    the next free name (`.1`, `.2`, ...), in the order xDSL's converter makes them; so
+    LLVM's module of this text equals the one of the converter's, names included."""
 
-    def __init__(self, module: ModuleState) -> None:
+    def __init__(self, module: ModuleState, blocks: list[Block], arguments: int) -> None:
         self.module = module
         self.values: dict[SSAValue, str] = {}
         self.blocks: dict[Block, str] = {}
-
-    def define(self, value: SSAValue, prefix: str = "v") -> str:
-        name = self.values.get(value)
-        if name is None:
-            name = self.values[value] = f"%{prefix}{len(self.values)}"
-        return name
-
-    def label(self, block: Block) -> str:
-        name = self.blocks.get(block)
-        if name is None:
-            name = self.blocks[block] = f"%b{len(self.blocks)}"
-        return name
-
-    def typed(self, value: SSAValue) -> str:
-        return f"{type_text(value.type)} {self.define(value)}"
-
-    def prepare(self, blocks: list[Block]) -> dict[SSAValue, list[str]]:
-        """Operand text of the function's constants; the incoming values of each block
-        argument (a `phi`), in the order xDSL's converter adds them."""
-        incoming: dict[SSAValue, list[str]] = {}
+        self._used = {""}
+        self._bases: dict[str, int] = {}
+        self.arguments = [self._register("") for _ in range(arguments + 1)][:-1]  # + return
+        for arg, name in zip(blocks[0].args if blocks else (), self.arguments):
+            self.values[arg] = name
+        for block in blocks:
+            self.blocks[block] = self._register(block.name_hint or "")
+        for block in blocks[1:]:
+            for arg in block.args:
+                self.values[arg] = self._register("")
         for block in blocks:
             for op in block.ops:
                 text = operand_text(op)
                 if text is not None:
                     self.values[op.results[0]] = text
-                elif isinstance(op, llvm.BrOp | llvm.CondBrOp):
-                    here = self.label(block)
-                    for dest, args in _edges(op):
-                        for arg, value in zip(dest.args, args):
-                            incoming.setdefault(arg, []).append(f"[{self.define(value)}, {here}]")
+                    continue
+                name = self._register("")  # every instruction, with or without result
+                if op.results:
+                    self.values[op.results[0]] = name
+
+    def _register(self, base: str) -> str:
+        """llvmlite's `NameScope.register(base, deduplicate=True)`, quoted as it prints."""
+        name = base
+        while name in self._used:
+            self._bases[base] = self._bases.get(base, 0) + 1
+            name = f"{base}.{self._bases[base]}"
+        self._used.add(name)
+        return '%"' + name.replace("\\", "\\5c").replace('"', "\\22") + '"'
+
+    def define(self, value: SSAValue) -> str:
+        return self.values[value]
+
+    def label(self, block: Block) -> str:
+        return self.blocks[block]
+
+    def typed(self, value: SSAValue) -> str:
+        return f"{type_text(value.type)} {self.values[value]}"
+
+    def incoming(self, blocks: list[Block]) -> dict[SSAValue, list[str]]:
+        """The incoming values of each block argument (a `phi`), in the order xDSL's
+        converter adds them."""
+        incoming: dict[SSAValue, list[str]] = {}
+        for block in blocks:
+            op = block.last_op
+            if not isinstance(op, llvm.BrOp | llvm.CondBrOp):
+                continue
+            here = self.blocks[block]
+            for dest, args in _edges(op):
+                for arg, value in zip(dest.args, args):
+                    incoming.setdefault(arg, []).append(f"[{self.values[value]}, {here}]")
         return incoming
 
 
