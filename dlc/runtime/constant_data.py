@@ -176,10 +176,23 @@ def module_ir(
         raw: bytes = op.value.data.data
         included = files.include(op.sym_name.data, raw) if files is not None and raw else None
         lines.extend(included or [])
-        return llvm_text.data_global(op, raw, included is not None)
+        return _data_line(op, raw, included is not None)
 
     body = llvm_text.module_text(module, triple, data_layout, data, replaced)
     return "\n".join(body) + "\n" + _module_asm(lines)
+
+
+def _data_line(op: llvm.GlobalOp, data: bytes, included: bool) -> str:
+    """`module_ir`'s line of a data global, as `converted` gives it to LLVM: declared
+    (its bytes included or bound) or spelled as `c"..."` bytes aligned to `ALIGN`."""
+    from dlc.runtime.llvm_text_ops import symbol
+
+    size = f"[{len(data)} x i8]"
+    name = symbol(op.sym_name.data)
+    if included:
+        return f"{name} = external hidden constant {size}"
+    text = 'c"\\' + data.hex("\\") + '"' if data else "zeroinitializer"
+    return f"{name} = internal constant {size} {text}, align {ALIGN}"
 
 
 def _module_asm(lines: list[str]) -> str:

@@ -147,19 +147,6 @@ def _block(
             yield "  " + line
 
 
-def data_global(op: llvm.GlobalOp, data: bytes, included: bool) -> str:
-    """A data global as `constant_data.converted` gives it to LLVM: declared (its bytes
-    included or bound) or spelled as `c"..."` bytes aligned to `ALIGN`."""
-    from dlc.runtime.constant_data import ALIGN
-
-    size = f"[{len(data)} x i8]"
-    name = symbol(op.sym_name.data)
-    if included:
-        return f"{name} = external hidden constant {size}"
-    text = 'c"\\' + data.hex("\\") + '"' if data else "zeroinitializer"
-    return f"{name} = internal constant {size} {text}, align {ALIGN}"
-
-
 def module_text(
     module: ModuleOp,
     triple: str,
