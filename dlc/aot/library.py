@@ -26,7 +26,8 @@ from dlc.aot import c_entry, header, link
 from dlc.aot.signature import CFunction
 from dlc.dialects import abi
 from dlc.files import install_file, write_atomically
-from dlc.runtime.constant_data import data_files, module_text
+from dlc.runtime import llvm_text
+from dlc.runtime.constant_data import DataFiles, data_files, module_ir, module_text
 from dlc.runtime.jit import llvmlite_module, optimize, target_machine, target_triple
 from dlc.target import Target
 
@@ -87,6 +88,38 @@ def _static_variables(module: ir.Module, sizes: dict[str, int]) -> None:
         slot.initializer = storage.ptrtoint(i64)
 
 
+def _variable_lines(llvm_level: ModuleOp, sizes: dict[str, int]) -> dict[str, str]:
+    """`_static_variables` as text (`constant_data.module_ir`'s `replaced`): the line of
+    each slot, after the line of its storage."""
+    slots = {
+        op.sym_name.data: op for op in llvm_level.body.block.ops if isinstance(op, llvm.GlobalOp)
+    }
+    lines: dict[str, str] = {}
+    for index, (name, size) in enumerate(sorted(sizes.items())):
+        storage = f"@__dlc_var{index}"
+        address = f"ptrtoint (ptr {storage} to i64)"
+        slot = llvm_text.global_line(
+            slots[abi.VAR_PREFIX + name], linkage="internal", initializer=address
+        )
+        definition = f"{storage} = internal global [{max(1, size)} x i8] zeroinitializer, align 16"
+        lines[abi.VAR_PREFIX + name] = definition + "\n" + slot
+    return lines
+
+
+def _module_text(
+    llvm_level: ModuleOp, tm: llvm_binding.TargetMachine, files: DataFiles | None
+) -> str:
+    """The module's LLVM IR with its static variables (`llvm_text`; xDSL's converter
+    for a module with an op it does not print)."""
+    try:
+        replaced = _variable_lines(llvm_level, _variables(llvm_level))
+        return module_ir(llvm_level, tm.triple, str(tm.target_data), files, replaced)
+    except llvm_text.Unsupported:
+        ir_module = llvmlite_module(llvm_level, tm, files)
+        _static_variables(ir_module, _variables(llvm_level))
+        return module_text(ir_module)
+
+
 def _internalize(module: llvm_binding.ModuleRef, exported: set[str]) -> None:
     for value in [*module.functions, *module.global_variables]:
         if not value.is_declaration and value.name not in exported:
@@ -99,9 +132,7 @@ def object_code(
     """Optimized, position-independent object code of the module and its entry points."""
     tm = target_machine(request.opt_level, request.target, pic=True)
     with data_files(tm.triple) as files:  # constant data included until the object exists
-        ir_module = llvmlite_module(llvm_level, tm, files)
-        _static_variables(ir_module, _variables(llvm_level))
-        module = llvm_binding.parse_assembly(module_text(ir_module))
+        module = llvm_binding.parse_assembly(_module_text(llvm_level, tm, files))
         shim = c_entry.entry_points(functions, opts, tm.triple, str(tm.target_data))
         try:
             module.link_in(llvm_binding.parse_assembly(shim))

@@ -154,6 +154,52 @@ def converted(module: ModuleOp, triple: str, files: DataFiles | BoundData | None
     return ir_module
 
 
+def module_ir(
+    module: ModuleOp,
+    triple: str,
+    data_layout: str,
+    files: DataFiles | BoundData | None,
+    replaced: dict[str, str] | None = None,
+) -> str:
+    """LLVM IR text of `module` for `triple` and `data_layout`, printed by `llvm_text`,
+    its data globals given to LLVM as bytes (module docstring); `replaced` gives the
+    whole line of a global. A module `llvm_text` cannot print is converted by xDSL
+    (`converted`, which knows no `replaced`: the caller then edits the llvmlite module)."""
+    from xdsl.dialects.builtin import DenseIntOrFPElementsAttr
+
+    from dlc.runtime import llvm_text
+
+    lines: list[str] = []
+
+    def data(op: llvm.GlobalOp) -> str | None:
+        assert isinstance(op.value, DenseIntOrFPElementsAttr)  # what llvm_text asks
+        raw: bytes = op.value.data.data
+        included = files.include(op.sym_name.data, raw) if files is not None and raw else None
+        lines.extend(included or [])
+        return _data_line(op, raw, included is not None)
+
+    body = llvm_text.module_text(module, triple, data_layout, data, replaced)
+    return "\n".join(body) + "\n" + _module_asm(lines)
+
+
+def _data_line(op: llvm.GlobalOp, data: bytes, included: bool) -> str:
+    """`module_ir`'s line of a data global, as `converted` gives it to LLVM: declared
+    (its bytes included or bound) or spelled as `c"..."` bytes aligned to `ALIGN`."""
+    from dlc.runtime.llvm_text_ops import symbol
+
+    size = f"[{len(data)} x i8]"
+    name = symbol(op.sym_name.data)
+    if included:
+        return f"{name} = external hidden constant {size}"
+    text = 'c"\\' + data.hex("\\") + '"' if data else "zeroinitializer"
+    return f"{name} = internal constant {size} {text}, align {ALIGN}"
+
+
+def _module_asm(lines: list[str]) -> str:
+    escaped = [line.replace("\\", "\\5C").replace('"', "\\22") for line in lines]
+    return "".join(f'module asm "{line}"\n' for line in escaped)
+
+
 def _give_data(gv: ir.GlobalVariable, data: bytes, included: bool) -> None:
     from llvmlite import ir
 
@@ -171,5 +217,4 @@ def module_text(ir_module: ir.Module) -> str:
     asm = getattr(ir_module, "dlc_module_asm", None)
     if not asm:
         return str(ir_module)
-    escaped = [line.replace("\\", "\\5C").replace('"', "\\22") for line in asm]
-    return str(ir_module) + "\n" + "".join(f'module asm "{line}"\n' for line in escaped)
+    return str(ir_module) + "\n" + _module_asm(asm)

@@ -128,15 +128,28 @@ def llvmlite_module(
     return ir_module
 
 
+def ir_text(
+    llvm_level: ModuleOp, tm: llvm_binding.TargetMachine, files: DataFiles | BoundData | None = None
+) -> str:
+    """LLVM IR text of an llvm-level module for `tm`, constant data included from `files`
+    (`constant_data`): printed by `llvm_text`, or, for a module with an op it does not
+    print, through xDSL's converter (`llvmlite_module`)."""
+    from dlc.runtime import llvm_text
+    from dlc.runtime.constant_data import module_ir, module_text
+
+    try:
+        return module_ir(llvm_level, tm.triple, str(tm.target_data), files)
+    except llvm_text.Unsupported:
+        return module_text(llvmlite_module(llvm_level, tm, files))
+
+
 def _parsed(
     llvm_level: ModuleOp, tm: llvm_binding.TargetMachine, files: DataFiles | BoundData | None = None
 ) -> llvm_binding.ModuleRef:
-    """Convert an llvm-level xDSL module and parse it into an LLVM module for `tm`."""
+    """Print an llvm-level xDSL module (`ir_text`) and parse it into an LLVM module for `tm`."""
     import llvmlite.binding as llvm_binding
 
-    from dlc.runtime.constant_data import module_text
-
-    module = llvm_binding.parse_assembly(module_text(llvmlite_module(llvm_level, tm, files)))
+    module = llvm_binding.parse_assembly(ir_text(llvm_level, tm, files))
     module.verify()
     return module
 

@@ -189,8 +189,7 @@ def _part_texts(
     from xdsl.dialects import llvm
     from xdsl.dialects.builtin import ModuleOp
 
-    from dlc.runtime.constant_data import module_text
-    from dlc.runtime.jit import llvmlite_module
+    from dlc.runtime.jit import ir_text
 
     block = module.body.block
     order = list(block.ops)
@@ -207,12 +206,12 @@ def _part_texts(
         for f in roots:  # part 0 calls them
             added.append(_declaration(f))
         block.add_ops(added)
-        texts.append(module_text(llvmlite_module(module, tm, files)))
+        texts.append(ir_text(module, tm, files))
         for part in moved:
             names = {f.sym_name.data for f in part}
             needed = set().union(*(_references(f) for f in part)) - names
             decls = [_declaration(symbols[n]) for n in sorted(needed) if n in symbols]
-            texts.append(module_text(llvmlite_module(ModuleOp([*decls, *part]), tm, files)))
+            texts.append(ir_text(ModuleOp([*decls, *part]), tm, files))
             for f in part:
                 f.detach()
     finally:
