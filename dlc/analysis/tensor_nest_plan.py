@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from xdsl.ir import Operation, SSAValue
 
-from dlc.analysis.tensor_lanes import lane_plan, vector_pieces
+from dlc.analysis.tensor_lanes import VECTOR_READS, lane_plan, vector_pieces
 from dlc.diagnostics import DiagnosticError, error_at
 from dlc.dialects import tensor
 from dlc.dialects.graph_types import TensorType
@@ -332,7 +332,7 @@ class NestPlan:
             pack is not None
             and lp.block == pack.width
             and pack.width % self.lanes == 0
-            and all(k != "vload" or o is pack.read for o, k in self.lane_plan.items())
+            and all(k not in VECTOR_READS or o is pack.read for o, k in self.lane_plan.items())
         )
         if not padded:
             return vector_pieces(extent, self.lanes)

@@ -1,5 +1,6 @@
 """Blocked transposes (`transpose_schedule` in dlc/passes/tensor/schedule_policy.py):
-element-wise nests that read an operand across their last two axes get 16 x 16 blocks;
+element-wise nests that read an operand across their last two axes get 16 x 16 blocks
+(a last axis shorter than two blocks: the axis read across moved just outside it);
 the copies are exact for any shape, also with partial blocks, batch axes, bounds
 checks and several threads; small or contiguous nests keep the plain order."""
 
@@ -31,6 +32,7 @@ def _source(shape: tuple[int, ...]) -> str:
         ((100, 70), "d0.0, d1.0, d0.1, d1.1"),  # partial blocks on both axes
         ((33, 5, 40), "d1, d0.0, d2.0, d0.1, d2.1"),  # an axis outside the blocks
         ((64, 64), "d0.0, d1.0, d0.1, d1.1"),  # whole blocks
+        ((5, 7, 40), "d1, d0, d2"),  # a short last axis: the axis read across just outside it
     ],
 )
 @pytest.mark.parametrize("options", [{}, {"bounds_check": True}, {"num_threads": 3}])

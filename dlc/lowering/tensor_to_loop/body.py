@@ -12,7 +12,7 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, MemRefType, VectorType, i1, i8
 from xdsl.ir import Attribute, Operation, SSAValue
 
-from dlc.analysis.tensor_lanes import vector_pieces
+from dlc.analysis.tensor_lanes import READ_KINDS, vector_pieces
 from dlc.dialects import loop, tensor
 from dlc.dialects.graph_types import TensorType
 from dlc.lowering.scalar_ops import ScalarBuilder
@@ -130,11 +130,11 @@ def inline_body_lanes(
                 mapping[inner.result] = known[inner.tensor]
             elif inner in reads:
                 mapping[inner.result] = reads[inner](b, indices, lanes if kind == "vload" else 1)
-            elif kind == "vload":
+            elif kind in READ_STEPS:
                 wide = lanes if valid is None else valid
                 dt = dtype_of(inner.tensor)
                 mapping[inner.result] = vload_valid(
-                    b, buffers[inner.tensor], where, lanes, wide, dt
+                    b, buffers[inner.tensor], where, lanes, wide, dt, READ_STEPS[kind]
                 )
             else:
                 mapping[inner.result] = load(
@@ -193,26 +193,53 @@ def _vector_type(element: Attribute, lanes: int) -> VectorType:
     return VectorType(element, [lanes])
 
 
+READ_STEPS = {kind: step for step, kind in READ_KINDS.items()}
+"""Elements between lanes of the vector reads of a lane plan."""
+
+
 def vload_valid(
-    b: Builder, buffer: SSAValue, where: list[SSAValue], lanes: int, valid: int, dt: str
+    b: Builder,
+    buffer: SSAValue,
+    where: list[SSAValue],
+    lanes: int,
+    valid: int,
+    dt: str,
+    step: int = 1,
 ) -> SSAValue:
-    """`lanes` values of `buffer` from `where`, only the first `valid` loaded (in
-    narrower pieces put together; zeros past them): nothing past the valid columns
-    is read."""
+    """`lanes` values of `buffer` from `where`, `step` elements apart (1 or 2), only
+    the first `valid` loaded (in narrower pieces put together; zeros past them):
+    nothing past the valid columns is read."""
     if valid == lanes:
-        make = lambda: ops.vload(buffer, where, lanes)  # noqa: E731
-        return loaded(b, (buffer, tuple(where), lanes), make).results[0]
+        return _vload_step(b, buffer, where, lanes, step)
     zero = b.insert(ops.broadcast(ScalarBuilder(b).const(0, dt), lanes)).results[0]
     *outer, last = where
     for start, size, _ in vector_pieces(valid, max(1, lanes // 2)):
-        at = last if not start else offset(b, last, start)
-        piece = b.insert(ops.vload(buffer, [*outer, at], size)).results[0]
+        at = last if not start else offset(b, last, step * start)
+        piece = _vload_step(b, buffer, [*outer, at], size, step)
         inside = range(start, start + size)
         wide = [i - start if i in inside else 0 for i in range(lanes)]
         widened = b.insert(loop.ShuffleOp(piece, piece, wide)).res
         mask = [lanes + i if i in inside else i for i in range(lanes)]
         zero = b.insert(loop.ShuffleOp(zero, widened, mask)).res
     return zero
+
+
+def _vload_step(
+    b: Builder, buffer: SSAValue, where: list[SSAValue], lanes: int, step: int
+) -> SSAValue:
+    """`lanes` values `step` elements apart from `where`; every second element: the
+    vectors from the first and from the last wanted element, the even lanes of the
+    first half and the odd ones of the second (no element past the last is read)."""
+    if step == 1 or lanes == 1:
+        make = lambda: ops.vload(buffer, where, lanes)  # noqa: E731
+        return loaded(b, (buffer, tuple(where), lanes), make).results[0]
+    assert step == 2, f"vector reads {step} elements apart"
+    *outer, last = where
+    first = b.insert(ops.vload(buffer, where, lanes)).results[0]
+    at = offset(b, last, lanes - 1)
+    second = b.insert(ops.vload(buffer, [*outer, at], lanes)).results[0]
+    mask = [2 * i if 2 * i < lanes else 2 * i + 1 for i in range(lanes)]
+    return b.insert(loop.ShuffleOp(first, second, mask)).res
 
 
 def vstore_valid(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dlc.analysis.tensor_lanes import lane_plan, vector_pieces
+from dlc.analysis.tensor_lanes import VECTOR_READS, lane_plan, vector_pieces
 from dlc.dialects import tensor
 from dlc.dialects.graph_types import TensorType, dtype_bytes
 from dlc.dialects.schedule import ScheduleAttr
@@ -101,7 +101,7 @@ def conv_tiles(op: tensor.ComputeOp, target: Target) -> ConvTiles | None:
         return None
     width, row = op.domain[-1], len(op.domain) - 2
     plan = lane_plan(op, len(op.domain) - 1)
-    if isinstance(plan, str) or "vload" not in plan.values():  # a strided row: scalars
+    if isinstance(plan, str) or not VECTOR_READS & set(plan.values()):  # scalars
         nr = min(width, SCALAR_COLUMNS)
         cap = min(op.domain[channel], (target.vector_registers - SCALAR_SPARE) // nr)
         mr = _block(op.domain[channel], cap)

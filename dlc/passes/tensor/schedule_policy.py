@@ -296,8 +296,9 @@ def transpose_schedule(op: tensor.ComputeOp) -> ScheduleAttr | None:
     nest (`transpose`, a transposed dot operand being materialized): the plain order
     walks that operand with a stride of a whole row per element, a cache line and often
     a page per element; in blocks each line read is used whole (measured:
-    docs/performance.md). Loops: the other axes, then a.0, last.0, a.1, last.1. None
-    when nothing reads across, the nest is small or in a group."""
+    docs/performance.md). Loops: the other axes, then a.0, last.0, a.1, last.1; with a
+    last axis shorter than two blocks, the other axes, a, last. None when nothing reads
+    across, the nest is small or in a group."""
     rank = len(op.domain)
     if op.combinator is not None or rank < 2 or op.schedule is None:
         return None
@@ -319,10 +320,14 @@ def transpose_schedule(op: tensor.ComputeOp) -> ScheduleAttr | None:
         if depends_on(r.indices[-1], {args[a]}) and not depends_on(r.indices[-1], {last})
     ]
     t = TRANSPOSE_BLOCK
-    if not across or op.domain[across[0]] < 2 * t or op.domain[-1] < 2 * t:
+    if not across or op.domain[across[0]] < 2 * t:
         return None
     i, j = f"d{across[0]}", f"d{rank - 1}"
     others = [f"d{a}" for a in range(rank - 1) if a != across[0]]
+    if op.domain[-1] < 2 * t:
+        # short last axis: `a` just outside it uses the lines read across whole (an
+        # unfolded convolution's image read from its pixel-rows product)
+        return ScheduleAttr(order=[*others, i, j]) if across[0] < rank - 2 else None
     order = [*others, f"{i}.0", f"{j}.0", f"{i}.1", f"{j}.1"]
     return ScheduleAttr(tiles={i: [t], j: [t]}, order=order)
 

@@ -90,7 +90,8 @@ def test_im2col_splat_and_parameter_kernels() -> None:
 def test_opt_level_0_and_older_targets() -> None:
     """opt_level=0 keeps the convolution's nest (the pass does not run) with the same
     bits as the unfolded product; for haswell (AVX2) the rows of 7 are unfolded and
-    the results match; a strided float64 convolution likewise."""
+    the results match; a strided float64 convolution likewise, except with fewer than
+    `STRIDED_DIRECT_CHANNELS` input channels (the tiled nest, the same bits)."""
     case = (1, 8, 12, 7, 3, 1, 1, 1)
     x = randn(1, 8, 7, 7, seed=7)
     model = _model(case)
@@ -103,18 +104,25 @@ def test_opt_level_0_and_older_targets() -> None:
     np.testing.assert_allclose(old.g(x), plain.g(x), rtol=1e-5, atol=1e-6)
     text = """module "m"
 stage raw
-func @f: (<1 x 2 x 40 x 40 x f64>) -> <1 x 3 x 20 x 20 x f64> {
-'entry(%x: <1 x 2 x 40 x 40 x f64>):
-    %k = literal 0.25: <3 x 2 x 3 x 3 x f64>
-    %y = convolve %x: <1 x 2 x 40 x 40 x f64> kernel %k: <3 x 2 x 3 x 3 x f64> strides 2, 2 padding (1, 1), (1, 1)
+func @f: (<1 x 16 x 40 x 40 x f64>) -> <1 x 3 x 20 x 20 x f64> {
+'entry(%x: <1 x 16 x 40 x 40 x f64>):
+    %k = literal 0.25: <3 x 16 x 3 x 3 x f64>
+    %y = convolve %x: <1 x 16 x 40 x 40 x f64> kernel %k: <3 x 16 x 3 x 3 x f64> strides 2, 2 padding (1, 1), (1, 1)
     return %y: <1 x 3 x 20 x 20 x f64>
 }
 """
-    x64 = np.random.default_rng(8).standard_normal((1, 2, 40, 40))
+    x64 = np.random.default_rng(8).standard_normal((1, 16, 40, 40))
     nest = dlc.compile(text, opt_level=0, bounds_check=True)
     product = dlc.compile(text, fma=False, num_threads=3)
-    assert "reduce [18]" in product.ir("tensor")
+    assert "reduce [144]" in product.ir("tensor")
     np.testing.assert_array_equal(nest.f(x64), product.f(x64))
+    # with fewer input channels the rows of stride 2 keep the tiled nest (`vload2`)
+    text = text.replace("<3 x 16 x", "<16 x 2 x").replace("3 x 20", "16 x 20")
+    text = text.replace("16 x 40", "2 x 40")
+    few = dlc.compile(text, fma=False, num_threads=3)
+    assert "reduce [2, 3, 3]" in few.ir("tensor") and "vectorize" in few.ir("tensor")
+    plain = dlc.compile(text, opt_level=0)
+    np.testing.assert_array_equal(few.f(x64[:, :2]), plain.f(x64[:, :2]))
 
 
 def test_pixel_rows() -> None:

@@ -1,6 +1,7 @@
 """The register-tiled convolution schedule (dlc/passes/tensor/schedule_conv.py, carried
 out by dlc/lowering/tensor_to_loop/nest.py): awkward shapes (sizes 1, primes, tails
-smaller than a tile, short rows), strides, padding, dilations, groups, 1-3 spatial
+smaller than a tile, short rows), strides (rows of stride 2 as vectors of every second
+element), padding, dilations, groups, 1-3 spatial
 dims, f64, bounds checks and thread counts, tiled even when small (MIN_WORK patched to
 0), compiled and compared with an exact float64 convolution within the bound of a
 length-K float sum, and bit for bit with the plain nest without fma; the tiles the
@@ -91,9 +92,12 @@ CONVS: list[Conv] = [
     ((1, 6, 7, 7), (10, 6, 3, 3), [1, 1], [1, 1], [1, 1], 1),  # short rows: rows tiled too
     ((1, 6, 7, 37), (9, 2, 3, 3), [1, 1], [1, 1], [2, 2], 3),  # dilated, grouped
     ((1, 4, 9, 33), (4, 1, 3, 3), [1, 1], [1, 1], [1, 1], 4),  # depthwise
-    ((1, 4, 12, 40), (6, 4, 3, 3), [2, 2], [1, 1], [1, 1], 1),  # stride 2: scalar tile
+    ((1, 4, 12, 40), (6, 4, 3, 3), [2, 2], [1, 1], [1, 1], 1),  # stride 2: every second
     ((2, 3, 50), (5, 3, 4), [1], [2], [1], 1),  # one spatial dim
     ((1, 2, 3, 4, 19), (3, 2, 2, 2, 3), [1, 1, 1], [0, 1, 1], [1, 1, 1], 1),  # three
+    ((1, 6, 9, 27), (6, 1, 3, 3), [2, 2], [1, 1], [1, 1], 6),  # depthwise stride 2, tails
+    ((1, 4, 11, 41), (5, 4, 3, 3), [1, 2], [1, 1], [2, 2], 1),  # dilated, stride 2 in rows
+    ((1, 3, 8, 40), (4, 3, 3, 3), [3, 3], [1, 1], [1, 1], 1),  # stride 3: a scalar tile
 ]
 
 
@@ -101,7 +105,7 @@ CONVS: list[Conv] = [
 @pytest.mark.parametrize("fma", [True, False])
 def test_tiled_convolution(conv: Conv, fma: bool) -> None:
     ir = _check(conv, fma=fma)
-    if conv[2][0] == 1:
+    if conv[2][-1] in (1, 2):  # rows read whole or every second element
         assert "vectorize" in ir
 
 
@@ -111,7 +115,7 @@ def test_tiled_convolution_on_older_cpus(target: str) -> None:
         check_runnable(target)
     except ValueError:
         pytest.skip(f"this machine cannot run {target} code")
-    for conv in (CONVS[0], CONVS[4], CONVS[5], CONVS[6]):
+    for conv in (CONVS[0], CONVS[4], CONVS[5], CONVS[6], CONVS[8], CONVS[11], CONVS[12]):
         assert "vectorize" in _check(conv, target_cpu=target)
 
 
@@ -119,6 +123,8 @@ def test_tiled_convolution_f64_bounds_checked() -> None:
     _check(CONVS[4], "f64")
     _check(CONVS[6], bounds_check=True, fma=True)
     _check(CONVS[5], bounds_check=True)
+    _check(CONVS[11], bounds_check=True)  # no vector reads past a row's last element
+    _check(CONVS[12], "f64", bounds_check=True)
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3])
@@ -133,11 +139,12 @@ def test_thread_counts_do_not_change_the_bits(threads: int) -> None:
 
 BIT_CONVS: list[Conv] = [
     ((1, 5, 9, 45), (11, 5, 3, 3), [1, 1], [1, 1], [1, 1], 1),  # vector tiles with tails
-    ((1, 3, 10, 23), (9, 3, 3, 3), [2, 2], [1, 1], [1, 1], 1),  # a scalar tile (strided)
+    ((1, 3, 10, 23), (9, 3, 3, 3), [2, 2], [1, 1], [1, 1], 1),  # every second element
+    ((1, 3, 10, 23), (9, 3, 3, 3), [3, 3], [1, 1], [1, 1], 1),  # a scalar tile (stride 3)
 ]
 
 
-@pytest.mark.parametrize("conv", BIT_CONVS, ids=["vector", "scalar"])
+@pytest.mark.parametrize("conv", BIT_CONVS, ids=["vector", "every-second", "scalar"])
 @pytest.mark.parametrize("target", ["host", "x86-64"])
 def test_without_fma_the_tiles_are_bit_identical_to_opt_level_0(conv: Conv, target: str) -> None:
     """The tile folds every element in the order ci, kh, kw, as the plain nest does."""
@@ -213,9 +220,12 @@ def test_short_rows_tile_rows_too() -> None:
     assert "unroll [d1.1, d2.1, d3.1]" in schedule
 
 
-def test_strided_rows_get_a_scalar_tile() -> None:
-    strided = _schedule(CONVS[8], "znver4")  # a strided row is not a vector load
-    assert "tile [d1 = [6], d3 = [4]]" in strided and "vectorize" not in strided
+def test_rows_two_apart_are_vectorized_other_strides_get_a_scalar_tile() -> None:
+    """Stride 2: vectors of every second element (`vload2`); stride 3: scalars."""
+    for target, lanes in (("znver4", 16), ("haswell", 8), ("x86-64", 4)):
+        assert f"vectorize d3.1 x {lanes}" in _schedule(CONVS[8], target)
+    strided = _schedule(CONVS[13], "znver4")
+    assert "tile [d1 = [4], d3 = [4]]" in strided and "vectorize" not in strided
 
 
 def test_tiling_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
