@@ -14,12 +14,17 @@ from dlc.dialects.graph_reduction import ReduceOp
 from dlc.dialects.graph_symbolic import first_symbol
 from dlc.dialects.graph_tensor import DotOp, PadShapeOp, ShapeCastOp, SqueezeShapeOp
 from dlc.dialects.graph_types import FunctionType, TensorType, format_type
+from dlc.lowering.graph_to_loop.dot import emit_dot
+from dlc.lowering.graph_to_loop.fusion import fused_producers, is_flat
 from dlc.lowering.graph_to_loop.literals import dense_data, literal_bytes
 from dlc.lowering.graph_to_loop.nests import NestEmitter, buffer_type
 from dlc.lowering.scalar_ops import Unsupported
+from dlc.target import Target
 
 ELEMENTWISE = (UnaryOp, BinaryOp, NotOp, SelectOp, DataTypeCastOp)
 ALIASES = (PadShapeOp, SqueezeShapeOp, ShapeCastOp)
+Space = tuple[int | str, ...] | None
+"""The dimensions of an iteration space, or None for one flat loop over the elements."""
 
 
 def function_symbols(ftype: FunctionType) -> list[str]:
@@ -34,10 +39,21 @@ def function_symbols(ftype: FunctionType) -> list[str]:
 
 class FunctionLowering:
     """One graph function -> one `loop.func @f(%params..., %sizes, %out)`; `%sizes` is
-    a `memref<Kxi64>` of the symbolic dimensions' values (`function_symbols` order)."""
+    a `memref<Kxi64>` of the symbolic dimensions' values (`function_symbols` order).
+    `optimize`: fused element-wise chains (`fusion.py`), parallel outer loops, row
+    blocks in `dot` (`dot.py`); `fma`: products and sums in a `dot` may fuse; `target`: the vector width of its tiles."""
 
-    def __init__(self, func: graph.FuncOp) -> None:
+    def __init__(
+        self,
+        func: graph.FuncOp,
+        optimize: bool = False,
+        fma: bool = False,
+        target: Target | None = None,
+    ) -> None:
         self.func = func
+        self.optimize = optimize
+        self.fma = fma
+        self.target = target or Target()
         ftype = func.function_type
         self.ftype = ftype
         symbols = function_symbols(ftype)
@@ -58,6 +74,7 @@ class FunctionLowering:
         self.values: dict[SSAValue, SSAValue] = {}  # graph value -> buffer
         self.consts: dict[SSAValue, SSAValue] = {}  # graph scalar literal -> constant
         self.owned: list[SSAValue] = []
+        self.fused: dict[SSAValue, Operation] = {}  # computed where their user reads them
 
     def lower(self) -> loop.FuncOp:
         blocks = list(self.func.body.blocks)
@@ -75,6 +92,8 @@ class FunctionLowering:
         for arg, buffer in zip(blocks[0].args, self.block.args, strict=False):
             self.values[arg] = buffer
         returned = blocks[0].last_op
+        if self.optimize:
+            self.fused = fused_producers(blocks[0])
         for op in blocks[0].ops:
             self.lower_op(op, returned)
         for owned in self.owned:
@@ -100,6 +119,8 @@ class FunctionLowering:
             self.lower_literal(op)
         elif isinstance(op, ALIASES):  # the same row-major elements: the same buffer
             self.alias(op.results[0], op.operands[0])
+        elif op.results and op.results[0] in self.fused:
+            return  # computed at its user's reads
         elif isinstance(op, (*ELEMENTWISE, DotOp, ReduceOp)):
             self.lower_compute(op, self.destination(op, returned))
         else:
@@ -145,29 +166,54 @@ class FunctionLowering:
             else:
                 self.lower_elementwise(op, out)
         except Unsupported as err:
-            raise error_at(
-                op,
-                f"not supported by the code generator yet: {err} on "
-                f"{format_type(op.operands[0].type)}",
-            ) from None
+            raise self.not_generated(op, err) from None
 
-    def read(self, value: SSAValue, ivs: list[SSAValue], space: tuple[int | str, ...]) -> SSAValue:
-        """Element of graph `value` at the point `ivs` of iteration space `space`."""
+    def not_generated(self, op: Operation, err: Unsupported) -> DiagnosticError:
+        return error_at(
+            op,
+            f"not supported by the code generator yet: {err} on {format_type(op.operands[0].type)}",
+        )
+
+    def read(self, value: SSAValue, ivs: list[SSAValue], space: Space) -> SSAValue:
+        """Element of graph `value` at the point `ivs` of iteration space `space` (a
+        fused value computed there)."""
         if value in self.consts:
             return self.consts[value]
+        producer = self.fused.get(value)
+        if producer is not None:
+            args = [self.read(v, ivs, space) for v in producer.operands]
+            try:
+                return self.compute(producer, args)
+            except Unsupported as err:
+                raise self.not_generated(producer, err) from None
         t = value.type
         assert isinstance(t, TensorType)
-        return self.nest.load(self.values[value], self.nest.index(t, ivs, space), t.dt)
+        if space is None:
+            at = self.nest.zero if t.is_scalar else ivs[0]
+        else:
+            at = self.nest.index(t, ivs, space)
+        return self.nest.load(self.values[value], at, t.dt)
 
     def lower_elementwise(self, op: Operation, out: SSAValue) -> None:
         nest, result = self.nest, op.results[0]
         t = result.type
         assert isinstance(t, TensorType)
-        ivs, fors, _ = nest.open_loops([nest.extent(d) for d in t.dims])
-        args = [self.read(v, ivs, t.dims) for v in op.operands]
+        space: Space = t.dims
+        extents = [nest.extent(d) for d in t.dims]
+        if self.optimize and is_flat(op, self.fused):
+            space, extents = None, [nest.count(t)]
+        ivs, fors, _ = nest.open_loops(extents, parallel=self.optimize)
+        value = self.compute(op, [self.read(v, ivs, space) for v in op.operands])
+        at = ivs[0] if space is None else nest.index(t, ivs, t.dims)
+        nest.store(value, out, at, t.dt)
+        nest.close_loops(fors)
+        self.values[result] = out
+
+    def compute(self, op: Operation, args: list[SSAValue]) -> SSAValue:
+        """The scalar result of element-wise `op` on its operands' elements `args`."""
         x = op.operands[0].type
         assert isinstance(x, TensorType)
-        s = nest.scalars
+        s = self.nest.scalars
         if isinstance(op, UnaryOp):
             value = s.unary(op.OPCODE, x.dt, args[0])
         elif isinstance(op, BinaryOp):
@@ -179,15 +225,17 @@ class FunctionLowering:
         else:
             assert isinstance(op, DataTypeCastOp)
             value = s.cast(args[0], x.dt, op.dtype.data)
-        nest.store(value, out, nest.index(t, ivs, t.dims), t.dt)
-        nest.close_loops(fors)
-        self.values[result] = out
+        return value
 
     def lower_dot(self, op: DotOp, out: SSAValue) -> None:
         """`out[i, j] = 0 + lhs[i, 0] * rhs[0, j] + lhs[i, 1] * rhs[1, j] + ...`: rows
         of `out` accumulate in place, k outside j (unit-stride inner loops over `rhs` and
         `out` rows), each element summed in k order as a k-innermost loop would."""
         nest = self.nest
+        if self.optimize:
+            emit_dot(nest, op, out, self.read, self.values, (self.fma, self.target))
+            self.values[op.result] = out
+            return
         lhs, rhs, t = op.lhs.type, op.rhs.type, op.result.type
         assert isinstance(lhs, TensorType) and isinstance(rhs, TensorType)
         assert isinstance(t, TensorType)
@@ -213,7 +261,9 @@ class FunctionLowering:
         assert isinstance(x, TensorType) and isinstance(t, TensorType)
         axes = [d.data for d in op.dims.data]
         kept = [i for i in range(x.rank) if i not in axes]
-        ivs, outer, _ = nest.open_loops([nest.extent(x.dims[i]) for i in kept])
+        ivs, outer, _ = nest.open_loops(
+            [nest.extent(x.dims[i]) for i in kept], parallel=self.optimize
+        )
         init = self.read(op.init, [], ())
         reduced, inner, acc = nest.open_loops([nest.extent(x.dims[i]) for i in axes], init)
         assert acc is not None and op.combinator is not None
@@ -233,6 +283,6 @@ class FunctionLowering:
         if self.values.get(value) is self.out_arg:
             return
         nest, t = self.nest, self.output
-        ivs, fors, _ = nest.open_loops([nest.extent(d) for d in t.dims])
+        ivs, fors, _ = nest.open_loops([nest.extent(d) for d in t.dims], parallel=self.optimize)
         nest.store(self.read(value, ivs, t.dims), self.out_arg, nest.index(t, ivs, t.dims), t.dt)
         nest.close_loops(fors)

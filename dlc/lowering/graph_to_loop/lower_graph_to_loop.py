@@ -14,6 +14,7 @@ from dlc.analysis.levels import require_level
 from dlc.diagnostics import copy_loc, error_at
 from dlc.dialects import graph
 from dlc.lowering.graph_to_loop.function import FunctionLowering
+from dlc.target import Target
 
 
 @dataclass(frozen=True)
@@ -27,18 +28,28 @@ class LowerGraphToLoopPass(ModulePass):
     row-major buffers (`memref<?xT>` when a dimension is symbolic), every op one loop
     nest whose trip counts are constants or the sizes in `%sizes`, intermediates
     `loop.alloc_sized` from the heap and freed before `loop.return`. Anything else is a
-    located "not supported yet" error. The tensor level (fusion, schedules, tiles,
-    vectors, threads) is not used yet: one compile serves every size, plainly.
+    located "not supported yet" error. The tensor level (schedules, tiles, vectors) is
+    not used yet: one compile serves every size. With `optimize` (the pipeline's at
+    opt_level >= 1) element-wise chains are fused into their user's nest (one flat loop
+    where nothing broadcasts), outer loops are parallel over run-time trip counts and
+    `dot` sums tiles in registers, vectors of `target`'s width for f32 and f64 (`graph_to_loop/fusion.py`, `dot.py`);
+    results are the same, element for element, up to `fma` (products and sums in a
+    `dot` may fuse).
     """
 
     name = "lower-graph-to-loop"
+    optimize: bool = False
+    fma: bool = False
+    target: str = "host"
+    triple: str = ""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_level(op, "graph", self.name)
+        target = Target.from_cpu(self.target, self.triple)
         lowered: list[Operation] = []
         for child in list(op.body.block.ops):
             if isinstance(child, graph.FuncOp) and not child.is_declaration:
-                func = FunctionLowering(child).lower()
+                func = FunctionLowering(child, self.optimize, self.fma, target).lower()
                 copy_loc(child, func)
                 lowered.append(func)
             elif isinstance(child, graph.FuncOp):

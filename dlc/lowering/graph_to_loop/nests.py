@@ -66,16 +66,20 @@ class NestEmitter:
         return total
 
     def open_loops(
-        self, extents: Sequence[SSAValue], init: SSAValue | None = None
+        self, extents: Sequence[SSAValue], init: SSAValue | None = None, parallel: bool = False
     ) -> tuple[list[SSAValue], list[loop.ForOp], SSAValue | None]:
         """Nested `loop.for`s from 0 to each extent (one accumulator through all when
-        `init` is given); the insertion point moves into the innermost body. Returns the
+        `init` is given; the outermost loop `parallel` when asked, its iterations being
+        independent); the insertion point moves into the innermost body. Returns the
         induction variables, the loops and the accumulator inside."""
         ivs: list[SSAValue] = []
         fors: list[loop.ForOp] = []
         acc = init
         for extent in extents:
-            op = loop.ForOp(self.zero, extent, self.one, [] if acc is None else [acc])
+            threads = parallel and not fors and acc is None
+            op = loop.ForOp(
+                self.zero, extent, self.one, [] if acc is None else [acc], parallel=threads
+            )
             self.builder.insert(op)
             fors.append(op)
             ivs.append(op.iv)
@@ -112,6 +116,14 @@ class NestEmitter:
             linear = self.emit(arith.AddiOp(linear, here))
         assert linear is not None
         return linear
+
+    def open_range(self, lb: SSAValue, ub: SSAValue, step: SSAValue, parallel: bool) -> loop.ForOp:
+        """One `loop.for` from `lb` to `ub` by `step`; the insertion point moves into its
+        body (`close_loops([op])` ends it)."""
+        op = loop.ForOp(lb, ub, step, parallel=parallel)
+        self.builder.insert(op)
+        self.builder.insertion_point = InsertPoint.at_end(op.body.block)
+        return op
 
     def load(self, buffer: SSAValue, index: SSAValue, dtype: str) -> SSAValue:
         return load(self.builder, buffer, [index], dtype)
