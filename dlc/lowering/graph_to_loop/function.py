@@ -15,10 +15,10 @@ from dlc.dialects.graph_symbolic import first_symbol
 from dlc.dialects.graph_tensor import DotOp, PadShapeOp, ShapeCastOp, SqueezeShapeOp
 from dlc.dialects.graph_types import FunctionType, TensorType, format_type
 from dlc.lowering.graph_to_loop.dot import emit_dot
-from dlc.lowering.graph_to_loop.fusion import fused_producers, is_flat
+from dlc.lowering.graph_to_loop.fusion import flat_leaves, fused_producers, is_flat
 from dlc.lowering.graph_to_loop.literals import dense_data, literal_bytes
-from dlc.lowering.graph_to_loop.nests import NestEmitter, buffer_type
-from dlc.lowering.scalar_ops import Unsupported
+from dlc.lowering.graph_to_loop.nests import NestEmitter, buffer_type, localize_constants
+from dlc.lowering.scalar_ops import Unsupported, reassociate
 from dlc.target import Target
 
 ELEMENTWISE = (UnaryOp, BinaryOp, NotOp, SelectOp, DataTypeCastOp)
@@ -75,6 +75,7 @@ class FunctionLowering:
         self.consts: dict[SSAValue, SSAValue] = {}  # graph scalar literal -> constant
         self.owned: list[SSAValue] = []
         self.fused: dict[SSAValue, Operation] = {}  # computed where their user reads them
+        self.hoisted: dict[SSAValue, SSAValue] = {}  # loaded before the innermost loop
 
     def lower(self) -> loop.FuncOp:
         blocks = list(self.func.body.blocks)
@@ -100,6 +101,8 @@ class FunctionLowering:
             nest.builder.insert(loop.DeallocOp(owned))
         nest.builder.insert(loop.ReturnOp())
         arg_types = [a.type for a in self.block.args]
+        if self.optimize:
+            localize_constants(self.block)
         return loop.FuncOp(self.func.sym_name.data, arg_types, Region(self.block))  # type: ignore[arg-type]
 
     def destination(self, op: Operation, returned: Operation | None) -> SSAValue:
@@ -179,6 +182,8 @@ class FunctionLowering:
         fused value computed there)."""
         if value in self.consts:
             return self.consts[value]
+        if value in self.hoisted:
+            return self.hoisted[value]
         producer = self.fused.get(value)
         if producer is not None:
             args = [self.read(v, ivs, space) for v in producer.operands]
@@ -202,12 +207,31 @@ class FunctionLowering:
         extents = [nest.extent(d) for d in t.dims]
         if self.optimize and is_flat(op, self.fused):
             space, extents = None, [nest.count(t)]
-        ivs, fors, _ = nest.open_loops(extents, parallel=self.optimize)
+        ivs, fors, _ = nest.open_loops(extents[:-1], parallel=self.optimize)
+        if self.optimize and space is not None:
+            self.hoist(op, ivs, t.dims)
+        last, inner, _ = nest.open_loops(extents[-1:], parallel=self.optimize and not fors)
+        ivs += last
         value = self.compute(op, [self.read(v, ivs, space) for v in op.operands])
         at = ivs[0] if space is None else nest.index(t, ivs, t.dims)
         nest.store(value, out, at, t.dt)
-        nest.close_loops(fors)
+        nest.close_loops([*fors, *inner])
+        self.hoisted.clear()
         self.values[result] = out
+
+    def hoist(self, op: Operation, ivs: list[SSAValue], space: tuple[int | str, ...]) -> None:
+        """Load before the innermost loop the elements it reads at one place for all its
+        iterations (operands broadcast along the last axis): in the loop they would be
+        loads LLVM cannot move past the stores, which keep it from vectorizing."""
+        if not space:
+            return
+        point = [*ivs, self.nest.zero]
+        for operand in op.operands:
+            for leaf in flat_leaves(operand, self.fused):
+                t = leaf.type
+                invariant = isinstance(t, TensorType) and (t.is_scalar or t.dims[-1] == 1)
+                if invariant and leaf in self.values and leaf not in self.hoisted:
+                    self.hoisted[leaf] = self.read(leaf, point, space)
 
     def compute(self, op: Operation, args: list[SSAValue]) -> SSAValue:
         """The scalar result of element-wise `op` on its operands' elements `args`."""
@@ -270,6 +294,8 @@ class FunctionLowering:
         point = dict(zip(kept, ivs, strict=True)) | dict(zip(axes, reduced, strict=True))
         element = self.read(op.operand, [point[i] for i in range(x.rank)], x.dims)
         combined = nest.scalars.binary(op.combinator.data, x.dt, acc, element)
+        if self.optimize and axes and axes[-1] == x.rank - 1:
+            reassociate(combined)  # a contiguous innermost walk: vector partial sums
         total = nest.close_loops(inner, combined) if inner else combined
         assert total is not None
         nest.store(total, out, nest.index(t, ivs, t.dims), t.dt)

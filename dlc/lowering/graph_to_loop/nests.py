@@ -137,3 +137,35 @@ class NestEmitter:
         """A fresh buffer for a tensor of type `t`, sized at run time."""
         mtype = MemRefType(storage_type(t.dt), [DYNAMIC_INDEX])
         return self.emit(loop.AllocSizedOp(self.count(t), mtype))
+
+
+def localize_constants(block: Block) -> None:
+    """Give each parallel loop in `block` its own copies of the constants it uses
+    (`index_const` makes them once, at the top): an outlined parallel loop receives
+    the values it captures at run time, and a loop step or extent LLVM cannot see is 1
+    or 16 keeps it from vectorizing."""
+    loops = [op for top in block.ops for op in top.walk() if isinstance(op, loop.ForOp)]
+    for op in loops:
+        if op.parallel is None:
+            continue
+        copies: dict[SSAValue, SSAValue] = {}
+        body = op.body.block
+        for inner in list(body.walk()):
+            for i, operand in enumerate(inner.operands):
+                owner = operand.owner
+                if not isinstance(owner, arith.ConstantOp) or _inside(owner, op):
+                    continue
+                if operand not in copies:
+                    copy = owner.clone()
+                    Builder(InsertPoint.at_start(body)).insert(copy)
+                    copies[operand] = copy.result
+                inner.operands[i] = copies[operand]
+
+
+def _inside(op: Operation, ancestor: Operation) -> bool:
+    parent = op.parent_op()
+    while parent is not None:
+        if parent is ancestor:
+            return True
+        parent = parent.parent_op()
+    return False
