@@ -21,6 +21,7 @@ from dlc.diagnostics import DiagnosticError, Location
 from dlc.dialects.abi import function_symbol
 from dlc.dtypes import NUMPY_DTYPES
 from dlc.runtime.context import Contexts
+from dlc.runtime.fastcall import array_address
 from dlc.runtime.jit import JITModule
 from dlc.runtime.module import CompiledModule
 from dlc.runtime.native import Messages
@@ -63,11 +64,34 @@ class SymbolicFunction:
         self._contexts = contexts
         self._messages = messages
         self.sizes_called: set[tuple[int, ...]] = set()
+        # per parameter: its dtype, rank and (axis, extent) of every static dimension
+        self._checks = [
+            (
+                np.dtype(NUMPY_DTYPES[dt]),
+                len(dims),
+                [(a, d) for a, d in enumerate(dims) if isinstance(d, int)],
+            )
+            for dt, dims in sig.args
+        ]
+        self._output_dtype = np.dtype(NUMPY_DTYPES[sig.output[0]])
 
     def __repr__(self) -> str:
         return f"<dlc symbolic function @{self.name}>"
 
     def _array(self, i: int, value: object) -> np.ndarray:
+        dtype, rank, static = self._checks[i]
+        if (  # fast path: an ndarray of the exact dtype and rank, C-contiguous
+            type(value) is np.ndarray
+            and value.dtype is dtype
+            and value.ndim == rank
+            and value.flags.c_contiguous
+            and all(value.shape[a] == d for a, d in static)
+        ):
+            return value
+        return self._converted(i, value)
+
+    def _converted(self, i: int, value: object) -> np.ndarray:
+        """Argument `i` converted to its parameter's dtype, or the error naming it."""
         dt, dims = self.sig.args[i]
         param = self.sig.params[i]
         array = np.asarray(value)
@@ -119,14 +143,13 @@ class SymbolicFunction:
         arrays = [self._array(i, a) for i, a in enumerate(args)]
         sizes = self.bind(arrays)
         values = np.array([sizes[s] for s in self.sig.symbols] or [0], np.int64)
-        dt, dims = self.sig.output
+        dims = self.sig.output[1]
         shape = tuple(sizes[d] if isinstance(d, str) else d for d in dims)
-        output = np.empty(shape, NUMPY_DTYPES[dt])
-        self.sizes_called.add(tuple(int(v) for v in values))
-        ctx = self._contexts.get()
+        output = np.empty(shape, self._output_dtype)
+        self.sizes_called.add(tuple(sizes[s] for s in self.sig.symbols))
+        ctx = self._contexts.current or self._contexts.get()
         ctx.reset()
-        pointers = [a.ctypes.data for a in (*arrays, values, output)]
-        self._native(ctx.address, *pointers)
+        self._native(ctx.address, *map(array_address, (*arrays, values, output)))
         if ctx.status.value:
             if self._messages is None:
                 ctx.reset()

@@ -67,7 +67,7 @@ class DotEmitter:
         self.rows = VECTOR_ROWS if self.lanes else ROWS
         self.cols = VECTORS * self.lanes if self.lanes else COLS
 
-    def emit(self) -> None:
+    def emit(self, parallel: bool) -> None:
         """Column tiles over all rows (in parallel), then the columns left over in
         row blocks (in parallel), then the corner: each `rhs` panel of a tile's
         columns stays in cache while the row blocks pass over it. A part a static
@@ -86,9 +86,9 @@ class DotEmitter:
             _parts(d, size) for d, size in zip(self.t.dims, (self.rows, self.cols), strict=True)
         )
         if full_cols:
-            self.column_tiles(full_rows, rest_rows)
+            self.column_tiles(full_rows, rest_rows, parallel)
         if rest_cols and full_rows:
-            (b,), fors, _ = nest.open_loops([self.blocks[0]], parallel=True)
+            (b,), fors, _ = nest.open_loops([self.blocks[0]], parallel=parallel)
             j = nest.open_range(self.done[1], self.extents[1], nest.one, parallel=False)
             self.tile(self.run(b, self.rows, 1), [j.iv])
             nest.close_loops([*fors, j])
@@ -98,10 +98,10 @@ class DotEmitter:
             self.tile([i.iv], [j.iv])
             nest.close_loops([i, j])
 
-    def column_tiles(self, full_rows: bool, rest_rows: bool) -> None:
+    def column_tiles(self, full_rows: bool, rest_rows: bool, parallel: bool) -> None:
         """The full column tiles, a parallel loop: row blocks, then the rows left."""
         nest = self.nest
-        (jb,), fors, _ = nest.open_loops([self.blocks[1]], parallel=True)
+        (jb,), fors, _ = nest.open_loops([self.blocks[1]], parallel=parallel)
         cols = self.columns(jb)
         if full_rows:
             (b,), inner, _ = nest.open_loops([self.blocks[0]])
@@ -180,16 +180,3 @@ def _parts(d: int | str, size: int) -> tuple[bool, bool]:
     if isinstance(d, str):
         return True, True
     return d >= size, d % size != 0
-
-
-def emit_dot(
-    nest: NestEmitter,
-    op: DotOp,
-    out: SSAValue,
-    read: Reader,
-    buffers: Mapping[SSAValue, SSAValue],
-    options: tuple[bool, Target],
-) -> None:
-    """`out = op.lhs @ op.rhs` in tiles (module docstring); `buffers` holds the graph
-    values in memory, `options` is (`fma`, the target)."""
-    DotEmitter(nest, op, out, read, buffers, options).emit()

@@ -14,7 +14,7 @@ from dlc.dialects.graph_reduction import ReduceOp
 from dlc.dialects.graph_symbolic import first_symbol
 from dlc.dialects.graph_tensor import DotOp, PadShapeOp, ShapeCastOp, SqueezeShapeOp
 from dlc.dialects.graph_types import FunctionType, TensorType, format_type
-from dlc.lowering.graph_to_loop.dot import emit_dot
+from dlc.lowering.graph_to_loop.dot import DotEmitter
 from dlc.lowering.graph_to_loop.fusion import flat_leaves, fused_producers, is_flat
 from dlc.lowering.graph_to_loop.literals import dense_data, literal_bytes
 from dlc.lowering.graph_to_loop.nests import NestEmitter, buffer_type, localize_constants
@@ -200,24 +200,29 @@ class FunctionLowering:
         return self.nest.load(self.values[value], at, t.dt)
 
     def lower_elementwise(self, op: Operation, out: SSAValue) -> None:
-        nest, result = self.nest, op.results[0]
-        t = result.type
+        t = op.results[0].type
+        assert isinstance(t, TensorType)
+        work = t.dims if self.optimize else None
+        self.nest.threads(work, lambda parallel: self.elementwise_nest(op, out, parallel))
+        self.values[op.results[0]] = out
+
+    def elementwise_nest(self, op: Operation, out: SSAValue, parallel: bool) -> None:
+        nest, t = self.nest, op.results[0].type
         assert isinstance(t, TensorType)
         space: Space = t.dims
         extents = [nest.extent(d) for d in t.dims]
         if self.optimize and is_flat(op, self.fused):
             space, extents = None, [nest.count(t)]
-        ivs, fors, _ = nest.open_loops(extents[:-1], parallel=self.optimize)
+        ivs, fors, _ = nest.open_loops(extents[:-1], parallel=parallel)
         if self.optimize and space is not None:
             self.hoist(op, ivs, t.dims)
-        last, inner, _ = nest.open_loops(extents[-1:], parallel=self.optimize and not fors)
+        last, inner, _ = nest.open_loops(extents[-1:], parallel=parallel and not fors)
         ivs += last
         value = self.compute(op, [self.read(v, ivs, space) for v in op.operands])
         at = ivs[0] if space is None else nest.index(t, ivs, t.dims)
         nest.store(value, out, at, t.dt)
         nest.close_loops([*fors, *inner])
         self.hoisted.clear()
-        self.values[result] = out
 
     def hoist(self, op: Operation, ivs: list[SSAValue], space: tuple[int | str, ...]) -> None:
         """Load before the innermost loop the elements it reads at one place for all its
@@ -257,7 +262,11 @@ class FunctionLowering:
         `out` rows), each element summed in k order as a k-innermost loop would."""
         nest = self.nest
         if self.optimize:
-            emit_dot(nest, op, out, self.read, self.values, (self.fma, self.target))
+            lhs, t = op.lhs.type, op.result.type
+            assert isinstance(lhs, TensorType) and isinstance(t, TensorType)
+            work = [*lhs.dims, t.dims[1]]  # multiply-adds: rows x inner x columns
+            dot = DotEmitter(nest, op, out, self.read, self.values, (self.fma, self.target))
+            nest.threads(work, dot.emit)
             self.values[op.result] = out
             return
         lhs, rhs, t = op.lhs.type, op.rhs.type, op.result.type
@@ -279,15 +288,20 @@ class FunctionLowering:
         self.values[op.result] = out
 
     def lower_reduce(self, op: ReduceOp, out: SSAValue) -> None:
+        x = op.operand.type
+        assert isinstance(x, TensorType)
+        work = x.dims if self.optimize else None
+        self.nest.threads(work, lambda parallel: self.reduce_nest(op, out, parallel))
+        self.values[op.result] = out
+
+    def reduce_nest(self, op: ReduceOp, out: SSAValue, parallel: bool) -> None:
         """`out[kept] = init (+) x[kept, reduced...]` over the reduced axes in order."""
         nest = self.nest
         x, t = op.operand.type, op.result.type
         assert isinstance(x, TensorType) and isinstance(t, TensorType)
         axes = [d.data for d in op.dims.data]
         kept = [i for i in range(x.rank) if i not in axes]
-        ivs, outer, _ = nest.open_loops(
-            [nest.extent(x.dims[i]) for i in kept], parallel=self.optimize
-        )
+        ivs, outer, _ = nest.open_loops([nest.extent(x.dims[i]) for i in kept], parallel=parallel)
         init = self.read(op.init, [], ())
         reduced, inner, acc = nest.open_loops([nest.extent(x.dims[i]) for i in axes], init)
         assert acc is not None and op.combinator is not None
@@ -300,7 +314,6 @@ class FunctionLowering:
         assert total is not None
         nest.store(total, out, nest.index(t, ivs, t.dims), t.dt)
         nest.close_loops(outer)
-        self.values[op.result] = out
 
     def lower_return(self, op: graph.ReturnOp) -> None:
         """A returned value not computed here (a parameter, a literal) is copied."""
@@ -309,6 +322,11 @@ class FunctionLowering:
         if self.values.get(value) is self.out_arg:
             return
         nest, t = self.nest, self.output
-        ivs, fors, _ = nest.open_loops([nest.extent(d) for d in t.dims], parallel=self.optimize)
-        nest.store(self.read(value, ivs, t.dims), self.out_arg, nest.index(t, ivs, t.dims), t.dt)
-        nest.close_loops(fors)
+
+        def copy(parallel: bool) -> None:
+            ivs, fors, _ = nest.open_loops([nest.extent(d) for d in t.dims], parallel=parallel)
+            at = nest.index(t, ivs, t.dims)
+            nest.store(self.read(value, ivs, t.dims), self.out_arg, at, t.dt)
+            nest.close_loops(fors)
+
+        nest.threads(t.dims if self.optimize else None, copy)

@@ -9,7 +9,8 @@ registers) at one insertion point.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 
 from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects import arith
@@ -20,6 +21,11 @@ from dlc.dialects import loop
 from dlc.dialects.graph_types import TensorType
 from dlc.lowering.scalar_ops import ScalarBuilder
 from dlc.lowering.tensor_to_loop.body import load, storage_type
+
+PARALLEL_WORK = 1 << 15
+"""The fewest elements (or multiply-adds) a nest works on to run its loop on threads:
+below it, waking the team costs more than it saves (and on a busy machine the call
+waits for a descheduled thread)."""
 
 
 def buffer_type(t: TensorType) -> MemRefType:
@@ -116,6 +122,30 @@ class NestEmitter:
             linear = self.emit(arith.AddiOp(linear, here))
         assert linear is not None
         return linear
+
+    def threads(self, work: Sequence[int | str] | None, emit: Callable[[bool], None]) -> None:
+        """`emit(parallel)` the nest of an op whose work is the product of the extents
+        `work`: on threads when the work reaches `PARALLEL_WORK` (decided here when
+        every extent is static, else by a `loop.if` over both versions); `work` None:
+        never on threads."""
+        if work is None:
+            emit(False)
+            return
+        if all(isinstance(d, int) for d in work):
+            emit(math.prod(d for d in work if isinstance(d, int)) >= PARALLEL_WORK)
+            return
+        total = self.one
+        for d in work:
+            total = self.emit(arith.MuliOp(total, self.extent(d)))
+        large = self.emit(arith.CmpiOp(total, self.index_const(PARALLEL_WORK), "sge"))
+        branch = loop.IfOp(large, [], Block(), Block())
+        self.builder.insert(branch)
+        after = self.builder.insertion_point
+        for region, parallel in ((branch.then_region, True), (branch.else_region, False)):
+            self.builder.insertion_point = InsertPoint.at_end(region.block)
+            emit(parallel)
+            self.builder.insert(loop.YieldOp())
+        self.builder.insertion_point = after
 
     def open_range(self, lb: SSAValue, ub: SSAValue, step: SSAValue, parallel: bool) -> loop.ForOp:
         """One `loop.for` from `lb` to `ub` by `step`; the insertion point moves into its

@@ -1,6 +1,7 @@
 """`lower-graph-to-loop{optimize=true}` (the pipeline's at opt_level >= 1): tiled dots
 with run-time remainders, fused element-wise chains, parallel loops over run-time trip
-counts, against NumPy and the unoptimized lowering at sizes around the tile sizes."""
+counts (on threads above a run-time amount of work), against NumPy and the unoptimized
+lowering at sizes around the tile sizes and on both sides of that amount."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import numpy as np
 import pytest
 
 import dlc
+from dlc.lowering.graph_to_loop.nests import PARALLEL_WORK
 from dlc.pipeline import make_pass
 
 DOT = """\
@@ -24,6 +26,7 @@ func @f: (<%m x %k x DT>, <%k x %n x DT>) -> <%m x %n x DT> {
 # rows around the 6-row (vector) and 4-row (scalar) blocks, columns around 8/16-wide
 # tiles, inner extents 0 and up
 SHAPES = [(1, 1, 1), (0, 3, 5), (4, 0, 3), (5, 3, 17), (6, 16, 16), (13, 7, 33), (25, 64, 40)]
+SHAPES += [(37, 40, 50)]  # 74,000 multiply-adds: above PARALLEL_WORK
 
 
 @pytest.mark.parametrize("dt", ["f32", "f64", "i32"])
@@ -37,6 +40,11 @@ def test_dot_at_every_remainder(dt: str):
         assert got.shape == (m, n)
         # small integers: every product and partial sum is exact in any order
         np.testing.assert_array_equal(got, a @ b)
+
+
+def test_the_sizes_fall_on_both_sides_of_the_threads_threshold():
+    assert 37 * 40 * 50 >= PARALLEL_WORK > 13 * 7 * 33
+    assert 300 * 129 >= PARALLEL_WORK > 40 * 17
 
 
 def test_f32_dot_within_tolerance():
@@ -69,7 +77,7 @@ def _chain(x: np.ndarray, b: np.ndarray, s: np.ndarray) -> np.ndarray:
     return ((np.exp(x) * np.float32(0.5) + b) * s).sum(axis=1)
 
 
-@pytest.mark.parametrize("n,k", [(1, 1), (3, 5), (40, 17), (0, 4)])
+@pytest.mark.parametrize("n,k", [(1, 1), (3, 5), (40, 17), (0, 4), (300, 129)])
 def test_fused_chain_into_a_reduction(n: int, k: int):
     rng = np.random.default_rng(n + k)
     args = [
@@ -95,10 +103,12 @@ def test_optimized_and_plain_lowerings_agree_bit_for_bit():
 
 
 def test_fusion_leaves_one_buffer_per_materialized_value():
-    """exp, both multiplies and the add read through to the reduction: no buffer."""
+    """exp, both multiplies and the add read through to the reduction: no buffer, one
+    store (the result's) in each of the nest's two versions (on threads or not)."""
     module = dlc.compile(CHAIN)
-    stats = module.stats("f")
-    assert stats["heap_buffers"] == 0 and stats["loop_nests"] == 1
+    assert module.stats("f")["heap_buffers"] == 0
+    text = module.ir("loop")
+    assert text.count("loop.store") == 2 and text.count("loop.if") == 1
 
 
 def test_pass_options_default_to_the_plain_lowering():
