@@ -80,9 +80,7 @@ def _chain(x: np.ndarray, b: np.ndarray, s: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize("n,k", [(1, 1), (3, 5), (40, 17), (0, 4), (300, 129)])
 def test_fused_chain_into_a_reduction(n: int, k: int):
     rng = np.random.default_rng(n + k)
-    args = [
-        rng.standard_normal(shape).astype(np.float32) for shape in [(n, k), (1, k), (n, 1)]
-    ]
+    args = [rng.standard_normal(shape).astype(np.float32) for shape in [(n, k), (1, k), (n, 1)]]
     got = dlc.compile(CHAIN).f(*args)
     np.testing.assert_allclose(got, _chain(*args), rtol=1e-5, atol=1e-5)
 
