@@ -1,4 +1,4 @@
-"""Rank-2 `dot` over run-time extents for `lower-graph-to-loop{optimize=true}`: the
+"""`dot` over run-time extents for `lower-graph-to-loop{optimize=true}`: the
 result in tiles of `ROWS` x `COLS` elements summed in registers, the row blocks a
 parallel loop over a run-time trip count, the rows and columns left over (fewer than a
 tile: run-time remainders) in tiles of one row and one column.
@@ -62,18 +62,31 @@ class DotEmitter:
         assert isinstance(lhs, TensorType) and isinstance(rhs, TensorType)
         assert isinstance(t, TensorType)
         self.lhs, self.rhs, self.t = lhs, rhs, t
-        vectors = t.dt in LANE_BYTES and op.rhs in buffers and rhs.dims[1] == t.dims[1]
+        self.batch: list[SSAValue] = []  # the batch indices of a batched product
+        vectors = t.dt in LANE_BYTES and op.rhs in buffers and rhs.dims[-1] == t.dims[-1]
         self.lanes = target.vector_bytes // LANE_BYTES[t.dt] if vectors else 0
         self.rows = VECTOR_ROWS if self.lanes else ROWS
         self.cols = VECTORS * self.lanes if self.lanes else COLS
 
     def emit(self, parallel: bool) -> None:
+        """A batched product: a loop over the batch (in parallel) around one product
+        a step."""
+        batch = self.t.dims[:-2]
+        if not batch:
+            self.product(parallel)
+            return
+        ivs, fors, _ = self.nest.open_loops([self.nest.extent(d) for d in batch], parallel=parallel)
+        self.batch = ivs
+        self.product(False)
+        self.nest.close_loops(fors)
+
+    def product(self, parallel: bool) -> None:
         """Column tiles over all rows (in parallel), then the columns left over in
         row blocks (in parallel), then the corner: each `rhs` panel of a tile's
         columns stays in cache while the row blocks pass over it. A part a static
         extent leaves empty is not emitted."""
         nest = self.nest
-        self.extents = [nest.extent(d) for d in self.t.dims]
+        self.extents = [nest.extent(d) for d in self.t.dims[-2:]]
         self.blocks = [
             nest.emit(arith.DivUIOp(e, nest.index_const(size)))
             for e, size in zip(self.extents, (self.rows, self.cols), strict=True)
@@ -83,7 +96,8 @@ class DotEmitter:
             for b, size in zip(self.blocks, (self.rows, self.cols), strict=True)
         ]
         (full_rows, rest_rows), (full_cols, rest_cols) = (
-            _parts(d, size) for d, size in zip(self.t.dims, (self.rows, self.cols), strict=True)
+            _parts(d, size)
+            for d, size in zip(self.t.dims[-2:], (self.rows, self.cols), strict=True)
         )
         if full_cols:
             self.column_tiles(full_rows, rest_rows, parallel)
@@ -137,26 +151,26 @@ class DotEmitter:
         if lanes:
             zero = nest.emit(loop.BroadcastOp(zero, lanes))
         count = len(rows) * len(cols)
-        k_loop = loop.ForOp(nest.zero, nest.extent(self.lhs.dims[1]), nest.one, [zero] * count)
+        k_loop = loop.ForOp(nest.zero, nest.extent(self.lhs.dims[-1]), nest.one, [zero] * count)
         nest.builder.insert(k_loop)
         after = nest.builder.insertion_point
         nest.builder.insertion_point = InsertPoint.at_end(k_loop.body.block)
         k = k_loop.iv
-        scales = [self.read(self.op.lhs, [i, k], self.lhs.dims) for i in rows]
+        scales = [self.read(self.op.lhs, [*self.batch, i, k], self.lhs.dims) for i in rows]
         if lanes:
             scales = [nest.emit(loop.BroadcastOp(a, lanes)) for a in scales]
             rhs = self.buffers[self.op.rhs]
-            at = [nest.index(self.rhs, [k, j], self.rhs.dims) for j in cols]
+            at = [nest.index(self.rhs, [*self.batch, k, j], self.rhs.dims) for j in cols]
             elements = [nest.emit(loop.VLoadOp(rhs, [i], lanes)) for i in at]
         else:
-            elements = [self.read(self.op.rhs, [k, j], self.rhs.dims) for j in cols]
+            elements = [self.read(self.op.rhs, [*self.batch, k, j], self.rhs.dims) for j in cols]
         pairs = ((a, b) for a in scales for b in elements)
         sums = [self.multiply_add(acc, a, b) for acc, (a, b) in zip(k_loop.iter_args, pairs)]
         nest.builder.insert(loop.YieldOp(*sums))
         nest.builder.insertion_point = after
         points = [(i, j) for i in rows for j in cols]
         for (i, j), value in zip(points, k_loop.res, strict=True):
-            at = nest.index(t, [i, j], t.dims)
+            at = nest.index(t, [*self.batch, i, j], t.dims)
             if lanes:
                 nest.builder.insert(loop.VStoreOp(value, self.out, [at]))
             else:

@@ -12,7 +12,13 @@ from dlc.dialects.graph_elementwise import BinaryOp, DataTypeCastOp, NotOp, Sele
 from dlc.dialects.graph_literal import is_scalar_lit, scalar_value
 from dlc.dialects.graph_reduction import ReduceOp
 from dlc.dialects.graph_symbolic import first_symbol
-from dlc.dialects.graph_tensor import DotOp, PadShapeOp, ShapeCastOp, SqueezeShapeOp
+from dlc.dialects.graph_tensor import (
+    DotOp,
+    PadShapeOp,
+    ShapeCastOp,
+    SqueezeShapeOp,
+    TransposeOp,
+)
 from dlc.dialects.graph_types import FunctionType, TensorType, format_type
 from dlc.lowering.graph_to_loop.dot import DotEmitter
 from dlc.lowering.graph_to_loop.fusion import flat_leaves, fused_producers, is_flat
@@ -124,7 +130,7 @@ class FunctionLowering:
             self.alias(op.results[0], op.operands[0])
         elif op.results and op.results[0] in self.fused:
             return  # computed at its user's reads
-        elif isinstance(op, (*ELEMENTWISE, DotOp, ReduceOp)):
+        elif isinstance(op, (*ELEMENTWISE, DotOp, ReduceOp, TransposeOp)):
             self.lower_compute(op, self.destination(op, returned))
         else:
             raise self.unsupported(op)
@@ -164,6 +170,8 @@ class FunctionLowering:
         try:
             if isinstance(op, DotOp):
                 self.lower_dot(op, out)
+            elif isinstance(op, TransposeOp):
+                self.lower_transpose(op, out)
             elif isinstance(op, ReduceOp):
                 self.lower_reduce(op, out)
             else:
@@ -257,34 +265,48 @@ class FunctionLowering:
         return value
 
     def lower_dot(self, op: DotOp, out: SSAValue) -> None:
-        """`out[i, j] = 0 + lhs[i, 0] * rhs[0, j] + lhs[i, 1] * rhs[1, j] + ...`: rows
-        of `out` accumulate in place, k outside j (unit-stride inner loops over `rhs` and
-        `out` rows), each element summed in k order as a k-innermost loop would."""
+        """`out[b, i, j] = 0 + lhs[b, i, 0] * rhs[b, 0, j] + lhs[b, i, 1] * rhs[b, 1, j] +
+        ...` for each batch index `b` (none for rank 2): rows of `out` accumulate in
+        place, k outside j (unit-stride inner loops over `rhs` and `out` rows), each
+        element summed in k order as a k-innermost loop would."""
         nest = self.nest
-        if self.optimize:
-            lhs, t = op.lhs.type, op.result.type
-            assert isinstance(lhs, TensorType) and isinstance(t, TensorType)
-            work = [*lhs.dims, t.dims[1]]  # multiply-adds: rows x inner x columns
-            dot = DotEmitter(nest, op, out, self.read, self.values, (self.fma, self.target))
-            nest.threads(work, dot.emit)
-            self.values[op.result] = out
-            return
         lhs, rhs, t = op.lhs.type, op.rhs.type, op.result.type
         assert isinstance(lhs, TensorType) and isinstance(rhs, TensorType)
         assert isinstance(t, TensorType)
-        (i,), rows, _ = nest.open_loops([nest.extent(t.dims[0])])
-        (j,), zeros, _ = nest.open_loops([nest.extent(t.dims[1])])
-        nest.store(nest.scalars.const(0, t.dt), out, nest.index(t, [i, j], t.dims), t.dt)
+        self.values[op.result] = out
+        if self.optimize:
+            work = [*lhs.dims, t.dims[-1]]  # multiply-adds: batch x rows x inner x columns
+            dot = DotEmitter(nest, op, out, self.read, self.values, (self.fma, self.target))
+            nest.threads(work, dot.emit)
+            return
+        batch, outer, _ = nest.open_loops([nest.extent(d) for d in t.dims[:-2]])
+        (i,), rows, _ = nest.open_loops([nest.extent(t.dims[-2])])
+        (j,), zeros, _ = nest.open_loops([nest.extent(t.dims[-1])])
+        zero = nest.scalars.const(0, t.dt)
+        nest.store(zero, out, nest.index(t, [*batch, i, j], t.dims), t.dt)
         nest.close_loops(zeros)
-        (k, j), inner, _ = nest.open_loops([nest.extent(lhs.dims[1]), nest.extent(t.dims[1])])
-        a = self.read(op.lhs, [i, k], lhs.dims)
-        b = self.read(op.rhs, [k, j], rhs.dims)
-        at = nest.index(t, [i, j], t.dims)
+        (k, j), inner, _ = nest.open_loops([nest.extent(lhs.dims[-1]), nest.extent(t.dims[-1])])
+        a = self.read(op.lhs, [*batch, i, k], lhs.dims)
+        b = self.read(op.rhs, [*batch, k, j], rhs.dims)
+        at = nest.index(t, [*batch, i, j], t.dims)
         acc = nest.load(out, at, t.dt)
         product = nest.scalars.binary("multiply", t.dt, a, b)
         nest.store(nest.scalars.binary("add", t.dt, acc, product), out, at, t.dt)
-        nest.close_loops(inner)
-        nest.close_loops(rows)
+        nest.close_loops([*outer, *rows, *inner])
+
+    def lower_transpose(self, op: TransposeOp, out: SSAValue) -> None:
+        """`out[i0, ..., ik] = x[ik, ..., i0]`: a nest over the result's dimensions."""
+        x, t = op.operand.type, op.result.type
+        assert isinstance(x, TensorType) and isinstance(t, TensorType)
+        nest = self.nest
+
+        def permute(parallel: bool) -> None:
+            ivs, fors, _ = nest.open_loops([nest.extent(d) for d in t.dims], parallel=parallel)
+            value = self.read(op.operand, ivs[::-1], x.dims)
+            nest.store(value, out, nest.index(t, ivs, t.dims), t.dt)
+            nest.close_loops(fors)
+
+        nest.threads(t.dims if self.optimize else None, permute)
         self.values[op.result] = out
 
     def lower_reduce(self, op: ReduceOp, out: SSAValue) -> None:

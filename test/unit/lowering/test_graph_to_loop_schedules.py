@@ -112,3 +112,49 @@ def test_fusion_leaves_one_buffer_per_materialized_value():
 def test_pass_options_default_to_the_plain_lowering():
     assert make_pass("lower-graph-to-loop").optimize is False
     assert make_pass("lower-graph-to-loop", optimize=True).optimize is True
+
+
+TRANSPOSE = """\
+module "t"
+stage raw
+
+func @f: (<%n x 3 x %m x f32>) -> <%m x 3 x %n x f32> {
+'entry(%x: <%n x 3 x %m x f32>):
+    %t = transpose %x: <%n x 3 x %m x f32>
+    return %t: <%m x 3 x %n x f32>
+}
+"""
+
+
+@pytest.mark.parametrize("opt_level", [0, 2])
+def test_transpose_at_several_sizes(opt_level: int):
+    module = dlc.compile(TRANSPOSE, opt_level=opt_level, num_threads=2)
+    rng = np.random.default_rng(5)
+    for n, m in [(1, 1), (2, 5), (0, 3), (70, 200)]:  # the last above PARALLEL_WORK
+        x = rng.standard_normal((n, 3, m)).astype(np.float32)
+        np.testing.assert_array_equal(module.f(x), x.transpose())
+
+
+BATCHED_DOT = """\
+module "b"
+stage raw
+
+func @f: (<%h x %s x 8 x DT>, <%h x 8 x %t x DT>) -> <%h x %s x %t x DT> {
+'entry(%a: <%h x %s x 8 x DT>, %b: <%h x 8 x %t x DT>):
+    %c = dot %a: <%h x %s x 8 x DT>, %b: <%h x 8 x %t x DT>
+    return %c: <%h x %s x %t x DT>
+}
+"""
+
+
+@pytest.mark.parametrize(("dt", "opt_level"), [("f64", 2), ("i32", 2), ("f64", 0)])
+def test_batched_dot_at_several_sizes(dt: str, opt_level: int):
+    module = dlc.compile(BATCHED_DOT.replace("DT", dt), opt_level=opt_level, num_threads=2)
+    rng = np.random.default_rng(9)
+    numpy_dt = {"f64": np.float64, "i32": np.int32}[dt]
+    for h, s, t in [(1, 1, 1), (3, 7, 17), (2, 0, 4), (12, 40, 64)]:
+        a = rng.integers(-4, 5, (h, s, 8)).astype(numpy_dt)
+        b = rng.integers(-4, 5, (h, 8, t)).astype(numpy_dt)
+        got = module.f(a, b)
+        assert got.shape == (h, s, t)
+        np.testing.assert_array_equal(got, a @ b)  # small integers: exact in any order
