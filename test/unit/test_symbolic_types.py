@@ -75,7 +75,10 @@ def test_reduce_drops_the_axis_and_keeps_the_name():
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ("reverse %x: <%n x 4 x f32> along 0", "reverse: not supported yet with symbolic dimension %n"),
+        (
+            "reverse %x: <%n x 4 x f32> along 0",
+            "reverse: not supported yet with symbolic dimension %n",
+        ),
         ("literal 0.0: <%n x 4 x f32>", "literal: not supported yet with symbolic dimension %n"),
         (
             "reduce %x: <%n x 4 x f32> by subtract init 0: f32 along 1",
