@@ -6,7 +6,9 @@ checks every other use against that: a mismatch is a `ShapeError` located at the
 function, naming the dimension, the two parameters and the two sizes. Nothing native
 runs before the checks pass. The native function (`lower-graph-to-loop`) takes the
 buffers, then the sizes (`int64`, in `Signature.symbols` order), then the output, whose
-shape is computed here from the bound sizes.
+shape is computed here from the bound sizes. Buffers sized at run time take the call
+context's arena when they fit (the heap otherwise); the arena grows after a call to
+what the call wanted, so repeated calls at a size allocate nothing.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from dlc.diagnostics import DiagnosticError, Location
-from dlc.dialects.abi import function_symbol
+from dlc.dialects.abi import CTX_ARENA_TOP, function_symbol
 from dlc.dtypes import NUMPY_DTYPES
 from dlc.runtime.context import Contexts
 from dlc.runtime.fastcall import array_address
@@ -150,6 +152,7 @@ class SymbolicFunction:
         ctx = self._contexts.current or self._contexts.get()
         ctx.reset()
         self._native(ctx.address, *map(array_address, (*arrays, values, output)))
+        ctx.fit_arena(int(ctx.words[CTX_ARENA_TOP]) - ctx.arena_base)
         if ctx.status.value:
             if self._messages is None:
                 ctx.reset()
