@@ -23,18 +23,23 @@ class LowerGraphToLoopPass(ModulePass):
 
     Input: a verified graph module whose functions use only the symbolic subset
     (`dlc.dialects.graph_symbolic`): element-wise ops with broadcasting, `dataTypeCast`,
-    `reduce` with a built-in combinator, rank-2 `dot`, literals, shape-only ops. Output: one
-    `loop.func @f(%params..., %sizes: memref<Kxi64>, %out)` per function: tensors are flat
-    row-major buffers (`memref<?xT>` when a dimension is symbolic), every op one loop
-    nest whose trip counts are constants or the sizes in `%sizes`, intermediates
-    `loop.alloc_sized` from the heap and freed before `loop.return`. Anything else is a
-    located "not supported yet" error. The tensor level (schedules, tiles, vectors) is
-    not used yet: one compile serves every size. With `optimize` (the pipeline's at
-    opt_level >= 1) element-wise chains are fused into their user's nest (one flat loop
-    where nothing broadcasts), outer loops are parallel over run-time trip counts and
-    `dot` sums tiles in registers, vectors of `target`'s width for f32 and f64 (`graph_to_loop/fusion.py`, `dot.py`);
-    results are the same, element for element, up to `fma` (products and sums in a
-    `dot` may fuse).
+    `reduce` with a built-in combinator, `dot` (batched too), `transpose`, literals,
+    shape-only ops. Output: one `loop.func @f(%params..., %sizes: memref<Kxi64>, %out)`
+    per function: tensors are flat row-major buffers (`memref<?xT>` when a dimension is
+    symbolic), every op one loop nest whose trip counts are constants or the sizes in
+    `%sizes`, intermediates `loop.alloc_sized` and freed before `loop.return`. Anything
+    else is a located "not supported yet" error. The tensor level is not used yet: one
+    compile serves every size.
+
+    With `optimize` (the pipeline's at opt_level >= 1): element-wise chains fused into
+    their user's nest (one flat loop where nothing broadcasts), outer loops parallel over
+    run-time trip counts (each nest twice under a `loop.if`: on threads from
+    `PARALLEL_WORK` elements), broadcast operands loaded before the innermost loop,
+    float sums over the last axis reassociable, `dot` in register tiles with run-time
+    remainders, vectors of the width of `target` (an LLVM CPU model, `host` by default;
+    `triple` for another architecture) for f32 and f64 (`graph_to_loop/fusion.py`,
+    `dot.py`). Values are the plain lowering's except for reassociated sums and, with
+    `fma`, fused multiply-adds in a `dot`.
     """
 
     name = "lower-graph-to-loop"
