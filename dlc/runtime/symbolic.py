@@ -76,6 +76,13 @@ class SymbolicFunction:
             for dt, dims in sig.args
         ]
         self._output_dtype = np.dtype(NUMPY_DTYPES[sig.output[0]])
+        # every use of a symbolic dimension: (parameter, axis, name), in parameter order
+        self._uses = [
+            (i, axis, d)
+            for i, (_, dims) in enumerate(sig.args)
+            for axis, d in enumerate(dims)
+            if isinstance(d, str)
+        ]
 
     def __repr__(self) -> str:
         return f"<dlc symbolic function @{self.name}>"
@@ -87,8 +94,11 @@ class SymbolicFunction:
             and value.dtype is dtype
             and value.ndim == rank
             and value.flags.c_contiguous
-            and all(value.shape[a] == d for a, d in static)
         ):
+            shape = value.shape
+            for a, d in static:
+                if shape[a] != d:
+                    return self._converted(i, value)  # its error names the dimension
             return value
         return self._converted(i, value)
 
@@ -119,22 +129,23 @@ class SymbolicFunction:
     def bind(self, arrays: list[np.ndarray]) -> dict[str, int]:
         """The size of each symbolic dimension; `ShapeError` where two uses differ."""
         sizes: dict[str, int] = {}
-        first: dict[str, tuple[str, int]] = {}
-        for param, (_, dims), array in zip(self.sig.params, self.sig.args, arrays, strict=True):
-            for axis, d in enumerate(dims):
-                if not isinstance(d, str):
-                    continue
-                got = int(array.shape[axis])
-                if d not in sizes:
-                    sizes[d], first[d] = got, (param, axis)
-                elif sizes[d] != got:
-                    where, at = first[d]
-                    raise ShapeError(
-                        f"@{self.name}: symbolic dimension %{d} is {sizes[d]} in %{where} "
-                        f"(dimension {at}) but {got} in %{param} (dimension {axis})",
-                        self.sig.location,
-                    )
+        for i, axis, d in self._uses:
+            got = arrays[i].shape[axis]
+            known = sizes.setdefault(d, got)
+            if known != got:
+                raise self._mismatch(d, known, got, (i, axis))
         return sizes
+
+    def _mismatch(self, d: str, known: int, got: int, place: tuple[int, int]) -> ShapeError:
+        """The error of symbolic dimension `d`, first `known`, `got` at `place`
+        (parameter, axis)."""
+        where, at = next((self.sig.params[j], a) for j, a, name in self._uses if name == d)
+        i, axis = place
+        return ShapeError(
+            f"@{self.name}: symbolic dimension %{d} is {known} in %{where} "
+            f"(dimension {at}) but {got} in %{self.sig.params[i]} (dimension {axis})",
+            self.sig.location,
+        )
 
     def __call__(self, *args: object) -> np.ndarray:
         if len(args) != len(self.sig.args):
