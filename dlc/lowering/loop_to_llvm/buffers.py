@@ -144,11 +144,8 @@ class BufferEmitter(ContextEmitter):
                 self.values[op.res] = self.trap_if_null(self.emit(call), op, size)
             case loop.AllocSizedOp():
                 self.values[op.res] = self.sized_alloc(op)
-            case loop.DeallocOp() if isinstance(op.buffer.owner, loop.AllocSizedOp):
-                self.sized_free(op)
             case loop.DeallocOp():
-                self.declare("free", [PTR], llvm.LLVMVoidType())
-                self.emit(llvm.CallOp("free", self.get(op.buffer)))
+                self.dealloc(op)
             case loop.ConstBufferOp():
                 self.values[op.res] = self.constant_data(op.value, op.res.type)
             case loop.ConstCopyOp():
@@ -197,6 +194,14 @@ class BufferEmitter(ContextEmitter):
         self.emit(llvm.BrOp(done, pointer))
         self.start(done)
         return done.args[0]
+
+    def dealloc(self, op: loop.DeallocOp) -> None:
+        """`free` the buffer (one of `sized_alloc`: `sized_free`)."""
+        if isinstance(op.buffer.owner, loop.AllocSizedOp):
+            self.sized_free(op)
+            return
+        self.declare("free", [PTR], llvm.LLVMVoidType())
+        self.emit(llvm.CallOp("free", self.get(op.buffer)))
 
     def sized_free(self, op: loop.DeallocOp) -> None:
         """Free a `sized_alloc` buffer that came from the heap (one in the arena goes
