@@ -237,7 +237,15 @@ def symbolic_steps(options: Options) -> list[Step]:
     (the first slice of dynamic shapes: no graph optimizer, no tensor level yet), then
     the loop level's passes and lowering as for any module."""
     loop_passes = [Step("loop", p, False) for p in level_passes("loop", options)]
-    first = Step("graph", make_pass("lower-graph-to-loop"), True)
+    optimize = options.opt_level >= 1
+    lowering_ = make_pass(
+        "lower-graph-to-loop",
+        optimize=optimize,
+        fma=options.contract,
+        target=options.target_cpu,
+        triple=options.triple,
+    )
+    first = Step("graph", lowering_, True)
     return [first, *loop_passes, Step("loop", lowering("loop", options), True)]
 
 

@@ -5,7 +5,7 @@ A symbolic dimension `%n` (`TensorType(("n", 4), "f32")`) is bound when the func
 called, from the shapes of its arguments; within a function equal names are equal
 sizes. The first slice of dynamic shapes accepts them in element-wise ops (broadcasting
 against 1s and scalars), `dataTypeCast`, reductions over listed axes with a built-in
-combinator, rank-2 `dot` and `return`: everything else with a symbolic dimension is a
+combinator, `dot` of rank 2 or more (batched), `transpose` and `return`: everything else with a symbolic dimension is a
 located "not supported yet" error when the program is parsed.
 """
 
@@ -29,7 +29,7 @@ ELEMENTWISE = frozenset(
 
 REDUCERS = frozenset({"add", "multiply", "min", "max"})
 
-SUBSET = ELEMENTWISE | {"dot", "reduce", "return", "padShape", "squeezeShape"}
+SUBSET = ELEMENTWISE | {"dot", "reduce", "return", "padShape", "squeezeShape", "transpose"}
 """Every opcode that may see a symbolic dimension (`unsupported` checks the details)."""
 
 
@@ -49,10 +49,10 @@ def unsupported(
     symbol = first_symbol(types)
     if symbol is None:
         return None
-    if opcode in ELEMENTWISE or opcode in ("padShape", "squeezeShape", "return"):
+    if opcode in ELEMENTWISE or opcode in ("padShape", "squeezeShape", "return", "transpose"):
         return None
-    if opcode == "dot" and all(isinstance(t, TensorType) and t.rank == 2 for t in types):
-        return None
+    if opcode == "dot" and all(isinstance(t, TensorType) and t.rank >= 2 for t in types):
+        return None  # (batched) matrix products; vector · vector is a scalar result
     combinator = props.get("combinator")
     if opcode == "reduce" and isinstance(combinator, StringAttr):
         if combinator.data in REDUCERS and len(types) == 2:

@@ -362,7 +362,14 @@ def mark_reassociable(op: ComputeOp, value: SSAValue) -> SSAValue:
     `min`/`max` (`maximumf`/`minimumf`, NaN-propagating) and integer combines are
     associative already and vectorize without flags; other combines are left alone.
     """
-    combine = value.owner
-    if isinstance(combine, arith.AddfOp | arith.MulfOp) and contiguous_reduction(op):
-        combine.fastmath = _with_flag(combine.fastmath, FastMathFlag.REASSOC)
+    if contiguous_reduction(op):
+        reassociate(value)
     return value
+
+
+def reassociate(value: SSAValue) -> None:
+    """`reassoc` on the float `add` / `multiply` producing `value` (the combine of a
+    contiguous reduction: `mark_reassociable` says why and its error bound)."""
+    combine = value.owner
+    if isinstance(combine, arith.AddfOp | arith.MulfOp):
+        combine.fastmath = _with_flag(combine.fastmath, FastMathFlag.REASSOC)

@@ -84,6 +84,20 @@ class CallContext:
         if self.requested_threads > 1:  # steps down to 1 while the cores are contended
             GOVERNOR.watch(self)
 
+    def fit_arena(self, nbytes: int) -> None:
+        """Grow the arena to hold `nbytes` (what the last call's buffers sized at run
+        time wanted: they take the arena when they fit, the heap otherwise)."""
+        if nbytes <= len(self.arena) - ARENA_ALIGN:
+            return
+        try:
+            arena = np.empty(nbytes + ARENA_ALIGN, np.uint8)
+        except MemoryError:  # the heap keeps serving what does not fit
+            return
+        self.arena = arena
+        base = int(arena.ctypes.data)
+        self.arena_base = (base + ARENA_ALIGN - 1) // ARENA_ALIGN * ARENA_ALIGN
+        self.reset()
+
     def set_threads(self, threads: int) -> None:
         """The thread count of this context's next parallel loops (the load governor's)."""
         self.words[abi.CTX_THREADS] = threads

@@ -60,6 +60,22 @@ ARRAY_LAYOUT = _array_layout()
 DATA_OFFSET = ARRAY_LAYOUT.data if ARRAY_LAYOUT is not None else None
 
 
+def _data_field(array: np.ndarray) -> int | None:
+    assert DATA_OFFSET is not None
+    return ctypes.c_void_p.from_address(id(array) + DATA_OFFSET).value
+
+
+def _ctypes_data(array: np.ndarray) -> int | None:
+    return array.ctypes.data
+
+
+array_address: Callable[[np.ndarray], int | None] = (
+    _data_field if DATA_OFFSET is not None else _ctypes_data
+)
+"""The address of an array's data: read from its `PyArrayObject` where the probed
+layout holds (a few times cheaper than `ndarray.ctypes.data`), else through NumPy."""
+
+
 def _supported() -> bool:
     return (
         sys.implementation.name == "cpython"

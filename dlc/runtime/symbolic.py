@@ -6,7 +6,9 @@ checks every other use against that: a mismatch is a `ShapeError` located at the
 function, naming the dimension, the two parameters and the two sizes. Nothing native
 runs before the checks pass. The native function (`lower-graph-to-loop`) takes the
 buffers, then the sizes (`int64`, in `Signature.symbols` order), then the output, whose
-shape is computed here from the bound sizes.
+shape is computed here from the bound sizes. Buffers sized at run time take the call
+context's arena when they fit (the heap otherwise); the arena grows after a call to
+what the call wanted, so repeated calls at a size allocate nothing.
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ from typing import Any
 import numpy as np
 
 from dlc.diagnostics import DiagnosticError, Location
-from dlc.dialects.abi import function_symbol
+from dlc.dialects.abi import CTX_ARENA_TOP, function_symbol
 from dlc.dtypes import NUMPY_DTYPES
 from dlc.runtime.context import Contexts
+from dlc.runtime.fastcall import array_address
 from dlc.runtime.jit import JITModule
 from dlc.runtime.module import CompiledModule
 from dlc.runtime.native import Messages
@@ -63,11 +66,44 @@ class SymbolicFunction:
         self._contexts = contexts
         self._messages = messages
         self.sizes_called: set[tuple[int, ...]] = set()
+        # per parameter: its dtype, rank and (axis, extent) of every static dimension
+        self._checks = [
+            (
+                np.dtype(NUMPY_DTYPES[dt]),
+                len(dims),
+                [(a, d) for a, d in enumerate(dims) if isinstance(d, int)],
+            )
+            for dt, dims in sig.args
+        ]
+        self._output_dtype = np.dtype(NUMPY_DTYPES[sig.output[0]])
+        # every use of a symbolic dimension: (parameter, axis, name), in parameter order
+        self._uses = [
+            (i, axis, d)
+            for i, (_, dims) in enumerate(sig.args)
+            for axis, d in enumerate(dims)
+            if isinstance(d, str)
+        ]
 
     def __repr__(self) -> str:
         return f"<dlc symbolic function @{self.name}>"
 
     def _array(self, i: int, value: object) -> np.ndarray:
+        dtype, rank, static = self._checks[i]
+        if (  # fast path: an ndarray of the exact dtype and rank, C-contiguous
+            type(value) is np.ndarray
+            and value.dtype is dtype
+            and value.ndim == rank
+            and value.flags.c_contiguous
+        ):
+            shape = value.shape
+            for a, d in static:
+                if shape[a] != d:
+                    return self._converted(i, value)  # its error names the dimension
+            return value
+        return self._converted(i, value)
+
+    def _converted(self, i: int, value: object) -> np.ndarray:
+        """Argument `i` converted to its parameter's dtype, or the error naming it."""
         dt, dims = self.sig.args[i]
         param = self.sig.params[i]
         array = np.asarray(value)
@@ -93,22 +129,23 @@ class SymbolicFunction:
     def bind(self, arrays: list[np.ndarray]) -> dict[str, int]:
         """The size of each symbolic dimension; `ShapeError` where two uses differ."""
         sizes: dict[str, int] = {}
-        first: dict[str, tuple[str, int]] = {}
-        for param, (_, dims), array in zip(self.sig.params, self.sig.args, arrays, strict=True):
-            for axis, d in enumerate(dims):
-                if not isinstance(d, str):
-                    continue
-                got = int(array.shape[axis])
-                if d not in sizes:
-                    sizes[d], first[d] = got, (param, axis)
-                elif sizes[d] != got:
-                    where, at = first[d]
-                    raise ShapeError(
-                        f"@{self.name}: symbolic dimension %{d} is {sizes[d]} in %{where} "
-                        f"(dimension {at}) but {got} in %{param} (dimension {axis})",
-                        self.sig.location,
-                    )
+        for i, axis, d in self._uses:
+            got = arrays[i].shape[axis]
+            known = sizes.setdefault(d, got)
+            if known != got:
+                raise self._mismatch(d, known, got, (i, axis))
         return sizes
+
+    def _mismatch(self, d: str, known: int, got: int, place: tuple[int, int]) -> ShapeError:
+        """The error of symbolic dimension `d`, first `known`, `got` at `place`
+        (parameter, axis)."""
+        where, at = next((self.sig.params[j], a) for j, a, name in self._uses if name == d)
+        i, axis = place
+        return ShapeError(
+            f"@{self.name}: symbolic dimension %{d} is {known} in %{where} "
+            f"(dimension {at}) but {got} in %{self.sig.params[i]} (dimension {axis})",
+            self.sig.location,
+        )
 
     def __call__(self, *args: object) -> np.ndarray:
         if len(args) != len(self.sig.args):
@@ -119,14 +156,14 @@ class SymbolicFunction:
         arrays = [self._array(i, a) for i, a in enumerate(args)]
         sizes = self.bind(arrays)
         values = np.array([sizes[s] for s in self.sig.symbols] or [0], np.int64)
-        dt, dims = self.sig.output
+        dims = self.sig.output[1]
         shape = tuple(sizes[d] if isinstance(d, str) else d for d in dims)
-        output = np.empty(shape, NUMPY_DTYPES[dt])
-        self.sizes_called.add(tuple(int(v) for v in values))
-        ctx = self._contexts.get()
+        output = np.empty(shape, self._output_dtype)
+        self.sizes_called.add(tuple(sizes[s] for s in self.sig.symbols))
+        ctx = self._contexts.current or self._contexts.get()
         ctx.reset()
-        pointers = [a.ctypes.data for a in (*arrays, values, output)]
-        self._native(ctx.address, *pointers)
+        self._native(ctx.address, *map(array_address, (*arrays, values, output)))
+        ctx.fit_arena(int(ctx.words[CTX_ARENA_TOP]) - ctx.arena_base)
         if ctx.status.value:
             if self._messages is None:
                 ctx.reset()

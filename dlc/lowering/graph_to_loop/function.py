@@ -12,14 +12,25 @@ from dlc.dialects.graph_elementwise import BinaryOp, DataTypeCastOp, NotOp, Sele
 from dlc.dialects.graph_literal import is_scalar_lit, scalar_value
 from dlc.dialects.graph_reduction import ReduceOp
 from dlc.dialects.graph_symbolic import first_symbol
-from dlc.dialects.graph_tensor import DotOp, PadShapeOp, ShapeCastOp, SqueezeShapeOp
+from dlc.dialects.graph_tensor import (
+    DotOp,
+    PadShapeOp,
+    ShapeCastOp,
+    SqueezeShapeOp,
+    TransposeOp,
+)
 from dlc.dialects.graph_types import FunctionType, TensorType, format_type
+from dlc.lowering.graph_to_loop.dot import DotEmitter
+from dlc.lowering.graph_to_loop.fusion import flat_leaves, fused_producers, is_flat
 from dlc.lowering.graph_to_loop.literals import dense_data, literal_bytes
-from dlc.lowering.graph_to_loop.nests import NestEmitter, buffer_type
-from dlc.lowering.scalar_ops import Unsupported
+from dlc.lowering.graph_to_loop.nests import NestEmitter, buffer_type, localize_constants
+from dlc.lowering.scalar_ops import Unsupported, reassociate
+from dlc.target import Target
 
 ELEMENTWISE = (UnaryOp, BinaryOp, NotOp, SelectOp, DataTypeCastOp)
 ALIASES = (PadShapeOp, SqueezeShapeOp, ShapeCastOp)
+Space = tuple[int | str, ...] | None
+"""The dimensions of an iteration space, or None for one flat loop over the elements."""
 
 
 def function_symbols(ftype: FunctionType) -> list[str]:
@@ -34,10 +45,21 @@ def function_symbols(ftype: FunctionType) -> list[str]:
 
 class FunctionLowering:
     """One graph function -> one `loop.func @f(%params..., %sizes, %out)`; `%sizes` is
-    a `memref<Kxi64>` of the symbolic dimensions' values (`function_symbols` order)."""
+    a `memref<Kxi64>` of the symbolic dimensions' values (`function_symbols` order).
+    `optimize`: fused element-wise chains (`fusion.py`), parallel outer loops, row
+    blocks in `dot` (`dot.py`); `fma`: products and sums in a `dot` may fuse; `target`: the vector width of its tiles."""
 
-    def __init__(self, func: graph.FuncOp) -> None:
+    def __init__(
+        self,
+        func: graph.FuncOp,
+        optimize: bool = False,
+        fma: bool = False,
+        target: Target | None = None,
+    ) -> None:
         self.func = func
+        self.optimize = optimize
+        self.fma = fma
+        self.target = target or Target()
         ftype = func.function_type
         self.ftype = ftype
         symbols = function_symbols(ftype)
@@ -58,6 +80,8 @@ class FunctionLowering:
         self.values: dict[SSAValue, SSAValue] = {}  # graph value -> buffer
         self.consts: dict[SSAValue, SSAValue] = {}  # graph scalar literal -> constant
         self.owned: list[SSAValue] = []
+        self.fused: dict[SSAValue, Operation] = {}  # computed where their user reads them
+        self.hoisted: dict[SSAValue, SSAValue] = {}  # loaded before the innermost loop
 
     def lower(self) -> loop.FuncOp:
         blocks = list(self.func.body.blocks)
@@ -75,12 +99,16 @@ class FunctionLowering:
         for arg, buffer in zip(blocks[0].args, self.block.args, strict=False):
             self.values[arg] = buffer
         returned = blocks[0].last_op
+        if self.optimize:
+            self.fused = fused_producers(blocks[0])
         for op in blocks[0].ops:
             self.lower_op(op, returned)
         for owned in self.owned:
             nest.builder.insert(loop.DeallocOp(owned))
         nest.builder.insert(loop.ReturnOp())
         arg_types = [a.type for a in self.block.args]
+        if self.optimize:
+            localize_constants(self.block)
         return loop.FuncOp(self.func.sym_name.data, arg_types, Region(self.block))  # type: ignore[arg-type]
 
     def destination(self, op: Operation, returned: Operation | None) -> SSAValue:
@@ -100,7 +128,9 @@ class FunctionLowering:
             self.lower_literal(op)
         elif isinstance(op, ALIASES):  # the same row-major elements: the same buffer
             self.alias(op.results[0], op.operands[0])
-        elif isinstance(op, (*ELEMENTWISE, DotOp, ReduceOp)):
+        elif op.results and op.results[0] in self.fused:
+            return  # computed at its user's reads
+        elif isinstance(op, (*ELEMENTWISE, DotOp, ReduceOp, TransposeOp)):
             self.lower_compute(op, self.destination(op, returned))
         else:
             raise self.unsupported(op)
@@ -140,34 +170,87 @@ class FunctionLowering:
         try:
             if isinstance(op, DotOp):
                 self.lower_dot(op, out)
+            elif isinstance(op, TransposeOp):
+                self.lower_transpose(op, out)
             elif isinstance(op, ReduceOp):
                 self.lower_reduce(op, out)
             else:
                 self.lower_elementwise(op, out)
         except Unsupported as err:
-            raise error_at(
-                op,
-                f"not supported by the code generator yet: {err} on "
-                f"{format_type(op.operands[0].type)}",
-            ) from None
+            raise self.not_generated(op, err) from None
 
-    def read(self, value: SSAValue, ivs: list[SSAValue], space: tuple[int | str, ...]) -> SSAValue:
-        """Element of graph `value` at the point `ivs` of iteration space `space`."""
+    def not_generated(self, op: Operation, err: Unsupported) -> DiagnosticError:
+        return error_at(
+            op,
+            f"not supported by the code generator yet: {err} on {format_type(op.operands[0].type)}",
+        )
+
+    def read(self, value: SSAValue, ivs: list[SSAValue], space: Space) -> SSAValue:
+        """Element of graph `value` at the point `ivs` of iteration space `space` (a
+        fused value computed there)."""
         if value in self.consts:
             return self.consts[value]
+        if value in self.hoisted:
+            return self.hoisted[value]
+        producer = self.fused.get(value)
+        if producer is not None:
+            args = [self.read(v, ivs, space) for v in producer.operands]
+            try:
+                return self.compute(producer, args)
+            except Unsupported as err:
+                raise self.not_generated(producer, err) from None
         t = value.type
         assert isinstance(t, TensorType)
-        return self.nest.load(self.values[value], self.nest.index(t, ivs, space), t.dt)
+        if space is None:
+            at = self.nest.zero if t.is_scalar else ivs[0]
+        else:
+            at = self.nest.index(t, ivs, space)
+        return self.nest.load(self.values[value], at, t.dt)
 
     def lower_elementwise(self, op: Operation, out: SSAValue) -> None:
-        nest, result = self.nest, op.results[0]
-        t = result.type
+        t = op.results[0].type
         assert isinstance(t, TensorType)
-        ivs, fors, _ = nest.open_loops([nest.extent(d) for d in t.dims])
-        args = [self.read(v, ivs, t.dims) for v in op.operands]
+        work = t.dims if self.optimize else None
+        self.nest.threads(work, lambda parallel: self.elementwise_nest(op, out, parallel))
+        self.values[op.results[0]] = out
+
+    def elementwise_nest(self, op: Operation, out: SSAValue, parallel: bool) -> None:
+        nest, t = self.nest, op.results[0].type
+        assert isinstance(t, TensorType)
+        space: Space = t.dims
+        extents = [nest.extent(d) for d in t.dims]
+        if self.optimize and is_flat(op, self.fused):
+            space, extents = None, [nest.count(t)]
+        ivs, fors, _ = nest.open_loops(extents[:-1], parallel=parallel)
+        if self.optimize and space is not None:
+            self.hoist(op, ivs, t.dims)
+        last, inner, _ = nest.open_loops(extents[-1:], parallel=parallel and not fors)
+        ivs += last
+        value = self.compute(op, [self.read(v, ivs, space) for v in op.operands])
+        at = ivs[0] if space is None else nest.index(t, ivs, t.dims)
+        nest.store(value, out, at, t.dt)
+        nest.close_loops([*fors, *inner])
+        self.hoisted.clear()
+
+    def hoist(self, op: Operation, ivs: list[SSAValue], space: tuple[int | str, ...]) -> None:
+        """Load before the innermost loop the elements it reads at one place for all its
+        iterations (operands broadcast along the last axis): in the loop they would be
+        loads LLVM cannot move past the stores, which keep it from vectorizing."""
+        if not space:
+            return
+        point = [*ivs, self.nest.zero]
+        for operand in op.operands:
+            for leaf in flat_leaves(operand, self.fused):
+                t = leaf.type
+                invariant = isinstance(t, TensorType) and (t.is_scalar or t.dims[-1] == 1)
+                if invariant and leaf in self.values and leaf not in self.hoisted:
+                    self.hoisted[leaf] = self.read(leaf, point, space)
+
+    def compute(self, op: Operation, args: list[SSAValue]) -> SSAValue:
+        """The scalar result of element-wise `op` on its operands' elements `args`."""
         x = op.operands[0].type
         assert isinstance(x, TensorType)
-        s = nest.scalars
+        s = self.nest.scalars
         if isinstance(op, UnaryOp):
             value = s.unary(op.OPCODE, x.dt, args[0])
         elif isinstance(op, BinaryOp):
@@ -179,52 +262,80 @@ class FunctionLowering:
         else:
             assert isinstance(op, DataTypeCastOp)
             value = s.cast(args[0], x.dt, op.dtype.data)
-        nest.store(value, out, nest.index(t, ivs, t.dims), t.dt)
-        nest.close_loops(fors)
-        self.values[result] = out
+        return value
 
     def lower_dot(self, op: DotOp, out: SSAValue) -> None:
-        """`out[i, j] = 0 + lhs[i, 0] * rhs[0, j] + lhs[i, 1] * rhs[1, j] + ...`: rows
-        of `out` accumulate in place, k outside j (unit-stride inner loops over `rhs` and
-        `out` rows), each element summed in k order as a k-innermost loop would."""
+        """`out[b, i, j] = 0 + lhs[b, i, 0] * rhs[b, 0, j] + lhs[b, i, 1] * rhs[b, 1, j] +
+        ...` for each batch index `b` (none for rank 2): rows of `out` accumulate in
+        place, k outside j (unit-stride inner loops over `rhs` and `out` rows), each
+        element summed in k order as a k-innermost loop would."""
         nest = self.nest
         lhs, rhs, t = op.lhs.type, op.rhs.type, op.result.type
         assert isinstance(lhs, TensorType) and isinstance(rhs, TensorType)
         assert isinstance(t, TensorType)
-        (i,), rows, _ = nest.open_loops([nest.extent(t.dims[0])])
-        (j,), zeros, _ = nest.open_loops([nest.extent(t.dims[1])])
-        nest.store(nest.scalars.const(0, t.dt), out, nest.index(t, [i, j], t.dims), t.dt)
+        self.values[op.result] = out
+        if self.optimize:
+            work = [*lhs.dims, t.dims[-1]]  # multiply-adds: batch x rows x inner x columns
+            dot = DotEmitter(nest, op, out, self.read, self.values, (self.fma, self.target))
+            nest.threads(work, dot.emit)
+            return
+        batch, outer, _ = nest.open_loops([nest.extent(d) for d in t.dims[:-2]])
+        (i,), rows, _ = nest.open_loops([nest.extent(t.dims[-2])])
+        (j,), zeros, _ = nest.open_loops([nest.extent(t.dims[-1])])
+        zero = nest.scalars.const(0, t.dt)
+        nest.store(zero, out, nest.index(t, [*batch, i, j], t.dims), t.dt)
         nest.close_loops(zeros)
-        (k, j), inner, _ = nest.open_loops([nest.extent(lhs.dims[1]), nest.extent(t.dims[1])])
-        a = self.read(op.lhs, [i, k], lhs.dims)
-        b = self.read(op.rhs, [k, j], rhs.dims)
-        at = nest.index(t, [i, j], t.dims)
+        (k, j), inner, _ = nest.open_loops([nest.extent(lhs.dims[-1]), nest.extent(t.dims[-1])])
+        a = self.read(op.lhs, [*batch, i, k], lhs.dims)
+        b = self.read(op.rhs, [*batch, k, j], rhs.dims)
+        at = nest.index(t, [*batch, i, j], t.dims)
         acc = nest.load(out, at, t.dt)
         product = nest.scalars.binary("multiply", t.dt, a, b)
         nest.store(nest.scalars.binary("add", t.dt, acc, product), out, at, t.dt)
-        nest.close_loops(inner)
-        nest.close_loops(rows)
+        nest.close_loops([*outer, *rows, *inner])
+
+    def lower_transpose(self, op: TransposeOp, out: SSAValue) -> None:
+        """`out[i0, ..., ik] = x[ik, ..., i0]`: a nest over the result's dimensions."""
+        x, t = op.operand.type, op.result.type
+        assert isinstance(x, TensorType) and isinstance(t, TensorType)
+        nest = self.nest
+
+        def permute(parallel: bool) -> None:
+            ivs, fors, _ = nest.open_loops([nest.extent(d) for d in t.dims], parallel=parallel)
+            value = self.read(op.operand, ivs[::-1], x.dims)
+            nest.store(value, out, nest.index(t, ivs, t.dims), t.dt)
+            nest.close_loops(fors)
+
+        nest.threads(t.dims if self.optimize else None, permute)
         self.values[op.result] = out
 
     def lower_reduce(self, op: ReduceOp, out: SSAValue) -> None:
+        x = op.operand.type
+        assert isinstance(x, TensorType)
+        work = x.dims if self.optimize else None
+        self.nest.threads(work, lambda parallel: self.reduce_nest(op, out, parallel))
+        self.values[op.result] = out
+
+    def reduce_nest(self, op: ReduceOp, out: SSAValue, parallel: bool) -> None:
         """`out[kept] = init (+) x[kept, reduced...]` over the reduced axes in order."""
         nest = self.nest
         x, t = op.operand.type, op.result.type
         assert isinstance(x, TensorType) and isinstance(t, TensorType)
         axes = [d.data for d in op.dims.data]
         kept = [i for i in range(x.rank) if i not in axes]
-        ivs, outer, _ = nest.open_loops([nest.extent(x.dims[i]) for i in kept])
+        ivs, outer, _ = nest.open_loops([nest.extent(x.dims[i]) for i in kept], parallel=parallel)
         init = self.read(op.init, [], ())
         reduced, inner, acc = nest.open_loops([nest.extent(x.dims[i]) for i in axes], init)
         assert acc is not None and op.combinator is not None
         point = dict(zip(kept, ivs, strict=True)) | dict(zip(axes, reduced, strict=True))
         element = self.read(op.operand, [point[i] for i in range(x.rank)], x.dims)
         combined = nest.scalars.binary(op.combinator.data, x.dt, acc, element)
+        if self.optimize and axes and axes[-1] == x.rank - 1:
+            reassociate(combined)  # a contiguous innermost walk: vector partial sums
         total = nest.close_loops(inner, combined) if inner else combined
         assert total is not None
         nest.store(total, out, nest.index(t, ivs, t.dims), t.dt)
         nest.close_loops(outer)
-        self.values[op.result] = out
 
     def lower_return(self, op: graph.ReturnOp) -> None:
         """A returned value not computed here (a parameter, a literal) is copied."""
@@ -233,6 +344,11 @@ class FunctionLowering:
         if self.values.get(value) is self.out_arg:
             return
         nest, t = self.nest, self.output
-        ivs, fors, _ = nest.open_loops([nest.extent(d) for d in t.dims])
-        nest.store(self.read(value, ivs, t.dims), self.out_arg, nest.index(t, ivs, t.dims), t.dt)
-        nest.close_loops(fors)
+
+        def copy(parallel: bool) -> None:
+            ivs, fors, _ = nest.open_loops([nest.extent(d) for d in t.dims], parallel=parallel)
+            at = nest.index(t, ivs, t.dims)
+            nest.store(self.read(value, ivs, t.dims), self.out_arg, at, t.dt)
+            nest.close_loops(fors)
+
+        nest.threads(t.dims if self.optimize else None, copy)

@@ -9,7 +9,8 @@ registers) at one insertion point.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 
 from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects import arith
@@ -20,6 +21,11 @@ from dlc.dialects import loop
 from dlc.dialects.graph_types import TensorType
 from dlc.lowering.scalar_ops import ScalarBuilder
 from dlc.lowering.tensor_to_loop.body import load, storage_type
+
+PARALLEL_WORK = 1 << 15
+"""The fewest elements (or multiply-adds) a nest works on to run its loop on threads:
+below it, waking the team costs more than it saves (and on a busy machine the call
+waits for a descheduled thread)."""
 
 
 def buffer_type(t: TensorType) -> MemRefType:
@@ -66,16 +72,20 @@ class NestEmitter:
         return total
 
     def open_loops(
-        self, extents: Sequence[SSAValue], init: SSAValue | None = None
+        self, extents: Sequence[SSAValue], init: SSAValue | None = None, parallel: bool = False
     ) -> tuple[list[SSAValue], list[loop.ForOp], SSAValue | None]:
         """Nested `loop.for`s from 0 to each extent (one accumulator through all when
-        `init` is given); the insertion point moves into the innermost body. Returns the
+        `init` is given; the outermost loop `parallel` when asked, its iterations being
+        independent); the insertion point moves into the innermost body. Returns the
         induction variables, the loops and the accumulator inside."""
         ivs: list[SSAValue] = []
         fors: list[loop.ForOp] = []
         acc = init
         for extent in extents:
-            op = loop.ForOp(self.zero, extent, self.one, [] if acc is None else [acc])
+            threads = parallel and not fors and acc is None
+            op = loop.ForOp(
+                self.zero, extent, self.one, [] if acc is None else [acc], parallel=threads
+            )
             self.builder.insert(op)
             fors.append(op)
             ivs.append(op.iv)
@@ -113,6 +123,38 @@ class NestEmitter:
         assert linear is not None
         return linear
 
+    def threads(self, work: Sequence[int | str] | None, emit: Callable[[bool], None]) -> None:
+        """`emit(parallel)` the nest of an op whose work is the product of the extents
+        `work`: on threads when the work reaches `PARALLEL_WORK` (decided here when
+        every extent is static, else by a `loop.if` over both versions); `work` None:
+        never on threads."""
+        if work is None:
+            emit(False)
+            return
+        if all(isinstance(d, int) for d in work):
+            emit(math.prod(d for d in work if isinstance(d, int)) >= PARALLEL_WORK)
+            return
+        total = self.one
+        for d in work:
+            total = self.emit(arith.MuliOp(total, self.extent(d)))
+        large = self.emit(arith.CmpiOp(total, self.index_const(PARALLEL_WORK), "sge"))
+        branch = loop.IfOp(large, [], Block(), Block())
+        self.builder.insert(branch)
+        after = self.builder.insertion_point
+        for region, parallel in ((branch.then_region, True), (branch.else_region, False)):
+            self.builder.insertion_point = InsertPoint.at_end(region.block)
+            emit(parallel)
+            self.builder.insert(loop.YieldOp())
+        self.builder.insertion_point = after
+
+    def open_range(self, lb: SSAValue, ub: SSAValue, step: SSAValue, parallel: bool) -> loop.ForOp:
+        """One `loop.for` from `lb` to `ub` by `step`; the insertion point moves into its
+        body (`close_loops([op])` ends it)."""
+        op = loop.ForOp(lb, ub, step, parallel=parallel)
+        self.builder.insert(op)
+        self.builder.insertion_point = InsertPoint.at_end(op.body.block)
+        return op
+
     def load(self, buffer: SSAValue, index: SSAValue, dtype: str) -> SSAValue:
         return load(self.builder, buffer, [index], dtype)
 
@@ -125,3 +167,35 @@ class NestEmitter:
         """A fresh buffer for a tensor of type `t`, sized at run time."""
         mtype = MemRefType(storage_type(t.dt), [DYNAMIC_INDEX])
         return self.emit(loop.AllocSizedOp(self.count(t), mtype))
+
+
+def localize_constants(block: Block) -> None:
+    """Give each parallel loop in `block` its own copies of the constants it uses
+    (`index_const` makes them once, at the top): an outlined parallel loop receives
+    the values it captures at run time, and a loop step or extent LLVM cannot see is 1
+    or 16 keeps it from vectorizing."""
+    loops = [op for top in block.ops for op in top.walk() if isinstance(op, loop.ForOp)]
+    for op in loops:
+        if op.parallel is None:
+            continue
+        copies: dict[SSAValue, SSAValue] = {}
+        body = op.body.block
+        for inner in list(body.walk()):
+            for i, operand in enumerate(inner.operands):
+                owner = operand.owner
+                if not isinstance(owner, arith.ConstantOp) or _inside(owner, op):
+                    continue
+                if operand not in copies:
+                    copy = owner.clone()
+                    Builder(InsertPoint.at_start(body)).insert(copy)
+                    copies[operand] = copy.result
+                inner.operands[i] = copies[operand]
+
+
+def _inside(op: Operation, ancestor: Operation) -> bool:
+    parent = op.parent_op()
+    while parent is not None:
+        if parent is ancestor:
+            return True
+        parent = parent.parent_op()
+    return False

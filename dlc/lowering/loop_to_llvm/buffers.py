@@ -19,7 +19,7 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from dlc.diagnostics import error_at, location_prefix
 from dlc.dialects import abi, llvm_lanes, loop
@@ -145,8 +145,7 @@ class BufferEmitter(ContextEmitter):
             case loop.AllocSizedOp():
                 self.values[op.res] = self.sized_alloc(op)
             case loop.DeallocOp():
-                self.declare("free", [PTR], llvm.LLVMVoidType())
-                self.emit(llvm.CallOp("free", self.get(op.buffer)))
+                self.dealloc(op)
             case loop.ConstBufferOp():
                 self.values[op.res] = self.constant_data(op.value, op.res.type)
             case loop.ConstCopyOp():
@@ -167,19 +166,56 @@ class BufferEmitter(ContextEmitter):
                 self.return_if_status()
 
     def sized_alloc(self, op: loop.AllocSizedOp) -> SSAValue:
-        """`aligned_alloc(64, n)` of `count` elements, `n` the bytes rounded up past a
-        multiple of 64 (so never 0); a NULL traps with "out of memory"."""
+        """`count` elements, `n` bytes rounded up past a multiple of 64 (so never 0),
+        taken at the arena's top when they fit below its end, else from
+        `aligned_alloc(64, n)` (a NULL traps with "out of memory"). The top moves by `n`
+        either way: after the call it says how many bytes the call's buffers wanted, and
+        the runtime grows the arena to that for the next calls
+        (`dlc.runtime.symbolic`), which then touch no fresh pages."""
         align = loop.ARENA_ALIGN
         count = self.get(op.count)
         nbytes = self.emit(llvm.MulOp(count, const(self, element_bytes(op.res.type, op), i64)))
         padded = self.emit(llvm.AddOp(nbytes, const(self, align, i64)))
         size = self.emit(llvm.AndOp(padded, const(self, -align, i64)))
+        top = self.load_word(abi.CTX_ARENA_TOP)
+        after = self.emit(llvm.AddOp(top, size))
+        self.store_word(after, abi.CTX_ARENA_TOP)
+        fits = icmp(self, "ule", after, self.load_word(abi.CTX_ARENA_END))
+        arena, heap, done = Block(), Block(), Block(arg_types=[PTR])
+        self.emit(llvm.CondBrOp(fits, arena, [], heap, []))
+        self.start(arena)
+        self.emit(llvm.BrOp(done, self.emit(llvm.IntToPtrOp(top))))
+        self.start(heap)
         self.declare("aligned_alloc", [i64, i64], PTR)
         call = llvm.CallOp("aligned_alloc", const(self, align, i64), size, return_type=PTR)
         pointer = self.emit(call)
         failed = icmp(self, "eq", self.emit(llvm.PtrToIntOp(pointer, i64)), const(self, 0, i64))
         self.trap_when(failed, op, "trap", "out of memory allocating a buffer sized at run time")
-        return pointer
+        self.emit(llvm.BrOp(done, pointer))
+        self.start(done)
+        return done.args[0]
+
+    def dealloc(self, op: loop.DeallocOp) -> None:
+        """`free` the buffer (one of `sized_alloc`: `sized_free`)."""
+        if isinstance(op.buffer.owner, loop.AllocSizedOp):
+            self.sized_free(op)
+            return
+        self.declare("free", [PTR], llvm.LLVMVoidType())
+        self.emit(llvm.CallOp("free", self.get(op.buffer)))
+
+    def sized_free(self, op: loop.DeallocOp) -> None:
+        """Free a `sized_alloc` buffer that came from the heap (one in the arena goes
+        when the call's arena is reset)."""
+        address = self.emit(llvm.PtrToIntOp(self.get(op.buffer), i64))
+        below = icmp(self, "ult", address, self.load_word(abi.CTX_ARENA_BASE))
+        above = icmp(self, "uge", address, self.load_word(abi.CTX_ARENA_END))
+        heap, done = Block(), Block()
+        self.emit(llvm.CondBrOp(self.emit(llvm.OrOp(below, above)), heap, [], done, []))
+        self.start(heap)
+        self.declare("free", [PTR], llvm.LLVMVoidType())
+        self.emit(llvm.CallOp("free", self.get(op.buffer)))
+        self.emit(llvm.BrOp(done))
+        self.start(done)
 
     def checked(
         self, op: Operation, linear: SSAValue, indices: Sequence[SSAValue], shape, lanes: int = 1

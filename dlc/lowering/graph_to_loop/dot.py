@@ -1,0 +1,196 @@
+"""`dot` over run-time extents for `lower-graph-to-loop{optimize=true}`: the
+result in tiles of `ROWS` x `COLS` elements summed in registers, the row blocks a
+parallel loop over a run-time trip count, the rows and columns left over (fewer than a
+tile: run-time remainders) in tiles of one row and one column.
+
+A tile's elements are loop-carried accumulators of one k loop:
+
+    acc[r, c] = 0;  for k: acc[r, c] += lhs[i0 + r, k] * rhs[k, j0 + c];  out[...] = acc
+
+so every element is still summed from 0 in k order (the plain nest's order; `fma` lets
+LLVM fuse each multiply-add, as the static schedule does). Each `lhs` element is loaded
+once for `COLS` products and each `rhs` element once for `ROWS`: the scalar tile is
+what LLVM's SLP vectorizer turns into vector registers, whatever their width.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from xdsl.builder import InsertPoint
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import VectorType
+from xdsl.ir import SSAValue
+
+from dlc.dialects import loop
+from dlc.dialects.graph_tensor import DotOp
+from dlc.dialects.graph_types import TensorType
+from dlc.lowering.graph_to_loop.nests import NestEmitter
+from dlc.lowering.scalar_ops import mark_contractible
+from dlc.target import Target
+
+ROWS = 4
+COLS = 8
+"""A tile of scalars (integers, 16-bit floats): `ROWS` x `COLS` accumulators."""
+
+VECTOR_ROWS = 6
+VECTORS = 2
+"""A tile of f32 or f64: `VECTOR_ROWS` rows of `VECTORS` vectors of the target's width,
+12 accumulators, 2 `rhs` vectors and a broadcast `lhs` element in 16 registers."""
+
+LANE_BYTES = {"f32": 4, "f64": 8}
+
+Reader = Callable[[SSAValue, list[SSAValue], tuple[int | str, ...]], SSAValue]
+
+
+class DotEmitter:
+    """One `dot` in tiles (module docstring); `read` loads an element of a graph value
+    at a point of an iteration space."""
+
+    def __init__(
+        self,
+        nest: NestEmitter,
+        op: DotOp,
+        out: SSAValue,
+        read: Reader,
+        buffers: Mapping[SSAValue, SSAValue],
+        options: tuple[bool, Target],
+    ):
+        self.nest, self.op, self.out, self.read, self.buffers = nest, op, out, read, buffers
+        self.fma, target = options
+        lhs, rhs, t = op.lhs.type, op.rhs.type, op.result.type
+        assert isinstance(lhs, TensorType) and isinstance(rhs, TensorType)
+        assert isinstance(t, TensorType)
+        self.lhs, self.rhs, self.t = lhs, rhs, t
+        self.batch: list[SSAValue] = []  # the batch indices of a batched product
+        vectors = t.dt in LANE_BYTES and op.rhs in buffers and rhs.dims[-1] == t.dims[-1]
+        self.lanes = target.vector_bytes // LANE_BYTES[t.dt] if vectors else 0
+        self.rows = VECTOR_ROWS if self.lanes else ROWS
+        self.cols = VECTORS * self.lanes if self.lanes else COLS
+
+    def emit(self, parallel: bool) -> None:
+        """A batched product: a loop over the batch (in parallel) around one product
+        a step."""
+        batch = self.t.dims[:-2]
+        if not batch:
+            self.product(parallel)
+            return
+        ivs, fors, _ = self.nest.open_loops([self.nest.extent(d) for d in batch], parallel=parallel)
+        self.batch = ivs
+        self.product(False)
+        self.nest.close_loops(fors)
+
+    def product(self, parallel: bool) -> None:
+        """Column tiles over all rows (in parallel), then the columns left over in
+        row blocks (in parallel), then the corner: each `rhs` panel of a tile's
+        columns stays in cache while the row blocks pass over it. A part a static
+        extent leaves empty is not emitted."""
+        nest = self.nest
+        self.extents = [nest.extent(d) for d in self.t.dims[-2:]]
+        self.blocks = [
+            nest.emit(arith.DivUIOp(e, nest.index_const(size)))
+            for e, size in zip(self.extents, (self.rows, self.cols), strict=True)
+        ]
+        self.done = [
+            nest.emit(arith.MuliOp(b, nest.index_const(size)))
+            for b, size in zip(self.blocks, (self.rows, self.cols), strict=True)
+        ]
+        (full_rows, rest_rows), (full_cols, rest_cols) = (
+            _parts(d, size)
+            for d, size in zip(self.t.dims[-2:], (self.rows, self.cols), strict=True)
+        )
+        if full_cols:
+            self.column_tiles(full_rows, rest_rows, parallel)
+        if rest_cols and full_rows:
+            (b,), fors, _ = nest.open_loops([self.blocks[0]], parallel=parallel)
+            j = nest.open_range(self.done[1], self.extents[1], nest.one, parallel=False)
+            self.tile(self.run(b, self.rows, 1), [j.iv])
+            nest.close_loops([*fors, j])
+        if rest_cols and rest_rows:
+            i = nest.open_range(self.done[0], self.extents[0], nest.one, parallel=False)
+            j = nest.open_range(self.done[1], self.extents[1], nest.one, parallel=False)
+            self.tile([i.iv], [j.iv])
+            nest.close_loops([i, j])
+
+    def column_tiles(self, full_rows: bool, rest_rows: bool, parallel: bool) -> None:
+        """The full column tiles, a parallel loop: row blocks, then the rows left."""
+        nest = self.nest
+        (jb,), fors, _ = nest.open_loops([self.blocks[1]], parallel=parallel)
+        cols = self.columns(jb)
+        if full_rows:
+            (b,), inner, _ = nest.open_loops([self.blocks[0]])
+            self.tile(self.run(b, self.rows, 1), cols, self.lanes)
+            nest.close_loops(inner)
+        if rest_rows:
+            i = nest.open_range(self.done[0], self.extents[0], nest.one, parallel=False)
+            self.tile([i.iv], cols, self.lanes)
+            nest.close_loops([i])
+        nest.close_loops(fors)
+
+    def run(self, block: SSAValue, count: int, stride: int) -> list[SSAValue]:
+        """The first index of block number `block` (`count` x `stride` wide) and the
+        indices `stride` apart after it."""
+        nest = self.nest
+        first = nest.emit(arith.MuliOp(block, nest.index_const(count * stride)))
+        rest = (
+            nest.emit(arith.AddiOp(first, nest.index_const(r * stride))) for r in range(1, count)
+        )
+        return [first, *rest]
+
+    def columns(self, tile: SSAValue) -> list[SSAValue]:
+        """The columns of column tile `tile`: scalar columns, or where each vector starts."""
+        if self.lanes:
+            return self.run(tile, VECTORS, self.lanes)
+        return self.run(tile, COLS, 1)
+
+    def tile(self, rows: list[SSAValue], cols: list[SSAValue], lanes: int = 0) -> None:
+        """`out[rows x cols]`: accumulators carried through one k loop, then stored;
+        with `lanes`, each of `cols` starts a vector of `lanes` columns."""
+        nest, t = self.nest, self.t
+        zero = nest.scalars.const(0, t.dt)
+        if lanes:
+            zero = nest.emit(loop.BroadcastOp(zero, lanes))
+        count = len(rows) * len(cols)
+        k_loop = loop.ForOp(nest.zero, nest.extent(self.lhs.dims[-1]), nest.one, [zero] * count)
+        nest.builder.insert(k_loop)
+        after = nest.builder.insertion_point
+        nest.builder.insertion_point = InsertPoint.at_end(k_loop.body.block)
+        k = k_loop.iv
+        scales = [self.read(self.op.lhs, [*self.batch, i, k], self.lhs.dims) for i in rows]
+        if lanes:
+            scales = [nest.emit(loop.BroadcastOp(a, lanes)) for a in scales]
+            rhs = self.buffers[self.op.rhs]
+            at = [nest.index(self.rhs, [*self.batch, k, j], self.rhs.dims) for j in cols]
+            elements = [nest.emit(loop.VLoadOp(rhs, [i], lanes)) for i in at]
+        else:
+            elements = [self.read(self.op.rhs, [*self.batch, k, j], self.rhs.dims) for j in cols]
+        pairs = ((a, b) for a in scales for b in elements)
+        sums = [self.multiply_add(acc, a, b) for acc, (a, b) in zip(k_loop.iter_args, pairs)]
+        nest.builder.insert(loop.YieldOp(*sums))
+        nest.builder.insertion_point = after
+        points = [(i, j) for i in rows for j in cols]
+        for (i, j), value in zip(points, k_loop.res, strict=True):
+            at = nest.index(t, [*self.batch, i, j], t.dims)
+            if lanes:
+                nest.builder.insert(loop.VStoreOp(value, self.out, [at]))
+            else:
+                nest.store(value, self.out, at, t.dt)
+
+    def multiply_add(self, acc: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
+        """`acc + a * b` (scalars or vectors), fused by LLVM where `fma` allows."""
+        if isinstance(a.type, VectorType):
+            product = self.nest.emit(arith.MulfOp(a, b))
+            total = self.nest.emit(arith.AddfOp(acc, product))
+        else:
+            product = self.nest.scalars.binary("multiply", self.t.dt, a, b)
+            total = self.nest.scalars.binary("add", self.t.dt, acc, product)
+        if self.fma and isinstance(total.owner, arith.AddfOp):
+            mark_contractible(total.owner, product)
+        return total
+
+
+def _parts(d: int | str, size: int) -> tuple[bool, bool]:
+    """Whether an extent `d` may have full blocks of `size`, and a partial one."""
+    if isinstance(d, str):
+        return True, True
+    return d >= size, d % size != 0

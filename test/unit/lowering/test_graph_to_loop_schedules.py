@@ -1,0 +1,160 @@
+"""`lower-graph-to-loop{optimize=true}` (the pipeline's at opt_level >= 1): tiled dots
+with run-time remainders, fused element-wise chains, parallel loops over run-time trip
+counts (on threads above a run-time amount of work), against NumPy and the unoptimized
+lowering at sizes around the tile sizes and on both sides of that amount."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dlc
+from dlc.lowering.graph_to_loop.nests import PARALLEL_WORK
+from dlc.pipeline import make_pass
+
+DOT = """\
+module "d"
+stage raw
+
+func @f: (<%m x %k x DT>, <%k x %n x DT>) -> <%m x %n x DT> {
+'entry(%a: <%m x %k x DT>, %b: <%k x %n x DT>):
+    %c = dot %a: <%m x %k x DT>, %b: <%k x %n x DT>
+    return %c: <%m x %n x DT>
+}
+"""
+
+# rows around the 6-row (vector) and 4-row (scalar) blocks, columns around 8/16-wide
+# tiles, inner extents 0 and up
+SHAPES = [(1, 1, 1), (0, 3, 5), (4, 0, 3), (5, 3, 17), (6, 16, 16), (13, 7, 33), (25, 64, 40)]
+SHAPES += [(37, 40, 50)]  # 74,000 multiply-adds: above PARALLEL_WORK
+
+
+@pytest.mark.parametrize("dt", ["f32", "f64", "i32"])
+def test_dot_at_every_remainder(dt: str):
+    module = dlc.compile(DOT.replace("DT", dt), num_threads=2)
+    rng = np.random.default_rng(7)
+    for m, k, n in SHAPES:
+        a = rng.integers(-4, 5, (m, k)).astype(dt.replace("f", "float").replace("i", "int"))
+        b = rng.integers(-4, 5, (k, n)).astype(a.dtype)
+        got = module.f(a, b)
+        assert got.shape == (m, n)
+        # small integers: every product and partial sum is exact in any order
+        np.testing.assert_array_equal(got, a @ b)
+
+
+def test_the_sizes_fall_on_both_sides_of_the_threads_threshold():
+    assert 37 * 40 * 50 >= PARALLEL_WORK > 13 * 7 * 33
+    assert 300 * 129 >= PARALLEL_WORK > 40 * 17
+
+
+def test_f32_dot_within_tolerance():
+    module = dlc.compile(DOT.replace("DT", "f32"))
+    rng = np.random.default_rng(3)
+    for m, k, n in [(7, 300, 19), (64, 256, 48)]:
+        a = rng.standard_normal((m, k)).astype(np.float32)
+        b = rng.standard_normal((k, n)).astype(np.float32)
+        want = a.astype(np.float64) @ b.astype(np.float64)
+        np.testing.assert_allclose(module.f(a, b), want, rtol=1e-4, atol=1e-4)
+
+
+CHAIN = """\
+module "c"
+stage raw
+
+func @f: (<%n x %k x f32>, <1 x %k x f32>, <%n x 1 x f32>) -> <%n x f32> {
+'entry(%x: <%n x %k x f32>, %b: <1 x %k x f32>, %s: <%n x 1 x f32>):
+    %e = exp %x: <%n x %k x f32>
+    %y = multiply %e: <%n x %k x f32>, 0.5: f32
+    %z = add %y: <%n x %k x f32>, %b: <1 x %k x f32>
+    %w = multiply %z: <%n x %k x f32>, %s: <%n x 1 x f32>
+    %r = reduce %w: <%n x %k x f32> by add init 0: f32 along 1
+    return %r: <%n x f32>
+}
+"""
+
+
+def _chain(x: np.ndarray, b: np.ndarray, s: np.ndarray) -> np.ndarray:
+    return ((np.exp(x) * np.float32(0.5) + b) * s).sum(axis=1)
+
+
+@pytest.mark.parametrize("n,k", [(1, 1), (3, 5), (40, 17), (0, 4), (300, 129)])
+def test_fused_chain_into_a_reduction(n: int, k: int):
+    rng = np.random.default_rng(n + k)
+    args = [rng.standard_normal(shape).astype(np.float32) for shape in [(n, k), (1, k), (n, 1)]]
+    got = dlc.compile(CHAIN).f(*args)
+    np.testing.assert_allclose(got, _chain(*args), rtol=1e-5, atol=1e-5)
+
+
+def test_optimized_and_plain_lowerings_agree_bit_for_bit():
+    """Fusion, hoisted broadcasts and threads change no value (the plain lowering is
+    opt_level 0's); only a float reduction's order may change (`reassoc`)."""
+    elementwise = CHAIN.replace("<%n x f32>", "<%n x %k x f32>").replace(
+        "%r = reduce %w: <%n x %k x f32> by add init 0: f32 along 1\n    return %r",
+        "return %w",
+    )
+    rng = np.random.default_rng(11)
+    args = [rng.standard_normal(s).astype(np.float32) for s in [(37, 9), (1, 9), (37, 1)]]
+    fast = dlc.compile(elementwise, opt_level=2, num_threads=2).f(*args)
+    plain = dlc.compile(elementwise, opt_level=0).f(*args)
+    assert fast.shape == (37, 9)
+    np.testing.assert_array_equal(fast, plain)
+
+
+def test_fusion_leaves_one_buffer_per_materialized_value():
+    """exp, both multiplies and the add read through to the reduction: no buffer, one
+    store (the result's) in each of the nest's two versions (on threads or not)."""
+    module = dlc.compile(CHAIN)
+    assert module.stats("f")["heap_buffers"] == 0
+    text = module.ir("loop")
+    assert text.count("loop.store") == 2 and text.count("loop.if") == 1
+
+
+def test_pass_options_default_to_the_plain_lowering():
+    assert make_pass("lower-graph-to-loop").optimize is False
+    assert make_pass("lower-graph-to-loop", optimize=True).optimize is True
+
+
+TRANSPOSE = """\
+module "t"
+stage raw
+
+func @f: (<%n x 3 x %m x f32>) -> <%m x 3 x %n x f32> {
+'entry(%x: <%n x 3 x %m x f32>):
+    %t = transpose %x: <%n x 3 x %m x f32>
+    return %t: <%m x 3 x %n x f32>
+}
+"""
+
+
+@pytest.mark.parametrize("opt_level", [0, 2])
+def test_transpose_at_several_sizes(opt_level: int):
+    module = dlc.compile(TRANSPOSE, opt_level=opt_level, num_threads=2)
+    rng = np.random.default_rng(5)
+    for n, m in [(1, 1), (2, 5), (0, 3), (70, 200)]:  # the last above PARALLEL_WORK
+        x = rng.standard_normal((n, 3, m)).astype(np.float32)
+        np.testing.assert_array_equal(module.f(x), x.transpose())
+
+
+BATCHED_DOT = """\
+module "b"
+stage raw
+
+func @f: (<%h x %s x 8 x DT>, <%h x 8 x %t x DT>) -> <%h x %s x %t x DT> {
+'entry(%a: <%h x %s x 8 x DT>, %b: <%h x 8 x %t x DT>):
+    %c = dot %a: <%h x %s x 8 x DT>, %b: <%h x 8 x %t x DT>
+    return %c: <%h x %s x %t x DT>
+}
+"""
+
+
+@pytest.mark.parametrize(("dt", "opt_level"), [("f64", 2), ("i32", 2), ("f64", 0)])
+def test_batched_dot_at_several_sizes(dt: str, opt_level: int):
+    module = dlc.compile(BATCHED_DOT.replace("DT", dt), opt_level=opt_level, num_threads=2)
+    rng = np.random.default_rng(9)
+    numpy_dt = {"f64": np.float64, "i32": np.int32}[dt]
+    for h, s, t in [(1, 1, 1), (3, 7, 17), (2, 0, 4), (12, 40, 64)]:
+        a = rng.integers(-4, 5, (h, s, 8)).astype(numpy_dt)
+        b = rng.integers(-4, 5, (h, 8, t)).astype(numpy_dt)
+        got = module.f(a, b)
+        assert got.shape == (h, s, t)
+        np.testing.assert_array_equal(got, a @ b)  # small integers: exact in any order
