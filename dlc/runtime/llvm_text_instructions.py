@@ -25,7 +25,7 @@ from dlc.runtime.llvm_text_ops import (
 
 Printer = Callable[[Any, FunctionState], str]
 
-_BINARY = {
+_BINARY: dict[type[Operation], str] = {
     llvm.AddOp: "add",
     llvm.FAddOp: "fadd",
     llvm.SubOp: "sub",
@@ -45,7 +45,7 @@ _BINARY = {
     llvm.OrOp: "or",
     llvm.XOrOp: "xor",
 }
-_CASTS = {
+_CASTS: dict[type[Operation], str] = {
     llvm.TruncOp: "trunc",
     llvm.ZExtOp: "zext",
     llvm.SExtOp: "sext",
@@ -67,7 +67,7 @@ def _binary_flags(op: Operation) -> list[str]:
     if isinstance(op, llvm.ArithmeticBinOpOverflow) and op.overflowFlags:
         names = {f.value for f in llvm.OverflowAttr.from_int(op.overflowFlags.value.data).data}
         return [n for n in _OVERFLOW_ORDER if n in names]
-    if isinstance(op, llvm.AbstractFloatArithOp) and op.fastmathFlags:
+    if isinstance(op, llvm.AbstractFloatArithOp) and op.fastmathFlags is not None:
         return _fastmath(op)
     if isinstance(op, llvm.ArithmeticBinOpExact) and op.is_exact:
         return ["exact"]

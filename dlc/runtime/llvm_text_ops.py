@@ -16,6 +16,7 @@ from xdsl.dialects.builtin import (
     Float32Type,
     Float64Type,
     FloatAttr,
+    IntAttr,
     IntegerAttr,
     IntegerType,
     VectorType,
@@ -60,14 +61,21 @@ def type_text(t: Attribute) -> str:
 def _type_text(t: Attribute) -> str:
     if isinstance(t, IntegerType):
         return f"i{t.width.data}"
-    simple = {Float16Type: "half", Float32Type: "float", Float64Type: "double"}.get(type(t))
+    names: dict[type[Attribute], str] = {
+        Float16Type: "half",
+        Float32Type: "float",
+        Float64Type: "double",
+    }
+    simple = names.get(type(t))
     if simple is not None:
         return simple
     if isinstance(t, llvm.LLVMVoidType):
         return "void"
     if isinstance(t, llvm.LLVMPointerType):
         space = t.addr_space
-        return f"ptr addrspace({space.data})" if getattr(space, "data", 0) else "ptr"
+        return (
+            f"ptr addrspace({space.data})" if isinstance(space, IntAttr) and space.data else "ptr"
+        )
     if isinstance(t, VectorType) and len(t.get_shape()) == 1 and not t.get_num_scalable_dims():
         return f"<{t.get_shape()[0]} x {type_text(t.element_type)}>"
     if isinstance(t, llvm.LLVMArrayType):
@@ -87,12 +95,13 @@ def float_text(t: Attribute, value: float) -> str:
 
 
 def scalar_text(t: Attribute, value: Attribute | int | float) -> str:
-    if isinstance(value, IntegerAttr | FloatAttr):
-        value = value.value.data
+    raw = value.value.data if isinstance(value, IntegerAttr | FloatAttr) else value
+    if isinstance(raw, Attribute):
+        raise Unsupported(f"constant {raw}")
     if isinstance(t, IntegerType):
-        return str(int(value))
+        return str(int(raw))
     if isinstance(t, Float16Type | Float32Type | Float64Type):
-        return float_text(t, float(value))
+        return float_text(t, float(raw))
     raise Unsupported(f"constant of type {t}")
 
 

@@ -170,11 +170,11 @@ class DotEmitter:
         nest.builder.insertion_point = after
         points = [(i, j) for i in rows for j in cols]
         for (i, j), value in zip(points, k_loop.res, strict=True):
-            at = nest.index(t, [*self.batch, i, j], t.dims)
+            where = nest.index(t, [*self.batch, i, j], t.dims)
             if lanes:
-                nest.builder.insert(loop.VStoreOp(value, self.out, [at]))
+                nest.builder.insert(loop.VStoreOp(value, self.out, [where]))
             else:
-                nest.store(value, self.out, at, t.dt)
+                nest.store(value, self.out, where, t.dt)
 
     def multiply_add(self, acc: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
         """`acc + a * b` (scalars or vectors), fused by LLVM where `fma` allows."""

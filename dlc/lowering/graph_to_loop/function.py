@@ -59,7 +59,7 @@ class FunctionLowering:
         self.func = func
         self.optimize = optimize
         self.fma = fma
-        self.target = target or Target()
+        self.target = target or Target.host()
         ftype = func.function_type
         self.ftype = ftype
         symbols = function_symbols(ftype)
