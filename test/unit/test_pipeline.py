@@ -15,7 +15,10 @@ from dlc.cli.dlc_opt import main as dlc_opt_main
 from dlc.pipeline import GRAPH_OPTIMIZER, Options, steps
 
 ROOT = Path(__file__).resolve().parents[2]
-PROGRAMS = sorted([*ROOT.glob("examples/*.dl"), *ROOT.glob("benchmarks/*.dl")])
+SLOW = {"softmax_chain200.dl"}  # 23 s; the ops of softmax_chain20 (compared here), ten times over
+PROGRAMS = sorted(
+    p for p in [*ROOT.glob("examples/*.dl"), *ROOT.glob("benchmarks/*.dl")] if p.name not in SLOW
+)
 
 
 def _normalized(ir: str) -> str:
