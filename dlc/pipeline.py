@@ -89,6 +89,10 @@ def _factory(path: str) -> Callable[[], type[ModulePass]]:
     return lambda: getattr(import_module(module), cls)
 
 
+def _plugin_factory(cls: type[ModulePass]) -> Callable[[], type[ModulePass]]:
+    return lambda: cls
+
+
 PLUGIN_PASSES: dict[str, tuple[type[ModulePass], str]] = {}
 """Passes of loaded plugins (`dlc.plugins`): name -> (class, the plugin it came from)."""
 
@@ -106,7 +110,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     `_PASSES`."""
     passes = {name: _factory(path) for name, path in _PASSES.items()}
     for name, (cls, _) in PLUGIN_PASSES.items():
-        passes[name] = lambda cls=cls: cls
+        passes[name] = _plugin_factory(cls)
     return passes
 
 

@@ -7,7 +7,7 @@ level lowered again on first use; `CompiledModule.export`: the C library of
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from xdsl.dialects.builtin import ModuleOp
@@ -92,7 +92,9 @@ def lower(
     steps = pipeline.symbolic_steps(options) if symbolic else pipeline.steps(options)
     work = pipeline.run(clone_located(module), steps, after=after, on_level=on_level)
     if python_entries and not symbolic:  # dlc.runtime.symbolic calls the functions itself
-        checks = {name: entry_checks(f) for name, f in defined_functions(module).items()}
+        checks: dict[str, Sequence[tuple[tuple[int, ...], int]] | None] = {
+            name: entry_checks(f) for name, f in defined_functions(module).items()
+        }
         add_python_entries(work, checks, ARRAY_LAYOUT, len(NATIVE_DTYPES), fast=FAST_CALLS)
     return work, Report(stats, passes, arena[0], unbounded)
 
