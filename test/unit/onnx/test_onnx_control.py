@@ -92,6 +92,19 @@ def test_if_branches_of_different_shapes_want_a_constant_condition():
     assert info.value.wanted_constants == ["c"]
 
 
+def _if_with_a_bad_branch(bad: onnx.GraphProto, failing: str) -> onnx.ModelProto:
+    """y = If(c) with `bad` as the `failing` branch and x - a as the other; `bad` may read
+    a rank-5 `x5` and an LSTM's weights `w`, `r` (initializers)."""
+    good = graph([node("Sub", ["x", "a"], ["e"])], [], [vi("e")], "good")
+    then, other = (bad, good) if failing == "then" else (good, bad)
+    inits = {"x5": np.zeros((1, 1, 1, 1, 3), np.float32), "w": np.zeros((1, 8, 3), np.float32),
+             "r": np.zeros((1, 8, 2), np.float32)}  # fmt: skip
+    return model(
+        [node("If", ["c"], ["y"], then_branch=then, else_branch=other)],
+        [vi("c", B, []), vi("x", F, [3]), vi("a", F, [3])], [vi("y")], inits,
+    )  # fmt: skip
+
+
 @pytest.mark.parametrize("failing", ["then", "else"])
 def test_if_branch_that_cannot_be_imported_traps_with_a_warning(failing):
     """An exporter's branch for inputs of another rank (an LSTM over rank 5 here: X
@@ -100,14 +113,7 @@ def test_if_branch_that_cannot_be_imported_traps_with_a_warning(failing):
         [node("LSTM", ["x5", "w", "r"], ["", "h"], hidden_size=2), node("Identity", ["x"], ["b"])],
         [], [vi("b")], "bad",
     )  # fmt: skip
-    good = graph([node("Sub", ["x", "a"], ["e"])], [], [vi("e")], "good")
-    then, other = (bad, good) if failing == "then" else (good, bad)
-    inits = {"x5": np.zeros((1, 1, 1, 1, 3), np.float32), "w": np.zeros((1, 8, 3), np.float32),
-             "r": np.zeros((1, 8, 2), np.float32)}  # fmt: skip
-    m = model(
-        [node("If", ["c"], ["y"], then_branch=then, else_branch=other)],
-        [vi("c", B, []), vi("x", F, [3]), vi("a", F, [3])], [vi("y")], inits,
-    )  # fmt: skip
+    m = _if_with_a_bad_branch(bad, failing)
     x, a = np.array([1, 2, 3], np.float32), np.array([0.5, -1, 4], np.float32)
     with pytest.warns(
         UnreachableBranchWarning,
@@ -128,13 +134,7 @@ def test_if_branch_that_fails_after_nested_control_flow_is_discarded_whole():
          node("LSTM", ["x5", "w", "r"], ["", "h"], hidden_size=2), node("Add", ["z", "x"], ["b"])],
         [], [vi("b")], "bad",
     )  # fmt: skip
-    good = graph([node("Sub", ["x", "a"], ["e"])], [], [vi("e")], "good")
-    inits = {"x5": np.zeros((1, 1, 1, 1, 3), np.float32), "w": np.zeros((1, 8, 3), np.float32),
-             "r": np.zeros((1, 8, 2), np.float32)}  # fmt: skip
-    m = model(
-        [node("If", ["c"], ["y"], then_branch=bad, else_branch=good)],
-        [vi("c", B, []), vi("x", F, [3]), vi("a", F, [3])], [vi("y")], inits,
-    )  # fmt: skip
+    m = _if_with_a_bad_branch(bad, "then")
     x, a = np.array([1, 2, 3], np.float32), np.array([0.5, -1, 4], np.float32)
     with pytest.warns(UnreachableBranchWarning, match=r"graph 'bad': .*LSTM"):
         compiled = dlc.compile_onnx(m)
