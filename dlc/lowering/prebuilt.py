@@ -6,7 +6,7 @@ levels of a whole model are tens of thousands of ops. `like(key, build, operands
 builds the op of `key` once with its own constructor (`build`) and keeps its class,
 result types, properties and attributes; later ops of the same key are made with
 `Operation.create` from those and the new operands, so they are the ops the
-constructor would have made (`test/unit/test_prebuilt.py` compares them). A key must
+constructor would have made (`test/unit/lowering/test_prebuilt.py` compares them). A key must
 determine everything but the operands: the op's class and each argument of `build`
 that is not an operand.
 """

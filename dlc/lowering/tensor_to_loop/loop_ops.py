@@ -1,7 +1,7 @@
 """The loop-level ops the nest builder makes by the thousand (loads, vector loads and
 stores, broadcasts, index additions), made from a prototype (`dlc.lowering.prebuilt`):
 xDSL's generic constructor is about half of what building an op costs.
-`test/unit/lowering/test_prebuilt.py` compares them with their constructors' ops.
+`test/unit/lowering/test_tensor_to_loop_ops.py` compares them with their constructors' ops.
 """
 
 from __future__ import annotations
