@@ -23,7 +23,11 @@ process and the compile's worker processes: the measure that holds on a loaded
 machine), the CPU seconds of each level (`dlc.progress`: graph = the graph passes and
 lowering, tensor, loop, llvm = LLVM IR, LLVM's optimizer and code generator in this
 process), the cached compile's wall and CPU seconds, dlc's peak resident memory, and
-onnxruntime's session creation (wall seconds, one thread). A second table gives the
+onnxruntime's session creation (wall seconds, one thread). "other weights": a third
+process compiles the model with every floating-point weight scaled by 1.01 from the
+same cache directory: the module cache misses, and the units of its LLVM code
+(`dlc.runtime.unit_cache`: outlined runs and kernels) built for the cold compile are
+reused; its wall and CPU seconds and units reused / units in the module. A second table gives the
 peak resident memory (MB) at the end of each stage of the cold compile: the import,
 then each level (`dlc.progress`: llvm includes LLVM and loading the code), next to the
 weights' size.
@@ -133,8 +137,24 @@ def _cpu() -> float:
     return time.process_time() + children.ru_utime + children.ru_stime
 
 
-def _compile(name: str) -> tuple[dict[str, float], object]:
-    """Import (timed) and compile model `name`: timings and the compiled module."""
+def _reweighted(path: Path) -> object:
+    """The ONNX model at `path` with every floating-point initializer scaled by 1.01."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(str(path))
+    for tensor in model.graph.initializer:
+        array = numpy_helper.to_array(tensor)
+        if array.dtype.kind == "f":
+            scaled = (array * np.asarray(1.01, array.dtype)).astype(array.dtype)
+            tensor.CopyFrom(numpy_helper.from_array(scaled, tensor.name))
+    return model
+
+
+def _compile(name: str, reweighted: bool = False) -> tuple[dict[str, float], object]:
+    """Import (timed) and compile model `name` (`reweighted`: other weights, `_reweighted`):
+    timings and the compiled module."""
     import dlc
     from dlc import progress
     from dlc.api import compile_graph_module
@@ -149,7 +169,8 @@ def _compile(name: str) -> tuple[dict[str, float], object]:
         with progress.tracking(_memory_progress()) as tracked:
             compiled = dlc.compile(source, filename="softmax_chain200.dl")
     else:
-        module = dlc.onnx.load(str(_model_file(name)))
+        path = _model_file(name)
+        module = dlc.onnx.load(_reweighted(path) if reweighted else str(path))
         row["import_s"] = time.perf_counter() - wall
         row["rss_import_mb"], row["weights_mb"] = _peak_mb(), _weights_mb(module)
         wall, cpu = time.perf_counter(), _cpu()
@@ -163,10 +184,14 @@ def _compile(name: str) -> tuple[dict[str, float], object]:
     return row, compiled
 
 
-def child(name: str, cold: bool) -> dict[str, float]:
+def child(name: str, cold: bool, reweighted: bool = False) -> dict[str, float]:
     """One process's measurements (module docstring)."""
-    row, _ = _compile(name)
+    from dlc.runtime import unit_cache
+
+    row, _ = _compile(name, reweighted)
     row["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    row["units_reused"] = unit_cache.COUNTS["reused"]
+    row["units"] = unit_cache.COUNTS["reused"] + unit_cache.COUNTS["built"]
     if cold:
         import onnxruntime as ort
 
@@ -179,10 +204,10 @@ def child(name: str, cold: bool) -> dict[str, float]:
     return row
 
 
-def _run_child(name: str, cold: bool, cache_dir: str) -> dict[str, float]:
+def _run_child(name: str, mode: str, cache_dir: str) -> dict[str, float]:
+    """A child process measuring `mode` (--cold, --cached, --reweighted)."""
     env = {**os.environ, "DLC_CACHE": "1", "DLC_CACHE_DIR": cache_dir, "DLC_PROGRESS": "0"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    mode = "--cold" if cold else "--cached"
     out = subprocess.run(
         [sys.executable, __file__, "--child", name, mode],
         env=env,
@@ -205,15 +230,18 @@ def measure(name: str) -> dict[str, object]:
         }
         subprocess.run([sys.executable, __file__, "--build", name], env=env, check=True)
     with tempfile.TemporaryDirectory(prefix="dlc-bench-compile-") as cache_dir:
-        cold = _run_child(name, True, cache_dir)
-        cached = _run_child(name, False, cache_dir) if "error" not in cold else {}
-    return {"model": name, "cold": cold, "cached": cached}
+        cold = _run_child(name, "--cold", cache_dir)
+        cached = _run_child(name, "--cached", cache_dir) if "error" not in cold else {}
+        other = {}
+        if "error" not in cold and name != "w2x200":  # W2 x200 has no weights
+            other = _run_child(name, "--reweighted", cache_dir)
+    return {"model": name, "cold": cold, "cached": cached, "other": other}
 
 
 HEADER = (
     f"{'model':32} {'import':>6} {'cold':>6} {'CPU':>6} "
     + " ".join(f"{lv:>6}" for lv in LEVELS)
-    + f" {'cached':>6} {'CPU':>6} {'RSS MB':>7} {'ort':>6}"
+    + f" {'cached':>6} {'CPU':>6} {'other':>6} {'CPU':>6} {'units':>7} {'RSS MB':>7} {'ort':>6}"
 )
 
 
@@ -227,9 +255,14 @@ def table_row(result: dict[str, object]) -> str:
     again = f"{'-':>6} {'-':>6}"
     if "compile_s" in cached:
         again = f"{cached['compile_s']:6.2f} {cached['compile_cpu_s']:6.2f}"
+    other: dict = result.get("other") or {}  # type: ignore[assignment]
+    reused = f"{'-':>6} {'-':>6} {'-':>7}"
+    if "compile_s" in other:
+        units = f"{other['units_reused']}/{other['units']}"
+        reused = f"{other['compile_s']:6.2f} {other['compile_cpu_s']:6.2f} {units:>7}"
     return (
         f"{title:32} {cold['import_s']:6.2f} {cold['compile_s']:6.2f} "
-        f"{cold['compile_cpu_s']:6.2f} {levels} {again} {cold['rss_mb']:7.0f} "
+        f"{cold['compile_cpu_s']:6.2f} {levels} {again} {reused} {cold['rss_mb']:7.0f} "
         f"{cold['ort_session_s']:6.2f}"
     )
 
@@ -256,12 +289,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--build", help=argparse.SUPPRESS)
     parser.add_argument("--cold", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--cached", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--reweighted", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.build:
         _model_file(args.build)
         return 0
     if args.child:
-        print(json.dumps(child(args.child, args.cold)))
+        print(json.dumps(child(args.child, args.cold, args.reweighted)))
         return 0
     names = args.only.split(",") if args.only else list(MODELS)
     unknown = [n for n in names if n not in MODELS]

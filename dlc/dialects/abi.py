@@ -17,6 +17,10 @@ CTX_STATUS = 0
 """ctx word: 0, or the 1-based index of a message in the module attribute `MESSAGES`
 recorded by the first trap / out-of-bounds access / interrupt; every function returns
 at once when a callee set it. The caller reads and resets it after a call."""
+STATUS_INTERRUPTED = 0x7FFF_FFFF
+"""The status an interrupt poll stores (every poll, in every module; not an index into
+`MESSAGES`, which holds "interrupt\tinterrupted" for it): code that polls prints the
+same wherever it was compiled, so its object code can be reused (`unit_cache`)."""
 CTX_DEPTH = 1
 """ctx word: the number of active calls of recursive functions; at the depth limit a
 recursive function traps ("call depth limit exceeded") instead of recursing."""

@@ -37,8 +37,7 @@ from dlc.runtime.cache_files import (  # noqa: F401 -- read_owned, write_owned r
 )
 from dlc.runtime.cache_records import data_layout, valid_meta
 
-# 8: constant data after the object code; 7: typed stacks, the dlc.fn. symbol namespace
-FORMAT = 8  # 6: location-free messages; 5: unbounded functions; 4: a call context per call; 3: records carry an HMAC (2: a plain SHA-256)
+FORMAT = 8  # 8: constant data after the object code; 7: typed stacks, the dlc.fn. symbol namespace; 6: location-free messages; 5: unbounded functions; 4: a call context per call; 3: records carry an HMAC (2: a plain SHA-256)
 HANDLER_SEGMENT = "dlc.interrupt.handler"  # the signal handler's code in an entry's file
 KEY_FILE = "key"
 KEY_BYTES = 32
@@ -178,12 +177,12 @@ def key(options: dict[str, Any], program: str) -> str:
     return digest.hexdigest()
 
 
-def lookup(key: str) -> Entry | None:
-    """The entry for `key` from memory, else from disk (then also kept in memory)."""
+def lookup(key: str, *, memory: bool = True) -> Entry | None:
+    """The entry for `key` from memory, else from disk (then kept there: both `memory`)."""
     if not enabled():
         return None
     with _LOCK:
-        entry = _MEMORY.get(key)
+        entry = _MEMORY.get(key) if memory else None
         if entry is not None:
             _MEMORY.move_to_end(key)
             return entry
@@ -192,16 +191,17 @@ def lookup(key: str) -> Entry | None:
     except (OSError, ValueError) as error:  # missing, unreadable, malformed, untrusted
         _warn_once(error)
         return None
-    if entry is not None:
+    if entry is not None and memory:
         _remember(key, entry)
     return entry
 
 
-def store(key: str, entry: Entry) -> None:
-    """Keep `entry` in memory and write it to disk (write errors are ignored)."""
+def store(key: str, entry: Entry, *, memory: bool = True) -> None:
+    """Keep `entry` in memory (if `memory`), write it to disk (errors are ignored)."""
     if not enabled():
         return
-    _remember(key, entry)
+    if memory:
+        _remember(key, entry)
     try:
         _write(key, entry)
     except OSError as error:  # a read-only or full cache only costs the next compile

@@ -34,7 +34,10 @@ def _int_map(value: object) -> bool:
 
 
 def valid_meta(meta: object) -> bool:
-    """Whether `meta` has exactly the shape dlc/api.py writes (see `metadata` there)."""
+    """Whether `meta` has exactly the shape dlc/api.py writes (see `metadata` there), or
+    is a unit's (`unit_cache.META`)."""
+    if meta == {"unit": 1}:
+        return True
     if not isinstance(meta, dict):
         return False
     lists = ("native", "externs", "unbounded")

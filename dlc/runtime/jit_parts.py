@@ -12,6 +12,10 @@ MCJIT engine loads all the objects, which resolve each other's symbols; the comp
 cache stores them together (`pack_objects`). A worker that cannot start or fails
 leaves its part to this process.
 
+With the compile cache on, each run is a part of its own, named after its content and
+looked up in the cache before anything is built (`unit_cache.py`); the runs to build
+are spread over this process and the workers (several to a worker).
+
 The parts see each other only through declarations: an outlined function becomes
 external in its part, the constant data it reads is copied into it, module variables
 and other globals are declared. The llvm-level module is left exactly as it was.
@@ -148,12 +152,17 @@ def _self_contained(module: ModuleOp, groups: list[tuple[list[llvm.FuncOp], int]
     return not any(_references(f) & mutable for members, _ in groups for f in members)
 
 
-def _plan(module: ModuleOp, parts: int) -> list[list[llvm.FuncOp]] | None:
+def _plan(module: ModuleOp, parts: int, units: bool = False) -> list[list[llvm.FuncOp]] | None:
     """Groups of outlined runs for parts 1..n-1 (part 0 keeps the rest), balanced by
-    op count; None when the module is too small or has nothing to move."""
+    op count, or with `units` each run a part of its own (`unit_cache`); None when the
+    module is too small or has nothing to move."""
     total = sum(1 for _ in module.walk())
     groups = _groups(module)
-    if total < MIN_OPS or len(groups) < 2 or parts < 2 or not _self_contained(module, groups):
+    if total < MIN_OPS or len(groups) < 2 or not _self_contained(module, groups):
+        return None
+    if units:
+        return [members for members, _ in groups]
+    if parts < 2:
         return None
     loads = [total - sum(size for _, size in groups)] + [0] * (parts - 1)
     planned: list[list[llvm.FuncOp]] = [[] for _ in range(parts)]
@@ -232,33 +241,77 @@ def compile_in_parts(
     target: Target | None,
     files: DataFiles | BoundData | None = None,
 ) -> list[bytes] | None:
-    """Object code of `module` in parts (module docstring), parts 1.. built in worker
-    processes while this one builds part 0 (`files` holds the constant data they
-    include); None when it is better compiled whole."""
-    from dlc.runtime.jit import build_object, target_machine
+    """Object code of `module` in parts (module docstring), parts 1.. found in the
+    unit cache or built in worker processes while this one builds part 0 (`files` holds
+    the constant data they include); None when it is better compiled whole."""
+    from dlc.runtime import unit_cache
+    from dlc.runtime.jit import build_object, machine_settings, target_machine
 
-    moved = _plan(module, min(MAX_PARTS, _threads()))
+    units = unit_cache.enabled()
+    moved = _plan(module, min(MAX_PARTS, _threads()), units)
     if moved is None:
         return None
     texts = _part_texts(module, moved, target_machine(opt_level, target), files)
     if any("@llvm.global_ctors" in text for text in texts):
         return None
-    workers = [_start_worker(text, opt_level, target) for text in texts[1:]]
+    if units:  # named by content, the same unit once
+        texts = list(dict.fromkeys(unit_cache.named_by_content(texts)))
+    machine = machine_settings(opt_level, target)
+    keys = [unit_cache.key(text, machine) for text in texts[1:]] if units else []
+    found: list[bytes | None] = [unit_cache.lookup(k) for k in keys] if units else []
+    found += [None] * (len(texts) - 1 - len(found))
+    batches = _batches(texts, [i for i, obj in enumerate(found) if obj is None])
+    workers = [_start_worker([texts[1 + i] for i in b], opt_level, target) for b in batches[1:]]
     objects = [build_object(texts[0], opt_level, target)]
-    for text, worker in zip(texts[1:], workers, strict=True):
-        built = _finish_worker(worker)
-        objects.append(built if built is not None else build_object(text, opt_level, target))
-    return objects
+    for batch, worker in zip(batches, [None, *workers], strict=True):
+        built = _worker_objects(worker, len(batch))
+        for j, i in enumerate(batch):
+            obj = built[j] or build_object(texts[1 + i], opt_level, target)
+            found[i] = obj
+            if units:
+                unit_cache.store(keys[i], obj)
+    return [*objects, *(obj for obj in found if obj is not None)]
 
 
-def _start_worker(text: str, opt_level: int, target: Target | None) -> subprocess.Popen | None:
-    """`python -m dlc.runtime.jit_worker` building `text`, its input written; None when
-    no worker process can be started (the caller builds the part itself)."""
+def _worker_objects(worker: subprocess.Popen | None, count: int) -> list[bytes | None]:
+    """The `count` objects `worker` built, or Nones for those this process must build."""
+    try:
+        built = unpack_objects(_finish_worker(worker) or b"")
+    except ValueError:  # a malformed bundle: build them here
+        built = []
+    return list(built) if len(built) == count and all(built) else [None] * count
+
+
+def _batches(texts: list[str], missing: list[int]) -> list[list[int]]:
+    """The parts to build (indices into `texts[1:]`) spread over this process (batch 0,
+    which also builds part 0) and up to `MAX_PARTS - 1` workers, balanced by text size;
+    empty batches dropped but the first."""
+    count = min(MAX_PARTS, _threads(), len(missing) + 1)
+    loads = [len(texts[0])] + [0] * (count - 1)
+    batches: list[list[int]] = [[] for _ in range(count)]
+    for i in sorted(missing, key=lambda i: -len(texts[1 + i])):
+        k = loads.index(min(loads))
+        loads[k] += len(texts[1 + i])
+        batches[k].append(i)
+    return [batches[0], *(b for b in batches[1:] if b)]
+
+
+def _start_worker(
+    texts: list[str], opt_level: int, target: Target | None
+) -> subprocess.Popen | None:
+    """`python -m dlc.runtime.jit_worker` building `texts` (its output: their objects,
+    `pack_objects`), its input written; None when no worker process can be started (the
+    caller builds the parts itself)."""
     import subprocess
 
     if not sys.executable:
         return None
-    header = {"opt_level": opt_level, "target": dataclasses.asdict(target) if target else None}
+    data = [text.encode() for text in texts]
+    header = {
+        "opt_level": opt_level,
+        "target": dataclasses.asdict(target) if target else None,
+        "sizes": [len(d) for d in data],
+    }
     root = str(Path(__file__).resolve().parents[2])  # the dlc this process runs
     env = {
         **os.environ,
@@ -277,7 +330,7 @@ def _start_worker(text: str, opt_level: int, target: Target | None) -> subproces
     except OSError:
         return None
     feed = threading.Thread(
-        target=_feed, args=(worker, json.dumps(header).encode() + b"\n" + text.encode())
+        target=_feed, args=(worker, json.dumps(header).encode() + b"\n" + b"".join(data))
     )
     feed.start()
     worker.feeder = feed  # type: ignore[attr-defined]

@@ -21,7 +21,7 @@ import numpy as np
 
 from dlc import llvm_c
 from dlc.diagnostics import TrapError
-from dlc.dialects.abi import CTX_FAULT, PY_TYPES, VAR_PREFIX
+from dlc.dialects.abi import CTX_FAULT, PY_TYPES, STATUS_INTERRUPTED, VAR_PREFIX
 from dlc.dtypes import NATIVE_DTYPES, NUMPY_DTYPES
 from dlc.runtime import interrupts
 from dlc.runtime.context import CallContext
@@ -53,15 +53,15 @@ class Messages:
         code = ctx.status.value
         value = int(ctx.words[CTX_FAULT])
         ctx.reset()  # depth, arena and status as before the call
+        if code == STATUS_INTERRUPTED:  # any poll's (`abi.STATUS_INTERRUPTED`)
+            interrupts.raise_pending()  # KeyboardInterrupt, or the user's handler's error
+            raise TrapError("interrupted by a signal")
         kind, _, text = self.messages[code - 1]
         if kind == "bounds":
             raise IndexError(text)
         if kind == "bounds-value":  # the value goes at the last tab (a path may hold one)
             before, _, after = text.rpartition("\t")
             raise IndexError(f"{before}{value}{after}")
-        if kind == "interrupt":
-            interrupts.raise_pending()  # KeyboardInterrupt, or the user's handler's error
-            raise TrapError(f"{text} by a signal")
         raise TrapError(text)
 
 

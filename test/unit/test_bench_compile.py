@@ -26,12 +26,21 @@ COLD = {
 
 
 def test_a_row_per_model() -> None:
+    other = {"compile_s": 3.0, "compile_cpu_s": 4.0, "units_reused": 21, "units": 21}
     row = bench_compile.table_row(
-        {"model": "resnet50", "cold": COLD, "cached": {"compile_s": 0.3, "compile_cpu_s": 0.2}}
+        {
+            "model": "resnet50",
+            "cold": COLD,
+            "cached": {"compile_s": 0.3, "compile_cpu_s": 0.2},
+            "other": other,
+        }
     )
     assert row.startswith("ResNet-50")
-    assert row.split()[1:] == "1.00 4.50 6.00 0.10 1.00 2.00 2.50 0.30 0.20 800 0.50".split()
+    want = "1.00 4.50 6.00 0.10 1.00 2.00 2.50 0.30 0.20 3.00 4.00 21/21 800 0.50"
+    assert row.split()[1:] == want.split()
     assert len(bench_compile.HEADER.split()) == len(row.split()) + 1  # "RSS MB": two words
+    alone = bench_compile.table_row({"model": "w2x200", "cold": COLD, "cached": {}})
+    assert alone.split()[-7:] == "- - - - - 800 0.50".split()  # no cached or other-weights run
 
 
 def test_a_failed_model_says_why() -> None:

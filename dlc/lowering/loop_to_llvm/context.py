@@ -52,7 +52,10 @@ class StatusTable:
     """(symbol, llvm array type, dense data) of the read-only data of `loop.const_copy`."""
 
     def code(self, kind: str, text: str) -> int:
-        self.messages.append(f"{kind}\t{text}")
+        message = f"{kind}\t{text}"
+        if kind == "interrupt" and message in self.messages:  # one, for every poll
+            return self.messages.index(message) + 1
+        self.messages.append(message)
         return len(self.messages)
 
 
@@ -115,7 +118,11 @@ class ContextEmitter:
         `value` (i64, kind "bounds-value") `message` is "before\\tafter" and the value,
         stored in ctx word `CTX_FAULT`, is shown between. Returns the failing path's
         `llvm.return`."""
-        code = self.status.code(kind, location_prefix(op) + message)
+        return self.leave_with(failed, self.status.code(kind, location_prefix(op) + message), value)
+
+    def leave_with(self, failed: SSAValue, code: int, value: SSAValue | None = None) -> Operation:
+        """If `failed` (i1): store status `code` (and `value` in word `CTX_FAULT`) and
+        return; otherwise continue. Returns the failing path's `llvm.return`."""
         leave, resume = Block(), Block()
         self.emit(llvm.CondBrOp(failed, leave, [], resume, []))
         self.start(leave)
@@ -177,7 +184,8 @@ class ContextEmitter:
         opaque = llvm.InlineAsmOp("", "=r,0", [address], [PTR], has_side_effects=True)
         flag = self.emit(llvm.LoadOp(self.emit(opaque), i32, alignment=4))
         raised = icmp(self, "ne", flag, const(self, 0, i32))
-        self.trap_when(raised, op, "interrupt", "interrupted")
+        self.status.code("interrupt", "interrupted")  # the module can stop: it has messages
+        self.leave_with(raised, abi.STATUS_INTERRUPTED)
 
     # -- arena --------------------------------------------------------------------------
 

@@ -104,8 +104,8 @@ def test_parts_build_here_when_no_worker_can(split: None, monkeypatch: pytest.Mo
     monkeypatch.setattr(jit_parts.sys, "executable", executable)
     real = jit_parts._start_worker  # noqa: SLF001
 
-    def failing(text: str, opt_level: int, target: object) -> object:
-        return real("this is not LLVM IR", opt_level, target)  # type: ignore[arg-type]
+    def failing(texts: list[str], opt_level: int, target: object) -> object:
+        return real(["this is not LLVM IR"] * len(texts), opt_level, target)  # type: ignore[arg-type]
 
     monkeypatch.setattr(jit_parts, "_start_worker", failing)
     helped = dlc.compile(PROGRAM)
@@ -119,7 +119,7 @@ def test_the_worker_reports_bad_input() -> None:
 
     run = subprocess.run(
         [sys.executable, "-m", "dlc.runtime.jit_worker"],
-        input=b'{"opt_level": 2, "target": null}\nthis is not LLVM IR',
+        input=b'{"opt_level": 2, "target": null, "sizes": [19]}\nthis is not LLVM IR',
         capture_output=True,
         check=False,
         cwd=Path(jit_parts.__file__).resolve().parents[2],
@@ -127,6 +127,73 @@ def test_the_worker_reports_bad_input() -> None:
     assert run.returncode == 1
     assert run.stdout == b""
     assert b"dlc.runtime.jit_worker: RuntimeError" in run.stderr
+
+
+def test_the_worker_checks_the_sizes_of_its_input() -> None:
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [sys.executable, "-m", "dlc.runtime.jit_worker"],
+        input=b'{"opt_level": 2, "target": null, "sizes": [4, 9]}\nshort',
+        capture_output=True,
+        check=False,
+        cwd=Path(jit_parts.__file__).resolve().parents[2],
+    )
+    assert run.returncode == 1 and run.stdout == b""
+    assert b"ValueError: 5 bytes of input for parts of sizes [4, 9]" in run.stderr
+
+
+def test_a_worker_builds_several_parts() -> None:
+    texts = [f"define i64 @n{k}() {{\n  ret i64 {k}\n}}\n" for k in range(3)]
+    worker = jit_parts._start_worker(texts, 2, None)  # noqa: SLF001
+    objects = jit_parts._worker_objects(worker, 3)  # noqa: SLF001
+    assert all(o is not None and o.startswith(b"\x7fELF") for o in objects)
+    assert len(set(objects)) == 3
+
+
+# A second function whose runs are not f's: a program that misses the module cache
+# while f's units are the same text.
+OTHER = """
+func @g: (<64 x 96 x f32>) -> <64 x 96 x f32> {
+'entry(%a: <64 x 96 x f32>):
+    %m = reduce %a: <64 x 96 x f32> by max init -inf: f32 along 0, 1
+    %s = subtract %a: <64 x 96 x f32>, %m: f32
+    %e = exp %s: <64 x 96 x f32>
+    return %e: <64 x 96 x f32>
+}
+"""
+
+
+def test_units_built_once_serve_another_program(
+    split: None, cache_dir: Path, lowerings: list[int]
+) -> None:
+    """With the cache on, each run is a unit of its own, stored under its LLVM IR text:
+    a program that shares runs with a compiled one reuses their object code."""
+    from dlc.runtime import unit_cache
+
+    before = dict(unit_cache.COUNTS)
+    first = dlc.compile(PROGRAM)
+    built = unit_cache.COUNTS["built"] - before["built"]
+    assert built >= 3 and unit_cache.COUNTS["reused"] == before["reused"]
+    second = dlc.compile(PROGRAM + OTHER)  # another program: the module cache misses
+    assert len(lowerings) == 2
+    assert unit_cache.COUNTS["reused"] - before["reused"] == built  # every unit of f
+    assert unit_cache.COUNTS["built"] - before["built"] > built  # g's own
+    np.testing.assert_array_equal(second.f(A, B), first.f(A, B))
+    x = A.copy()
+    np.testing.assert_allclose(second.g(x), np.exp(x - x.max()), rtol=1e-6)
+
+
+def test_a_tampered_unit_is_not_loaded(cache_dir: Path) -> None:
+    from dlc.runtime import unit_cache
+
+    key = unit_cache.key("define void @u() {\n  ret void\n}\n", ("x86_64", "znver3", "", 2))
+    unit_cache.store(key, b"\x7fELF unit object")
+    assert unit_cache.lookup(key) == b"\x7fELF unit object"
+    [stored] = cache_dir.glob(f"**/{key}.o")
+    stored.write_bytes(b"\x7fELF other object")
+    assert unit_cache.lookup(key) is None
 
 
 def test_the_worker_ignores_the_working_directory(
@@ -138,7 +205,7 @@ def test_the_worker_ignores_the_working_directory(
     (planted / "__init__.py").write_text("raise SystemExit('planted dlc imported')\n")
     monkeypatch.chdir(tmp_path)
     ir = "define i64 @seven() {\n  ret i64 7\n}\n"
-    worker = jit_parts._start_worker(ir, 2, None)  # noqa: SLF001
+    worker = jit_parts._start_worker([ir], 2, None)  # noqa: SLF001
     code = jit_parts._finish_worker(worker)  # noqa: SLF001
     assert code is not None and code.startswith(b"\x7fELF")
 
@@ -161,3 +228,41 @@ func @p: (<1 x 8 x 12 x 12 x f32>) -> <1 x 8 x 12 x 12 x f32> {
     assert two.ir("llvm") == three.ir("llvm")
     x = np.random.default_rng(4).standard_normal((1, 8, 12, 12)).astype(np.float32)
     np.testing.assert_array_equal(two.p(x), three.p(x))
+
+
+def test_units_are_named_by_their_content() -> None:
+    """Alike units print alike in any module: their own symbols take names from their
+    text's hash, and the parts that call them follow."""
+    from dlc.runtime.unit_cache import named_by_content
+
+    def unit(name: str, helper: str, value: int) -> str:
+        return (
+            f"@{helper}.data = internal constant i64 {value}\n"
+            f"define void @{name}(ptr %p) noinline\n{{\n  call void @{helper}(ptr %p)\n  ret void\n}}\n"
+            f"define internal void @{helper}(ptr %p)\n{{\n"
+            f"  %v = load i64, ptr @{helper}.data\n  store i64 %v, ptr %p\n  ret void\n}}\n"
+        )
+
+    def caller(*names: str) -> str:
+        declared = "".join(f"declare void @{n}(ptr)\n" for n in names)
+        calls = "".join(f"  call void @{n}(ptr %p)\n" for n in names)
+        return f"{declared}define void @main(ptr %p)\n{{\n{calls}  ret void\n}}\n"
+
+    first = named_by_content(
+        [caller("f.kernel0", "f.kernel1"), unit("f.kernel0", "w0", 1), unit("f.kernel1", "w1", 2)]
+    )
+    other = named_by_content([caller("g.kernel3"), unit("g.kernel3", "worker", 2)])
+    assert other[1] == first[2]  # the same unit, other names: the same text
+    assert first[1] != first[2] and "f.kernel" not in "".join(first)
+    assert "@w0" not in first[1] and "@dlc.unit." in first[0]
+    alike = named_by_content([caller("f.a", "f.b"), unit("f.a", "x", 5), unit("f.b", "y", 5)])
+    assert alike[1] == alike[2]
+    assert alike[0].count("declare void @dlc.unit.") == 1  # one declaration of the one name
+
+    def calling(name: str, callee: str) -> str:
+        return f"declare void @{callee}(ptr)\ndefine void @{name}(ptr %p) noinline\n{{\n  call void @{callee}(ptr %p)\n  ret void\n}}\n"
+
+    chain = named_by_content([caller("a"), calling("a", "c"), unit("c", "d", 1)])
+    assert "@c(" not in chain[1] and chain[1].count("@dlc.unit.") == 3  # a's own, c's twice
+    circle = [caller("a"), calling("a", "c"), calling("c", "a")]
+    assert named_by_content(circle) == circle  # units calling each other: names kept

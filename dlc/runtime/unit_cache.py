@@ -1,0 +1,126 @@
+"""Object code of a module's units, kept across compiles and models.
+
+A large module is compiled in parts (`jit_parts.py`); with the compile cache on, each
+unit (an outlined run or kernel with the internal functions only it reaches) is a part
+of its own, and its object code is stored in the compile cache under a key of its LLVM
+IR text, the opt level, the machine it is built for (`jit.machine_settings`) and what
+every cache key covers (dlc's sources, the LLVM and llvmlite versions, the host). A
+later compile whose unit prints the same text (the same model with other weights,
+which kernels read through their buffers, or another model sharing the layer) loads
+that object instead of running LLVM on the unit again.
+
+The key is the whole text LLVM would compile, so an object found is the object LLVM
+would build: results are bit-identical with and without the cache. Entries are the
+compile cache's (owner-only directory, HMAC-authenticated records, the same eviction),
+with the metadata `{"unit": 1}`; they bypass the in-memory cache, which holds whole
+modules. `DLC_CACHE=0` turns this off with the rest of the cache (and parts are then
+grouped as before: fewer LLVM modules).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import TYPE_CHECKING
+
+from dlc.runtime import cache
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+META = {"unit": 1}
+COUNTS = {"reused": 0, "built": 0}
+"""Units served from the cache and units built, over this process (a report for the
+compile-time benchmark and the tests; compiles in threads may interleave)."""
+
+
+_SYMBOL = r'@(?:"[^"\n]*"|[-\w$.]+)'
+_FUNCTIONS = re.compile(rf"^define [^@\n]*({_SYMBOL})\(", re.M)
+_GLOBALS = re.compile(rf"^({_SYMBOL}) = (?:internal|private) ", re.M)
+_USED = re.compile(_SYMBOL)
+PREFIX = "dlc.unit."
+
+
+def _renamed(text: str, names: dict[str, str]) -> str:
+    """`text` with each symbol token in `names` (`@x` or `@"x"`) replaced, in one pass."""
+    if not names:
+        return text
+    pattern = "|".join(map(re.escape, sorted(names, key=len, reverse=True)))
+    return re.sub(f"(?:{pattern})(?![-\\w$.])", lambda m: names[m.group(0)], text)
+
+
+def named_by_content(texts: list[str]) -> list[str]:
+    """The parts `jit_parts` made (part 0, then one unit each: its outlined function
+    defined first) with each unit's own symbols named after its content: the function
+    `@dlc.unit.<hash>`, its other definitions `@dlc.unit.<hash>.<i>`, where the hash is
+    that of the unit's text with those names numbered; references in part 0 and in
+    other units follow. So a unit prints the same in every module that has it. A unit
+    that uses another unit's function is named after it; the texts are returned as they
+    are if units use each other in a circle."""
+    defined = [_FUNCTIONS.findall(text) + _GLOBALS.findall(text) for text in texts[1:]]
+    roots = {names[0]: k for k, names in enumerate(defined) if names}
+    if len(roots) != len(defined):
+        return texts
+    uses = [
+        {t for t in _USED.findall(text) if t in roots} - {d[0]}
+        for text, d in zip(texts[1:], defined, strict=True)
+    ]
+    done: dict[str, str] = {}
+    out = list(texts)
+    while len(done) < len(roots):
+        ready = [
+            k for k, names in enumerate(defined) if names[0] not in done and uses[k] <= done.keys()
+        ]
+        if not ready:
+            return texts
+        for k in ready:
+            local = {name: f"@{PREFIX}P{i}" for i, name in enumerate(defined[k])}
+            text = _renamed(texts[1 + k], {**{u: done[u] for u in uses[k]}, **local})
+            digest = hashlib.sha256(text.encode()).hexdigest()[:24]
+            final = {
+                f"@{PREFIX}P{i}": f"@{PREFIX}{digest}" + (f".{i}" if i else "")
+                for i in range(len(local))
+            }
+            out[1 + k] = _renamed(text, final)
+            done[defined[k][0]] = f"@{PREFIX}{digest}"
+    out[0] = _renamed(texts[0], done)
+    if len(set(done.values())) < len(done):  # alike units: one declaration each
+        out = [_declared_once(text) for text in out]
+    return out
+
+
+def _declared_once(text: str) -> str:
+    seen: set[str] = set()
+    lines = []
+    for line in text.split("\n"):
+        if line.startswith("declare "):
+            if line in seen:
+                continue
+            seen.add(line)
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def enabled() -> bool:
+    return cache.enabled()
+
+
+def key(text: str, machine: Sequence[object]) -> str:
+    """The cache key of unit `text` built for `machine` (`jit.machine_settings`: the
+    target and the opt level)."""
+    return cache.key({"kind": "unit object", "machine": list(machine)}, text)
+
+
+def lookup(unit_key: str) -> bytes | None:
+    """The object code stored for `unit_key`, or None."""
+    entry = cache.lookup(unit_key, memory=False)
+    if entry is None or dict(entry.meta) != META or entry.data or entry.handler:
+        return None
+    COUNTS["reused"] += 1
+    return bytes(entry.obj)
+
+
+def store(unit_key: str, obj: bytes) -> None:
+    """Keep `obj`, the object code of the unit of `unit_key`."""
+    COUNTS["built"] += 1
+    cache.store(unit_key, cache.Entry(obj, dict(META)), memory=False)
