@@ -10,15 +10,17 @@ server per tool and runs each RUN line's tool through this file's client:
 
 The client sends its arguments, working directory, environment and standard streams (the
 file descriptors themselves, SCM_RIGHTS) to the server, which forks a child that takes them
-over (dup2, chdir, os.environ, sys.argv) and calls the tool's console-script function as
-the installed script does, `sys.exit(main())`; Python's own shutdown then flushes the
-streams, runs atexit handlers and picks the exit code. The child is forked from a server
-that has imported the tool and run nothing, so every RUN line starts from the same state
-a new `dlc-opt` has after its imports. The child's wait status (exit code or signal) goes
-back to the client, which ends the same way. The server stops when its standard input (a
-pipe from lit) closes. `make lit` runs the installed tools themselves.
+over (dup2, chdir, os.environ, sys.argv, sys.stdin/stdout/stderr made anew) and calls the
+tool's console-script function as the installed script does, `sys.exit(main())`; Python's
+own shutdown then flushes the streams, runs atexit handlers and picks the exit code. The
+child is forked from a server that has imported the tool (and what every run of it
+imports anyway, lit.cfg.py's list) and run none of it, so every RUN line starts from the
+state a new `dlc-opt` reaches on its way. The child's wait status (exit code or signal)
+goes back to the client, which ends the same way. The server stops when its standard
+input (a pipe from lit) closes. `make lit` runs the installed tools themselves.
 """
 
+import io
 import json
 import os
 import selectors
@@ -67,6 +69,22 @@ def _take_over(conn: socket.socket) -> tuple[list[str], list[int]]:
     return request["argv"], fds
 
 
+def _new_stdio() -> None:
+    """sys.stdin, stdout and stderr made anew for the fds now on 0-2, as Python's start-up
+    makes them (the server's were made for its own fds: their buffering, whether they
+    are seekable and a tty, would be the server's)."""
+    for fd, attr in enumerate(("stdin", "stdout", "stderr")):
+        old = getattr(sys, attr)
+        raw = io.FileIO(fd, "rb" if fd == 0 else "wb", closefd=False)
+        raw.name = f"<{attr}>"
+        buffer = io.BufferedReader(raw) if fd == 0 else io.BufferedWriter(raw)
+        line_buffering = raw.isatty() or fd == 2
+        stream = io.TextIOWrapper(buffer, old.encoding, old.errors, "\n", line_buffering)
+        stream.mode = "r" if fd == 0 else "w"
+        setattr(sys, attr, stream)
+        setattr(sys, f"__{attr}__", stream)
+
+
 def _serve_one(conn: socket.socket, listener: socket.socket, tool: str) -> list[str]:
     """In a child of the server: fork the tool's process for `conn`'s request, wait for
     it and send its wait status back. Returns (only in that process) its argv."""
@@ -80,6 +98,7 @@ def _serve_one(conn: socket.socket, listener: socket.socket, tool: str) -> list[
             if fd > 2:
                 os.close(fd)
         conn.close()
+        _new_stdio()
         return [tool, *argv]
     for fd in fds:
         os.close(fd)
