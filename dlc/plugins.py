@@ -128,8 +128,9 @@ def load_entry_points() -> None:
     _ENTRY_POINTS_READ.append(True)
     from importlib.metadata import entry_points
 
+    installed = entry_points()  # one read of every distribution's entry points, not one a group
     for group in ENTRY_POINT_GROUPS:
-        for ep in entry_points(group=group):
+        for ep in installed.select(group=group):
             origin = f"entry point {ep.name} = {ep.value} ({group})"
             try:
                 value: Any = ep.load()

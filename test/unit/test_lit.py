@@ -5,6 +5,10 @@ the tests k, k + SHARDS, ... of the suite in lexical order, so the shards togeth
 run every test once). Under pytest-xdist each shard is a work unit of its own
 (`conftest.py` schedules them first), so the workers share the suite instead of one
 of them running it alone at the end; each shard's lit then runs one test at a time.
+
+`DLC_LIT_FORKSERVER=1` makes lit.cfg.py run `dlc-opt` and `filecheck` through a fork
+server (test/lit/forkserver.py): each RUN line's tool is a process forked from one that
+has imported it, instead of a new interpreter spending most of its time on imports.
 """
 
 import os
@@ -22,6 +26,7 @@ SHARDS = 8
 def test_lit_shard_passes(shard: int) -> None:
     env = dict(os.environ)
     env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", "")])
+    env["DLC_LIT_FORKSERVER"] = "1"
     # One lit worker per xdist worker (each holds a core); all cores without xdist.
     jobs = ["-j1"] if "PYTEST_XDIST_WORKER" in os.environ else []
     proc = subprocess.run(

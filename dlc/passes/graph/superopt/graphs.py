@@ -94,22 +94,26 @@ class Pool:
         return self.intern(Node("leaf", (), len(self.leaves) - 1, shape, dtype))
 
     def topo(self, roots: tuple[int, ...]) -> list[int]:
-        """The nodes `roots` reach, operands first (iterative)."""
+        """The nodes `roots` reach, operands first: depth first, each node's operands
+        in order (iterative; the search's hottest loop, hence the resumed iterators)."""
+        nodes = self.nodes
         order: list[int] = []
-        state: dict[int, bool] = {}
-        stack = [(r, False) for r in reversed(roots)]
-        while stack:
-            n, done = stack.pop()
-            if done:
-                if not state[n]:
-                    state[n] = True
+        seen: set[int] = set()
+        for root in roots:
+            if root in seen:
+                continue
+            seen.add(root)
+            stack = [(root, iter(nodes[root].args))]
+            while stack:
+                n, args = stack[-1]
+                for a in args:
+                    if a not in seen:
+                        seen.add(a)
+                        stack.append((a, iter(nodes[a].args)))
+                        break
+                else:
+                    stack.pop()
                     order.append(n)
-                continue
-            if n in state:
-                continue
-            state[n] = False
-            stack.append((n, True))
-            stack.extend((a, False) for a in reversed(self.nodes[n].args) if a not in state)
         return order
 
 
@@ -125,7 +129,11 @@ class BlockGraph:
 
     def valid(self, roots: tuple[int, ...]) -> bool:
         """Every reader comes after the last leaf its new operand needs."""
-        return all(self.pool.ready[r] < pos for r, (_, _, pos) in zip(roots, self.slots))
+        ready = self.pool.ready
+        for r, (_, _, pos) in zip(roots, self.slots):  # a loop: the search calls it per graph
+            if ready[r] >= pos:
+                return False
+        return True
 
 
 def elements(shape: tuple[int, ...]) -> int:

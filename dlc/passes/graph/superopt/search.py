@@ -205,7 +205,7 @@ def apply(p: Pattern, pool: Pool, view: View, b: Binding, sizes: dict[str, int])
             new[n] = subst[n]
             continue
         node = pool.nodes[n]
-        args = tuple(new.get(a, a) for a in node.args)
+        args = tuple(map(new.get, node.args, node.args))  # new.get(a, a) for each operand
         new[n] = n if args == node.args else pool.intern(replace(node, args=args))
     return tuple(new.get(r, r) for r in view.roots)
 
