@@ -12,7 +12,7 @@ from dlc.dialects.graph_types import NATIVE_DTYPES, TensorType
 SUPPORTED_DTYPES = NATIVE_DTYPES
 
 
-def scalar_type(dtype: str) -> Attribute:
+def scalar_type(dtype: str) -> Float16Type | Float32Type | Float64Type | IntegerType:
     """The builtin scalar type of a data type inside compute bodies (bool -> i1)."""
     if dtype == "f16":
         return Float16Type()
