@@ -35,7 +35,7 @@ from dlc.runtime.cache_files import (  # noqa: F401 -- read_owned, write_owned r
     write_new,
     write_owned,
 )
-from dlc.runtime.cache_records import data_layout, valid_meta
+from dlc.runtime.cache_records import Metadata, data_layout, valid_meta
 
 # 8: constant data after the object code; 7: typed stacks, the dlc.fn. symbol namespace
 FORMAT = 8  # 6: location-free messages; 5: unbounded functions; 4: a call context per call; 3: records carry an HMAC (2: a plain SHA-256)
@@ -64,7 +64,7 @@ class Entry:
     loads it from here instead of compiling it)."""
 
     obj: bytes
-    meta: Mapping[str, Any]
+    meta: Metadata
     optimized_ir: str | None = field(default=None, compare=False)
     data: Mapping[str, bytes | memoryview] = field(default_factory=dict, compare=False)
     handler: bytes | memoryview | None = field(default=None, compare=False)
