@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
+from xdsl.ir import Attribute
 
 from dlc import pipeline, progress
 from dlc.budget import ModuleBudget, check_budget
@@ -28,16 +29,17 @@ from dlc.diagnostics import error_at, get_loc, own_location
 from dlc.dialects import abi
 from dlc.dialects.graph import FuncOp as GraphFuncOp
 from dlc.dialects.graph_symbolic import is_symbolic
+from dlc.dialects.graph_types import TensorType, format_type
 from dlc.externs import ExternsOption, allowed_externs, check_externs
 from dlc.options import check_threads, compile_options, planted_fault, quick_facts
 from dlc.plugins import check_extra_passes
 from dlc.program_levels import ProgramLevels, Report, defined_functions, lower
 from dlc.runtime import cache, interrupts
+from dlc.runtime.cache_records import Metadata, valid_meta
 from dlc.runtime.fastcall import ARRAY_LAYOUT, FAST_CALLS
 from dlc.runtime.jit import JITModule
 from dlc.runtime.module import CompiledModule
 from dlc.runtime.native import (
-    Metadata,
     install,
     portable_messages,
     rendered_messages,
@@ -160,6 +162,8 @@ def _from_cache(
     """A fresh compiled module from a cache entry's object code and metadata, its
     messages naming this program's locations (`prefixes`)."""
     meta = entry.meta
+    if not valid_meta(meta):  # a unit's entry (`unit_cache`): never under a module's key
+        return None
     funcs = defined_functions(module)
     native = set(meta["native"])
     messages = rendered_messages(meta["messages"], prefixes)
@@ -219,6 +223,13 @@ def _compile(
     return compiled, stored
 
 
+def _dt_dims(t: Attribute) -> tuple[str, tuple[int, ...]]:
+    """The data type and extents of a symbolic function's parameter or result: a tensor
+    (`graph_symbolic.signature_problem` admits no other)."""
+    assert isinstance(t, TensorType), f"a symbolic signature holds {format_type(t)}"
+    return t.dt, t.dims
+
+
 def compile_symbolic(
     module: ModuleOp, options: pipeline.Options, externs: frozenset[str], threads: int
 ) -> CompiledModule:
@@ -240,8 +251,8 @@ def compile_symbolic(
         Signature(
             name,
             tuple(a.name_hint or f"{i}" for i, a in enumerate(f.body.blocks[0].args)),
-            tuple((t.dt, t.dims) for t in f.function_type.args),
-            (f.function_type.output.dt, f.function_type.output.dims),
+            tuple(_dt_dims(t) for t in f.function_type.args),
+            _dt_dims(f.function_type.output),
             tuple(function_symbols(f.function_type)),
             get_loc(f),
         )
@@ -341,9 +352,9 @@ def compile_graph_module(
     )
     if is_symbolic(module):
         check_budget(module, budget or ModuleBudget())
-        compiled = compile_symbolic(module, options, called, check_threads(num_threads))
-        compiled.seed(seed)
-        return compiled
+        symbolic = compile_symbolic(module, options, called, check_threads(num_threads))
+        symbolic.seed(seed)
+        return symbolic
     key = cache_key(module, options, called) if cached else None
     locations = _locations(module)
     prefixes = [f"{file}:{line}:{column}: " for file, line, column in locations]
@@ -351,7 +362,7 @@ def compile_graph_module(
     check_budget(module, budget or ModuleBudget())
     entry = cache.lookup(key) if key is not None else None
     threads = check_threads(num_threads)
-    compiled = None
+    compiled: CompiledModule | None = None
     if entry is not None:
         compiled = _from_cache(entry, module, options, threads, prefixes, called)
     in_cache = compiled is not None

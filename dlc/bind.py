@@ -93,6 +93,15 @@ def _where(op: Operation) -> str:
     return f"@{owner.sym_name.data}" if owner is not None else "another op"
 
 
+def _mismatch(value: object, t: TensorType) -> str | None:
+    """What `value` is when it is not an array of `t`'s data type and shape; else None."""
+    if not isinstance(value, np.ndarray):
+        return type(value).__name__
+    if value.dtype != numpy_dtype(t.dt) or value.shape != tuple(t.dims):
+        return f"{value.dtype} array of shape {value.shape}"
+    return None
+
+
 def _bind(func: FuncOp, values: Mapping[str, object]) -> None:
     block = func.entry
     assert block is not None
@@ -111,9 +120,7 @@ def _bind(func: FuncOp, values: Mapping[str, object]) -> None:
             raise error_at(
                 func, f"constants: parameter %{pname} of type {format_type(t)} cannot be bound"
             )
-        array = isinstance(value, np.ndarray)
-        if not array or value.dtype != numpy_dtype(t.dt) or value.shape != tuple(t.dims):
-            got = f"{value.dtype} array of shape {value.shape}" if array else type(value).__name__
+        if (got := _mismatch(value, t)) is not None:
             raise error_at(
                 func,
                 f"constants: parameter %{pname} of @{func.sym_name.data} is {format_type(t)}, "

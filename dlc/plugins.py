@@ -19,6 +19,7 @@ import importlib.util
 import inspect
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -118,6 +119,13 @@ def register(plugin: Plugin) -> None:
         PLUGIN_PASSES[name] = (cls, plugin.origin)
     for dialect in plugin.dialects:
         DIALECTS[dialect.name] = (dialect, plugin.origin)
+
+
+def dialect_factory(name: str) -> Callable[[], Dialect]:
+    """Registered plugin dialect `name` as a context's factory (dlc-opt's context loads
+    it when the input uses it)."""
+    dialect = DIALECTS[name][0]
+    return lambda: dialect
 
 
 def load_entry_points() -> None:

@@ -5,7 +5,7 @@ block dominates up to a stop, and its `natural_loops` (innermost first).
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.ir import Block
@@ -14,23 +14,35 @@ from dlc.dialects.cfg import dominates, immediate_dominators, predecessors, succ
 from dlc.dialects.graph import FuncOp
 
 
+class _Exit:
+    """The virtual exit node after every block without successors (post-dominance root)."""
+
+
+_EXIT = _Exit()
+
+
 @dataclass
 class CFG:
     """Reachable blocks of one function with predecessors, dominators, post-dominators."""
 
     entry: Block
     preds: dict[Block, list[Block]]
-    idom: dict[Hashable, Hashable]
-    ipdom: dict[Hashable, Hashable]
+    idom: dict[Block, Block]
+    ipdom: dict[Block | _Exit, Block | _Exit]
 
     @staticmethod
     def of(func: FuncOp) -> CFG:
         entry = func.entry
         assert entry is not None
-        idom: dict[Hashable, Hashable] = immediate_dominators(entry, successors)
-        preds = predecessors(list(idom))  # type: ignore[arg-type]
+        idom = immediate_dominators(entry, successors)
+        preds = predecessors(list(idom))
         exits = [b for b in preds if not successors(b)]
-        ipdom = immediate_dominators(_EXIT, lambda n: exits if n is _EXIT else preds[n])  # type: ignore[index]
+
+        def backwards(n: Block | _Exit) -> Sequence[Block | _Exit]:
+            return exits if isinstance(n, _Exit) else preds[n]
+
+        root: Block | _Exit = _EXIT
+        ipdom = immediate_dominators(root, backwards)
         return CFG(entry, preds, idom, ipdom)
 
     def dominates(self, a: Block, b: Block) -> bool:
@@ -41,10 +53,6 @@ class CFG:
         (the block cannot reach a return)."""
         p = self.ipdom.get(block)
         return p if isinstance(p, Block) else None
-
-
-_EXIT = object()
-"""The virtual exit node after every block without successors (post-dominance root)."""
 
 
 def region(cfg: CFG, head: Block, stop: Block) -> set[Block]:

@@ -180,8 +180,8 @@ class NestPlan:
         self.tile: list[Loop] = []
         self.memory_init = False
         if self.op.combinator is None:
-            last = self.loops[-1:] if self.loops else []
-            self.tile = [lp for lp in last if lp.name in self.unrolled]
+            innermost = self.loops[-1:]
+            self.tile = [lp for lp in innermost if lp.name in self.unrolled]
             return
         if not positions:  # no reduction loops left (only in a group: none at all)
             self.chain = (len(self.loops), len(self.loops))

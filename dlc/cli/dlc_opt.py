@@ -70,6 +70,7 @@ class DlcOptMain(DlcOptTargets):
         self.input_is_verified = False
         self.expecting = False  # --verify-diagnostics and the input has expected-* comments
         self.running: ModulePass | None = None  # the pass at work (for after-failure dumps)
+        self.last_text, self.last_ops = "", 0  # the IR after the last pass, its op count
         self.check_view()
         self.setup_pipeline()
 
@@ -89,12 +90,12 @@ class DlcOptMain(DlcOptTargets):
 
     def register_all_dialects(self) -> None:
         from dlc.dialects import get_all_dialects
-        from dlc.plugins import DIALECTS
+        from dlc.plugins import DIALECTS, dialect_factory
 
         for name, factory in get_all_dialects().items():
             self.ctx.register_dialect(name, factory)
-        for name, (dialect, _) in DIALECTS.items():
-            self.ctx.register_dialect(name, lambda dialect=dialect: dialect)
+        for name in DIALECTS:
+            self.ctx.register_dialect(name, dialect_factory(name))
 
     def register_all_passes(self) -> None:
         from dlc.pipeline import get_all_passes

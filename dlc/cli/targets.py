@@ -15,7 +15,7 @@ import io
 import sys
 from collections.abc import Callable
 from io import StringIO
-from typing import IO, TypeVar
+from typing import IO, TYPE_CHECKING, TypeVar
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
@@ -24,6 +24,10 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from dlc.analysis.levels import check_llvm_level, level_of
 from dlc.files import AtomicFile, is_device
+
+if TYPE_CHECKING:  # imported where used: dlc-opt starts without the pipeline
+    from dlc.options import Options
+    from dlc.pipeline import Step
 
 TARGETS = ("dl", "mlir", "llvm", "asm")
 
@@ -112,15 +116,16 @@ class DlcOptTargets(xDSLOptMain):
     """The output half of the dlc-opt driver: target registry, emitters, llvm lowering."""
 
     running: ModulePass | None  # the pass at work (dlc-opt dumps the IR when it fails)
+    emitters: dict[str, Callable[[ModuleOp, IO[str]], None]]  # -t's choices
 
     def register_all_targets(self) -> None:
-        emitters: dict[str, Callable[[ModuleOp, IO[str]], None]] = {
+        self.emitters = {
             "dl": self.emit_dl,
             "mlir": self.emit_mlir,
             "llvm": self.emit_llvm,
             "asm": self.emit_asm,
         }
-        self.available_targets.update(emitters)
+        self.available_targets.update(self.emitters)
 
     # -- output -----------------------------------------------------------------------
 
@@ -149,7 +154,7 @@ class DlcOptTargets(xDSLOptMain):
             return self.emit_view(prog)
         target = self.args.target or ("dl" if level_of(prog) == "graph" else "mlir")
         out = StringIO()
-        self.available_targets[target](prog, out)
+        self.emitters[target](prog, out)
         return out.getvalue()
 
     def check_view(self) -> None:
@@ -224,8 +229,8 @@ class DlcOptTargets(xDSLOptMain):
         check_llvm_level(module)
         return module
 
-    def pipeline_options(self):  # noqa: ANN201 -- dlc.pipeline.Options, imported lazily
-        from dlc.pipeline import Options
+    def pipeline_options(self) -> Options:
+        from dlc.options import Options
         from dlc.runtime.native import openmp_available
 
         return Options(
@@ -250,7 +255,7 @@ class DlcOptTargets(xDSLOptMain):
         )
         return PassPipeline(passes, pipeline.callback)
 
-    def after_step(self, step, module: ModuleOp) -> None:  # noqa: ANN001 -- pipeline.Step
+    def after_step(self, step: Step, module: ModuleOp) -> None:
         """A step of the `-t llvm|asm` pipeline: timed, verified and printed like a `-p` pass."""
         self.after_pass(step.pass_, module, None)
 

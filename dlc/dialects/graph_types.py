@@ -249,7 +249,7 @@ class NominalType(ParametrizedAttribute, TypeAttribute):
         return self.type_name.data
 
 
-GRAPH_TYPES = [
+GRAPH_TYPES: list[type[Attribute]] = [
     TensorType,
     TupleType,
     ArrayType,

@@ -33,7 +33,7 @@ from dlc.dialects.graph import (
     is_void,
     prints_at_use,
 )
-from dlc.dialects.graph_types import TensorType, format_type
+from dlc.dialects.graph_types import NominalType, TensorType, format_type
 from dlc.dialects.graph_types import is_differentiable as is_differentiable
 from dlc.dialects.graph_verify_adjoint import adjoint_type as adjoint_type
 from dlc.dialects.graph_verify_adjoint import verify_adjoint
@@ -297,9 +297,11 @@ class FunctionVerifier:
 
     def _check_branch_enum(self, op: BranchEnumOp) -> None:
         t = op.value.type
-        ident = getattr(t, "ident", None)
-        if ident is None or ident not in self.symbols.enums or t.kind.data != "enum":
+        if not (
+            isinstance(t, NominalType) and t.ident in self.symbols.enums and t.kind.data == "enum"
+        ):
             raise error_at(op, f"branchEnum: operand of type {format_type(t)} is not an enum")
+        ident = t.ident
         cases = dict(self.symbols.enums[ident])
         if len(op.cases.data) != len(op.dests):
             raise error_at(op, "branchEnum: case and block counts differ")

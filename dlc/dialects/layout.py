@@ -28,6 +28,7 @@ aggregates padded to their largest alignment); a tensor is stored inline
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from xdsl.ir import Attribute
 
@@ -86,7 +87,7 @@ ENUM_BOX_HEADER = 16
 """Bytes before an indirect enum's body in its box: the refcount, then `box_kind`."""
 
 
-def is_indirect(t: Attribute, symbols: Symbols) -> bool:
+def is_indirect(t: Attribute, symbols: Symbols) -> TypeGuard[NominalType]:
     """Whether `t` is an enum laid out in boxes (recursive_types.py)."""
     return (
         isinstance(t, NominalType) and t.kind.data == "enum" and t.ident in indirect_enums(symbols)
@@ -169,7 +170,8 @@ def layout(t: Attribute, symbols: Symbols) -> Layout:
             continue
         if isinstance(item, NominalType):
             open_nominals.discard(item.ident)
-        offset, align, fields = 0, 1, []
+        offset, align = 0, 1
+        fields: list[tuple[int, TensorType]] = []
         for kid in kids:
             sub = done[id(kid)]
             offset = (offset + sub.align - 1) // sub.align * sub.align
@@ -258,9 +260,9 @@ def key_offset(t: Attribute, key: int | str, symbols: Symbols) -> tuple[int, Att
         raise LayoutError(f"a value key into {format_type(t)}")
     offset = 0
     for i, kid in enumerate(kids):
-        sub = layout(kid, symbols)
-        offset = (offset + sub.align - 1) // sub.align * sub.align
+        kid_layout = layout(kid, symbols)
+        offset = (offset + kid_layout.align - 1) // kid_layout.align * kid_layout.align
         if i == key:
             return offset, kid, None
-        offset += sub.size
+        offset += kid_layout.size
     raise LayoutError(f"key {key} into {format_type(t)}")

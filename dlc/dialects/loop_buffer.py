@@ -214,4 +214,13 @@ class ConstBufferOp(IRDLOperation):
         _check_data(self.value, self.res, "loop.const_buffer", "is not a")
 
 
-BUFFER_OPS = [LoadOp, StoreOp, AllocOp, AllocSizedOp, DeallocOp, CopyOp, ConstCopyOp, ConstBufferOp]
+BUFFER_OPS: list[type[Operation]] = [
+    LoadOp,
+    StoreOp,
+    AllocOp,
+    AllocSizedOp,
+    DeallocOp,
+    CopyOp,
+    ConstCopyOp,
+    ConstBufferOp,
+]

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 from xdsl.dialects.builtin import IntegerType, UnitAttr, i1, i64
 from xdsl.dialects.utils import parse_assignment, print_assignment
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
@@ -120,7 +120,7 @@ class ForOp(IRDLOperation):
         return self.body.block.args[0]
 
     @property
-    def iter_args(self) -> tuple[SSAValue, ...]:
+    def iter_args(self) -> tuple[BlockArgument, ...]:
         return tuple(self.body.block.args[1:])
 
     def verify_(self) -> None:
@@ -272,4 +272,4 @@ class IfOp(IRDLOperation):
         )
 
 
-CONTROL_OPS = [ForOp, IfOp, YieldOp]
+CONTROL_OPS: list[type[Operation]] = [ForOp, IfOp, YieldOp]

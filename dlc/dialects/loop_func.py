@@ -202,4 +202,4 @@ class TrapOp(IRDLOperation):
         super().__init__(properties={"message": StringAttr(message)})
 
 
-FUNC_OPS = [FuncOp, ReturnOp, BrOp, CondBrOp, CallOp, ExternCallOp, TrapOp]
+FUNC_OPS: list[type[Operation]] = [FuncOp, ReturnOp, BrOp, CondBrOp, CallOp, ExternCallOp, TrapOp]

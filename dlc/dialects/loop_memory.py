@@ -22,7 +22,7 @@ from xdsl.dialects.builtin import (
     UnitAttr,
     i64,
 )
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
@@ -243,7 +243,7 @@ class ScalarCallOp(IRDLOperation):
         )
 
 
-MEMORY_OPS = [
+MEMORY_OPS: list[type[Operation]] = [
     AddressOp,
     GlobalAddressOp,
     RawLoadOp,

@@ -50,4 +50,4 @@ class ErfcOp(IRDLOperation):
         super().__init__(operands=[operand], result_types=[SSAValue.get(operand).type])
 
 
-SCALAR_OPS = [RemFOp, ErfcOp]
+SCALAR_OPS: list[type[Operation]] = [RemFOp, ErfcOp]

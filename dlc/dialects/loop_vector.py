@@ -312,4 +312,4 @@ class VSelectOp(IRDLOperation):
             raise VerifyException(f"{self.name}: the mask must be {_mask_type(vtype)}")
 
 
-VECTOR_OPS = [VLoadOp, VStoreOp, BroadcastOp, ShuffleOp, VCmpfOp, VSelectOp]
+VECTOR_OPS: list[type[Operation]] = [VLoadOp, VStoreOp, BroadcastOp, ShuffleOp, VCmpfOp, VSelectOp]

@@ -24,6 +24,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntAttr,
     IntegerAttr,
+    IntegerType,
     StringAttr,
     i64,
 )
@@ -73,14 +74,19 @@ class ConstantOp(IRDLOperation):
     traits = traits_def(Pure())
 
     def __init__(self, result_type: TensorType, values: Sequence[int | float | bool]):
-        data_type = BuiltinTensorType(scalar_type(result_type.dt), result_type.dims)
-        if result_type.dt == "bf16":
-            values = [bf16_bits(v) for v in values]
-        elif result_type.dt == "bool" or result_type.dt[0] in "iu":
-            values = [int(v) for v in values]
+        element = scalar_type(result_type.dt)
+        dense: DenseIntOrFPElementsAttr
+        if isinstance(element, IntegerType):  # integers, bool (i1) and bf16 (its bits)
+            bf16 = result_type.dt == "bf16"
+            ints = [bf16_bits(v) if bf16 else int(v) for v in values]
+            dense = DenseIntOrFPElementsAttr.from_list(
+                BuiltinTensorType(element, result_type.dims), ints
+            )
         else:
-            values = [float(v) for v in values]
-        dense = DenseIntOrFPElementsAttr.from_list(data_type, values)
+            floats = [float(v) for v in values]
+            dense = DenseIntOrFPElementsAttr.from_list(
+                BuiltinTensorType(element, result_type.dims), floats
+            )
         super().__init__(result_types=[result_type], properties={"value": dense})
 
     @classmethod

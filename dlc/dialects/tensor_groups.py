@@ -173,7 +173,7 @@ def verify_group(members: list[ComputeOp]) -> tuple[Operation, str] | None:
     """(op, why) when the group `members` (consecutive, one id) is not legal."""
     base = base_of(members)
     k = len(base)
-    results = {m.result: m for m in members}
+    results: dict[SSAValue, ComputeOp] = {m.result: m for m in members}
     view = _Members(members)
     for i, m in enumerate(members):
         fusion = fusion_of(m)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import IntAttr, StringAttr, SymbolNameConstraint, UnitAttr
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
@@ -228,7 +228,7 @@ class IndexCheckOp(IRDLOperation):
         super().__init__(operands=[index], properties=props)
 
 
-MEMORY_OPS = [
+MEMORY_OPS: list[type[Operation]] = [
     IndexCheckOp,
     MemReadOp,
     MemWriteOp,

@@ -12,7 +12,11 @@ from dlc.dialects.graph_types import NATIVE_DTYPES, TensorType
 SUPPORTED_DTYPES = NATIVE_DTYPES
 
 
-def scalar_type(dtype: str) -> Attribute:
+FloatScalar = Float16Type | Float32Type | Float64Type
+"""The builtin types of float data types (bf16 is stored as its bits: an integer)."""
+
+
+def scalar_type(dtype: str) -> FloatScalar | IntegerType:
     """The builtin scalar type of a data type inside compute bodies (bool -> i1)."""
     if dtype == "f16":
         return Float16Type()
@@ -26,6 +30,20 @@ def scalar_type(dtype: str) -> Attribute:
         return IntegerType(16)  # a storage type: its bits (see `bf16_bits`)
     assert dtype in SUPPORTED_DTYPES, f"unsupported data type {dtype}"
     return IntegerType(int(dtype[1:]))
+
+
+def int_scalar_type(dtype: str) -> IntegerType:
+    """`scalar_type` of an integer data type, bool or bf16 (stored as its bits)."""
+    t = scalar_type(dtype)
+    assert isinstance(t, IntegerType), f"{dtype} is a float data type"
+    return t
+
+
+def float_scalar_type(dtype: str) -> FloatScalar:
+    """`scalar_type` of a float data type (f16, f32, f64)."""
+    t = scalar_type(dtype)
+    assert not isinstance(t, IntegerType), f"{dtype} is not a float data type"
+    return t
 
 
 def bf16_bits(value: float) -> int:

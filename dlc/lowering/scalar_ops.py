@@ -19,12 +19,17 @@ from xdsl.builder import Builder
 from xdsl.dialects import arith, math
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType, i1, i64
 from xdsl.dialects.utils.fast_math import FastMathFlag
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Operation, SSAValue
 
 from dlc.dialects import loop
 from dlc.dialects.graph_types import dtype_bits, dtype_is_bool, dtype_is_float, dtype_is_unsigned
 from dlc.dialects.tensor import ComputeOp, ReadOp, scalar_type
-from dlc.dialects.tensor_types import bf16_bits
+from dlc.dialects.tensor_types import (
+    FloatScalar,
+    bf16_bits,
+    float_scalar_type,
+    int_scalar_type,
+)
 from dlc.lowering.scalar_tables import (
     FLOAT_BINARY,
     FLOAT_PREDICATES,
@@ -54,11 +59,11 @@ class ScalarBuilder:
     def const(self, value: int | float | bool, dtype: str) -> SSAValue:
         """A constant of a DLVM data type (bool -> i1)."""
         t = scalar_type(dtype)
-        attr: Attribute
-        if dtype == "bf16":
-            attr = IntegerAttr(bf16_bits(float(value)), t)
-        elif dtype_is_float(dtype):
+        attr: IntegerAttr | FloatAttr
+        if not isinstance(t, IntegerType):
             attr = FloatAttr(float(value), t)
+        elif dtype == "bf16":  # its bits (`bf16_bits`)
+            attr = IntegerAttr(bf16_bits(float(value)), t)
         else:
             attr = IntegerAttr(wrap_int(int(value), dtype_bits(dtype)), t)
         return self.emit(arith.ConstantOp(attr))
@@ -70,6 +75,7 @@ class ScalarBuilder:
         t = like.type
         if isinstance(t, IntegerType):
             return self.emit(arith.ConstantOp(IntegerAttr(wrap_int(int(value), t.width.data), t)))
+        assert isinstance(t, FloatScalar), f"a constant like a value of type {t}"
         return self.emit(arith.ConstantOp(FloatAttr(float(value), t)))
 
     def select(self, cond: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
@@ -244,7 +250,7 @@ class ScalarBuilder:
             via = target if target != "f16" else "f32" if dtype_bits(source) <= 16 else "f64"
             signed = not (dtype_is_bool(source) or dtype_is_unsigned(source))
             op = arith.SIToFPOp if signed else arith.UIToFPOp
-            y = self.emit(op(x, scalar_type(via)))
+            y = self.emit(op(x, float_scalar_type(via)))
             return self._float_cast(y, via, target)
         return self._int_cast(x, source, target)
 
@@ -259,7 +265,7 @@ class ScalarBuilder:
             return self.select(negative, wide, big)
         if dtype_bits(target) == 64:
             return wide
-        return self.emit(arith.TruncIOp(wide, scalar_type(target)))
+        return self.emit(arith.TruncIOp(wide, int_scalar_type(target)))
 
     def _bf16_to_f32(self, bits: SSAValue) -> SSAValue:
         """bf16 bits are the top half of the f32 with the same value."""
@@ -292,10 +298,10 @@ class ScalarBuilder:
         if bits == to_bits:
             return x
         if to_bits < bits:
-            return self.emit(arith.TruncIOp(x, scalar_type(target)))
+            return self.emit(arith.TruncIOp(x, int_scalar_type(target)))
         signed = not (dtype_is_bool(source) or dtype_is_unsigned(source))
         op = arith.ExtSIOp if signed else arith.ExtUIOp
-        return self.emit(op(x, scalar_type(target)))
+        return self.emit(op(x, int_scalar_type(target)))
 
 
 def wrap_int(value: int, bits: int) -> int:

@@ -5,12 +5,17 @@ the compare predicates. `scalar_ops.ScalarBuilder` emits them and spells out the
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from xdsl.dialects import arith, math
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 
 from dlc.dialects import loop
 
-FLOAT_UNARY: dict[str, type[Operation]] = {
+Unary = Callable[[SSAValue], Operation]
+Binary = Callable[[SSAValue, SSAValue], Operation]
+
+FLOAT_UNARY: dict[str, Unary] = {
     "sinh": math.SinhOp,
     "cosh": math.CoshOp,
     "tanh": math.TanhOp,
@@ -33,7 +38,7 @@ FLOAT_UNARY: dict[str, type[Operation]] = {
     "negate": arith.NegfOp,
 }
 
-FLOAT_BINARY: dict[str, type[Operation]] = {
+FLOAT_BINARY: dict[str, Binary] = {
     "add": arith.AddfOp,
     "subtract": arith.SubfOp,
     "multiply": arith.MulfOp,
@@ -44,7 +49,7 @@ FLOAT_BINARY: dict[str, type[Operation]] = {
     "power": math.PowFOp,
 }
 
-INT_BINARY: dict[str, type[Operation]] = {
+INT_BINARY: dict[str, Binary] = {
     "add": arith.AddiOp,
     "subtract": arith.SubiOp,
     "multiply": arith.MuliOp,
@@ -65,7 +70,7 @@ FLOAT_PREDICATES = {
     "equal": "oeq",
     "notEqual": "une",
 }
-UINT_BINARY: dict[str, type[Operation]] = {
+UINT_BINARY: dict[str, Binary] = {
     **INT_BINARY,
     "min": arith.MinUIOp,
     "max": arith.MaxUIOp,

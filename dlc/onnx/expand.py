@@ -11,9 +11,25 @@ first output's name: names stay the same from one import to the next).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol, runtime_checkable
 
 import onnx
 from onnx import AttributeProto, FunctionProto, NodeProto, TypeProto, helper
+
+
+@runtime_checkable
+class _VersionedBodies(Protocol):
+    """The members of `onnx.defs.OpSchema` this module reads that onnx 1.23 has but its
+    type stubs do not declare (checked with `isinstance` where the schema is read)."""
+
+    @property
+    def function_opset_versions(self) -> list[int]: ...
+    @property
+    def context_dependent_function_opset_versions(self) -> list[int]: ...
+    def get_function_with_opset_version(self, opset: int) -> bytes: ...
+    def get_context_dependent_function_with_opset_version(
+        self, opset: int, node: bytes, input_types: list[bytes]
+    ) -> bytes: ...
 
 
 def function_body(
@@ -27,6 +43,7 @@ def function_body(
     except onnx.defs.SchemaError:
         return None
     node = _with_defaults(proto, schema)
+    assert isinstance(schema, _VersionedBodies), "onnx's OpSchema lost its function bodies"
     function = FunctionProto()
     plain = [v for v in schema.function_opset_versions if v <= opset]
     dependent = [v for v in schema.context_dependent_function_opset_versions if v <= opset]

@@ -114,13 +114,14 @@ class GraphSignature:
         if given is None and self.dynamic and None in declared:
             return self._symbolic(name, tensor, dt)
         if given is None:
-            if None in declared:
+            static = [d for d in declared if d is not None]
+            if len(static) < len(declared):
                 self.problems.append(
                     f"input '{name}': dynamic shape {dims_text(tensor)}; give its shape "
                     f"with input_shapes={{'{name}': (...)}} (dlc-run: --input-shape {name}=...)"
                 )
                 return None
-            return self._sized(name, TensorType(declared, dt))
+            return self._sized(name, TensorType(static, dt))
         given = [int(d) for d in given]
         clash = len(given) != len(declared) or any(
             d is not None and d != g for d, g in zip(declared, given, strict=False)
@@ -144,7 +145,7 @@ class GraphSignature:
         if self.dynamic and (message := op_problem(op)) is not None:
             raise ImportProblem(message)
 
-    def _symbolic(self, name: str, tensor: object, dt: str) -> TensorType | None:
+    def _symbolic(self, name: str, tensor: TypeProto.Tensor, dt: str) -> TensorType | None:
         """The type of input `name` with its `dim_param`s as symbolic dimensions (equal
         names, equal sizes); a dimension with neither value nor name is a problem."""
         dims: list[int | str] = []

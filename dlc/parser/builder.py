@@ -20,7 +20,7 @@ from dlc.dialects.graph import EnumOp, FuncOp, StructOp, TypeAliasOp, VarOp
 from dlc.dialects.graph_types import FunctionType, NominalType, format_type
 from dlc.parser.builder_instructions import InstructionBuilder
 from dlc.parser.builder_literals import FunctionScope
-from dlc.parser.builder_types import first_token, ints_of
+from dlc.parser.builder_types import as_token, first_token, ints_of
 
 
 class ModuleBuilder(InstructionBuilder):
@@ -29,15 +29,15 @@ class ModuleBuilder(InstructionBuilder):
     # ---- module ----------------------------------------------------------------------
 
     def build(self, tree: Tree) -> ModuleOp:
-        name_tok, stage_tok, *decls = tree.children
+        name_tok, stage_tok = as_token(tree.children[0]), tree.children[1]
+        decls = tree.children[2:]
         ops: list[Operation] = []
         bodies: list[tuple[FuncOp, Tree, int]] = []
         for index, decl in enumerate(decls):  # structs and enums may be used before
             if decl.data in ("struct", "enum"):  # their declaration (recursive types)
                 self.current_index = index
-                self._declare_type(
-                    decl.children[0], NominalType(str(decl.children[0])[1:], decl.data)
-                )
+                tok = as_token(decl.children[0])
+                self._declare_type(tok, NominalType(str(tok)[1:], decl.data))
         for index, decl in enumerate(decls):
             self.current_index = index
             op, body = self._declaration(decl)
@@ -101,7 +101,7 @@ class ModuleBuilder(InstructionBuilder):
         return name
 
     def _typealias(self, decl: Tree) -> Operation:
-        tok, target = decl.children
+        tok, target = as_token(decl.children[0]), decl.children[1]
         name = str(tok)[1:]
         if isinstance(target, Token):
             self._declare_type(tok, NominalType(name, "opaque"))
@@ -114,7 +114,7 @@ class ModuleBuilder(InstructionBuilder):
         return op
 
     def _struct(self, decl: Tree) -> Operation:
-        tok, *fields = decl.children
+        tok, fields = as_token(decl.children[0]), decl.children[1:]
         name = str(tok)[1:]
         built = [(str(f.children[0])[1:], self.build_type(f.children[1])) for f in fields]
         self._declare_type(tok, NominalType(name, "struct"))
@@ -124,7 +124,7 @@ class ModuleBuilder(InstructionBuilder):
         return op
 
     def _enum(self, decl: Tree) -> Operation:
-        tok, *cases = decl.children
+        tok, cases = as_token(decl.children[0]), decl.children[1:]
         name = str(tok)[1:]
         self._declare_type(tok, NominalType(name, "enum"))
         built = [
@@ -136,7 +136,7 @@ class ModuleBuilder(InstructionBuilder):
         return op
 
     def _var(self, decl: Tree) -> Operation:
-        tok, type_node = decl.children
+        tok, type_node = as_token(decl.children[0]), decl.children[1]
         t = self.build_type(type_node)
         name = self._declare_value(tok, t, "var")
         self.symbols.vars[name] = t
@@ -149,7 +149,7 @@ class ModuleBuilder(InstructionBuilder):
         kind = rest[0] if isinstance(rest[0], Tree) else None
         if kind is not None:
             rest = rest[1:]
-        tok, type_node, *body = rest
+        tok, type_node, body = as_token(rest[0]), rest[1], rest[2:]
         t = self.build_type(type_node)
         if not isinstance(t, FunctionType):
             raise self.error(
@@ -183,7 +183,7 @@ class ModuleBuilder(InstructionBuilder):
             if isinstance(clause, Token):
                 props["seedable"] = UnitAttr()
             elif clause.data == "from_clause":
-                props["from_index"] = IntAttr(int(clause.children[0]))
+                props["from_index"] = IntAttr(int(as_token(clause.children[0])))
             elif clause.data == "wrt_clause":
                 props["wrt"] = ArrayAttr([IntAttr(i) for i in ints_of(clause.children[0])])
             else:
@@ -220,7 +220,7 @@ class ModuleBuilder(InstructionBuilder):
         self.scope = None
 
     def _declare_block(self, block_tree: Tree, scope: FunctionScope) -> Block:
-        label, *rest = block_tree.children
+        label, rest = as_token(block_tree.children[0]), block_tree.children[1:]
         params = [p for p in rest if isinstance(p, Tree) and p.data == "param"]
         name = str(label)[1:]
         if name in scope.blocks:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 
 from lark import Token, Tree
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr, UnitAttr
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from dlc.dialects import graph_symbolic as symbolic
 from dlc.dialects.graph import BranchEnumOp, BranchOp, ConditionalOp, InferenceError, ReturnOp
@@ -64,7 +64,7 @@ from dlc.dialects.graph_tensor import (
 )
 from dlc.dialects.graph_types import FunctionType, TensorType, format_type, size_error
 from dlc.parser.builder_literals import LiteralBuilder
-from dlc.parser.builder_types import ints_of
+from dlc.parser.builder_types import as_token, ints_of
 from dlc.parser.lexer import SourceText
 
 OpClass = type[GraphInstruction]  # what `emit` creates: an op class with `infer`
@@ -188,8 +188,9 @@ class InstructionBuilder(LiteralBuilder):
         return ArrayAttr([IntAttr(i) for i in ints_of(node)])
 
     def _shape_spec(self, node: Tree) -> ArrayAttr[IntAttr]:
-        dims = [int(t) for t in node.children if t.type == "INT"]
-        for d, tok in zip(dims, node.children, strict=False):
+        toks = [as_token(t) for t in node.children]
+        dims = [int(t) for t in toks if t.type == "INT"]
+        for d, tok in zip(dims, toks, strict=False):
             if d < 0:
                 raise self.error(f"dimension must be non-negative, got {d}", tok)
         return ArrayAttr([IntAttr(d) for d in dims])
@@ -275,20 +276,21 @@ class InstructionBuilder(LiteralBuilder):
             if clause.data in names:
                 props[names[clause.data]] = self._int_array(clause.children[0])
             elif clause.data == "conv_padding":
-                flat = [int(tok) for pair in clause.children for tok in pair.children]
+                flat = [int(as_token(tok)) for pair in clause.children for tok in pair.children]
                 props["padding"] = ArrayAttr([IntAttr(i) for i in flat])
             else:
-                props["groups"] = IntAttr(int(clause.children[0]))
+                props["groups"] = IntAttr(int(as_token(clause.children[0])))
         return self.emit(ConvolveOp, node, operands, **props)
 
     def _gather(self, cls: OpClass, node: Tree) -> Operation:
         """`gather %d at %i along A` / `gatherElements ...`."""
-        return self.emit(cls, node, self._uses(node), axis=IntAttr(int(node.children[-1])))
+        axis = IntAttr(int(as_token(node.children[-1])))
+        return self.emit(cls, node, self._uses(node), axis=axis)
 
     def _gather_nd(self, node: Tree) -> Operation:
         """`gatherND %d at %i [batchDims B]`."""
-        batch = node.children[3] if len(node.children) > 3 else 0
-        return self.emit(GatherNDOp, node, self._uses(node), batch_dims=IntAttr(int(batch)))
+        batch = int(as_token(node.children[3])) if len(node.children) > 3 else 0
+        return self.emit(GatherNDOp, node, self._uses(node), batch_dims=IntAttr(batch))
 
     def _scatter(self, cls: OpClass, node: Tree) -> Operation:
         """`scatterElements %u to %d at %i along A [by R]` / `scatterND %u to %d at %i [by R]`."""
@@ -343,7 +345,8 @@ class InstructionBuilder(LiteralBuilder):
         return self.emit(ElementPointerOp, node, operands + key_values, keys=keys)
 
     def _apply(self, node: Tree) -> Operation:
-        _, callee, args_node, type_node = node.children
+        _, callee_node, args_node, type_node = node.children
+        callee = as_token(callee_node)
         t = self.build_type(type_node)
         if callee.type == "GLOBAL":
             name = str(callee)[1:]
@@ -364,14 +367,6 @@ class InstructionBuilder(LiteralBuilder):
         if not args_node.children:
             return []
         return [self.use(u) for u in args_node.children[0].children]
-
-    def _block(self, tok: Token) -> Block:
-        scope = self.scope
-        assert scope is not None
-        block = scope.blocks.get(str(tok)[1:])
-        if block is None:
-            raise self.error(f"unknown basic block {tok}", tok)
-        return block
 
     def _branch(self, node: Tree) -> Operation:
         _, label, args = node.children

@@ -24,7 +24,7 @@ from dlc.dialects.graph_types import (
     dtype_holds_floats,
     format_type,
 )
-from dlc.parser.builder_types import TypeBuilder
+from dlc.parser.builder_types import TypeBuilder, as_token
 from dlc.parser.lexer import SourceText
 
 SCALAR_LITS = ("int_lit", "float_lit", "bool_lit")
@@ -70,11 +70,12 @@ class LiteralBuilder(TypeBuilder):
         annotated = self.build_type(type_node)
         kind = value_node.data
         if kind in ("local_ref", "anon_ref"):
-            value = self._local_value(value_node.children[0])
-            self._check_use_type(value_node.children[0], value.type, annotated)
+            tok = as_token(value_node.children[0])
+            value = self._local_value(tok)
+            self._check_use_type(tok, value.type, annotated)
             return value
         if kind == "global_ref":
-            return self._global_value(value_node.children[0], annotated)
+            return self._global_value(as_token(value_node.children[0]), annotated)
         if kind in SCALAR_LITS:
             return self._inline_literal(value_node, annotated)
         if kind in TOP_ONLY_LITS:
@@ -110,6 +111,15 @@ class LiteralBuilder(TypeBuilder):
         if text[1:] in scope.all_names:
             raise self.error(f"{text} is used before its definition", tok)
         raise self.error(f"use of undefined value {text}", tok)
+
+    def _block(self, label: Tree | Token) -> Block:
+        tok = as_token(label)
+        scope = self.scope
+        assert scope is not None
+        block = scope.blocks.get(str(tok)[1:])
+        if block is None:
+            raise self.error(f"unknown basic block {tok}", tok)
+        return block
 
     def _global_value(self, tok: Token, annotated: Attribute) -> SSAValue:
         name = str(tok)[1:]
@@ -149,7 +159,7 @@ class LiteralBuilder(TypeBuilder):
     def _scalar_tree(self, node: Tree, t: Attribute) -> LitTree:
         """A scalar literal for a value of type `t`; a finite number that rounds to
         infinity in `t`'s float type is an error located at its spelling."""
-        tok = node.children[0]
+        tok = as_token(node.children[0])
         if node.data == "bool_lit":
             return ("bool", tok == "true")
         dtype = t.dt if isinstance(t, TensorType) and dtype_holds_floats(t.dt) else None

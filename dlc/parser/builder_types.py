@@ -40,8 +40,14 @@ def first_token(node: Tree | Token) -> Token:
     return node
 
 
+def as_token(child: Tree | Token) -> Token:
+    """A parse-tree child that the grammar makes a token (a subtree is an internal error)."""
+    assert isinstance(child, Token), f"expected a token, got a '{child.data}' subtree"
+    return child
+
+
 def ints_of(node: Tree) -> list[int]:
-    return [int(tok) for tok in node.children]
+    return [int(as_token(tok)) for tok in node.children]
 
 
 class TypeBuilder:
@@ -68,10 +74,10 @@ class TypeBuilder:
     def build_type(self, node: Tree) -> Attribute:
         """A type tree -> type attribute, post-order with an explicit stack."""
         if node.data == "scalar_type":
-            return self._cached_tensor((), node.children[0], node)
+            return self._cached_tensor((), as_token(node.children[0]), node)
         if node.data == "tensor_type":
             *dims, dtype = node.children
-            return self._cached_tensor(tuple(str(d) for d in dims), dtype, node)
+            return self._cached_tensor(tuple(str(d) for d in dims), as_token(dtype), node)
         values: list[tuple[Attribute, int]] = []
         stack: list[tuple[Tree, bool]] = [(node, False)]
         while stack:
@@ -92,10 +98,10 @@ class TypeBuilder:
     def _type_node(self, node: Tree, parts: list[Attribute]) -> Attribute:
         kind = node.data
         if kind == "scalar_type":
-            return self._cached_tensor((), node.children[0], node)
+            return self._cached_tensor((), as_token(node.children[0]), node)
         if kind == "tensor_type":
             *dims, dtype = node.children
-            return self._cached_tensor(tuple(str(d) for d in dims), dtype, node)
+            return self._cached_tensor(tuple(str(d) for d in dims), as_token(dtype), node)
         if kind == "void_type":
             return TupleType([])
         if kind == "stack_type":
@@ -109,12 +115,13 @@ class TypeBuilder:
         if kind == "box_type":
             return BoxType(parts[0])
         if kind == "array_type":
-            count = int(node.children[0])
+            count_tok = as_token(node.children[0])
+            count = int(count_tok)
             if count < 0:
-                raise self.error(f"array size must be non-negative, got {count}", node.children[0])
+                raise self.error(f"array size must be non-negative, got {count}", count_tok)
             return ArrayType(count, parts[0])
         assert kind == "named_type"
-        return self._named_type(node.children[0])
+        return self._named_type(as_token(node.children[0]))
 
     def _cached_tensor(self, dims: tuple[str, ...], dtype: Token, node: Tree) -> Attribute:
         key = (*dims, str(dtype))

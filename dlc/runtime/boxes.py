@@ -50,7 +50,7 @@ _LIBC.free.argtypes = [ctypes.c_void_p]
 class Deferred:
     """An indirect enum inside a body being built: made into a box of its own later."""
 
-    def __init__(self, value: Any, t: Attribute):
+    def __init__(self, value: Any, t: NominalType):
         self.value, self.type = value, t
 
 

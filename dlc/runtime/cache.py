@@ -35,7 +35,7 @@ from dlc.runtime.cache_files import (  # noqa: F401 -- read_owned, write_owned r
     write_new,
     write_owned,
 )
-from dlc.runtime.cache_records import data_layout, valid_meta
+from dlc.runtime.cache_records import UNIT_META, Metadata, UnitMetadata, data_layout, valid_meta
 
 FORMAT = 8  # 8: constant data after the object code; 7: typed stacks, the dlc.fn. symbol namespace; 6: location-free messages; 5: unbounded functions; 4: a call context per call; 3: records carry an HMAC (2: a plain SHA-256)
 HANDLER_SEGMENT = "dlc.interrupt.handler"  # the signal handler's code in an entry's file
@@ -63,7 +63,7 @@ class Entry:
     loads it from here instead of compiling it)."""
 
     obj: bytes
-    meta: Mapping[str, Any]
+    meta: Metadata | UnitMetadata
     optimized_ir: str | None = field(default=None, compare=False)
     data: Mapping[str, bytes | memoryview] = field(default_factory=dict, compare=False)
     handler: bytes | memoryview | None = field(default=None, compare=False)
@@ -334,7 +334,7 @@ def _load(key: str) -> Entry | None:
         return None  # not written with this user's key: planted, copied or damaged
     meta = record.get("meta")
     layout = data_layout(record.get("data"), len(obj))
-    if not valid_meta(meta) or layout is None:
+    if not (valid_meta(meta) or meta == UNIT_META) or layout is None:
         return None
     whole = memoryview(obj)  # the data stays in the file's bytes: slices, no copies
     start = len(obj) - sum(size for _, size in layout)

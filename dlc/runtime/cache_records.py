@@ -3,7 +3,20 @@ field before anything read from disk is used."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict, TypeGuard
+
+
+class Metadata(TypedDict):
+    """What a compiled module needs besides its machine code (JSON-able)."""
+
+    native: list[str]  # graph functions compiled to native code
+    externs: list[str]  # C symbols the code calls
+    messages: list[str] | None  # status messages ("trap\t...", "bounds\t...", ...; abi.MESSAGES)
+    arena_bytes: int  # the arena one call context needs
+    unbounded: list[str]  # functions that may run unboundedly long (release the GIL)
+    vars: dict[str, int]  # module variables: name -> byte size
+    stats: dict[str, dict[str, int]]  # compile report per function
+    passes: dict[str, dict[str, int]]  # statistics per pass
 
 
 def data_layout(layout: Any, file_bytes: int) -> list[tuple[str, int]] | None:
@@ -33,11 +46,17 @@ def _int_map(value: object) -> bool:
     )
 
 
-def valid_meta(meta: object) -> bool:
-    """Whether `meta` has exactly the shape dlc/api.py writes (see `metadata` there), or
-    is a unit's (`unit_cache.META`)."""
-    if meta == {"unit": 1}:
-        return True
+class UnitMetadata(TypedDict):
+    """The metadata of a unit's entry (`dlc.runtime.unit_cache`: object code alone)."""
+
+    unit: int
+
+
+UNIT_META: UnitMetadata = {"unit": 1}
+
+
+def valid_meta(meta: object) -> TypeGuard[Metadata]:
+    """Whether `meta` has exactly the shape dlc/api.py writes (see `metadata` there)."""
     if not isinstance(meta, dict):
         return False
     lists = ("native", "externs", "unbounded")

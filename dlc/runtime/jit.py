@@ -91,7 +91,9 @@ orders), and LLVM's O3 pipeline made them slower, never faster (measured:
 docs/performance.md, "Measurements behind the defaults")."""
 
 
-def optimize(module: llvm_binding.ModuleRef, tm: llvm_binding.TargetMachine, opt_level: int):
+def optimize(
+    module: llvm_binding.ModuleRef, tm: llvm_binding.TargetMachine, opt_level: int
+) -> None:
     """Run LLVM's O-level pipeline of `opt_level` (`LLVM_PIPELINE_LEVEL`);
     vectorizers on from O2."""
     import llvmlite.binding as llvm_binding
@@ -159,7 +161,7 @@ def _compiled(
     opt_level: int,
     target: Target | None = None,
     files: DataFiles | BoundData | None = None,
-):
+) -> tuple[llvm_binding.ModuleRef, llvm_binding.TargetMachine]:
     _check_level(opt_level)
     tm = target_machine(opt_level, target)
     module = _parsed(llvm_level, tm, files)
@@ -268,11 +270,11 @@ class JITModule:
         self.target_machine = tm
         self._module = module
         self._engine = llvm_binding.create_mcjit_compiler(module, tm)
-        objects: list[bytes] = []
-        self._engine.set_object_cache(lambda _module, data: objects.append(bytes(data)))
+        emitted: list[bytes] = []  # the engine's object code, kept by its object cache
+        self._engine.set_object_cache(lambda _module, data: emitted.append(bytes(data)))
         finalized(self._engine, self.data)
         self._engine.run_static_constructors()
-        self.object_code = objects[0] if len(objects) == 1 else None
+        self.object_code = emitted[0] if len(emitted) == 1 else None
 
     @classmethod
     def from_object(

@@ -15,7 +15,7 @@ import ctypes
 import os
 import sys
 import warnings
-from typing import Any, TypedDict
+from typing import Any
 
 import numpy as np
 
@@ -24,21 +24,9 @@ from dlc.diagnostics import TrapError
 from dlc.dialects.abi import CTX_FAULT, PY_TYPES, STATUS_INTERRUPTED, VAR_PREFIX
 from dlc.dtypes import NATIVE_DTYPES, NUMPY_DTYPES
 from dlc.runtime import interrupts
+from dlc.runtime.cache_records import Metadata
 from dlc.runtime.context import CallContext
 from dlc.runtime.jit import JITModule
-
-
-class Metadata(TypedDict):
-    """What a compiled module needs besides its machine code (JSON-able)."""
-
-    native: list[str]  # graph functions compiled to native code
-    externs: list[str]  # C symbols the code calls
-    messages: list[str] | None  # status messages ("trap\t...", "bounds\t...", ...; abi.MESSAGES)
-    arena_bytes: int  # the arena one call context needs
-    unbounded: list[str]  # functions that may run unboundedly long (release the GIL)
-    vars: dict[str, int]  # module variables: name -> byte size
-    stats: dict[str, dict[str, int]]  # compile report per function
-    passes: dict[str, dict[str, int]]  # statistics per pass
 
 
 class Messages:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dlc.runtime import cache
+from dlc.runtime.cache_records import valid_meta
 from dlc.runtime.fastcall import ARRAY_LAYOUT, FAST_CALLS
 from dlc.runtime.jit import JITModule
 from dlc.runtime.module import CompiledModule, Levels
@@ -88,6 +89,8 @@ def load(
     if entry is None:
         return None
     meta = entry.meta
+    if not valid_meta(meta):  # a unit's entry (`unit_cache`): never under a module's key
+        return None
     funcs = {s.name: s for s in sigs}
     native = set(meta["native"])
     prefixes = [f"{filename}:{line}:{column}: " for line, column in positions]

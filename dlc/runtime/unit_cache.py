@@ -24,11 +24,11 @@ import re
 from typing import TYPE_CHECKING
 
 from dlc.runtime import cache
+from dlc.runtime.cache_records import UNIT_META
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-META = {"unit": 1}
 COUNTS = {"reused": 0, "built": 0}
 """Units served from the cache and units built, over this process (a report for the
 compile-time benchmark and the tests; compiles in threads may interleave)."""
@@ -114,7 +114,7 @@ def key(text: str, machine: Sequence[object]) -> str:
 def lookup(unit_key: str) -> bytes | None:
     """The object code stored for `unit_key`, or None."""
     entry = cache.lookup(unit_key, memory=False)
-    if entry is None or dict(entry.meta) != META or entry.data or entry.handler:
+    if entry is None or entry.meta != UNIT_META or entry.data or entry.handler:
         return None
     COUNTS["reused"] += 1
     return bytes(entry.obj)
@@ -123,4 +123,4 @@ def lookup(unit_key: str) -> bytes | None:
 def store(unit_key: str, obj: bytes) -> None:
     """Keep `obj`, the object code of the unit of `unit_key`."""
     COUNTS["built"] += 1
-    cache.store(unit_key, cache.Entry(obj, dict(META)), memory=False)
+    cache.store(unit_key, cache.Entry(obj, UNIT_META), memory=False)

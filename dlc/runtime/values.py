@@ -56,7 +56,7 @@ def is_plain(t: Attribute) -> bool:
     return True
 
 
-Hook = Callable[[Any, Attribute], Any]
+Hook = Callable[[Any, NominalType], Any]
 
 
 def to_leaves(

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DLC = ROOT / "dlc"
 
 IGNORE_BUDGET = 50  # `type: ignore` comments in dlc/: fewer than this
-BASELINE_BUDGET = 54  # modules with `ignore_errors` today (82 when mypy came in): no more than this
+BASELINE_BUDGET = 2  # modules with `ignore_errors` today (82 when mypy came in): no more than this
 
 IGNORE = re.compile(r"#\s*type:\s*ignore(\[[a-z, -]+\])?")
 

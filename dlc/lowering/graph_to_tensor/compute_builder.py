@@ -17,7 +17,7 @@ from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType, i1, i64
 from xdsl.ir import Attribute, Block, SSAValue
 
 from dlc.dialects import tensor
-from dlc.dialects.graph_types import TensorType, dtype_is_float
+from dlc.dialects.graph_types import TensorType
 from dlc.dialects.tensor_types import bf16_bits
 from dlc.lowering.scalar_ops import ScalarBuilder, wrap_int
 
@@ -43,11 +43,10 @@ def lowered_type(value: Lowered) -> TensorType:
 def scalar_attr(value: int | float | bool, dtype: str) -> Attribute:
     """An `IntegerAttr`/`FloatAttr` of a DLVM data type (bool as i1)."""
     t = tensor.scalar_type(dtype)
-    if dtype == "bf16":
-        return IntegerAttr(bf16_bits(float(value)), t)
-    if dtype_is_float(dtype):
+    if not isinstance(t, IntegerType):
         return FloatAttr(float(value), t)
-    assert isinstance(t, IntegerType), t
+    if dtype == "bf16":  # its bits (`bf16_bits`)
+        return IntegerAttr(bf16_bits(float(value)), t)
     return IntegerAttr(wrap_int(int(value), t.width.data), t)
 
 
@@ -128,3 +127,10 @@ def build_compute(
     )
     builder.insert(op)
     return op
+
+
+def tag_is(b: Builder, tag: Lowered, stored: int) -> SSAValue:
+    """A `bool` scalar: whether the i64 scalar `tag` (an enum's) is `stored`."""
+    return build_compute(
+        b, TensorType((), "bool"), lambda s, i, _: s.cmpi("eq", s.read(tag, []), s.index(stored))
+    ).result

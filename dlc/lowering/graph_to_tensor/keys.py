@@ -61,7 +61,7 @@ def _dynamic_key(b: Builder, value: Lowered, n: int, what: str) -> Key | None:
     if isinstance(value, Splat):
         b.insert(tm.IndexCheckOp(_materialize(b, Splat(int(value.value), I64)), n, what))
         return None if n == 0 else min(max(int(value.value), 0), n - 1)
-    raw = value
+    raw = _materialize(b, value)
     if t.dt != "i64":
         raw = build_compute(b, I64, lambda s, i, _: s.cast(s.read(value, []), t.dt, "i64")).result
     b.insert(tm.IndexCheckOp(raw, n, what))
@@ -132,7 +132,11 @@ def _merge_element(
             continue
 
         def body(
-            sb: BodyBuilder, i: Sequence[SSAValue], _: Sequence[SSAValue], n=n, o=o
+            sb: BodyBuilder,
+            i: Sequence[SSAValue],
+            _: Sequence[SSAValue],
+            n: Lowered = n,
+            o: Lowered = o,
         ) -> SSAValue:
             hit = sb.cmpi("eq", sb.read(key, []), sb.index(position))
             return sb.select(hit, sb.read(n, i), sb.read(o, i))
@@ -211,9 +215,10 @@ def lower_key_op(b: Builder, op: Operation, args: list[Lowered], symbols: Symbol
             resolved = _dynamic_key(b, next(dynamic), t.dims[0], what)
             if resolved is None:  # an empty dimension: nothing to select
                 return container if is_insert else _zero(_result_type(op), symbols)
-            key = resolved
-        assert not isinstance(key, str)
-        tensor_keys.append(key)
+        else:
+            assert not isinstance(key, str)
+            resolved = key
+        tensor_keys.append(resolved)
         t = t.with_shape(t.dims[1:])
     if not is_insert:
         if not tensor_keys:
@@ -222,13 +227,13 @@ def lower_key_op(b: Builder, op: Operation, args: list[Lowered], symbols: Symbol
     new: Lowered = args[0]
     if tensor_keys:
         new = _tensor_insert(b, new, value, tensor_keys)
-    for items, key, element_type in reversed(path):
-        if isinstance(key, int):
+    for items, at, element_type in reversed(path):
+        if isinstance(at, int):
             updated = list(items)
-            updated[key] = new
+            updated[at] = new
         else:
             updated = [
-                _merge_element(b, key, k, new, item, element_type, symbols)
+                _merge_element(b, at, k, new, item, element_type, symbols)
                 for k, item in enumerate(items)
             ]
         new = updated

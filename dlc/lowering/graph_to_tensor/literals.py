@@ -165,7 +165,7 @@ def _aggregate_literal(
         assert isinstance(t, NominalType)
         cases = symbols.enums[t.ident]
         items.append(Splat(enum_tag(t, tree[1], symbols), I64))
-        work = []
+        work: list[tuple[LitTree, Attribute, list[Lowered]]] = []
         for name, types in cases:
             if name != tree[1]:
                 items.append(zero(TupleType(list(types)), symbols))

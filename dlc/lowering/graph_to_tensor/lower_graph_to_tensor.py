@@ -22,7 +22,7 @@ from dlc.dialects.layout import LayoutError, leaves
 from dlc.dialects.recursive_types import enum_tag
 from dlc.dialects.tensor_memory import GlobalAddressOp
 from dlc.lowering.graph_to_tensor.boxes import Boxes
-from dlc.lowering.graph_to_tensor.compute_builder import Lowered, Splat, build_compute
+from dlc.lowering.graph_to_tensor.compute_builder import Lowered, Splat, build_compute, tag_is
 from dlc.lowering.graph_to_tensor.literals import UNSUPPORTED, lower_literal
 from dlc.lowering.graph_to_tensor.memory import MemoryRules, lower_aggregate_key_op
 from dlc.lowering.graph_to_tensor.memory import unflatten as memory_unflatten
@@ -186,6 +186,7 @@ class FunctionLowering(OwnedLowering):
         start = b.insertion_point.block
         assert start is not None and start.parent is not None
         last, last_block = start.last_op, start.parent.last_block
+        assert last_block is not None  # `start` is one of the region's blocks
         try:
             block = op.parent_block()
             assert block is not None
@@ -264,11 +265,7 @@ class FunctionLowering(OwnedLowering):
             if k == len(targets) - 1:
                 b.insert(tensor.BrOp(self.blocks[dest], args))
                 return
-            hit = build_compute(
-                b,
-                TensorType((), "bool"),
-                lambda s, i, _, stored=stored: s.cmpi("eq", s.read(tag, []), s.index(stored)),
-            ).result
+            hit = tag_is(b, tag, stored)
             region = b.insertion_point.block.parent
             assert region is not None, "the builder inserts into a function body"
             next_block = Block()

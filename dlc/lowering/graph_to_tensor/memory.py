@@ -148,7 +148,7 @@ class MemoryRules:
             at = _materialize(b, i64_op(b, "add", addr, offset))
             b.insert(tm.MemWriteOp(_materialize(b, leaf), at, lo, hi))
 
-    def allocation(self, b: Builder, addr: Lowered, nbytes: Lowered) -> list[Lowered]:
+    def allocation(self, b: Builder, addr: Lowered, nbytes: Lowered | int) -> list[Lowered]:
         return [addr, addr, i64_op(b, "add", addr, nbytes)]
 
     def lower(self, b: Builder, op: Operation, args: list[Lowered]) -> Lowered | None:
@@ -169,14 +169,14 @@ class MemoryRules:
                 addr = b.insert(tm.HeapAllocOp(_materialize(b, nbytes))).result
                 return tagged_heap_object(b, addr, nbytes, _materialize)
             case gm.AllocateBoxOp():
-                nbytes = BOX_HEADER + self.size(op.elem_type)
-                addr = b.insert(tm.HeapAllocOp(_materialize(b, Splat(nbytes, I64)))).result
+                box_bytes = BOX_HEADER + self.size(op.elem_type)
+                addr = b.insert(tm.HeapAllocOp(_materialize(b, Splat(box_bytes, I64)))).result
                 self.write(b, I64, Splat(1, I64), self.allocation(b, addr, BOX_HEADER))
                 return [addr]
             case gm.ProjectBoxOp():
                 box_type = op.box.type
                 assert isinstance(box_type, BoxType)
-                return box_part(b, args[0][0], BOX_HEADER, self.size(box_type.element))
+                return box_part(b, _pointer(args[0])[0], BOX_HEADER, self.size(box_type.element))
             case gm.RetainOp() | gm.ReleaseOp():
                 self.refcount(b, op, _pointer(args[0])[0])
                 return None
@@ -193,7 +193,8 @@ class MemoryRules:
             case gm.ElementPointerOp():
                 return self.element_pointer(b, op, args)
             case gm.CopyOp():
-                return self.copy(b, op, args)
+                self.copy(b, op, args)
+                return None
             case gt.BitCastOp():
                 return self.bitcast(b, op, args[0])
             case gm.RandomOp():

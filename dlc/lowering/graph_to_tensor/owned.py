@@ -14,11 +14,16 @@ from dlc.dialects import graph, tensor
 from dlc.dialects import graph_memory as gm
 from dlc.dialects.graph import Symbols
 from dlc.dialects.graph_literal import LitTree
-from dlc.dialects.graph_types import NominalType, TensorType
+from dlc.dialects.graph_types import NominalType
 from dlc.dialects.layout import is_indirect
 from dlc.dialects.recursive_types import enum_tag
 from dlc.lowering.graph_to_tensor.boxes import Boxes
-from dlc.lowering.graph_to_tensor.compute_builder import Lowered, build_compute, lowered_type
+from dlc.lowering.graph_to_tensor.compute_builder import (
+    Lowered,
+    build_compute,
+    lowered_type,
+    tag_is,
+)
 from dlc.lowering.graph_to_tensor.memory import MemoryRules, flatten
 from dlc.lowering.graph_to_tensor.ops import UnsupportedOp
 from dlc.lowering.graph_to_tensor.ownership import Ownership
@@ -143,12 +148,7 @@ class OwnedLowering:
                 b.insert(tensor.BrOp(edge, []))
                 nxt = None
             else:
-                tag = enum_tag(t, case, self.types)
-                hit = build_compute(
-                    b,
-                    TensorType((), "bool"),
-                    lambda s, i, _, tag=tag: s.cmpi("eq", s.read(value[0], []), s.index(tag)),
-                ).result
+                hit = tag_is(b, value[0], enum_tag(t, case, self.types))
                 nxt = self.new_block(b)
                 b.insert(tensor.CondBrOp(hit, edge, [], nxt, []))
             e = _at(edge)

@@ -61,7 +61,7 @@ class Ownership:
         uses: dict[Block, set[SSAValue]] = {}
         defs: dict[Block, set[SSAValue]] = {}
         for block in order:
-            defined = {a for a in block.args if self.counted(a)}
+            defined: set[SSAValue] = {a for a in block.args if self.counted(a)}
             for a in block.args:
                 self.index.setdefault(a, len(self.index))
             used: set[SSAValue] = set()

@@ -22,19 +22,20 @@ a later push or pop traps instead of writing through freed memory.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import f64
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from dlc.dialects import graph_memory as gm
 from dlc.dialects import tensor_memory as tm
 from dlc.dialects.abi import HEAP_TAGS_VAR, RNG_VAR, TAG_SHIFT
 from dlc.dialects.graph_types import TensorType, dtype_bits, dtype_is_float, format_type
 from dlc.dialects.layout import I64
-from dlc.dialects.tensor import scalar_type
+from dlc.dialects.tensor_types import int_scalar_type
 from dlc.lowering.graph_to_tensor.compute_builder import BodyBuilder, Lowered, Splat, build_compute
 
 RNG_BYTES = 16
@@ -56,6 +57,24 @@ def splitmix64(seed: int, position: int) -> int:
     z = ((z ^ (z >> 30)) * _MIX1) & mask
     z = ((z ^ (z >> 27)) * _MIX2) & mask
     return z ^ (z >> 31)
+
+
+Materialize = Callable[[Builder, Lowered], SSAValue]
+"""A lowered i64 scalar as one SSA value (the memory lowering's `_materialize`)."""
+
+
+class StackRules(Protocol):
+    """What the stack ops use of the memory lowering's rules (`memory.MemoryRules`)."""
+
+    def size(self, t: Attribute) -> int: ...
+    def read(self, b: Builder, t: Attribute, pointer: list[Lowered]) -> Lowered: ...
+    def write(self, b: Builder, t: Attribute, value: Lowered, pointer: list[Lowered]) -> None: ...
+
+
+def _header(stack: Lowered) -> Lowered:
+    """The heap header of a lowered stack value (`[header]`)."""
+    assert isinstance(stack, list), stack
+    return stack[0]
 
 
 def mix64(s: BodyBuilder, seed: SSAValue, position: SSAValue) -> SSAValue:
@@ -93,11 +112,13 @@ def _draw(s: BodyBuilder, bits: SSAValue, lo: SSAValue, hi: SSAValue, dt: str) -
     span = s.emit(arith.SubiOp(hi64, lo64))
     value = s.emit(arith.AddiOp(lo64, s.emit(arith.RemUIOp(bits, span))))
     if dtype_bits(dt) != 64:
-        value = s.emit(arith.TruncIOp(value, scalar_type(dt)))
+        value = s.emit(arith.TruncIOp(value, int_scalar_type(dt)))
     return s.select(s.binary("lessThan", dt, lo, hi), value, lo)
 
 
-def lower_random(b: Builder, op: gm.RandomOp, args: list[Lowered], materialize) -> Lowered:  # noqa: ANN001
+def lower_random(
+    b: Builder, op: gm.RandomOp, args: list[Lowered], materialize: Materialize
+) -> Lowered:
     """The draws of one `random` op; advances the generator counter."""
     out = op.result.type
     assert isinstance(out, TensorType)
@@ -131,8 +152,8 @@ def lower_stack_op(
     b: Builder,
     op: Operation,
     args: list[Lowered],
-    rules,
-    materialize,  # noqa: ANN001
+    rules: StackRules,
+    materialize: Materialize,
 ) -> Lowered | None:
     """createStack / push / pop / destroyStack on the heap header (see module doc)."""
     match op:
@@ -142,29 +163,31 @@ def lower_stack_op(
         case gm.PushOp():
             t = op.value.type
             size = rules.size(t)
-            header = materialize(b, args[1][0])
+            header = materialize(b, _header(args[1]))
             at = b.insert(tm.StackPushOp(header, size, format_type(t))).result
             rules.write(b, t, args[0], [at, at, _offset(b, at, size)])
             return None
         case gm.PopOp():
             t = op.result.type
             size = rules.size(t)
-            header = materialize(b, args[0][0])
+            header = materialize(b, _header(args[0]))
             at = b.insert(tm.StackPopOp(header, size, format_type(t))).result
             return rules.read(b, t, [at, at, _offset(b, at, size)])
         case gm.DestroyStackOp():
-            header = materialize(b, args[0][0])
+            header = materialize(b, _header(args[0]))
             end = materialize(b, _offset(b, header, STACK_HEADER))
             data = b.insert(tm.MemReadOp(header, header, end, I64)).result
             b.insert(tm.HeapFreeOp(data, raw=True))  # grown by realloc: no heap header
             for index, word in enumerate((0, 0, DESTROYED)):  # [data, size, capacity]
-                at = materialize(b, _offset(b, header, 8 * index))
-                b.insert(tm.MemWriteOp(materialize(b, Splat(word, I64)), at, header, end))
+                word_at = materialize(b, _offset(b, header, 8 * index))
+                b.insert(tm.MemWriteOp(materialize(b, Splat(word, I64)), word_at, header, end))
             return None
     raise AssertionError(op.name)
 
 
-def tagged_heap_object(b: Builder, addr: SSAValue, nbytes: Lowered, materialize) -> list[Lowered]:  # noqa: ANN001
+def tagged_heap_object(
+    b: Builder, addr: SSAValue, nbytes: Lowered, materialize: Materialize
+) -> list[Lowered]:
     """The pointer to a new `allocateHeap` object of `nbytes` at `addr`, tagged
     (`abi.TAG_SHIFT`): the tag is `mix64(addr, count)` (SplitMix64) made odd, 31 bits, where
     `count` counts the module's heap objects (`HEAP_TAGS_VAR`), and is written to the

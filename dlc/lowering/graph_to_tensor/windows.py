@@ -43,7 +43,7 @@ from dlc.lowering.graph_to_tensor.compute_builder import (
     build_compute,
     lowered_type,
 )
-from dlc.lowering.graph_to_tensor.ops import combinator_name
+from dlc.lowering.graph_to_tensor.ops import Rule, combinator_name
 
 
 def _out(op: Operation) -> TensorType:
@@ -309,7 +309,7 @@ def _scan_dim(
     return build_compute(b, out, body, reduction=[out.dims[dim]], combinator=comb, init=init).result
 
 
-RULES = {
+RULES: dict[type[Operation], Rule] = {
     gt.ConvolveOp: lower_convolve,
     gt.ReduceWindowOp: lower_reduce_window,
     gt.ScanOp: lower_scan,

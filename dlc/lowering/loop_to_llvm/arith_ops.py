@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from xdsl.dialects import arith, llvm
 from xdsl.dialects.builtin import (
+    AnyFloat,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -31,11 +32,13 @@ from dlc.lowering.loop_to_llvm.scalar import (
     type_suffix,
 )
 
+_FLOAT_WIDTHS: dict[type[Attribute], int] = {Float16Type: 16, Float32Type: 32, Float64Type: 64}
+
 
 def _width(t: Attribute) -> int:
     if isinstance(t, IntegerType):
         return t.width.data
-    return {Float16Type: 16, Float32Type: 32, Float64Type: 64}[type(t)]
+    return _FLOAT_WIDTHS[type(t)]
 
 
 def _uitofp(out: ScalarEmitter, x: SSAValue, t: Attribute) -> SSAValue:
@@ -123,7 +126,7 @@ def _constant(op: arith.ConstantOp, out: ScalarEmitter) -> SSAValue:
             raw = int(raw != 0)
         same = value.type == t and raw == value.value.data
         return out.constant(value if same else IntegerAttr(raw, t), t)
-    if isinstance(value, FloatAttr):
+    if isinstance(value, FloatAttr) and isinstance(t, AnyFloat):
         return out.constant(value if value.type == t else FloatAttr(value.value.data, t), t)
     raise error_at(op, f"not supported by the code generator yet: {op.name} of {t}")
 

@@ -63,9 +63,7 @@ def _vectors_cross(op: Operation, walked: list[Operation]) -> bool:
         for value in inner.operands:
             if not isinstance(value.type, VectorType):
                 continue
-            owner = value.owner
-            if isinstance(owner, Block):
-                owner = owner.parent_op()
+            owner = value.owner.parent_op() if isinstance(value.owner, Block) else value.owner
             if id(owner) not in inside:
                 return True
     return False

@@ -173,7 +173,7 @@ class FuncEmitter(ParallelEmitter, BufferEmitter, ProfileEmitter):
         for block in blocks:  # the entry block (defining the buffers) comes first
             if block is not blocks[0]:
                 self.start(self.successors[block])
-            items = [list(block.ops)]
+            items: list[Operation | list[Operation]] = [list(block.ops)]
             if self.split:
                 items = split_chunks(block.ops, self.split_chunk, self.walks)
             elif self.profile is not None:

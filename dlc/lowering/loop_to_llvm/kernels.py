@@ -47,7 +47,13 @@ from dlc.dialects.loop_memory import MEMORY_OPS as RAW_MEMORY_OPS
 MIN_OPS = 8
 """Nests of fewer loop-level ops stay in place: their code costs less than a call."""
 
-_UNSAFE = (loop.AllocOp, loop.DeallocOp, loop.CallOp, lm.ScalarCallOp, lm.StackAllocOp)
+_UNSAFE: tuple[type[Operation], ...] = (
+    loop.AllocOp,
+    loop.DeallocOp,
+    loop.CallOp,
+    lm.ScalarCallOp,
+    lm.StackAllocOp,
+)
 _UNSAFE += (loop.ExternCallOp,)
 _PLAIN = (loop.ForOp, loop.IfOp, loop.YieldOp)
 

@@ -90,7 +90,7 @@ def _chunk_boundary(
         for value in inner.operands:
             if value not in free and not defined_inside(value):
                 free[value] = None
-    outputs = [
+    outputs: list[SSAValue] = [
         r for op in ops for r in op.results if any(id(u.operation) not in inside for u in r.uses)
     ]
     return list(free), outputs
@@ -132,6 +132,7 @@ class ParallelEmitter(ContextEmitter):
     chunks: dict[Hashable, str]  # `chunk_key` of an outlined run -> its function
     walks: dict[Operation, list[Operation]]  # `walk_ops` of the top-level ops in runs
     profile: KernelTable | None
+    openmp: bool  # FuncEmitter's field: parallel loops outlined for GOMP_parallel
 
     def child(self, openmp: bool = False, name: str = "") -> ParallelEmitter:
         """A fresh emitter for an outlined function (same module state)."""
@@ -190,7 +191,7 @@ class ParallelEmitter(ContextEmitter):
         inside = {id(inner) for inner in walked}
         free, outputs = _chunk_boundary(ops, walked, inside)
         local = [v for v in free if _rematerialized(v)]
-        direct = [v for v in free if isinstance(v, BlockArgument) and _is_buffer(v)]
+        direct: list[SSAValue] = [v for v in free if isinstance(v, BlockArgument) and _is_buffer(v)]
         direct = [v for v in direct if isinstance(v.owner.parent_op(), loop.FuncOp)]
         captured = [v for v in free if v not in local and v not in direct]
         planned = any(isinstance(v.owner, loop.AllocOp) for v in local)

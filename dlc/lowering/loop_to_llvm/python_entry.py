@@ -22,6 +22,7 @@ from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     IntAttr,
     IntegerAttr,
+    IntegerType,
     ModuleOp,
     TensorType,
     i8,
@@ -70,7 +71,7 @@ class _Entry:
         self.hoisted.append(op)
         return op.results[0]
 
-    def const(self, value: int, t: Attribute = i64) -> SSAValue:
+    def const(self, value: int, t: IntegerType = i64) -> SSAValue:
         key = (value, t)
         if key not in self.constants:
             self.constants[key] = self.hoist(llvm.ConstantOp(IntegerAttr(value, t), t))

@@ -79,15 +79,22 @@ class EpilogueTile(NestPlan):
         if last is True:
             self._epilogue_points(b, points, wheres, finals)
             return
+        if last is False:  # an earlier block of the reduction (unrolled): values partial
+            self._deliver_partial(b, points, wheres, finals)
+            return
         branch = b.insert(loop.IfOp(last, [], Block(), Block()))
         copy_loc(self.op, branch)
         then = Builder(InsertPoint.at_end(branch.then_region.block))
         self._epilogue_points(then, points, wheres, finals)
         then.insert(loop.YieldOp())
         partial = Builder(InsertPoint.at_end(branch.else_region.block))
-        for value, where, (point, lanes) in zip(finals, wheres, points, strict=True):
-            self._deliver(partial, value, where, lanes, self._valid(point, lanes))
+        self._deliver_partial(partial, points, wheres, finals)
         partial.insert(loop.YieldOp())
+
+    def _deliver_partial(self, b: Builder, points: list, wheres: list, finals: list) -> None:
+        """Store the tile's values as they are (the reduction goes on: no epilogue)."""
+        for value, where, (point, lanes) in zip(finals, wheres, points, strict=True):
+            self._deliver(b, value, where, lanes, self._valid(point, lanes))
 
     def _last_block(self, b: Builder, env: dict) -> SSAValue | bool:
         """Whether every reduction axis is at its last block at `env` (an i1 value,
@@ -115,7 +122,7 @@ class EpilogueTile(NestPlan):
             valid = self._valid(point, lanes)
             if self.keep_result:
                 self._deliver(b, value, where, lanes, valid)
-            known = {self.op.result: value}
+            known: dict[SSAValue, SSAValue] = {self.op.result: value}
             for m in self.epilogue:
                 if lanes > 1:
                     plan = self.epilogue_plans[m.op]

@@ -72,7 +72,7 @@ def emit_group_loops(
         if slot.feeds:
             feeders.append(Feeder(member, buffer))
             continue
-        if slot.buffer is not None and slot.buffer is not member:
+        if buffer is not None and slot.buffer is not member:
             buffers[member.result] = buffer  # accumulates in the next member's buffer
         builder = NestBuilder(
             member, buffer, buffers, prefix=ivs, known=known, feeders=feeders if slot.fed else ()

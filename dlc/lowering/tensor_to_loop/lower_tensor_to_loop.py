@@ -27,7 +27,7 @@ from dlc.lowering.scalar_ops import ScalarBuilder, Unsupported
 from dlc.lowering.tensor_to_loop.body import by_value, index, load, memref_type, store
 from dlc.lowering.tensor_to_loop.group import emit_group
 from dlc.lowering.tensor_to_loop.kernels import KernelTable, prepare_site
-from dlc.lowering.tensor_to_loop.memory import MemoryOpLowering
+from dlc.lowering.tensor_to_loop.memory import BufferFn, MemoryOpLowering
 
 CONSTANT_STORES = 16
 """Constants of at most this many elements are stored element by element (the
@@ -127,7 +127,7 @@ class FunctionLowering:
         self.buffers[value] = buffer
         return buffer
 
-    def _memory(self, op: Operation, new_buffer) -> None:  # noqa: ANN001
+    def _memory(self, op: Operation, new_buffer: BufferFn) -> None:
         """Memory ops (tensor_memory.py) via tensor_to_loop_memory.py, located."""
         before = len(self.b.insertion_point.block.ops)
         MemoryOpLowering(self.b, self.buffers, new_buffer).lower(op)
@@ -153,9 +153,9 @@ class FunctionLowering:
             copy_loc(op, self.b.insert(loop.ExternCallOp(op.callee.data, [*loaded, *outputs], [])))
             return
         types = [tensor.scalar_type(r.type.dt) for r in op.res]
-        call = self.b.insert(loop.ExternCallOp(op.callee.data, loaded, types))
-        copy_loc(op, call)
-        for value, buf, r in zip(call.res, outputs, op.res, strict=True):
+        extern = self.b.insert(loop.ExternCallOp(op.callee.data, loaded, types))
+        copy_loc(op, extern)
+        for value, buf, r in zip(extern.res, outputs, op.res, strict=True):
             store(self.b, value, buf, [], r.type.dt)
 
     def _constant(self, op: tensor.ConstantOp, buffer: SSAValue) -> None:

@@ -55,8 +55,7 @@ class MemoryOpLowering:
         b = self.b
         match op:
             case tm.GlobalAddressOp():
-                addr = b.insert(lm.GlobalAddressOp(op.sym_name.data, op.size.data)).res
-                self.result(op, addr)
+                self.result(op, b.insert(lm.GlobalAddressOp(op.sym_name.data, op.size.data)).res)
             case tm.StackAllocOp():
                 self.result(op, b.insert(lm.StackAllocOp(op.size.data)).res)
             case tm.HeapAllocOp():

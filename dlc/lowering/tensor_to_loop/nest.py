@@ -9,7 +9,7 @@ How each primitive becomes loops: docs/design/fusion-and-memory.md.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from xdsl.builder import Builder, InsertPoint
@@ -38,6 +38,9 @@ from dlc.lowering.tensor_to_loop.constants import constant, offset
 from dlc.lowering.tensor_to_loop.epilogue import EpilogueMember, EpilogueTile
 from dlc.lowering.tensor_to_loop.pack import PackedOperand, Scratch
 from dlc.lowering.tensor_to_loop.tile import Block_, RegisterTile, constant_extent
+
+Inner = Callable[[Builder, dict[str, Block_]], None]
+"""A loop's body: emitted at a builder with the environment of its iteration."""
 
 
 @dataclass(frozen=True)
@@ -115,7 +118,7 @@ class NestBuilder(RegisterTile, PackedOperand, EpilogueTile):
             return
         self._loop(pos, b, env, lambda b2, env2: self._emit(pos + 1, b2, env2))
 
-    def _loop(self, pos: int, b: Builder, env: dict[str, Block_], inner) -> None:  # noqa: ANN001
+    def _loop(self, pos: int, b: Builder, env: dict[str, Block_], inner: Inner) -> None:
         """Loop `pos` over its axis' current block, calling `inner(b, env)` for the body
         (once per iteration when unrolled; peeled where an inner level needs a constant
         extent)."""
@@ -165,8 +168,8 @@ class NestBuilder(RegisterTile, PackedOperand, EpilogueTile):
         self._for(pos, b, env, ub, lp.step, inner)
 
     def _for(
-        self, pos: int, b: Builder, env: dict[str, Block_], ub: SSAValue, step: int, inner
-    ) -> None:  # noqa: ANN001
+        self, pos: int, b: Builder, env: dict[str, Block_], ub: SSAValue, step: int, inner: Inner
+    ) -> None:
         lp = self.loops[pos]
         block = env[lp.axis]
         parallel = lp.name in self.parallel and not lp.is_reduction
@@ -177,7 +180,9 @@ class NestBuilder(RegisterTile, PackedOperand, EpilogueTile):
         inner(body, {**env, lp.axis: child})
         body.insert(loop.YieldOp())
 
-    def _split_for(self, pos: int, b: Builder, env: dict[str, Block_], extent: int, inner) -> None:  # noqa: ANN001
+    def _split_for(
+        self, pos: int, b: Builder, env: dict[str, Block_], extent: int, inner: Inner
+    ) -> None:
         """A parallel loop whose last block is partial, peeled inside the loop: each
         iteration branches to the full block or the remainder (both of constant
         extent), so the remainder runs on a thread of its own instead of after the

@@ -13,7 +13,14 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr, MemRefType, TensorType
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    BytesAttr,
+    DenseIntOrFPElementsAttr,
+    IntegerType,
+    MemRefType,
+    TensorType,
+)
 from xdsl.ir import Operation, SSAValue
 
 from dlc.analysis.tensor_nest_plan import NestPlan, index_slice
@@ -59,7 +66,9 @@ class PackedOperand(NestPlan):
             plan.buffer = self.scratch(mtype)
             return
         data = packed_literal(*plan.constant, plan.width)
-        dense = DenseIntOrFPElementsAttr(TensorType(t.element_type, shape), BytesAttr(data))
+        element = t.element_type
+        assert isinstance(element, IntegerType | AnyFloat), element  # a tensor's buffer
+        dense = DenseIntOrFPElementsAttr(TensorType(element, shape), BytesAttr(data))
         plan.buffer = b.insert(loop.ConstBufferOp(dense, mtype)).res
         plan.k_base = index(b, 0)
 

@@ -48,7 +48,6 @@ class RegisterTile(NestPlan):
     dt: str
     axes: list[str]
     loops: list[Loop]
-    unrolled: frozenset[str] | set[str] | tuple[str, ...]
     known: dict[SSAValue, SSAValue]
     feeders: list
     prefix: dict[str, SSAValue]
@@ -58,7 +57,7 @@ class RegisterTile(NestPlan):
     # provided by NestBuilder
     _loop: Callable[..., None]
     _child: Callable[..., Block_]
-    _needs_constant: Callable[[int], bool]
+    _needsconstant_extent: Callable[[int], bool]
     _check_unroll: Callable[[int], None]
     _indices: Callable[..., list[SSAValue]]
     _outputs: Callable[[], list[str]]

@@ -4,6 +4,7 @@ tiles, parallel loops and fused multiply-adds for one `tensor.compute` at a time
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from xdsl.dialects import arith
@@ -22,7 +23,7 @@ ROWS = 6  # MR of a 16-register target (12 accumulators + A broadcasts + B loads
 ROWS_32 = 12  # MR of a 32-register (AVX-512) target: 24 accumulators, 12x2 vectors
 
 
-def depends_on(value: SSAValue, targets: set[SSAValue]) -> bool:
+def depends_on(value: SSAValue, targets: AbstractSet[SSAValue]) -> bool:
     """Whether `value` is computed from one of `targets` (each value visited once: index
     expressions share subexpressions, and a walk of every path is exponential)."""
     stack, seen = [value], {value}

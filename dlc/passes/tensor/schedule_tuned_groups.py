@@ -125,8 +125,8 @@ def apply_group_schedules(members: Unit, schedules: list[ScheduleAttr]) -> str |
     why = _unlowerable(members, all(fused))
     if why is None:
         return None
-    for m, s in zip(members, policy, strict=True):
-        m.schedule = s
+    for m, before in zip(members, policy, strict=True):
+        m.schedule = before
     return why
 
 

@@ -61,7 +61,9 @@ class _Body:
         step = tap if dilation == 1 else self.emit(arith.MuliOp(tap, self.index(dilation)))
         return self.emit(arith.AddiOp(pos, step))
 
-    def compute(self, inputs: list[SSAValue], value: SSAValue, out: TensorType, **reduce: object):
+    def compute(
+        self, inputs: list[SSAValue], value: SSAValue, out: TensorType, **reduce: object
+    ) -> tensor.ComputeOp:
         self.builder.insert(tensor.YieldOp(value))
         return tensor.ComputeOp(inputs, out, self.block, **reduce)  # type: ignore[arg-type]
 
@@ -183,7 +185,8 @@ def unfold(conv: Conv2d) -> None:
     batch, _, oh, ow = conv.domain
     image_x = tensor_type(conv.x, "unfold-convolutions").dims == (batch, conv.channels, oh, ow)
     pointwise = conv.taps == (1, 1) and conv.strides == (1, 1) and image_x
-    cols = conv.x if pointwise else b.insert(_cols(conv)).result
+    unfolded = None if pointwise else b.insert(_cols(conv))
+    cols = conv.x if unfolded is None else unfolded.result
     depth = tensor_type(cols, "unfold-convolutions: columns").dims[1]
     rows = b.insert(BitCastOp(cols, TensorType((batch, depth, oh * ow), conv.dtype)))
     if pixel_rows(conv):
@@ -195,7 +198,7 @@ def unfold(conv: Conv2d) -> None:
         weights = _flat_kernel(b, conv)
         flat = b.insert(_product(conv, rows.result, weights))
         image = b.insert(_image(conv, flat.result, pixel_rows=False))
-    copy_loc(op, rows, flat, image, *([] if pointwise else [cols.owner]))
+    copy_loc(op, rows, flat, image, *([] if unfolded is None else [unfolded]))
     op.result.replace_all_uses_with(image.result)
     op.detach()
     op.erase()
