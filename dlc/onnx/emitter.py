@@ -28,7 +28,7 @@ from dlc.dialects.graph_tensor import (
     ShapeCastOp,
     TransposeOp,
 )
-from dlc.dialects.graph_types import TensorType, format_type, numpy_dtype, size_error
+from dlc.dialects.graph_types import TensorType, dim_factors, format_type, numpy_dtype, size_error
 from dlc.passes.graph.fold_constants import literal_of
 from dlc.passes.graph.permutations import block_reversals
 
@@ -68,6 +68,15 @@ def tensor_type(value: SSAValue) -> TensorType:
     t = value.type
     assert isinstance(t, TensorType)
     return t
+
+
+def merged_dim(dims: Sequence[int | str]) -> int | str:
+    """The extent of adjacent dimensions merged into one: a product, or with symbolic
+    dimensions the symbolic dimension `%seq*12` (`graph_types.dim_factors`)."""
+    names, static = dim_factors(dims)
+    if not names:
+        return static
+    return "*".join(sorted(names) + ([str(static)] if static != 1 else []))
 
 
 def shape_of(value: SSAValue) -> tuple[int, ...]:
@@ -159,10 +168,12 @@ class Emitter:
 
     # ---- shapes ---------------------------------------------------------------------
 
-    def reshape(self, x: SSAValue, shape: Sequence[int]) -> SSAValue:
+    def reshape(self, x: SSAValue, shape: Sequence[int | str]) -> SSAValue:
+        """`shapeCast x to shape` (a `str` is a symbolic dimension, `%n`)."""
         if tuple(shape) == shape_of(x):
             return x
-        return self.op(ShapeCastOp, [x], shape=ints_attr(shape))
+        dims = [StringAttr(d) if isinstance(d, str) else IntAttr(int(d)) for d in shape]
+        return self.op(ShapeCastOp, [x], shape=ArrayAttr(dims))
 
     def pad_shape(self, x: SSAValue, index: int) -> SSAValue:
         return self.op(PadShapeOp, [x], index=IntAttr(index))
@@ -225,7 +236,7 @@ class Emitter:
             raise ImportProblem(f"transposes of rank > {MAX_PERMUTE_RANK} are not supported")
         for blocks in block_reversals(perm):
             dims = shape_of(x)
-            sizes = [int(np.prod([dims[i] for i in block])) for block in blocks]
+            sizes = [merged_dim([dims[i] for i in block]) for block in blocks]
             merged = self.reshape(x, sizes)
             flipped = self.op(TransposeOp, [merged])
             x = self.reshape(flipped, [dims[i] for block in reversed(blocks) for i in block])

@@ -22,13 +22,14 @@ from xdsl.ir import Block, Region, SSAValue
 from dlc.diagnostics import DiagnosticError, Location, set_origin
 from dlc.dialects.graph import FuncOp, LiteralOp, ReturnOp
 from dlc.dialects.graph_literal import LiteralAttr
+from dlc.dialects.graph_symbolic import first_symbol
 from dlc.dialects.graph_types import (
     FunctionType,
     TensorType,
     TupleType,
 )
 from dlc.dialects.graph_verify import verify_module
-from dlc.onnx import expand, fold, subgraph
+from dlc.onnx import expand, fold, ops_symbolic, subgraph
 from dlc.onnx.converters import CONVERTERS
 from dlc.onnx.custom import CustomOps
 from dlc.onnx.emitter import ELEMENT_TYPES, Emitter, ImportProblem, NotConstant
@@ -246,6 +247,10 @@ class GraphImporter(GraphSignature):
             except ValueError:
                 pass  # too large, or the reference rejects it: the converter decides
         convert = CONVERTERS.get(proto.op_type)
+        if self.dynamic and first_symbol(
+            [self.values[n].type for n in proto.input if n in self.values]
+        ):
+            convert = ops_symbolic.CONVERTERS.get(proto.op_type, convert)
         if convert is None:
             self._function_body(proto, opset)
             return
