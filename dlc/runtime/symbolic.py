@@ -163,12 +163,13 @@ class SymbolicFunction:
         ctx = self._contexts.current or self._contexts.get()
         ctx.reset()
         self._native(ctx.address, *map(array_address, (*arrays, values, output)))
-        ctx.fit_arena(int(ctx.words[CTX_ARENA_TOP]) - ctx.arena_base)
-        if ctx.status.value:
+        wanted = int(ctx.words[CTX_ARENA_TOP]) - ctx.arena_base
+        if ctx.status.value:  # before fit_arena, which resets the status word
             if self._messages is None:
                 ctx.reset()
                 raise AssertionError(f"@{self.name}: status word set by code that cannot fail")
             self._messages.raise_for(ctx)
+        ctx.fit_arena(wanted)
         return output
 
 
