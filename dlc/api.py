@@ -249,7 +249,10 @@ def compile_symbolic(
     ]
     levels = ProgramLevels(module, options, jit, externs)
     compiles = NATIVE_COMPILES[0] - before
-    return SymbolicModule(jit, sigs, report, meta["messages"], levels, threads, compiles)
+    compiled = SymbolicModule(jit, sigs, report, meta["messages"], levels, threads, compiles)
+    if options.profile:
+        compiled.attach_profile(profiled_kernels(llvm_level))
+    return compiled
 
 
 def compile_graph_module(

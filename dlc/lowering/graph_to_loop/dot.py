@@ -40,6 +40,10 @@ VECTORS = 2
 
 LANE_BYTES = {"f32": 4, "f64": 8}
 
+K_BLOCK = 256
+"""The k's a vector tile's row blocks walk before the next block (`k_blocks`): a `rhs`
+panel of 256 rows x 2 vectors stays in L1, 256 rows of `rhs` on few pages."""
+
 Reader = Callable[[SSAValue, list[SSAValue], tuple[int | str, ...]], SSAValue]
 
 
@@ -117,7 +121,9 @@ class DotEmitter:
         nest = self.nest
         (jb,), fors, _ = nest.open_loops([self.blocks[1]], parallel=parallel)
         cols = self.columns(jb)
-        if full_rows:
+        if full_rows and self.k_blocked():
+            self.k_blocks(cols)
+        elif full_rows:
             (b,), inner, _ = nest.open_loops([self.blocks[0]])
             self.tile(self.run(b, self.rows, 1), cols, self.lanes)
             nest.close_loops(inner)
@@ -126,6 +132,28 @@ class DotEmitter:
             self.tile([i.iv], cols, self.lanes)
             nest.close_loops([i])
         nest.close_loops(fors)
+
+    def k_blocked(self) -> bool:
+        """Whether the row blocks of a column tile walk k in blocks of `K_BLOCK`: vector
+        tiles whose inner extent may exceed it (one `rhs` panel of a tile's columns, k
+        rows a row of `rhs` apart, would miss the caches and the TLB)."""
+        k = self.lhs.dims[-1]
+        return bool(self.lanes) and (isinstance(k, str) or k > K_BLOCK)
+
+    def k_blocks(self, cols: list[SSAValue]) -> None:
+        """For each block of `K_BLOCK` k's, every row block's tile: its accumulators
+        start from 0 in the first block and from what the last block stored after it,
+        so each element is still summed from 0 in k order."""
+        nest = self.nest
+        k_extent = nest.extent(self.lhs.dims[-1])
+        step = nest.index_const(K_BLOCK)
+        kb = nest.open_range(nest.zero, k_extent, step, parallel=False)
+        end = nest.emit(arith.AddiOp(kb.iv, step))
+        end = nest.emit(arith.MinSIOp(end, k_extent))
+        first = nest.emit(arith.CmpiOp(kb.iv, nest.zero, "eq"))
+        (b,), inner, _ = nest.open_loops([self.blocks[0]])
+        self.tile(self.run(b, self.rows, 1), cols, self.lanes, (kb.iv, end, first))
+        nest.close_loops([kb, *inner])
 
     def run(self, block: SSAValue, count: int, stride: int) -> list[SSAValue]:
         """The first index of block number `block` (`count` x `stride` wide) and the
@@ -143,15 +171,28 @@ class DotEmitter:
             return self.run(tile, VECTORS, self.lanes)
         return self.run(tile, COLS, 1)
 
-    def tile(self, rows: list[SSAValue], cols: list[SSAValue], lanes: int = 0) -> None:
+    def tile(
+        self,
+        rows: list[SSAValue],
+        cols: list[SSAValue],
+        lanes: int = 0,
+        k_range: tuple[SSAValue, SSAValue, SSAValue] | None = None,
+    ) -> None:
         """`out[rows x cols]`: accumulators carried through one k loop, then stored;
-        with `lanes`, each of `cols` starts a vector of `lanes` columns."""
+        with `lanes`, each of `cols` starts a vector of `lanes` columns. `k_range`
+        (vector tiles): k from, k to, and whether it is the first block (accumulators
+        from 0, else from `out`)."""
         nest, t = self.nest, self.t
         zero = nest.scalars.const(0, t.dt)
         if lanes:
             zero = nest.emit(loop.BroadcastOp(zero, lanes))
         count = len(rows) * len(cols)
-        k_loop = loop.ForOp(nest.zero, nest.extent(self.lhs.dims[-1]), nest.one, [zero] * count)
+        start, stop = nest.zero, nest.extent(self.lhs.dims[-1])
+        inits = [zero] * count
+        if k_range is not None:
+            start, stop, first = k_range
+            inits = [nest.emit(arith.SelectOp(first, zero, v)) for v in self.partial(rows, cols)]
+        k_loop = loop.ForOp(start, stop, nest.one, inits)
         nest.builder.insert(k_loop)
         after = nest.builder.insertion_point
         nest.builder.insertion_point = InsertPoint.at_end(k_loop.body.block)
@@ -175,6 +216,12 @@ class DotEmitter:
                 nest.builder.insert(loop.VStoreOp(value, self.out, [where]))
             else:
                 nest.store(value, self.out, where, t.dt)
+
+    def partial(self, rows: list[SSAValue], cols: list[SSAValue]) -> list[SSAValue]:
+        """The vectors of `out[rows x cols]` an earlier k block stored."""
+        nest, t = self.nest, self.t
+        points = [nest.index(t, [*self.batch, i, j], t.dims) for i in rows for j in cols]
+        return [nest.emit(loop.VLoadOp(self.out, [at], self.lanes)) for at in points]
 
     def multiply_add(self, acc: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
         """`acc + a * b` (scalars or vectors), fused by LLVM where `fma` allows."""

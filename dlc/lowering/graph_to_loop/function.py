@@ -6,7 +6,7 @@ from __future__ import annotations
 from xdsl.dialects.builtin import MemRefType, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
 
-from dlc.diagnostics import DiagnosticError, error_at
+from dlc.diagnostics import DiagnosticError, copy_loc, error_at
 from dlc.dialects import graph, loop
 from dlc.dialects.graph_elementwise import BinaryOp, DataTypeCastOp, NotOp, SelectOp, UnaryOp
 from dlc.dialects.graph_gather import GatherOp
@@ -106,7 +106,12 @@ class FunctionLowering:
         if self.optimize:
             self.fused = fused_producers(blocks[0])
         for op in blocks[0].ops:
+            last = self.block.last_op
             self.lower_op(op, returned)
+            new = last.next_op if last is not None else self.block.first_op
+            while new is not None:  # the profiler names kernels after their op
+                copy_loc(op, new)
+                new = new.next_op
         for owned in self.owned:
             nest.builder.insert(loop.DeallocOp(owned))
         nest.builder.insert(loop.ReturnOp())
