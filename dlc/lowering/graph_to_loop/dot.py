@@ -17,15 +17,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from xdsl.builder import InsertPoint
+import numpy as np
+from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import VectorType
-from xdsl.ir import SSAValue
+from xdsl.ir import Block, SSAValue
 
 from dlc.dialects import loop
+from dlc.dialects.graph_literal import dense_dtype
 from dlc.dialects.graph_tensor import DotOp
 from dlc.dialects.graph_types import TensorType
-from dlc.lowering.graph_to_loop.nests import NestEmitter
+from dlc.lowering.graph_to_loop.literals import dense_data
+from dlc.lowering.graph_to_loop.nests import NestEmitter, buffer_type
 from dlc.lowering.scalar_ops import mark_contractible
 from dlc.target import Target
 
@@ -39,6 +42,10 @@ VECTORS = 2
 12 accumulators, 2 `rhs` vectors and a broadcast `lhs` element in 16 registers."""
 
 LANE_BYTES = {"f32": 4, "f64": 8}
+
+PACK_ROWS = 16
+"""The fewest rows a product packs its `rhs` panels for (`pack`): fewer rows read each
+`rhs` element too few times to pay for the copy."""
 
 K_BLOCK = 256
 """The k's a vector tile's row blocks walk before the next block (`k_blocks`): a `rhs`
@@ -67,6 +74,9 @@ class DotEmitter:
         assert isinstance(t, TensorType)
         self.lhs, self.rhs, self.t = lhs, rhs, t
         self.batch: list[SSAValue] = []  # the batch indices of a batched product
+        self.panels: SSAValue | None = None  # the packed rhs (`pack`), when packed
+        self.panel: SSAValue = nest.zero  # the column tile being computed
+        self.const_panels: SSAValue | None = None  # `constant_panels`, once made
         vectors = t.dt in LANE_BYTES and op.rhs in buffers and rhs.dims[-1] == t.dims[-1]
         self.lanes = target.vector_bytes // LANE_BYTES[t.dt] if vectors else 0
         self.rows = VECTOR_ROWS if self.lanes else ROWS
@@ -76,15 +86,85 @@ class DotEmitter:
         """A batched product: a loop over the batch (in parallel) around one product
         a step."""
         batch = self.t.dims[:-2]
-        if not batch:
-            self.product(parallel)
+        if all(d == 1 for d in batch):  # (a batch of one: its rows and columns on threads)
+            self.batch = [self.nest.zero] * len(batch)
+            self.packed_or_not(parallel)
             return
         ivs, fors, _ = self.nest.open_loops([self.nest.extent(d) for d in batch], parallel=parallel)
         self.batch = ivs
         self.product(False)
         self.nest.close_loops(fors)
 
-    def product(self, parallel: bool) -> None:
+    def packed_or_not(self, parallel: bool) -> None:
+        """The product, with the `rhs` panels packed (`pack`) when the rows are at least
+        `PACK_ROWS` (decided here for a static extent, by a `loop.if` otherwise)."""
+        rows = self.t.dims[-2]
+        if self.lanes and self.constant_panels() is not None:
+            self.product(parallel, True)
+        elif not (self.k_blocked() and self.lanes):
+            self.product(parallel)
+        elif isinstance(rows, int):
+            self.product(parallel, rows >= PACK_ROWS)
+        else:
+            nest = self.nest
+            many = nest.emit(arith.CmpiOp(nest.extent(rows), nest.index_const(PACK_ROWS), "sge"))
+            branch = loop.IfOp(many, [], Block(), Block())
+            nest.builder.insert(branch)
+            after = nest.builder.insertion_point
+            for region, packed in ((branch.then_region, True), (branch.else_region, False)):
+                nest.builder.insertion_point = InsertPoint.at_end(region.block)
+                self.product(parallel, packed)
+                nest.builder.insert(loop.YieldOp())
+            nest.builder.insertion_point = after
+
+    def constant_panels(self) -> SSAValue | None:
+        """The panels of `pack` made at compile time, for a literal `rhs` (weights):
+        a read-only buffer beside the literal's (made once for the op's versions)."""
+        if self.const_panels is not None or self.rhs.is_dynamic:
+            return self.const_panels
+        source = self.buffers.get(self.op.rhs)
+        literal = source.owner if source is not None else None
+        k, n = self.rhs.dims[-2:]
+        if not isinstance(literal, loop.ConstBufferOp) or n < self.cols:  # type: ignore[operator]
+            return None
+        assert isinstance(k, int) and isinstance(n, int)
+        tiles = n // self.cols
+        data = np.frombuffer(literal.value.data.data, dense_dtype(self.t.dt)).reshape(k, n)
+        panels = data[:, : tiles * self.cols].reshape(k, tiles, self.cols).transpose(1, 0, 2)
+        t = TensorType([panels.size], self.t.dt)
+        op = loop.ConstBufferOp(
+            dense_data(t, np.ascontiguousarray(panels).tobytes()), buffer_type(t)
+        )
+        Builder(InsertPoint.after(literal)).insert(op)
+        self.const_panels = op.res
+        return op.res
+
+    def pack(self, parallel: bool) -> SSAValue:
+        """`P[jb, k, c] = rhs[k, jb * cols + c]` for the full column tiles `jb`: each
+        tile's k rows one after the other (no stride of a `rhs` row between them, no
+        cache sets or pages shared by all of them)."""
+        nest, lanes = self.nest, self.lanes
+        k_extent = nest.extent(self.lhs.dims[-1])
+        width = nest.index_const(self.cols)
+        count = nest.emit(arith.MuliOp(nest.emit(arith.MuliOp(self.blocks[1], k_extent)), width))
+        packed = nest.emit(loop.AllocSizedOp(count, buffer_type(TensorType(["n"], self.t.dt))))
+        (jb, k), fors, _ = nest.open_loops([self.blocks[1], k_extent], parallel=parallel)
+        (j,) = self.run(jb, 1, self.cols)
+        source = nest.index(self.rhs, [*self.batch, k, j], self.rhs.dims)
+        row = nest.emit(
+            arith.MuliOp(nest.emit(arith.AddiOp(nest.emit(arith.MuliOp(jb, k_extent)), k)), width)
+        )
+        for v in range(VECTORS):
+            offset = nest.index_const(v * lanes)
+            at = nest.emit(arith.AddiOp(source, offset))
+            value = nest.emit(loop.VLoadOp(self.buffers[self.op.rhs], [at], lanes))
+            nest.builder.insert(
+                loop.VStoreOp(value, packed, [nest.emit(arith.AddiOp(row, offset))])
+            )
+        nest.close_loops(fors)
+        return packed
+
+    def product(self, parallel: bool, packed: bool = False) -> None:
         """Column tiles over all rows (in parallel), then the columns left over in
         row blocks (in parallel), then the corner: each `rhs` panel of a tile's
         columns stays in cache while the row blocks pass over it. A part a static
@@ -103,8 +183,15 @@ class DotEmitter:
             _parts(d, size)
             for d, size in zip(self.t.dims[-2:], (self.rows, self.cols), strict=True)
         )
+        self.panels = self.constant_panels() if packed else None
+        owned = packed and full_cols and self.panels is None
+        if owned:
+            self.panels = self.pack(parallel)
         if full_cols:
             self.column_tiles(full_rows, rest_rows, parallel)
+        if owned and self.panels is not None:
+            nest.builder.insert(loop.DeallocOp(self.panels))
+        self.panels = None
         if rest_cols and full_rows:
             (b,), fors, _ = nest.open_loops([self.blocks[0]], parallel=parallel)
             j = nest.open_range(self.done[1], self.extents[1], nest.one, parallel=False)
@@ -121,6 +208,7 @@ class DotEmitter:
         nest = self.nest
         (jb,), fors, _ = nest.open_loops([self.blocks[1]], parallel=parallel)
         cols = self.columns(jb)
+        self.panel = jb
         if full_rows and self.k_blocked():
             self.k_blocks(cols)
         elif full_rows:
@@ -200,8 +288,7 @@ class DotEmitter:
         scales = [self.read(self.op.lhs, [*self.batch, i, k], self.lhs.dims) for i in rows]
         if lanes:
             scales = [nest.emit(loop.BroadcastOp(a, lanes)) for a in scales]
-            rhs = self.buffers[self.op.rhs]
-            at = [nest.index(self.rhs, [*self.batch, k, j], self.rhs.dims) for j in cols]
+            rhs, at = self.rhs_vectors(k, cols)
             elements = [nest.emit(loop.VLoadOp(rhs, [i], lanes)) for i in at]
         else:
             elements = [self.read(self.op.rhs, [*self.batch, k, j], self.rhs.dims) for j in cols]
@@ -216,6 +303,22 @@ class DotEmitter:
                 nest.builder.insert(loop.VStoreOp(value, self.out, [where]))
             else:
                 nest.store(value, self.out, where, t.dt)
+
+    def rhs_vectors(self, k: SSAValue, cols: list[SSAValue]) -> tuple[SSAValue, list[SSAValue]]:
+        """The buffer and the indices of the `rhs` vectors at row `k` and columns
+        `cols`: in the packed panels (`pack`) when there are, else in `rhs`."""
+        nest = self.nest
+        if self.panels is None or len(cols) != VECTORS:
+            at = [nest.index(self.rhs, [*self.batch, k, j], self.rhs.dims) for j in cols]
+            return self.buffers[self.op.rhs], at
+        k_extent = nest.extent(self.lhs.dims[-1])
+        row = nest.emit(arith.AddiOp(nest.emit(arith.MuliOp(self.panel, k_extent)), k))
+        first = nest.emit(arith.MuliOp(row, nest.index_const(self.cols)))
+        rest = [
+            nest.emit(arith.AddiOp(first, nest.index_const(v * self.lanes)))
+            for v in range(1, VECTORS)
+        ]
+        return self.panels, [first, *rest]
 
     def partial(self, rows: list[SSAValue], cols: list[SSAValue]) -> list[SSAValue]:
         """The vectors of `out[rows x cols]` an earlier k block stored."""
