@@ -186,3 +186,42 @@ def test_shape_cast_to_another_count_is_located():
     )
     with pytest.raises(dlc.DiagnosticError, match=r"6:\d+: error: .*element counts differ"):
         dlc.compile(text)
+
+
+PRODUCT = """module "p"
+stage raw
+
+func @p: (<%n x %k x f32>, <%k x 80 x f32>) -> <%n x 80 x f32> {
+'entry(%a: <%n x %k x f32>, %b: <%k x 80 x f32>):
+    %y = dot %a: <%n x %k x f32>, %b: <%k x 80 x f32>
+    return %y: <%n x 80 x f32>
+}
+"""
+
+
+@pytest.mark.parametrize("rows", [3, 20])
+@pytest.mark.parametrize("inner", [5, 300])
+def test_products_in_k_blocks_and_packed_panels(rows, inner):
+    """300 k's walk in blocks, 20 rows pack the rhs panels at run time."""
+    module = dlc.compile(PRODUCT, filename="p.dl")
+    rng = np.random.default_rng(rows + inner)
+    a = rng.standard_normal((rows, inner)).astype(np.float32)
+    b = rng.standard_normal((inner, 80)).astype(np.float32)
+    np.testing.assert_allclose(module.p(a, b), a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_products_of_weights_read_panels_packed_at_compile_time():
+    w = np.random.default_rng(0).standard_normal((300, 70)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])],
+        "dense",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 300])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 70])],
+        [numpy_helper.from_array(w, "w")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    module = dlc.compile_onnx(model, dynamic=True)
+    assert module.ir("loop").count("loop.const_buffer") == 2  # the weights, and packed
+    for rows in (1, 7, 40):
+        x = np.random.default_rng(rows).standard_normal((rows, 300)).astype(np.float32)
+        np.testing.assert_allclose(module.dense(x), x @ w, rtol=1e-4, atol=1e-4)
