@@ -14,12 +14,13 @@ what the call wanted, so repeated calls at a size allocate nothing.
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from dlc.diagnostics import DiagnosticError, Location
+from dlc.diagnostics import DiagnosticError, Location, get_loc
 from dlc.dialects.abi import CTX_ARENA_TOP, function_symbol
 from dlc.dtypes import NUMPY_DTYPES
 from dlc.runtime.context import Contexts
@@ -203,3 +204,19 @@ class SymbolicModule(CompiledModule):
         function = self._functions[name]
         assert isinstance(function, SymbolicFunction)
         return {**facts, "compiles": self._compiles, "sizes_called": len(function.sizes_called)}
+
+
+def signatures(funcs: dict[str, Any], symbols: Callable[[Any], list[str]]) -> list[Signature]:
+    """The call signatures of graph functions `funcs` (by name); `symbols` gives the
+    order of a function type's symbolic dimensions (`function_symbols`)."""
+    return [
+        Signature(
+            name,
+            tuple(a.name_hint or f"{i}" for i, a in enumerate(f.body.blocks[0].args)),
+            tuple((t.dt, t.dims) for t in f.function_type.args),
+            (f.function_type.output.dt, f.function_type.output.dims),
+            tuple(symbols(f.function_type)),
+            get_loc(f),
+        )
+        for name, f in funcs.items()
+    ]
