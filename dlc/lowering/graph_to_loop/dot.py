@@ -125,7 +125,7 @@ class DotEmitter:
         source = self.buffers.get(self.op.rhs)
         literal = source.owner if source is not None else None
         k, n = self.rhs.dims[-2:]
-        if not isinstance(literal, loop.ConstBufferOp) or n < self.cols:  # type: ignore[operator]
+        if not isinstance(literal, loop.ConstBufferOp) or n < self.cols:
             return None
         assert isinstance(k, int) and isinstance(n, int)
         tiles = n // self.cols
