@@ -266,9 +266,8 @@ def compile_symbolic(
             entry = cache.Entry(jit.object_code, kept, jit.optimized_ir, jit.data, handler)
             if (portable is None) == (messages is None):
                 cache.store(key, entry)
-    levels = ProgramLevels(module, options, jit, externs)
+    levels, sigs = ProgramLevels(module, options, jit, externs), signatures(funcs, function_symbols)
     compiles = NATIVE_COMPILES[0] - before
-    sigs = signatures(funcs, function_symbols)
     compiled = SymbolicModule(jit, sigs, report, messages, levels, threads, compiles)
     if options.profile and found is None:
         compiled.attach_profile(profiled_kernels(llvm_level))

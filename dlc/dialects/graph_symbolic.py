@@ -36,6 +36,20 @@ SUBSET = ELEMENTWISE | ALIASES | {"dot", "reduce", "gather"}
 """Every opcode that may see a symbolic dimension (`unsupported` checks the details)."""
 
 
+def dim_factors(dims: Sequence[int | str]) -> tuple[list[str], int]:
+    """The symbolic factors and the static product of `dims`: a symbolic dimension
+    `%seq*12` (adjacent dimensions merged by a reshape) is `seq` times 12."""
+    names: list[str] = []
+    static = 1
+    for d in dims:
+        for factor in [d] if isinstance(d, int) else d.split("*"):
+            if isinstance(factor, int) or factor.isdigit():
+                static *= int(factor)
+            else:
+                names.append(factor)
+    return names, static
+
+
 def first_symbol(types: Sequence[Attribute]) -> str | None:
     """The name of the first symbolic dimension in `types`, or None."""
     for t in types:

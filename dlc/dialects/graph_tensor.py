@@ -36,7 +36,8 @@ from dlc.dialects.graph_reduction import (
     conv_config,
     window_shape,
 )
-from dlc.dialects.graph_types import TensorType, dim_factors, dtype_bytes, format_type, scalar
+from dlc.dialects.graph_symbolic import dim_factors
+from dlc.dialects.graph_types import TensorType, dtype_bytes, format_type, scalar
 
 
 @irdl_op_definition

@@ -63,20 +63,6 @@ MAX_PARTS = 2**16  # elements and fields of one value at all levels (values are 
 MAX_STACK_BYTES = 2**20  # allocateStack bytes per function (one native stack frame)
 
 
-def dim_factors(dims: Sequence[int | str]) -> tuple[list[str], int]:
-    """The symbolic factors and the static product of `dims`: a symbolic dimension
-    `%seq*12` (adjacent dimensions merged by a reshape) is `seq` times 12."""
-    names: list[str] = []
-    static = 1
-    for d in dims:
-        for factor in [d] if isinstance(d, int) else d.split("*"):
-            if isinstance(factor, int) or factor.isdigit():
-                static *= int(factor)
-            else:
-                names.append(factor)
-    return names, static
-
-
 @irdl_attr_definition
 class TensorType(ParametrizedAttribute, TypeAttribute):
     """A tensor of fixed shape; rank 0 is a scalar. A dimension given as a `str` is

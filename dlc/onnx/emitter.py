@@ -19,6 +19,7 @@ from xdsl.ir import Attribute, Block, SSAValue
 from dlc.dialects.graph import GraphInstruction, InferenceError, LiteralOp
 from dlc.dialects.graph_elementwise import BINARY_OPS, UNARY_OPS, DataTypeCastOp
 from dlc.dialects.graph_literal import LiteralAttr, scalar_tree
+from dlc.dialects.graph_symbolic import dim_factors
 from dlc.dialects.graph_tensor import (
     ConcatenateOp,
     ConvolveOp,
@@ -28,7 +29,7 @@ from dlc.dialects.graph_tensor import (
     ShapeCastOp,
     TransposeOp,
 )
-from dlc.dialects.graph_types import TensorType, dim_factors, format_type, numpy_dtype, size_error
+from dlc.dialects.graph_types import TensorType, format_type, numpy_dtype, size_error
 from dlc.passes.graph.fold_constants import literal_of
 from dlc.passes.graph.permutations import block_reversals
 

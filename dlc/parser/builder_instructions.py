@@ -122,7 +122,7 @@ class InstructionBuilder(LiteralBuilder):
                 SqueezeShapeOp, n, self._uses(n), index=IntAttr(int(n.children[2]))
             ),
             "shape_cast": lambda n: self.emit(
-                ShapeCastOp, n, self._uses(n), shape=self._cast_shape(n.children[2])
+                ShapeCastOp, n, self._uses(n), shape=self._shape_spec(n.children[2])
             ),
             "bit_cast": lambda n: self.emit(
                 BitCastOp, n, self._uses(n), target=self.build_type(n.children[2])
@@ -187,24 +187,14 @@ class InstructionBuilder(LiteralBuilder):
     def _int_array(self, node: Tree) -> ArrayAttr[IntAttr]:
         return ArrayAttr([IntAttr(i) for i in ints_of(node)])
 
-    def _shape_spec(self, node: Tree) -> ArrayAttr[IntAttr]:
-        dims = [int(t) for t in node.children if t.type == "INT"]
-        for d, tok in zip(dims, node.children, strict=False):
-            if d < 0:
+    def _shape_spec(self, node: Tree) -> ArrayAttr[IntAttr | StringAttr]:
+        """Static extents, and symbolic dimensions `%n` (a `shapeCast`'s target)."""
+        tokens = [t for t in node.children if t.type in ("INT", "LOCAL")]
+        dims = [int(t) if t.type == "INT" else str(t)[1:] for t in tokens]
+        for d, tok in zip(dims, tokens, strict=True):
+            if isinstance(d, int) and d < 0:
                 raise self.error(f"dimension must be non-negative, got {d}", tok)
-        return ArrayAttr([IntAttr(d) for d in dims])
-
-    def _cast_shape(self, node: Tree) -> ArrayAttr[IntAttr | StringAttr]:
-        """The target of `shapeCast`: static extents and symbolic dimensions `%n`."""
-        dims: list[IntAttr | StringAttr] = [
-            StringAttr(str(t)[1:]) if t.type == "LOCAL" else IntAttr(int(t))
-            for t in node.children
-            if t.type in ("INT", "LOCAL")
-        ]
-        for d, tok in zip(dims, node.children, strict=False):
-            if isinstance(d, IntAttr) and d.data < 0:
-                raise self.error(f"dimension must be non-negative, got {d.data}", tok)
-        return ArrayAttr(dims)
+        return ArrayAttr([IntAttr(d) if isinstance(d, int) else StringAttr(d) for d in dims])
 
     def emit(
         self, cls: OpClass, node: Tree, operands: Sequence[SSAValue], **props: Attribute

@@ -296,8 +296,15 @@ class DotEmitter:
         sums = [self.multiply_add(acc, a, b) for acc, (a, b) in zip(k_loop.iter_args, pairs)]
         nest.builder.insert(loop.YieldOp(*sums))
         nest.builder.insertion_point = after
+        self.store(rows, cols, list(k_loop.res), lanes)
+
+    def store(
+        self, rows: list[SSAValue], cols: list[SSAValue], values: list[SSAValue], lanes: int
+    ) -> None:
+        """The sums of a tile into `out[rows x cols]` (vectors of `lanes` when given)."""
+        nest, t = self.nest, self.t
         points = [(i, j) for i in rows for j in cols]
-        for (i, j), value in zip(points, k_loop.res, strict=True):
+        for (i, j), value in zip(points, values, strict=True):
             where = nest.index(t, [*self.batch, i, j], t.dims)
             if lanes:
                 nest.builder.insert(loop.VStoreOp(value, self.out, [where]))

@@ -18,7 +18,8 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerAttr, IntegerType, MemRe
 from xdsl.ir import Block, Operation, SSAValue
 
 from dlc.dialects import loop
-from dlc.dialects.graph_types import TensorType, dim_factors
+from dlc.dialects.graph_symbolic import dim_factors
+from dlc.dialects.graph_types import TensorType
 from dlc.lowering.scalar_ops import ScalarBuilder
 from dlc.lowering.tensor_to_loop.body import load, storage_type
 
