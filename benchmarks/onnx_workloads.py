@@ -37,6 +37,8 @@ LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
 """onnx's light models: `light_<name>.onnx`."""
 
 SEQUENCE, HIDDEN, HEADS, FFN, VOCAB = 128, 768, 12, 3072, 30522
+MAX_POSITIONS = 512
+"""The position table of a model with a symbolic sequence length (`bert_layer(dynamic=True)`)."""
 
 
 def light_model(name: str) -> ModelProto:
@@ -155,12 +157,13 @@ def _attention(
     g: _Graph,
     x: str,
     prefix: str = "",
-    tokens: int = SEQUENCE,
+    tokens: int = SEQUENCE,  # -1: as long as the input
     hidden: int = HIDDEN,
     heads: int = HEADS,
 ) -> str:
     """Multi-head self-attention: [1, tokens, hidden] -> [1, tokens, hidden]."""
     shape = g.const(f"{prefix}heads_shape", np.array([1, tokens, heads, hidden // heads], np.int64))
+    # tokens -1: the sequence length of the input (a model with a symbolic length)
     q, k, v = (
         g.op("Transpose", [g.op("Reshape", [g.dense(x, f"{prefix}attn.{n}", hidden, hidden), shape])],
              perm=[0, 2, 1, 3])
@@ -183,18 +186,28 @@ def _gelu(g: _Graph, x: str) -> str:
     return g.op("Mul", [g.op("Mul", [x, half]), g.op("Add", [erf, one])])
 
 
-def bert_layer(seed: int = 9, fill: bool = False, layers: int = 1) -> ModelProto:
+def bert_layer(
+    seed: int = 9, fill: bool = False, layers: int = 1, dynamic: bool = False
+) -> ModelProto:
     """W9: input_ids int64 [1, 128] -> hidden states f32 [1, 128, 768]; `fill`:
     constant-filled weights instead of random ones; `layers` encoder layers (BERT-base:
-    12, `bert_base`)."""
+    12, `bert_base`). `dynamic`: the sequence length is the symbolic dimension `seq`
+    (up to `MAX_POSITIONS`), the model takes `position_ids` [1, seq] too (as BERT
+    exports may) and gathers their embeddings, its reshapes say -1 for the length."""
     g = _Graph(np.random.default_rng(seed), fill)
     table = g.weight("embeddings.word", (VOCAB, HIDDEN), 0.02)
-    positions = g.weight("embeddings.position", (1, SEQUENCE, HIDDEN), 0.02)
+    tokens: int | str = "seq" if dynamic else SEQUENCE
+    if dynamic:
+        table_p = g.weight("embeddings.position", (MAX_POSITIONS, HIDDEN), 0.02)
+        positions = g.op("Gather", [table_p, "position_ids"], axis=0)
+    else:
+        positions = g.weight("embeddings.position", (1, SEQUENCE, HIDDEN), 0.02)
     embedded = g.op("Add", [g.op("Gather", [table, "input_ids"], axis=0), positions])
     x = g.layer_norm(embedded, "embeddings.norm")
     for layer in range(layers):
         p = f"layer{layer}." if layers > 1 else ""
-        x = g.layer_norm(g.op("Add", [x, _attention(g, x, p)]), f"{p}attn.norm")
+        attention = _attention(g, x, p, tokens=-1 if dynamic else SEQUENCE)
+        x = g.layer_norm(g.op("Add", [x, attention]), f"{p}attn.norm")
         hidden = _gelu(g, g.dense(x, f"{p}ffn.in", HIDDEN, FFN))
         x = g.layer_norm(
             g.op("Add", [x, g.dense(hidden, f"{p}ffn.out", FFN, HIDDEN)]), f"{p}ffn.norm"
@@ -202,8 +215,11 @@ def bert_layer(seed: int = 9, fill: bool = False, layers: int = 1) -> ModelProto
     graph = helper.make_graph(
         g.nodes,
         "bert_layer" if layers == 1 else "bert",
-        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [1, SEQUENCE])],
-        [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, SEQUENCE, HIDDEN])],
+        [
+            helper.make_tensor_value_info(name, TensorProto.INT64, [1, tokens])
+            for name in ("input_ids", "position_ids")[: 2 if dynamic else 1]
+        ],
+        [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, tokens, HIDDEN])],
         g.inits,
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
@@ -212,13 +228,13 @@ def bert_layer(seed: int = 9, fill: bool = False, layers: int = 1) -> ModelProto
     return model
 
 
-def bert_base(seed: int = 9) -> ModelProto:
-    """BERT-base: 12 encoder layers, sequence 128 (random weights)."""
-    return bert_layer(seed, layers=12)
+def bert_base(seed: int = 9, dynamic: bool = False) -> ModelProto:
+    """BERT-base: 12 encoder layers, sequence 128 or symbolic (random weights)."""
+    return bert_layer(seed, layers=12, dynamic=dynamic)
 
 
-def bert_inputs(seed: int = 0) -> np.ndarray:
-    return np.random.default_rng(seed).integers(0, VOCAB, (1, SEQUENCE), dtype=np.int64)
+def bert_inputs(seed: int = 0, length: int = SEQUENCE) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, VOCAB, (1, length), dtype=np.int64)
 
 
 # ---- W13: MobileNetV2 ---------------------------------------------------------------

@@ -21,15 +21,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
-from xdsl.ir import Attribute
 
 from dlc import pipeline, progress
 from dlc.budget import ModuleBudget, check_budget
-from dlc.diagnostics import error_at, get_loc, own_location
+from dlc.diagnostics import error_at, own_location
 from dlc.dialects import abi
 from dlc.dialects.graph import FuncOp as GraphFuncOp
 from dlc.dialects.graph_symbolic import is_symbolic
-from dlc.dialects.graph_types import TensorType, format_type
 from dlc.externs import ExternsOption, allowed_externs, check_externs
 from dlc.options import check_threads, compile_options, planted_fault, quick_facts
 from dlc.plugins import check_extra_passes
@@ -161,14 +159,28 @@ def _from_cache(
 ) -> CompiledModule | None:
     """A fresh compiled module from a cache entry's object code and metadata, its
     messages naming this program's locations (`prefixes`)."""
+    parts = _cached_parts(entry, module, options, prefixes)
+    if parts is None:
+        return None
+    jit, report, messages = parts
+    levels = ProgramLevels(module, options, jit, externs)
+    native = set(entry.meta["native"]) if valid_meta(entry.meta) else set()  # valid: parts
+    return CompiledModule(jit, defined_functions(module), native, report, messages, levels, threads)
+
+
+def _cached_parts(
+    entry: cache.Entry, module: ModuleOp, options: pipeline.Options, prefixes: list[str]
+) -> tuple[JITModule, Report, list[str] | None] | None:
+    """The loaded object code, report and messages of a cache entry; None when it is
+    not this program's after all, or LLVM rejects it (then it is compiled)."""
     meta = entry.meta
     if not valid_meta(meta):  # a unit's entry (`unit_cache`): never under a module's key
         return None
-    funcs = defined_functions(module)
-    native = set(meta["native"])
     messages = rendered_messages(meta["messages"], prefixes)
-    if not native <= set(funcs) or (messages is None) != (meta["messages"] is None):
-        return None  # not this program's entry after all: compile it
+    if not set(meta["native"]) <= set(defined_functions(module)):
+        return None
+    if (messages is None) != (meta["messages"] is None):
+        return None
     check_symbols(meta["externs"], module)
     try:
         jit = JITModule.from_object(entry.obj, options.opt_level, options.target, entry.data)
@@ -177,8 +189,7 @@ def _from_cache(
     jit.optimized_ir = entry.optimized_ir
     install(jit, meta, entry.handler)
     report = Report(meta["stats"], meta["passes"], meta["arena_bytes"], meta["unbounded"])
-    levels = ProgramLevels(module, options, jit, externs)
-    return CompiledModule(jit, funcs, native, report, messages, levels, threads)
+    return jit, report, messages
 
 
 def _compile(
@@ -223,44 +234,46 @@ def _compile(
     return compiled, stored
 
 
-def _dt_dims(t: Attribute) -> tuple[str, tuple[int, ...]]:
-    """The data type and extents of a symbolic function's parameter or result: a tensor
-    (`graph_symbolic.signature_problem` admits no other)."""
-    assert isinstance(t, TensorType), f"a symbolic signature holds {format_type(t)}"
-    return t.dt, t.dims
-
-
 def compile_symbolic(
-    module: ModuleOp, options: pipeline.Options, externs: frozenset[str], threads: int
+    module: ModuleOp,
+    options: pipeline.Options,
+    externs: frozenset[str],
+    threads: int,
+    cached: tuple[str | None, list[str]] = (None, []),
 ) -> CompiledModule:
     """A module with symbolic dimensions (`lower-graph-to-loop`): compiled once for
-    every size, outside the compile cache (its key and quick records are static yet)."""
+    every size; `cached`: its compile-cache key (None: not cached) and its locations'
+    prefixes (`_from_cache`). Quick records (`dlc.warm`) are for static modules yet."""
     from dlc.lowering.graph_to_loop.function import function_symbols
     from dlc.runtime.jit import NATIVE_COMPILES
-    from dlc.runtime.symbolic import Signature, SymbolicModule
+    from dlc.runtime.symbolic import SymbolicModule, signatures
 
-    before = NATIVE_COMPILES[0]
-    llvm_level, report = lower(module, options, externs=externs)
-    check_symbols(external_names(llvm_level), module)
-    with pipeline.gc_paused():
-        jit = JITModule(llvm_level, options.opt_level, target=options.target)
-    funcs = defined_functions(module)
-    meta = metadata(llvm_level, report, set(funcs))
-    install(jit, meta)
-    sigs = [
-        Signature(
-            name,
-            tuple(a.name_hint or f"{i}" for i, a in enumerate(f.body.blocks[0].args)),
-            tuple(_dt_dims(t) for t in f.function_type.args),
-            _dt_dims(f.function_type.output),
-            tuple(function_symbols(f.function_type)),
-            get_loc(f),
-        )
-        for name, f in funcs.items()
-    ]
-    levels = ProgramLevels(module, options, jit, externs)
+    key, prefixes = cached
+    funcs, before = defined_functions(module), NATIVE_COMPILES[0]
+    entry = cache.lookup(key) if key is not None else None
+    found = _cached_parts(entry, module, options, prefixes) if entry is not None else None
+    if found is not None:  # its object code and metadata, no compile
+        jit, report, messages = found
+    else:
+        llvm_level, report = lower(module, options, externs=externs)
+        check_symbols(external_names(llvm_level), module)
+        with pipeline.gc_paused():
+            jit = JITModule(llvm_level, options.opt_level, target=options.target)
+        meta = metadata(llvm_level, report, set(funcs))
+        install(jit, meta)
+        messages, portable = meta["messages"], portable_messages(meta["messages"], prefixes)
+        if key is not None and jit.cacheable() and jit.object_code is not None:
+            kept: Metadata = {**meta, "messages": portable}
+            handler = interrupts.handler_object()
+            entry = cache.Entry(jit.object_code, kept, jit.optimized_ir, jit.data, handler)
+            if (portable is None) == (messages is None):
+                cache.store(key, entry)
+    levels, sigs = ProgramLevels(module, options, jit, externs), signatures(funcs, function_symbols)
     compiles = NATIVE_COMPILES[0] - before
-    return SymbolicModule(jit, sigs, report, meta["messages"], levels, threads, compiles)
+    compiled = SymbolicModule(jit, sigs, report, messages, levels, threads, compiles)
+    if options.profile and found is None:
+        compiled.attach_profile(profiled_kernels(llvm_level))
+    return compiled
 
 
 def compile_graph_module(
@@ -352,7 +365,10 @@ def compile_graph_module(
     )
     if is_symbolic(module):
         check_budget(module, budget or ModuleBudget())
-        symbolic = compile_symbolic(module, options, called, check_threads(num_threads))
+        key = cache_key(module, options, called) if cached else None
+        prefixes = [f"{file}:{line}:{column}: " for file, line, column in _locations(module)]
+        threads = check_threads(num_threads)
+        symbolic = compile_symbolic(module, options, called, threads, (key, prefixes))
         symbolic.seed(seed)
         return symbolic
     key = cache_key(module, options, called) if cached else None

@@ -29,8 +29,25 @@ ELEMENTWISE = frozenset(
 
 REDUCERS = frozenset({"add", "multiply", "min", "max"})
 
-SUBSET = ELEMENTWISE | {"dot", "reduce", "return", "padShape", "squeezeShape", "transpose"}
+ALIASES = frozenset({"padShape", "squeezeShape", "shapeCast", "return", "transpose"})
+"""Opcodes that take any symbolic dimensions (shapeCast: the same names, as often)."""
+
+SUBSET = ELEMENTWISE | ALIASES | {"dot", "reduce", "gather"}
 """Every opcode that may see a symbolic dimension (`unsupported` checks the details)."""
+
+
+def dim_factors(dims: Sequence[int | str]) -> tuple[list[str], int]:
+    """The symbolic factors and the static product of `dims`: a symbolic dimension
+    `%seq*12` (adjacent dimensions merged by a reshape) is `seq` times 12."""
+    names: list[str] = []
+    static = 1
+    for d in dims:
+        for factor in [d] if isinstance(d, int) else d.split("*"):
+            if isinstance(factor, int) or factor.isdigit():
+                static *= int(factor)
+            else:
+                names.append(factor)
+    return names, static
 
 
 def first_symbol(types: Sequence[Attribute]) -> str | None:
@@ -49,8 +66,12 @@ def unsupported(
     symbol = first_symbol(types)
     if symbol is None:
         return None
-    if opcode in ELEMENTWISE or opcode in ("padShape", "squeezeShape", "return", "transpose"):
+    if opcode in ELEMENTWISE or opcode in ALIASES:
         return None
+    if opcode == "gather" and not any(
+        isinstance(t, TensorType) and t.is_dynamic for t in types[:1]
+    ):
+        return None  # a static table read at indices of symbolic shape (an embedding)
     if opcode == "dot" and all(isinstance(t, TensorType) and t.rank >= 2 for t in types):
         return None  # (batched) matrix products; vector · vector is a scalar result
     combinator = props.get("combinator")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import ArrayAttr, IntAttr
+from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
 from xdsl.ir import Attribute, Operation
 from xdsl.irdl import (
     irdl_op_definition,
@@ -36,6 +36,7 @@ from dlc.dialects.graph_reduction import (
     conv_config,
     window_shape,
 )
+from dlc.dialects.graph_symbolic import dim_factors
 from dlc.dialects.graph_types import TensorType, dtype_bytes, format_type, scalar
 
 
@@ -272,6 +273,15 @@ class SqueezeShapeOp(GraphInstruction):
         return [x.with_shape([*x.dims[:i], *x.dims[i + 1 :]])]
 
 
+def same_count(a: TensorType, b: TensorType) -> bool:
+    """Whether `a` and `b` have as many elements for every size of their symbolic
+    dimensions: the same names as often, and equal products of the static extents."""
+    if not a.is_dynamic and not b.is_dynamic:
+        return a.num_elements == b.num_elements
+    (names_a, static_a), (names_b, static_b) = (dim_factors(t.dims) for t in (a, b))
+    return sorted(names_a) == sorted(names_b) and static_a == static_b
+
+
 @irdl_op_definition
 class ShapeCastOp(GraphInstruction):
     """`shapeCast %x to 2 x 3` (or `to scalar`): same elements, new shape."""
@@ -279,7 +289,7 @@ class ShapeCastOp(GraphInstruction):
     name = "graph.shape_cast"
     OPCODE: ClassVar[str] = "shapeCast"
     operand = operand_def()
-    shape = prop_def(ArrayAttr[IntAttr])
+    shape = prop_def(ArrayAttr[IntAttr | StringAttr])
     result = result_def()
     traits = traits_def(Pure(), GraphCanonicalization())
 
@@ -288,8 +298,10 @@ class ShapeCastOp(GraphInstruction):
         cls, operand_types: Sequence[Attribute], props: Props, symbols: Symbols | None = None
     ) -> list[Attribute]:
         x = tensor_operand("shapeCast", operand_types[0])
-        target = x.with_shape(ints(props["shape"]))
-        if target.num_elements != x.num_elements:
+        shape = props["shape"]
+        assert isinstance(shape, ArrayAttr)
+        target = TensorType([d.data for d in shape.data], x.dt)
+        if not same_count(x, target):
             raise InferenceError(
                 f"shapeCast: cannot cast {format_type(x)} to {format_type(target)}: "
                 f"element counts differ"

@@ -19,6 +19,7 @@ from xdsl.ir import Attribute, Block, SSAValue
 from dlc.dialects.graph import GraphInstruction, InferenceError, LiteralOp
 from dlc.dialects.graph_elementwise import BINARY_OPS, UNARY_OPS, DataTypeCastOp
 from dlc.dialects.graph_literal import LiteralAttr, scalar_tree
+from dlc.dialects.graph_symbolic import dim_factors
 from dlc.dialects.graph_tensor import (
     ConcatenateOp,
     ConvolveOp,
@@ -68,6 +69,15 @@ def tensor_type(value: SSAValue) -> TensorType:
     t = value.type
     assert isinstance(t, TensorType)
     return t
+
+
+def merged_dim(dims: Sequence[int | str]) -> int | str:
+    """The extent of adjacent dimensions merged into one: a product, or with symbolic
+    dimensions the symbolic dimension `%seq*12` (`graph_types.dim_factors`)."""
+    names, static = dim_factors(dims)
+    if not names:
+        return static
+    return "*".join(sorted(names) + ([str(static)] if static != 1 else []))
 
 
 def shape_of(value: SSAValue) -> tuple[int, ...]:
@@ -159,10 +169,12 @@ class Emitter:
 
     # ---- shapes ---------------------------------------------------------------------
 
-    def reshape(self, x: SSAValue, shape: Sequence[int]) -> SSAValue:
+    def reshape(self, x: SSAValue, shape: Sequence[int | str]) -> SSAValue:
+        """`shapeCast x to shape` (a `str` is a symbolic dimension, `%n`)."""
         if tuple(shape) == shape_of(x):
             return x
-        return self.op(ShapeCastOp, [x], shape=ints_attr(shape))
+        dims = [StringAttr(d) if isinstance(d, str) else IntAttr(int(d)) for d in shape]
+        return self.op(ShapeCastOp, [x], shape=ArrayAttr(dims))
 
     def pad_shape(self, x: SSAValue, index: int) -> SSAValue:
         return self.op(PadShapeOp, [x], index=IntAttr(index))
@@ -225,7 +237,7 @@ class Emitter:
             raise ImportProblem(f"transposes of rank > {MAX_PERMUTE_RANK} are not supported")
         for blocks in block_reversals(perm):
             dims = shape_of(x)
-            sizes = [int(np.prod([dims[i] for i in block])) for block in blocks]
+            sizes = [merged_dim([dims[i] for i in block]) for block in blocks]
             merged = self.reshape(x, sizes)
             flipped = self.op(TransposeOp, [merged])
             x = self.reshape(flipped, [dims[i] for block in reversed(blocks) for i in block])

@@ -22,19 +22,16 @@ from xdsl.ir import Block, Region, SSAValue
 from dlc.diagnostics import DiagnosticError, Location, set_origin
 from dlc.dialects.graph import FuncOp, LiteralOp, ReturnOp
 from dlc.dialects.graph_literal import LiteralAttr
-from dlc.dialects.graph_types import (
-    FunctionType,
-    TensorType,
-    TupleType,
-)
+from dlc.dialects.graph_symbolic import first_symbol
+from dlc.dialects.graph_types import FunctionType, TensorType, TupleType
 from dlc.dialects.graph_verify import verify_module
-from dlc.onnx import expand, fold, subgraph
+from dlc.onnx import expand, fold, ops_symbolic, subgraph
 from dlc.onnx.converters import CONVERTERS
 from dlc.onnx.custom import CustomOps
 from dlc.onnx.emitter import ELEMENT_TYPES, Emitter, ImportProblem, NotConstant
 from dlc.onnx.graph_io import GraphSignature
 from dlc.onnx.limits import DEFAULT_LIMITS, ImportLimits, check_elements
-from dlc.onnx.node import Node
+from dlc.onnx.node import Converter, Node
 
 DTYPES = ELEMENT_TYPES
 
@@ -245,7 +242,7 @@ class GraphImporter(GraphSignature):
                 return
             except ValueError:
                 pass  # too large, or the reference rejects it: the converter decides
-        convert = CONVERTERS.get(proto.op_type)
+        convert = self._converter(proto)
         if convert is None:
             self._function_body(proto, opset)
             return
@@ -256,6 +253,13 @@ class GraphImporter(GraphSignature):
         if unused:
             raise ImportProblem(f"attribute '{unused[0]}' is not supported")
         self._results(proto, results)
+
+    def _converter(self, proto: NodeProto) -> Converter | None:
+        """The node's converter: with a symbolic input, `ops_symbolic`'s if it has one."""
+        types = [self.values[n].type for n in proto.input if n in self.values]
+        symbolic = self.dynamic and first_symbol(types) is not None
+        extra = ops_symbolic.CONVERTERS if symbolic else {}
+        return extra.get(proto.op_type, CONVERTERS.get(proto.op_type))
 
     def _inputs(self, proto: NodeProto) -> list[SSAValue]:
         """The node's inputs as tensors, all present and defined."""

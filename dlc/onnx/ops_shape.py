@@ -3,6 +3,8 @@ DepthToSpace, SpaceToDepth), ConstantOfShape and Identity (Dropout: ops_training
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 from onnx import helper, numpy_helper
 from xdsl.ir import SSAValue
@@ -25,6 +27,8 @@ def reshape(node: Node) -> list[SSAValue]:
         target = [int(d) for d in value.reshape(-1)]
     allowzero = node.attr("allowzero", 0)
     out = [dims[i] if d == 0 and not allowzero else d for i, d in enumerate(target)]
+    if any(isinstance(d, str) for d in dims):
+        return [node.emit.reshape(x, symbolic_target(dims, out, target))]
     if out.count(-1) > 1 or any(d < -1 for d in out):
         raise ImportProblem(f"shape {target} is not a valid target shape")
     if -1 in out:
@@ -36,6 +40,33 @@ def reshape(node: Node) -> list[SSAValue]:
     if int(np.prod(out)) != int(np.prod(dims)):
         raise ImportProblem(f"cannot reshape {list(dims)} to {target}")
     return [node.emit.reshape(x, out)]
+
+
+def symbolic_target(
+    dims: Sequence[int | str], out: list[int | str], target: list[int]
+) -> list[int | str]:
+    """The shape `out` of a Reshape of an input of shape `dims` with symbolic dimensions,
+    its -1 resolved: the input's symbols the target lacks (at most one, at -1) times
+    the ratio of the static extents. Each symbol must stay whole (a dimension `%n`
+    cannot be split or merged with another yet)."""
+    static = [int(np.prod([d for d in ds if isinstance(d, int)])) for ds in (dims, out)]
+    left = [d for d in dims if isinstance(d, str)]
+    for d in out:
+        if isinstance(d, str) and d in left:
+            left.remove(d)
+    rest: int | str | None = None
+    if out.count(-1) == 1 and len(left) <= 1 and static[1] != 0 and static[0] % -static[1] == 0:
+        ratio = static[0] // -static[1]
+        rest = left[0] if left and ratio == 1 else None if left else ratio
+    resolved = [rest if d == -1 else d for d in out]
+    stays = sorted(d for d in dims if isinstance(d, str))
+    if rest is None and -1 in out or sorted(d for d in resolved if isinstance(d, str)) != stays:
+        raise ImportProblem(
+            f"cannot reshape {list(dims)} to {target}: symbolic dimensions stay whole"
+        )
+    if int(np.prod([d for d in resolved if isinstance(d, int)])) != static[0]:
+        raise ImportProblem(f"cannot reshape {list(dims)} to {target}")
+    return [d for d in resolved if d is not None]
 
 
 def flatten(node: Node) -> list[SSAValue]:

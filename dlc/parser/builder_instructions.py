@@ -187,13 +187,14 @@ class InstructionBuilder(LiteralBuilder):
     def _int_array(self, node: Tree) -> ArrayAttr[IntAttr]:
         return ArrayAttr([IntAttr(i) for i in ints_of(node)])
 
-    def _shape_spec(self, node: Tree) -> ArrayAttr[IntAttr]:
-        toks = [as_token(t) for t in node.children]
-        dims = [int(t) for t in toks if t.type == "INT"]
-        for d, tok in zip(dims, toks, strict=False):
-            if d < 0:
+    def _shape_spec(self, node: Tree) -> ArrayAttr[IntAttr | StringAttr]:
+        """Static extents, and symbolic dimensions `%n` (a `shapeCast`'s target)."""
+        tokens = [t for t in map(as_token, node.children) if t.type in ("INT", "LOCAL")]
+        dims = [int(t) if t.type == "INT" else str(t)[1:] for t in tokens]
+        for d, tok in zip(dims, tokens, strict=True):
+            if isinstance(d, int) and d < 0:
                 raise self.error(f"dimension must be non-negative, got {d}", tok)
-        return ArrayAttr([IntAttr(d) for d in dims])
+        return ArrayAttr([IntAttr(d) if isinstance(d, int) else StringAttr(d) for d in dims])
 
     def emit(
         self, cls: OpClass, node: Tree, operands: Sequence[SSAValue], **props: Attribute

@@ -12,7 +12,7 @@ import base64
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from xdsl.dialects.builtin import ArrayAttr, IntAttr
+from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
 from xdsl.ir import Attribute
 
 from dlc.dialects.graph import Symbols
@@ -172,8 +172,10 @@ def format_ints(attr: Attribute | None) -> str:
     return ", ".join(str(x.data) for x in attr.data)
 
 
-def format_shape(attr: ArrayAttr[IntAttr]) -> str:
-    return " x ".join(str(d.data) for d in attr.data) or "scalar"
+def format_shape(attr: ArrayAttr[IntAttr] | ArrayAttr[IntAttr | StringAttr]) -> str:
+    """`2 x 3`, `%n x 4` (a symbolic dimension) or `scalar`."""
+    dims = (f"%{d.data}" if isinstance(d, StringAttr) else str(d.data) for d in attr.data)
+    return " x ".join(dims) or "scalar"
 
 
 def format_string(text: str) -> str:

@@ -14,12 +14,13 @@ what the call wanted, so repeated calls at a size allocate nothing.
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from dlc.diagnostics import DiagnosticError, Location
+from dlc.diagnostics import DiagnosticError, Location, get_loc
 from dlc.dialects.abi import CTX_ARENA_TOP, function_symbol
 from dlc.dtypes import NUMPY_DTYPES
 from dlc.runtime.context import Contexts
@@ -163,12 +164,13 @@ class SymbolicFunction:
         ctx = self._contexts.current or self._contexts.get()
         ctx.reset()
         self._native(ctx.address, *map(array_address, (*arrays, values, output)))
-        ctx.fit_arena(int(ctx.words[CTX_ARENA_TOP]) - ctx.arena_base)
-        if ctx.status.value:
+        wanted = int(ctx.words[CTX_ARENA_TOP]) - ctx.arena_base
+        if ctx.status.value:  # before fit_arena, which resets the status word
             if self._messages is None:
                 ctx.reset()
                 raise AssertionError(f"@{self.name}: status word set by code that cannot fail")
             self._messages.raise_for(ctx)
+        ctx.fit_arena(wanted)
         return output
 
 
@@ -202,3 +204,19 @@ class SymbolicModule(CompiledModule):
         function = self._functions[name]
         assert isinstance(function, SymbolicFunction)
         return {**facts, "compiles": self._compiles, "sizes_called": len(function.sizes_called)}
+
+
+def signatures(funcs: dict[str, Any], symbols: Callable[[Any], list[str]]) -> list[Signature]:
+    """The call signatures of graph functions `funcs` (by name); `symbols` gives the
+    order of a function type's symbolic dimensions (`function_symbols`)."""
+    return [
+        Signature(
+            name,
+            tuple(a.name_hint or f"{i}" for i, a in enumerate(f.body.blocks[0].args)),
+            tuple((t.dt, t.dims) for t in f.function_type.args),
+            (f.function_type.output.dt, f.function_type.output.dims),
+            tuple(symbols(f.function_type)),
+            get_loc(f),
+        )
+        for name, f in funcs.items()
+    ]

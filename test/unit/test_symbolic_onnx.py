@@ -68,15 +68,15 @@ def test_without_dynamic_the_batch_must_be_given():
 
 
 def test_node_outside_the_subset_names_the_dimension():
-    model, _ = _mlp(second="Softmax")
+    model, _ = _mlp(second="Softsign")
     model.graph.node[2].ClearField("input")
     model.graph.node[2].input.append("r")
-    model.graph.node[3].input[0] = "m"  # Add(Softmax(r)[batch, 16], b2[4]) would not fit:
+    model.graph.node[3].input[0] = "m"  # Add(Softsign(r)[batch, 16], b2[4]) would not fit:
     model.graph.node[3].input[1] = "b1"  # add the 16-element bias instead
     model.graph.output[0].type.tensor_type.shape.dim[1].dim_value = 16
     with pytest.raises(dlc.DiagnosticError) as info:
         dlc.compile_onnx(model, dynamic=True)
-    assert "node #2 (Softmax)" in str(info.value)
+    assert "node #2 (Softsign)" in str(info.value)
     assert "not supported yet with symbolic dimension %batch" in str(info.value)
 
 

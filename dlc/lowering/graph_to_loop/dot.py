@@ -17,15 +17,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from xdsl.builder import InsertPoint
+import numpy as np
+from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import VectorType
-from xdsl.ir import SSAValue
+from xdsl.ir import Block, SSAValue
 
 from dlc.dialects import loop
+from dlc.dialects.graph_literal import dense_dtype
 from dlc.dialects.graph_tensor import DotOp
 from dlc.dialects.graph_types import TensorType
-from dlc.lowering.graph_to_loop.nests import NestEmitter
+from dlc.lowering.graph_to_loop.literals import dense_data
+from dlc.lowering.graph_to_loop.nests import NestEmitter, buffer_type
 from dlc.lowering.scalar_ops import mark_contractible
 from dlc.target import Target
 
@@ -39,6 +42,14 @@ VECTORS = 2
 12 accumulators, 2 `rhs` vectors and a broadcast `lhs` element in 16 registers."""
 
 LANE_BYTES = {"f32": 4, "f64": 8}
+
+PACK_ROWS = 16
+"""The fewest rows a product packs its `rhs` panels for (`pack`): fewer rows read each
+`rhs` element too few times to pay for the copy."""
+
+K_BLOCK = 256
+"""The k's a vector tile's row blocks walk before the next block (`k_blocks`): a `rhs`
+panel of 256 rows x 2 vectors stays in L1, 256 rows of `rhs` on few pages."""
 
 Reader = Callable[[SSAValue, list[SSAValue], tuple[int | str, ...]], SSAValue]
 
@@ -63,6 +74,9 @@ class DotEmitter:
         assert isinstance(t, TensorType)
         self.lhs, self.rhs, self.t = lhs, rhs, t
         self.batch: list[SSAValue] = []  # the batch indices of a batched product
+        self.panels: SSAValue | None = None  # the packed rhs (`pack`), when packed
+        self.panel: SSAValue = nest.zero  # the column tile being computed
+        self.const_panels: SSAValue | None = None  # `constant_panels`, once made
         vectors = t.dt in LANE_BYTES and op.rhs in buffers and rhs.dims[-1] == t.dims[-1]
         self.lanes = target.vector_bytes // LANE_BYTES[t.dt] if vectors else 0
         self.rows = VECTOR_ROWS if self.lanes else ROWS
@@ -72,15 +86,85 @@ class DotEmitter:
         """A batched product: a loop over the batch (in parallel) around one product
         a step."""
         batch = self.t.dims[:-2]
-        if not batch:
-            self.product(parallel)
+        if all(d == 1 for d in batch):  # (a batch of one: its rows and columns on threads)
+            self.batch = [self.nest.zero] * len(batch)
+            self.packed_or_not(parallel)
             return
         ivs, fors, _ = self.nest.open_loops([self.nest.extent(d) for d in batch], parallel=parallel)
         self.batch = ivs
         self.product(False)
         self.nest.close_loops(fors)
 
-    def product(self, parallel: bool) -> None:
+    def packed_or_not(self, parallel: bool) -> None:
+        """The product, with the `rhs` panels packed (`pack`) when the rows are at least
+        `PACK_ROWS` (decided here for a static extent, by a `loop.if` otherwise)."""
+        rows = self.t.dims[-2]
+        if self.lanes and self.constant_panels() is not None:
+            self.product(parallel, True)
+        elif not (self.k_blocked() and self.lanes):
+            self.product(parallel)
+        elif isinstance(rows, int):
+            self.product(parallel, rows >= PACK_ROWS)
+        else:
+            nest = self.nest
+            many = nest.emit(arith.CmpiOp(nest.extent(rows), nest.index_const(PACK_ROWS), "sge"))
+            branch = loop.IfOp(many, [], Block(), Block())
+            nest.builder.insert(branch)
+            after = nest.builder.insertion_point
+            for region, packed in ((branch.then_region, True), (branch.else_region, False)):
+                nest.builder.insertion_point = InsertPoint.at_end(region.block)
+                self.product(parallel, packed)
+                nest.builder.insert(loop.YieldOp())
+            nest.builder.insertion_point = after
+
+    def constant_panels(self) -> SSAValue | None:
+        """The panels of `pack` made at compile time, for a literal `rhs` (weights):
+        a read-only buffer beside the literal's (made once for the op's versions)."""
+        if self.const_panels is not None or self.rhs.is_dynamic:
+            return self.const_panels
+        source = self.buffers.get(self.op.rhs)
+        literal = source.owner if source is not None else None
+        k, n = self.rhs.dims[-2:]
+        if not isinstance(literal, loop.ConstBufferOp) or n < self.cols:
+            return None
+        assert isinstance(k, int) and isinstance(n, int)
+        tiles = n // self.cols
+        data = np.frombuffer(literal.value.data.data, dense_dtype(self.t.dt)).reshape(k, n)
+        panels = data[:, : tiles * self.cols].reshape(k, tiles, self.cols).transpose(1, 0, 2)
+        t = TensorType([panels.size], self.t.dt)
+        op = loop.ConstBufferOp(
+            dense_data(t, np.ascontiguousarray(panels).tobytes()), buffer_type(t)
+        )
+        Builder(InsertPoint.after(literal)).insert(op)
+        self.const_panels = op.res
+        return op.res
+
+    def pack(self, parallel: bool) -> SSAValue:
+        """`P[jb, k, c] = rhs[k, jb * cols + c]` for the full column tiles `jb`: each
+        tile's k rows one after the other (no stride of a `rhs` row between them, no
+        cache sets or pages shared by all of them)."""
+        nest, lanes = self.nest, self.lanes
+        k_extent = nest.extent(self.lhs.dims[-1])
+        width = nest.index_const(self.cols)
+        count = nest.emit(arith.MuliOp(nest.emit(arith.MuliOp(self.blocks[1], k_extent)), width))
+        packed = nest.emit(loop.AllocSizedOp(count, buffer_type(TensorType(["n"], self.t.dt))))
+        (jb, k), fors, _ = nest.open_loops([self.blocks[1], k_extent], parallel=parallel)
+        (j,) = self.run(jb, 1, self.cols)
+        source = nest.index(self.rhs, [*self.batch, k, j], self.rhs.dims)
+        row = nest.emit(
+            arith.MuliOp(nest.emit(arith.AddiOp(nest.emit(arith.MuliOp(jb, k_extent)), k)), width)
+        )
+        for v in range(VECTORS):
+            offset = nest.index_const(v * lanes)
+            at = nest.emit(arith.AddiOp(source, offset))
+            value = nest.emit(loop.VLoadOp(self.buffers[self.op.rhs], [at], lanes))
+            nest.builder.insert(
+                loop.VStoreOp(value, packed, [nest.emit(arith.AddiOp(row, offset))])
+            )
+        nest.close_loops(fors)
+        return packed
+
+    def product(self, parallel: bool, packed: bool = False) -> None:
         """Column tiles over all rows (in parallel), then the columns left over in
         row blocks (in parallel), then the corner: each `rhs` panel of a tile's
         columns stays in cache while the row blocks pass over it. A part a static
@@ -99,8 +183,15 @@ class DotEmitter:
             _parts(d, size)
             for d, size in zip(self.t.dims[-2:], (self.rows, self.cols), strict=True)
         )
+        self.panels = self.constant_panels() if packed else None
+        owned = packed and full_cols and self.panels is None
+        if owned:
+            self.panels = self.pack(parallel)
         if full_cols:
             self.column_tiles(full_rows, rest_rows, parallel)
+        if owned and self.panels is not None:
+            nest.builder.insert(loop.DeallocOp(self.panels))
+        self.panels = None
         if rest_cols and full_rows:
             (b,), fors, _ = nest.open_loops([self.blocks[0]], parallel=parallel)
             j = nest.open_range(self.done[1], self.extents[1], nest.one, parallel=False)
@@ -117,7 +208,10 @@ class DotEmitter:
         nest = self.nest
         (jb,), fors, _ = nest.open_loops([self.blocks[1]], parallel=parallel)
         cols = self.columns(jb)
-        if full_rows:
+        self.panel = jb
+        if full_rows and self.k_blocked():
+            self.k_blocks(cols)
+        elif full_rows:
             (b,), inner, _ = nest.open_loops([self.blocks[0]])
             self.tile(self.run(b, self.rows, 1), cols, self.lanes)
             nest.close_loops(inner)
@@ -126,6 +220,28 @@ class DotEmitter:
             self.tile([i.iv], cols, self.lanes)
             nest.close_loops([i])
         nest.close_loops(fors)
+
+    def k_blocked(self) -> bool:
+        """Whether the row blocks of a column tile walk k in blocks of `K_BLOCK`: vector
+        tiles whose inner extent may exceed it (one `rhs` panel of a tile's columns, k
+        rows a row of `rhs` apart, would miss the caches and the TLB)."""
+        k = self.lhs.dims[-1]
+        return bool(self.lanes) and (isinstance(k, str) or k > K_BLOCK)
+
+    def k_blocks(self, cols: list[SSAValue]) -> None:
+        """For each block of `K_BLOCK` k's, every row block's tile: its accumulators
+        start from 0 in the first block and from what the last block stored after it,
+        so each element is still summed from 0 in k order."""
+        nest = self.nest
+        k_extent = nest.extent(self.lhs.dims[-1])
+        step = nest.index_const(K_BLOCK)
+        kb = nest.open_range(nest.zero, k_extent, step, parallel=False)
+        end = nest.emit(arith.AddiOp(kb.iv, step))
+        end = nest.emit(arith.MinSIOp(end, k_extent))
+        first = nest.emit(arith.CmpiOp(kb.iv, nest.zero, "eq"))
+        (b,), inner, _ = nest.open_loops([self.blocks[0]])
+        self.tile(self.run(b, self.rows, 1), cols, self.lanes, (kb.iv, end, first))
+        nest.close_loops([kb, *inner])
 
     def run(self, block: SSAValue, count: int, stride: int) -> list[SSAValue]:
         """The first index of block number `block` (`count` x `stride` wide) and the
@@ -143,15 +259,28 @@ class DotEmitter:
             return self.run(tile, VECTORS, self.lanes)
         return self.run(tile, COLS, 1)
 
-    def tile(self, rows: list[SSAValue], cols: list[SSAValue], lanes: int = 0) -> None:
+    def tile(
+        self,
+        rows: list[SSAValue],
+        cols: list[SSAValue],
+        lanes: int = 0,
+        k_range: tuple[SSAValue, SSAValue, SSAValue] | None = None,
+    ) -> None:
         """`out[rows x cols]`: accumulators carried through one k loop, then stored;
-        with `lanes`, each of `cols` starts a vector of `lanes` columns."""
+        with `lanes`, each of `cols` starts a vector of `lanes` columns. `k_range`
+        (vector tiles): k from, k to, and whether it is the first block (accumulators
+        from 0, else from `out`)."""
         nest, t = self.nest, self.t
         zero = nest.scalars.const(0, t.dt)
         if lanes:
             zero = nest.emit(loop.BroadcastOp(zero, lanes))
         count = len(rows) * len(cols)
-        k_loop = loop.ForOp(nest.zero, nest.extent(self.lhs.dims[-1]), nest.one, [zero] * count)
+        start, stop = nest.zero, nest.extent(self.lhs.dims[-1])
+        inits = [zero] * count
+        if k_range is not None:
+            start, stop, first = k_range
+            inits = [nest.emit(arith.SelectOp(first, zero, v)) for v in self.partial(rows, cols)]
+        k_loop = loop.ForOp(start, stop, nest.one, inits)
         nest.builder.insert(k_loop)
         after = nest.builder.insertion_point
         nest.builder.insertion_point = InsertPoint.at_end(k_loop.body.block)
@@ -159,8 +288,7 @@ class DotEmitter:
         scales = [self.read(self.op.lhs, [*self.batch, i, k], self.lhs.dims) for i in rows]
         if lanes:
             scales = [nest.emit(loop.BroadcastOp(a, lanes)) for a in scales]
-            rhs = self.buffers[self.op.rhs]
-            at = [nest.index(self.rhs, [*self.batch, k, j], self.rhs.dims) for j in cols]
+            rhs, at = self.rhs_vectors(k, cols)
             elements = [nest.emit(loop.VLoadOp(rhs, [i], lanes)) for i in at]
         else:
             elements = [self.read(self.op.rhs, [*self.batch, k, j], self.rhs.dims) for j in cols]
@@ -168,13 +296,42 @@ class DotEmitter:
         sums = [self.multiply_add(acc, a, b) for acc, (a, b) in zip(k_loop.iter_args, pairs)]
         nest.builder.insert(loop.YieldOp(*sums))
         nest.builder.insertion_point = after
+        self.store(rows, cols, list(k_loop.res), lanes)
+
+    def store(
+        self, rows: list[SSAValue], cols: list[SSAValue], values: list[SSAValue], lanes: int
+    ) -> None:
+        """The sums of a tile into `out[rows x cols]` (vectors of `lanes` when given)."""
+        nest, t = self.nest, self.t
         points = [(i, j) for i in rows for j in cols]
-        for (i, j), value in zip(points, k_loop.res, strict=True):
+        for (i, j), value in zip(points, values, strict=True):
             where = nest.index(t, [*self.batch, i, j], t.dims)
             if lanes:
                 nest.builder.insert(loop.VStoreOp(value, self.out, [where]))
             else:
                 nest.store(value, self.out, where, t.dt)
+
+    def rhs_vectors(self, k: SSAValue, cols: list[SSAValue]) -> tuple[SSAValue, list[SSAValue]]:
+        """The buffer and the indices of the `rhs` vectors at row `k` and columns
+        `cols`: in the packed panels (`pack`) when there are, else in `rhs`."""
+        nest = self.nest
+        if self.panels is None or len(cols) != VECTORS:
+            at = [nest.index(self.rhs, [*self.batch, k, j], self.rhs.dims) for j in cols]
+            return self.buffers[self.op.rhs], at
+        k_extent = nest.extent(self.lhs.dims[-1])
+        row = nest.emit(arith.AddiOp(nest.emit(arith.MuliOp(self.panel, k_extent)), k))
+        first = nest.emit(arith.MuliOp(row, nest.index_const(self.cols)))
+        rest = [
+            nest.emit(arith.AddiOp(first, nest.index_const(v * self.lanes)))
+            for v in range(1, VECTORS)
+        ]
+        return self.panels, [first, *rest]
+
+    def partial(self, rows: list[SSAValue], cols: list[SSAValue]) -> list[SSAValue]:
+        """The vectors of `out[rows x cols]` an earlier k block stored."""
+        nest, t = self.nest, self.t
+        points = [nest.index(t, [*self.batch, i, j], t.dims) for i in rows for j in cols]
+        return [nest.emit(loop.VLoadOp(self.out, [at], self.lanes)) for at in points]
 
     def multiply_add(self, acc: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
         """`acc + a * b` (scalars or vectors), fused by LLVM where `fma` allows."""

@@ -6,9 +6,10 @@ from __future__ import annotations
 from xdsl.dialects.builtin import MemRefType, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
 
-from dlc.diagnostics import DiagnosticError, error_at
+from dlc.diagnostics import DiagnosticError, copy_loc, error_at
 from dlc.dialects import graph, loop
 from dlc.dialects.graph_elementwise import BinaryOp, DataTypeCastOp, NotOp, SelectOp, UnaryOp
+from dlc.dialects.graph_gather import GatherOp
 from dlc.dialects.graph_literal import is_scalar_lit, scalar_value
 from dlc.dialects.graph_reduction import ReduceOp
 from dlc.dialects.graph_symbolic import first_symbol
@@ -22,6 +23,7 @@ from dlc.dialects.graph_tensor import (
 from dlc.dialects.graph_types import FunctionType, TensorType, format_type
 from dlc.lowering.graph_to_loop.dot import DotEmitter
 from dlc.lowering.graph_to_loop.fusion import flat_leaves, fused_producers, is_flat
+from dlc.lowering.graph_to_loop.gather import check_indices, gather_nest
 from dlc.lowering.graph_to_loop.literals import dense_data, literal_bytes
 from dlc.lowering.graph_to_loop.nests import NestEmitter, buffer_type, localize_constants
 from dlc.lowering.scalar_ops import Unsupported, reassociate
@@ -96,13 +98,20 @@ class FunctionLowering:
             index = nest.index_const(i)
             nest.sizes[name] = nest.emit(loop.LoadOp(self.sizes_arg, [index]))
         self.nest = nest
+        types = [r.type for op in blocks[0].ops for r in op.results]
+        nest.merged_sizes([t for t in types if isinstance(t, TensorType)])
         for arg, buffer in zip(blocks[0].args, self.block.args, strict=False):
             self.values[arg] = buffer
         returned = blocks[0].last_op
         if self.optimize:
             self.fused = fused_producers(blocks[0])
         for op in blocks[0].ops:
+            last = self.block.last_op
             self.lower_op(op, returned)
+            new = last.next_op if last is not None else self.block.first_op
+            while new is not None:  # the profiler names kernels after their op
+                copy_loc(op, new)
+                new = new.next_op
         for owned in self.owned:
             nest.builder.insert(loop.DeallocOp(owned))
         nest.builder.insert(loop.ReturnOp())
@@ -130,7 +139,7 @@ class FunctionLowering:
             self.alias(op.results[0], op.operands[0])
         elif op.results and op.results[0] in self.fused:
             return  # computed at its user's reads
-        elif isinstance(op, (*ELEMENTWISE, DotOp, ReduceOp, TransposeOp)):
+        elif isinstance(op, (*ELEMENTWISE, DotOp, ReduceOp, TransposeOp, GatherOp)):
             self.lower_compute(op, self.destination(op, returned))
         else:
             raise self.unsupported(op)
@@ -174,6 +183,8 @@ class FunctionLowering:
                 self.lower_transpose(op, out)
             elif isinstance(op, ReduceOp):
                 self.lower_reduce(op, out)
+            elif isinstance(op, GatherOp):
+                self.lower_gather(op, out)
             else:
                 self.lower_elementwise(op, out)
         except Unsupported as err:
@@ -307,6 +318,14 @@ class FunctionLowering:
             nest.close_loops(fors)
 
         nest.threads(t.dims if self.optimize else None, permute)
+        self.values[op.result] = out
+
+    def lower_gather(self, op: GatherOp, out: SSAValue) -> None:
+        check_indices(self.nest, op, self.read)
+        t = op.result.type
+        assert isinstance(t, TensorType)
+        work = t.dims if self.optimize else None
+        self.nest.threads(work, lambda p: gather_nest(self.nest, op, out, self.read, p))
         self.values[op.result] = out
 
     def lower_reduce(self, op: ReduceOp, out: SSAValue) -> None:

@@ -18,6 +18,7 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerAttr, IntegerType, MemRe
 from xdsl.ir import Block, Operation, SSAValue
 
 from dlc.dialects import loop
+from dlc.dialects.graph_symbolic import dim_factors
 from dlc.dialects.graph_types import TensorType
 from dlc.lowering.scalar_ops import ScalarBuilder
 from dlc.lowering.tensor_to_loop.body import load, storage_type
@@ -62,6 +63,19 @@ class NestEmitter:
         if isinstance(d, str):
             return self.sizes[d]
         return self.index_const(d)
+
+    def merged_sizes(self, types: Sequence[TensorType]) -> None:
+        """The extents of the merged symbolic dimensions (`%seq*12`) of `types`,
+        computed here (at the top of the function, dominating every use)."""
+        for t in types:
+            for d in t.dims:
+                if not isinstance(d, str) or d in self.sizes:
+                    continue
+                names, static = dim_factors([d])
+                total = self.index_const(static)
+                for name in names:
+                    total = self.emit(arith.MuliOp(total, self.sizes[name]))
+                self.sizes[d] = total
 
     def count(self, t: TensorType) -> SSAValue:
         """The number of elements of `t` (an `i64` value)."""

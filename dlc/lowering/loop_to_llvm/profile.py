@@ -38,6 +38,13 @@ BEGIN, END = 0, 1
 
 
 def is_kernel(op: Operation) -> bool:
+    """A loop nest, a copy, or the two versions of a nest under a `loop.if` on its
+    run-time work (threaded or not: `lower-graph-to-loop`'s symbolic programs)."""
+    if isinstance(op, loop.IfOp):
+        inner = [o for r in (op.then_region, op.else_region) for o in r.block.ops]
+        return any(isinstance(o, loop.ForOp) for o in inner) and all(
+            isinstance(o, loop.ForOp | loop.YieldOp) or o.dialect_name() == "arith" for o in inner
+        )
     return isinstance(op, loop.ForOp | loop.CopyOp)
 
 
