@@ -32,30 +32,38 @@ def _copies(op: tensor.ComputeOp) -> tensor.ReadOp | None:
     return reads[0]
 
 
-def unfolded_rows_schedule(op: tensor.ComputeOp, target: Target) -> ScheduleAttr | None:
-    """`tile [last = [W]], unroll [last.1], vectorize last.1 x W` for an unfolding copy
-    in no group (module docstring); None for anything else."""
+def unfolding_copy(op: tensor.ComputeOp) -> bool:
+    """Whether `op` is an unfolding copy (module docstring): element-wise, its body one
+    read (yielded) of a smaller tensor stepping 1 or 2 elements along the last axis."""
     t = op.result.type
     rank = len(op.domain)
-    if op.combinator is not None or rank == 0 or op.schedule is None:
-        return None
-    if op.schedule.fusion is not None or op.schedule.order:
-        return None
+    if op.combinator is not None or rank == 0:
+        return False
     if not isinstance(t, TensorType) or t.dt not in VECTOR_DTYPES:
-        return None
+        return False
     read = _copies(op)
     source = read.tensor.type if read is not None else None
     if not isinstance(source, TensorType) or source.num_elements >= t.num_elements:
-        return None
+        return False
     plan = lane_plan(op, rank - 1)
-    if not isinstance(plan, dict) or plan[read] not in ("vload", "vload2"):
+    return isinstance(plan, dict) and plan[read] in ("vload", "vload2")
+
+
+def unfolded_rows_schedule(op: tensor.ComputeOp, target: Target) -> ScheduleAttr | None:
+    """`tile [last = [W]], unroll [last.1], vectorize last.1 x W` for an unfolding copy
+    in no group (module docstring); None for anything else."""
+    if op.schedule is None or op.schedule.fusion is not None or op.schedule.order:
         return None
+    if not unfolding_copy(op):
+        return None
+    t = op.result.type
+    assert isinstance(t, TensorType)
     width = min(target.vector_bytes // dtype_bytes(t.dt), op.domain[-1])
     lanes = 1 << (width.bit_length() - 1)
     if lanes < 2:
         return None
-    j = f"d{rank - 1}"
-    order = [*(f"d{a}" for a in range(rank - 1)), f"{j}.0", f"{j}.1"]
+    j = f"d{len(op.domain) - 1}"
+    order = [*(f"d{a}" for a in range(len(op.domain) - 1)), f"{j}.0", f"{j}.1"]
     return ScheduleAttr(
         tiles={j: [lanes]}, order=order, unroll=[f"{j}.1"], vectorize=(f"{j}.1", lanes)
     )
