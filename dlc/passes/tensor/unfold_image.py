@@ -107,9 +107,11 @@ def flatten_image(image: BitCastOp) -> None:
         view = b.insert(BitCastOp(flat.result, image_type))
         copy_loc(op, flat, view)
         op.result.replace_all_uses_with(view.result)
+        views = {r.tensor.owner for r in op.body.block.ops if isinstance(r, tensor.ReadOp)}
         op.detach()
         op.erase()
-        if not image.result.uses:
-            image.detach()
-            image.erase()
+        for old in views:  # the views it read through, when nothing else reads them
+            if isinstance(old, BitCastOp) and not old.result.uses:
+                old.detach()
+                old.erase()
         image = view

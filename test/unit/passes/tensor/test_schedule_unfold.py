@@ -101,3 +101,30 @@ func @f: (<16 x 32 x f32>) -> <32 x 16 x f32> {
     (copy,) = [op for op in module.walk() if isinstance(op, tensor.ComputeOp)]
     copy.schedule = ScheduleAttr()
     assert schedule_unfold.unfolded_rows_schedule(copy, Target.from_cpu("haswell")) is None
+
+
+CHAIN = """module "m"
+stage raw
+func @f: (<1 x 16 x 14 x 14 x f32>, <1 x 24 x 1 x 1 x f32>) -> <1 x 24 x 7 x 7 x f32> {
+'entry(%x: <1 x 16 x 14 x 14 x f32>, %b: <1 x 24 x 1 x 1 x f32>):
+    %k = literal 0.25: <24 x 16 x 3 x 3 x f32>
+    %y = convolve %x: <1 x 16 x 14 x 14 x f32> kernel %k: <24 x 16 x 3 x 3 x f32> strides 2, 2 padding (1, 1), (1, 1)
+    %z = add %y: <1 x 24 x 7 x 7 x f32>, %b: <1 x 24 x 1 x 1 x f32>
+    %t = tanh %z: <1 x 24 x 7 x 7 x f32>
+    return %t: <1 x 24 x 7 x 7 x f32>
+}
+"""
+
+
+@pytest.mark.parametrize("target", sorted(TARGETS))
+def test_channel_rows_epilogue(target: str) -> None:
+    """A strided convolution with more pixels (49) than channels (24): its bias and
+    tanh run over the product's (1, 24, 49) domain as its epilogue on every target."""
+    module = parse_module(CHAIN)
+    for p in (LowerGraphToTensorPass(), UnfoldConvolutionsPass(target=target), FusePass()):
+        p.apply(context(), module)
+    SchedulePass(target=target).apply(context(), module)
+    computes = [op for op in module.walk() if isinstance(op, tensor.ComputeOp)]
+    product, last = computes[-2], computes[-1]
+    assert product.combinator is not None and product.schedule is not None
+    assert product.schedule.epilogue == 1 and last.domain == (1, 24, 49)
