@@ -3,9 +3,11 @@ product over the unfolded image (im2col), where the register-tiled convolution
 serves them badly.
 
 Input: verified tensor level, before `fuse` and `schedule` (opt_level >= 1). Each
-convolution `unfolds` picks from the `Target` becomes three computes without schedules
-(columns, product, reshape) with bit-identical results; the others are unchanged. Why
-and which: docs/design/fusion-and-memory.md.
+convolution `unfolds` picks from the `Target` becomes computes without schedules (the
+columns, the product, and the image: the product's bytes seen as the image, its
+element-wise chain over the product's domain, `unfold_image.py`; or, with pixel rows,
+the product transposed) with bit-identical results; the others are unchanged. Why and
+which: docs/design/fusion-and-memory.md.
 """
 
 from __future__ import annotations
