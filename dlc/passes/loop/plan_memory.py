@@ -154,7 +154,7 @@ def _slots(buffers: list[_Buffer]) -> list[Slot]:
     for buf in buffers:
         by_last.setdefault(buf.last, []).append(buf)
     taken: set[loop.AllocOp] = set()
-    allocs = {buf.alloc.res: buf for buf in buffers}
+    allocs: dict[SSAValue, _Buffer] = {buf.alloc.res: buf for buf in buffers}
     for buf in sorted(buffers, key=lambda b: b.first):
         size = buffer_bytes(buf.alloc.res.type)
         copy = _copied_from(buf, allocs)
@@ -162,7 +162,8 @@ def _slots(buffers: list[_Buffer]) -> list[Slot]:
             source, store = copy
             slot = slot_of[source.alloc]
             slot.allocs.append(buf.alloc)
-            slot.copies += [store, *(o.owner for o in store.operands if o is store.addr)]
+            assert buf.writer is not None  # the copy's `loop.address`
+            slot.copies += [store, buf.writer]
             slot.end = max(slot.end, 2 * buf.last, 2 * source.last)
             slot_of[buf.alloc] = slot
             if source.last > buf.first + 1:  # the source outlives the copy: no donor

@@ -42,7 +42,9 @@ def unfolding_copy(op: tensor.ComputeOp) -> bool:
     if not isinstance(t, TensorType) or t.dt not in VECTOR_DTYPES:
         return False
     read = _copies(op)
-    source = read.tensor.type if read is not None else None
+    if read is None:
+        return False
+    source = read.tensor.type
     if not isinstance(source, TensorType) or source.num_elements >= t.num_elements:
         return False
     plan = lane_plan(op, rank - 1)
