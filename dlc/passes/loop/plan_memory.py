@@ -9,7 +9,7 @@ lowest fit (two orders, the smaller arena wins). Each planned `loop.alloc` gets
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntAttr, MemRefType, ModuleOp
@@ -18,7 +18,7 @@ from xdsl.passes import ModulePass
 
 from dlc.analysis.levels import require_level
 from dlc.analysis.loop_callgraph import is_recursive
-from dlc.dialects import loop
+from dlc.dialects import loop, loop_memory
 
 ALIGN = loop.ARENA_ALIGN
 OFFSET = loop.ARENA_OFFSET
@@ -52,6 +52,7 @@ class Slot:
     start: int
     end: int
     offset: int = 0
+    copies: list[Operation] = field(default_factory=list)  # no-ops once placed
 
     def overlaps(self, other: Slot) -> bool:
         return self.start <= other.end and other.start <= self.end
@@ -153,8 +154,21 @@ def _slots(buffers: list[_Buffer]) -> list[Slot]:
     for buf in buffers:
         by_last.setdefault(buf.last, []).append(buf)
     taken: set[loop.AllocOp] = set()
+    allocs: dict[SSAValue, _Buffer] = {buf.alloc.res: buf for buf in buffers}
     for buf in sorted(buffers, key=lambda b: b.first):
         size = buffer_bytes(buf.alloc.res.type)
+        copy = _copied_from(buf, allocs)
+        if copy is not None and copy[0].alloc in slot_of and copy[0].alloc not in taken:
+            source, store = copy
+            slot = slot_of[source.alloc]
+            slot.allocs.append(buf.alloc)
+            assert buf.writer is not None  # the copy's `loop.address`
+            slot.copies += [store, buf.writer]
+            slot.end = max(slot.end, 2 * buf.last, 2 * source.last)
+            slot_of[buf.alloc] = slot
+            if source.last > buf.first + 1:  # the source outlives the copy: no donor
+                taken.update((source.alloc, buf.alloc))
+            continue
         donor = _in_place_donor(buf, by_last.get(buf.first, []), taken)
         if donor is not None:
             taken.add(donor.alloc)
@@ -167,6 +181,29 @@ def _slots(buffers: list[_Buffer]) -> list[Slot]:
         slots.append(slot)
         slot_of[buf.alloc] = slot
     return slots
+
+
+def _copied_from(
+    buf: _Buffer, allocs: dict[SSAValue, _Buffer]
+) -> tuple[_Buffer, loop_memory.RawStoreOp] | None:
+    """The buffer `buf` is a byte copy of (a `tensor.bitcast`: its first user the
+    `loop.address` whose one use, the next op, is `loop.raw_store` of that buffer), of
+    the same size, and that store; None otherwise. Sharing the source's bytes (both
+    immutable from then on) makes the copy a no-op."""
+    address = buf.writer
+    if not isinstance(address, loop_memory.AddressOp) or address.res.uses.get_length() != 1:
+        return None
+    store = next(iter(address.res.uses)).operation
+    if not isinstance(store, loop_memory.RawStoreOp) or store.parent_block() is not (
+        address.parent_block()
+    ):
+        return None
+    source = allocs.get(store.buffer)
+    if source is None or store is not address.next_op or source.first >= buf.first:
+        return None
+    if buffer_bytes(source.alloc.res.type) != buffer_bytes(buf.alloc.res.type):
+        return None
+    return source, store
 
 
 def _in_place_donor(
@@ -240,6 +277,9 @@ def plan_function(func: loop.FuncOp) -> None:
 
 def _assign(slots: list[Slot]) -> None:
     for slot in slots:
+        for copy in slot.copies:
+            copy.detach()
+            copy.erase()
         for alloc in slot.allocs:
             alloc.attributes[OFFSET] = IntAttr(slot.offset)
             for use in list(alloc.res.uses):

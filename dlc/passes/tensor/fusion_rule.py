@@ -1,7 +1,8 @@
 """When `fuse` inlines a producer into its consumers (`should_inline`): when that
 duplicates no work, or at most `MAX_DUP` evaluations of a cheap body (`op_cost`), unless
 the producer is better stored and reduced in its reduction consumer's loop
-(`MATERIALIZE_COST`). The rule and its exceptions: docs/design/fusion-and-memory.md.
+(`MATERIALIZE_COST`) or read by an unfolding copy (an im2col's columns, which copy a
+plain tensor as vectors: `schedule_unfold.py`). The rule and its exceptions: docs/design/fusion-and-memory.md.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from xdsl.ir import Operation, SSAValue
 
 from dlc.dialects import tensor
 from dlc.dialects.tensor_groups import reads_at_identity, uses_of
+from dlc.passes.tensor.schedule_unfold import unfolding_copy
 
 EXPENSIVE_COST = 20
 DIVISION_COST = 8
@@ -93,6 +95,8 @@ def should_inline(producer: tensor.ComputeOp) -> bool:
     for consumer, n in uses.reads.items():  # a dot re-reading each element: keep it
         if _points(consumer) * n > size and _reads_at_reduction_index(consumer, producer.result):
             return False
+    if cost and any(unfolding_copy(c) for c in uses.reads):
+        return False  # a padding stays a copy of its own: the columns copy vectors
     dup = reads / size
     if cost * (dup - 1) >= MATERIALIZE_COST and _feeds_reduction(producer, list(uses.reads)):
         return False  # computed once, stored and reduced in the reduction's loop

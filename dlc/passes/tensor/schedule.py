@@ -37,6 +37,7 @@ from dlc.passes.tensor.schedule_records import TuningDatabase
 from dlc.passes.tensor.schedule_split import split_points
 from dlc.passes.tensor.schedule_tuned import tuned_schedules
 from dlc.passes.tensor.schedule_tuned_groups import group_records
+from dlc.passes.tensor.schedule_unfold import unfolded_rows_schedule
 from dlc.target import Target
 
 
@@ -103,7 +104,7 @@ class SchedulePass(ModulePass, PassStatistics):
                         rows = gathered_rows_schedule(c, target)
                         if rows is not None:
                             gathered.append(c)
-                        blocks = transpose_schedule(c) or rows
+                        blocks = transpose_schedule(c) or rows or unfolded_rows_schedule(c, target)
                         if blocks is not None:
                             c.schedule = blocks
                         if self.fma and target.fma and float_sum(c):

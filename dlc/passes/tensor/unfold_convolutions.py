@@ -3,9 +3,11 @@ product over the unfolded image (im2col), where the register-tiled convolution
 serves them badly.
 
 Input: verified tensor level, before `fuse` and `schedule` (opt_level >= 1). Each
-convolution `unfolds` picks from the `Target` becomes three computes without schedules
-(columns, product, reshape) with bit-identical results; the others are unchanged. Why
-and which: docs/design/fusion-and-memory.md.
+convolution `unfolds` picks from the `Target` becomes computes without schedules (the
+columns, the product, and the image: the product's bytes seen as the image, its
+element-wise chain over the product's domain, `unfold_image.py`; or, with pixel rows,
+the product transposed) with bit-identical results; the others are unchanged. Why and
+which: docs/design/fusion-and-memory.md.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from dlc.dialects.tensor_memory import BitCastOp
 from dlc.dialects.tensor_types import tensor_type
 from dlc.passes.statistics import PassStatistics
 from dlc.passes.tensor.conv2d import Conv2d, conv2d_of
+from dlc.passes.tensor.unfold_image import flatten_image
 from dlc.passes.tensor.unfold_rule import pixel_rows, unfolds
 from dlc.target import Target
 
@@ -132,15 +135,13 @@ def _pixel_rows_product(conv: Conv2d, cols: SSAValue, weights: SSAValue | None) 
     return s.compute(inputs, product, out, reduction=[depth], combinator="add", init_value=init)
 
 
-def _image(conv: Conv2d, flat: SSAValue, pixel_rows: bool) -> tensor.ComputeOp:
-    """y[n, o, oh, ow] = flat[n, o, oh·OW + ow], or with `pixel_rows`
-    flat[n, oh·OW + ow, o] (flat[oh·OW + ow, o] without the batch axis)."""
+def _image(conv: Conv2d, flat: SSAValue) -> tensor.ComputeOp:
+    """y[n, o, oh, ow] = flat[n, oh·OW + ow, o] (flat[oh·OW + ow, o] without the batch
+    axis): the pixel-rows product transposed. (Channel rows: `unfold_image.py`.)"""
     s = _Body(4)
     n, o, row, col = s.block.args
     pixel = s.emit(arith.AddiOp(s.emit(arith.MuliOp(row, s.index(conv.domain[3]))), col))
-    where = [n, o, pixel]
-    if pixel_rows:
-        where = [pixel, o] if tensor_type(flat, "unfold-convolutions").rank == 2 else [n, pixel, o]
+    where = [pixel, o] if tensor_type(flat, "unfold-convolutions").rank == 2 else [n, pixel, o]
     value = s.emit(tensor.ReadOp(flat, where))
     return s.compute([flat], value, TensorType(conv.domain, conv.dtype))
 
@@ -178,6 +179,17 @@ def _flat_kernel(b: Builder, conv: Conv2d) -> SSAValue | None:
     return b.insert(flat).result
 
 
+def _as_rows(b: Builder, op: Operation, cols: SSAValue, rows: TensorType) -> SSAValue:
+    """`cols` seen as `rows`: a new bitcast, or the source of the view `cols` is (an
+    earlier unfolded convolution's image) when that has this type."""
+    owner = cols.owner
+    if isinstance(owner, BitCastOp) and owner.source.type == rows:
+        return owner.source
+    cast = b.insert(BitCastOp(cols, rows))
+    copy_loc(op, cast)
+    return cast.result
+
+
 def unfold(conv: Conv2d) -> None:
     """Replace `conv` by cols, the product and the image (module docstring)."""
     op = conv.op
@@ -188,24 +200,27 @@ def unfold(conv: Conv2d) -> None:
     unfolded = None if pointwise else b.insert(_cols(conv))
     cols = conv.x if unfolded is None else unfolded.result
     depth = tensor_type(cols, "unfold-convolutions: columns").dims[1]
-    rows = b.insert(BitCastOp(cols, TensorType((batch, depth, oh * ow), conv.dtype)))
+    rows = _as_rows(b, op, cols, TensorType((batch, depth, oh * ow), conv.dtype))
     if pixel_rows(conv):
         literal = conv.kernel is not None
         weights = _kernel_columns(b, conv) if literal else None
-        flat = b.insert(_pixel_rows_product(conv, rows.result, weights))
-        image = b.insert(_image(conv, flat.result, pixel_rows=True))
+        flat = b.insert(_pixel_rows_product(conv, rows, weights))
+        image = b.insert(_image(conv, flat.result))
     else:
         weights = _flat_kernel(b, conv)
-        flat = b.insert(_product(conv, rows.result, weights))
-        image = b.insert(_image(conv, flat.result, pixel_rows=False))
-    copy_loc(op, rows, flat, image, *([] if unfolded is None else [unfolded]))
+        flat = b.insert(_product(conv, rows, weights))
+        image = b.insert(BitCastOp(flat.result, TensorType(conv.domain, conv.dtype)))
+    copy_loc(op, flat, image, *([] if unfolded is None else [unfolded]))
     op.result.replace_all_uses_with(image.result)
     op.detach()
     op.erase()
-    kernel = conv.kernel.owner if conv.kernel is not None else None
-    if isinstance(kernel, tensor.ConstantOp) and not kernel.result.uses:
-        kernel.detach()
-        kernel.erase()
+    if isinstance(image, BitCastOp):
+        flatten_image(image)
+    for unused in (conv.kernel, conv.x):  # a literal kernel, a view read through
+        owner = unused.owner if unused is not None else None
+        if isinstance(owner, tensor.ConstantOp | BitCastOp) and not owner.result.uses:
+            owner.detach()
+            owner.erase()
 
 
 @dataclass(frozen=True)
@@ -227,6 +242,8 @@ class UnfoldConvolutionsPass(ModulePass, PassStatistics):
         require_level(op, "tensor", self.name)
         target = Target.from_cpu(self.target, self.triple)
         for compute in [c for c in op.walk() if isinstance(c, tensor.ComputeOp)]:
+            if compute.parent is None:
+                continue  # erased: computed over an unfolded product's domain instead
             conv = conv2d_of(compute)
             if conv is not None and unfolds(conv, target):
                 unfold(conv)

@@ -139,3 +139,37 @@ def test_multi_block_plans_block_local_buffers(fuse: bool) -> None:
     for n in (0, 1, 4):
         want = run_function(module, "f", [x, np.int64(n)])
         np.testing.assert_allclose(mod.f(x, np.int64(n)), want, rtol=1e-5, atol=1e-6)
+
+
+BITCASTS = """module "m"
+stage raw
+func @f: (<8 x 8 x f32>) -> <64 x f32> {
+'entry(%x: <8 x 8 x f32>):
+    %a = exp %x: <8 x 8 x f32>
+    %b = bitCast %a: <8 x 8 x f32> to <64 x f32>
+    %d = sin %a: <8 x 8 x f32>
+    %e = bitCast %d: <8 x 8 x f32> to <64 x f32>
+    %t = add %b: <64 x f32>, %e: <64 x f32>
+    return %t: <64 x f32>
+}
+"""
+
+
+@pytest.mark.parametrize("fuse", [True, False])
+def test_bitcast_shares_its_source_bytes(fuse: bool) -> None:
+    """A bitcast's copy is dropped, its buffer placed on its source's bytes; `a`
+    outlives its bitcast `b`, so `sin a` may not take a's bytes in place (it would
+    overwrite `b` before the add reads it); `e` takes `d`'s, which dies there."""
+    mod = compile_graph_module(parse_module(BITCASTS), fuse=fuse)
+    assert "loop.raw_store" not in str(mod.ir("loop"))
+    offsets = [op.attributes[OFFSET].data for op in _allocs(mod, "f")]
+    assert offsets == [0, 0, 256, 256]  # a, b | d, e
+    assert mod.stats("f")["arena_bytes"] == 512
+    x = np.random.default_rng(3).standard_normal((8, 8)).astype(np.float32)
+    want = (np.exp(x) + np.sin(np.exp(x))).reshape(64)
+    np.testing.assert_allclose(mod.f(x), want, rtol=1e-5, atol=1e-6)
+    plain = compile_graph_module(parse_module(BITCASTS), opt_level=0, plan_memory=False)
+    assert "loop.raw_store" in str(plain.ir("loop"))  # unplanned: the copies stay
+    np.testing.assert_array_equal(
+        plain.f(x), compile_graph_module(parse_module(BITCASTS), opt_level=0).f(x)
+    )

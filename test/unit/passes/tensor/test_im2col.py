@@ -14,6 +14,7 @@ from onnx_models import conv, make, node, randn
 
 import dlc
 from dlc.passes.tensor import unfold_convolutions
+from dlc.target import check_runnable
 
 # (batch, in channels, out channels, size, kernel, stride, pad, dilation)
 CASES = [
@@ -144,3 +145,33 @@ def test_pixel_rows() -> None:
     x = randn(1, 8, 6, 6, seed=10)
     plain = dlc.compile_onnx(_model(CASES[6], fill=True), opt_level=0)
     np.testing.assert_array_equal(fill.g(x), plain.g(x))
+
+
+def test_channel_rows_epilogue() -> None:
+    """Channel rows (more pixels than output channels): the image is the product's
+    bytes (a bitcast); the bias and relu after a 3 x 3 run over the product's domain
+    as its epilogue, and with a residual add of a second such image (a 1 x 1's) the
+    whole chain does, one compute whose result alone goes back to the image's shape;
+    for x86-64 and haswell (znver4: test_schedule_unfold.py), the nests' bits (no fma)."""
+    w1, w2 = randn(32, 16, 3, 3, seed=11), randn(32, 16, 1, 1, seed=12)
+    b1, b2 = randn(32, seed=13), randn(32, seed=14)
+    nodes = [
+        node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1] * 4, strides=[2, 2]),
+        node("Relu", ["c1"], ["r1"]),
+        node("Conv", ["x", "w2", "b2"], ["c2"], strides=[2, 2]),
+        node("Add", ["r1", "c2"], ["s"]),
+        node("Relu", ["s"], ["y"]),
+    ]
+    inits = {"w1": w1, "b1": b1, "w2": w2, "b2": b2}
+    single = make(nodes[:2], {"x": (1, 16, 14, 14)}, {"r1": (1, 32, 7, 7)}, inits)
+    residual = make(nodes, {"x": (1, 16, 14, 14)}, {"y": (1, 32, 7, 7)}, inits)
+    x = randn(1, 16, 14, 14, seed=15)
+    for target in ("x86-64", "haswell"):
+        check_runnable(target)
+        for model, epilogue in ((single, True), (residual, False)):
+            plain = dlc.compile_onnx(model, opt_level=0).g(x)
+            compiled = dlc.compile_onnx(model, fma=False, target_cpu=target, bounds_check=True)
+            text = compiled.ir("tensor")
+            assert ("epilogue 1" in text) == epilogue  # the 1 x 1's product is not tiled
+            assert text.count("to !graph.tensor<1x32x7x7xf32>") == 1  # only the result
+            np.testing.assert_array_equal(compiled.g(x), plain)
