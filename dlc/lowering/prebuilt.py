@@ -8,25 +8,45 @@ result types, properties and attributes; later ops of the same key are made with
 `Operation.create` from those and the new operands, so they are the ops the
 constructor would have made (`test/unit/lowering/test_prebuilt.py` compares them). A key must
 determine everything but the operands: the op's class and each argument of `build`
-that is not an operand.
+that is not an operand. `make(cls, *args)` is `cls(*args)` keyed by itself: by the
+class, the arguments that are not values or blocks, the values' types and which
+arguments are the same value. Inside `with constructors():` every op is built by its
+constructor, and prototypes are still kept: the tests compare the IR of both paths
+(`test/unit/lowering/loop_to_llvm/test_prebuilt_llvm.py`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+import struct
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextlib import contextmanager
+from enum import Enum
+from typing import Any, TypeVar
 
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import IntegerAttr
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 _Proto = tuple[type[Operation], tuple[Attribute, ...], dict[str, Attribute], dict[str, Attribute]]
 _PROTOS: dict[Hashable, _Proto] = {}
+_ON = [True]  # False inside `constructors()`
+OpT = TypeVar("OpT", bound=Operation)
+
+
+@contextmanager
+def constructors() -> Iterator[None]:
+    """Build every op with its constructor meanwhile (prototypes are kept, not used)."""
+    _ON.append(False)
+    try:
+        yield
+    finally:
+        _ON.pop()
 
 
 def like(key: Hashable, build: Callable[[], Operation], operands: Sequence[SSAValue]) -> Operation:
     """The op `build()` makes (`build` uses `operands`), from the prototype of `key`."""
     proto = _PROTOS.get(key)
-    if proto is None:
+    if proto is None or not _ON[-1]:
         op = build()
         types = tuple(r.type for r in op.results)
         _PROTOS[key] = (type(op), types, dict(op.properties), dict(op.attributes))
@@ -37,6 +57,90 @@ def like(key: Hashable, build: Callable[[], Operation], operands: Sequence[SSAVa
         result_types=types,
         properties=dict(properties),
         attributes=dict(attributes),
+    )
+
+
+class _Uncached(Exception):
+    """An argument that cannot be part of a key (an op, a region, a mutable object)."""
+
+
+_ATOMS = (Attribute, str, int, bool, Enum, type(None))
+# (class, result types, properties, attributes, operand -> value, successor -> block)
+_Made = tuple[
+    type[Operation],
+    tuple[Attribute, ...],
+    dict[str, Attribute],
+    dict[str, Attribute],
+    tuple[int, ...],
+    tuple[int, ...],
+]
+_MADE: dict[Hashable, _Made | None] = {}  # None: the op cannot be made from a prototype
+
+
+def _atom(a: object, values: list[SSAValue], seen: dict[int, int], blocks: list[Block]) -> object:
+    """`a` as part of a key; values and blocks are numbered into `values` and `blocks`."""
+    if isinstance(a, SSAValue):
+        first = seen.setdefault(id(a), len(values))
+        values.append(a)
+        return (a.type, first)  # its type, and which earlier argument it is
+    if isinstance(a, Block):
+        blocks.append(a)
+        return Block
+    if isinstance(a, float):
+        return (float, struct.pack("<d", a))  # 0.0 == -0.0 as Python floats
+    if isinstance(a, _ATOMS):
+        return a
+    raise _Uncached
+
+
+def _key(args: Sequence[object], values: list[SSAValue], blocks: list[Block]) -> tuple:
+    """The key of constructor arguments `args` (items of lists and tuples one by one)."""
+    seen: dict[int, int] = {}
+    key: list[object] = []
+    for a in args:
+        if isinstance(a, list | tuple):
+            key.append((len(a), *(_atom(x, values, seen, blocks) for x in a)))
+        else:
+            key.append(_atom(a, values, seen, blocks))
+    return tuple(key)
+
+
+def _prototype(op: Operation, values: list[SSAValue], blocks: list[Block]) -> _Made | None:
+    """What makes ops like `op` from other arguments; None when it cannot."""
+    value_at = {id(v): i for i, v in reversed(list(enumerate(values)))}
+    block_at = {id(b): i for i, b in reversed(list(enumerate(blocks)))}
+    operands = tuple(value_at.get(id(v), -1) for v in op.operands)
+    successors = tuple(block_at.get(id(b), -1) for b in op.successors)
+    if op.regions or -1 in operands or -1 in successors:
+        return None
+    types = tuple(r.type for r in op.results)
+    return (type(op), types, dict(op.properties), dict(op.attributes), operands, successors)
+
+
+def make(cls: type[OpT], *args: Any, **kwargs: Any) -> OpT:
+    """`cls(*args, **kwargs)`, from the prototype of `cls` with the same arguments but
+    for the values and blocks (of the same types, the same one where they were)."""
+    values: list[SSAValue] = []
+    blocks: list[Block] = []
+    try:
+        key = (cls, _key((*args, tuple(kwargs), *kwargs.values()), values, blocks))
+        made = _MADE.get(key, False)
+    except (_Uncached, TypeError):  # TypeError: an unhashable attribute
+        return cls(*args, **kwargs)
+    if made is False or not _ON[-1]:
+        op = cls(*args, **kwargs)
+        if made is False:
+            _MADE[key] = _prototype(op, values, blocks)
+        return op
+    if made is None:
+        return cls(*args, **kwargs)
+    kind, types, properties, attributes, operands, successors = made
+    return kind.create(  # type: ignore[return-value]
+        operands=[values[i] for i in operands],
+        result_types=types,
+        properties=dict(properties),
+        attributes=dict(attributes),
+        successors=[blocks[i] for i in successors],
     )
 
 
