@@ -43,14 +43,37 @@ def constructors() -> Iterator[None]:
         _ON.pop()
 
 
+_FAST: dict[Hashable, tuple[Any, tuple[Attribute, ...]]] = {}
+"""Prototypes by the identity of the attributes in their key (hashing an attribute is
+slow, its object is mostly the one the prototype's result types or a module constant
+hold), with those attributes, so that no other object takes their `id`."""
+_FAST_LIMIT = 50_000
+_ID = object()  # marks an attribute's id in a fast key
+
+
+def _remember(fast_key: Hashable, found: object, keep: list[Attribute]) -> None:
+    if len(_FAST) >= _FAST_LIMIT:
+        _FAST.clear()
+    _FAST[fast_key] = (found, tuple(keep))
+
+
 def like(key: Hashable, build: Callable[[], Operation], operands: Sequence[SSAValue]) -> Operation:
     """The op `build()` makes (`build` uses `operands`), from the prototype of `key`."""
-    proto = _PROTOS.get(key)
+    keep: list[Attribute] = []
+    fast_key: Hashable = (like, key)
+    if isinstance(key, tuple):
+        keep = [k for k in key if isinstance(k, Attribute)]
+        fast_key = (like, *((_ID, id(k)) if isinstance(k, Attribute) else k for k in key))
+    hit = _FAST.get(fast_key)
+    proto = hit[0] if hit is not None else _PROTOS.get(key)
     if proto is None or not _ON[-1]:
         op = build()
         types = tuple(r.type for r in op.results)
-        _PROTOS[key] = (type(op), types, dict(op.properties), dict(op.attributes))
+        proto = _PROTOS[key] = (type(op), types, dict(op.properties), dict(op.attributes))
+        _remember(fast_key, proto, keep)
         return op
+    if hit is None:
+        _remember(fast_key, proto, keep)
     cls, types, properties, attributes = proto
     return cls.create(
         operands=operands,
@@ -105,6 +128,35 @@ def _key(args: Sequence[object], values: list[SSAValue], blocks: list[Block]) ->
     return tuple(key)
 
 
+def _fast_atom(a: object, seen: dict[int, int], keep: list[Attribute]) -> object:
+    """`a` as part of a fast key: attributes (and values' types) by their identity."""
+    if isinstance(a, SSAValue):
+        t = a.type
+        keep.append(t)
+        return (_ID, id(t), seen.setdefault(id(a), len(seen)))
+    if isinstance(a, Attribute):
+        keep.append(a)
+        return (_ID, id(a))
+    if isinstance(a, float):
+        return (float, struct.pack("<d", a))
+    if isinstance(a, Block):
+        return Block
+    if isinstance(a, _ATOMS):
+        return a
+    raise _Uncached
+
+
+def _fast_key(cls: type[Operation], args: Sequence[object], keep: list[Attribute]) -> tuple:
+    seen: dict[int, int] = {}
+    key: list[object] = [make, cls]
+    for a in args:
+        if isinstance(a, list | tuple):
+            key.append((len(a), *(_fast_atom(x, seen, keep) for x in a)))
+        else:
+            key.append(_fast_atom(a, seen, keep))
+    return tuple(key)
+
+
 def _prototype(op: Operation, values: list[SSAValue], blocks: list[Block]) -> _Made | None:
     """What makes ops like `op` from other arguments; None when it cannot."""
     value_at = {id(v): i for i, v in reversed(list(enumerate(values)))}
@@ -120,18 +172,36 @@ def _prototype(op: Operation, values: list[SSAValue], blocks: list[Block]) -> _M
 def make(cls: type[OpT], *args: Any, **kwargs: Any) -> OpT:
     """`cls(*args, **kwargs)`, from the prototype of `cls` with the same arguments but
     for the values and blocks (of the same types, the same one where they were)."""
+    every = (*args, tuple(kwargs), *kwargs.values())
+    keep: list[Attribute] = []
+    try:
+        fast_key = _fast_key(cls, every, keep)
+    except _Uncached:  # an op, a region or another object of no value
+        return cls(*args, **kwargs)
+    hit = _FAST.get(fast_key)
     values: list[SSAValue] = []
     blocks: list[Block] = []
-    try:
-        key = (cls, _key((*args, tuple(kwargs), *kwargs.values()), values, blocks))
-        made = _MADE.get(key, False)
-    except (_Uncached, TypeError):  # TypeError: an unhashable attribute
-        return cls(*args, **kwargs)
-    if made is False or not _ON[-1]:
-        op = cls(*args, **kwargs)
-        if made is False:
-            _MADE[key] = _prototype(op, values, blocks)
-        return op
+    if hit is None or not _ON[-1]:
+        try:
+            key = (cls, _key(every, values, blocks))
+            made = _MADE.get(key, False)
+        except TypeError:  # an unhashable attribute
+            return cls(*args, **kwargs)
+        if made is False or not _ON[-1]:
+            op = cls(*args, **kwargs)
+            if made is False:
+                made = _MADE[key] = _prototype(op, values, blocks)
+            _remember(fast_key, made, keep)
+            return op
+        _remember(fast_key, made, keep)
+    else:
+        made = hit[0]
+        for a in every:  # the values and blocks, as `_key` numbers them
+            for x in a if isinstance(a, list | tuple) else (a,):
+                if isinstance(x, SSAValue):
+                    values.append(x)
+                elif isinstance(x, Block):
+                    blocks.append(x)
     if made is None:
         return cls(*args, **kwargs)
     kind, types, properties, attributes, operands, successors = made
