@@ -61,9 +61,15 @@ def like(key: Hashable, build: Callable[[], Operation], operands: Sequence[SSAVa
     """The op `build()` makes (`build` uses `operands`), from the prototype of `key`."""
     keep: list[Attribute] = []
     fast_key: Hashable = (like, key)
-    if isinstance(key, tuple):
-        keep = [k for k in key if isinstance(k, Attribute)]
-        fast_key = (like, *((_ID, id(k)) if isinstance(k, Attribute) else k for k in key))
+    if type(key) is tuple:
+        parts: list[object] = [like]
+        for k in key:
+            if (_KINDS.get(type(k)) or _kind(type(k))) == _ATTRIBUTE:
+                keep.append(k)
+                parts.append((_ID, id(k)))
+            else:
+                parts.append(k)
+        fast_key = tuple(parts)
     hit = _FAST.get(fast_key)
     proto = hit[0] if hit is not None else _PROTOS.get(key)
     if proto is None or not _ON[-1]:
@@ -128,32 +134,54 @@ def _key(args: Sequence[object], values: list[SSAValue], blocks: list[Block]) ->
     return tuple(key)
 
 
-def _fast_atom(a: object, seen: dict[int, int], keep: list[Attribute]) -> object:
-    """`a` as part of a fast key: attributes (and values' types) by their identity."""
-    if isinstance(a, SSAValue):
-        t = a.type
-        keep.append(t)
-        return (_ID, id(t), seen.setdefault(id(a), len(seen)))
-    if isinstance(a, Attribute):
-        keep.append(a)
-        return (_ID, id(a))
-    if isinstance(a, float):
-        return (float, struct.pack("<d", a))
-    if isinstance(a, Block):
-        return Block
-    if isinstance(a, _ATOMS):
-        return a
-    raise _Uncached
+_KINDS: dict[type, int] = {}  # a class -> what its objects are in a key (`_kind`)
+_VALUE, _ATTRIBUTE, _FLOAT, _BLOCK, _ATOM, _SEQUENCE, _OTHER = range(1, 8)  # never 0
 
 
-def _fast_key(cls: type[Operation], args: Sequence[object], keep: list[Attribute]) -> tuple:
+def _kind(t: type) -> int:
+    """What objects of class `t` are in a key (`isinstance` of an ABC is slow: by class
+    once)."""
+    kinds = (SSAValue, Attribute, float, Block, _ATOMS, list | tuple)
+    found = next((k for k, c in enumerate(kinds, start=1) if issubclass(t, c)), _OTHER)
+    _KINDS[t] = found
+    return found
+
+
+def _fast_key(
+    cls: type[Operation],
+    args: Sequence[object],
+    keep: list[Attribute],
+    values: list[SSAValue],
+    blocks: list[Block],
+) -> tuple:
+    """The key of `args` with attributes (and values' types) by their identity, kept in
+    `keep`; values and blocks in `values` and `blocks`, numbered as `_key` does."""
     seen: dict[int, int] = {}
     key: list[object] = [make, cls]
     for a in args:
-        if isinstance(a, list | tuple):
-            key.append((len(a), *(_fast_atom(x, seen, keep) for x in a)))
-        else:
-            key.append(_fast_atom(a, seen, keep))
+        kind = _KINDS.get(type(a)) or _kind(type(a))
+        items: Sequence[object] = a if kind == _SEQUENCE else (a,)  # type: ignore[assignment]
+        part: list[object] = [len(items)] if kind == _SEQUENCE else []
+        for x in items:
+            kind = _KINDS.get(type(x)) or _kind(type(x))
+            if kind == _VALUE:
+                t = x.type  # type: ignore[attr-defined]
+                keep.append(t)
+                part.append((_ID, id(t), seen.setdefault(id(x), len(values))))
+                values.append(x)  # type: ignore[arg-type]
+            elif kind == _ATTRIBUTE:
+                keep.append(x)  # type: ignore[arg-type]
+                part.append((_ID, id(x)))
+            elif kind == _FLOAT:
+                part.append((float, struct.pack("<d", x)))
+            elif kind == _BLOCK:
+                blocks.append(x)  # type: ignore[arg-type]
+                part.append(Block)
+            elif kind == _ATOM:
+                part.append(x)
+            else:
+                raise _Uncached
+        key.append(tuple(part))
     return tuple(key)
 
 
@@ -174,16 +202,18 @@ def make(cls: type[OpT], *args: Any, **kwargs: Any) -> OpT:
     for the values and blocks (of the same types, the same one where they were)."""
     every = (*args, tuple(kwargs), *kwargs.values())
     keep: list[Attribute] = []
+    values: list[SSAValue] = []
+    blocks: list[Block] = []
     try:
-        fast_key = _fast_key(cls, every, keep)
+        fast_key = _fast_key(cls, every, keep, values, blocks)
     except _Uncached:  # an op, a region or another object of no value
         return cls(*args, **kwargs)
     hit = _FAST.get(fast_key)
-    values: list[SSAValue] = []
-    blocks: list[Block] = []
-    if hit is None or not _ON[-1]:
+    if hit is not None and _ON[-1]:
+        made = hit[0]
+    else:
         try:
-            key = (cls, _key(every, values, blocks))
+            key = (cls, _key(every, [], []))
             made = _MADE.get(key, False)
         except TypeError:  # an unhashable attribute
             return cls(*args, **kwargs)
@@ -194,14 +224,6 @@ def make(cls: type[OpT], *args: Any, **kwargs: Any) -> OpT:
             _remember(fast_key, made, keep)
             return op
         _remember(fast_key, made, keep)
-    else:
-        made = hit[0]
-        for a in every:  # the values and blocks, as `_key` numbers them
-            for x in a if isinstance(a, list | tuple) else (a,):
-                if isinstance(x, SSAValue):
-                    values.append(x)
-                elif isinstance(x, Block):
-                    blocks.append(x)
     if made is None:
         return cls(*args, **kwargs)
     kind, types, properties, attributes, operands, successors = made
