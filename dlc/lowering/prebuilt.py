@@ -227,7 +227,7 @@ def make(cls: type[OpT], *args: Any, **kwargs: Any) -> OpT:
     if made is None:
         return cls(*args, **kwargs)
     kind, types, properties, attributes, operands, successors = made
-    return kind.create(  # type: ignore[return-value]
+    return kind.create(
         operands=[values[i] for i in operands],
         result_types=types,
         properties=dict(properties),
