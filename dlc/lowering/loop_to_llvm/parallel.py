@@ -47,7 +47,7 @@ CHUNKS_PER_THREAD = 4
 share is taken over by the others, few enough that claiming a chunk (an atomic add in
 libgomp) costs nothing next to it."""
 
-SPLIT_OPS = 4000
+SPLIT_OPS = 2000
 SPLIT_CHUNK = 1500
 """Functions of more loop-level ops than `SPLIT_OPS` have their top-level nests outlined
 in runs of about `SPLIT_CHUNK` ops: LLVM's optimizer takes time superlinear in a
