@@ -31,6 +31,7 @@ from dlc.lowering.loop_to_llvm.scalar import (
     select,
     type_suffix,
 )
+from dlc.lowering.prebuilt import make
 
 _FLOAT_WIDTHS: dict[type[Attribute], int] = {Float16Type: 16, Float32Type: 32, Float64Type: 64}
 
@@ -45,14 +46,16 @@ def _uitofp(out: ScalarEmitter, x: SSAValue, t: Attribute) -> SSAValue:
     """Unsigned int -> float through a wider signed int (i64: halve, convert, double)."""
     width = _width(x.type)
     if width < 64:
-        wide = out.emit(llvm.ZExtOp(x, IntegerType(64)))
-        return out.emit(llvm.SIToFPOp(wide, t))
+        wide = out.emit(make(llvm.ZExtOp, x, IntegerType(64)))
+        return out.emit(make(llvm.SIToFPOp, wide, t))
     i64t = x.type
     one = const(out, 1, i64t)
-    halved = out.emit(llvm.OrOp(out.emit(llvm.LShrOp(x, one)), out.emit(llvm.AndOp(x, one))))
-    big = out.emit(llvm.SIToFPOp(halved, t))
-    doubled = out.emit(llvm.FAddOp(big, big))
-    small = out.emit(llvm.SIToFPOp(x, t))
+    halved = out.emit(
+        make(llvm.OrOp, out.emit(make(llvm.LShrOp, x, one)), out.emit(make(llvm.AndOp, x, one)))
+    )
+    big = out.emit(make(llvm.SIToFPOp, halved, t))
+    doubled = out.emit(make(llvm.FAddOp, big, big))
+    small = out.emit(make(llvm.SIToFPOp, x, t))
     return select(out, icmp(out, "slt", x, const(out, 0, i64t)), doubled, small)
 
 
@@ -65,56 +68,56 @@ def _f64_to_f16(out: ScalarEmitter, x: SSAValue) -> SSAValue:
     Round to odd from round-to-nearest `r`: if `r` is inexact, step its magnitude toward
     zero when it overshot (truncation), then set the last bit."""
     f32t, i32t = Float32Type(), IntegerType(32)
-    r = out.emit(llvm.FPTruncOp(x, f32t))
-    back = out.emit(llvm.FPExtOp(r, Float64Type()))
-    bits = out.emit(llvm.BitcastOp(r, i32t))
+    r = out.emit(make(llvm.FPTruncOp, x, f32t))
+    back = out.emit(make(llvm.FPExtOp, r, Float64Type()))
+    bits = out.emit(make(llvm.BitcastOp, r, i32t))
     abs_back = intrinsic(out, "fabs", [back], Float64Type())
     abs_x = intrinsic(out, "fabs", [x], Float64Type())
-    overshot = out.emit(llvm_lanes.FCmpOp(abs_back, abs_x, "ogt"))
-    truncated = select(out, overshot, out.emit(llvm.SubOp(bits, const(out, 1, i32t))), bits)
-    odd = out.emit(llvm.OrOp(truncated, const(out, 1, i32t)))
-    inexact = out.emit(llvm_lanes.FCmpOp(back, x, "one"))
-    to_odd = out.emit(llvm.BitcastOp(select(out, inexact, odd, bits), f32t))
-    return out.emit(llvm.FPTruncOp(to_odd, Float16Type()))
+    overshot = out.emit(make(llvm_lanes.FCmpOp, abs_back, abs_x, "ogt"))
+    truncated = select(out, overshot, out.emit(make(llvm.SubOp, bits, const(out, 1, i32t))), bits)
+    odd = out.emit(make(llvm.OrOp, truncated, const(out, 1, i32t)))
+    inexact = out.emit(make(llvm_lanes.FCmpOp, back, x, "one"))
+    to_odd = out.emit(make(llvm.BitcastOp, select(out, inexact, odd, bits), f32t))
+    return out.emit(make(llvm.FPTruncOp, to_odd, Float16Type()))
 
 
 def _cast(op: Operation, x: SSAValue, out: ScalarEmitter) -> SSAValue | None:
     t = op.results[0].type
     if isinstance(op, arith.ExtFOp):
-        return out.emit(llvm.FPExtOp(x, t))
+        return out.emit(make(llvm.FPExtOp, x, t))
     if isinstance(op, arith.TruncFOp):
         if isinstance(x.type, Float64Type) and isinstance(t, Float16Type):
             return _f64_to_f16(out, x)
-        return out.emit(llvm.FPTruncOp(x, t))
+        return out.emit(make(llvm.FPTruncOp, x, t))
     if isinstance(op, arith.ExtSIOp):
-        return out.emit(llvm.SExtOp(x, t))
+        return out.emit(make(llvm.SExtOp, x, t))
     if isinstance(op, arith.ExtUIOp):
-        return out.emit(llvm.ZExtOp(x, t))
+        return out.emit(make(llvm.ZExtOp, x, t))
     if isinstance(op, arith.TruncIOp):
-        return out.emit(llvm.TruncOp(x, t))
+        return out.emit(make(llvm.TruncOp, x, t))
     if isinstance(op, arith.SIToFPOp):
-        return out.emit(llvm.SIToFPOp(x, t))
+        return out.emit(make(llvm.SIToFPOp, x, t))
     if isinstance(op, arith.UIToFPOp):
         return _uitofp(out, x, t)
     if isinstance(op, arith.FPToSIOp | arith.FPToUIOp):
         kind = "fptosi" if isinstance(op, arith.FPToSIOp) else "fptoui"
         name = f"llvm.{kind}.sat.{type_suffix(t)}.{type_suffix(x.type)}"  # NaN -> 0
-        return out.emit(llvm.CallIntrinsicOp(name, [x], [t]))
+        return out.emit(make(llvm.CallIntrinsicOp, name, [x], [t]))
     if isinstance(op, arith.BitcastOp):
-        return out.emit(llvm.BitcastOp(x, t))
+        return out.emit(make(llvm.BitcastOp, x, t))
     return None
 
 
 def _compare(op: Operation, xs: list[SSAValue], out: ScalarEmitter) -> SSAValue | None:
     if isinstance(op, arith.CmpiOp):
         # arith and llvm number the integer predicates the same way
-        return out.emit(llvm.ICmpOp(xs[0], xs[1], IntegerAttr(op.predicate.value.data, 64)))
+        return out.emit(make(llvm.ICmpOp, xs[0], xs[1], IntegerAttr(op.predicate.value.data, 64)))
     if not isinstance(op, arith.CmpfOp):
         return None
     predicate = op.predicate.value.data
     if predicate in (0, 15):  # false / true
         return const(out, int(predicate == 15), i1)
-    return out.emit(llvm_lanes.FCmpOp(xs[0], xs[1], IntegerAttr(predicate, 64)))
+    return out.emit(make(llvm_lanes.FCmpOp, xs[0], xs[1], IntegerAttr(predicate, 64)))
 
 
 def _constant(op: arith.ConstantOp, out: ScalarEmitter) -> SSAValue:

@@ -26,6 +26,7 @@ from dlc.dialects import abi, llvm_lanes, loop
 from dlc.lowering import prebuilt
 from dlc.lowering.loop_to_llvm.context import ContextEmitter, arena_element
 from dlc.lowering.loop_to_llvm.scalar import const, icmp
+from dlc.lowering.prebuilt import make
 
 PTR = llvm.LLVMPointerType()
 OFFSET = loop.ARENA_OFFSET  # set by plan-memory on arena-placed allocs
@@ -92,21 +93,26 @@ class BufferEmitter(ContextEmitter):
                 vtype = op.res.type
                 lanes = vtype.get_shape()[0]
                 first = self.emit(
-                    llvm.InsertElementOp(
-                        self.emit(llvm.UndefOp(vtype)), self.get(op.source), const(self, 0, i32)
+                    make(
+                        llvm.InsertElementOp,
+                        self.emit(make(llvm.UndefOp, vtype)),
+                        self.get(op.source),
+                        const(self, 0, i32),
                     )
                 )
                 mask = DenseArrayBase.from_list(i32, [0] * lanes)
-                self.values[op.res] = self.emit(llvm.ShuffleVectorOp(first, first, mask, vtype))
+                self.values[op.res] = self.emit(
+                    make(llvm.ShuffleVectorOp, first, first, mask, vtype)
+                )
             case loop.ShuffleOp():
                 lhs, rhs = self.get(op.lhs), self.get(op.rhs)
-                shuffle = llvm.ShuffleVectorOp(lhs, rhs, op.mask, op.res.type)
+                shuffle = make(llvm.ShuffleVectorOp, lhs, rhs, op.mask, op.res.type)
                 self.values[op.res] = self.emit(shuffle)
             case loop.VCmpfOp():
                 self.values[op.res] = self.lane_compare(op)
             case loop.VSelectOp():
                 mask, lhs, rhs = (self.get(v) for v in op.operands)
-                self.values[op.res] = self.emit(llvm_lanes.SelectOp(mask, lhs, rhs))
+                self.values[op.res] = self.emit(make(llvm_lanes.SelectOp, mask, lhs, rhs))
 
     def lane_compare(self, op: loop.VCmpfOp) -> SSAValue:
         """`fcmp` on whole vectors (a `<W x i1>`: `dlc.dialects.llvm_lanes`)."""
@@ -114,7 +120,7 @@ class BufferEmitter(ContextEmitter):
         if predicate in (0, 15):  # false / true
             return const(self, int(predicate == 15), op.res.type)
         lhs, rhs = self.get(op.lhs), self.get(op.rhs)
-        return self.emit(llvm_lanes.FCmpOp(lhs, rhs, IntegerAttr(predicate, i64)))
+        return self.emit(make(llvm_lanes.FCmpOp, lhs, rhs, IntegerAttr(predicate, i64)))
 
     def constant_data(self, value: Attribute, mtype: MemRefType) -> SSAValue:
         """A pointer to `value` as an internal constant global of the module; through an
@@ -123,8 +129,10 @@ class BufferEmitter(ContextEmitter):
         name = f"{CONST_PREFIX}{len(self.status.constants)}"
         array = llvm.LLVMArrayType(IntAttr(element_count(mtype)), mtype.element_type)
         self.status.constants.append((name, array, value))
-        address = self.emit(llvm.PtrToIntOp(self.emit(llvm.AddressOfOp(name, PTR)), i64))
-        return self.emit(llvm.IntToPtrOp(address))
+        address = self.emit(
+            make(llvm.PtrToIntOp, self.emit(make(llvm.AddressOfOp, name, PTR)), i64)
+        )
+        return self.emit(make(llvm.IntToPtrOp, address))
 
     def lower_memory(self, op: Operation) -> None:
         match op:
@@ -140,7 +148,7 @@ class BufferEmitter(ContextEmitter):
                 size = max(align, (nbytes + align - 1) // align * align)  # a multiple of align
                 self.declare("aligned_alloc", [i64, i64], PTR)
                 args = [const(self, align, i64), const(self, size, i64)]
-                call = llvm.CallOp("aligned_alloc", *args, return_type=PTR)
+                call = make(llvm.CallOp, "aligned_alloc", *args, return_type=PTR)
                 self.values[op.res] = self.trap_if_null(self.emit(call), op, size)
             case loop.AllocSizedOp():
                 self.values[op.res] = self.sized_alloc(op)
@@ -153,16 +161,18 @@ class BufferEmitter(ContextEmitter):
                 nbytes = element_count(mtype) * element_bytes(mtype, op)
                 source = self.constant_data(op.value, mtype)
                 args = [self.get(op.dest), source, const(self, nbytes, i64), const(self, 0, i1)]
-                self.emit(llvm.CallIntrinsicOp("llvm.memcpy.p0.p0.i64", args, []))
+                self.emit(make(llvm.CallIntrinsicOp, "llvm.memcpy.p0.p0.i64", args, []))
             case loop.CopyOp():
                 mtype = op.source.type
                 nbytes = element_count(mtype) * element_bytes(mtype, op)
                 args = [self.get(op.dest), self.get(op.source), const(self, nbytes, i64)]
                 args.append(const(self, 0, i1))
-                self.emit(llvm.CallIntrinsicOp("llvm.memcpy.p0.p0.i64", args, []))
+                self.emit(make(llvm.CallIntrinsicOp, "llvm.memcpy.p0.p0.i64", args, []))
             case loop.CallOp():
                 buffers = [self.get(v) for v in op.buffers]
-                self.emit(llvm.CallOp(abi.function_symbol(op.callee.data), self.ctx, *buffers))
+                self.emit(
+                    make(llvm.CallOp, abi.function_symbol(op.callee.data), self.ctx, *buffers)
+                )
                 self.return_if_status()
 
     def sized_alloc(self, op: loop.AllocSizedOp) -> SSAValue:
@@ -174,24 +184,28 @@ class BufferEmitter(ContextEmitter):
         (`dlc.runtime.symbolic`), which then touch no fresh pages."""
         align = loop.ARENA_ALIGN
         count = self.get(op.count)
-        nbytes = self.emit(llvm.MulOp(count, const(self, element_bytes(op.res.type, op), i64)))
-        padded = self.emit(llvm.AddOp(nbytes, const(self, align, i64)))
-        size = self.emit(llvm.AndOp(padded, const(self, -align, i64)))
+        nbytes = self.emit(
+            make(llvm.MulOp, count, const(self, element_bytes(op.res.type, op), i64))
+        )
+        padded = self.emit(make(llvm.AddOp, nbytes, const(self, align, i64)))
+        size = self.emit(make(llvm.AndOp, padded, const(self, -align, i64)))
         top = self.load_word(abi.CTX_ARENA_TOP)
-        after = self.emit(llvm.AddOp(top, size))
+        after = self.emit(make(llvm.AddOp, top, size))
         self.store_word(after, abi.CTX_ARENA_TOP)
         fits = icmp(self, "ule", after, self.load_word(abi.CTX_ARENA_END))
         arena, heap, done = Block(), Block(), Block(arg_types=[PTR])
-        self.emit(llvm.CondBrOp(fits, arena, [], heap, []))
+        self.emit(make(llvm.CondBrOp, fits, arena, [], heap, []))
         self.start(arena)
-        self.emit(llvm.BrOp(done, self.emit(llvm.IntToPtrOp(top))))
+        self.emit(make(llvm.BrOp, done, self.emit(make(llvm.IntToPtrOp, top))))
         self.start(heap)
         self.declare("aligned_alloc", [i64, i64], PTR)
-        call = llvm.CallOp("aligned_alloc", const(self, align, i64), size, return_type=PTR)
+        call = make(llvm.CallOp, "aligned_alloc", const(self, align, i64), size, return_type=PTR)
         pointer = self.emit(call)
-        failed = icmp(self, "eq", self.emit(llvm.PtrToIntOp(pointer, i64)), const(self, 0, i64))
+        failed = icmp(
+            self, "eq", self.emit(make(llvm.PtrToIntOp, pointer, i64)), const(self, 0, i64)
+        )
         self.trap_when(failed, op, "trap", "out of memory allocating a buffer sized at run time")
-        self.emit(llvm.BrOp(done, pointer))
+        self.emit(make(llvm.BrOp, done, pointer))
         self.start(done)
         return done.args[0]
 
@@ -201,20 +215,20 @@ class BufferEmitter(ContextEmitter):
             self.sized_free(op)
             return
         self.declare("free", [PTR], llvm.LLVMVoidType())
-        self.emit(llvm.CallOp("free", self.get(op.buffer)))
+        self.emit(make(llvm.CallOp, "free", self.get(op.buffer)))
 
     def sized_free(self, op: loop.DeallocOp) -> None:
         """Free a `sized_alloc` buffer that came from the heap (one in the arena goes
         when the call's arena is reset)."""
-        address = self.emit(llvm.PtrToIntOp(self.get(op.buffer), i64))
+        address = self.emit(make(llvm.PtrToIntOp, self.get(op.buffer), i64))
         below = icmp(self, "ult", address, self.load_word(abi.CTX_ARENA_BASE))
         above = icmp(self, "uge", address, self.load_word(abi.CTX_ARENA_END))
         heap, done = Block(), Block()
-        self.emit(llvm.CondBrOp(self.emit(llvm.OrOp(below, above)), heap, [], done, []))
+        self.emit(make(llvm.CondBrOp, self.emit(make(llvm.OrOp, below, above)), heap, [], done, []))
         self.start(heap)
         self.declare("free", [PTR], llvm.LLVMVoidType())
-        self.emit(llvm.CallOp("free", self.get(op.buffer)))
-        self.emit(llvm.BrOp(done))
+        self.emit(make(llvm.CallOp, "free", self.get(op.buffer)))
+        self.emit(make(llvm.BrOp, done))
         self.start(done)
 
     def checked(
@@ -229,7 +243,7 @@ class BufferEmitter(ContextEmitter):
             if extent == DYNAMIC_INDEX:  # sized at run time: its size is not at hand here
                 continue
             out = icmp(self, "uge", self.get(index), const(self, max(dim, 0), i64))
-            bad = out if bad is None else self.emit(llvm.OrOp(bad, out))
+            bad = out if bad is None else self.emit(make(llvm.OrOp, bad, out))
         if bad is None:
             return linear
         where = location_prefix(op)
@@ -238,8 +252,8 @@ class BufferEmitter(ContextEmitter):
         code = self.status.code("bounds", text)
         word = self.load_word(abi.CTX_STATUS)
         first = icmp(self, "eq", word, const(self, 0, i64))
-        record = self.emit(llvm.AndOp(bad, first))
+        record = self.emit(make(llvm.AndOp, bad, first))
         self.store_word(
-            self.emit(llvm.SelectOp(record, const(self, code, i64), word)), abi.CTX_STATUS
+            self.emit(make(llvm.SelectOp, record, const(self, code, i64), word)), abi.CTX_STATUS
         )
-        return self.emit(llvm.SelectOp(bad, const(self, 0, i64), linear))
+        return self.emit(make(llvm.SelectOp, bad, const(self, 0, i64), linear))

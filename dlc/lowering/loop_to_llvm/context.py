@@ -29,6 +29,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from dlc.diagnostics import location_prefix
 from dlc.dialects import abi
 from dlc.lowering.loop_to_llvm.scalar import const, icmp
+from dlc.lowering.prebuilt import make
 
 PTR = llvm.LLVMPointerType()
 
@@ -84,14 +85,14 @@ class ContextEmitter:
         """Pointer to ctx word `index`."""
         if index == 0:
             return self.ctx
-        gep = llvm.GEPOp(self.ctx, [index], i64, inbounds=True)
+        gep = make(llvm.GEPOp, self.ctx, [index], i64, inbounds=True)
         return self.emit(gep)
 
     def load_word(self, index: int) -> SSAValue:
-        return self.emit(llvm.LoadOp(self.word(index), i64, alignment=8))
+        return self.emit(make(llvm.LoadOp, self.word(index), i64, alignment=8))
 
     def store_word(self, value: SSAValue, index: int) -> None:
-        self.emit(llvm.StoreOp(value, self.word(index), alignment=8))
+        self.emit(make(llvm.StoreOp, value, self.word(index), alignment=8))
 
     # -- status -------------------------------------------------------------------------
 
@@ -99,9 +100,9 @@ class ContextEmitter:
         """After a call: return at once when the callee set the status word."""
         failed = icmp(self, "ne", self.load_word(abi.CTX_STATUS), const(self, 0, i64))
         leave, resume = Block(), Block()
-        self.emit(llvm.CondBrOp(failed, leave, [], resume, []))
+        self.emit(make(llvm.CondBrOp, failed, leave, [], resume, []))
         self.start(leave)
-        self.emit(llvm.ReturnOp())
+        self.emit(make(llvm.ReturnOp))
         self.start(resume)
 
     def trap_when(
@@ -124,12 +125,12 @@ class ContextEmitter:
         """If `failed` (i1): store status `code` (and `value` in word `CTX_FAULT`) and
         return; otherwise continue. Returns the failing path's `llvm.return`."""
         leave, resume = Block(), Block()
-        self.emit(llvm.CondBrOp(failed, leave, [], resume, []))
+        self.emit(make(llvm.CondBrOp, failed, leave, [], resume, []))
         self.start(leave)
         if value is not None:
             self.store_word(value, abi.CTX_FAULT)
         self.store_word(const(self, code, i64), abi.CTX_STATUS)
-        leaving = llvm.ReturnOp()
+        leaving = make(llvm.ReturnOp)
         self.emit(leaving)
         self.start(resume)
         return leaving
@@ -137,7 +138,7 @@ class ContextEmitter:
     def trap_if_null(self, pointer: SSAValue, op: Operation, nbytes: int) -> SSAValue:
         """A NULL from an allocator becomes a trap ("out of memory") instead of a pointer
         that later stores would write through."""
-        as_int = self.emit(llvm.PtrToIntOp(pointer, i64))
+        as_int = self.emit(make(llvm.PtrToIntOp, pointer, i64))
         failed = icmp(self, "eq", as_int, const(self, 0, i64))
         self.trap_when(failed, op, "trap", f"out of memory allocating {nbytes} bytes")
         return pointer
@@ -152,37 +153,37 @@ class ContextEmitter:
         full = icmp(self, "sge", depth, const(self, MAX_CALL_DEPTH, i64))
         text = f"call depth limit exceeded ({MAX_CALL_DEPTH}) in @{name}"
         self.trap_when(full, func, "trap", text)
-        self.store_word(self.emit(llvm.AddOp(depth, const(self, 1, i64))), abi.CTX_DEPTH)
+        self.store_word(self.emit(make(llvm.AddOp, depth, const(self, 1, i64))), abi.CTX_DEPTH)
 
     def leave_depth_guard(self, returns: list[Operation]) -> None:
         """Uncount the call before each of `returns` (those after the count)."""
         for ret in returns:
             ops = self._word_ops(abi.CTX_DEPTH)
-            depth = llvm.LoadOp(ops[-1].results[0], i64, alignment=8)
-            one = llvm.ConstantOp(IntegerAttr(1, i64), i64)
-            less = llvm.SubOp(depth.dereferenced_value, one.result)
-            store = llvm.StoreOp(less.res, ops[-1].results[0], alignment=8)
+            depth = make(llvm.LoadOp, ops[-1].results[0], i64, alignment=8)
+            one = make(llvm.ConstantOp, IntegerAttr(1, i64), i64)
+            less = make(llvm.SubOp, depth.dereferenced_value, one.result)
+            store = make(llvm.StoreOp, less.res, ops[-1].results[0], alignment=8)
             Rewriter.insert_op([*ops, depth, one, less, store], InsertPoint.before(ret))
 
     def _word_ops(self, index: int) -> list[Operation]:
         """Ops computing a pointer to ctx word `index` (for insertion elsewhere)."""
-        return [llvm.GEPOp(self.ctx, [index], i64, inbounds=True)]
+        return [make(llvm.GEPOp, self.ctx, [index], i64, inbounds=True)]
 
     def stack_guard(self, func: Operation, name: str, frame_bytes: int) -> None:
         """Trap ("stack overflow") at the entry of `func` when the stack pointer, less
         `frame_bytes` and `STACK_MARGIN`, is below the thread's stack limit."""
-        sp = self.emit(llvm.CallIntrinsicOp("llvm.stacksave.p0", [], [PTR]))
+        sp = self.emit(make(llvm.CallIntrinsicOp, "llvm.stacksave.p0", [], [PTR]))
         need = const(self, frame_bytes + STACK_MARGIN, i64)
-        lowest = self.emit(llvm.SubOp(self.emit(llvm.PtrToIntOp(sp, i64)), need))
+        lowest = self.emit(make(llvm.SubOp, self.emit(make(llvm.PtrToIntOp, sp, i64)), need))
         limit = self.load_word(abi.CTX_STACK_LIMIT)
         below = icmp(self, "ult", lowest, limit)
         self.trap_when(below, func, "trap", f"stack overflow in @{name} (native stack exhausted)")
 
     def poll_interrupt(self, op: Operation | None) -> None:
         """Return with an "interrupt" status when the interrupt flag is set."""
-        address = self.emit(llvm.IntToPtrOp(self.load_word(abi.CTX_INTERRUPT)))
-        opaque = llvm.InlineAsmOp("", "=r,0", [address], [PTR], has_side_effects=True)
-        flag = self.emit(llvm.LoadOp(self.emit(opaque), i32, alignment=4))
+        address = self.emit(make(llvm.IntToPtrOp, self.load_word(abi.CTX_INTERRUPT)))
+        opaque = make(llvm.InlineAsmOp, "", "=r,0", [address], [PTR], has_side_effects=True)
+        flag = self.emit(make(llvm.LoadOp, self.emit(opaque), i32, alignment=4))
         raised = icmp(self, "ne", flag, const(self, 0, i32))
         self.status.code("interrupt", "interrupted")  # the module can stop: it has messages
         self.leave_with(raised, abi.STATUS_INTERRUPTED)
@@ -192,18 +193,18 @@ class ContextEmitter:
     def enter_arena(self, size: int, op: Operation) -> SSAValue:
         """Take `size` bytes at the caller's arena top; the block's base pointer."""
         base = self.load_word(abi.CTX_ARENA_TOP)
-        top = self.emit(llvm.AddOp(base, const(self, size, i64)))
+        top = self.emit(make(llvm.AddOp, base, const(self, size, i64)))
         full = icmp(self, "ugt", top, self.load_word(abi.CTX_ARENA_END))
         self.trap_when(full, op, "trap", f"out of memory allocating {size} bytes (arena)")
         self.store_word(top, abi.CTX_ARENA_TOP)
         self.arena_base_word = base
-        return self.emit(llvm.IntToPtrOp(base))
+        return self.emit(make(llvm.IntToPtrOp, base))
 
     def leave_arena(self, returns: list[Operation]) -> None:
         """Give the block back (`top = base`) before every return."""
         for ret in returns:
             ops = self._word_ops(abi.CTX_ARENA_TOP)
-            store = llvm.StoreOp(self.arena_base_word, ops[-1].results[0], alignment=8)
+            store = make(llvm.StoreOp, self.arena_base_word, ops[-1].results[0], alignment=8)
             Rewriter.insert_op([*ops, store], InsertPoint.before(ret))
 
 
@@ -211,5 +212,7 @@ def arena_element(em: ContextEmitter, base: SSAValue, offset: int) -> SSAValue:
     """`&arena[offset]`."""
     if offset == 0:
         return base
-    index = em.emit(llvm.ConstantOp(IntegerAttr(offset, i64), i64))
-    return em.emit(llvm.GEPOp(base, [llvm.GEP_USE_SSA_VAL], i8, ssa_indices=[index], inbounds=True))
+    index = em.emit(make(llvm.ConstantOp, IntegerAttr(offset, i64), i64))
+    return em.emit(
+        make(llvm.GEPOp, base, [llvm.GEP_USE_SSA_VAL], i8, ssa_indices=[index], inbounds=True)
+    )

@@ -37,6 +37,7 @@ from dlc.lowering.loop_to_llvm.parallel import (
 )
 from dlc.lowering.loop_to_llvm.profile import BEGIN, END, KernelTable, ProfileEmitter
 from dlc.lowering.loop_to_llvm.scalar import const, icmp
+from dlc.lowering.prebuilt import make
 
 PTR = llvm.LLVMPointerType()
 
@@ -93,7 +94,7 @@ class FuncEmitter(ParallelEmitter, BufferEmitter, ProfileEmitter):
         found = self.constants.get(key)
         if found is not None:
             return found
-        op = llvm.ConstantOp(value, t)
+        op = make(llvm.ConstantOp, value, t)
         entry = self.region.blocks.first
         assert entry is not None
         if entry.first_op is None:
@@ -135,10 +136,10 @@ class FuncEmitter(ParallelEmitter, BufferEmitter, ProfileEmitter):
         """Emit `op`'s body for iteration numbers j in [begin, end), iv = lb + j * step,
         and leave the emitter after the loop."""
         header, body, exit_block = Block(arg_types=[i64]), Block(), Block()
-        self.emit(llvm.BrOp(header, begin))
+        self.emit(make(llvm.BrOp, header, begin))
         self.start(header)
         (j,) = header.args
-        self.emit(llvm.CondBrOp(icmp(self, "slt", j, end), body, [], exit_block, []))
+        self.emit(make(llvm.CondBrOp, icmp(self, "slt", j, end), body, [], exit_block, []))
         self.start(body)
         offset = self.emit(prebuilt.mul(j, self.get(op.step)))
         self.values[op.iv] = self.emit(prebuilt.add(self.get(op.lb), offset))
@@ -147,7 +148,7 @@ class FuncEmitter(ParallelEmitter, BufferEmitter, ProfileEmitter):
         def on_yield(yield_op: loop.YieldOp) -> None:
             if nested:
                 self.poll_interrupt(op)
-            self.emit(llvm.BrOp(header, self.emit(llvm.AddOp(j, const(self, 1, i64)))))
+            self.emit(make(llvm.BrOp, header, self.emit(make(llvm.AddOp, j, const(self, 1, i64)))))
             self.start(exit_block)
 
         self.frames.append(_Frame(iter(op.body.block.ops), on_yield))
@@ -228,17 +229,17 @@ class FuncEmitter(ParallelEmitter, BufferEmitter, ProfileEmitter):
                 handler(op)
             case loop.ReturnOp():
                 self.mark(self.function_id, END)
-                self.emit(llvm.ReturnOp())
+                self.emit(make(llvm.ReturnOp))
             case loop.BrOp():
                 self.poll_if_back_edge(op, [op.dest])
-                self.emit(llvm.BrOp(self.successors[op.dest]))
+                self.emit(make(llvm.BrOp, self.successors[op.dest]))
             case loop.CondBrOp():
                 self.poll_if_back_edge(op, [op.then_block, op.else_block])
                 then_block, else_block = (
                     self.successors[op.then_block],
                     self.successors[op.else_block],
                 )
-                self.emit(llvm.CondBrOp(self.get(op.cond), then_block, [], else_block, []))
+                self.emit(make(llvm.CondBrOp, self.get(op.cond), then_block, [], else_block, []))
             case loop.ExternCallOp():
                 self.lower_extern_call(op)
             case loop.TrapOp():
@@ -284,7 +285,7 @@ class FuncEmitter(ParallelEmitter, BufferEmitter, ProfileEmitter):
             raise error_at(op, f"extern function @{name} called with two different signatures")
         self.declare(name, inputs, result)
         args = [self.get(a) for a in op.args]
-        call = llvm.CallOp(name, *args, return_type=None if not op.res else result)
+        call = make(llvm.CallOp, name, *args, return_type=None if not op.res else result)
         value = self.emit(call)
         if op.res:
             self.values[op.res[0]] = value
@@ -300,11 +301,11 @@ class FuncEmitter(ParallelEmitter, BufferEmitter, ProfileEmitter):
         body, exit_block = Block(), Block(arg_types=iter_types)
         inits = [self.get(v) for v in op.iter_inits]
         step = self.get(op.step)
-        self.emit(llvm.BrOp(header, self.get(op.lb), *inits))
+        self.emit(make(llvm.BrOp, header, self.get(op.lb), *inits))
         self.start(header)
         iv, *iters = header.args
         in_range = icmp(self, "slt", iv, self.get(op.ub))
-        self.emit(llvm.CondBrOp(in_range, body, [], exit_block, iters))
+        self.emit(make(llvm.CondBrOp, in_range, body, [], exit_block, iters))
         self.start(body)
         self.values.update(zip(op.body.block.args, header.args, strict=True))
 
@@ -318,7 +319,7 @@ class FuncEmitter(ParallelEmitter, BufferEmitter, ProfileEmitter):
             if outermost:
                 self.poll_interrupt(op)
             next_iv = self.emit(prebuilt.add(iv, step))
-            self.emit(llvm.BrOp(header, next_iv, *[self.get(v) for v in yield_op.values]))
+            self.emit(make(llvm.BrOp, header, next_iv, *[self.get(v) for v in yield_op.values]))
             self.start(exit_block)
             self.values.update(zip(op.res, exit_block.args, strict=True))
 
@@ -330,10 +331,10 @@ class FuncEmitter(ParallelEmitter, BufferEmitter, ProfileEmitter):
         then_block = Block()
         has_else = bool(op.else_region.blocks)
         else_block = Block() if has_else else merge
-        self.emit(llvm.CondBrOp(self.get(op.cond), then_block, [], else_block, []))
+        self.emit(make(llvm.CondBrOp, self.get(op.cond), then_block, [], else_block, []))
 
         def finish(yield_op: loop.YieldOp) -> None:
-            self.emit(llvm.BrOp(merge, *[self.get(v) for v in yield_op.values]))
+            self.emit(make(llvm.BrOp, merge, *[self.get(v) for v in yield_op.values]))
             self.start(merge)
             self.values.update(zip(op.res, merge.args, strict=True))
 
@@ -341,7 +342,7 @@ class FuncEmitter(ParallelEmitter, BufferEmitter, ProfileEmitter):
             if not has_else:
                 finish(yield_op)
                 return
-            self.emit(llvm.BrOp(merge, *[self.get(v) for v in yield_op.values]))
+            self.emit(make(llvm.BrOp, merge, *[self.get(v) for v in yield_op.values]))
             self.start(else_block)
             self.frames.append(_Frame(iter(op.else_region.block.ops), finish))
 
@@ -352,5 +353,5 @@ class FuncEmitter(ParallelEmitter, BufferEmitter, ProfileEmitter):
         """status = id of the message; return (the rest of the block is unreachable)."""
         code = self.status.code("trap", op.message.data)
         self.store_word(const(self, code, i64), abi.CTX_STATUS)
-        self.emit(llvm.ReturnOp())
+        self.emit(make(llvm.ReturnOp))
         self.start(Block())

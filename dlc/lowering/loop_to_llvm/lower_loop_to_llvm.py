@@ -32,6 +32,7 @@ from dlc.lowering.loop_to_llvm.parallel import (
     SPLIT_OPS,
 )
 from dlc.lowering.loop_to_llvm.profile import KernelTable
+from dlc.lowering.prebuilt import make
 from dlc.lowering.tensor_to_loop.kernels import KERNEL
 
 
@@ -161,9 +162,9 @@ class LowerLoopToLLVMPass(ModulePass):
             table.attach(op, lowered)
         for name in status.variables:
             slot = VAR_PREFIX + name
-            lowered.append(llvm.GlobalOp(i64, slot, "common", value=IntegerAttr(0, i64)))
+            lowered.append(make(llvm.GlobalOp, i64, slot, "common", value=IntegerAttr(0, i64)))
         for name, array, data in status.constants:
-            lowered.append(llvm.GlobalOp(array, name, "internal", constant=True, value=data))
+            lowered.append(make(llvm.GlobalOp, array, name, "internal", constant=True, value=data))
         if status.variables:
             op.attributes[abi.VARS] = DictionaryAttr(
                 {name: IntegerAttr(size, i64) for name, size in status.variables.items()}

@@ -28,6 +28,7 @@ from dlc.dialects.abi import (
 from dlc.dialects.loop_buffer import memref_type
 from dlc.lowering.loop_to_llvm.buffers import element_bytes, element_count
 from dlc.lowering.loop_to_llvm.scalar import const, icmp, select
+from dlc.lowering.prebuilt import make
 
 if TYPE_CHECKING:
     from dlc.lowering.loop_to_llvm.func_emitter import FuncEmitter
@@ -36,11 +37,11 @@ PTR = llvm.LLVMPointerType()
 
 
 def _ptr(em: FuncEmitter, addr: SSAValue) -> SSAValue:
-    return em.emit(llvm.IntToPtrOp(addr))
+    return em.emit(make(llvm.IntToPtrOp, addr))
 
 
 def _int(em: FuncEmitter, ptr: SSAValue) -> SSAValue:
-    return em.emit(llvm.PtrToIntOp(ptr, i64))
+    return em.emit(make(llvm.PtrToIntOp, ptr, i64))
 
 
 def _buffer_bytes(em: FuncEmitter, op: Operation, mtype: MemRefType) -> int:
@@ -49,7 +50,7 @@ def _buffer_bytes(em: FuncEmitter, op: Operation, mtype: MemRefType) -> int:
 
 def _memmove(em: FuncEmitter, dst: SSAValue, src: SSAValue, n: SSAValue) -> None:
     args = [dst, src, n, const(em, 0, i1)]
-    em.emit(llvm.CallIntrinsicOp("llvm.memmove.p0.p0.i64", args, []))
+    em.emit(make(llvm.CallIntrinsicOp, "llvm.memmove.p0.p0.i64", args, []))
 
 
 def lower_raw_memory(em: FuncEmitter, op: Operation) -> None:
@@ -61,8 +62,8 @@ def lower_raw_memory(em: FuncEmitter, op: Operation) -> None:
         case lm.GlobalAddressOp():
             name = VAR_PREFIX + op.sym_name.data
             em.status.variables[op.sym_name.data] = op.size.data
-            slot = em.emit(llvm.AddressOfOp(name, PTR))
-            em.values[op.res] = em.emit(llvm.LoadOp(slot, i64, alignment=8))
+            slot = em.emit(make(llvm.AddressOfOp, name, PTR))
+            em.values[op.res] = em.emit(make(llvm.LoadOp, slot, i64, alignment=8))
         case lm.RawLoadOp():
             n = _buffer_bytes(em, op, memref_type(op.buffer, op.name))
             _memmove(em, get(op.buffer), _ptr(em, get(op.addr)), const(em, n, i64))
@@ -75,7 +76,7 @@ def lower_raw_memory(em: FuncEmitter, op: Operation) -> None:
             em.values[op.res] = _heap_alloc(em, op, get(op.nbytes))
         case lm.RawFreeOp() if op.raw is not None:
             em.declare("free", [PTR], llvm.LLVMVoidType())
-            em.emit(llvm.CallOp("free", _ptr(em, get(op.addr))))
+            em.emit(make(llvm.CallOp, "free", _ptr(em, get(op.addr))))
         case lm.RawFreeOp():
             _heap_free(em, op)
         case lm.StackAllocOp():
@@ -97,15 +98,15 @@ def _stack_alloc(em: FuncEmitter, op: lm.StackAllocOp) -> SSAValue:
     entry = em.region.blocks.first
     assert entry is not None
     size = max(1, op.size.data)
-    count = llvm.ConstantOp(IntegerAttr(size, i64), i64)
-    alloca = llvm.AllocaOp(count, i8, alignment=16)
+    count = make(llvm.ConstantOp, IntegerAttr(size, i64), i64)
+    alloca = make(llvm.AllocaOp, count, i8, alignment=16)
     first = entry.first_op
     if first is None:
         entry.add_ops([count, alloca])
     else:
         entry.insert_ops_before([count, alloca], first)
     args = [alloca.results[0], const(em, 0, i8), const(em, size, i64), const(em, 0, i1)]
-    em.emit(llvm.CallIntrinsicOp("llvm.memset.p0.i64", args, []))
+    em.emit(make(llvm.CallIntrinsicOp, "llvm.memset.p0.i64", args, []))
     return _int(em, alloca.results[0])
 
 
@@ -114,13 +115,13 @@ def _heap_alloc(em: FuncEmitter, op: lm.RawAllocOp, nbytes: SSAValue) -> SSAValu
     it. A failed allocation (n negative or too large: NULL) traps instead of handing out
     a null pointer whose bounds claim n bytes."""
     em.declare("calloc", [i64, i64], PTR)
-    total = em.emit(llvm.AddOp(nbytes, const(em, HEAP_HEADER, i64)))
-    base = em.emit(llvm.CallOp("calloc", const(em, 1, i64), total, return_type=PTR))
+    total = em.emit(make(llvm.AddOp, nbytes, const(em, HEAP_HEADER, i64)))
+    base = em.emit(make(llvm.CallOp, "calloc", const(em, 1, i64), total, return_type=PTR))
     null = icmp(em, "eq", _int(em, base), const(em, 0, i64))
-    failed = em.emit(llvm.OrOp(null, icmp(em, "slt", nbytes, const(em, 0, i64))))
+    failed = em.emit(make(llvm.OrOp, null, icmp(em, "slt", nbytes, const(em, 0, i64))))
     em.trap_when(failed, op, "trap", "heap allocation failed (out of memory or a negative count)")
-    em.emit(llvm.StoreOp(const(em, LIVE, i64), base, alignment=8))
-    return em.emit(llvm.AddOp(_int(em, base), const(em, HEAP_HEADER, i64)))
+    em.emit(make(llvm.StoreOp, const(em, LIVE, i64), base, alignment=8))
+    return em.emit(make(llvm.AddOp, _int(em, base), const(em, HEAP_HEADER, i64)))
 
 
 def _heap_free(em: FuncEmitter, op: lm.RawFreeOp) -> None:
@@ -129,18 +130,18 @@ def _heap_free(em: FuncEmitter, op: lm.RawFreeOp) -> None:
     allocator; the header says DEAD before the memory goes back."""
     addr = em.get(op.addr)
     check, done = Block(), Block()
-    em.emit(llvm.CondBrOp(icmp(em, "eq", addr, const(em, 0, i64)), done, [], check, []))
+    em.emit(make(llvm.CondBrOp, icmp(em, "eq", addr, const(em, 0, i64)), done, [], check, []))
     em.start(check)
-    base = _ptr(em, em.emit(llvm.SubOp(addr, const(em, HEAP_HEADER, i64))))
-    word = em.emit(llvm.LoadOp(base, i64, alignment=8))
+    base = _ptr(em, em.emit(make(llvm.SubOp, addr, const(em, HEAP_HEADER, i64))))
+    word = em.emit(make(llvm.LoadOp, base, i64, alignment=8))
     message = "deallocate of memory that is not a live heap object (deallocated twice?)"
     em.trap_when(icmp(em, "ne", word, const(em, LIVE, i64)), op, "trap", message)
-    em.emit(llvm.StoreOp(const(em, DEAD, i64), base, alignment=8))
-    tag_word = _ptr(em, em.emit(llvm.SubOp(addr, const(em, 8, i64))))
-    em.emit(llvm.StoreOp(const(em, 0, i64), tag_word, alignment=8))  # pointers to it trap
+    em.emit(make(llvm.StoreOp, const(em, DEAD, i64), base, alignment=8))
+    tag_word = _ptr(em, em.emit(make(llvm.SubOp, addr, const(em, 8, i64))))
+    em.emit(make(llvm.StoreOp, const(em, 0, i64), tag_word, alignment=8))  # pointers to it trap
     em.declare("free", [PTR], llvm.LLVMVoidType())
-    em.emit(llvm.CallOp("free", base))
-    em.emit(llvm.BrOp(done))
+    em.emit(make(llvm.CallOp, "free", base))
+    em.emit(make(llvm.BrOp, done))
     em.start(done)
 
 
@@ -168,19 +169,19 @@ def _check(em: FuncEmitter, op: lm.RawCheckOp) -> None:
         lo, hi = _live_object(em, op, lo, hi)
     addr = shown
     if op.offset is not None:  # a signed range moved to start at 0
-        addr = em.emit(llvm.SubOp(shown, const(em, op.offset.data, i64)))
-    end = em.emit(llvm.AddOp(addr, n))
+        addr = em.emit(make(llvm.SubOp, shown, const(em, op.offset.data, i64)))
+    end = em.emit(make(llvm.AddOp, addr, n))
     below = icmp(em, "ult", addr, lo)
     above = icmp(em, "ugt", end, hi)
     wrapped = icmp(em, "ult", end, addr)  # addr + n past 2^64: an address near the top
-    bad = em.emit(llvm.OrOp(em.emit(llvm.OrOp(below, above)), wrapped))
+    bad = em.emit(make(llvm.OrOp, em.emit(make(llvm.OrOp, below, above)), wrapped))
     if access not in POINTER_ACCESSES:
         em.trap_when(bad, op, "bounds-value", _index_message(access), shown)
         return
     size = _static_int(op.nbytes)
     of = f" of {size} bytes" if size is not None else ""
     message = f"out-of-bounds {access}{of} through a pointer at byte offset \t"
-    em.trap_when(bad, op, "bounds-value", message, em.emit(llvm.SubOp(addr, lo)))
+    em.trap_when(bad, op, "bounds-value", message, em.emit(make(llvm.SubOp, addr, lo)))
 
 
 def _live_object(
@@ -191,18 +192,20 @@ def _live_object(
     the tag (`deallocate` clears it; freed memory holds the allocator's own words)."""
     mask = const(em, ADDRESS_MASK, i64)
     shift = const(em, TAG_SHIFT, i64)
-    high = em.emit(llvm.ShlOp(em.emit(llvm.LShrOp(lo, shift)), const(em, 16, i64)))
-    tag = em.emit(llvm.OrOp(high, em.emit(llvm.LShrOp(hi, shift))))
-    base = em.emit(llvm.AndOp(lo, mask))
+    high = em.emit(make(llvm.ShlOp, em.emit(make(llvm.LShrOp, lo, shift)), const(em, 16, i64)))
+    tag = em.emit(make(llvm.OrOp, high, em.emit(make(llvm.LShrOp, hi, shift))))
+    base = em.emit(make(llvm.AndOp, lo, mask))
     check, done = Block(), Block()
-    em.emit(llvm.CondBrOp(icmp(em, "ne", tag, const(em, 0, i64)), check, [], done, []))
+    em.emit(make(llvm.CondBrOp, icmp(em, "ne", tag, const(em, 0, i64)), check, [], done, []))
     em.start(check)
-    word = em.emit(llvm.LoadOp(_ptr(em, em.emit(llvm.SubOp(base, const(em, 8, i64)))), i64))
+    word = em.emit(
+        make(llvm.LoadOp, _ptr(em, em.emit(make(llvm.SubOp, base, const(em, 8, i64)))), i64)
+    )
     message = f"{op.access.data} through a pointer to a deallocated heap object"
     em.trap_when(icmp(em, "ne", word, tag), op, "trap", message)
-    em.emit(llvm.BrOp(done))
+    em.emit(make(llvm.BrOp, done))
     em.start(done)
-    return base, em.emit(llvm.AndOp(hi, mask))
+    return base, em.emit(make(llvm.AndOp, hi, mask))
 
 
 def _index_message(what: str) -> str:
@@ -224,15 +227,15 @@ def _static_int(value: SSAValue) -> int | None:
 
 def _field(em: FuncEmitter, header: SSAValue, index: int) -> SSAValue:
     """Pointer to i64 field `index` of a stack header."""
-    return _ptr(em, em.emit(llvm.AddOp(header, const(em, 8 * index, i64))))
+    return _ptr(em, em.emit(make(llvm.AddOp, header, const(em, 8 * index, i64))))
 
 
 def _load_field(em: FuncEmitter, header: SSAValue, index: int) -> SSAValue:
-    return em.emit(llvm.LoadOp(_field(em, header, index), i64, alignment=8))
+    return em.emit(make(llvm.LoadOp, _field(em, header, index), i64, alignment=8))
 
 
 def _store_field(em: FuncEmitter, value: SSAValue, header: SSAValue, index: int) -> None:
-    em.emit(llvm.StoreOp(value, _field(em, header, index), alignment=8))
+    em.emit(make(llvm.StoreOp, value, _field(em, header, index), alignment=8))
 
 
 TAG_BYTES = 8
@@ -263,27 +266,27 @@ def _stack_push(em: FuncEmitter, op: lm.StackPushOp) -> SSAValue:
     header = em.get(op.header)
     _trap_if_destroyed(em, op, header, "push to")
     size = _load_field(em, header, 1)
-    need = em.emit(llvm.AddOp(size, const(em, op.nbytes.data + TAG_BYTES, i64)))
+    need = em.emit(make(llvm.AddOp, size, const(em, op.nbytes.data + TAG_BYTES, i64)))
     capacity = _load_field(em, header, 2)
     grow, join = Block(), Block()
-    em.emit(llvm.CondBrOp(icmp(em, "ugt", need, capacity), grow, [], join, []))
+    em.emit(make(llvm.CondBrOp, icmp(em, "ugt", need, capacity), grow, [], join, []))
     em.start(grow)
-    twice = em.emit(llvm.AddOp(capacity, capacity))
+    twice = em.emit(make(llvm.AddOp, capacity, capacity))
     larger = select(em, icmp(em, "ugt", twice, need), twice, need)
     floor = const(em, 64, i64)
     new_capacity = select(em, icmp(em, "ugt", larger, floor), larger, floor)
     em.declare("realloc", [PTR, i64], PTR)
     data = _ptr(em, _load_field(em, header, 0))
-    grown = em.emit(llvm.CallOp("realloc", data, new_capacity, return_type=PTR))
+    grown = em.emit(make(llvm.CallOp, "realloc", data, new_capacity, return_type=PTR))
     em.trap_if_null(grown, op, op.nbytes.data + TAG_BYTES)
     _store_field(em, _int(em, grown), header, 0)
     _store_field(em, new_capacity, header, 2)
-    em.emit(llvm.BrOp(join))
+    em.emit(make(llvm.BrOp, join))
     em.start(join)
     _store_field(em, need, header, 1)
-    at = em.emit(llvm.AddOp(_load_field(em, header, 0), size))
-    tag_at = _ptr(em, em.emit(llvm.AddOp(at, const(em, op.nbytes.data, i64))))
-    em.emit(llvm.StoreOp(const(em, stack_tag(op.item.data), i64), tag_at, alignment=1))
+    at = em.emit(make(llvm.AddOp, _load_field(em, header, 0), size))
+    tag_at = _ptr(em, em.emit(make(llvm.AddOp, at, const(em, op.nbytes.data, i64))))
+    em.emit(make(llvm.StoreOp, const(em, stack_tag(op.item.data), i64), tag_at, alignment=1))
     return at
 
 
@@ -296,22 +299,24 @@ def _stack_pop(em: FuncEmitter, op: lm.StackPopOp) -> SSAValue:
     n = const(em, op.nbytes.data + TAG_BYTES, i64)
     em.trap_when(icmp(em, "ult", size, n), op, "trap", "pop from an empty stack")
     data = _load_field(em, header, 0)
-    tag_at = em.emit(llvm.SubOp(em.emit(llvm.AddOp(data, size)), const(em, TAG_BYTES, i64)))
-    tag = em.emit(llvm.LoadOp(_ptr(em, tag_at), i64, alignment=1))
+    tag_at = em.emit(
+        make(llvm.SubOp, em.emit(make(llvm.AddOp, data, size)), const(em, TAG_BYTES, i64))
+    )
+    tag = em.emit(make(llvm.LoadOp, _ptr(em, tag_at), i64, alignment=1))
     wrong = icmp(em, "ne", tag, const(em, stack_tag(op.item.data), i64))
     item = op.item.data
     em.trap_when(wrong, op, "trap", f"pop {item} from a stack whose top item is not a {item}")
-    rest = em.emit(llvm.SubOp(size, n))
+    rest = em.emit(make(llvm.SubOp, size, n))
     _store_field(em, rest, header, 1)
-    return em.emit(llvm.AddOp(data, rest))
+    return em.emit(make(llvm.AddOp, data, rest))
 
 
 def _entry_slot(em: FuncEmitter, t: Attribute) -> SSAValue:
     """An alloca of one `t` at the top of the entry block."""
     entry = em.region.blocks.first
     assert entry is not None
-    count = llvm.ConstantOp(IntegerAttr(1, i64), i64)
-    alloca = llvm.AllocaOp(count, t, alignment=16)
+    count = make(llvm.ConstantOp, IntegerAttr(1, i64), i64)
+    alloca = make(llvm.AllocaOp, count, t, alignment=16)
     first = entry.first_op
     if first is None:
         entry.add_ops([count, alloca])
@@ -326,14 +331,14 @@ def _scalar_call(em: FuncEmitter, op: lm.ScalarCallOp) -> SSAValue:
     for value in op.args:
         item = em.get(value)
         if item.type == i1:
-            item = em.emit(llvm.ZExtOp(item, i8))
+            item = em.emit(make(llvm.ZExtOp, item, i8))
         slot = _entry_slot(em, item.type)
-        em.emit(llvm.StoreOp(item, slot))
+        em.emit(make(llvm.StoreOp, item, slot))
         slots.append(slot)
     rtype = op.res.type
     out = _entry_slot(em, i8 if rtype == i1 else rtype)
-    em.emit(llvm.CallOp(function_symbol(op.callee.data), em.ctx, *slots, out))
+    em.emit(make(llvm.CallOp, function_symbol(op.callee.data), em.ctx, *slots, out))
     em.return_if_status()
     if rtype == i1:
-        return em.emit(llvm.TruncOp(em.emit(llvm.LoadOp(out, i8)), i1))
-    return em.emit(llvm.LoadOp(out, rtype))
+        return em.emit(make(llvm.TruncOp, em.emit(make(llvm.LoadOp, out, i8)), i1))
+    return em.emit(make(llvm.LoadOp, out, rtype))

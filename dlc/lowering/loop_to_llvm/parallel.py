@@ -37,6 +37,7 @@ from dlc.lowering.loop_to_llvm.chunks import chunk_key
 from dlc.lowering.loop_to_llvm.context import ContextEmitter
 from dlc.lowering.loop_to_llvm.profile import KernelTable
 from dlc.lowering.loop_to_llvm.scalar import const, icmp
+from dlc.lowering.prebuilt import make
 
 PTR = llvm.LLVMPointerType()
 VOID = llvm.LLVMVoidType()
@@ -46,7 +47,7 @@ CHUNKS_PER_THREAD = 4
 share is taken over by the others, few enough that claiming a chunk (an atomic add in
 libgomp) costs nothing next to it."""
 
-SPLIT_OPS = 4000
+SPLIT_OPS = 2000
 SPLIT_CHUNK = 1500
 """Functions of more loop-level ops than `SPLIT_OPS` have their top-level nests outlined
 in runs of about `SPLIT_CHUNK` ops: LLVM's optimizer takes time superlinear in a
@@ -205,11 +206,11 @@ class ParallelEmitter(ContextEmitter):
             self._outline_chunk(name, ops, (captured, direct, local, outputs), planned)
         arena = self.arena if planned else data  # unused without planned buffers
         assert arena is not None, "a planned buffer in a function without arena"
-        self.emit(llvm.CallOp(name, data, arena, *[self.get(v) for v in direct]))
+        self.emit(make(llvm.CallOp, name, data, arena, *[self.get(v) for v in direct]))
         self.return_if_status()
         for i, result in enumerate(outputs, start=1 + len(captured)):
-            slot = self.emit(llvm.GEPOp(data, [i], i64, inbounds=True))
-            word = self.emit(llvm.LoadOp(slot, i64, alignment=8))
+            slot = self.emit(make(llvm.GEPOp, data, [i], i64, inbounds=True))
+            word = self.emit(make(llvm.LoadOp, slot, i64, alignment=8))
             self.values[result] = self._from_word(word, result.type)
 
     def _outline_chunk(
@@ -233,9 +234,9 @@ class ParallelEmitter(ContextEmitter):
         for op in ops:
             worker.lower_marked([op])
         for i, result in enumerate(outputs, start=1 + len(captured)):
-            slot = worker.emit(llvm.GEPOp(entry.args[0], [i], i64, inbounds=True))
-            worker.emit(llvm.StoreOp(worker._to_word(worker.get(result)), slot, alignment=8))
-        worker.emit(llvm.ReturnOp())
+            slot = worker.emit(make(llvm.GEPOp, entry.args[0], [i], i64, inbounds=True))
+            worker.emit(make(llvm.StoreOp, worker._to_word(worker.get(result)), slot, alignment=8))
+        worker.emit(make(llvm.ReturnOp))
         noalias = DictionaryAttr({"llvm.noalias": UnitAttr()})
         self.outlined.append(
             llvm.FuncOp(
@@ -256,8 +257,8 @@ class ParallelEmitter(ContextEmitter):
         each)."""
         entry = self.region.blocks.first
         assert entry is not None
-        count = llvm.ConstantOp(IntegerAttr(1 + len(values) + results, i64), i64)
-        data = llvm.AllocaOp(count, i64, alignment=16)
+        count = make(llvm.ConstantOp, IntegerAttr(1 + len(values) + results, i64), i64)
+        data = make(llvm.AllocaOp, count, i64, alignment=16)
         if entry.first_op is None:
             entry.add_ops([count, data])
         else:
@@ -265,8 +266,8 @@ class ParallelEmitter(ContextEmitter):
         slots = data.results[0]
         self.emit(llvm.StoreOp(self.emit(llvm.PtrToIntOp(self.ctx, i64)), slots, alignment=8))
         for i, value in enumerate(values, start=1):
-            slot = self.emit(llvm.GEPOp(slots, [i], i64, inbounds=True))
-            self.emit(llvm.StoreOp(self._to_word(self.get(value)), slot, alignment=8))
+            slot = self.emit(make(llvm.GEPOp, slots, [i], i64, inbounds=True))
+            self.emit(make(llvm.StoreOp, self._to_word(self.get(value)), slot, alignment=8))
         return slots
 
     def unpack(self, data: SSAValue, values: list[SSAValue]) -> None:
@@ -274,44 +275,44 @@ class ParallelEmitter(ContextEmitter):
         self.ctx = self.emit(llvm.IntToPtrOp(self.emit(llvm.LoadOp(data, i64, alignment=8))))
         for i, value in enumerate(values, start=1):
             t: Attribute = PTR if isinstance(value.type, MemRefType) else value.type
-            slot = self.emit(llvm.GEPOp(data, [i], i64, inbounds=True))
-            word = self.emit(llvm.LoadOp(slot, i64, alignment=8))
+            slot = self.emit(make(llvm.GEPOp, data, [i], i64, inbounds=True))
+            word = self.emit(make(llvm.LoadOp, slot, i64, alignment=8))
             self.values[value] = self._from_word(word, t)
 
     def _to_word(self, value: SSAValue) -> SSAValue:
         """`value` (a pointer, an integer or a float) as the bits of an i64."""
         t = value.type
         if isinstance(t, llvm.LLVMPointerType):
-            return self.emit(llvm.PtrToIntOp(value, i64))
+            return self.emit(make(llvm.PtrToIntOp, value, i64))
         if isinstance(t, IntegerType):
-            return value if t.width.data == 64 else self.emit(llvm.ZExtOp(value, i64))
+            return value if t.width.data == 64 else self.emit(make(llvm.ZExtOp, value, i64))
         bits = IntegerType(_float_bits(t))
-        as_int = self.emit(llvm.BitcastOp(value, bits))
-        return as_int if bits.width.data == 64 else self.emit(llvm.ZExtOp(as_int, i64))
+        as_int = self.emit(make(llvm.BitcastOp, value, bits))
+        return as_int if bits.width.data == 64 else self.emit(make(llvm.ZExtOp, as_int, i64))
 
     def _from_word(self, word: SSAValue, t: Attribute) -> SSAValue:
         if isinstance(t, llvm.LLVMPointerType):
-            return self.emit(llvm.IntToPtrOp(word))
+            return self.emit(make(llvm.IntToPtrOp, word))
         if isinstance(t, IntegerType):
-            return word if t.width.data == 64 else self.emit(llvm.TruncOp(word, t))
+            return word if t.width.data == 64 else self.emit(make(llvm.TruncOp, word, t))
         bits = IntegerType(_float_bits(t))
-        narrow = word if bits.width.data == 64 else self.emit(llvm.TruncOp(word, bits))
-        return self.emit(llvm.BitcastOp(narrow, t))
+        narrow = word if bits.width.data == 64 else self.emit(make(llvm.TruncOp, word, bits))
+        return self.emit(make(llvm.BitcastOp, narrow, t))
 
     def _call(self, name: str, data: SSAValue) -> None:
         """`GOMP_parallel(@name, data, threads, 0)`, or a plain call with one thread."""
-        threads = self.emit(llvm.TruncOp(self.load_word(abi.CTX_THREADS), i32))
+        threads = self.emit(make(llvm.TruncOp, self.load_word(abi.CTX_THREADS), i32))
         team, alone, join = Block(), Block(), Block()
         many = icmp(self, "sgt", threads, const(self, 1, i32))
-        self.emit(llvm.CondBrOp(many, team, [], alone, []))
+        self.emit(make(llvm.CondBrOp, many, team, [], alone, []))
         self.start(team)
         self.declare("GOMP_parallel", [PTR, PTR, i32, i32], VOID)
-        fn = self.emit(llvm.AddressOfOp(name, PTR))
-        self.emit(llvm.CallOp("GOMP_parallel", fn, data, threads, const(self, 0, i32)))
-        self.emit(llvm.BrOp(join))
+        fn = self.emit(make(llvm.AddressOfOp, name, PTR))
+        self.emit(make(llvm.CallOp, "GOMP_parallel", fn, data, threads, const(self, 0, i32)))
+        self.emit(make(llvm.BrOp, join))
         self.start(alone)
-        self.emit(llvm.CallOp(name, data))
-        self.emit(llvm.BrOp(join))
+        self.emit(make(llvm.CallOp, name, data))
+        self.emit(make(llvm.BrOp, join))
         self.start(join)
 
     def trip_count(self, lb: SSAValue, ub: SSAValue, step: SSAValue) -> SSAValue:
@@ -320,8 +321,8 @@ class ParallelEmitter(ContextEmitter):
         span = self.emit(
             llvm.AddOp(self.emit(llvm.SubOp(ub, lb)), self.emit(llvm.SubOp(step, one)))
         )
-        trip = self.emit(llvm.SDivOp(span, step))
-        return self.emit(llvm.SelectOp(icmp(self, "sgt", trip, zero), trip, zero))
+        trip = self.emit(make(llvm.SDivOp, span, step))
+        return self.emit(make(llvm.SelectOp, icmp(self, "sgt", trip, zero), trip, zero))
 
     def run_chunks(self, op: loop.ForOp, trip: SSAValue) -> None:
         """Run iteration numbers [0, trip) of `op` in the chunks libgomp's dynamic
@@ -336,28 +337,28 @@ class ParallelEmitter(ContextEmitter):
             self.declare(name, inputs, output)
         entry = self.region.blocks.first
         assert entry is not None
-        two = llvm.ConstantOp(IntegerAttr(2, i64), i64)
-        bounds = llvm.AllocaOp(two, i64, alignment=16)  # [begin, end) of the chunk
+        two = make(llvm.ConstantOp, IntegerAttr(2, i64), i64)
+        bounds = make(llvm.AllocaOp, two, i64, alignment=16)  # [begin, end) of the chunk
         Rewriter.insert_op([two, bounds], InsertPoint.at_start(entry))
         begin_slot = bounds.results[0]
-        end_slot = self.emit(llvm.GEPOp(begin_slot, [1], i64, inbounds=True))
+        end_slot = self.emit(make(llvm.GEPOp, begin_slot, [1], i64, inbounds=True))
         zero, one = const(self, 0, i64), const(self, 1, i64)
         threads = self._omp("omp_get_num_threads")
         alone = icmp(self, "eq", threads, one)
         solo, team, check, body, done = Block(), Block(), Block(arg_types=[i1]), Block(), Block()
-        self.emit(llvm.CondBrOp(alone, solo, [], team, []))
+        self.emit(make(llvm.CondBrOp, alone, solo, [], team, []))
 
         self.start(solo)  # the whole range, claimed once
-        self.emit(llvm.StoreOp(zero, begin_slot, alignment=8))
-        self.emit(llvm.StoreOp(trip, end_slot, alignment=8))
-        self.emit(llvm.BrOp(check, icmp(self, "sgt", trip, zero)))
+        self.emit(make(llvm.StoreOp, zero, begin_slot, alignment=8))
+        self.emit(make(llvm.StoreOp, trip, end_slot, alignment=8))
+        self.emit(make(llvm.BrOp, check, icmp(self, "sgt", trip, zero)))
 
         self.start(team)
-        per = self.emit(llvm.MulOp(threads, const(self, CHUNKS_PER_THREAD, i64)))
+        per = self.emit(make(llvm.MulOp, threads, const(self, CHUNKS_PER_THREAD, i64)))
         size = self.emit(
             llvm.SDivOp(self.emit(llvm.AddOp(trip, self.emit(llvm.SubOp(per, one)))), per)
         )
-        size = self.emit(llvm.SelectOp(icmp(self, "sgt", size, one), size, one))
+        size = self.emit(make(llvm.SelectOp, icmp(self, "sgt", size, one), size, one))
         got = self.emit(
             llvm.CallOp(
                 "GOMP_loop_dynamic_start",
@@ -370,30 +371,30 @@ class ParallelEmitter(ContextEmitter):
                 return_type=i8,
             )
         )
-        self.emit(llvm.BrOp(check, icmp(self, "ne", got, const(self, 0, i8))))
+        self.emit(make(llvm.BrOp, check, icmp(self, "ne", got, const(self, 0, i8))))
 
         self.start(check)
-        self.emit(llvm.CondBrOp(check.args[0], body, [], done, []))
+        self.emit(make(llvm.CondBrOp, check.args[0], body, [], done, []))
         self.start(body)
-        begin = self.emit(llvm.LoadOp(begin_slot, i64, alignment=8))
-        end = self.emit(llvm.LoadOp(end_slot, i64, alignment=8))
+        begin = self.emit(make(llvm.LoadOp, begin_slot, i64, alignment=8))
+        end = self.emit(make(llvm.LoadOp, end_slot, i64, alignment=8))
         self.run_loop(op, begin, end)
         more, last = Block(), Block()  # alone: no next chunk; in a team: ask for one
-        self.emit(llvm.CondBrOp(alone, last, [], more, []))
+        self.emit(make(llvm.CondBrOp, alone, last, [], more, []))
         self.start(more)
         got = self.emit(llvm.CallOp("GOMP_loop_dynamic_next", begin_slot, end_slot, return_type=i8))
-        self.emit(llvm.BrOp(check, icmp(self, "ne", got, const(self, 0, i8))))
+        self.emit(make(llvm.BrOp, check, icmp(self, "ne", got, const(self, 0, i8))))
         self.start(last)
-        self.emit(llvm.BrOp(check, const(self, 0, i1)))
+        self.emit(make(llvm.BrOp, check, const(self, 0, i1)))
 
         self.start(done)
         finish, leave = Block(), Block()
-        self.emit(llvm.CondBrOp(alone, leave, [], finish, []))
+        self.emit(make(llvm.CondBrOp, alone, leave, [], finish, []))
         self.start(finish)
-        self.emit(llvm.CallOp("GOMP_loop_end_nowait", return_type=None))
-        self.emit(llvm.BrOp(leave))
+        self.emit(make(llvm.CallOp, "GOMP_loop_end_nowait", return_type=None))
+        self.emit(make(llvm.BrOp, leave))
         self.start(leave)
-        self.emit(llvm.ReturnOp())
+        self.emit(make(llvm.ReturnOp))
 
     def _omp(self, name: str) -> SSAValue:
         return self.emit(llvm.SExtOp(self.emit(llvm.CallOp(name, return_type=i32)), i64))

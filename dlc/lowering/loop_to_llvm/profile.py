@@ -32,6 +32,7 @@ from dlc.analysis.walk import walk_ops
 from dlc.diagnostics import get_origin, own_location
 from dlc.dialects import abi, loop
 from dlc.lowering.loop_to_llvm.scalar import const, icmp
+from dlc.lowering.prebuilt import make
 
 PTR = llvm.LLVMPointerType()
 BEGIN, END = 0, 1
@@ -125,7 +126,7 @@ class KernelTable:
     def attach(self, module: ModuleOp, lowered: list[Operation]) -> None:
         """The event buffer's global and the kernel facts (module docstring)."""
         zero = IntegerAttr(0, i64)
-        lowered.append(llvm.GlobalOp(i64, abi.PROFILE_BUFFER, "common", value=zero))
+        lowered.append(make(llvm.GlobalOp, i64, abi.PROFILE_BUFFER, "common", value=zero))
         module.attributes[abi.PROFILE] = StringAttr(json.dumps(self.entries))
 
 
@@ -152,38 +153,40 @@ class ProfileEmitter:
         self.declare("clock_gettime", [i32, PTR], i32)
         ts = self._timespec()
         clock = const(self, time.CLOCK_MONOTONIC, i32)
-        self.emit(llvm.CallOp("clock_gettime", clock, ts, return_type=i32))
-        sec = self.emit(llvm.LoadOp(ts, i64, alignment=8))
-        nsec_slot = self.emit(llvm.GEPOp(ts, [1], i64, inbounds=True))
-        nsec = self.emit(llvm.LoadOp(nsec_slot, i64, alignment=8))
+        self.emit(make(llvm.CallOp, "clock_gettime", clock, ts, return_type=i32))
+        sec = self.emit(make(llvm.LoadOp, ts, i64, alignment=8))
+        nsec_slot = self.emit(make(llvm.GEPOp, ts, [1], i64, inbounds=True))
+        nsec = self.emit(make(llvm.LoadOp, nsec_slot, i64, alignment=8))
         billion = const(self, 1_000_000_000, i64)
-        now = self.emit(llvm.AddOp(self.emit(llvm.MulOp(sec, billion)), nsec))
-        address = self.emit(llvm.AddressOfOp(abi.PROFILE_BUFFER, PTR))
-        buffer = self.emit(llvm.IntToPtrOp(self.emit(llvm.LoadOp(address, i64, alignment=8))))
-        count = self.emit(llvm.LoadOp(buffer, i64, alignment=8))
-        cap_slot = self.emit(llvm.GEPOp(buffer, [1], i64, inbounds=True))
-        cap = self.emit(llvm.LoadOp(cap_slot, i64, alignment=8))
-        one = const(self, 1, i64)
-        last = self.emit(llvm.SubOp(cap, one))
-        fits = icmp(self, "slt", count, cap)
-        slot = self.emit(llvm.SelectOp(fits, count, last))
-        two = const(self, 2, i64)
-        word = self.emit(llvm.AddOp(self.emit(llvm.MulOp(slot, two)), two))
-        at = self.emit(
-            llvm.GEPOp(buffer, [llvm.GEP_USE_SSA_VAL], i64, ssa_indices=[word], inbounds=True)
+        now = self.emit(make(llvm.AddOp, self.emit(make(llvm.MulOp, sec, billion)), nsec))
+        address = self.emit(make(llvm.AddressOfOp, abi.PROFILE_BUFFER, PTR))
+        buffer = self.emit(
+            make(llvm.IntToPtrOp, self.emit(make(llvm.LoadOp, address, i64, alignment=8)))
         )
-        self.emit(llvm.StoreOp(const(self, 2 * kernel + phase, i64), at, alignment=8))
-        then = self.emit(llvm.GEPOp(at, [1], i64, inbounds=True))
-        self.emit(llvm.StoreOp(now, then, alignment=8))
-        self.emit(llvm.StoreOp(self.emit(llvm.AddOp(count, one)), buffer, alignment=8))
+        count = self.emit(make(llvm.LoadOp, buffer, i64, alignment=8))
+        cap_slot = self.emit(make(llvm.GEPOp, buffer, [1], i64, inbounds=True))
+        cap = self.emit(make(llvm.LoadOp, cap_slot, i64, alignment=8))
+        one = const(self, 1, i64)
+        last = self.emit(make(llvm.SubOp, cap, one))
+        fits = icmp(self, "slt", count, cap)
+        slot = self.emit(make(llvm.SelectOp, fits, count, last))
+        two = const(self, 2, i64)
+        word = self.emit(make(llvm.AddOp, self.emit(make(llvm.MulOp, slot, two)), two))
+        at = self.emit(
+            make(llvm.GEPOp, buffer, [llvm.GEP_USE_SSA_VAL], i64, ssa_indices=[word], inbounds=True)
+        )
+        self.emit(make(llvm.StoreOp, const(self, 2 * kernel + phase, i64), at, alignment=8))
+        then = self.emit(make(llvm.GEPOp, at, [1], i64, inbounds=True))
+        self.emit(make(llvm.StoreOp, now, then, alignment=8))
+        self.emit(make(llvm.StoreOp, self.emit(make(llvm.AddOp, count, one)), buffer, alignment=8))
 
     def _timespec(self) -> SSAValue:
         """Two i64 stack words for `clock_gettime`, allocated once in the entry block."""
         if self.timespec is None:
             entry = self.region.blocks.first
             assert entry is not None, "marks are emitted after the entry block"
-            two = llvm.ConstantOp(IntegerAttr(2, i64), i64)
-            slots = llvm.AllocaOp(two, i64, alignment=16)
+            two = make(llvm.ConstantOp, IntegerAttr(2, i64), i64)
+            slots = make(llvm.AllocaOp, two, i64, alignment=16)
             if entry.first_op is None:
                 entry.add_ops([two, slots])
             else:

@@ -33,6 +33,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from dlc.dialects import abi
 from dlc.dialects.abi import PY_ENTRY_PREFIX, ArrayLayout, function_symbol
+from dlc.lowering.prebuilt import make
 
 PTR = llvm.LLVMPointerType()
 
@@ -74,25 +75,25 @@ class _Entry:
     def const(self, value: int, t: IntegerType = i64) -> SSAValue:
         key = (value, t)
         if key not in self.constants:
-            self.constants[key] = self.hoist(llvm.ConstantOp(IntegerAttr(value, t), t))
+            self.constants[key] = self.hoist(make(llvm.ConstantOp, IntegerAttr(value, t), t))
         return self.constants[key]
 
     def field(self, obj: SSAValue, offset: int, t: Attribute) -> SSAValue:
         """The `t` at byte `offset` of the object `obj` points to."""
         address = self.add(
-            llvm.GEPOp(obj, [llvm.GEP_USE_SSA_VAL], i8, ssa_indices=[self.const(offset)])
+            make(llvm.GEPOp, obj, [llvm.GEP_USE_SSA_VAL], i8, ssa_indices=[self.const(offset)])
         )
-        return self.add(llvm.LoadOp(address, t, alignment=4 if t == i32 else 8))
+        return self.add(make(llvm.LoadOp, address, t, alignment=4 if t == i32 else 8))
 
     def equal(self, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
         return self.add(
-            llvm.ICmpOp(lhs, rhs, IntegerAttr(llvm.ICmpPredicateFlag("eq").to_int(), 64))
+            make(llvm.ICmpOp, lhs, rhs, IntegerAttr(llvm.ICmpPredicateFlag("eq").to_int(), 64))
         )
 
     def require(self, ok: SSAValue) -> None:
         """Go on in a new block if `ok`, else to the bad-arguments exit."""
         good = Block()
-        self.add(llvm.CondBrOp(ok, good, [], self.bad, []))
+        self.add(make(llvm.CondBrOp, ok, good, [], self.bad, []))
         self.region.add_block(good)
         self.block = good
 
@@ -100,10 +101,12 @@ class _Entry:
         """Slot `index` of `abi.PY_TYPES` (through an integer: llvmlite types a global's
         address `[N x i64]*`)."""
         if self.table is None:
-            table = self.hoist(llvm.AddressOfOp(abi.PY_TYPES, PTR))
-            self.table = self.hoist(llvm.IntToPtrOp(self.hoist(llvm.PtrToIntOp(table, i64))))
-        slot = self.add(llvm.GEPOp(self.table, [index], i64, inbounds=True))
-        return self.add(llvm.LoadOp(slot, i64, alignment=8))
+            table = self.hoist(make(llvm.AddressOfOp, abi.PY_TYPES, PTR))
+            self.table = self.hoist(
+                make(llvm.IntToPtrOp, self.hoist(make(llvm.PtrToIntOp, table, i64)))
+            )
+        slot = self.add(make(llvm.GEPOp, self.table, [index], i64, inbounds=True))
+        return self.add(make(llvm.LoadOp, slot, i64, alignment=8))
 
     def check(self, obj: SSAValue, layout: ArrayLayout, check: Check) -> None:
         """Branch to the bad exit unless `obj` is a C-contiguous ndarray of `check`."""
@@ -112,21 +115,21 @@ class _Entry:
         same = [self.equal(self.field(obj, layout.descr, i64), self.type_slot(1 + dtype_index))]
         same.append(self.equal(self.field(obj, layout.nd, i32), self.const(len(shape), i32)))
         flags = self.field(obj, layout.flags, i32)
-        contiguous = self.add(llvm.AndOp(flags, self.const(1, i32)))
+        contiguous = self.add(make(llvm.AndOp, flags, self.const(1, i32)))
         same.append(self.equal(contiguous, self.const(1, i32)))
         for ok in same[1:]:
-            same[0] = self.add(llvm.AndOp(same[0], ok))
+            same[0] = self.add(make(llvm.AndOp, same[0], ok))
         self.require(same[0])
         if not shape:
             return
-        dims = self.add(llvm.IntToPtrOp(self.field(obj, layout.dims, i64)))
+        dims = self.add(make(llvm.IntToPtrOp, self.field(obj, layout.dims, i64)))
         extents = []
         for axis, extent in enumerate(shape):
-            slot = self.add(llvm.GEPOp(dims, [axis], i64, inbounds=True))
-            value = self.add(llvm.LoadOp(slot, i64, alignment=8))
+            slot = self.add(make(llvm.GEPOp, dims, [axis], i64, inbounds=True))
+            value = self.add(make(llvm.LoadOp, slot, i64, alignment=8))
             extents.append(self.equal(value, self.const(extent)))
         for ok in extents[1:]:
-            extents[0] = self.add(llvm.AndOp(extents[0], ok))
+            extents[0] = self.add(make(llvm.AndOp, extents[0], ok))
         self.require(extents[0])
 
 
@@ -155,11 +158,11 @@ def python_entry(
         for obj, check in zip(objects, checks or (), strict=False):
             entry.check(obj, layout, check)
         data = [entry.field(obj, layout.data, PTR) for obj in objects]
-    entry.add(llvm.CallOp(function_symbol(name), ctx, *data))
-    entry.add(llvm.ReturnOp(entry.add(llvm.LoadOp(ctx, i64, alignment=8))))
+    entry.add(make(llvm.CallOp, function_symbol(name), ctx, *data))
+    entry.add(make(llvm.ReturnOp, entry.add(make(llvm.LoadOp, ctx, i64, alignment=8))))
     entry.region.add_block(entry.bad)
-    entry.bad.add_ops([bad := llvm.ConstantOp(IntegerAttr(abi.BAD_ARGUMENTS, i64), i64)])
-    entry.bad.add_op(llvm.ReturnOp(bad.result))
+    entry.bad.add_ops([bad := make(llvm.ConstantOp, IntegerAttr(abi.BAD_ARGUMENTS, i64), i64)])
+    entry.bad.add_op(make(llvm.ReturnOp, bad.result))
     return llvm.FuncOp(
         PY_ENTRY_PREFIX + name,
         llvm.LLVMFunctionType([PTR] * n_args, i64),
@@ -182,8 +185,8 @@ def fast_entry(name: str, n_args: int, layout: ArrayLayout, checks: Sequence[Che
     entry.require(entry.equal(nargs, entry.const(n_args)))
     objects = []
     for i in range(n_args):
-        slot = entry.add(llvm.GEPOp(args, [i], PTR, inbounds=True))
-        objects.append(entry.add(llvm.LoadOp(slot, PTR, alignment=8)))
+        slot = entry.add(make(llvm.GEPOp, args, [i], PTR, inbounds=True))
+        objects.append(entry.add(make(llvm.LoadOp, slot, PTR, alignment=8)))
     words, *arrays = objects
     entry.require(entry.equal(entry.field(words, layout.type, i64), entry.type_slot(0)))
     ctx = entry.field(words, layout.data, PTR)
@@ -193,20 +196,23 @@ def fast_entry(name: str, n_args: int, layout: ArrayLayout, checks: Sequence[Che
     for obj, check in zip(arrays, checks, strict=False):
         entry.check(obj, layout, check)
     entry.add(
-        llvm.CallOp(
-            function_symbol(name), ctx, *[entry.field(obj, layout.data, PTR) for obj in arrays]
+        make(
+            llvm.CallOp,
+            function_symbol(name),
+            ctx,
+            *[entry.field(obj, layout.data, PTR) for obj in arrays],
         )
     )
     entry.bad = failed
-    entry.require(entry.equal(entry.add(llvm.LoadOp(ctx, i64, alignment=8)), entry.const(0)))
-    entry.add(llvm.ReturnOp(_new_reference(entry, arrays[-1])))
+    entry.require(entry.equal(entry.add(make(llvm.LoadOp, ctx, i64, alignment=8)), entry.const(0)))
+    entry.add(make(llvm.ReturnOp, _new_reference(entry, arrays[-1])))
     entry.region.add_block(refused)
     entry.block = refused
-    entry.add(llvm.StoreOp(entry.const(abi.BAD_ARGUMENTS), ctx, alignment=8))
-    entry.add(llvm.BrOp(failed))
+    entry.add(make(llvm.StoreOp, entry.const(abi.BAD_ARGUMENTS), ctx, alignment=8))
+    entry.add(make(llvm.BrOp, failed))
     entry.region.add_block(failed)
     entry.block = failed
-    entry.add(llvm.ReturnOp(_new_reference(entry, self_obj)))
+    entry.add(make(llvm.ReturnOp, _new_reference(entry, self_obj)))
     return llvm.FuncOp(
         abi.FAST_ENTRY_PREFIX + name,
         llvm.LLVMFunctionType([PTR, PTR, i64], PTR),
@@ -218,8 +224,10 @@ def fast_entry(name: str, n_args: int, layout: ArrayLayout, checks: Sequence[Che
 def _new_reference(entry: _Entry, obj: SSAValue) -> SSAValue:
     """`Py_INCREF(obj)` of a mortal object (64-bit CPython with the GIL: the count is
     the object's first word), then `obj`."""
-    count = entry.add(llvm.LoadOp(obj, i64, alignment=8))
-    entry.add(llvm.StoreOp(entry.add(llvm.AddOp(count, entry.const(1))), obj, alignment=8))
+    count = entry.add(make(llvm.LoadOp, obj, i64, alignment=8))
+    entry.add(
+        make(llvm.StoreOp, entry.add(make(llvm.AddOp, count, entry.const(1))), obj, alignment=8)
+    )
     return obj
 
 
@@ -228,20 +236,20 @@ def _reset(ctx: SSAValue) -> list[Operation]:
     ops: list[Operation] = []
 
     def word(index: int) -> SSAValue:
-        ops.append(llvm.GEPOp(ctx, [index], i64, inbounds=True))
+        ops.append(make(llvm.GEPOp, ctx, [index], i64, inbounds=True))
         return ops[-1].results[0]
 
-    zero = llvm.ConstantOp(IntegerAttr(0, i64), i64)
+    zero = make(llvm.ConstantOp, IntegerAttr(0, i64), i64)
     ops.append(zero)
-    ops.append(llvm.StoreOp(zero.result, ctx, alignment=8))  # CTX_STATUS is word 0
-    ops.append(llvm.StoreOp(zero.result, word(abi.CTX_DEPTH), alignment=8))
-    base = llvm.LoadOp(word(abi.CTX_ARENA_BASE), i64, alignment=8)
+    ops.append(make(llvm.StoreOp, zero.result, ctx, alignment=8))  # CTX_STATUS is word 0
+    ops.append(make(llvm.StoreOp, zero.result, word(abi.CTX_DEPTH), alignment=8))
+    base = make(llvm.LoadOp, word(abi.CTX_ARENA_BASE), i64, alignment=8)
     ops.append(base)
-    ops.append(llvm.StoreOp(base.dereferenced_value, word(abi.CTX_ARENA_TOP), alignment=8))
-    flag_word = llvm.LoadOp(word(abi.CTX_INTERRUPT), i64, alignment=8)
-    flag = llvm.IntToPtrOp(flag_word.dereferenced_value)
-    zero32 = llvm.ConstantOp(IntegerAttr(0, i32), i32)
-    ops.extend([flag_word, flag, zero32, llvm.StoreOp(zero32.result, flag, alignment=4)])
+    ops.append(make(llvm.StoreOp, base.dereferenced_value, word(abi.CTX_ARENA_TOP), alignment=8))
+    flag_word = make(llvm.LoadOp, word(abi.CTX_INTERRUPT), i64, alignment=8)
+    flag = make(llvm.IntToPtrOp, flag_word.dereferenced_value)
+    zero32 = make(llvm.ConstantOp, IntegerAttr(0, i32), i32)
+    ops.extend([flag_word, flag, zero32, make(llvm.StoreOp, zero32.result, flag, alignment=4)])
     return ops
 
 
@@ -274,4 +282,6 @@ def add_python_entries(
         size = 1 + n_types
         zeros = DenseIntOrFPElementsAttr.from_list(TensorType(i64, [size]), [0] * size)
         table = llvm.LLVMArrayType(IntAttr(size), i64)
-        llvm_level.body.block.add_op(llvm.GlobalOp(table, abi.PY_TYPES, "common", value=zeros))
+        llvm_level.body.block.add_op(
+            make(llvm.GlobalOp, table, abi.PY_TYPES, "common", value=zeros)
+        )

@@ -33,6 +33,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from dlc.dialects import llvm_lanes, loop
 from dlc.lowering import prebuilt
+from dlc.lowering.prebuilt import make
 
 
 class ScalarEmitter(Protocol):
@@ -85,14 +86,16 @@ def const(out: ScalarEmitter, value: int | float, t: Attribute) -> SSAValue:
 
 def splat(out: ScalarEmitter, scalar: SSAValue, t: VectorType) -> SSAValue:
     """`scalar` in every lane of a `t` (LLVM folds a constant's splat to a constant)."""
-    first = out.emit(llvm.InsertElementOp(out.emit(llvm.UndefOp(t)), scalar, const(out, 0, i32)))
+    first = out.emit(
+        make(llvm.InsertElementOp, out.emit(make(llvm.UndefOp, t)), scalar, const(out, 0, i32))
+    )
     mask = DenseArrayBase.from_list(i32, [0] * t.get_shape()[0])
-    return out.emit(llvm.ShuffleVectorOp(first, first, mask, t))
+    return out.emit(make(llvm.ShuffleVectorOp, first, first, mask, t))
 
 
 def intrinsic(out: ScalarEmitter, name: str, args: Sequence[SSAValue], t: Attribute) -> SSAValue:
     """Call `llvm.<name>.<suffix of t>` returning a `t`."""
-    return out.emit(llvm.CallIntrinsicOp(f"llvm.{name}.{type_suffix(t)}", list(args), [t]))
+    return out.emit(make(llvm.CallIntrinsicOp, f"llvm.{name}.{type_suffix(t)}", list(args), [t]))
 
 
 def icmp(out: ScalarEmitter, pred: str, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
@@ -100,7 +103,7 @@ def icmp(out: ScalarEmitter, pred: str, lhs: SSAValue, rhs: SSAValue) -> SSAValu
 
 
 def select(out: ScalarEmitter, cond: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
-    return out.emit(llvm_lanes.SelectOp(cond, a, b))
+    return out.emit(make(llvm_lanes.SelectOp, cond, a, b))
 
 
 # --- integer division: x / 0 -> 0, INT_MIN / -1 wraps ------------------------------
@@ -116,9 +119,9 @@ def _safe_divisor(out: ScalarEmitter, a: SSAValue, b: SSAValue, signed: bool):
     if signed:
         int_min = const(out, -(1 << (t.width.data - 1)), t)
         overflow = out.emit(
-            llvm.AndOp(icmp(out, "eq", a, int_min), icmp(out, "eq", b, const(out, -1, t)))
+            make(llvm.AndOp, icmp(out, "eq", a, int_min), icmp(out, "eq", b, const(out, -1, t)))
         )
-        bad = out.emit(llvm.OrOp(is_zero, overflow))
+        bad = out.emit(make(llvm.OrOp, is_zero, overflow))
     return select(out, bad, one, b), is_zero
 
 
@@ -130,7 +133,7 @@ def _guarded(
     def lower(out: ScalarEmitter, xs: list[SSAValue]) -> SSAValue:
         a, b = xs
         safe_b, is_zero = _safe_divisor(out, a, b, signed)
-        value = out.emit(kind(a, safe_b))
+        value = out.emit(make(kind, a, safe_b))
         return select(out, is_zero, const(out, 0, a.type), value)
 
     return lower
@@ -141,18 +144,18 @@ def _rounded_div(out: ScalarEmitter, xs: list[SSAValue], floor: bool) -> SSAValu
     a, b = xs
     t = a.type
     safe_b, is_zero = _safe_divisor(out, a, b, True)
-    q = out.emit(llvm.SDivOp(a, safe_b))
-    r = out.emit(llvm.SRemOp(a, safe_b))
+    q = out.emit(make(llvm.SDivOp, a, safe_b))
+    r = out.emit(make(llvm.SRemOp, a, safe_b))
     zero = const(out, 0, t)
     inexact = icmp(out, "ne", r, zero)
-    signs_differ = icmp(out, "slt", out.emit(llvm.XOrOp(r, safe_b)), zero)
+    signs_differ = icmp(out, "slt", out.emit(make(llvm.XOrOp, r, safe_b)), zero)
     if floor:  # q - 1 when the remainder's sign differs from the divisor's
-        adjust = out.emit(llvm.AndOp(inexact, signs_differ))
-        q = select(out, adjust, out.emit(llvm.SubOp(q, const(out, 1, t))), q)
+        adjust = out.emit(make(llvm.AndOp, inexact, signs_differ))
+        q = select(out, adjust, out.emit(make(llvm.SubOp, q, const(out, 1, t))), q)
     else:  # q + 1 when the signs agree
-        agree = out.emit(llvm.XOrOp(signs_differ, const(out, 1, i1)))
-        adjust = out.emit(llvm.AndOp(inexact, agree))
-        q = select(out, adjust, out.emit(llvm.AddOp(q, const(out, 1, t))), q)
+        agree = out.emit(make(llvm.XOrOp, signs_differ, const(out, 1, i1)))
+        adjust = out.emit(make(llvm.AndOp, inexact, agree))
+        q = select(out, adjust, out.emit(make(llvm.AddOp, q, const(out, 1, t))), q)
     return select(out, is_zero, zero, q)
 
 
@@ -168,8 +171,8 @@ def _shift(kind: type[Operation], arithmetic: bool):
         too_far = icmp(out, "uge", b, width)
         if arithmetic:  # a >> min(b, width - 1) is the sign fill for large b
             clamped = select(out, too_far, const(out, element.width.data - 1, t), b)
-            return out.emit(llvm.AShrOp(a, clamped))
-        shifted = out.emit(kind(a, b))
+            return out.emit(make(llvm.AShrOp, a, clamped))
+        shifted = out.emit(make(kind, a, b))
         return select(out, too_far, const(out, 0, t), shifted)
 
     return lower
@@ -184,12 +187,12 @@ def _ipowi(out: ScalarEmitter, xs: list[SSAValue]) -> SSAValue:
     result, base = one, x
     for bit in range(t.width.data - 1):
         mask = const(out, 1 << bit, t)
-        has_bit = icmp(out, "ne", out.emit(llvm.AndOp(n, mask)), zero)
-        result = select(out, has_bit, out.emit(llvm.MulOp(result, base)), result)
-        base = out.emit(llvm.MulOp(base, base))
+        has_bit = icmp(out, "ne", out.emit(make(llvm.AndOp, n, mask)), zero)
+        result = select(out, has_bit, out.emit(make(llvm.MulOp, result, base)), result)
+        base = out.emit(make(llvm.MulOp, base, base))
     is_one = icmp(out, "eq", x, one)
     is_minus_one = icmp(out, "eq", x, const(out, -1, t))
-    odd = icmp(out, "ne", out.emit(llvm.AndOp(n, one)), zero)
+    odd = icmp(out, "ne", out.emit(make(llvm.AndOp, n, one)), zero)
     minus_one_power = select(out, odd, const(out, -1, t), one)
     negative = select(out, is_one, one, select(out, is_minus_one, minus_one_power, zero))
     return select(out, icmp(out, "slt", n, zero), negative, result)
@@ -207,11 +210,11 @@ def libm_call(name: str):
         if isinstance(t, VectorType):
             return _per_lane(out, xs, t, lower)
         work = f32 if isinstance(t, Float16Type) else t
-        args = [x if work == t else out.emit(llvm.FPExtOp(x, work)) for x in xs]
+        args = [x if work == t else out.emit(make(llvm.FPExtOp, x, work)) for x in xs]
         symbol = name if isinstance(work, Float64Type) else f"{name}f"
         out.declare(symbol, [work] * len(args), work)
-        value = out.emit(llvm.CallOp(symbol, *args, return_type=work))
-        return value if work == t else out.emit(llvm.FPTruncOp(value, t))
+        value = out.emit(make(llvm.CallOp, symbol, *args, return_type=work))
+        return value if work == t else out.emit(make(llvm.FPTruncOp, value, t))
 
     return lower
 
@@ -220,17 +223,19 @@ def _per_lane(out: ScalarEmitter, xs: list[SSAValue], t: VectorType, scalar: Low
     """`scalar` applied to each lane of the vectors `xs`, put together as a `t` (a lane
     is taken out as a one-lane shuffle bitcast to its scalar: xDSL's llvm dialect has
     no `extractelement`)."""
-    result = out.emit(llvm.UndefOp(t))
+    result = out.emit(make(llvm.UndefOp, t))
     element = t.element_type
     one = VectorType(element, [1])
     for lane in range(t.get_shape()[0]):
         mask = DenseArrayBase.from_list(i32, [lane])
         args = [
-            out.emit(llvm.BitcastOp(out.emit(llvm.ShuffleVectorOp(x, x, mask, one)), element))
+            out.emit(
+                make(llvm.BitcastOp, out.emit(make(llvm.ShuffleVectorOp, x, x, mask, one)), element)
+            )
             for x in xs
         ]
         at = const(out, lane, i32)
-        result = out.emit(llvm.InsertElementOp(result, scalar(out, args), at))
+        result = out.emit(make(llvm.InsertElementOp, result, scalar(out, args), at))
     return result
 
 
@@ -246,20 +251,20 @@ def _intr(name: str, *extra_false: bool):
 
 def _rsqrt(out: ScalarEmitter, xs: list[SSAValue]) -> SSAValue:
     root = intrinsic(out, "sqrt", xs, xs[0].type)
-    return out.emit(llvm.FDivOp(const(out, 1.0, xs[0].type), root))
+    return out.emit(make(llvm.FDivOp, const(out, 1.0, xs[0].type), root))
 
 
 def _fpowi(out: ScalarEmitter, xs: list[SSAValue]) -> SSAValue:
-    exponent = out.emit(llvm.SIToFPOp(xs[1], xs[0].type))
+    exponent = out.emit(make(llvm.SIToFPOp, xs[1], xs[0].type))
     return intrinsic(out, "pow", [xs[0], exponent], xs[0].type)
 
 
 def _binary(kind: type[Operation]):
-    return lambda out, xs: out.emit(kind(xs[0], xs[1]))
+    return lambda out, xs: out.emit(make(kind, xs[0], xs[1]))
 
 
 def _fbinary(kind: type[Operation]):
-    return lambda out, xs: out.emit(kind(xs[0], xs[1]))
+    return lambda out, xs: out.emit(make(kind, xs[0], xs[1]))
 
 
 Lowering = Callable[[ScalarEmitter, list[SSAValue]], SSAValue]
@@ -290,7 +295,7 @@ SIMPLE: dict[type[Operation], Lowering] = {
     arith.MulfOp: _fbinary(llvm.FMulOp),
     arith.DivfOp: _fbinary(llvm.FDivOp),
     loop.RemFOp: _fbinary(llvm.FRemOp),  # sign of the dividend, like C fmod
-    arith.NegfOp: lambda out, xs: out.emit(llvm.FNegOp(xs[0])),
+    arith.NegfOp: lambda out, xs: out.emit(make(llvm.FNegOp, xs[0])),
     arith.MaximumfOp: _intr("maximum"),  # NaN-propagating
     arith.MinimumfOp: _intr("minimum"),
     arith.MaxnumfOp: _intr("maxnum"),
