@@ -205,13 +205,13 @@ def unfold(conv: Conv2d) -> None:
         literal = conv.kernel is not None
         weights = _kernel_columns(b, conv) if literal else None
         flat = b.insert(_pixel_rows_product(conv, rows, weights))
-        image = b.insert(_image(conv, flat.result))
+        image: Operation = b.insert(_image(conv, flat.result))
     else:
         weights = _flat_kernel(b, conv)
         flat = b.insert(_product(conv, rows, weights))
         image = b.insert(BitCastOp(flat.result, TensorType(conv.domain, conv.dtype)))
     copy_loc(op, flat, image, *([] if unfolded is None else [unfolded]))
-    op.result.replace_all_uses_with(image.result)
+    op.result.replace_all_uses_with(image.results[0])
     op.detach()
     op.erase()
     if isinstance(image, BitCastOp):
