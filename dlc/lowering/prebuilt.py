@@ -21,7 +21,7 @@ import struct
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from enum import Enum
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import IntegerAttr
@@ -160,22 +160,22 @@ def _fast_key(
     key: list[object] = [make, cls]
     for a in args:
         kind = _KINDS.get(type(a)) or _kind(type(a))
-        items: Sequence[object] = a if kind == _SEQUENCE else (a,)  # type: ignore[assignment]
+        items = cast("Sequence[object]", a) if kind == _SEQUENCE else (a,)
         part: list[object] = [len(items)] if kind == _SEQUENCE else []
         for x in items:
             kind = _KINDS.get(type(x)) or _kind(type(x))
-            if kind == _VALUE:
-                t = x.type  # type: ignore[attr-defined]
-                keep.append(t)
-                part.append((_ID, id(t), seen.setdefault(id(x), len(values))))
-                values.append(x)  # type: ignore[arg-type]
+            if kind == _VALUE:  # the kinds say what `x` is (`cast`: no check, no cost)
+                value = cast(SSAValue, x)
+                keep.append(value.type)
+                part.append((_ID, id(value.type), seen.setdefault(id(x), len(values))))
+                values.append(value)
             elif kind == _ATTRIBUTE:
-                keep.append(x)  # type: ignore[arg-type]
+                keep.append(cast(Attribute, x))
                 part.append((_ID, id(x)))
             elif kind == _FLOAT:
                 part.append((float, struct.pack("<d", x)))
             elif kind == _BLOCK:
-                blocks.append(x)  # type: ignore[arg-type]
+                blocks.append(cast(Block, x))
                 part.append(Block)
             elif kind == _ATOM:
                 part.append(x)
