@@ -113,35 +113,27 @@ def test_parts_build_here_when_no_worker_can(split: None, monkeypatch: pytest.Mo
     np.testing.assert_array_equal(helped.f(A, B), alone.f(A, B))
 
 
-def test_the_worker_reports_bad_input() -> None:
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        (b'"sizes": [19]}\nthis is not LLVM IR', b"dlc.runtime.jit_worker: RuntimeError"),
+        (b'"sizes": [4, 9]}\nshort', b"ValueError: 5 bytes of input for parts of sizes [4, 9]"),
+    ],
+)
+def test_the_worker_reports_bad_input(given: bytes, said: bytes) -> None:
+    """Text LLVM rejects, or fewer bytes than the header's sizes: a message, exit 1."""
     import subprocess
     import sys
 
     run = subprocess.run(
         [sys.executable, "-m", "dlc.runtime.jit_worker"],
-        input=b'{"opt_level": 2, "target": null, "sizes": [19]}\nthis is not LLVM IR',
-        capture_output=True,
-        check=False,
-        cwd=Path(jit_parts.__file__).resolve().parents[2],
-    )
-    assert run.returncode == 1
-    assert run.stdout == b""
-    assert b"dlc.runtime.jit_worker: RuntimeError" in run.stderr
-
-
-def test_the_worker_checks_the_sizes_of_its_input() -> None:
-    import subprocess
-    import sys
-
-    run = subprocess.run(
-        [sys.executable, "-m", "dlc.runtime.jit_worker"],
-        input=b'{"opt_level": 2, "target": null, "sizes": [4, 9]}\nshort',
+        input=b'{"opt_level": 2, "target": null, ' + given,
         capture_output=True,
         check=False,
         cwd=Path(jit_parts.__file__).resolve().parents[2],
     )
     assert run.returncode == 1 and run.stdout == b""
-    assert b"ValueError: 5 bytes of input for parts of sizes [4, 9]" in run.stderr
+    assert said in run.stderr
 
 
 def test_a_worker_builds_several_parts() -> None:
