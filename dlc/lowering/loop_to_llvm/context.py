@@ -52,12 +52,19 @@ class StatusTable:
     constants: list[tuple[str, Attribute, Attribute]] = field(default_factory=list)
     """(symbol, llvm array type, dense data) of the read-only data of `loop.const_copy`."""
 
+    polls: bool = False
+    """Whether the module polls the interrupt flag (`note_poll`)."""
+
     def code(self, kind: str, text: str) -> int:
-        message = f"{kind}\t{text}"
-        if kind == "interrupt" and message in self.messages:  # one, for every poll
-            return self.messages.index(message) + 1
-        self.messages.append(message)
+        self.messages.append(f"{kind}\t{text}")
         return len(self.messages)
+
+    def note_poll(self) -> None:
+        """The module polls: its polls store `abi.STATUS_INTERRUPTED`, and the one
+        "interrupt" message says that its calls can stop."""
+        if not self.polls:
+            self.polls = True
+            self.code("interrupt", "interrupted")
 
 
 class ContextEmitter:
@@ -185,7 +192,7 @@ class ContextEmitter:
         opaque = make(llvm.InlineAsmOp, "", "=r,0", [address], [PTR], has_side_effects=True)
         flag = self.emit(make(llvm.LoadOp, self.emit(opaque), i32, alignment=4))
         raised = icmp(self, "ne", flag, const(self, 0, i32))
-        self.status.code("interrupt", "interrupted")  # the module can stop: it has messages
+        self.status.note_poll()
         self.leave_with(raised, abi.STATUS_INTERRUPTED)
 
     # -- arena --------------------------------------------------------------------------
