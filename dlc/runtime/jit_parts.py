@@ -258,8 +258,9 @@ def compile_in_parts(
         texts = list(dict.fromkeys(unit_cache.named_by_content(texts)))
     machine = machine_settings(opt_level, target)
     keys = [unit_cache.key(text, machine) for text in texts[1:]] if units else []
-    found: list[bytes | None] = [unit_cache.lookup(k) for k in keys] if units else []
-    found += [None] * (len(texts) - 1 - len(found))
+    found: list[bytes | None] = [None] * (len(texts) - 1)  # each unit's stored object
+    if units:
+        found = [unit_cache.lookup(k) for k in keys]
     batches = _batches(texts, [i for i, obj in enumerate(found) if obj is None])
     workers = [_start_worker([texts[1 + i] for i in b], opt_level, target) for b in batches[1:]]
     objects = [build_object(texts[0], opt_level, target)]
