@@ -246,6 +246,8 @@ MODELS: dict[str, tuple[str, Callable[[], Example]]] = {
     "albert": ("encoder", hf_text("AlbertConfig", "AlbertModel", **TWO)),
     "electra": ("encoder", hf_text("ElectraConfig", "ElectraModel", **TWO)),
     "gpt2": ("decoder", hf_text("GPT2Config", "GPT2LMHeadModel", n_layer=2)),
+    # GPT-2 small as the model benchmark runs it (tools/bench_model_table.py): 12 layers
+    "gpt2_small": ("decoder", hf_text("GPT2Config", "GPT2LMHeadModel", length=128)),
     "llama": (
         "decoder",
         hf_text(

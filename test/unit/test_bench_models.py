@@ -111,3 +111,30 @@ def test_model_tests_tool_runs_a_light_model(capsys):
     assert capsys.readouterr().out.startswith("bvlc_alexnet   BackendTest pass")
     with pytest.raises(SystemExit):
         onnx_model_tests.main(["lenet"])
+
+
+def test_model_table_rows_and_summary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """tools/bench_model_table.py: a zoo export is found by name with its inputs, a row
+    per thread count with dlc / onnxruntime, a missing model is a row saying so, and the
+    summary gives the geometric mean per thread count and the worst loaded ratio (dlc at
+    the default thread count / one thread, beside busy processes)."""
+    import bench_model_table
+
+    onnx.save(relu_model(), str(tmp_path / "tiny.onnx"))
+    np.savez(tmp_path / "tiny.npz", x=np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3))
+    rows = [bench_model_table.measure("tiny", tmp_path, [1, 2], loaded=True)]
+    rows.append(bench_model_table.measure("absent", tmp_path, [1, 2], loaded=False))
+    assert rows[0].source == "zoo" and set(rows[0].ratios) == {1, 2}
+    assert rows[0].error == "0.0e+00" and rows[1].missing.startswith("not found")
+    assert rows[0].loaded is not None and rows[0].loaded > 0
+    lines = bench_model_table.report(rows, [1, 2], loaded=True).splitlines()
+    assert lines[0].startswith("model") and "1t dlc ms" in lines[0] and "2t dlc ms" in lines[0]
+    assert lines[1].startswith("tiny") and len(lines[1].split()) == 13
+    assert lines[2].startswith("absent") and "tools/model_zoo.py" in lines[2]
+    mean = bench_model_table.geomean([rows[0].ratios[1]])
+    assert lines[3] == (
+        f"1 thread(s): geomean dlc/ort {mean:.2f} (target 0.9) over 1 models; above 1.1: "
+        + ("tiny" if rows[0].ratios[1] > 1.1 else "none")
+    )
+    assert lines[-1] == f"loaded: worst default / one thread {rows[0].loaded:.2f} (limit 1.5)"
+    assert bench_model_table.geomean([0.5, 2.0]) == pytest.approx(1.0)
