@@ -154,6 +154,9 @@ def matmul_of(e: Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
     """NumPy matmul: 1-D operands gain a dimension that is dropped afterwards, batch
     dimensions broadcast."""
     a_vector, b_vector = len(shape_of(a)) == 1, len(shape_of(b)) == 1
+    rows = _shared_weight_rows(a, b)
+    if rows is not None:
+        return e.reshape(e.op(DotOp, [e.reshape(a, (rows, shape_of(a)[-1])), b]), rows_shape(a, b))
     if a_vector:
         a = e.reshape(a, (1, *shape_of(a)))
     if b_vector:
@@ -173,6 +176,25 @@ def matmul_of(e: Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
     if a_vector:
         dims.pop(-1 if b_vector else -2)
     return e.reshape(y, dims)
+
+
+def _shared_weight_rows(a: SSAValue, b: SSAValue) -> int | None:
+    """The rows of `a` as one matrix when `a` has batch dimensions and `b` is one
+    matrix shared by all of them (static shapes): [..., m, k] · [k, n] is then the
+    product of the [(...·m), k] rows with `b`, reshaped, as one tiled matrix product
+    instead of a batch of small ones over a broadcast `b` (sequence-first attention
+    layouts: [seq, 1, hidden] · [hidden, 3·hidden]). None for a batch of one."""
+    sa, sb = shape_of(a), shape_of(b)
+    if len(sa) < 3 or len(sb) != 2 or not all(isinstance(d, int) for d in (*sa, *sb)):
+        return None
+    if int(np.prod(sa[:-2])) == 1:
+        return None  # a batch of one product: already one matrix product
+    return int(np.prod(sa[:-1]))
+
+
+def rows_shape(a: SSAValue, b: SSAValue) -> tuple[int, ...]:
+    """The shape of `a` · `b` for `_shared_weight_rows`' case."""
+    return (*shape_of(a)[:-1], shape_of(b)[-1])
 
 
 def gemm(node: Node) -> list[SSAValue]:

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from onnx_models import interpret, make, node, randn, run
 
-from dlc.onnx.emitter import block_reversals
+import dlc.onnx
+from dlc.onnx.emitter import block_reversals, tensor_type
 
 TOL = {"rtol": 1e-5, "atol": 1e-5}
 
@@ -39,6 +40,19 @@ def test_matmul_is_numpy_matmul(a_shape, b_shape):
     a, b = randn(*a_shape), randn(*b_shape, seed=1)
     model = make([node("MatMul", ["a", "b"], ["y"])], {"a": a_shape, "b": b_shape}, {"y": None})
     np.testing.assert_allclose(run(model, a, b), np.matmul(a, b), **TOL)
+
+
+@pytest.mark.parametrize("a_shape", [(5, 1, 4), (2, 3, 4), (3, 2, 1, 4)])
+def test_matmul_with_one_weight_matrix_is_one_matrix_product(a_shape):
+    """[..., m, k] · [k, n]: the rows of every batch times the one matrix, as a single
+    rank-2 dot between two reshapes (not a batch of products over a broadcast weight)."""
+    a, w = randn(*a_shape), randn(4, 6, seed=1)
+    model = make([node("MatMul", ["a", "w"], ["y"])], {"a": a_shape}, {"y": None}, {"w": w})
+    module = dlc.onnx.load(model)
+    dots = [op for op in module.walk() if op.name == "graph.dot"]
+    assert [len(tensor_type(v).dims) for d in dots for v in d.operands] == [2, 2]
+    np.testing.assert_allclose(run(model, a), np.matmul(a, w), **TOL)
+    np.testing.assert_allclose(interpret(model, a), np.matmul(a, w), **TOL)
 
 
 @pytest.mark.parametrize(("trans_a", "trans_b"), [(0, 0), (1, 0), (0, 1), (1, 1)])
