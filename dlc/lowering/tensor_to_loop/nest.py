@@ -34,6 +34,7 @@ from dlc.lowering.tensor_to_loop.body import (
     load,
     store,
 )
+from dlc.lowering.tensor_to_loop.collapse import collapsed_position
 from dlc.lowering.tensor_to_loop.constants import constant, offset
 from dlc.lowering.tensor_to_loop.epilogue import EpilogueMember, EpilogueTile
 from dlc.lowering.tensor_to_loop.pack import PackedOperand, Scratch
@@ -82,6 +83,9 @@ class NestBuilder(RegisterTile, PackedOperand, EpilogueTile):
         )
         self.prefix = dict(zip(self.axes, prefix, strict=False))
         self.epilogue, self.keep_result = list(epilogue), keep_result
+        kept = {*self.unrolled, *self.splits, *self.parallel, self.lane_loop}
+        grouped = self.in_group or bool(self.feeders or self.epilogue or self.pack)
+        self.collapse_at = collapsed_position(op, self.loops, kept, grouped)
 
     # -- emission -------------------------------------------------------------------------
 
@@ -116,7 +120,24 @@ class NestBuilder(RegisterTile, PackedOperand, EpilogueTile):
         if self.op.combinator is None and self.loops[pos].name == self.lane_loop:
             self._lane_points(pos, b, env)
             return
+        if pos == self.collapse_at:
+            self._collapsed(pos, b, env)
+            return
         self._loop(pos, b, env, lambda b2, env2: self._emit(pos + 1, b2, env2))
+
+    def _collapsed(self, pos: int, b: Builder, env: dict[str, Block_]) -> None:
+        """Loops `pos` and `pos + 1` as one over rows x columns (`collapse.py`)."""
+        row, column = self.loops[pos].axis, self.loops[pos + 1].axis
+        columns = constant_extent(env[column].extent, self.op, column)
+        points = constant_extent(env[row].extent, self.op, row) * columns
+        nest = b.insert(loop.ForOp(index(b, 0), index(b, points), index(b, 1)))
+        copy_loc(self.op, nest)
+        body = Builder(InsertPoint.at_end(nest.body.block))
+        at_row = body.insert(arith.DivUIOp(nest.iv, index(body, columns))).result
+        at_column = body.insert(arith.RemUIOp(nest.iv, index(body, columns))).result
+        point = {**env, row: Block_(at_row, 0, 1), column: Block_(at_column, 0, 1)}
+        self._emit(pos + 2, body, point)
+        body.insert(loop.YieldOp())
 
     def _loop(self, pos: int, b: Builder, env: dict[str, Block_], inner: Inner) -> None:
         """Loop `pos` over its axis' current block, calling `inner(b, env)` for the body
