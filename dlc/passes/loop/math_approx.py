@@ -3,7 +3,9 @@
 A loop-level rewrite run before `lower-loop-to-llvm` unless exact libm calls are asked
 for (`fast_math_functions=False`); f16 is computed in f32, f64 keeps libm. The expansions
 use only `arith`, `math.fma` and bit casts, so they vectorize, and vector forms give each
-lane the scalar bits. Worst-case errors (exp, log, erf 2 ULP; tanh 5 ULP) and methods:
+lane the scalar bits. A power by a constant 2, 3 or 4 becomes multiplications (every
+float type; onnxruntime's Pow does the same): x·x is exact as pow rounds it, x³ and x⁴
+round twice (within 2 ULP). Worst-case errors (exp, log, erf 2 ULP; tanh 5 ULP) and methods:
 docs/design/numerics.md, tested in test/unit/test_math_approx.py.
 """
 
@@ -31,6 +33,7 @@ from xdsl.passes import ModulePass
 from dlc.analysis.levels import require_level
 from dlc.analysis.walk import walk_ops
 from dlc.dialects import loop
+from dlc.passes.loop.math_powers import expand_power
 
 _EXP_TAYLOR = [1 / 5040, 1 / 720, 1 / 120, 1 / 24, 1 / 6, 1 / 2]  # r^7 .. r^2
 _LOG_CEPHES = [
@@ -244,7 +247,10 @@ on vectors, which xDSL's arith does not take: vector log stays LLVM's `llvm.log`
 
 def expand(op: Operation) -> bool:
     """Replace one f16/f32 exp/log/tanh/erf (or a vector exp/tanh/erf) by its
-    polynomial; False if not applicable."""
+    polynomial, or a power by a constant 2, 3 or 4 by multiplications (`math_powers.py`);
+    False if not applicable."""
+    if expand_power(op):
+        return True
     expansion = _EXPANSIONS.get(type(op))
     if expansion is None:
         return False
@@ -270,7 +276,8 @@ def expand(op: Operation) -> bool:
 
 class MathApproxPass(ModulePass):
     """Loop level: f32/f16 `math.exp`, `math.log`, `math.tanh`, `math.erf` -> polynomial
-    arith code (exp, tanh, erf on f32/f16 vectors too).
+    arith code (exp, tanh, erf on f32/f16 vectors too); `math.powf` by a constant 2, 3
+    or 4 -> multiplications.
 
     Input: verified loop level (or any level whose bodies use xDSL `math`). Output: the
     same code without those ops for f16/f32 (f64 untouched); the error bounds are in
