@@ -145,14 +145,17 @@ BIT_CONVS: list[Conv] = [
 
 
 @pytest.mark.parametrize("conv", BIT_CONVS, ids=["vector", "every-second", "scalar"])
-@pytest.mark.parametrize("target", ["host", "x86-64"])
+@pytest.mark.parametrize("target", ["host", "haswell", "x86-64"])
 def test_without_fma_the_tiles_are_bit_identical_to_opt_level_0(conv: Conv, target: str) -> None:
-    """The tile folds every element in the order ci, kh, kw, as the plain nest does."""
+    """The tile folds every element in the order ci, kh, kw, as the plain nest does.
+    The tiles of the fixed targets are known; the host's depend on its vector width (a
+    row of 12 outputs is shorter than one AVX-512 vector: no tile there)."""
     module = parse_module(_source(conv, "f32"))
     x, k = _inputs(conv, "f32")
     plain = compile_graph_module(module, opt_level=0)["conv"](x, k)
     tiled = compile_graph_module(module, fma=False, target_cpu=target)
-    assert "unroll [d1.1, d3.1]" in tiled.ir("tensor")
+    if target != "host":
+        assert "unroll [d1.1, d3.1]" in tiled.ir("tensor")
     np.testing.assert_array_equal(tiled["conv"](x, k), plain)
 
 
