@@ -5,11 +5,13 @@ and the erf GELU compile once and match onnx's reference at every length."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
 
 import dlc
+from dlc.lowering.loop_to_llvm import lower_loop_to_llvm
 from dlc.runtime import jit
 
 onnx = pytest.importorskip("onnx")
@@ -103,6 +105,25 @@ def test_bert_with_a_symbolic_length_compiles_once():
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
     assert jit.NATIVE_COMPILES[0] == compiled
     assert module.stats("bert")["compiles"] == 1
+
+
+def test_a_large_symbolic_function_is_split_and_its_layers_share_runs(monkeypatch):
+    """Over `SPLIT_OPS`, the runs of nests (each a `loop.if` between its threaded and
+    serial versions) are outlined as in a static function: the second layer calls the
+    first layer's functions, which `jit_parts` compiles as units of their own."""
+    monkeypatch.setenv("DLC_CACHE", "0")  # the split threshold is not part of the key
+    monkeypatch.setattr(lower_loop_to_llvm, "SPLIT_OPS", 0)
+    model = _bert(layers=2)
+    module = dlc.compile_onnx(model, dynamic=True)
+    ir = module.ir("llvm")
+    defined = len(set(re.findall(r'define void @"dlc\.fn\.bert\$nest\d+"', ir)))
+    called = len(re.findall(r'call void @"dlc\.fn\.bert\$nest\d+"', ir))
+    assert 0 < defined < called
+    reference = ReferenceEvaluator(model)
+    for length in (1, 9):
+        ids, places = _inputs(length)
+        expected = reference.run(None, {"input_ids": ids, "position_ids": places})[0]
+        np.testing.assert_allclose(module.bert(ids, places), expected, rtol=1e-4, atol=1e-4)
 
 
 def test_a_gather_index_out_of_range_is_an_index_error():
