@@ -231,18 +231,21 @@ def test_products_in_k_blocks_and_packed_panels(rows, inner):
     np.testing.assert_allclose(module.p(a, b), a @ b, rtol=1e-4, atol=1e-4)
 
 
-def test_products_of_weights_read_panels_packed_at_compile_time():
-    w = np.random.default_rng(0).standard_normal((300, 70)).astype(np.float32)
+@pytest.mark.parametrize(("columns", "buffers"), [(70, 2), (64, 1)])
+def test_products_of_weights_read_panels_packed_at_compile_time(columns, buffers):
+    """The columns left over past the last full tile read the weights; without any,
+    only their packed copy is kept (and emitted)."""
+    w = np.random.default_rng(0).standard_normal((300, columns)).astype(np.float32)
     graph = helper.make_graph(
         [helper.make_node("MatMul", ["x", "w"], ["y"])],
         "dense",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 300])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 70])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", columns])],
         [numpy_helper.from_array(w, "w")],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     module = dlc.compile_onnx(model, dynamic=True)
-    assert module.ir("loop").count("loop.const_buffer") == 2  # the weights, and packed
+    assert module.ir("loop").count("loop.const_buffer") == buffers
     for rows in (1, 7, 40):
         x = np.random.default_rng(rows).standard_normal((rows, 300)).astype(np.float32)
         np.testing.assert_allclose(module.dense(x), x @ w, rtol=1e-4, atol=1e-4)
