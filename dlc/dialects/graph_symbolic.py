@@ -97,8 +97,9 @@ def op_problem(op: Operation) -> str | None:
 
 def signature_problem(t: FunctionType) -> str | None:
     """Why a function of type `t` cannot be compiled once for all sizes: a symbolic
-    dimension of its result no parameter binds, or a parameter or result that is not a
-    tensor; None when it can (or has no symbolic dimension)."""
+    dimension of its result no parameter binds, a product of dimensions (`%n*2`) in a
+    parameter (it binds no name), or a parameter or result that is not a tensor; None
+    when it can (or has no symbolic dimension)."""
     symbol = first_symbol([*t.args, t.output])
     if symbol is None:
         return None
@@ -107,6 +108,9 @@ def signature_problem(t: FunctionType) -> str | None:
         if not isinstance(arg, TensorType):
             return f"parameter of type {format_type(arg)}: not supported yet with symbolic dimension %{symbol}"
         bound.update(arg.symbols)
+    products = [s for arg in t.args if isinstance(arg, TensorType) for s in arg.symbols if "*" in s]
+    if products:
+        return f"symbolic dimension %{products[0]} of a parameter is a product: parameters take named sizes (%n)"
     if not isinstance(t.output, TensorType):
         return f"result of type {format_type(t.output)}: not supported yet with symbolic dimension %{symbol}"
     free = [s for s in t.output.symbols if s not in bound]

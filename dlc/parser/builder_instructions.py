@@ -189,7 +189,8 @@ class InstructionBuilder(LiteralBuilder):
 
     def _shape_spec(self, node: Tree) -> ArrayAttr[IntAttr | StringAttr]:
         """Static extents, and symbolic dimensions `%n` (a `shapeCast`'s target)."""
-        tokens = [t for t in map(as_token, node.children) if t.type in ("INT", "LOCAL")]
+        kinds = ("INT", "LOCAL", "DIM_PRODUCT")
+        tokens = [t for t in map(as_token, node.children) if t.type in kinds]
         dims = [int(t) if t.type == "INT" else str(t)[1:] for t in tokens]
         for d, tok in zip(dims, tokens, strict=True):
             if isinstance(d, int) and d < 0:

@@ -146,6 +146,7 @@ _TOKEN_RE = re.compile(
   | (?P<nl>\r\n|\r|\n)
   | (?P<string>"[^"\\\r\n]*(?:\\.[^"\\\r\n]*)*")
   | (?P<anon>%[0-9]+\.[0-9]+)
+  | (?P<product>%[A-Za-z_][A-Za-z0-9_.]*(?:\*(?:[0-9]+|[A-Za-z_][A-Za-z0-9_.]*))+)
   | (?P<sigil>[%@$'\#?!][A-Za-z_][A-Za-z0-9_.]*)
   | (?P<special>-?(?:inf|nan)(?![A-Za-z0-9_.]))
   | (?P<number>-?[0-9]+(?P<frac>\.[0-9]+)?(?P<exp>[eE][+-]?[0-9]+)?)
@@ -166,6 +167,7 @@ DISPLAY: dict[str, str] = {
     "INT": "integer",
     "FLOAT": "float",
     "LOCAL": "local value",
+    "DIM_PRODUCT": "symbolic dimension",
     "ANON": "local value",
     "GLOBAL": "global name",
     "TYPEID": "type name",
@@ -294,6 +296,8 @@ def _literal_type(
         return "STRING"
     if kind == "anon":
         return "ANON"
+    if kind == "product":  # `%seq*12`: adjacent dimensions merged (`graph_symbolic`)
+        return "DIM_PRODUCT"
     if kind == "special":
         return "FLOAT"
     assert kind == "number"

@@ -5,11 +5,13 @@ and the erf GELU compile once and match onnx's reference at every length."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
 
 import dlc
+from dlc.lowering.loop_to_llvm import lower_loop_to_llvm
 from dlc.runtime import jit
 
 onnx = pytest.importorskip("onnx")
@@ -103,6 +105,25 @@ def test_bert_with_a_symbolic_length_compiles_once():
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
     assert jit.NATIVE_COMPILES[0] == compiled
     assert module.stats("bert")["compiles"] == 1
+
+
+def test_a_large_symbolic_function_is_split_and_its_layers_share_runs(monkeypatch):
+    """Over `SPLIT_OPS`, the runs of nests (each a `loop.if` between its threaded and
+    serial versions) are outlined as in a static function: the second layer calls the
+    first layer's functions, which `jit_parts` compiles as units of their own."""
+    monkeypatch.setenv("DLC_CACHE", "0")  # the split threshold is not part of the key
+    monkeypatch.setattr(lower_loop_to_llvm, "SPLIT_OPS", 0)
+    model = _bert(layers=2)
+    module = dlc.compile_onnx(model, dynamic=True)
+    ir = module.ir("llvm")
+    defined = len(set(re.findall(r'define void @"dlc\.fn\.bert\$nest\d+"', ir)))
+    called = len(re.findall(r'call void @"dlc\.fn\.bert\$nest\d+"', ir))
+    assert 0 < defined < called
+    reference = ReferenceEvaluator(model)
+    for length in (1, 9):
+        ids, places = _inputs(length)
+        expected = reference.run(None, {"input_ids": ids, "position_ids": places})[0]
+        np.testing.assert_allclose(module.bert(ids, places), expected, rtol=1e-4, atol=1e-4)
 
 
 def test_a_gather_index_out_of_range_is_an_index_error():
@@ -210,18 +231,21 @@ def test_products_in_k_blocks_and_packed_panels(rows, inner):
     np.testing.assert_allclose(module.p(a, b), a @ b, rtol=1e-4, atol=1e-4)
 
 
-def test_products_of_weights_read_panels_packed_at_compile_time():
-    w = np.random.default_rng(0).standard_normal((300, 70)).astype(np.float32)
+@pytest.mark.parametrize(("columns", "buffers"), [(70, 2), (64, 1)])
+def test_products_of_weights_read_panels_packed_at_compile_time(columns, buffers):
+    """The columns left over past the last full tile read the weights; without any,
+    only their packed copy is kept (and emitted)."""
+    w = np.random.default_rng(0).standard_normal((300, columns)).astype(np.float32)
     graph = helper.make_graph(
         [helper.make_node("MatMul", ["x", "w"], ["y"])],
         "dense",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 300])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 70])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", columns])],
         [numpy_helper.from_array(w, "w")],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     module = dlc.compile_onnx(model, dynamic=True)
-    assert module.ir("loop").count("loop.const_buffer") == 2  # the weights, and packed
+    assert module.ir("loop").count("loop.const_buffer") == buffers
     for rows in (1, 7, 40):
         x = np.random.default_rng(rows).standard_normal((rows, 300)).astype(np.float32)
         np.testing.assert_allclose(module.dense(x), x @ w, rtol=1e-4, atol=1e-4)

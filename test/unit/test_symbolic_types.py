@@ -3,8 +3,10 @@ through the supported ops, and a located "not supported yet" error everywhere el
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
+import dlc
 from dlc import pipeline
 from dlc.diagnostics import DiagnosticError
 from dlc.dialects.graph_symbolic import is_symbolic
@@ -115,6 +117,41 @@ def test_result_dimension_must_be_bound_by_a_parameter():
         parse_module(src, "free.dl")
     assert str(info.value).startswith(
         "free.dl:4:12: error: symbolic dimension %k of the result is not the size of any parameter"
+    )
+
+
+MERGED = """\
+module "t"
+stage raw
+
+func @f: (<2 x %seq x 3 x f32>) -> <3 x %seq x 2 x f32> {
+'entry(%x: <2 x %seq x 3 x f32>):
+    %m = shapeCast %x: <2 x %seq x 3 x f32> to 2 x %seq*3
+    %t = transpose %m: <2 x %seq*3 x f32>
+    %r = shapeCast %t: <%seq*3 x 2 x f32> to 3 x %seq x 2
+    return %r: <3 x %seq x 2 x f32>
+}
+"""
+
+
+def test_a_product_of_dimensions_round_trips():
+    """`%seq*3` (adjacent dimensions merged, as an ONNX transpose of blocks of axes
+    is imported) prints and parses back, and compiles."""
+    assert print_module(parse_module(MERGED, "t.dl")) == MERGED
+    x = np.arange(2 * 5 * 3, dtype=np.float32).reshape(2, 5, 3)
+    expected = x.reshape(2, 15).T.reshape(3, 5, 2)
+    np.testing.assert_array_equal(dlc.compile(MERGED).f(x), expected)
+
+
+def test_a_product_of_dimensions_in_a_parameter_is_located():
+    src = _function(
+        "(<%n*2 x f32>) -> <%n*2 x f32>", "%x: <%n*2 x f32>", "    return %x: <%n*2 x f32>"
+    )
+    with pytest.raises(DiagnosticError) as info:
+        parse_module(src, "p.dl")
+    assert str(info.value).startswith(
+        "p.dl:4:12: error: symbolic dimension %n*2 of a parameter is a product: "
+        "parameters take named sizes (%n)"
     )
 
 

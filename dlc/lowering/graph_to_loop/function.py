@@ -24,7 +24,7 @@ from dlc.dialects.graph_types import FunctionType, TensorType, format_type
 from dlc.lowering.graph_to_loop.dot import DotEmitter
 from dlc.lowering.graph_to_loop.fusion import flat_leaves, fused_producers, is_flat
 from dlc.lowering.graph_to_loop.gather import check_indices, gather_nest
-from dlc.lowering.graph_to_loop.literals import dense_data, literal_bytes
+from dlc.lowering.graph_to_loop.literals import dense_data, drop_unused_literals, literal_bytes
 from dlc.lowering.graph_to_loop.nests import NestEmitter, buffer_type, localize_constants
 from dlc.lowering.scalar_ops import Unsupported, reassociate
 from dlc.target import Target
@@ -116,6 +116,7 @@ class FunctionLowering:
             nest.builder.insert(loop.DeallocOp(owned))
         nest.builder.insert(loop.ReturnOp())
         arg_types = [a.type for a in self.block.args]
+        drop_unused_literals(self.block)
         if self.optimize:
             localize_constants(self.block)
         return loop.FuncOp(self.func.sym_name.data, arg_types, Region(self.block))  # type: ignore[arg-type]

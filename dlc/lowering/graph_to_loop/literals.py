@@ -8,7 +8,9 @@ from typing import cast
 import numpy as np
 from xdsl.dialects.builtin import AnyDenseElement, BytesAttr, DenseIntOrFPElementsAttr
 from xdsl.dialects.builtin import TensorType as BuiltinTensorType
+from xdsl.ir import Block
 
+from dlc.dialects import loop
 from dlc.dialects.graph_literal import LitTree, dense_dtype, is_scalar_lit
 from dlc.dialects.graph_types import TensorType
 from dlc.lowering.tensor_to_loop.body import storage_type
@@ -40,3 +42,13 @@ def dense_data(t: TensorType, raw: bytes) -> DenseIntOrFPElementsAttr:
     element = cast(AnyDenseElement, storage_type(t.dt))  # an integer or float type
     data_type = BuiltinTensorType(element, [t.num_elements])
     return DenseIntOrFPElementsAttr(data_type, BytesAttr(raw))
+
+
+def drop_unused_literals(block: Block) -> None:
+    """Erase the `loop.const_buffer`s of `block` nothing reads: a product's weights
+    once it reads their copy packed at compile time (`dot.py`), which would otherwise
+    be emitted, cached and loaded twice."""
+    for op in [op for op in block.ops if isinstance(op, loop.ConstBufferOp)]:
+        if not op.res.uses:
+            op.detach()
+            op.erase()

@@ -39,16 +39,26 @@ cost), the calls, one per run, stay few (29 there)."""
 _ACCESSES = (loop.LoadOp, loop.StoreOp, loop.VLoadOp, loop.VStoreOp, loop.BroadcastOp)
 
 
+def is_nest(op: Operation, walked: list[Operation]) -> bool:
+    """A loop nest: a `loop.for`, or a `loop.if` holding one (`walked`: `walk_ops(op)`;
+    a module with symbolic dimensions chooses between a nest's threaded and serial
+    versions at run time)."""
+    if isinstance(op, loop.ForOp):
+        return True
+    return isinstance(op, loop.IfOp) and any(isinstance(inner, loop.ForOp) for inner in walked)
+
+
 def can_split(op: Operation, walked: list[Operation]) -> bool:
     """A top-level op `lower_split_chunk` can outline (`walked`: `walk_ops(op)`): a loop
-    nest without arena or stack allocation and without calls (the outlined function
-    has no arena block or stack guard of its own), or a scalar `arith` / `math` op;
-    neither taking nor giving a vector value across its boundary (a run's values
-    cross in 8-byte slots: a register tile whose outer loops have one iteration
+    nest (`is_nest`) without arena or stack allocation and without calls (the outlined
+    function has no arena block or stack guard of its own; a buffer sized at run time
+    comes from the ctx's arena or the heap, which it can reach), or a scalar `arith` /
+    `math` op; neither taking nor giving a vector value across its boundary (a run's
+    values cross in 8-byte slots: a register tile whose outer loops have one iteration
     leaves its accumulators and epilogue at the top level)."""
     if _vectors_cross(op, walked):
         return False
-    if isinstance(op, loop.ForOp):
+    if is_nest(op, walked):
         unsafe = (loop.AllocOp, loop.CallOp, lm.ScalarCallOp, lm.StackAllocOp, loop.ExternCallOp)
         return not any(isinstance(inner, unsafe) for inner in walked)
     return not op.regions and op.name.startswith(("arith.", "math."))
@@ -89,7 +99,7 @@ def split_chunks(
 
     def close() -> None:
         nonlocal run, size
-        if any(isinstance(op, loop.ForOp) for op in run):
+        if any(is_nest(op, walks[op]) for op in run):
             items.append(run)
         else:
             items.extend(run)
@@ -119,7 +129,7 @@ def _anchor(
 ) -> tuple[tuple[str, ...] | None, int]:
     """The most frequent shape of a nest (runs end before one), and the run budget: a
     quarter of `budget` when that shape occurs `REPEATS` times or more."""
-    nests = Counter(shape for op, shape in shapes.items() if isinstance(op, loop.ForOp))
+    nests = Counter(shape for shape in shapes.values() if shape[0] in ("loop.for", "loop.if"))
     if not nests:
         return None, budget
     anchor, count = nests.most_common(1)[0]

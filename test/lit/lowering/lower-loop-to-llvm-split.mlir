@@ -76,4 +76,37 @@ builtin.module attributes {dlc.name = "split", dlc.stage = "raw"} {
     }
     loop.return
   }
+
+// A nest chosen at run time (a `loop.if` between its threaded and serial versions, as
+// lower-graph-to-loop emits it over symbolic sizes) is outlined like a `loop.for`,
+// with the compare before it; the load of the size stays in the caller.
+// CHECK-LABEL: llvm.func @dlc.fn.chosen(
+// CHECK:         llvm.load
+// CHECK:         llvm.call @dlc.fn.chosen$nest0(
+// CHECK:       llvm.func internal @dlc.fn.chosen$nest0(
+// CHECK-SAME:    no_inline
+// CHECK:         llvm.icmp "sge"
+// CHECK:         llvm.cond_br
+// WHOLE-LABEL: llvm.func @dlc.fn.chosen(
+// WHOLE-NOT:     nest
+// WHOLE:         llvm.return
+  loop.func @chosen(%x: memref<8xf32>, %y: memref<8xf32>, %n: memref<1xi64>) {
+    %lb = arith.constant 0 : i64
+    %st = arith.constant 1 : i64
+    %big = arith.constant 4 : i64
+    %ub = loop.load %n[%lb] : memref<1xi64>
+    %many = arith.cmpi sge, %ub, %big : i64
+    loop.if %many {
+      loop.for %i = %lb to %ub step %st parallel {
+        %v = loop.load %x[%i] : memref<8xf32>
+        loop.store %v, %y[%i] : memref<8xf32>
+      }
+    } else {
+      loop.for %i = %lb to %ub step %st {
+        %v = loop.load %x[%i] : memref<8xf32>
+        loop.store %v, %y[%i] : memref<8xf32>
+      }
+    }
+    loop.return
+  }
 }
