@@ -236,9 +236,9 @@ def _split(module: ModuleOp, plan: Plan) -> Iterator[list[ModuleOp]]:
     finally:
         for op in added:
             op.detach()
-        for part in parts:
-            for f in list(part.body.block.ops):
-                f.detach()
+        for made in parts:
+            for inner in list(made.body.block.ops):
+                inner.detach()
         for op in order:
             if op.parent is not None:
                 op.detach()
