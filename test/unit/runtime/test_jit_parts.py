@@ -258,3 +258,26 @@ def test_units_are_named_by_their_content() -> None:
     assert "@c(" not in chain[1] and chain[1].count("@dlc.unit.") == 3  # a's own, c's twice
     circle = [caller("a"), calling("a", "c"), calling("c", "a")]
     assert named_by_content(circle) == circle  # units calling each other: names kept
+
+
+def test_a_worker_started_early_and_not_needed_is_stopped(
+    split: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without the cache the workers start before the parts print; one the batches do
+    not use (here: every part built in this process) is stopped and reaped."""
+    monkeypatch.setenv("DLC_CACHE", "0")
+    monkeypatch.setattr(jit_parts, "_batches", lambda load0, sizes, missing: [list(missing)])
+    stopped: list[object] = []
+    real = jit_worker.stop_worker
+
+    def stop(worker: object) -> None:
+        real(worker)  # type: ignore[arg-type]
+        stopped.append(worker)
+
+    monkeypatch.setattr(jit_worker, "stop_worker", stop)
+    alone = dlc.compile(PROGRAM)
+    assert built_in_parts(alone) and stopped
+    assert all(w.returncode is not None for w in stopped)  # type: ignore[attr-defined]
+    monkeypatch.setattr(jit_parts, "MIN_OPS", 10**9)
+    whole = dlc.compile(PROGRAM)
+    np.testing.assert_array_equal(alone.f(A, B), whole.f(A, B))
