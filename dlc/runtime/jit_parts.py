@@ -7,7 +7,9 @@ pieces: `compile_in_parts` moves groups of them (each with the functions only it
 uses, such as its OpenMP workers) into modules of their own, converts each to LLVM IR,
 then optimizes it and emits its object code in a worker process
 (`python -m dlc.runtime.jit_worker`; llvmlite serializes all LLVM calls of a process
-behind one lock, so threads would not overlap) while this process builds part 0. One
+behind one lock, so threads would not overlap) while this process prints and builds
+part 0: the parts are printed first and sent, and without the cache (every part to
+build) the workers start before that, so that their Python loads meanwhile. One
 MCJIT engine loads all the objects, which resolve each other's symbols; the compile
 cache stores them together (`pack_objects`). A worker that cannot start or fails
 leaves its part to this process.
@@ -23,19 +25,18 @@ and other globals are declared. The llvm-level module is left exactly as it was.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import json
 import os
 import struct
-import sys
-import threading
-from pathlib import Path
 from typing import TYPE_CHECKING
+
+from dlc.runtime import jit_worker
 
 if TYPE_CHECKING:  # imported where used: loading cached objects needs none of them
     import subprocess
+    from collections.abc import Iterator
 
-    from llvmlite.binding import TargetMachine
     from xdsl.dialects import llvm
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.ir import Operation
@@ -85,30 +86,38 @@ def _threads() -> int:
         return os.cpu_count() or 1
 
 
-def _references(op: Operation) -> set[str]:
-    """Symbols `op` calls or takes the address of."""
+def _scanned(op: Operation) -> tuple[dict[str, None], int]:
+    """The symbols `op` calls or takes the address of, in the order they first occur
+    (so parts list their functions alike in every process), and its number of ops."""
     from xdsl.dialects import llvm
 
-    names: set[str] = set()
+    names: dict[str, None] = {}
+    count = 0
     for inner in op.walk():
+        count += 1
         if isinstance(inner, llvm.CallOp) and inner.callee is not None:
-            names.add(inner.callee.string_value())
+            names[inner.callee.string_value()] = None
         elif isinstance(inner, llvm.AddressOfOp):
-            names.add(inner.global_name.string_value())
-    return names
+            names[inner.global_name.string_value()] = None
+    return names, count
 
 
-def _groups(module: ModuleOp) -> list[tuple[list[llvm.FuncOp], int]]:
+@dataclasses.dataclass
+class Plan:
+    """How a module is split: the functions of parts 1.. (`moved`), the symbols each
+    defined function references and the ops left in part 0."""
+
+    moved: list[list[llvm.FuncOp]]
+    refs: dict[str, dict[str, None]]
+    rest_ops: int
+    moved_ops: int
+
+
+def _groups(
+    funcs: dict[str, llvm.FuncOp], refs: dict[str, dict[str, None]], sizes: dict[str, int]
+) -> list[tuple[list[llvm.FuncOp], int]]:
     """Each outlined run with the internal functions only it reaches, and its size."""
-    from xdsl.dialects import llvm
-
-    funcs = {
-        op.sym_name.data: op
-        for op in module.body.block.ops
-        if isinstance(op, llvm.FuncOp) and op.body.blocks
-    }
     roots = [f for f in funcs.values() if f.no_inline is not None]
-    refs = {name: _references(f) for name, f in funcs.items()}
     groups = []
     for root in roots:
         members, stack = [root], [root.sym_name.data]
@@ -123,24 +132,24 @@ def _groups(module: ModuleOp) -> list[tuple[list[llvm.FuncOp], int]]:
                 seen.add(name)
                 members.append(f)
                 stack.append(name)
-        groups.append((members, sum(sum(1 for _ in m.walk()) for m in members)))
+        groups.append((members, sum(sizes[m.sym_name.data] for m in members)))
     return groups
 
 
-def _self_contained(module: ModuleOp, groups: list[tuple[list[llvm.FuncOp], int]]) -> bool:
-    from xdsl.dialects import llvm
-
+def _self_contained(
+    module: ModuleOp, groups: list[tuple[list[llvm.FuncOp], int]], refs: dict[str, dict[str, None]]
+) -> bool:
     """Whether every internal symbol a group uses is its own: no internal function is
     used from outside its group, no internal variable from inside one (they could not
     be linked across parts)."""
+    from xdsl.dialects import llvm
+
     owner = {f.sym_name.data: i for i, (members, _) in enumerate(groups) for f in members}
     roots = {f.sym_name.data for members, _ in groups for f in members if f.no_inline is not None}
-    for op in module.body.block.ops:
-        if not isinstance(op, llvm.FuncOp) or not op.body.blocks:
-            continue
-        here = owner.get(op.sym_name.data)
-        for name in _references(op):
-            if name in owner and name not in roots and owner[name] != here:
+    for name, used in refs.items():
+        here = owner.get(name)
+        for callee in used:
+            if callee in owner and callee not in roots and owner[callee] != here:
                 return False
     mutable = {
         op.sym_name.data
@@ -149,29 +158,39 @@ def _self_contained(module: ModuleOp, groups: list[tuple[list[llvm.FuncOp], int]
         and op.linkage.linkage.data == "internal"
         and op.constant is None
     }
-    return not any(_references(f) & mutable for members, _ in groups for f in members)
+    return not any(refs[f.sym_name.data].keys() & mutable for members, _ in groups for f in members)
 
 
-def _plan(module: ModuleOp, parts: int, units: bool = False) -> list[list[llvm.FuncOp]] | None:
+def _plan(module: ModuleOp, parts: int, units: bool = False) -> Plan | None:
     """Groups of outlined runs for parts 1..n-1 (part 0 keeps the rest), balanced by
     op count, or with `units` each run a part of its own (`unit_cache`); None when the
     module is too small or has nothing to move."""
-    total = sum(1 for _ in module.walk())
-    groups = _groups(module)
-    if total < MIN_OPS or len(groups) < 2 or not _self_contained(module, groups):
+    from xdsl.dialects import llvm
+
+    funcs, refs, sizes = {}, {}, {}
+    total = 1
+    for op in module.body.block.ops:
+        used, count = _scanned(op)
+        total += count
+        if isinstance(op, llvm.FuncOp) and op.body.blocks:
+            name = op.sym_name.data
+            funcs[name], refs[name], sizes[name] = op, used, count
+    groups = _groups(funcs, refs, sizes)
+    if total < MIN_OPS or len(groups) < 2 or not _self_contained(module, groups, refs):
         return None
+    moved_ops = sum(size for _, size in groups)
     if units:
-        return [members for members, _ in groups]
+        return Plan([members for members, _ in groups], refs, total - moved_ops, moved_ops)
     if parts < 2:
         return None
-    loads = [total - sum(size for _, size in groups)] + [0] * (parts - 1)
+    loads = [total - moved_ops] + [0] * (parts - 1)
     planned: list[list[llvm.FuncOp]] = [[] for _ in range(parts)]
     for members, size in sorted(groups, key=lambda g: -g[1]):
         k = loads.index(min(loads))
         loads[k] += size
         planned[k].extend(members)
     moved = [p for p in planned[1:] if p]
-    return moved or None
+    return Plan(moved, refs, loads[0], total - loads[0]) if moved else None
 
 
 def _declaration(op: Operation) -> Operation:
@@ -186,53 +205,46 @@ def _declaration(op: Operation) -> Operation:
     return llvm.GlobalOp(op.global_type, op.sym_name.data, "external")
 
 
-def _part_texts(
-    module: ModuleOp,
-    moved: list[list[llvm.FuncOp]],
-    tm: TargetMachine,
-    files: DataFiles | BoundData | None,
-) -> list[str]:
-    """LLVM IR of part 0 (the module without the moved functions) and of each part,
-    constant data included from `files` (`constant_data`); the module is restored
-    afterwards."""
+@contextlib.contextmanager
+def _split(module: ModuleOp, plan: Plan) -> Iterator[list[ModuleOp]]:
+    """The module as its parts while the context lasts: part 0 (`module` without the
+    moved functions, declaring the runs it calls), then a module for each part with
+    declarations of what it uses from elsewhere; `module` is restored afterwards."""
     from xdsl.dialects import llvm
     from xdsl.dialects.builtin import ModuleOp
-
-    from dlc.runtime.jit import ir_text
 
     block = module.body.block
     order = list(block.ops)
     symbols = {op.sym_name.data: op for op in order if isinstance(op, llvm.FuncOp | llvm.GlobalOp)}
-    roots = [f for part in moved for f in part if f.no_inline is not None]
+    roots = [f for part in plan.moved for f in part if f.no_inline is not None]
     for f in roots:
         f.linkage = llvm.LinkageAttr("external")
     added: list[Operation] = []
-    texts: list[str] = []
+    parts: list[ModuleOp] = []
     try:
-        for part in moved:
+        for part in plan.moved:
             for f in part:
                 f.detach()
-        for f in roots:  # part 0 calls them
-            added.append(_declaration(f))
+        added.extend(_declaration(f) for f in roots)  # part 0 calls them
         block.add_ops(added)
-        texts.append(ir_text(module, tm, files))
-        for part in moved:
+        for part in plan.moved:
             names = {f.sym_name.data for f in part}
-            needed = set().union(*(_references(f) for f in part)) - names
+            needed = set().union(*(plan.refs[f.sym_name.data] for f in part)) - names
             decls = [_declaration(symbols[n]) for n in sorted(needed) if n in symbols]
-            texts.append(ir_text(ModuleOp([*decls, *part]), tm, files))
-            for f in part:
-                f.detach()
+            parts.append(ModuleOp([*decls, *part]))
+        yield [module, *parts]
     finally:
         for op in added:
             op.detach()
+        for made in parts:
+            for inner in list(made.body.block.ops):
+                inner.detach()
         for op in order:
             if op.parent is not None:
                 op.detach()
             block.add_op(op)
         for f in roots:
             f.linkage = llvm.LinkageAttr("internal")
-    return texts
 
 
 def compile_in_parts(
@@ -242,120 +254,94 @@ def compile_in_parts(
     files: DataFiles | BoundData | None = None,
 ) -> list[bytes] | None:
     """Object code of `module` in parts (module docstring), parts 1.. found in the
-    unit cache or built in worker processes while this one builds part 0 (`files` holds
-    the constant data they include); None when it is better compiled whole."""
+    unit cache or built in worker processes while this one prints and builds part 0
+    (`files` holds the constant data they include); None when it is better compiled
+    whole."""
     from dlc.runtime import unit_cache
-    from dlc.runtime.jit import build_object, machine_settings, target_machine
 
     units = unit_cache.enabled()
-    moved = _plan(module, min(MAX_PARTS, _threads()), units)
-    if moved is None:
+    plan = _plan(module, min(MAX_PARTS, _threads()), units)
+    if plan is None:
         return None
-    texts = _part_texts(module, moved, target_machine(opt_level, target), files)
+    # without the cache every part is built: the workers start while the parts print
+    spare = [] if units else [w for w in (jit_worker.spawn_worker() for _ in plan.moved) if w]
+    try:
+        with _split(module, plan) as split:
+            return _build(split, plan, opt_level, target, files, spare)
+    finally:
+        for worker in spare:  # started early, not needed
+            jit_worker.stop_worker(worker)
+
+
+def _build(
+    split: list[ModuleOp],
+    plan: Plan,
+    opt_level: int,
+    target: Target | None,
+    files: DataFiles | BoundData | None,
+    spare: list[subprocess.Popen],
+) -> list[bytes] | None:
+    """`compile_in_parts` on the `_split` module: the parts printed and sent to
+    workers (`spare` first), part 0 printed and built here, the parts gathered."""
+    from dlc.runtime import unit_cache
+    from dlc.runtime.jit import build_object, ir_text, target_machine
+
+    tm = target_machine(opt_level, target)
+    texts = ["", *(ir_text(part, tm, files) for part in split[1:])]
     if any("@llvm.global_ctors" in text for text in texts):
         return None
-    if units:  # named by content, the same unit once
-        texts = list(dict.fromkeys(unit_cache.named_by_content(texts)))
-    machine = machine_settings(opt_level, target)
-    keys = [unit_cache.key(text, machine) for text in texts[1:]] if units else []
-    found: list[bytes | None] = [None] * (len(texts) - 1)  # each unit's stored object
-    if units:
-        found = [unit_cache.lookup(k) for k in keys]
-    batches = _batches(texts, [i for i, obj in enumerate(found) if obj is None])
-    workers = [_start_worker([texts[1 + i] for i in b], opt_level, target) for b in batches[1:]]
-    objects = [build_object(texts[0], opt_level, target)]
+    texts, names, keys, found = _named_and_found(texts, opt_level, target)
+    sizes = [len(text) for text in texts[1:]]
+    load0 = sum(sizes) * plan.rest_ops // max(plan.moved_ops, 1)  # part 0's, estimated
+    batches = _batches(load0, sizes, [i for i, obj in enumerate(found) if obj is None])
+    workers = []
+    for batch in batches[1:]:
+        worker = spare.pop(0) if spare else jit_worker.spawn_worker()
+        jit_worker.send(worker, [texts[1 + i] for i in batch], opt_level, target)
+        workers.append(worker)
+    text0 = unit_cache.named_caller(ir_text(split[0], tm, files), names)
+    if "@llvm.global_ctors" in text0:  # compiled whole: the workers stopped
+        for worker in workers:
+            jit_worker.stop_worker(worker)
+        return None
+    objects = [build_object(text0, opt_level, target)]
     for batch, worker in zip(batches, [None, *workers], strict=True):
-        built = _worker_objects(worker, len(batch))
+        built = jit_worker.worker_objects(worker, len(batch))
         for j, i in enumerate(batch):
             obj = built[j] or build_object(texts[1 + i], opt_level, target)
             found[i] = obj
-            if units:
+            if keys:  # the unit cache is on
                 unit_cache.store(keys[i], obj)
     return [*objects, *(obj for obj in found if obj is not None)]
 
 
-def _worker_objects(worker: subprocess.Popen | None, count: int) -> list[bytes | None]:
-    """The `count` objects `worker` built, or Nones for those this process must build."""
-    try:
-        built = unpack_objects(_finish_worker(worker) or b"")
-    except ValueError:  # a malformed bundle: build them here
-        built = []
-    return list(built) if len(built) == count and all(built) else [None] * count
+def _named_and_found(
+    texts: list[str], opt_level: int, target: Target | None
+) -> tuple[list[str], dict[str, str], list[str], list[bytes | None]]:
+    """With the unit cache on: the parts' `texts` (part 0 not printed yet) named by
+    content, the same unit once, with the names given, each unit's key and its stored
+    object (None: to build); without, `texts` as they are and no keys."""
+    from dlc.runtime import unit_cache
+    from dlc.runtime.jit import machine_settings
+
+    if not unit_cache.enabled():
+        return texts, {}, [], [None] * (len(texts) - 1)
+    named, names = unit_cache.named_units(texts)
+    named = list(dict.fromkeys(named))
+    machine = machine_settings(opt_level, target)
+    keys = [unit_cache.key(text, machine) for text in named[1:]]
+    return named, names, keys, [unit_cache.lookup(k) for k in keys]
 
 
-def _batches(texts: list[str], missing: list[int]) -> list[list[int]]:
-    """The parts to build (indices into `texts[1:]`) spread over this process (batch 0,
-    which also builds part 0) and up to `MAX_PARTS - 1` workers, balanced by text size;
-    empty batches dropped but the first."""
+def _batches(load0: int, sizes: list[int], missing: list[int]) -> list[list[int]]:
+    """The parts to build (indices into `sizes`, their texts' lengths) spread over this
+    process (batch 0, which also builds part 0 of about `load0`) and up to
+    `MAX_PARTS - 1` workers, balanced by text size; empty batches dropped but the first."""
     count = min(MAX_PARTS, _threads(), len(missing) + 1)
-    loads = [len(texts[0])] + [0] * (count - 1)
+    loads = [load0] + [0] * (count - 1)
     batches: list[list[int]] = [[] for _ in range(count)]
-    for i in sorted(missing, key=lambda i: -len(texts[1 + i])):
+    for i in sorted(missing, key=lambda i: -sizes[i]):
         k = loads.index(min(loads))
-        loads[k] += len(texts[1 + i])
+        loads[k] += sizes[i]
         batches[k].append(i)
     return [batches[0], *(b for b in batches[1:] if b)]
-
-
-def _start_worker(
-    texts: list[str], opt_level: int, target: Target | None
-) -> subprocess.Popen | None:
-    """`python -m dlc.runtime.jit_worker` building `texts` (its output: their objects,
-    `pack_objects`), its input written; None when no worker process can be started (the
-    caller builds the parts itself)."""
-    import subprocess
-
-    if not sys.executable:
-        return None
-    data = [text.encode() for text in texts]
-    header = {
-        "opt_level": opt_level,
-        "target": dataclasses.asdict(target) if target else None,
-        "sizes": [len(d) for d in data],
-    }
-    root = str(Path(__file__).resolve().parents[2])  # the dlc this process runs
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
-    }
-    try:
-        worker = subprocess.Popen(
-            # -P: the working directory is not on the worker's path (nothing found
-            # there is imported); PYTHONPATH leads with this process's dlc
-            [sys.executable, "-P", "-m", "dlc.runtime.jit_worker"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-        )
-    except OSError:
-        return None
-    feed = threading.Thread(
-        target=_feed, args=(worker, json.dumps(header).encode() + b"\n" + b"".join(data))
-    )
-    feed.start()
-    worker.feeder = feed  # type: ignore[attr-defined]
-    return worker
-
-
-def _feed(worker: subprocess.Popen, data: bytes) -> None:
-    try:
-        assert worker.stdin is not None
-        worker.stdin.write(data)
-        worker.stdin.close()
-    except OSError:  # the worker died: `_finish_worker` sees its status
-        pass
-
-
-def _finish_worker(worker: subprocess.Popen | None) -> bytes | None:
-    """The worker's object code, or None when it failed."""
-    if worker is None:
-        return None
-    assert worker.stdout is not None and worker.stderr is not None
-    out = worker.stdout.read()  # stderr carries a short message at most
-    worker.stderr.read()
-    worker.wait()
-    worker.feeder.join()  # type: ignore[attr-defined]
-    worker.stdout.close()
-    worker.stderr.close()
-    return out if worker.returncode == 0 and out else None

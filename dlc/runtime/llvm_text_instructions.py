@@ -59,8 +59,15 @@ _CASTS: dict[type[Operation], str] = {
 _OVERFLOW_ORDER = ("nuw", "nsw")  # llvmlite prints the flags in the order given; LLVM any
 
 
+_FASTMATH_ORDER = ("nnan", "ninf", "nsz", "arcp", "contract", "afn", "reassoc")
+"""LLVM's order of fast-math flags: the flags are a set, and a text that spelled them
+in the set's order would differ between processes (string hashes are salted), and
+with it the name of a unit (`unit_cache`) and its cache key."""
+
+
 def _fastmath(op: Any) -> list[str]:
-    return [f.value for f in op.fastmathFlags.data]
+    names = {f.value for f in op.fastmathFlags.data}
+    return [n for n in _FASTMATH_ORDER if n in names]
 
 
 def _binary_flags(op: Operation) -> list[str]:
@@ -86,7 +93,8 @@ def _binary(op: Operation, fn: FunctionState, opcode: str) -> str:
 def _cast(op: Operation, fn: FunctionState, opcode: str) -> str:
     flags: list[str] = []
     if isinstance(op, llvm.IntegerConversionOpOverflow) and op.overflowFlags:
-        flags = [f.value for f in op.overflowFlags.data]
+        names = {f.value for f in op.overflowFlags.data}
+        flags = [n for n in _OVERFLOW_ORDER if n in names]
     elif isinstance(op, llvm.IntegerConversionOpNNeg) and op.non_neg:
         flags = ["nneg"]
     words = " ".join([opcode, *flags])

@@ -57,10 +57,17 @@ def named_by_content(texts: list[str]) -> list[str]:
     other units follow. So a unit prints the same in every module that has it. A unit
     that uses another unit's function is named after it; the texts are returned as they
     are if units use each other in a circle."""
+    out, names = named_units(texts)
+    return [named_caller(texts[0], names), *out[1:]]
+
+
+def named_units(texts: list[str]) -> tuple[list[str], dict[str, str]]:
+    """`named_by_content` on the units (`texts[1:]`; `texts[0]` is returned as it is)
+    and the names given: part 0 follows with `named_caller`, printed later."""
     defined = [_FUNCTIONS.findall(text) + _GLOBALS.findall(text) for text in texts[1:]]
     roots = {names[0]: k for k, names in enumerate(defined) if names}
     if len(roots) != len(defined):
-        return texts
+        return texts, {}
     uses = [
         {t for t in _USED.findall(text) if t in roots} - {d[0]}
         for text, d in zip(texts[1:], defined, strict=True)
@@ -72,7 +79,7 @@ def named_by_content(texts: list[str]) -> list[str]:
             k for k, names in enumerate(defined) if names[0] not in done and uses[k] <= done.keys()
         ]
         if not ready:
-            return texts
+            return texts, {}
         for k in ready:
             local = {name: f"@{PREFIX}P{i}" for i, name in enumerate(defined[k])}
             text = _renamed(texts[1 + k], {**{u: done[u] for u in uses[k]}, **local})
@@ -83,10 +90,15 @@ def named_by_content(texts: list[str]) -> list[str]:
             }
             out[1 + k] = _renamed(text, final)
             done[defined[k][0]] = f"@{PREFIX}{digest}"
-    out[0] = _renamed(texts[0], done)
     if len(set(done.values())) < len(done):  # alike units: one declaration each
-        out = [_declared_once(text) for text in out]
-    return out
+        out = [texts[0], *(_declared_once(text) for text in out[1:])]
+    return out, done
+
+
+def named_caller(text: str, names: dict[str, str]) -> str:
+    """Part 0's `text` calling the units by the `names` `named_units` gave them."""
+    text = _renamed(text, names)
+    return _declared_once(text) if len(set(names.values())) < len(names) else text
 
 
 def _declared_once(text: str) -> str:

@@ -68,7 +68,6 @@ FUNCTIONS_OVER_BUDGET = {
     "runtime/convention.py::CompiledFunction.__init__",
     "runtime/convention.py::CompiledFunction._call_flat",
     "runtime/convention.py::CompiledFunction._init_other",
-    "runtime/jit_parts.py::_part_texts",
     "semantics/values.py::build_literal",
     "tuner/__init__.py::tune",
     "tuner/model.py::propose_model",

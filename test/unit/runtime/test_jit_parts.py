@@ -11,7 +11,7 @@ import pytest
 
 import dlc
 from dlc.lowering.loop_to_llvm import lower_loop_to_llvm
-from dlc.runtime import cache, jit_parts
+from dlc.runtime import cache, jit_parts, jit_worker
 from dlc.runtime.module import CompiledModule
 
 # Softmaxes and a product with a parallel loop: several runs of nests, an OpenMP
@@ -97,17 +97,17 @@ def test_object_bundles_round_trip() -> None:
 def test_parts_build_here_when_no_worker_can(split: None, monkeypatch: pytest.MonkeyPatch) -> None:
     """No interpreter to start, or a worker that fails: this process builds the part."""
     monkeypatch.setenv("DLC_CACHE", "0")
-    executable = jit_parts.sys.executable
-    monkeypatch.setattr(jit_parts.sys, "executable", "")
+    executable = jit_worker.sys.executable
+    monkeypatch.setattr(jit_worker.sys, "executable", "")
     alone = dlc.compile(PROGRAM)
     assert built_in_parts(alone)
-    monkeypatch.setattr(jit_parts.sys, "executable", executable)
-    real = jit_parts._start_worker  # noqa: SLF001
+    monkeypatch.setattr(jit_worker.sys, "executable", executable)
+    real = jit_worker.send
 
-    def failing(texts: list[str], opt_level: int, target: object) -> object:
-        return real(["this is not LLVM IR"] * len(texts), opt_level, target)  # type: ignore[arg-type]
+    def failing(worker: object, texts: list[str], opt_level: int, target: object) -> None:
+        real(worker, ["this is not LLVM IR"] * len(texts), opt_level, target)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(jit_parts, "_start_worker", failing)
+    monkeypatch.setattr(jit_worker, "send", failing)
     helped = dlc.compile(PROGRAM)
     assert built_in_parts(helped)
     np.testing.assert_array_equal(helped.f(A, B), alone.f(A, B))
@@ -138,8 +138,8 @@ def test_the_worker_reports_bad_input(given: bytes, said: bytes) -> None:
 
 def test_a_worker_builds_several_parts() -> None:
     texts = [f"define i64 @n{k}() {{\n  ret i64 {k}\n}}\n" for k in range(3)]
-    worker = jit_parts._start_worker(texts, 2, None)  # noqa: SLF001
-    objects = jit_parts._worker_objects(worker, 3)  # noqa: SLF001
+    worker = jit_worker.start_worker(texts, 2, None)
+    objects = jit_worker.worker_objects(worker, 3)
     assert all(o is not None and o.startswith(b"\x7fELF") for o in objects)
     assert len(set(objects)) == 3
 
@@ -197,8 +197,8 @@ def test_the_worker_ignores_the_working_directory(
     (planted / "__init__.py").write_text("raise SystemExit('planted dlc imported')\n")
     monkeypatch.chdir(tmp_path)
     ir = "define i64 @seven() {\n  ret i64 7\n}\n"
-    worker = jit_parts._start_worker([ir], 2, None)  # noqa: SLF001
-    code = jit_parts._finish_worker(worker)  # noqa: SLF001
+    worker = jit_worker.start_worker([ir], 2, None)
+    code = jit_worker.finish_worker(worker)
     assert code is not None and code.startswith(b"\x7fELF")
 
 
@@ -258,3 +258,26 @@ def test_units_are_named_by_their_content() -> None:
     assert "@c(" not in chain[1] and chain[1].count("@dlc.unit.") == 3  # a's own, c's twice
     circle = [caller("a"), calling("a", "c"), calling("c", "a")]
     assert named_by_content(circle) == circle  # units calling each other: names kept
+
+
+def test_a_worker_started_early_and_not_needed_is_stopped(
+    split: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without the cache the workers start before the parts print; one the batches do
+    not use (here: every part built in this process) is stopped and reaped."""
+    monkeypatch.setenv("DLC_CACHE", "0")
+    monkeypatch.setattr(jit_parts, "_batches", lambda load0, sizes, missing: [list(missing)])
+    stopped: list[object] = []
+    real = jit_worker.stop_worker
+
+    def stop(worker: object) -> None:
+        real(worker)  # type: ignore[arg-type]
+        stopped.append(worker)
+
+    monkeypatch.setattr(jit_worker, "stop_worker", stop)
+    alone = dlc.compile(PROGRAM)
+    assert built_in_parts(alone) and stopped
+    assert all(w.returncode is not None for w in stopped)  # type: ignore[attr-defined]
+    monkeypatch.setattr(jit_parts, "MIN_OPS", 10**9)
+    whole = dlc.compile(PROGRAM)
+    np.testing.assert_array_equal(alone.f(A, B), whole.f(A, B))

@@ -13,7 +13,7 @@ import llvmlite.binding as llvm_binding
 import numpy as np
 import pytest
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import ModuleOp, VectorType, f32, i64
+from xdsl.dialects.builtin import ModuleOp, VectorType, f32, i32, i64
 from xdsl.ir import Block, Region
 
 import dlc
@@ -198,3 +198,22 @@ def test_an_op_the_printer_does_not_know_goes_through_the_converter() -> None:
     parsed = llvm_binding.parse_assembly(jit.ir_text(module, tm))
     parsed.verify()
     assert "llvm.fma.v4f32" in str(parsed)
+
+
+def test_flags_print_in_llvms_order() -> None:
+    """Fast-math and overflow flags are sets: printed in LLVM's order, not the set's
+    (whose order changes with the process's string hashing), a module prints alike in
+    every process, and so does a unit's content name and cache key."""
+    block = Block(arg_types=[f32, f32, i64])
+    flags = llvm.FastMathAttr(list(llvm.FastMathFlag))
+    add = llvm.FAddOp(block.args[0], block.args[1], fast_math=flags)
+    trunc = llvm.TruncOp(block.args[2], i32, overflow=llvm.OverflowAttr(list(llvm.OverflowFlag)))
+    block.add_ops([add, trunc, llvm.ReturnOp(add.res)])
+    ftype = llvm.LLVMFunctionType([f32, f32, i64], f32)
+    func = llvm.FuncOp("f", ftype, linkage=llvm.LinkageAttr("external"), body=Region(block))
+    tm = jit.target_machine(0)
+    text = "\n".join(
+        llvm_text.module_text(ModuleOp([func]), tm.triple, str(tm.target_data), lambda op: None)
+    )
+    assert "fadd nnan ninf nsz arcp contract afn reassoc float" in text
+    assert "trunc nuw nsw i64" in text
