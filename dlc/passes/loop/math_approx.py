@@ -12,7 +12,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 
-from xdsl.builder import Builder, InsertPoint
+from xdsl.builder import Builder
 from xdsl.context import Context
 from xdsl.dialects import arith, math
 from xdsl.dialects.builtin import (
@@ -27,9 +27,14 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
 
 from dlc.analysis.levels import require_level
-from dlc.analysis.walk import walk_ops
 from dlc.dialects import loop
 
 _EXP_TAYLOR = [1 / 5040, 1 / 720, 1 / 120, 1 / 24, 1 / 6, 1 / 2]  # r^7 .. r^2
@@ -242,30 +247,37 @@ VECTOR_EXPANSIONS = (math.ExpOp, math.TanhOp, math.ErfOp)
 on vectors, which xDSL's arith does not take: vector log stays LLVM's `llvm.log`)."""
 
 
-def expand(op: Operation) -> bool:
-    """Replace one f16/f32 exp/log/tanh/erf (or a vector exp/tanh/erf) by its
-    polynomial; False if not applicable."""
-    expansion = _EXPANSIONS.get(type(op))
-    if expansion is None:
-        return False
+Expanded = math.ExpOp | math.LogOp | math.TanhOp | math.ErfOp
+
+
+def expanded(op: Expanded, rewriter: PatternRewriter) -> SSAValue | None:
+    """The polynomial of one f16/f32 exp/log/tanh/erf (or vector exp/tanh/erf), inserted
+    before it; None if the op's type has none (f64, vector log)."""
     t = op.results[0].type
     lanes = 0
     if isinstance(t, VectorType) and isinstance(op, VECTOR_EXPANSIONS):
         lanes, t = t.get_shape()[0], t.element_type
     if not isinstance(t, Float32Type | Float16Type):
-        return False
-    b = Builder(InsertPoint.before(op))
-    s = _F32(b, lanes)
+        return None
+    s = _F32(rewriter, lanes)
     x = op.operands[0]
     if isinstance(t, Float16Type):
         x = s.emit(arith.ExtFOp(x, VectorType(f32, [lanes]) if lanes else f32))
-    value = expansion(s, x)
+    value = _EXPANSIONS[type(op)](s, x)
     if isinstance(t, Float16Type):
         value = s.emit(arith.TruncFOp(value, op.results[0].type))
-    op.results[0].replace_all_uses_with(value)
-    op.detach()
-    op.erase()
-    return True
+    return value
+
+
+class ExpandFunctionPattern(RewritePattern):
+    """f(x) -> polynomial(x), f in exp, log, tanh, erf (f16 through f32)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: Expanded, rewriter: PatternRewriter) -> None:
+        value = expanded(op, rewriter)
+        if value is None:
+            return
+        rewriter.replace(op, (), [value])
 
 
 class MathApproxPass(ModulePass):
@@ -281,8 +293,8 @@ class MathApproxPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_level(op, "loop", self.name)
-        for inner in walk_ops(op):
-            expand(inner)
+        # one sweep: an expansion holds no op the pattern matches
+        PatternRewriteWalker(ExpandFunctionPattern(), apply_recursively=False).rewrite_module(op)
 
 
-__all__ = ["MathApproxPass", "expand"]
+__all__ = ["ExpandFunctionPattern", "MathApproxPass"]
