@@ -25,7 +25,7 @@ from dlc.dialects import graph_elementwise as ge
 from dlc.dialects import graph_gather as gg
 from dlc.dialects import graph_tensor as gt
 from dlc.dialects.graph_types import TensorType, dtype_is_float
-from dlc.passes.graph.adjoint_emitter import Emitter, tensor_of
+from dlc.passes.graph.autodiff.adjoint_emitter import Emitter, tensor_of
 from dlc.passes.graph.fold_constants import literal_of
 from dlc.passes.graph.permutations import permute
 from dlc.passes.statistics import PassStatistics
