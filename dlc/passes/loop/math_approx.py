@@ -27,14 +27,10 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import (
-    PatternRewriter,
-    PatternRewriteWalker,
-    RewritePattern,
-    op_type_rewrite_pattern,
-)
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
 from dlc.analysis.levels import require_level
+from dlc.analysis.walk import walk_ops
 from dlc.dialects import loop
 
 _EXP_TAYLOR = [1 / 5040, 1 / 720, 1 / 120, 1 / 24, 1 / 6, 1 / 2]  # r^7 .. r^2
@@ -287,14 +283,21 @@ class MathApproxPass(ModulePass):
     Input: verified loop level (or any level whose bodies use xDSL `math`). Output: the
     same code without those ops for f16/f32 (f64 untouched); the error bounds are in
     the module docstring. Everything else is unchanged.
+
+    The rewrite is a pattern (`ExpandFunctionPattern`), but the walk is dlc's `walk_ops`
+    with a type test, not xDSL's `PatternRewriteWalker`: on a loop-level module, where
+    few of many ops match, that walker (`Operation.walk`'s generators, a worklist, a
+    listener per insertion) took 3 times as long (ResNet-50: 20 -> 61 ms CPU).
     """
 
     name = "math-approx"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_level(op, "loop", self.name)
-        # one sweep: an expansion holds no op the pattern matches
-        PatternRewriteWalker(ExpandFunctionPattern(), apply_recursively=False).rewrite_module(op)
+        pattern = ExpandFunctionPattern()
+        for inner in walk_ops(op):  # one sweep: an expansion holds no op the pattern matches
+            if type(inner) in _EXPANSIONS:
+                pattern.match_and_rewrite(inner, PatternRewriter(inner))
 
 
 __all__ = ["ExpandFunctionPattern", "MathApproxPass"]
