@@ -67,12 +67,6 @@ class _SharedGraph(_Graph):
 ALBERT_EMBED = 128
 
 
-def _layer_norm(g: _Graph, x: str, name: str, hidden: int) -> str:
-    gamma = g.const(f"{name}.gamma", np.ones(hidden, np.float32))
-    beta = g.const(f"{name}.beta", np.zeros(hidden, np.float32))
-    return g.op("LayerNormalization", [x, gamma, beta], axis=-1, epsilon=1e-12)
-
-
 def albert(
     seed: int = 22,
     hidden: int = 768,
@@ -91,10 +85,10 @@ def albert(
     x = g.dense(x, "embeddings.project", ALBERT_EMBED, hidden)
     for _ in range(layers):
         attention = _attention(g, x, "shared.", tokens, hidden, heads)
-        x = _layer_norm(g, g.op("Add", [x, attention]), "shared.attn.norm", hidden)
+        x = g.layer_norm(g.op("Add", [x, attention]), "shared.attn.norm", hidden)
         inner = _gelu(g, g.dense(x, "shared.ffn.in", hidden, ffn))
         out = g.dense(inner, "shared.ffn.out", ffn, hidden)
-        x = _layer_norm(g, g.op("Add", [x, out]), "shared.ffn.norm", hidden)
+        x = g.layer_norm(g.op("Add", [x, out]), "shared.ffn.norm", hidden)
     return _finish(g, "albert", "embedded", [1, tokens, ALBERT_EMBED], x, [1, tokens, hidden])
 
 

@@ -147,9 +147,10 @@ class _Graph:
         b = self.weight(f"{name}.bias", (n_out,), 0.02)
         return self.op("Add", [self.op("MatMul", [x, w]), b])
 
-    def layer_norm(self, x: str, name: str) -> str:
-        gamma = self.const(f"{name}.gamma", np.ones(HIDDEN, np.float32))
-        beta = self.const(f"{name}.beta", np.zeros(HIDDEN, np.float32))
+    def layer_norm(self, x: str, name: str, hidden: int = HIDDEN) -> str:
+        """A LayerNormalization node over the last axis (`hidden` wide): gamma 1, beta 0."""
+        gamma = self.const(f"{name}.gamma", np.ones(hidden, np.float32))
+        beta = self.const(f"{name}.beta", np.zeros(hidden, np.float32))
         return self.op("LayerNormalization", [x, gamma, beta], axis=-1, epsilon=1e-12)
 
 
@@ -187,31 +188,41 @@ def _gelu(g: _Graph, x: str) -> str:
 
 
 def bert_layer(
-    seed: int = 9, fill: bool = False, layers: int = 1, dynamic: bool = False
+    seed: int = 9,
+    fill: bool = False,
+    layers: int = 1,
+    dynamic: bool = False,
+    *,
+    hidden: int = HIDDEN,
+    heads: int = HEADS,
+    ffn: int = FFN,
+    vocab: int = VOCAB,
+    positions: int = MAX_POSITIONS,
 ) -> ModelProto:
     """W9: input_ids int64 [1, 128] -> hidden states f32 [1, 128, 768]; `fill`:
     constant-filled weights instead of random ones; `layers` encoder layers (BERT-base:
     12, `bert_base`). `dynamic`: the sequence length is the symbolic dimension `seq`
-    (up to `MAX_POSITIONS`), the model takes `position_ids` [1, seq] too (as BERT
-    exports may) and gathers their embeddings, its reshapes say -1 for the length."""
+    (up to `positions`), the model takes `position_ids` [1, seq] too (as BERT exports
+    may) and gathers their embeddings, its reshapes say -1 for the length. The sizes
+    default to BERT-base's: `hidden` wide, `heads` attention heads, `ffn` wide
+    feed-forward layers, a `vocab`-word table (small ones make test models)."""
     g = _Graph(np.random.default_rng(seed), fill)
-    table = g.weight("embeddings.word", (VOCAB, HIDDEN), 0.02)
+    table = g.weight("embeddings.word", (vocab, hidden), 0.02)
     tokens: int | str = "seq" if dynamic else SEQUENCE
     if dynamic:
-        table_p = g.weight("embeddings.position", (MAX_POSITIONS, HIDDEN), 0.02)
-        positions = g.op("Gather", [table_p, "position_ids"], axis=0)
+        table_p = g.weight("embeddings.position", (positions, hidden), 0.02)
+        places = g.op("Gather", [table_p, "position_ids"], axis=0)
     else:
-        positions = g.weight("embeddings.position", (1, SEQUENCE, HIDDEN), 0.02)
-    embedded = g.op("Add", [g.op("Gather", [table, "input_ids"], axis=0), positions])
-    x = g.layer_norm(embedded, "embeddings.norm")
+        places = g.weight("embeddings.position", (1, SEQUENCE, hidden), 0.02)
+    embedded = g.op("Add", [g.op("Gather", [table, "input_ids"], axis=0), places])
+    x = g.layer_norm(embedded, "embeddings.norm", hidden)
     for layer in range(layers):
         p = f"layer{layer}." if layers > 1 else ""
-        attention = _attention(g, x, p, tokens=-1 if dynamic else SEQUENCE)
-        x = g.layer_norm(g.op("Add", [x, attention]), f"{p}attn.norm")
-        hidden = _gelu(g, g.dense(x, f"{p}ffn.in", HIDDEN, FFN))
-        x = g.layer_norm(
-            g.op("Add", [x, g.dense(hidden, f"{p}ffn.out", FFN, HIDDEN)]), f"{p}ffn.norm"
-        )
+        attention = _attention(g, x, p, -1 if dynamic else SEQUENCE, hidden, heads)
+        x = g.layer_norm(g.op("Add", [x, attention]), f"{p}attn.norm", hidden)
+        inner = _gelu(g, g.dense(x, f"{p}ffn.in", hidden, ffn))
+        out = g.dense(inner, f"{p}ffn.out", ffn, hidden)
+        x = g.layer_norm(g.op("Add", [x, out]), f"{p}ffn.norm", hidden)
     graph = helper.make_graph(
         g.nodes,
         "bert_layer" if layers == 1 else "bert",
@@ -219,7 +230,7 @@ def bert_layer(
             helper.make_tensor_value_info(name, TensorProto.INT64, [1, tokens])
             for name in ("input_ids", "position_ids")[: 2 if dynamic else 1]
         ],
-        [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, tokens, HIDDEN])],
+        [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, tokens, hidden])],
         g.inits,
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])

@@ -123,8 +123,8 @@ def export_graph_module(
     `options` for the target of `settings` (`dlc.aot.make_request`: `prefix`,
     `header`, `target`, `target_cpu`, `cc`). Exports `entries` (default: all)."""
     from dlc import aot
+    from dlc.passes.graph.autodiff.differentiate_tape import entry_points
     from dlc.passes.graph.differentiate import differentiated
-    from dlc.passes.graph.differentiate_tape import entry_points
 
     for func in defined_functions(module).values():
         if (symbol := first_symbol([func.function_type])) is not None:

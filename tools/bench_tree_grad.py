@@ -4,7 +4,7 @@
 test/unit/recursive_tree.dl at opt_level 0 and times `@deep_grad` (a left-deep chain
 built natively, then `@score_grad` through the recursion) and `@deep_score` (the
 primal), best of 3, on a thread with a 256 MiB stack (the recursion is native). With
-tapes (dlc/passes/graph/differentiate_tape.py) the gradient is linear in the depth.
+tapes (dlc/passes/graph/autodiff/differentiate_tape.py) the gradient is linear in the depth.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Gradient checks of the `differentiate` pass against float64 central differences.
 
-Every rule of dlc/passes/graph/adjoint_rules.py is checked on random inputs away from kinks
+Every rule of dlc/passes/graph/autodiff/adjoint_rules.py is checked on random inputs away from kinks
 with the reference interpreter (eps 1e-6, rtol 1e-3, atol 1e-5); the MLP and LSTM
 examples also run through the JIT (`compile_graph_module`).
 """

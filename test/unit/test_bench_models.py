@@ -42,9 +42,8 @@ def test_randomized_replaces_every_fill_by_a_fitting_weight():
 
 
 @pytest.mark.parametrize("fill", [False, True])
-def test_bert_layer_has_bert_base_shapes(fill: bool, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(onnx_workloads, "VOCAB", 100)  # the shapes, without 23M weights
-    model = onnx_workloads.bert_layer(fill=fill)
+def test_bert_layer_has_bert_base_shapes(fill: bool):
+    model = onnx_workloads.bert_layer(fill=fill, vocab=100)  # the shapes, without 23M weights
     ops = [n.op_type for n in model.graph.node]
     assert ops.count("LayerNormalization") == 3 and "Erf" in ops
     assert ops.count("Softmax") == 1 and ops.count("Gather") == 1

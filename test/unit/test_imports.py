@@ -69,10 +69,10 @@ CIRCLES_INSIDE_PACKAGES: dict[frozenset[str], str] = {
     ),
     frozenset(
         {
-            "passes.graph.differentiate",
-            "passes.graph.differentiate_replay",
-            "passes.graph.differentiate_sweep",
-            "passes.graph.differentiate_tape",
+            "passes.graph.autodiff.differentiate_replay",
+            "passes.graph.autodiff.differentiate_sweep",
+            "passes.graph.autodiff.differentiate_tape",
+            "passes.graph.autodiff.differentiator",
         }
     ): (
         "the sweep and the tapes are handed the (Function)Differentiator, the replay the "

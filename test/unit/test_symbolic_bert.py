@@ -4,8 +4,9 @@ and the erf GELU compile once and match onnx's reference at every length."""
 
 from __future__ import annotations
 
-import math
 import re
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,72 +19,17 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 from onnx.reference import ReferenceEvaluator  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+import onnx_workloads  # noqa: E402
+
 HIDDEN, HEADS, FFN, VOCAB, POSITIONS = 16, 2, 24, 50, 40
 
 
-class _Graph:
-    def __init__(self) -> None:
-        self.rng = np.random.default_rng(3)
-        self.nodes: list[onnx.NodeProto] = []
-        self.inits: list[onnx.TensorProto] = []
-
-    def const(self, name: str, value: np.ndarray) -> str:
-        self.inits.append(numpy_helper.from_array(value, name))
-        return name
-
-    def weight(self, name: str, shape: tuple[int, ...]) -> str:
-        return self.const(name, (self.rng.standard_normal(shape) * 0.3).astype(np.float32))
-
-    def op(self, op_type: str, inputs: list[str], **attrs: object) -> str:
-        out = f"{op_type.lower()}_{len(self.nodes)}"
-        self.nodes.append(helper.make_node(op_type, inputs, [out], name=out, **attrs))
-        return out
-
-    def dense(self, x: str, name: str, n_in: int, n_out: int) -> str:
-        w, b = self.weight(f"{name}.w", (n_in, n_out)), self.weight(f"{name}.b", (n_out,))
-        return self.op("Add", [self.op("MatMul", [x, w]), b])
-
-    def norm(self, x: str, name: str) -> str:
-        gamma, beta = self.weight(f"{name}.g", (HIDDEN,)), self.weight(f"{name}.b", (HIDDEN,))
-        return self.op("LayerNormalization", [x, gamma, beta], axis=-1, epsilon=1e-12)
-
-
-def _attention(g: _Graph, x: str, p: str) -> str:
-    heads = g.const(f"{p}heads", np.array([1, -1, HEADS, HIDDEN // HEADS], np.int64))
-    q, k, v = (
-        g.op("Transpose", [g.op("Reshape", [g.dense(x, f"{p}{n}", HIDDEN, HIDDEN), heads])],
-             perm=[0, 2, 1, 3])
-        for n in "qkv"
-    )  # fmt: skip
-    scale = g.const(f"{p}scale", np.array(1 / math.sqrt(HIDDEN // HEADS), np.float32))
-    kt = g.op("Transpose", [k], perm=[0, 1, 3, 2])
-    probs = g.op("Softmax", [g.op("Mul", [g.op("MatMul", [q, kt]), scale])], axis=-1)
-    context = g.op("Transpose", [g.op("MatMul", [probs, v])], perm=[0, 2, 1, 3])
-    flat = g.op("Reshape", [context, g.const(f"{p}flat", np.array([0, -1, HIDDEN], np.int64))])
-    return g.dense(flat, f"{p}out", HIDDEN, HIDDEN)
-
-
-def _bert(layers: int = 2) -> onnx.ModelProto:
-    """input_ids, position_ids int64 [1, seq] -> f32 [1, seq, HIDDEN]."""
-    g = _Graph()
-    words = g.op("Gather", [g.weight("words", (VOCAB, HIDDEN)), "input_ids"], axis=0)
-    places = g.op("Gather", [g.weight("places", (POSITIONS, HIDDEN)), "position_ids"], axis=0)
-    x = g.norm(g.op("Add", [words, places]), "embed")
-    for layer in range(layers):
-        p = f"l{layer}."
-        x = g.norm(g.op("Add", [x, _attention(g, x, p)]), f"{p}attn")
-        h = g.dense(x, f"{p}in", HIDDEN, FFN)
-        erf = g.op("Erf", [g.op("Div", [h, g.const(f"{p}r2", np.array(2**0.5, np.float32))])])
-        one, half = (g.const(f"{p}{n}", np.array(v, np.float32)) for n, v in (("1", 1), ("h", 0.5)))
-        gelu = g.op("Mul", [g.op("Mul", [h, half]), g.op("Add", [erf, one])])
-        x = g.norm(g.op("Add", [x, g.dense(gelu, f"{p}ffn", FFN, HIDDEN)]), f"{p}ffn")
-    inputs = [
-        helper.make_tensor_value_info(n, TensorProto.INT64, [1, "seq"])
-        for n in ("input_ids", "position_ids")
-    ]
-    output = helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, "seq", HIDDEN])
-    graph = helper.make_graph(g.nodes, "bert", inputs, [output], g.inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+def _bert(layers: int = 1) -> onnx.ModelProto:
+    """The benchmarks' BERT encoder (`onnx_workloads.bert_layer`), small: input_ids,
+    position_ids int64 [1, seq] -> f32 [1, seq, HIDDEN]."""
+    sizes = {"hidden": HIDDEN, "heads": HEADS, "ffn": FFN, "vocab": VOCAB, "positions": POSITIONS}
+    return onnx_workloads.bert_layer(3, layers=layers, dynamic=True, **sizes)
 
 
 def _inputs(length: int) -> tuple[np.ndarray, np.ndarray]:
@@ -92,7 +38,7 @@ def _inputs(length: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_bert_with_a_symbolic_length_compiles_once():
-    model = _bert(layers=1)
+    model = _bert()
     module = dlc.compile_onnx(model, dynamic=True)
     assert "<1 x %seq x 16 x f32>" in module.ir("graph")
     reference = ReferenceEvaluator(model)
@@ -100,11 +46,11 @@ def test_bert_with_a_symbolic_length_compiles_once():
     for length in (1, 7, 33):
         ids, places = _inputs(length)
         expected = reference.run(None, {"input_ids": ids, "position_ids": places})[0]
-        got = module.bert(ids, places)
+        got = module.bert_layer(ids, places)
         assert got.shape == (1, length, HIDDEN)
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
     assert jit.NATIVE_COMPILES[0] == compiled
-    assert module.stats("bert")["compiles"] == 1
+    assert module.stats("bert_layer")["compiles"] == 1
 
 
 def test_a_large_symbolic_function_is_split_and_its_layers_share_runs(monkeypatch):
@@ -116,30 +62,30 @@ def test_a_large_symbolic_function_is_split_and_its_layers_share_runs(monkeypatc
     model = _bert(layers=2)
     module = dlc.compile_onnx(model, dynamic=True)
     ir = module.ir("llvm")
-    defined = len(set(re.findall(r'define void @"dlc\.fn\.bert\$nest\d+"', ir)))
-    called = len(re.findall(r'call void @"dlc\.fn\.bert\$nest\d+"', ir))
+    defined = len(set(re.findall(r'define void @"dlc\.fn\.bert_layer\$nest\d+"', ir)))
+    called = len(re.findall(r'call void @"dlc\.fn\.bert_layer\$nest\d+"', ir))
     assert 0 < defined < called
     reference = ReferenceEvaluator(model)
     for length in (1, 9):
         ids, places = _inputs(length)
         expected = reference.run(None, {"input_ids": ids, "position_ids": places})[0]
-        np.testing.assert_allclose(module.bert(ids, places), expected, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(module.bert_layer(ids, places), expected, rtol=1e-4, atol=1e-4)
 
 
 def test_a_gather_index_out_of_range_is_an_index_error():
-    module = dlc.compile_onnx(_bert(layers=1), dynamic=True, opt_level=0)
+    module = dlc.compile_onnx(_bert(), dynamic=True, opt_level=0)
     ids, places = _inputs(4)
     places[0, 2] = POSITIONS  # one past the position table
     with pytest.raises(IndexError, match=r"out-of-bounds gather index 40 into axis 0"):
-        module.bert(ids, places)
+        module.bert_layer(ids, places)
     places[0, 2] = -POSITIONS  # counted from the end: the first row
-    module.bert(ids, places)
+    module.bert_layer(ids, places)
 
 
 def test_a_reshape_that_splits_a_symbolic_dimension_is_located():
-    model = _bert(layers=1)
-    heads = next(t for t in model.graph.initializer if t.name == "l0.heads")
-    heads.CopyFrom(numpy_helper.from_array(np.array([-1, 2, HIDDEN], np.int64), "l0.heads"))
+    model = _bert()
+    heads = next(t for t in model.graph.initializer if t.name == "heads_shape")
+    heads.CopyFrom(numpy_helper.from_array(np.array([-1, 2, HIDDEN], np.int64), "heads_shape"))
     with pytest.raises(dlc.DiagnosticError) as info:
         dlc.compile_onnx(model, dynamic=True)
     assert "(Reshape): cannot reshape [1, 'seq', 16] to [-1, 2, 16]" in str(info.value)
@@ -147,7 +93,7 @@ def test_a_reshape_that_splits_a_symbolic_dimension_is_located():
 
 
 def test_layer_norm_over_a_symbolic_axis_is_located():
-    model = _bert(layers=1)
+    model = _bert()
     norm = next(n for n in model.graph.node if n.op_type == "LayerNormalization")
     norm.attribute[0].i = 1  # axis 1: the sequence
     with pytest.raises(

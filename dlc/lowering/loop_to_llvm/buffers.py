@@ -43,6 +43,13 @@ def element_bytes(mtype: MemRefType, op: Operation) -> int:
     return size
 
 
+def buffer_type(buffer: SSAValue) -> MemRefType:
+    """The type of a buffer operand: a `memref` (the loop dialect's verifiers hold it)."""
+    mtype = buffer.type
+    assert isinstance(mtype, MemRefType), mtype
+    return mtype
+
+
 def element_count(mtype: MemRefType) -> int:
     count = 1
     for dim in mtype.get_shape():
@@ -61,8 +68,7 @@ class BufferEmitter(ContextEmitter):
     ) -> tuple[SSAValue, int]:
         """Element pointer `&buffer[indices]` (row-major GEP) and its alignment; `lanes`
         elements from there along the last dimension are accessed (vectors)."""
-        mtype = buffer.type
-        assert isinstance(mtype, MemRefType)
+        mtype = buffer_type(buffer)
         align = element_bytes(mtype, op)
         base = self.get(buffer)
         if not indices:
@@ -111,8 +117,8 @@ class BufferEmitter(ContextEmitter):
             case loop.VCmpfOp():
                 self.values[op.res] = self.lane_compare(op)
             case loop.VSelectOp():
-                mask, lhs, rhs = (self.get(v) for v in op.operands)
-                self.values[op.res] = self.emit(make(llvm_lanes.SelectOp, mask, lhs, rhs))
+                cond, lhs, rhs = (self.get(v) for v in op.operands)
+                self.values[op.res] = self.emit(make(llvm_lanes.SelectOp, cond, lhs, rhs))
 
     def lane_compare(self, op: loop.VCmpfOp) -> SSAValue:
         """`fcmp` on whole vectors (a `<W x i1>`: `dlc.dialects.llvm_lanes`)."""
@@ -157,13 +163,13 @@ class BufferEmitter(ContextEmitter):
             case loop.ConstBufferOp():
                 self.values[op.res] = self.constant_data(op.value, op.res.type)
             case loop.ConstCopyOp():
-                mtype = op.dest.type
+                mtype = buffer_type(op.dest)
                 nbytes = element_count(mtype) * element_bytes(mtype, op)
                 source = self.constant_data(op.value, mtype)
                 args = [self.get(op.dest), source, const(self, nbytes, i64), const(self, 0, i1)]
                 self.emit(make(llvm.CallIntrinsicOp, "llvm.memcpy.p0.p0.i64", args, []))
             case loop.CopyOp():
-                mtype = op.source.type
+                mtype = buffer_type(op.source)
                 nbytes = element_count(mtype) * element_bytes(mtype, op)
                 args = [self.get(op.dest), self.get(op.source), const(self, nbytes, i64)]
                 args.append(const(self, 0, i1))
@@ -232,7 +238,12 @@ class BufferEmitter(ContextEmitter):
         self.start(done)
 
     def checked(
-        self, op: Operation, linear: SSAValue, indices: Sequence[SSAValue], shape, lanes: int = 1
+        self,
+        op: Operation,
+        linear: SSAValue,
+        indices: Sequence[SSAValue],
+        shape: Sequence[int],
+        lanes: int = 1,
     ) -> SSAValue:
         """Bounds check: an out-of-range index (the last one: with `lanes` elements from
         it) records the op's message in the status word (the first violation wins) and

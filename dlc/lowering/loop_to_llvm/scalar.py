@@ -53,6 +53,10 @@ class ScalarEmitter(Protocol):
         ...
 
 
+# How one op is lowered: the emitter and the op's lowered operands give its llvm value.
+Lowering = Callable[[ScalarEmitter, list[SSAValue]], SSAValue]
+
+
 def type_suffix(t: Attribute) -> str:
     """LLVM intrinsic name suffix: f16/f32/f64/iN, v16f32 for vectors."""
     if isinstance(t, VectorType):
@@ -109,7 +113,9 @@ def select(out: ScalarEmitter, cond: SSAValue, a: SSAValue, b: SSAValue) -> SSAV
 # --- integer division: x / 0 -> 0, INT_MIN / -1 wraps ------------------------------
 
 
-def _safe_divisor(out: ScalarEmitter, a: SSAValue, b: SSAValue, signed: bool):
+def _safe_divisor(
+    out: ScalarEmitter, a: SSAValue, b: SSAValue, signed: bool
+) -> tuple[SSAValue, SSAValue]:
     """(divisor that cannot trap, b == 0)."""
     t = b.type
     assert isinstance(t, IntegerType)
@@ -125,9 +131,7 @@ def _safe_divisor(out: ScalarEmitter, a: SSAValue, b: SSAValue, signed: bool):
     return select(out, bad, one, b), is_zero
 
 
-def _guarded(
-    kind: type[Operation], signed: bool
-) -> Callable[[ScalarEmitter, list[SSAValue]], SSAValue]:
+def _guarded(kind: type[Operation], signed: bool) -> Lowering:
     """a op b with b == 0 -> 0; with INT_MIN / -1 computed as INT_MIN / 1 (wraps)."""
 
     def lower(out: ScalarEmitter, xs: list[SSAValue]) -> SSAValue:
@@ -159,7 +163,7 @@ def _rounded_div(out: ScalarEmitter, xs: list[SSAValue], floor: bool) -> SSAValu
     return select(out, is_zero, zero, q)
 
 
-def _shift(kind: type[Operation], arithmetic: bool):
+def _shift(kind: type[Operation], arithmetic: bool) -> Lowering:
     """Shift amounts >= width give 0 (or the sign fill for arithmetic shifts), not poison."""
 
     def lower(out: ScalarEmitter, xs: list[SSAValue]) -> SSAValue:
@@ -201,7 +205,7 @@ def _ipowi(out: ScalarEmitter, xs: list[SSAValue]) -> SSAValue:
 # --- float helpers ------------------------------------------------------------------
 
 
-def libm_call(name: str):
+def libm_call(name: str) -> Lowering:
     """Call libm `name` (double) / `namef` (float); f16 is computed in f32; on
     vectors, one call per lane."""
 
@@ -239,7 +243,7 @@ def _per_lane(out: ScalarEmitter, xs: list[SSAValue], t: VectorType, scalar: Low
     return result
 
 
-def _intr(name: str, *extra_false: bool):
+def _intr(name: str, *extra_false: bool) -> Lowering:
     """Intrinsic `llvm.<name>.<type>` on the operands (plus trailing i1 flags)."""
 
     def lower(out: ScalarEmitter, xs: list[SSAValue]) -> SSAValue:
@@ -259,15 +263,13 @@ def _fpowi(out: ScalarEmitter, xs: list[SSAValue]) -> SSAValue:
     return intrinsic(out, "pow", [xs[0], exponent], xs[0].type)
 
 
-def _binary(kind: type[Operation]):
+def _binary(kind: type[Operation]) -> Lowering:
     return lambda out, xs: out.emit(make(kind, xs[0], xs[1]))
 
 
-def _fbinary(kind: type[Operation]):
+def _fbinary(kind: type[Operation]) -> Lowering:
     return lambda out, xs: out.emit(make(kind, xs[0], xs[1]))
 
-
-Lowering = Callable[[ScalarEmitter, list[SSAValue]], SSAValue]
 
 # Ops whose lowering depends only on the operands (result type = operand type).
 SIMPLE: dict[type[Operation], Lowering] = {

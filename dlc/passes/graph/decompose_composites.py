@@ -10,6 +10,13 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import IntAttr, ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriterListener,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
 
 from dlc.analysis.levels import require_level
 from dlc.diagnostics import error_at
@@ -18,9 +25,8 @@ from dlc.dialects import graph_elementwise as ge
 from dlc.dialects import graph_gather as gg
 from dlc.dialects import graph_tensor as gt
 from dlc.dialects.graph_types import TensorType, dtype_is_float
-from dlc.passes.graph.adjoint_emitter import Emitter, tensor_of
+from dlc.passes.graph.autodiff.adjoint_emitter import Emitter, tensor_of
 from dlc.passes.graph.fold_constants import literal_of
-from dlc.passes.graph.pass_support import functions
 from dlc.passes.graph.permutations import permute
 from dlc.passes.statistics import PassStatistics
 
@@ -151,9 +157,12 @@ def top_k(e: Emitter, op: gc.TopKOp | gc.TopKIndicesOp) -> SSAValue:
     return permute(e, values, back)
 
 
-def decompose(op: Operation) -> bool:
-    if not isinstance(op, gc.EinsumOp | gc.TopKOp | gc.TopKIndicesOp):
-        return False
+Composite = gc.EinsumOp | gc.TopKOp | gc.TopKIndicesOp
+
+
+def decomposed(op: Composite) -> SSAValue:
+    """The value of `op` computed by ops inserted before it; a located error for
+    operands (or an einsum result) of rank above `MAX_RANK`."""
     ranks: Sequence[int] = [tensor_of(v).rank for v in op.operands]
     if isinstance(op, gc.EinsumOp):
         ranks = [*ranks, tensor_of(op.result).rank]
@@ -162,11 +171,15 @@ def decompose(op: Operation) -> bool:
     block = op.parent_block()
     assert block is not None
     e = Emitter(block, op, op, None)
-    value = einsum(e, op) if isinstance(op, gc.EinsumOp) else top_k(e, op)
-    op.results[0].replace_all_uses_with(value)
-    op.detach()
-    op.erase()
-    return True
+    return einsum(e, op) if isinstance(op, gc.EinsumOp) else top_k(e, op)
+
+
+class DecomposePattern(RewritePattern):
+    """einsum(x...) -> dots of arranged operands; topK(x) -> ranks by comparison."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: Composite, rewriter: PatternRewriter) -> None:
+        rewriter.replace(op, (), [decomposed(op)])
 
 
 @dataclass(frozen=True)
@@ -189,7 +202,15 @@ class DecomposeCompositesPass(PassStatistics, ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_level(op, "graph", self.name)
         done = 0
-        for func in functions(op):
-            for inst in list(func.body.walk()):
-                done += decompose(inst)
+
+        def replaced(_op: Operation, _new: object) -> None:
+            nonlocal done
+            done += 1
+
+        listener = PatternRewriterListener(operation_replacement_handler=[replaced])
+        # one sweep: a decomposition holds no composite op
+        walker = PatternRewriteWalker(
+            DecomposePattern(), apply_recursively=False, listener=listener
+        )
+        walker.rewrite_module(op)
         self.count("ops decomposed", done)

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
-from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriterListener,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
 from xdsl.traits import Pure
 
 from dlc.analysis.levels import require_level
@@ -17,8 +24,12 @@ from dlc.dialects.graph import GlobalRefOp, LiteralOp
 from dlc.dialects.graph_literal import LiteralAttr, array_tree
 from dlc.dialects.graph_symbolic import require_static
 from dlc.dialects.graph_types import TensorType
-from dlc.passes.graph.pass_support import erase_dead_ops, functions, pure_functions
+from dlc.passes.graph.pass_support import erase_dead_ops, pure_functions
 from dlc.passes.statistics import PassStatistics
+
+if TYPE_CHECKING:
+    from dlc.semantics.handlers import Handler
+    from dlc.semantics.interpreter import Interpreter
 
 
 def literal_of(value: np.ndarray, t: TensorType) -> LiteralOp:
@@ -61,33 +72,57 @@ def foldable(op: Operation, limit: int) -> bool:
     return all(isinstance(v.owner, LiteralOp) and not v.owner.elements for v in op.operands)
 
 
+def folded(
+    op: Operation, limit: int, interp: Interpreter, handlers: dict[type[Operation], Handler]
+) -> LiteralOp | None:
+    """The literal of `op`'s value when it is `foldable` under `limit` and has a
+    handler in the reference interpreter (`handlers`), else None (so is an op whose
+    evaluation raises IndexError, a gather out of range: the error belongs to run time)."""
+    handler = handlers.get(type(op))
+    if handler is None or not foldable(op, limit):
+        return None
+    args = [handlers[LiteralOp](interp, v.owner, []) for v in op.operands]
+    try:
+        with np.errstate(all="ignore"):
+            value = np.asarray(handler(interp, op, args))
+    except IndexError:
+        return None
+    result = op.results[0]
+    assert isinstance(result.type, TensorType)
+    return literal_of(value, result.type)
+
+
+@dataclass
+class FoldPattern(RewritePattern):
+    """op(literal a, literal b, ...) -> literal op(a, b, ...)"""
+
+    limit: int
+    interp: Interpreter
+    handlers: dict[type[Operation], Handler]
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        new = folded(op, self.limit, self.interp, self.handlers)
+        if new is None:
+            return
+        rewriter.replace(op, new)  # the literal keeps the op's name
+
+
 def fold_all(module: ModuleOp, limit: int) -> int:
     """Fold every foldable op (in order, so chains fold in one sweep); return how many."""
-    from dlc.semantics.handlers import HANDLERS
+    from dlc.semantics.handlers import HANDLERS  # the interpreter, loaded when used
     from dlc.semantics.interpreter import Interpreter
 
-    interp = Interpreter(module)
-    folded = 0
-    for func in functions(module):
-        for op in list(func.body.walk()):
-            handler = HANDLERS.get(type(op))
-            if handler is None or not foldable(op, limit):
-                continue
-            args = [HANDLERS[LiteralOp](interp, v.owner, []) for v in op.operands]
-            try:
-                with np.errstate(all="ignore"):
-                    value = np.asarray(handler(interp, op, args))
-            except IndexError:  # an index out of range (gather): an error at run time
-                continue
-            result = op.results[0]
-            assert isinstance(result.type, TensorType)
-            new = literal_of(value, result.type)
-            new.result._name = result._name
-            Rewriter.insert_op(new, InsertPoint.before(op))
-            result.replace_all_uses_with(new.result)
-            Rewriter.erase_op(op)
-            folded += 1
-    return folded
+    count = 0
+
+    def replaced(_op: Operation, _new: object) -> None:
+        nonlocal count
+        count += 1
+
+    listener = PatternRewriterListener(operation_replacement_handler=[replaced])
+    pattern = FoldPattern(limit, Interpreter(module), HANDLERS)
+    PatternRewriteWalker(pattern, apply_recursively=False, listener=listener).rewrite_module(module)
+    return count
 
 
 @dataclass(frozen=True)

@@ -6,41 +6,52 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation
 from xdsl.passes import ModulePass
-from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriterListener,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
 
 from dlc.analysis.levels import require_level
 from dlc.dialects.graph import LiteralOp
 from dlc.dialects.graph_elementwise import BinaryOp
 from dlc.dialects.graph_types import TensorType
-from dlc.passes.graph.pass_support import (
-    erase_dead_ops,
-    functions,
-    pure_functions,
-    splat,
-    splat_value,
-)
+from dlc.passes.graph.pass_support import erase_dead_ops, pure_functions, splat, splat_value
 from dlc.passes.statistics import PassStatistics
 
 
-def promote(op: Operation, index: int) -> bool:
-    """`op %x, literal c: T` -> `op %x, c: dt` when the result type stays the same."""
+def promoted(op: BinaryOp, index: int) -> LiteralOp | None:
+    """The inline scalar `c: dt` for operand `index` of `op` when it is a splat literal
+    `literal c: T` and the result type stays the same with the scalar, else None."""
     value = op.operands[index]
     other = op.operands[1 - index]
     lit = value.owner
     c = splat_value(value)
     if not isinstance(lit, LiteralOp) or lit.inline is not None or c is None:
-        return False
+        return None
     t, result = value.type, op.results[0].type
     if not isinstance(t, TensorType) or not isinstance(other.type, TensorType):
-        return False
+        return None
     if not isinstance(result, TensorType) or other.type.dims != result.dims:
-        return False  # the splat's shape is what gives the result its shape
-    scalar = splat(c, t.with_shape(()))
-    Rewriter.insert_op(scalar, InsertPoint.before(op))
-    op.operands[index] = scalar.result
-    return True
+        return None  # the splat's shape is what gives the result its shape
+    return splat(c, t.with_shape(()))
+
+
+class PromoteSplatOperandPattern(RewritePattern):
+    """op(x, literal c: T) -> op(x, c: dt), for either operand, when the type holds."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: BinaryOp, rewriter: PatternRewriter) -> None:
+        for index in (0, 1):
+            scalar = promoted(op, index)
+            if scalar is None:
+                continue
+            rewriter.insert(scalar)
+            op.operands[index] = scalar.result
+            rewriter.notify_op_modified(op)
 
 
 @dataclass(frozen=True)
@@ -60,10 +71,17 @@ class LiteralBroadcastingPromotionPass(PassStatistics, ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_level(op, "graph", self.name)
         promoted = 0
-        for func in functions(op):
-            for inst in list(func.body.walk()):
-                if isinstance(inst, BinaryOp):
-                    promoted += sum(promote(inst, i) for i in (0, 1))
+
+        def count(_op: object) -> None:  # one modification per promoted operand
+            nonlocal promoted
+            promoted += 1
+
+        listener = PatternRewriterListener(operation_modification_handler=[count])
+        # one sweep: a promoted operand is an inline literal, which nothing promotes
+        walker = PatternRewriteWalker(
+            PromoteSplatOperandPattern(), apply_recursively=False, listener=listener
+        )
+        walker.rewrite_module(op)
         if promoted:
             erase_dead_ops(op, pure_functions(op))
         self.count("operands promoted", promoted)

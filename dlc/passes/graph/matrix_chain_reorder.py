@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.rewriter import Rewriter
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
 
 from dlc.analysis.levels import require_level
+from dlc.dialects.graph import FuncOp
 from dlc.dialects.graph_tensor import DotOp
 from dlc.dialects.graph_types import TensorType
 from dlc.passes.graph.pass_support import functions, tensor_of
@@ -68,10 +74,9 @@ def optimal_order(dims: list[int]) -> tuple[int, list[list[int]]]:
     return cost[0][n - 1], split
 
 
-def build(leaves: list[SSAValue], split: list[list[int]], before: Operation) -> SSAValue:
-    """Insert the dots of the optimal tree before `before`; return the top value."""
-    block = before.parent_block()
-    assert block is not None
+def build(leaves: list[SSAValue], split: list[list[int]], rewriter: PatternRewriter) -> SSAValue:
+    """Insert the dots of the optimal tree at the rewriter's insertion point; return
+    the top value."""
     done: dict[tuple[int, int], SSAValue] = {(i, i): v for i, v in enumerate(leaves)}
     stack = [(0, len(leaves) - 1)]
     while stack:
@@ -91,26 +96,66 @@ def build(leaves: list[SSAValue], split: list[list[int]], before: Operation) -> 
                 )
             ],
         )
-        block.insert_op_before(dot, before)
+        rewriter.insert(dot)
         done[(i, j)] = dot.results[0]
     return done[(0, len(leaves) - 1)]
 
 
-def reorder(root: DotOp) -> int:
-    """Rebuild `root`'s chain in the optimal order when it is cheaper; FLOPs saved."""
+def is_chain_root(op: DotOp) -> bool:
+    """A rank-2 `dot` that is not an inner link of a chain (its chain's top)."""
+    if not is_matrix(op.result):
+        return False
+    users = [u.operation for u in op.result.uses]
+    return not (len(users) == 1 and isinstance(users[0], DotOp) and chain_dot(op.result, users[0]))
+
+
+def cheaper_order(root: DotOp) -> tuple[list[SSAValue], list[DotOp], list[list[int]], int] | None:
+    """`root`'s chain (leaves, dots), its optimal splits and the multiply-adds they
+    save, when that order is cheaper than the current one; else None."""
     leaves, dots, current = collect(root)
     if len(leaves) < 3 or not all(is_matrix(v) for v in leaves):
-        return 0
+        return None
     dims = [tensor_of(leaves[0]).dims[0]] + [tensor_of(v).dims[1] for v in leaves]
     best, split = optimal_order(dims)
     if best >= current:
-        return 0  # already optimal: leave the chain alone
-    top = build(leaves, split, root)
-    top._name = root.result._name
-    root.result.replace_all_uses_with(top)
-    for dot in dots:  # root first: each later dot's only user is already gone
-        Rewriter.erase_op(dot)
-    return 2 * (current - best)
+        return None  # already optimal: leave the chain alone
+    return leaves, dots, split, current - best
+
+
+@dataclass
+class ReorderChainPattern(RewritePattern):
+    """((A·B)·C) -> (A·(B·C)) when cheaper, for chains of any length (matrix-chain DP)."""
+
+    remarks: bool = False
+    saved: list[int] = field(default_factory=list)  # FLOPs saved by each chain rebuilt
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: DotOp, rewriter: PatternRewriter) -> None:
+        if not is_chain_root(op):
+            return  # an inner link: handled with its chain's root
+        found = cheaper_order(op)
+        if found is None:
+            return
+        leaves, dots, split, fewer = found
+        top = build(leaves, split, rewriter)
+        self.saved.append(2 * fewer)
+        if self.remarks:
+            print(
+                f"dlc-opt: remark: matrix-chain-reorder: @{function_name(op)}: "
+                f"saved {2 * fewer} FLOPs",
+                file=sys.stderr,
+            )
+        rewriter.replace(op, (), [top])  # the top value keeps the root's name
+        for dot in dots[1:]:  # root first: each inner link's only user is already gone
+            rewriter.erase(dot)
+
+
+def function_name(op: Operation) -> str:
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, FuncOp):
+        parent = parent.parent_op()
+    assert parent is not None
+    return parent.sym_name.data
 
 
 @dataclass(frozen=True)
@@ -133,24 +178,10 @@ class MatrixChainReorderPass(PassStatistics, ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_level(op, "graph", self.name)
-        for func in functions(op):
-            roots = [d for d in func.body.walk() if isinstance(d, DotOp) and is_matrix(d.result)]
-            for root in reversed(roots):
-                users = [u.operation for u in root.result.uses]
-                if (
-                    root.parent is None
-                    or len(users) == 1
-                    and isinstance(users[0], DotOp)
-                    and chain_dot(root.result, users[0])
-                ):
-                    continue  # an inner link: handled with its chain's root
-                saved = reorder(root)
-                if saved:
-                    self.count("chains reordered")
-                    self.count("FLOPs saved", saved)
-                    if self.remarks:
-                        print(
-                            f"dlc-opt: remark: matrix-chain-reorder: @{func.sym_name.data}: "
-                            f"saved {saved} FLOPs",
-                            file=sys.stderr,
-                        )
+        pattern = ReorderChainPattern(self.remarks)
+        for func in functions(op):  # roots last to first: a remark per chain, in that order
+            walker = PatternRewriteWalker(pattern, apply_recursively=False, walk_reverse=True)
+            walker.rewrite_region(func.body)
+        for saved in pattern.saved:
+            self.count("chains reordered")
+            self.count("FLOPs saved", saved)

@@ -14,7 +14,7 @@ from functools import cache
 import numpy as np
 from xdsl.ir import SSAValue
 
-from dlc.passes.graph.adjoint_emitter import Emitter, tensor_of
+from dlc.passes.graph.autodiff.adjoint_emitter import Emitter, tensor_of
 
 
 def permute(e: Emitter, x: SSAValue, perm: Sequence[int]) -> SSAValue:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 
-from xdsl.builder import Builder, InsertPoint
+from xdsl.builder import Builder
 from xdsl.context import Context
 from xdsl.dialects import arith, math
 from xdsl.dialects.builtin import (
@@ -29,6 +29,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
 from dlc.analysis.levels import require_level
 from dlc.analysis.walk import walk_ops
@@ -245,33 +246,37 @@ VECTOR_EXPANSIONS = (math.ExpOp, math.TanhOp, math.ErfOp)
 on vectors, which xDSL's arith does not take: vector log stays LLVM's `llvm.log`)."""
 
 
-def expand(op: Operation) -> bool:
-    """Replace one f16/f32 exp/log/tanh/erf (or a vector exp/tanh/erf) by its
-    polynomial, or a power by a constant 2, 3 or 4 by multiplications (`math_powers.py`);
-    False if not applicable."""
-    if expand_power(op):
-        return True
-    expansion = _EXPANSIONS.get(type(op))
-    if expansion is None:
-        return False
+Expanded = math.ExpOp | math.LogOp | math.TanhOp | math.ErfOp
+
+
+def expanded(op: Expanded, rewriter: PatternRewriter) -> SSAValue | None:
+    """The polynomial of one f16/f32 exp/log/tanh/erf (or vector exp/tanh/erf), inserted
+    before it; None if the op's type has none (f64, vector log)."""
     t = op.results[0].type
     lanes = 0
     if isinstance(t, VectorType) and isinstance(op, VECTOR_EXPANSIONS):
         lanes, t = t.get_shape()[0], t.element_type
     if not isinstance(t, Float32Type | Float16Type):
-        return False
-    b = Builder(InsertPoint.before(op))
-    s = _F32(b, lanes)
+        return None
+    s = _F32(rewriter, lanes)
     x = op.operands[0]
     if isinstance(t, Float16Type):
         x = s.emit(arith.ExtFOp(x, VectorType(f32, [lanes]) if lanes else f32))
-    value = expansion(s, x)
+    value = _EXPANSIONS[type(op)](s, x)
     if isinstance(t, Float16Type):
         value = s.emit(arith.TruncFOp(value, op.results[0].type))
-    op.results[0].replace_all_uses_with(value)
-    op.detach()
-    op.erase()
-    return True
+    return value
+
+
+class ExpandFunctionPattern(RewritePattern):
+    """f(x) -> polynomial(x), f in exp, log, tanh, erf (f16 through f32)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: Expanded, rewriter: PatternRewriter) -> None:
+        value = expanded(op, rewriter)
+        if value is None:
+            return
+        rewriter.replace(op, (), [value])
 
 
 class MathApproxPass(ModulePass):
@@ -282,14 +287,23 @@ class MathApproxPass(ModulePass):
     Input: verified loop level (or any level whose bodies use xDSL `math`). Output: the
     same code without those ops for f16/f32 (f64 untouched); the error bounds are in
     the module docstring. Everything else is unchanged.
+
+    The rewrite is a pattern (`ExpandFunctionPattern`), but the walk is dlc's `walk_ops`
+    with a type test, not xDSL's `PatternRewriteWalker`: on a loop-level module, where
+    few of many ops match, that walker (`Operation.walk`'s generators, a worklist, a
+    listener per insertion) took 3 times as long (ResNet-50: 20 -> 61 ms CPU).
     """
 
     name = "math-approx"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_level(op, "loop", self.name)
-        for inner in walk_ops(op):
-            expand(inner)
+        pattern = ExpandFunctionPattern()
+        for inner in walk_ops(op):  # one sweep: an expansion holds no op the pattern matches
+            if type(inner) in _EXPANSIONS:
+                pattern.match_and_rewrite(inner, PatternRewriter(inner))
+            elif isinstance(inner, math.PowFOp):
+                expand_power(inner)
 
 
-__all__ = ["MathApproxPass", "expand"]
+__all__ = ["ExpandFunctionPattern", "MathApproxPass"]

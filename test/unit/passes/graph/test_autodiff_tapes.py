@@ -1,4 +1,4 @@
-"""Gradients through calls reuse the forward run (differentiate_tape.py): each call runs
+"""Gradients through calls reuse the forward run (autodiff/differentiate_tape.py): each call runs
 once forward (`@g_fwd` records a `$g_tape`) and its adjoint reads the tape, so a
 gradient through a recursion is linear in its depth; checked against central
 differences, the reference interpreter and the box count."""

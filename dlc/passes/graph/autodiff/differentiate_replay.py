@@ -17,10 +17,10 @@ from xdsl.ir import Block, SSAValue
 from dlc.diagnostics import copy_loc
 from dlc.dialects.graph import BranchEnumOp, BranchOp, ConditionalOp
 from dlc.dialects.graph_verify import block_name
-from dlc.passes.graph.differentiate_paths import Path, PathUnfolder
+from dlc.passes.graph.autodiff.differentiate_paths import Path, PathUnfolder
 
 if TYPE_CHECKING:
-    from dlc.passes.graph.differentiate_tape import Layout, Recorded, Tapes
+    from dlc.passes.graph.autodiff.differentiate_tape import Layout, Recorded, Tapes
 
 
 class TapeUnfolder(PathUnfolder):

@@ -27,10 +27,10 @@ from dlc.dialects import graph_memory as gm
 from dlc.dialects import graph_tensor as gt
 from dlc.dialects.graph import LiteralOp
 from dlc.dialects.graph_types import dtype_is_float
-from dlc.passes.graph import adjoint_rules_composite as composite
-from dlc.passes.graph import adjoint_rules_convolve as convolve
-from dlc.passes.graph.adjoint_emitter import Adj, Emitter, tensor_of
-from dlc.passes.graph.adjoint_rules_elementwise import (
+from dlc.passes.graph.autodiff import adjoint_rules_composite as composite
+from dlc.passes.graph.autodiff import adjoint_rules_convolve as convolve
+from dlc.passes.graph.autodiff.adjoint_emitter import Adj, Emitter, tensor_of
+from dlc.passes.graph.autodiff.adjoint_rules_elementwise import (
     DIFFERENTIABLE_BINARY,
     UNARY_RULES,
     binary_rule,
@@ -38,9 +38,9 @@ from dlc.passes.graph.adjoint_rules_elementwise import (
     select_rule,
     unary_rule,
 )
-from dlc.passes.graph.adjoint_rules_gather import RULES as GATHER_RULES
-from dlc.passes.graph.adjoint_rules_gather import has_rule
-from dlc.passes.graph.adjoint_rules_tensor import (
+from dlc.passes.graph.autodiff.adjoint_rules_gather import RULES as GATHER_RULES
+from dlc.passes.graph.autodiff.adjoint_rules_gather import has_rule
+from dlc.passes.graph.autodiff.adjoint_rules_tensor import (
     concatenate_rule,
     dot_rule,
     extract_is_differentiable,

@@ -20,10 +20,10 @@ from dlc.dialects.graph import FuncOp
 from dlc.dialects.graph_memory import ApplyOp
 from dlc.dialects.graph_types import TensorType, TupleType, dtype_is_float
 from dlc.dialects.graph_verify import is_differentiable, value_name
-from dlc.passes.graph.adjoint_rules import Adj, Emitter, differentiable_operands, rule_for
+from dlc.passes.graph.autodiff.adjoint_rules import Adj, Emitter, differentiable_operands, rule_for
 
 if TYPE_CHECKING:
-    from dlc.passes.graph.differentiate import FunctionDifferentiator
+    from dlc.passes.graph.autodiff.differentiator import FunctionDifferentiator
 
 MEMORY_WRITES = ("store", "copy", "push")
 

@@ -26,7 +26,7 @@ from dlc.dialects import graph_gather as gg
 from dlc.dialects import graph_tensor as gt
 from dlc.dialects.graph_props import int_array
 from dlc.dialects.graph_types import TensorType
-from dlc.passes.graph.adjoint_emitter import Adj, Emitter, tensor_of
+from dlc.passes.graph.autodiff.adjoint_emitter import Adj, Emitter, tensor_of
 
 Scatter = gg.ScatterElementsOp | gg.ScatterNDOp
 

@@ -23,7 +23,7 @@ from dlc.dialects import graph_memory as gm
 from dlc.dialects import graph_tensor as gt
 from dlc.dialects.graph import LiteralOp
 from dlc.dialects.graph_types import TensorType, TupleType
-from dlc.passes.graph.adjoint_emitter import Adj, Emitter, tensor_of
+from dlc.passes.graph.autodiff.adjoint_emitter import Adj, Emitter, tensor_of
 
 
 def dot_rule(e: Emitter, op: gt.DotOp, d: SSAValue, want: set[int]) -> dict[int, Adj]:

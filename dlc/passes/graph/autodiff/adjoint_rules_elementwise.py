@@ -18,7 +18,7 @@ from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import SSAValue
 
 from dlc.dialects import graph_elementwise as ge
-from dlc.passes.graph.adjoint_emitter import Adj, Emitter, tensor_of
+from dlc.passes.graph.autodiff.adjoint_emitter import Adj, Emitter, tensor_of
 
 # ---------------------------------------------------------------------------------------
 # Unary ops: d(op x) = D · f'(x), f the op's result

@@ -18,7 +18,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from dlc.dialects import graph_composite as gc
 from dlc.dialects import graph_gather as gg
-from dlc.passes.graph.adjoint_emitter import Adj, Emitter, tensor_of
+from dlc.passes.graph.autodiff.adjoint_emitter import Adj, Emitter, tensor_of
 
 
 def einsum_rule(e: Emitter, op: gc.EinsumOp, d: SSAValue, want: set[int]) -> dict[int, Adj]:

@@ -25,7 +25,7 @@ from xdsl.ir import SSAValue
 from dlc.dialects import graph_tensor as gt
 from dlc.dialects.graph_props import int_array
 from dlc.dialects.graph_reduction import conv_config
-from dlc.passes.graph.adjoint_emitter import Adj, Emitter, tensor_of
+from dlc.passes.graph.autodiff.adjoint_emitter import Adj, Emitter, tensor_of
 from dlc.passes.graph.permutations import permute
 
 

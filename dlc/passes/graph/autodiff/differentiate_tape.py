@@ -36,8 +36,8 @@ from dlc.dialects.graph_literal import LiteralAttr
 from dlc.dialects.graph_memory import ApplyOp
 from dlc.dialects.graph_types import FunctionType, NominalType, TupleType
 from dlc.dialects.graph_verify import is_differentiable
-from dlc.passes.graph.adjoint_emitter import Emitter
-from dlc.passes.graph.differentiate_paths import (
+from dlc.passes.graph.autodiff.adjoint_emitter import Emitter
+from dlc.passes.graph.autodiff.differentiate_paths import (
     Path,
     PathUnfolder,
     Trail,
@@ -45,10 +45,10 @@ from dlc.passes.graph.differentiate_paths import (
     loop_edge,
     trails,
 )
-from dlc.passes.graph.differentiate_sweep import has_float
+from dlc.passes.graph.autodiff.differentiate_sweep import has_float
 
 if TYPE_CHECKING:
-    from dlc.passes.graph.differentiate import Differentiator
+    from dlc.passes.graph.autodiff.differentiator import Differentiator
 
 TAPE_MARK = "dlc.tape"
 """Marks the functions that take or make tapes (augmented primals, taped adjoints): they
