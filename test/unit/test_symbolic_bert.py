@@ -62,14 +62,14 @@ def test_a_large_symbolic_function_is_split_and_its_layers_share_runs(monkeypatc
     model = _bert(layers=2)
     module = dlc.compile_onnx(model, dynamic=True)
     ir = module.ir("llvm")
-    defined = len(set(re.findall(r'define void @"dlc\.fn\.bert_layer\$nest\d+"', ir)))
-    called = len(re.findall(r'call void @"dlc\.fn\.bert_layer\$nest\d+"', ir))
+    defined = len(set(re.findall(r'define void @"dlc\.fn\.bert\$nest\d+"', ir)))
+    called = len(re.findall(r'call void @"dlc\.fn\.bert\$nest\d+"', ir))
     assert 0 < defined < called
     reference = ReferenceEvaluator(model)
     for length in (1, 9):
         ids, places = _inputs(length)
         expected = reference.run(None, {"input_ids": ids, "position_ids": places})[0]
-        np.testing.assert_allclose(module.bert_layer(ids, places), expected, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(module.bert(ids, places), expected, rtol=1e-4, atol=1e-4)
 
 
 def test_a_gather_index_out_of_range_is_an_index_error():
