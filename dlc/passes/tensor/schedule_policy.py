@@ -4,6 +4,8 @@ tiles, parallel loops and fused multiply-adds for one `tensor.compute` at a time
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
@@ -50,14 +52,20 @@ def _walks(index: SSAValue, iv: SSAValue) -> bool:
     return (lhs is iv and not depends_on(rhs, {iv})) or (rhs is iv and not depends_on(lhs, {iv}))
 
 
+def _last(dims: Sequence[int]) -> int:
+    """The last axis longer than 1 (the last when none is): axes of 1 after it (a
+    global pooling's kept H and W) do not change which axis walks memory."""
+    return max((a for a, n in enumerate(dims) if n > 1), default=len(dims) - 1)
+
+
 def reduction_outer_pays(op: tensor.ComputeOp) -> bool:
     """Step 1 of the module docstring for `op`."""
     if op.combinator is None or op.init is not None:
         return False
-    if not op.domain or not op.reduction_extents or op.domain[-1] < 8:
+    if not op.domain or not op.reduction_extents or op.domain[_last(op.domain)] < 8:
         return False
     args = op.body.block.args
-    last = args[len(op.domain) - 1]
+    last = args[_last(op.domain)]
     reduction_args = set(args[len(op.domain) :])
     if float_sum(op) and len(op.domain) >= 2 and not _reads_along(op, last):
         return True  # a product with a splat matrix (fill weights): tiled as a real one
@@ -65,7 +73,8 @@ def reduction_outer_pays(op: tensor.ComputeOp) -> bool:
     for read in op.body.block.ops:
         if not isinstance(read, tensor.ReadOp) or not read.indices:
             continue
-        *outer, inner = read.indices
+        dims = read.tensor.type.dims if isinstance(read.tensor.type, TensorType) else ()
+        *outer, inner = read.indices[: _last(dims) + 1] if dims else read.indices
         if any(depends_on(i, {last}) for i in outer):
             return False  # the last output axis would stride this operand
         if _walks(inner, last) and any(depends_on(i, reduction_args) for i in outer):
@@ -85,9 +94,9 @@ def default_order(op: tensor.ComputeOp, target: Target) -> list[str]:
     reductions = [f"r{i}" for i in range(len(op.reduction_extents))]
     if not reduction_outer_pays(op):
         return [*outputs, *reductions]
-    keep = len(outputs) - 1
+    keep = _last(op.domain)
     if len(reductions) > 1:  # short tap loops: amortize them over a 2-D accumulator block
-        block = dtype_bytes(op.result.type.dt) * op.domain[-1]
+        block = dtype_bytes(op.result.type.dt) * math.prod(op.domain[keep:])
         while keep > 0 and block * op.domain[keep - 1] <= target.l1_bytes // 2:
             if _strides(op, keep - 1):
                 break

@@ -190,7 +190,7 @@ def _as_rows(b: Builder, op: Operation, cols: SSAValue, rows: TensorType) -> SSA
     return cast.result
 
 
-def unfold(conv: Conv2d) -> None:
+def unfold(conv: Conv2d, target: Target) -> None:
     """Replace `conv` by cols, the product and the image (module docstring)."""
     op = conv.op
     b = Builder(InsertPoint.before(op))
@@ -201,7 +201,7 @@ def unfold(conv: Conv2d) -> None:
     cols = conv.x if unfolded is None else unfolded.result
     depth = tensor_type(cols, "unfold-convolutions: columns").dims[1]
     rows = _as_rows(b, op, cols, TensorType((batch, depth, oh * ow), conv.dtype))
-    if pixel_rows(conv):
+    if pixel_rows(conv, target):
         literal = conv.kernel is not None
         weights = _kernel_columns(b, conv) if literal else None
         flat = b.insert(_pixel_rows_product(conv, rows, weights))
@@ -246,5 +246,5 @@ class UnfoldConvolutionsPass(ModulePass, PassStatistics):
                 continue  # erased: computed over an unfolded product's domain instead
             conv = conv2d_of(compute)
             if conv is not None and unfolds(conv, target):
-                unfold(conv)
+                unfold(conv, target)
                 self.count("convolutions unfolded")

@@ -50,10 +50,40 @@ def _strided_direct(conv: Conv2d) -> bool:
     return conv.strides[1] == 2 and conv.channels < STRIDED_DIRECT_CHANNELS
 
 
-def pixel_rows(conv: Conv2d) -> bool:
+PIXEL_ROWS_DEPTH = 256
+"""Fewest products per output element (input channels x taps) at which pixel rows pay
+whatever the pixel count. Their image is the product transposed by a nest of its own
+(the element-wise chain after the convolution cannot ride on the product's stores as
+an epilogue, as with channel rows), a pass over the output that costs as much as a
+product of depth ~100. Kernel medians on one core (AMD EPYC Zen 5), pixel rows ->
+channel rows: MobileNetV2's 1 x 1 expansion 96 -> 576 over 14 x 14 with its transposing
+or padding nest 193 -> 170 µs; 160 -> 960 over 7 x 7 116 -> 181 µs (49 pixels: a
+vector tail of 17 lanes, `COLUMN_USE`)."""
+
+COLUMN_USE = 0.9
+"""Below this share of the lanes of its column vectors in use (`column_use`), a product
+with the pixels as columns wastes more than the transposing nest costs."""
+
+
+def column_use(pixels: int, lanes: int) -> float:
+    """The share of the lanes used by a row of `pixels` as vectors of `lanes`, its tail
+    as narrower vectors of a power of two each (`tensor_lanes.vector_pieces`): 196
+    pixels in vectors of 16 use 196 / 208, 49 use 49 / 64."""
+    tail = pixels % lanes
+    pieces = pixels // lanes + bin(tail).count("1")
+    return pixels / (pieces * lanes)
+
+
+def pixel_rows(conv: Conv2d, target: Target) -> bool:
     """Whether the product's rows are the pixels and its columns the output channels
-    (module docstring): fewer pixels than output channels, a literal or splat kernel."""
+    (module docstring): fewer pixels than output channels, a literal or splat kernel,
+    and either a deep sum (`PIXEL_ROWS_DEPTH`) or pixels that fill the target's vectors
+    badly (`COLUMN_USE`)."""
     _, channels, oh, ow = conv.domain
     kernel = conv.kernel
     literal = kernel is None or isinstance(kernel.owner, tensor.ConstantOp)
-    return literal and oh * ow < channels
+    if not literal or oh * ow >= channels:
+        return False
+    depth = conv.channels * conv.taps[0] * conv.taps[1]
+    lanes = target.vector_bytes // dtype_bytes(conv.dtype)
+    return depth >= PIXEL_ROWS_DEPTH or column_use(oh * ow, lanes) < COLUMN_USE

@@ -13,7 +13,7 @@ import pytest
 from onnx_models import conv, make, node, randn
 
 import dlc
-from dlc.passes.tensor import unfold_convolutions
+from dlc.passes.tensor import unfold_convolutions, unfold_rule
 from dlc.target import check_runnable
 
 # (batch, in channels, out channels, size, kernel, stride, pad, dilation)
@@ -25,9 +25,9 @@ CASES = [
     (1, 3, 8, 23, 7, 2, 3, 1),  # the 7x7 stride-2 stem, odd size
     (1, 16, 8, 14, 1, 2, 0, 1),  # a strided 1x1 (ResNet's downsampling shortcut)
     # fewer pixels than output channels: the pixels are the product's rows
-    (1, 8, 64, 6, 3, 1, 1, 1),  # 36 pixels, 64 channels
+    (1, 32, 64, 6, 3, 1, 1, 1),  # 36 pixels, 64 channels, 288 products per output
     (1, 12, 48, 12, 3, 2, 1, 1),  # stride 2 onto 6 x 6
-    (2, 16, 40, 6, 1, 1, 0, 1),  # batch 2, a 1x1 over the image itself (no cols nest)
+    (2, 256, 40, 6, 1, 1, 0, 1),  # batch 2, a 1x1 over the image itself (no cols nest)
 ]
 
 
@@ -134,17 +134,32 @@ def test_pixel_rows() -> None:
     convolution nest's bits (no fma), on haswell too."""
     pixels = dlc.compile_onnx(_model(CASES[6]), fma=False)
     text = pixels.ir("tensor")
-    assert "-> !graph.tensor<36x64xf32>" in text and "tensor<72x64xf32>" in text
+    assert "-> !graph.tensor<36x64xf32>" in text and "tensor<288x64xf32>" in text
     batch = dlc.compile_onnx(_model(CASES[8]), fma=False, target_cpu="haswell")
     assert "-> !graph.tensor<2x36x40xf32>" in batch.ir("tensor")
-    assert "tensor.bitcast %0 : !graph.tensor<2x16x6x6xf32>" in batch.ir("tensor")
-    x = randn(2, 16, 6, 6, seed=9)
+    assert "tensor.bitcast %0 : !graph.tensor<2x256x6x6xf32>" in batch.ir("tensor")
+    x = randn(2, 256, 6, 6, seed=9)
     np.testing.assert_array_equal(batch.g(x), dlc.compile_onnx(_model(CASES[8]), opt_level=0).g(x))
     fill = dlc.compile_onnx(_model(CASES[6], fill=True), fma=False)
     assert "-> !graph.tensor<36x64xf32>" in fill.ir("tensor")
-    x = randn(1, 8, 6, 6, seed=10)
+    x = randn(1, 32, 6, 6, seed=10)
     plain = dlc.compile_onnx(_model(CASES[6], fill=True), opt_level=0)
     np.testing.assert_array_equal(fill.g(x), plain.g(x))
+
+
+def test_shallow_pixel_rows() -> None:
+    """Fewer pixels than output channels but few products per output (16 < 256): the
+    channels stay the rows, so the chain after the convolution is the product's
+    epilogue, where the pixels fill the target's vectors well (36 in vectors of 8 on
+    haswell: 0.9 of the lanes); 36 pixels in vectors of 16 (0.75) keep pixel rows."""
+    case = (2, 16, 40, 6, 1, 1, 0, 1)
+    shallow = dlc.compile_onnx(_model(case), fma=False, target_cpu="haswell")
+    assert "-> !graph.tensor<2x40x36xf32>" in shallow.ir("tensor")
+    x = randn(2, 16, 6, 6, seed=9)
+    np.testing.assert_array_equal(shallow.g(x), dlc.compile_onnx(_model(case), opt_level=0).g(x))
+    assert unfold_rule.column_use(36, 8) == 0.9 and unfold_rule.column_use(36, 16) == 0.75
+    assert unfold_rule.column_use(196, 16) == 196 / 208
+    assert unfold_rule.column_use(49, 16) == 49 / 64
 
 
 def test_channel_rows_epilogue() -> None:
@@ -175,3 +190,32 @@ def test_channel_rows_epilogue() -> None:
             assert ("epilogue 1" in text) == epilogue  # the 1 x 1's product is not tiled
             assert text.count("to !graph.tensor<1x32x7x7xf32>") == 1  # only the result
             np.testing.assert_array_equal(compiled.g(x), plain)
+
+
+@pytest.mark.parametrize(
+    ("pool", "order"),
+    [
+        (node("GlobalAveragePool", ["r"], ["y"]), "r0, r1, d0, d1"),
+        (node("AveragePool", ["r"], ["y"], kernel_shape=[6, 6]), "r0, r1, r2, r3, d0, d1, d2, d3"),
+    ],
+    ids=["global", "window"],
+)
+def test_pooled_pixel_rows(pool: onnx.NodeProto, order: str) -> None:
+    """An average pool of pixel rows over the whole image (256 products per output:
+    pixel rows on every target) reads the product across, the channels contiguous,
+    and the bias of 1 x C x 1 x 1 at the channel: its sum runs its reduction loops
+    outside the channel loop (axes of 1 after the channels, the pooled H and W or
+    the bias's, do not count as the last axis), so the inner loop walks memory; on
+    haswell too, the nests' bits (no fma), with bounds checks."""
+    w, b = randn(40, 256, 1, 1, seed=16), randn(40, seed=17)
+    nodes = [node("Conv", ["x", "w", "b"], ["c"]), node("Relu", ["c"], ["r"]), pool]
+    model = make(nodes, {"x": (1, 256, 6, 6)}, {"y": (1, 40, 1, 1)}, {"w": w, "b": b})
+    x = randn(1, 256, 6, 6, seed=18)
+    plain = dlc.compile_onnx(model, opt_level=0).g(x)
+    for target in ("host", "haswell"):
+        check_runnable(target)
+        compiled = dlc.compile_onnx(model, fma=False, target_cpu=target, bounds_check=True)
+        text = compiled.ir("tensor")
+        assert "-> !graph.tensor<36x40xf32>" in text
+        assert f"interchange [{order}]" in text
+        np.testing.assert_array_equal(compiled.g(x), plain)
