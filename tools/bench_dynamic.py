@@ -20,10 +20,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -34,23 +32,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tools"))
 
 from bench_common import alternating_medians  # noqa: E402
+from bench_models import ort_session as session  # noqa: E402
+from bench_models import timed as timed_compile  # noqa: E402
 
 LENGTHS = (1, 7, 64, 128, 384)
-
-
-def cpu_seconds() -> float:
-    """CPU seconds of this process and its waited-for children (compile workers)."""
-    own, children = (
-        resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
-    )
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
-
-
-def timed_compile(compile_: Any) -> tuple[Any, float, float]:
-    """`compile_()`, its wall and CPU seconds."""
-    wall, cpu = time.perf_counter(), cpu_seconds()
-    out = compile_()
-    return out, time.perf_counter() - wall, cpu_seconds() - cpu
 
 
 def inputs(length: int) -> dict[str, np.ndarray]:
@@ -58,16 +43,6 @@ def inputs(length: int) -> dict[str, np.ndarray]:
 
     ids = onnx_workloads.bert_inputs(length=length)
     return {"input_ids": ids, "position_ids": np.arange(length, dtype=np.int64)[None]}
-
-
-def session(path: Path, threads: int) -> Any:
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
 def row(model: Any, symbolic: Any, ort: Any, length: int, threads: int) -> dict[str, float]:

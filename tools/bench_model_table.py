@@ -45,6 +45,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 from bench_common import alternating_medians  # noqa: E402
 from bench_host import cpu_model  # noqa: E402
 from bench_load import busy_processes  # noqa: E402
+from bench_models import ort_session  # noqa: E402
 
 LOADED_LIMIT = 1.5
 TARGET = 0.9  # the geometric mean of dlc / onnxruntime the model benchmark aims at
@@ -94,16 +95,6 @@ def locate(name: str, zoo: Path | None) -> tuple[Path, dict[str, np.ndarray], st
     import onnx_workloads
 
     return onnx_workloads.ensure(name, GENERATED), BUILT[name](), "built"
-
-
-def ort_session(path: Path, threads: int) -> Any:
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
 def openvino_call(path: Path, threads: int, feeds: dict[str, np.ndarray]) -> Callable[[], Any]:

@@ -77,7 +77,7 @@ HEADER = (
 )
 
 
-def _cpu_seconds() -> float:
+def cpu_seconds() -> float:
     """CPU time of this process and of its children waited for (the compile's
     workers): on a loaded machine the measure that wall time is not."""
     import resource
@@ -88,11 +88,11 @@ def _cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def _timed(f: Callable[[], Any]) -> tuple[Any, float, float]:
+def timed(f: Callable[[], Any]) -> tuple[Any, float, float]:
     """`f()`, its wall seconds and its CPU seconds."""
-    wall, cpu = time.perf_counter(), _cpu_seconds()
+    wall, cpu = time.perf_counter(), cpu_seconds()
     out = f()
-    return out, time.perf_counter() - wall, _cpu_seconds() - cpu
+    return out, time.perf_counter() - wall, cpu_seconds() - cpu
 
 
 def ort_session(path: Path, threads: int) -> Any:
@@ -114,9 +114,9 @@ def _compile(module: Any, threads: int, opt_level: int = 2) -> tuple[Any, list[f
     def compile_once() -> Any:
         return compile_graph_module(module, num_threads=threads, opt_level=opt_level)
 
-    compiled, *cold = _timed(compile_once)
+    compiled, *cold = timed(compile_once)
     cache.clear_memory()
-    _, *cached = _timed(compile_once)
+    _, *cached = timed(compile_once)
     return compiled, [*cold, *cached]
 
 
@@ -131,7 +131,7 @@ def run_model(w: ModelWorkload, threads: int, weights: str = "random", opt_level
     path = onnx_workloads.ensure(w.model + ("_fill" if weights == "fill" else ""), GENERATED)
     inputs = w.inputs()
     try:
-        module, imported, imported_cpu = _timed(lambda: dlc.onnx.load(path))
+        module, imported, imported_cpu = timed(lambda: dlc.onnx.load(path))
         compiled, (cold, cold_cpu, cached, cached_cpu) = _compile(module, threads, opt_level)
     except DiagnosticError as e:
         return f"{label} skipped: dlc cannot compile it: {e.message}"

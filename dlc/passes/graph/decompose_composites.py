@@ -8,12 +8,10 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntAttr, ModuleOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     PatternRewriter,
-    PatternRewriterListener,
-    PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
@@ -27,6 +25,7 @@ from dlc.dialects import graph_tensor as gt
 from dlc.dialects.graph_types import TensorType, dtype_is_float
 from dlc.passes.graph.autodiff.adjoint_emitter import Emitter, tensor_of
 from dlc.passes.graph.fold_constants import literal_of
+from dlc.passes.graph.pass_support import rewrite_once
 from dlc.passes.graph.permutations import permute
 from dlc.passes.statistics import PassStatistics
 
@@ -201,16 +200,5 @@ class DecomposeCompositesPass(PassStatistics, ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_level(op, "graph", self.name)
-        done = 0
-
-        def replaced(_op: Operation, _new: object) -> None:
-            nonlocal done
-            done += 1
-
-        listener = PatternRewriterListener(operation_replacement_handler=[replaced])
         # one sweep: a decomposition holds no composite op
-        walker = PatternRewriteWalker(
-            DecomposePattern(), apply_recursively=False, listener=listener
-        )
-        walker.rewrite_module(op)
-        self.count("ops decomposed", done)
+        self.count("ops decomposed", rewrite_once(op, DecomposePattern()))

@@ -12,8 +12,6 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     PatternRewriter,
-    PatternRewriterListener,
-    PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
@@ -24,7 +22,7 @@ from dlc.dialects.graph import GlobalRefOp, LiteralOp
 from dlc.dialects.graph_literal import LiteralAttr, array_tree
 from dlc.dialects.graph_symbolic import require_static
 from dlc.dialects.graph_types import TensorType
-from dlc.passes.graph.pass_support import erase_dead_ops, pure_functions
+from dlc.passes.graph.pass_support import erase_dead_ops, pure_functions, rewrite_once
 from dlc.passes.statistics import PassStatistics
 
 if TYPE_CHECKING:
@@ -113,16 +111,7 @@ def fold_all(module: ModuleOp, limit: int) -> int:
     from dlc.semantics.handlers import HANDLERS  # the interpreter, loaded when used
     from dlc.semantics.interpreter import Interpreter
 
-    count = 0
-
-    def replaced(_op: Operation, _new: object) -> None:
-        nonlocal count
-        count += 1
-
-    listener = PatternRewriterListener(operation_replacement_handler=[replaced])
-    pattern = FoldPattern(limit, Interpreter(module), HANDLERS)
-    PatternRewriteWalker(pattern, apply_recursively=False, listener=listener).rewrite_module(module)
-    return count
+    return rewrite_once(module, FoldPattern(limit, Interpreter(module), HANDLERS))
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,6 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     PatternRewriter,
-    PatternRewriterListener,
-    PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
@@ -19,7 +17,13 @@ from dlc.analysis.levels import require_level
 from dlc.dialects.graph import LiteralOp
 from dlc.dialects.graph_elementwise import BinaryOp
 from dlc.dialects.graph_types import TensorType
-from dlc.passes.graph.pass_support import erase_dead_ops, pure_functions, splat, splat_value
+from dlc.passes.graph.pass_support import (
+    erase_dead_ops,
+    pure_functions,
+    rewrite_once,
+    splat,
+    splat_value,
+)
 from dlc.passes.statistics import PassStatistics
 
 
@@ -70,18 +74,9 @@ class LiteralBroadcastingPromotionPass(PassStatistics, ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_level(op, "graph", self.name)
-        promoted = 0
-
-        def count(_op: object) -> None:  # one modification per promoted operand
-            nonlocal promoted
-            promoted += 1
-
-        listener = PatternRewriterListener(operation_modification_handler=[count])
-        # one sweep: a promoted operand is an inline literal, which nothing promotes
-        walker = PatternRewriteWalker(
-            PromoteSplatOperandPattern(), apply_recursively=False, listener=listener
-        )
-        walker.rewrite_module(op)
+        # one sweep: a promoted operand is an inline literal, which nothing promotes; one
+        # modification per promoted operand
+        promoted = rewrite_once(op, PromoteSplatOperandPattern(), "modified")
         if promoted:
             erase_dead_ops(op, pure_functions(op))
         self.count("operands promoted", promoted)

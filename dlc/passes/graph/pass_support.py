@@ -6,6 +6,8 @@
 - purity: `pure_functions(module)` and `is_pure(op, pure)` follow the sound purity
   table of docs/reference/semantics.md (random, memory, allocation, stack and refcount ops are impure; `apply` is
   pure only when its callee is, recursion counting as impure);
+- patterns: `rewrite_once(module, pattern, counting)` applies a pattern in one sweep and
+  counts the ops it replaced or modified;
 - control flow: `edges`/`rebuild_terminator` for branch operands (the CFG analyses live in
   `dlc.dialects.cfg`, whose `successors`, `predecessors` and `reachable` are re-exported).
 """
@@ -16,6 +18,7 @@ import math
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
+from xdsl.pattern_rewriter import PatternRewriterListener, PatternRewriteWalker, RewritePattern
 from xdsl.traits import IsTerminator, Pure
 
 # successors, predecessors and reachable moved to dlc.dialects.cfg; re-exported here.
@@ -113,6 +116,24 @@ def is_dead(op: Operation, pure: set[str]) -> bool:
     return (
         not op.has_trait(IsTerminator) and is_pure(op, pure) and all(not r.uses for r in op.results)
     )
+
+
+def rewrite_once(module: ModuleOp, pattern: RewritePattern, counting: str = "replaced") -> int:
+    """Apply `pattern` to every op of `module` in one sweep (what it builds is not
+    matched again: `apply_recursively=False`); the number of ops it replaced, or with
+    `counting="modified"` of in-place modifications."""
+    count = 0
+
+    def seen(*_args: object) -> None:
+        nonlocal count
+        count += 1
+
+    if counting == "replaced":
+        listener = PatternRewriterListener(operation_replacement_handler=[seen])
+    else:
+        listener = PatternRewriterListener(operation_modification_handler=[seen])
+    PatternRewriteWalker(pattern, apply_recursively=False, listener=listener).rewrite_module(module)
+    return count
 
 
 def erase_dead_ops(module: ModuleOp, pure: set[str]) -> int:
