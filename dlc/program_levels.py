@@ -51,15 +51,16 @@ def lower(
     snapshots: dict[str, ModuleOp] | None = None,
     externs: frozenset[str] | None = None,
     python_entries: bool = True,
+    stop: str = "llvm",
 ) -> tuple[ModuleOp, Report]:
     """A clone of graph `module` lowered to the llvm level (with Python entries unless
     `python_entries` is False), and the compile report. `snapshots` receives a copy of
     each level as the pipeline leaves it (graph after the optimizer, tensor after
     fusion, ...). With `externs`, every C call of the loop level must name one of them
-    (a located error otherwise)."""
+    (a located error otherwise). With `stop="loop"` the pipeline ends before
+    lower-loop-to-llvm: the module returned is the loop level."""
     from dlc.analysis.loop_callgraph import arena_bytes_needed, unbounded_functions
     from dlc.dialects import loop
-    from dlc.lowering.loop_to_llvm.python_entry import add_python_entries
     from dlc.passes.loop.plan_memory import function_stats
     from dlc.passes.statistics import PassStatistics
 
@@ -90,13 +91,35 @@ def lower(
 
     symbolic = is_symbolic(module)
     steps = pipeline.symbolic_steps(options) if symbolic else pipeline.steps(options)
+    if stop == "loop":  # the last step lowers the loop level
+        steps = steps[:-1]
     work = pipeline.run(clone_located(module), steps, after=after, on_level=on_level)
+    if stop == "loop":
+        on_level("loop", work)
+        return work, Report(stats, passes, arena[0], unbounded)
     if python_entries and not symbolic:  # dlc.runtime.symbolic calls the functions itself
-        checks: dict[str, Sequence[tuple[tuple[int, ...], int]] | None] = {
-            name: entry_checks(f) for name, f in defined_functions(module).items()
-        }
-        add_python_entries(work, checks, ARRAY_LAYOUT, len(NATIVE_DTYPES), fast=FAST_CALLS)
+        add_entries(work, module)
     return work, Report(stats, passes, arena[0], unbounded)
+
+
+def add_entries(llvm_level: ModuleOp, graph: ModuleOp) -> None:
+    """The Python entries of the functions of `graph` added to its `llvm_level`."""
+    from dlc.lowering.loop_to_llvm.python_entry import add_python_entries
+
+    checks: dict[str, Sequence[tuple[tuple[int, ...], int]] | None] = {
+        name: entry_checks(f) for name, f in defined_functions(graph).items()
+    }
+    add_python_entries(llvm_level, checks, ARRAY_LAYOUT, len(NATIVE_DTYPES), fast=FAST_CALLS)
+
+
+def lower_loop_level(graph: ModuleOp, loop_level: ModuleOp, options: pipeline.Options) -> ModuleOp:
+    """A clone of `loop_level` (what `lower(graph, options, stop="loop")` returns, or its
+    snapshot) lowered as `lower(graph, options)` lowers it: the llvm level."""
+    last = pipeline.Step("loop", pipeline.lowering("loop", options), True)
+    work = pipeline.run(clone_located(loop_level), [last])
+    if not is_symbolic(graph):
+        add_entries(work, graph)
+    return work
 
 
 def check_extern_calls(loop_level: ModuleOp, externs: frozenset[str]) -> None:
@@ -138,8 +161,9 @@ def export_graph_module(
 
 
 class ProgramLevels:
-    """`CompiledModule.ir`: the program at each level, lowered again on first use;
-    `CompiledModule.export`: the program as a C library."""
+    """`CompiledModule.ir`: the program at each level, lowered again on first use (only
+    down to the loop level until the llvm level is asked for); `CompiledModule.export`:
+    the program as a C library."""
 
     def __init__(
         self, graph: ModuleOp, options: pipeline.Options, jit: JITModule, externs: frozenset[str]
@@ -154,12 +178,18 @@ class ProgramLevels:
         return export_graph_module(self.graph, path, self.options, self.externs, **settings)
 
     def module(self, level: str) -> ModuleOp:
-        if self.snapshots is None:
-            self.snapshots = {}
-            self.snapshots["llvm"], _ = lower(self.graph, self.options, self.snapshots)
-        if level not in self.snapshots:  # symbolic dimensions skip the tensor level
+        snapshots = self.snapshots
+        if snapshots is None:  # above llvm, no lower-loop-to-llvm
+            snapshots = self.snapshots = {}
+            if level == "llvm":
+                snapshots["llvm"], _ = lower(self.graph, self.options, snapshots)
+            else:
+                lower(self.graph, self.options, snapshots, stop="loop")
+        elif level == "llvm" and "llvm" not in snapshots:  # on from the loop level
+            snapshots["llvm"] = lower_loop_level(self.graph, snapshots["loop"], self.options)
+        if level not in snapshots:  # symbolic dimensions skip the tensor level
             raise ValueError(f"this module has no {level} level (symbolic dimensions)")
-        return self.snapshots[level]
+        return snapshots[level]
 
     def text(self, level: str) -> str:
         from dlc.parser import print_module

@@ -118,3 +118,37 @@ def test_dlc_opt_lowers_an_empty_module(capsys: pytest.CaptureFixture[str], tmp_
     path.write_text('module "e"\nstage raw\n')
     assert main([str(path), "-t", "llvm"]) == 0
     assert "target triple" in capsys.readouterr().out
+
+
+MLP = """module "m"
+stage raw
+
+func @f: (<4 x 8 x f32>, <8 x 3 x f32>) -> <4 x 3 x f32> {
+'entry(%x: <4 x 8 x f32>, %w: <8 x 3 x f32>):
+    %y = dot %x: <4 x 8 x f32>, %w: <8 x 3 x f32>
+    %z = max %y: <4 x 3 x f32>, 0.0: f32
+    return %z: <4 x 3 x f32>
+}
+"""
+
+
+def test_ir_above_llvm_lowers_no_further_than_the_loop_level(monkeypatch) -> None:
+    """`ir("graph" | "tensor" | "loop")` runs no lower-loop-to-llvm; the llvm level asked
+    for afterwards runs it once, on from the loop level, and the other levels stay."""
+    pass_ = type(make_pass("lower-loop-to-llvm"))
+    calls: list[int] = []
+    real = pass_.apply
+
+    def counting(self, ctx, module) -> None:  # noqa: ANN001
+        calls.append(1)
+        real(self, ctx, module)
+
+    monkeypatch.setattr(pass_, "apply", counting)
+    mod = dlc.compile(MLP)
+    before = len(calls)
+    above = {level: mod.ir(level) for level in ("graph", "tensor", "loop")}
+    assert "loop.func @f" in above["loop"] and len(calls) == before
+    resumed = str(mod.ir_module("llvm"))
+    assert len(calls) == before + 1
+    assert {level: mod.ir(level) for level in above} == above
+    assert str(dlc.compile(MLP).ir_module("llvm")) == resumed  # lowered whole at once
