@@ -34,7 +34,7 @@ def _inputs(h: int, w: int) -> tuple[np.ndarray, np.ndarray]:
     return x, rng.standard_normal((1, 8, 1, 1)).astype(np.float32)
 
 
-@pytest.mark.parametrize(("h", "w"), [(7, 7), (14, 14), (3, 5)])
+@pytest.mark.parametrize(("h", "w"), [(7, 7), (14, 14), (3, 6)])
 def test_short_rows_run_as_one_loop_with_the_same_results(h: int, w: int):
     mod = _compile(h, w)
     text = mod.ir("loop")
@@ -46,8 +46,8 @@ def test_short_rows_run_as_one_loop_with_the_same_results(h: int, w: int):
     assert "arith.divui" not in _compile(h, w, opt_level=0).ir("loop")  # as written
 
 
-@pytest.mark.parametrize(("h", "w"), [(7, 32), (1, 7)])
-def test_long_rows_and_single_rows_keep_their_loops(h: int, w: int):
+@pytest.mark.parametrize(("h", "w"), [(7, 32), (1, 7), (3, 5)])
+def test_long_rows_single_rows_and_few_points_keep_their_loops(h: int, w: int):
     assert "arith.divui" not in _compile(h, w).ir("loop")
 
 

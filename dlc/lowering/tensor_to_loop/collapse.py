@@ -1,7 +1,7 @@
 """Short rows run as one loop: an element-wise nest whose last two loops cover rows of
-fewer than `MAX_ROW` elements (a 7 x 7 or 14 x 14 feature map) runs them as one loop
-over rows x columns, the row and column of each point its quotient and remainder by the
-row length. Only in scheduled nests (opt_level >= 1).
+fewer than `MAX_ROW` elements, `MIN_POINTS` or more in all (a 7 x 7 or 14 x 14 feature
+map), runs them as one loop over rows x columns, the row and column of each point its
+quotient and remainder by the row length. Only in scheduled nests (opt_level >= 1).
 
 Every read of such a nest indexes its last two dimensions by exactly the row and the
 column of the point, over rows of the same length (or reads neither), so each address
@@ -23,6 +23,8 @@ from dlc.dialects.schedule import Loop
 
 MAX_ROW = 32
 """Rows this long or longer vectorize well as they are."""
+MIN_POINTS = 16
+"""Fewer points than this (less than one AVX-512 vector) LLVM unrolls whole anyway."""
 
 
 def collapsed_position(
@@ -40,7 +42,7 @@ def collapsed_position(
     if (outer.name, inner.name) != (f"d{n - 2}", f"d{n - 1}") or {outer.name, inner.name} & kept:
         return None
     rows, columns = op.domain[-2], op.domain[-1]
-    if rows < 2 or not 2 <= columns < MAX_ROW:
+    if rows < 2 or not 2 <= columns < MAX_ROW or rows * columns < MIN_POINTS:
         return None
     args = op.body.block.args
     if not _rows_read_whole(args[n - 2], args[n - 1], (rows, columns)):
