@@ -174,3 +174,36 @@ def test_the_governed_thread_word_changes_no_result(tmp_path: Path) -> None:
     (tmp_path / "psi").write_text("some avg10=1.00 avg60=0.50 avg300=0.10 total=4242\n")
     assert read_some_total(str(tmp_path / "psi")) == 4242
     assert read_some_total(str(tmp_path / "missing")) is None
+
+
+def test_a_parallel_nest_in_place_over_its_input_has_no_overlap_check():
+    """The tanh GELU between two Gemms is planned in place over the first product's
+    buffer (plan-memory's reuse). Its parallel loop receives the arena's base and
+    recomputes both buffers from it, so LLVM sees one address and vectorizes without a
+    run-time overlap check (given two captured pointers, the check failed on every call
+    and the scalar loop ran)."""
+    from onnx_models import interpret, make, node, randn
+
+    m, k, n = 64, 64, 512
+    weights = {"w0": randn(k, n, seed=5) * 0.1, "b0": randn(n, seed=6)}
+    weights |= {"w": randn(n, k, seed=3) * 0.1, "b": randn(k, seed=4)}
+    scalars = {"three": 3.0, "c": 0.044715, "kk": 0.7978846, "one": 1.0, "half": 0.5}
+    weights |= {name: np.array(v, np.float32) for name, v in scalars.items()}
+    nodes = [
+        node("Gemm", ["x", "w0", "b0"], ["h"]),
+        node("Pow", ["h", "three"], ["p"]),
+        node("Mul", ["c", "p"], ["cp"]),
+        node("Add", ["h", "cp"], ["s"]),
+        node("Mul", ["kk", "s"], ["ks"]),
+        node("Tanh", ["ks"], ["t"]),
+        node("Add", ["one", "t"], ["o"]),
+        node("Mul", ["h", "half"], ["hh"]),
+        node("Mul", ["hh", "o"], ["g"]),
+        node("Gemm", ["g", "w", "b"], ["y"]),
+    ]
+    model = make(nodes, {"x": (m, k)}, {"y": None}, weights)
+    mod = dlc.compile_onnx(model, num_threads=2, target_cpu="haswell")
+    ir = mod.ir("llvm")
+    assert '@"dlc.fn.g$omp' in ir and "diff.check" not in ir
+    x = randn(m, k, seed=1)
+    np.testing.assert_allclose(mod.g(x), interpret(model, x), rtol=1e-4, atol=1e-4)

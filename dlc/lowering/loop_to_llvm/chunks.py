@@ -22,8 +22,8 @@ from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import VectorType
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.dialects.builtin import MemRefType, VectorType
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from dlc.analysis.walk import walk_ops
 from dlc.diagnostics import location_prefix
@@ -219,3 +219,61 @@ def _op_key(op: Operation, operands: tuple[Hashable, ...], located: bool) -> Has
         tuple(len(region.blocks) for region in op.regions),
         location_prefix(op) if located else "",
     )
+
+
+# -- the values an outlined run or parallel loop receives ---------------------------------
+
+
+def is_buffer(value: SSAValue) -> bool:
+    return isinstance(value.type, MemRefType)
+
+
+def rematerialized(value: SSAValue) -> bool:
+    """A value an outlined run recomputes instead of receiving: a constant, or a buffer
+    planned in the arena (its base pointer plus a constant offset)."""
+    owner = value.owner
+    if isinstance(owner, arith.ConstantOp):
+        return True
+    return isinstance(owner, loop.AllocOp) and loop.ARENA_OFFSET in owner.attributes
+
+
+def chunk_boundary(
+    ops: list[Operation], walked: list[Operation], inside: set[int]
+) -> tuple[list[SSAValue], list[SSAValue]]:
+    """(values the ops in `inside` (`walked`, in walk order) use but do not define, in
+    first-use order; results of `ops` used by ops outside them)."""
+
+    def defined_inside(value: SSAValue) -> bool:
+        owner = value.owner
+        op = owner.parent_op() if isinstance(value, BlockArgument) else owner
+        return op is not None and id(op) in inside
+
+    free: dict[SSAValue, None] = {}
+    for inner in walked:
+        for value in inner.operands:
+            if value not in free and not defined_inside(value):
+                free[value] = None
+    outputs: list[SSAValue] = [
+        r for op in ops for r in op.results if any(id(u.operation) not in inside for u in r.uses)
+    ]
+    return list(free), outputs
+
+
+def free_values(op: loop.ForOp) -> list[SSAValue]:
+    """Values used inside `op` (and its bounds) but defined outside it."""
+    seen: dict[SSAValue, None] = {op.lb: None, op.ub: None, op.step: None}
+    for inner in op.body.walk():
+        for value in inner.operands:
+            if value not in seen and not _defined_inside(value, op):
+                seen[value] = None
+    return list(seen)
+
+
+def _defined_inside(value: SSAValue, op: Operation) -> bool:
+    owner = value.owner
+    parent = owner.parent_op() if isinstance(value, BlockArgument) else owner
+    while parent is not None:
+        if parent is op:
+            return True
+        parent = parent.parent_op()
+    return False

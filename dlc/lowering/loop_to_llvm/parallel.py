@@ -33,7 +33,13 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from dlc.analysis.walk import walk_ops
 from dlc.dialects import abi, loop
 from dlc.dialects import loop_memory as lm
-from dlc.lowering.loop_to_llvm.chunks import chunk_key
+from dlc.lowering.loop_to_llvm.chunks import (
+    chunk_boundary,
+    chunk_key,
+    free_values,
+    is_buffer,
+    rematerialized,
+)
 from dlc.lowering.loop_to_llvm.context import ContextEmitter
 from dlc.lowering.loop_to_llvm.profile import KernelTable
 from dlc.lowering.loop_to_llvm.scalar import const, icmp
@@ -62,64 +68,9 @@ def can_outline(op: loop.ForOp) -> bool:
     return not any(isinstance(inner, unsafe) for inner in op.body.walk())
 
 
-def _is_buffer(value: SSAValue) -> bool:
-    return isinstance(value.type, MemRefType)
-
-
-def _rematerialized(value: SSAValue) -> bool:
-    """A value an outlined run recomputes instead of receiving: a constant, or a buffer
-    planned in the arena (its base pointer plus a constant offset)."""
-    owner = value.owner
-    if isinstance(owner, arith.ConstantOp):
-        return True
-    return isinstance(owner, loop.AllocOp) and loop.ARENA_OFFSET in owner.attributes
-
-
-def _chunk_boundary(
-    ops: list[Operation], walked: list[Operation], inside: set[int]
-) -> tuple[list[SSAValue], list[SSAValue]]:
-    """(values the ops in `inside` (`walked`, in walk order) use but do not define, in
-    first-use order; results of `ops` used by ops outside them)."""
-
-    def defined_inside(value: SSAValue) -> bool:
-        owner = value.owner
-        op = owner.parent_op() if isinstance(value, BlockArgument) else owner
-        return op is not None and id(op) in inside
-
-    free: dict[SSAValue, None] = {}
-    for inner in walked:
-        for value in inner.operands:
-            if value not in free and not defined_inside(value):
-                free[value] = None
-    outputs: list[SSAValue] = [
-        r for op in ops for r in op.results if any(id(u.operation) not in inside for u in r.uses)
-    ]
-    return list(free), outputs
-
-
-def free_values(op: loop.ForOp) -> list[SSAValue]:
-    """Values used inside `op` (and its bounds) but defined outside it."""
-    seen: dict[SSAValue, None] = {op.lb: None, op.ub: None, op.step: None}
-    for inner in op.body.walk():
-        for value in inner.operands:
-            if value not in seen and not _defined_inside(value, op):
-                seen[value] = None
-    return list(seen)
-
-
 def _float_bits(t: Attribute) -> int:
     assert isinstance(t, Float16Type | Float32Type | Float64Type), t
     return t.bitwidth
-
-
-def _defined_inside(value: SSAValue, op: Operation) -> bool:
-    owner = value.owner
-    parent = owner.parent_op() if isinstance(value, BlockArgument) else owner
-    while parent is not None:
-        if parent is op:
-            return True
-        parent = parent.parent_op()
-    return False
 
 
 class ParallelEmitter(ContextEmitter):
@@ -156,13 +107,27 @@ class ParallelEmitter(ContextEmitter):
         raise NotImplementedError
 
     def lower_parallel_for(self, op: loop.ForOp) -> None:
-        captured = free_values(op)
-        data = self._pack(captured)
+        """Outline the parallel loop `op` into `@f$omp<k>(data)` and run it on threads.
+        Constants and buffers planned in the arena are recomputed there from the arena's
+        base (passed once) at their offsets, as in `lower_split_chunk`: captured
+        pointers are of unknown origin, so a nest writing in place over its input
+        (plan-memory's reuse) failed LLVM's run-time overlap check and ran its scalar
+        loop; from one base, LLVM sees the same address."""
+        free = free_values(op)
+        local = [v for v in free if rematerialized(v) and self._can_recompute(v)]
+        captured = [v for v in free if v not in local]
+        planned = any(isinstance(v.owner, loop.AllocOp) for v in local)
+        data = self._pack(captured, 1 if planned else 0)
+        if planned:  # the arena's base in the slot after the captured values
+            assert self.arena is not None
+            slot = self.emit(make(llvm.GEPOp, data, [1 + len(captured)], i64, inbounds=True))
+            self.emit(make(llvm.StoreOp, self._to_word(self.arena), slot, alignment=8))
         name = f"{self.name}$omp{len(self.outlined)}"
         worker = self.child(name=name)  # what it outlines in turn is named after it
         entry = Block(arg_types=[PTR])
         worker.start(entry)
         worker.unpack(entry.args[0], captured)
+        worker._recompute(local, entry.args[0] if planned else None, 1 + len(captured))
         lb, ub, step = (worker.get(v) for v in (op.lb, op.ub, op.step))
         worker.run_chunks(op, worker.trip_count(lb, ub, step))
         self.outlined.append(
@@ -177,6 +142,21 @@ class ParallelEmitter(ContextEmitter):
         self._call(name, data)
         self.return_if_status()
 
+    def _recompute(self, local: list[SSAValue], data: SSAValue | None, slot: int) -> None:
+        """The arena's base from `data`'s `slot` (without `data`: no arena buffer is
+        local), then the constants and arena buffers of `local`, at known offsets."""
+        if data is not None:
+            at = self.emit(make(llvm.GEPOp, data, [slot], i64, inbounds=True))
+            word = self.emit(make(llvm.LoadOp, at, i64, alignment=8))
+            self.arena = self.emit(make(llvm.IntToPtrOp, word))
+        for value in local:
+            assert isinstance(value.owner, Operation), "local values are op results"
+            self.lower_op(value.owner)
+
+    def _can_recompute(self, value: SSAValue) -> bool:
+        """A constant, or an arena buffer of a function that has its arena."""
+        return isinstance(value.owner, arith.ConstantOp) or self.arena is not None
+
     def lower_split_chunk(self, ops: list[Operation]) -> None:
         """Outline the consecutive top-level ops `ops` (loop nests and the scalar ops
         between them: `split_chunks`) into `@f$nest<k>(data, arena, buffers...)` and
@@ -190,9 +170,9 @@ class ParallelEmitter(ContextEmitter):
         checks and scalar fallback loops)."""
         walked = [inner for op in ops for inner in self.walks.get(op) or walk_ops(op)]
         inside = {id(inner) for inner in walked}
-        free, outputs = _chunk_boundary(ops, walked, inside)
-        local = [v for v in free if _rematerialized(v)]
-        direct: list[SSAValue] = [v for v in free if isinstance(v, BlockArgument) and _is_buffer(v)]
+        free, outputs = chunk_boundary(ops, walked, inside)
+        local = [v for v in free if rematerialized(v)]
+        direct: list[SSAValue] = [v for v in free if isinstance(v, BlockArgument) and is_buffer(v)]
         direct = [v for v in direct if isinstance(v.owner.parent_op(), loop.FuncOp)]
         captured = [v for v in free if v not in local and v not in direct]
         planned = any(isinstance(v.owner, loop.AllocOp) for v in local)
