@@ -156,7 +156,8 @@ def matmul_of(e: Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
     a_vector, b_vector = len(shape_of(a)) == 1, len(shape_of(b)) == 1
     rows = _shared_weight_rows(a, b)
     if rows is not None:
-        return e.reshape(e.op(DotOp, [e.reshape(a, (rows, shape_of(a)[-1])), b]), rows_shape(a, b))
+        y = e.op(DotOp, [e.reshape(a, (rows, shape_of(a)[-1])), b])
+        return e.reshape(y, (*shape_of(a)[:-1], shape_of(b)[-1]))
     if a_vector:
         a = e.reshape(a, (1, *shape_of(a)))
     if b_vector:
@@ -190,11 +191,6 @@ def _shared_weight_rows(a: SSAValue, b: SSAValue) -> int | None:
     if int(np.prod(sa[:-2])) == 1:
         return None  # a batch of one product: already one matrix product
     return int(np.prod(sa[:-1]))
-
-
-def rows_shape(a: SSAValue, b: SSAValue) -> tuple[int, ...]:
-    """The shape of `a` · `b` for `_shared_weight_rows`' case."""
-    return (*shape_of(a)[:-1], shape_of(b)[-1])
 
 
 def gemm(node: Node) -> list[SSAValue]:

@@ -127,7 +127,8 @@ class ParallelEmitter(ContextEmitter):
         entry = Block(arg_types=[PTR])
         worker.start(entry)
         worker.unpack(entry.args[0], captured)
-        worker._recompute(local, entry.args[0] if planned else None, 1 + len(captured))
+        arena = worker._slot(entry.args[0], 1 + len(captured), PTR) if planned else None
+        worker._receive(local, arena)
         lb, ub, step = (worker.get(v) for v in (op.lb, op.ub, op.step))
         worker.run_chunks(op, worker.trip_count(lb, ub, step))
         self.outlined.append(
@@ -142,13 +143,11 @@ class ParallelEmitter(ContextEmitter):
         self._call(name, data)
         self.return_if_status()
 
-    def _recompute(self, local: list[SSAValue], data: SSAValue | None, slot: int) -> None:
-        """The arena's base from `data`'s `slot` (without `data`: no arena buffer is
-        local), then the constants and arena buffers of `local`, at known offsets."""
-        if data is not None:
-            at = self.emit(make(llvm.GEPOp, data, [slot], i64, inbounds=True))
-            word = self.emit(make(llvm.LoadOp, at, i64, alignment=8))
-            self.arena = self.emit(make(llvm.IntToPtrOp, word))
+    def _receive(self, local: list[SSAValue], arena: SSAValue | None) -> None:
+        """In an outlined function: its arena's base (None: `local` holds no arena
+        buffer), then the constants and arena buffers of `local`, recomputed at their
+        known values and offsets."""
+        self.arena = arena
         for value in local:
             assert isinstance(value.owner, Operation), "local values are op results"
             self.lower_op(value.owner)
@@ -206,11 +205,8 @@ class ParallelEmitter(ContextEmitter):
         entry = Block(arg_types=[PTR] * (2 + len(direct)))
         worker.start(entry)
         worker.unpack(entry.args[0], captured)
-        worker.arena = entry.args[1] if planned else None
         worker.values.update(zip(direct, entry.args[2:], strict=True))
-        for value in local:  # constants and arena buffers: known values, known offsets
-            assert isinstance(value.owner, Operation), "local values are op results"
-            worker.lower_op(value.owner)
+        worker._receive(local, entry.args[1] if planned else None)
         for op in ops:
             worker.lower_marked([op])
         for i, result in enumerate(outputs, start=1 + len(captured)):
@@ -255,9 +251,12 @@ class ParallelEmitter(ContextEmitter):
         self.ctx = self.emit(llvm.IntToPtrOp(self.emit(llvm.LoadOp(data, i64, alignment=8))))
         for i, value in enumerate(values, start=1):
             t: Attribute = PTR if isinstance(value.type, MemRefType) else value.type
-            slot = self.emit(make(llvm.GEPOp, data, [i], i64, inbounds=True))
-            word = self.emit(make(llvm.LoadOp, slot, i64, alignment=8))
-            self.values[value] = self._from_word(word, t)
+            self.values[value] = self._slot(data, i, t)
+
+    def _slot(self, data: SSAValue, i: int, t: Attribute) -> SSAValue:
+        """The value of type `t` in slot `i` of `data`."""
+        slot = self.emit(make(llvm.GEPOp, data, [i], i64, inbounds=True))
+        return self._from_word(self.emit(make(llvm.LoadOp, slot, i64, alignment=8)), t)
 
     def _to_word(self, value: SSAValue) -> SSAValue:
         """`value` (a pointer, an integer or a float) as the bits of an i64."""

@@ -34,7 +34,7 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewri
 from dlc.analysis.levels import require_level
 from dlc.analysis.walk import walk_ops
 from dlc.dialects import loop
-from dlc.passes.loop.math_powers import expand_power
+from dlc.passes.loop.math_powers import ExpandPowerPattern
 
 _EXP_TAYLOR = [1 / 5040, 1 / 720, 1 / 120, 1 / 24, 1 / 6, 1 / 2]  # r^7 .. r^2
 _LOG_CEPHES = [
@@ -288,22 +288,23 @@ class MathApproxPass(ModulePass):
     same code without those ops for f16/f32 (f64 untouched); the error bounds are in
     the module docstring. Everything else is unchanged.
 
-    The rewrite is a pattern (`ExpandFunctionPattern`), but the walk is dlc's `walk_ops`
-    with a type test, not xDSL's `PatternRewriteWalker`: on a loop-level module, where
-    few of many ops match, that walker (`Operation.walk`'s generators, a worklist, a
-    listener per insertion) took 3 times as long (ResNet-50: 20 -> 61 ms CPU).
+    The rewrites are patterns (`ExpandFunctionPattern`, `ExpandPowerPattern`), but the
+    walk is dlc's `walk_ops` with a type test, not xDSL's `PatternRewriteWalker`: on a
+    loop-level module, where few of many ops match, that walker (`Operation.walk`'s
+    generators, a worklist, a listener per insertion) took 3 times as long (ResNet-50:
+    20 -> 61 ms CPU).
     """
 
     name = "math-approx"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_level(op, "loop", self.name)
-        pattern = ExpandFunctionPattern()
-        for inner in walk_ops(op):  # one sweep: an expansion holds no op the pattern matches
+        functions, powers = ExpandFunctionPattern(), ExpandPowerPattern()
+        for inner in walk_ops(op):  # one sweep: an expansion holds no op a pattern matches
             if type(inner) in _EXPANSIONS:
-                pattern.match_and_rewrite(inner, PatternRewriter(inner))
+                functions.match_and_rewrite(inner, PatternRewriter(inner))
             elif isinstance(inner, math.PowFOp):
-                expand_power(inner)
+                powers.match_and_rewrite(inner, PatternRewriter(inner))
 
 
 __all__ = ["ExpandFunctionPattern", "MathApproxPass"]

@@ -7,10 +7,10 @@ is pow(x, 2) correctly rounded; x³ and x⁴ round twice (within 2 ULP of pow)."
 
 from __future__ import annotations
 
-from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects import arith, math
 from xdsl.dialects.builtin import FloatAttr
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import SSAValue
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
 from dlc.dialects import loop
 
@@ -29,20 +29,17 @@ def _constant_exponent(value: SSAValue) -> float | None:
     return exponent if exponent in POWERS else None
 
 
-def expand_power(op: Operation) -> bool:
-    """Replace one `math.powf` by a constant in `POWERS` by multiplications (module
-    docstring); False if not applicable."""
-    if not isinstance(op, math.PowFOp):
-        return False
-    exponent = _constant_exponent(op.operands[1])
-    if exponent is None:
-        return False
-    b = Builder(InsertPoint.before(op))
-    x = op.operands[0]
-    square = b.insert(arith.MulfOp(x, x)).result
-    if exponent != 2.0:
-        square = b.insert(arith.MulfOp(square, x if exponent == 3.0 else square)).result
-    op.results[0].replace_all_uses_with(square)
-    op.detach()
-    op.erase()
-    return True
+class ExpandPowerPattern(RewritePattern):
+    """pow(x, n) -> products of x, for a constant n in `POWERS` (module docstring)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: math.PowFOp, rewriter: PatternRewriter) -> None:
+        exponent = _constant_exponent(op.operands[1])
+        if exponent is None:
+            return
+        x = op.operands[0]
+        products = [arith.MulfOp(x, x)]
+        if exponent != 2.0:
+            square = products[0].result
+            products.append(arith.MulfOp(square, x if exponent == 3.0 else square))
+        rewriter.replace(op, products, [products[-1].result])
