@@ -5,6 +5,7 @@ out (`pixel_rows`). Why: docs/design/fusion-and-memory.md.
 
 from __future__ import annotations
 
+from dlc.analysis.tensor_lanes import vector_pieces
 from dlc.dialects import tensor
 from dlc.dialects.graph_types import TensorType, dtype_bytes
 from dlc.passes.tensor.conv2d import Conv2d
@@ -69,9 +70,7 @@ def column_use(pixels: int, lanes: int) -> float:
     """The share of the lanes used by a row of `pixels` as vectors of `lanes`, its tail
     as narrower vectors of a power of two each (`tensor_lanes.vector_pieces`): 196
     pixels in vectors of 16 use 196 / 208, 49 use 49 / 64."""
-    tail = pixels % lanes
-    pieces = pixels // lanes + bin(tail).count("1")
-    return pixels / (pieces * lanes)
+    return pixels / (len(vector_pieces(pixels, lanes)) * lanes)
 
 
 def pixel_rows(conv: Conv2d, target: Target) -> bool:
