@@ -14,13 +14,15 @@ from dlc.dialects.graph_literal import is_scalar_lit, scalar_value
 from dlc.dialects.graph_reduction import ReduceOp
 from dlc.dialects.graph_symbolic import first_symbol
 from dlc.dialects.graph_tensor import (
+    ConcatenateOp,
     DotOp,
     PadShapeOp,
     ShapeCastOp,
     SqueezeShapeOp,
     TransposeOp,
 )
-from dlc.dialects.graph_types import FunctionType, TensorType, format_type
+from dlc.dialects.graph_types import FunctionType, TensorType, TupleType, format_type
+from dlc.lowering.graph_to_loop.concat import concat_nests
 from dlc.lowering.graph_to_loop.dot import DotEmitter
 from dlc.lowering.graph_to_loop.fusion import flat_leaves, fused_producers, is_flat
 from dlc.lowering.graph_to_loop.gather import check_indices, gather_nest
@@ -67,17 +69,20 @@ class FunctionLowering:
         symbols = function_symbols(ftype)
         self.arg_types = [buffer_type(t) for t in ftype.args]  # type: ignore[arg-type]
         sizes_type = MemRefType(i64, [max(1, len(symbols))])
-        output = ftype.output
-        if not isinstance(output, TensorType):
+        outputs = ftype.output.types if isinstance(ftype.output, TupleType) else (ftype.output,)
+        if not all(isinstance(t, TensorType) for t in outputs):
             raise error_at(
                 func,
                 f"@{func.sym_name.data}: a result of type "
-                f"{format_type(output)} is not supported yet with symbolic dimensions",
+                f"{format_type(ftype.output)} is not supported yet with symbolic dimensions",
             )
-        self.output = output
-        self.block = Block(arg_types=[*self.arg_types, sizes_type, buffer_type(output)])
+        self.outputs: list[TensorType] = list(outputs)  # type: ignore[arg-type]
+        out_types = [buffer_type(t) for t in self.outputs]
+        self.block = Block(arg_types=[*self.arg_types, sizes_type, *out_types])
         self.sizes_arg = self.block.args[len(self.arg_types)]
-        self.out_arg = self.block.args[-1]
+        self.out_args = list(self.block.args[len(self.arg_types) + 1 :])
+        self.results: list[SSAValue] = []  # the graph value of each output
+        self.tuple_value: SSAValue | None = None  # a tuple result's literal
         self.symbols = symbols
         self.values: dict[SSAValue, SSAValue] = {}  # graph value -> buffer
         self.consts: dict[SSAValue, SSAValue] = {}  # graph scalar literal -> constant
@@ -103,6 +108,7 @@ class FunctionLowering:
         for arg, buffer in zip(blocks[0].args, self.block.args, strict=False):
             self.values[arg] = buffer
         returned = blocks[0].last_op
+        self.find_results(returned)
         if self.optimize:
             self.fused = fused_producers(blocks[0])
         for op in blocks[0].ops:
@@ -121,11 +127,30 @@ class FunctionLowering:
             localize_constants(self.block)
         return loop.FuncOp(self.func.sym_name.data, arg_types, Region(self.block))  # type: ignore[arg-type]
 
+    def find_results(self, returned: Operation | None) -> None:
+        """The graph value of each output: the returned value, or each element of the
+        returned tuple literal (`literal (%a, %b)`, operand by operand)."""
+        assert isinstance(returned, graph.ReturnOp) and returned.value is not None
+        value = returned.value
+        owner = value.owner
+        if len(self.outputs) == 1 and not isinstance(self.ftype.output, TupleType):
+            self.results = [value]
+            return
+        tree = owner.value.data if isinstance(owner, graph.LiteralOp) else None
+        slots = tuple(("operand", k) for k in range(len(self.outputs)))
+        if tree != ("tuple", slots):
+            raise error_at(
+                returned, "a tuple result: return a tuple literal of its elements' values"
+            )
+        assert isinstance(owner, graph.LiteralOp)
+        self.results = list(owner.elements)
+        self.tuple_value = value
+
     def destination(self, op: Operation, returned: Operation | None) -> SSAValue:
-        """The buffer `op`'s result is written to: the output when it is returned."""
+        """The buffer `op`'s result is written to: an output when it is returned."""
         result = op.results[0]
-        if isinstance(returned, graph.ReturnOp) and returned.value == result:
-            return self.out_arg
+        if result in self.results:
+            return self.out_args[self.results.index(result)]
         assert isinstance(result.type, TensorType)
         buffer = self.nest.alloc(result.type)
         self.owned.append(buffer)
@@ -134,13 +159,15 @@ class FunctionLowering:
     def lower_op(self, op: Operation, returned: Operation | None) -> None:
         if isinstance(op, graph.ReturnOp):
             self.lower_return(op)
+        elif isinstance(op, graph.LiteralOp) and op.result == self.tuple_value:
+            return  # the outputs, written where their values are computed
         elif isinstance(op, graph.LiteralOp):
             self.lower_literal(op)
         elif isinstance(op, ALIASES):  # the same row-major elements: the same buffer
             self.alias(op.results[0], op.operands[0])
         elif op.results and op.results[0] in self.fused:
             return  # computed at its user's reads
-        elif isinstance(op, (*ELEMENTWISE, DotOp, ReduceOp, TransposeOp, GatherOp)):
+        elif isinstance(op, (*ELEMENTWISE, DotOp, ReduceOp, TransposeOp, GatherOp, ConcatenateOp)):
             self.lower_compute(op, self.destination(op, returned))
         else:
             raise self.unsupported(op)
@@ -186,6 +213,9 @@ class FunctionLowering:
                 self.lower_reduce(op, out)
             elif isinstance(op, GatherOp):
                 self.lower_gather(op, out)
+            elif isinstance(op, ConcatenateOp):
+                concat_nests(self.nest, op, out, self.read, self.optimize)
+                self.values[op.result] = out
             else:
                 self.lower_elementwise(op, out)
         except Unsupported as err:
@@ -358,17 +388,19 @@ class FunctionLowering:
         nest.close_loops(outer)
 
     def lower_return(self, op: graph.ReturnOp) -> None:
-        """A returned value not computed here (a parameter, a literal) is copied."""
-        value = op.value
-        assert value is not None
-        if self.values.get(value) is self.out_arg:
-            return
-        nest, t = self.nest, self.output
+        """A returned value not computed into its output (a parameter, a literal, a value
+        returned twice) is copied."""
+        for value, out, t in zip(self.results, self.out_args, self.outputs, strict=True):
+            if self.values.get(value) is not out:
+                self.copy_out(value, out, t)
+
+    def copy_out(self, value: SSAValue, out: SSAValue, t: TensorType) -> None:
+        nest = self.nest
 
         def copy(parallel: bool) -> None:
             ivs, fors, _ = nest.open_loops([nest.extent(d) for d in t.dims], parallel=parallel)
             at = nest.index(t, ivs, t.dims)
-            nest.store(self.read(value, ivs, t.dims), self.out_arg, at, t.dt)
+            nest.store(self.read(value, ivs, t.dims), out, at, t.dt)
             nest.close_loops(fors)
 
         nest.threads(t.dims if self.optimize else None, copy)
