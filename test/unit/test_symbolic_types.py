@@ -91,8 +91,8 @@ def test_reduce_drops_the_axis_and_keeps_the_name():
             "add: shapes <%n x 4 x f32> and <%m x 4 x f32> are not broadcastable",
         ),
         (
-            "concatenate %x: <%n x 4 x f32>, %x: <%n x 4 x f32> along 0",
-            "concatenate: not supported yet with symbolic dimension %n",
+            "concatenate %x: <%n x 4 x f32>, %y: <%m x 4 x f32> along 1",
+            "concatenate: <%m x 4 x f32> does not match <%n x 4 x f32> along axis 1",
         ),
     ],
 )
