@@ -40,7 +40,7 @@ from bench_models import ort_session  # noqa: E402
 from bench_models import timed as timed_compile  # noqa: E402
 
 
-def timed_step(step: Any, args: list[np.ndarray], repeat: int) -> tuple[Any, float]:
+def timed_step(step: Any, args: list[Any], repeat: int) -> tuple[Any, float]:
     """The result of `step(*args)` and the median seconds of `repeat` calls."""
     times, result = [], None
     for _ in range(repeat):
@@ -64,7 +64,7 @@ def generate(function: Any, ort: Any, model: Any, options: argparse.Namespace) -
         ids, position = np.array([[token]], np.int64), np.array([[step]], np.int64)
         feed = dict(zip(names, [ids, position, *theirs], strict=True))
         got, dlc_s = timed_step(function, [ids, position, *ours], options.repeat)
-        want, ort_s = timed_step(lambda: ort.run(None, feed), [], options.repeat)
+        want, ort_s = timed_step(ort.run, [None, feed], options.repeat)
         scale = float(np.max(np.abs(want[0])))
         error = max(float(np.max(np.abs(g - w))) for g, w in zip(got, want, strict=True)) / scale
         worst = max(worst, error)
