@@ -21,13 +21,14 @@ from dlc.dialects.graph_tensor import (
     SqueezeShapeOp,
     TransposeOp,
 )
-from dlc.dialects.graph_types import FunctionType, TensorType, TupleType, format_type
+from dlc.dialects.graph_types import FunctionType, TensorType, format_type
 from dlc.lowering.graph_to_loop.concat import concat_nests
 from dlc.lowering.graph_to_loop.dot import DotEmitter
 from dlc.lowering.graph_to_loop.fusion import flat_leaves, fused_producers, is_flat
 from dlc.lowering.graph_to_loop.gather import check_indices, gather_nest
 from dlc.lowering.graph_to_loop.literals import dense_data, drop_unused_literals, literal_bytes
 from dlc.lowering.graph_to_loop.nests import NestEmitter, buffer_type, localize_constants
+from dlc.lowering.graph_to_loop.results import result_types, returned_values
 from dlc.lowering.scalar_ops import Unsupported, reassociate
 from dlc.target import Target
 
@@ -69,14 +70,7 @@ class FunctionLowering:
         symbols = function_symbols(ftype)
         self.arg_types = [buffer_type(t) for t in ftype.args]  # type: ignore[arg-type]
         sizes_type = MemRefType(i64, [max(1, len(symbols))])
-        outputs = ftype.output.types if isinstance(ftype.output, TupleType) else (ftype.output,)
-        if not all(isinstance(t, TensorType) for t in outputs):
-            raise error_at(
-                func,
-                f"@{func.sym_name.data}: a result of type "
-                f"{format_type(ftype.output)} is not supported yet with symbolic dimensions",
-            )
-        self.outputs: list[TensorType] = list(outputs)  # type: ignore[arg-type]
+        self.outputs = result_types(func)
         out_types = [buffer_type(t) for t in self.outputs]
         self.block = Block(arg_types=[*self.arg_types, sizes_type, *out_types])
         self.sizes_arg = self.block.args[len(self.arg_types)]
@@ -108,7 +102,7 @@ class FunctionLowering:
         for arg, buffer in zip(blocks[0].args, self.block.args, strict=False):
             self.values[arg] = buffer
         returned = blocks[0].last_op
-        self.find_results(returned)
+        self.results, self.tuple_value = returned_values(self.ftype, returned)
         if self.optimize:
             self.fused = fused_producers(blocks[0])
         for op in blocks[0].ops:
@@ -126,25 +120,6 @@ class FunctionLowering:
         if self.optimize:
             localize_constants(self.block)
         return loop.FuncOp(self.func.sym_name.data, arg_types, Region(self.block))  # type: ignore[arg-type]
-
-    def find_results(self, returned: Operation | None) -> None:
-        """The graph value of each output: the returned value, or each element of the
-        returned tuple literal (`literal (%a, %b)`, operand by operand)."""
-        assert isinstance(returned, graph.ReturnOp) and returned.value is not None
-        value = returned.value
-        owner = value.owner
-        if len(self.outputs) == 1 and not isinstance(self.ftype.output, TupleType):
-            self.results = [value]
-            return
-        tree = owner.value.data if isinstance(owner, graph.LiteralOp) else None
-        slots = tuple(("operand", k) for k in range(len(self.outputs)))
-        if tree != ("tuple", slots):
-            raise error_at(
-                returned, "a tuple result: return a tuple literal of its elements' values"
-            )
-        assert isinstance(owner, graph.LiteralOp)
-        self.results = list(owner.elements)
-        self.tuple_value = value
 
     def destination(self, op: Operation, returned: Operation | None) -> SSAValue:
         """The buffer `op`'s result is written to: an output when it is returned."""
