@@ -6,8 +6,9 @@ One call is one generation step: the new token (`input_ids` [1, 1] and its
 past_sequence_length, head] in; the next token's `logits` [1, 1, vocab] and the grown
 caches `present_key_L` / `present_value_L` [1, heads, past_sequence_length + 1, head]
 out, in that order (as transformers' exports name them). A layer is pre-LayerNorm
-GPT-2: LayerNorm, attention whose keys and values are the past ones concatenated with
-the token's (`Concat` along the sequence axis), a residual add, LayerNorm, a GELU
+GPT-2: LayerNorm, attention (one projection to queries, keys and values, `Split` in
+three, heads by `Reshape` and `Transpose`) whose keys and values are the past ones
+concatenated with the token's (`Concat` along the sequence axis), a residual add, LayerNorm, a GELU
 feed-forward layer (4 × hidden, the erf form), a residual add; a final LayerNorm and a
 projection to the vocabulary. A token attends to every cached position, so a prompt
 fed token by token needs no mask.
@@ -29,12 +30,14 @@ def _attention_step(g: _Graph, x: str, p: str, hidden: int, heads: int) -> tuple
     """Self-attention of one token over its layer's cache: the output [1, 1, hidden]
     and the present keys and values."""
     head = hidden // heads
+    qkv = g.dense(x, f"{p}attn.c_attn", hidden, 3 * hidden)  # GPT-2's fused projection
+    sizes = g.const(f"{p}attn.split", np.array([hidden] * 3, np.int64))
+    parts = [f"{p}attn.{n}" for n in "qkv"]
+    g.nodes.append(helper.make_node("Split", [qkv, sizes], parts, name=f"{p}attn.split", axis=-1))
     split = g.const(f"{p}heads_shape", np.array([1, 1, heads, head], np.int64))
     q, k, v = (
-        g.op("Transpose", [g.op("Reshape", [g.dense(x, f"{p}attn.{n}", hidden, hidden), split])],
-             perm=[0, 2, 1, 3])
-        for n in "qkv"
-    )  # fmt: skip
+        g.op("Transpose", [g.op("Reshape", [part, split])], perm=[0, 2, 1, 3]) for part in parts
+    )
     keys = g.op("Concat", [f"past_key_{p[:-1]}", k], axis=2)
     values = g.op("Concat", [f"past_value_{p[:-1]}", v], axis=2)
     scale = g.const(f"{p}attn.scale", np.array(1 / math.sqrt(head), np.float32))

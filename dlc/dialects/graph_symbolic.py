@@ -7,6 +7,7 @@ sizes. The first slice of dynamic shapes accepts them in element-wise ops (broad
 against 1s and scalars), `dataTypeCast`, reductions over listed axes with a built-in
 combinator, `dot` of rank 2 or more (batched), `transpose`, `concatenate` (along any
 axis: along a symbolic one the result's extent is a sum, `%past+1`, `graph_dims`),
+`slice` of a static dimension,
 tuples of results and `return`: everything else with a symbolic dimension is a
 located "not supported yet" error when the program is parsed.
 """
@@ -41,7 +42,7 @@ REDUCERS = frozenset({"add", "multiply", "min", "max"})
 ALIASES = frozenset({"padShape", "squeezeShape", "shapeCast", "return", "transpose"})
 """Opcodes that take any symbolic dimensions (shapeCast: the same names, as often)."""
 
-SUBSET = ELEMENTWISE | ALIASES | {"dot", "reduce", "gather", "concatenate"}
+SUBSET = ELEMENTWISE | ALIASES | {"dot", "reduce", "gather", "concatenate", "slice"}
 """Every opcode that may see a symbolic dimension (`unsupported` checks the details)."""
 
 
@@ -67,6 +68,10 @@ def unsupported(
         isinstance(t, TensorType) and t.is_dynamic for t in types[:1]
     ):
         return None  # a static table read at indices of symbolic shape (an embedding)
+    if opcode == "slice" and isinstance(types[0], TensorType) and types[0].rank:
+        if isinstance(types[0].dims[0], int):
+            return None  # rows of a static dimension; the others may be symbolic
+        return f"slice of symbolic dimension {graph_dims.text(types[0].dims[0])}: not supported yet"
     if opcode == "dot" and all(isinstance(t, TensorType) and t.rank >= 2 for t in types):
         return None  # (batched) matrix products; vector · vector is a scalar result
     combinator = props.get("combinator")

@@ -108,9 +108,9 @@ class ConcatenateOp(GraphInstruction):
                     f"along axis {axis}"
                 )
             extents.append(x.dims[axis])
-        dims = list(first.dims)
+        dims: list[int | str] = list(first.dims)
         dims[axis] = graph_dims.add(extents)  # `%past+1` along a symbolic axis
-        return [first.with_shape(dims)]
+        return [TensorType(dims, first.dt)]
 
 
 @irdl_op_definition

@@ -43,7 +43,8 @@ def dims_text(tensor_type: TypeProto.Tensor) -> str:
 
 SYMBOLIC_NODES = frozenset(
     "Gemm MatMul Add Sub Mul Div Max Min Relu Sigmoid Tanh Exp Log Neg Sqrt Cast Erf Pow "
-    "Gather Reshape Transpose Softmax LayerNormalization Unsqueeze Squeeze Identity Concat".split()
+    "Gather Reshape Transpose Softmax LayerNormalization Unsqueeze Squeeze Identity Concat "
+    "Slice Split".split()
 )
 """Operators imported with a symbolic dimension in an input (`dynamic=True`) when the
 ops they become are in the symbolic subset (`graph_symbolic.op_problem` checks them)."""

@@ -16,7 +16,7 @@ from dlc.onnx import load
 from dlc.parser import print_module
 from dlc.runtime import jit
 
-pytest.importorskip("onnx")
+onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -55,3 +55,37 @@ def test_the_grown_cache_prints_as_a_sum():
     text = print_module(load(model, dynamic=True))
     assert "%past_key_0: <1 x 2 x %past_sequence_length x 8 x f32>" in text
     assert "(<1 x 1 x 50 x f32>, <1 x 2 x %past_sequence_length+1 x 8 x f32>, " in text
+
+
+def _split_model(op_type: str) -> onnx.ModelProto:
+    """x [seq, 6] -> Split along axis 1 into [2, 4], concatenated back as [4 | 2]; or
+    with `op_type` "Slice", x[:1] (rows of the symbolic axis)."""
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["seq", 6])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["seq", 6])
+    consts = [helper.make_tensor(n, TensorProto.INT64, [len(v)], v) for n, v in
+              [("sizes", [2, 4]), ("zero", [0]), ("one", [1])]]  # fmt: skip
+    if op_type == "Split":
+        nodes = [
+            helper.make_node("Split", ["x", "sizes"], ["a", "b"], axis=1),
+            helper.make_node("Concat", ["b", "a"], ["y"], axis=1),
+        ]
+    else:
+        nodes = [helper.make_node("Slice", ["x", "zero", "one", "zero"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [x], [y], consts)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_split_of_a_static_axis_with_a_symbolic_one():
+    module = dlc.compile_onnx(_split_model("Split"), dynamic=True)
+    for seq in (1, 9):
+        x = np.arange(seq * 6, dtype=np.float32).reshape(seq, 6)
+        np.testing.assert_array_equal(module.g(x), np.concatenate([x[:, 2:], x[:, :2]], 1))
+
+
+def test_slice_along_a_symbolic_axis_is_reported():
+    with pytest.raises(dlc.DiagnosticError) as info:
+        dlc.compile_onnx(_split_model("Slice"), dynamic=True)
+    assert "node #0 (Slice)" in str(info.value)
+    assert "Slice along symbolic dimension %seq: not supported yet" in str(info.value)

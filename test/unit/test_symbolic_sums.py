@@ -143,3 +143,34 @@ def test_a_tuple_result_must_be_a_tuple_of_values():
     assert str(info.value).startswith(
         "p.dl:7:5: error: a tuple result: return a tuple literal of its elements' values"
     )
+
+
+SLICE = _function(
+    "(<5 x %n x f32>) -> <%n x 2 x f32>",
+    "%x: <5 x %n x f32>",
+    "    %s = slice %x: <5 x %n x f32> from 1 upto 2\n"
+    "    %t = transpose %s: <2 x %n x f32>\n"
+    "    return %t: <%n x 2 x f32>",
+)
+
+
+@pytest.mark.parametrize("opt_level", [0, 2])
+def test_slice_of_a_static_dimension(opt_level: int):
+    module = dlc.compile(SLICE, opt_level=opt_level)
+    for n in (0, 3, 40):
+        x = np.arange(5 * n, dtype=np.float32).reshape(5, n)
+        np.testing.assert_array_equal(module.f(x), x[1:3].T)
+    assert module.stats("f")["compiles"] == 1
+
+
+def test_slice_of_a_symbolic_dimension_is_located():
+    src = _function(
+        "(<%n x 4 x f32>) -> <%n x 4 x f32>",
+        "%x: <%n x 4 x f32>",
+        "    %s = slice %x: <%n x 4 x f32> from 0 upto 1\n    return %x: <%n x 4 x f32>",
+    )
+    with pytest.raises(DiagnosticError) as info:
+        parse_module(src, "s.dl")
+    assert str(info.value).startswith(
+        "s.dl:6:10: error: slice of symbolic dimension %n: not supported yet"
+    )

@@ -18,11 +18,12 @@ from dlc.dialects.graph_tensor import (
     DotOp,
     PadShapeOp,
     ShapeCastOp,
+    SliceOp,
     SqueezeShapeOp,
     TransposeOp,
 )
 from dlc.dialects.graph_types import FunctionType, TensorType, format_type
-from dlc.lowering.graph_to_loop.concat import concat_nests
+from dlc.lowering.graph_to_loop.copies import concat_nests, slice_nest
 from dlc.lowering.graph_to_loop.dot import DotEmitter
 from dlc.lowering.graph_to_loop.fusion import flat_leaves, fused_producers, is_flat
 from dlc.lowering.graph_to_loop.gather import check_indices, gather_nest
@@ -142,7 +143,9 @@ class FunctionLowering:
             self.alias(op.results[0], op.operands[0])
         elif op.results and op.results[0] in self.fused:
             return  # computed at its user's reads
-        elif isinstance(op, (*ELEMENTWISE, DotOp, ReduceOp, TransposeOp, GatherOp, ConcatenateOp)):
+        elif isinstance(
+            op, (*ELEMENTWISE, DotOp, ReduceOp, TransposeOp, GatherOp, ConcatenateOp, SliceOp)
+        ):
             self.lower_compute(op, self.destination(op, returned))
         else:
             raise self.unsupported(op)
@@ -190,6 +193,9 @@ class FunctionLowering:
                 self.lower_gather(op, out)
             elif isinstance(op, ConcatenateOp):
                 concat_nests(self.nest, op, out, self.read, self.optimize)
+                self.values[op.result] = out
+            elif isinstance(op, SliceOp):
+                slice_nest(self.nest, op, out, self.read, self.optimize)
                 self.values[op.result] = out
             else:
                 self.lower_elementwise(op, out)
