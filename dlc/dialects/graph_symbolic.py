@@ -100,8 +100,9 @@ def op_problem(op: Operation) -> str | None:
 def signature_problem(t: FunctionType) -> str | None:
     """Why a function of type `t` cannot be compiled once for all sizes: a symbolic
     dimension of its results (a tensor or a tuple of tensors) no parameter binds, a
-    product or a sum of dimensions (`%n*2`, `%n+1`) in a parameter (it binds no name),
-    or a parameter or result that is not a tensor; None when it can (or has no symbolic
+    product or a sum of dimensions (`%n*2`, `%n+1`) in a parameter whose names no
+    parameter binds alone (an expression binds no name: it is checked per call), or a
+    parameter or result that is not a tensor; None when it can (or has no symbolic
     dimension)."""
     symbol = first_symbol([*t.args, t.output])
     if symbol is None:
@@ -111,18 +112,20 @@ def signature_problem(t: FunctionType) -> str | None:
         if not isinstance(arg, TensorType):
             return f"parameter of type {format_type(arg)}: not supported yet with symbolic dimension %{symbol}"
         bound.update(arg.symbols)
-    exprs = [s for s in bound if not graph_dims.is_name(s)]
-    if exprs:
-        what = graph_dims.kind(exprs[0])
-        return (
-            f"symbolic dimension {graph_dims.text(exprs[0])} of a parameter is a {what}: "
-            "parameters take named sizes (%n)"
-        )
+    names = {s for s in bound if graph_dims.is_name(s)}
+    for expr in sorted(bound - names):
+        free = [n for n in graph_dims.names(expr) if n not in names]
+        if free:
+            what = graph_dims.kind(expr)
+            return (
+                f"symbolic dimension {graph_dims.text(expr)} of a parameter is a {what} of "
+                f"%{free[0]}, which no parameter's dimension names alone"
+            )
     outputs = t.output.types if isinstance(t.output, TupleType) else (t.output,)
     for output in outputs:
         if not isinstance(output, TensorType):
             return f"result of type {format_type(t.output)}: not supported yet with symbolic dimension %{symbol}"
-        free = [n for s in output.symbols for n in graph_dims.names(s) if n not in bound]
+        free = [n for s in output.symbols for n in graph_dims.names(s) if n not in names]
         if free:
             return f"symbolic dimension %{free[0]} of the result is not the size of any parameter"
     return None

@@ -2,8 +2,9 @@
 
 `SymbolicFunction` checks each argument (count, data type, rank, every static extent),
 binds each symbolic dimension `%n` to the extent of its first parameter that has it and
-checks every other use against that: a mismatch is a `ShapeError` located at the
-function, naming the dimension, the two parameters and the two sizes. Nothing native
+checks every other use against that, and a parameter's dimension expression (`%past+1`)
+against its value: a mismatch is a `ShapeError` located at the function, naming the
+dimension, the parameters and the sizes. Nothing native
 runs before the checks pass. The native function (`lower-graph-to-loop`) takes the
 buffers, then the sizes (`int64`, in `Signature.symbols` order), then the outputs (one,
 or one per element of a tuple result, returned as a tuple), whose shapes are computed
@@ -82,13 +83,16 @@ class SymbolicFunction:
             for dt, dims in sig.args
         ]
         self._outputs = [(np.dtype(NUMPY_DTYPES[dt]), dims) for dt, dims in sig.outputs]
-        # every use of a symbolic dimension: (parameter, axis, name), in parameter order
-        self._uses = [
+        # every use of a symbolic dimension: (parameter, axis, name), in parameter order;
+        # a sum (`%past+1`) is checked against its value once the names are bound
+        uses = [
             (i, axis, d)
             for i, (_, dims) in enumerate(sig.args)
             for axis, d in enumerate(dims)
             if isinstance(d, str)
         ]
+        self._uses = [u for u in uses if graph_dims.is_name(u[2])]
+        self._derived = [u for u in uses if not graph_dims.is_name(u[2])]
 
     def __repr__(self) -> str:
         return f"<dlc symbolic function @{self.name}>"
@@ -140,7 +144,25 @@ class SymbolicFunction:
             known = sizes.setdefault(d, got)
             if known != got:
                 raise self._mismatch(d, known, got, (i, axis))
+        for i, axis, d in self._derived:
+            want, got = graph_dims.evaluate(d, sizes), arrays[i].shape[axis]
+            if want != got:
+                raise self._derived_mismatch(d, sizes, got, (i, axis))
         return sizes
+
+    def _derived_mismatch(
+        self, d: str, sizes: dict[str, int], got: int, place: tuple[int, int]
+    ) -> ShapeError:
+        """The error of dimension expression `d` (the names bound to `sizes`), `got` at
+        `place` (parameter, axis)."""
+        names = ", ".join(f"%{n} = {sizes[n]}" for n in graph_dims.names(d))
+        i, axis = place
+        return ShapeError(
+            f"@{self.name}: symbolic dimension {graph_dims.text(d)} is "
+            f"{graph_dims.evaluate(d, sizes)} ({names}) but {got} in "
+            f"%{self.sig.params[i]} (dimension {axis})",
+            self.sig.location,
+        )
 
     def _mismatch(self, d: str, known: int, got: int, place: tuple[int, int]) -> ShapeError:
         """The error of symbolic dimension `d`, first `known`, `got` at `place`

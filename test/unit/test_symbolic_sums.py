@@ -12,6 +12,7 @@ import pytest
 import dlc
 from dlc.diagnostics import DiagnosticError
 from dlc.parser import parse_module, print_module
+from dlc.runtime.symbolic import ShapeError
 from dlc.semantics.interpreter import run_function
 
 CACHE = """\
@@ -105,8 +106,8 @@ def test_three_operands_and_symbolic_other_axes(opt_level: int, n: int, a: int, 
             _function(
                 "(<%n+1 x f32>) -> <%n+1 x f32>", "%x: <%n+1 x f32>", "    return %x: <%n+1 x f32>"
             ),
-            "p.dl:4:12: error: symbolic dimension %n+1 of a parameter is a sum: "
-            "parameters take named sizes (%n)",
+            "p.dl:4:12: error: symbolic dimension %n+1 of a parameter is a sum of %n, "
+            "which no parameter's dimension names alone",
         ),
         (
             _function(
@@ -173,4 +174,26 @@ def test_slice_of_a_symbolic_dimension_is_located():
         parse_module(src, "s.dl")
     assert str(info.value).startswith(
         "s.dl:6:10: error: slice of symbolic dimension %n: not supported yet"
+    )
+
+
+MASKED = _function(
+    "(<%n x f32>, <1 x f32>, <%n+1 x f32>) -> <%n+1 x f32>",
+    "%x: <%n x f32>, %w: <1 x f32>, %m: <%n+1 x f32>",
+    "    %c = concatenate %x: <%n x f32>, %w: <1 x f32> along 0\n"
+    "    %y = add %c: <%n+1 x f32>, %m: <%n+1 x f32>\n"
+    "    return %y: <%n+1 x f32>",
+)
+
+
+def test_a_sum_in_a_parameter_is_checked_per_call():
+    """`%n+1` in a parameter binds nothing: %n comes from %x, and %m's extent must be
+    its value (a mask over a cache grown by one, say)."""
+    module = dlc.compile(MASKED, filename="m.dl")
+    x, w = np.arange(3, dtype=np.float32), np.ones(1, np.float32)
+    np.testing.assert_array_equal(module.f(x, w, np.full(4, 2, np.float32)), [2, 3, 4, 3])
+    with pytest.raises(ShapeError) as info:
+        module.f(x, w, np.zeros(5, np.float32))
+    assert str(info.value).startswith(
+        "m.dl:4:6: error: @f: symbolic dimension %n+1 is 4 (%n = 3) but 5 in %m (dimension 0)"
     )

@@ -150,8 +150,8 @@ def test_a_product_of_dimensions_in_a_parameter_is_located():
     with pytest.raises(DiagnosticError) as info:
         parse_module(src, "p.dl")
     assert str(info.value).startswith(
-        "p.dl:4:12: error: symbolic dimension %n*2 of a parameter is a product: "
-        "parameters take named sizes (%n)"
+        "p.dl:4:12: error: symbolic dimension %n*2 of a parameter is a product of %n, "
+        "which no parameter's dimension names alone"
     )
 
 

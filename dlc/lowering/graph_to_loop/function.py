@@ -7,7 +7,7 @@ from xdsl.dialects.builtin import MemRefType, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from dlc.diagnostics import DiagnosticError, copy_loc, error_at
-from dlc.dialects import graph, loop
+from dlc.dialects import graph, graph_dims, loop
 from dlc.dialects.graph_elementwise import BinaryOp, DataTypeCastOp, NotOp, SelectOp, UnaryOp
 from dlc.dialects.graph_gather import GatherOp
 from dlc.dialects.graph_literal import is_scalar_lit, scalar_value
@@ -40,12 +40,13 @@ Space = tuple[int | str, ...] | None
 
 
 def function_symbols(ftype: FunctionType) -> list[str]:
-    """The symbolic dimensions of a function's parameters in order of first use: the
-    order of the sizes the caller passes (`dlc.runtime.symbolic`)."""
+    """The names of a function's parameters' symbolic dimensions in order of first use
+    (expressions such as `%past+1` are computed from them): the order of the sizes the
+    caller passes (`dlc.runtime.symbolic`)."""
     names: list[str] = []
     for arg in ftype.args:
         assert isinstance(arg, TensorType)
-        names.extend(s for s in arg.symbols if s not in names)
+        names.extend(s for s in arg.symbols if s not in names and graph_dims.is_name(s))
     return names
 
 
@@ -98,7 +99,7 @@ class FunctionLowering:
             index = nest.index_const(i)
             nest.sizes[name] = nest.emit(loop.LoadOp(self.sizes_arg, [index]))
         self.nest = nest
-        types = [r.type for op in blocks[0].ops for r in op.results]
+        types = [*self.ftype.args, *(r.type for op in blocks[0].ops for r in op.results)]
         nest.merged_sizes([t for t in types if isinstance(t, TensorType)])
         for arg, buffer in zip(blocks[0].args, self.block.args, strict=False):
             self.values[arg] = buffer
