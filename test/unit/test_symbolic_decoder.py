@@ -1,7 +1,9 @@
-"""A small GPT-2-style decoder step with a KV cache (`benchmarks/onnx_decoder.py`)
-imported with `dynamic=True`: the caches' `past_sequence_length` is symbolic, the
-`Concat` of the past keys and the new token's makes `%past_sequence_length+1`, and one
-compile generates token after token, each matching onnxruntime."""
+"""A small GPT-2-style decoder with a KV cache (`benchmarks/onnx_decoder.py`) imported
+with `dynamic=True`: the caches' `past_sequence_length` and the new tokens'
+`sequence_length` are symbolic, the `Concat` of the past keys and the new ones makes
+`%past_sequence_length+%sequence_length`, and one compile runs a prompt and then
+generates token after token, each matching onnxruntime. Slice and Split of static axes
+with symbolic ones elsewhere."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import dlc
 from dlc.onnx import load
 from dlc.parser import print_module
 from dlc.runtime import jit
+from dlc.runtime.symbolic import ShapeError
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
@@ -26,6 +29,8 @@ VOCAB = 50
 
 
 def test_a_decoder_generates_with_one_compile():
+    """A prompt of 3 tokens in one call (`%sequence_length` 3, a causal bias), then 7
+    tokens one by one, each the argmax of the last logits."""
     model = onnx_decoder.gpt2_decoder(layers=2, hidden=32, heads=4, vocab=VOCAB, positions=16)
     before = jit.NATIVE_COMPILES[0]
     module = dlc.compile_onnx(model, dynamic=True)
@@ -34,27 +39,44 @@ def test_a_decoder_generates_with_one_compile():
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     names = [i.name for i in session.get_inputs()]
     ours, theirs = onnx_decoder.empty_cache(model), onnx_decoder.empty_cache(model)
-    prompt, token = [3, 41, 7], 3
-    for position in range(8):
-        ids, place = np.array([[token]], np.int64), np.array([[position]], np.int64)
-        got = step(ids, place, *ours)
-        want = session.run(None, dict(zip(names, [ids, place, *theirs], strict=True)))
-        assert len(got) == 5 and got[1].shape == (1, 4, position + 1, 8)
+    tokens, past = [3, 41, 7], 0
+    for _ in range(8):
+        args = onnx_decoder.step_inputs(tokens, past)
+        got = step(*args, *ours)
+        want = session.run(None, dict(zip(names, [*args, *theirs], strict=True)))
+        past += len(tokens)
+        assert len(got) == 5 and got[1].shape == (1, 4, past, 8)
         for g, w in zip(got, want, strict=True):
             np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5 * float(np.abs(w).max()))
-        assert int(np.argmax(got[0])) == int(np.argmax(want[0]))
+        tokens = [int(np.argmax(got[0][0, -1]))]
+        assert tokens[0] == int(np.argmax(want[0][0, -1]))
         ours, theirs = list(got[1:]), list(want[1:])
-        token = prompt[position + 1] if position + 1 < len(prompt) else int(np.argmax(got[0]))
-    assert jit.NATIVE_COMPILES[0] == before + 1  # no step compiled anything
+    assert jit.NATIVE_COMPILES[0] == before + 1  # no call compiled anything
     stats = module.stats("gpt2_decoder")
     assert stats["compiles"] == 1 and stats["sizes_called"] == 8
 
 
-def test_the_grown_cache_prints_as_a_sum():
+def test_the_grown_cache_is_a_sum():
+    """`past_sequence_length + sequence_length` (a dim_param naming the others) is the
+    sum of the two dimensions, in the bias the caller passes and in the caches."""
     model = onnx_decoder.gpt2_decoder(layers=1, hidden=16, heads=2, vocab=VOCAB, positions=4)
     text = print_module(load(model, dynamic=True))
-    assert "%past_key_0: <1 x 2 x %past_sequence_length x 8 x f32>" in text
-    assert "(<1 x 1 x 50 x f32>, <1 x 2 x %past_sequence_length+1 x 8 x f32>, " in text
+    grown = "%past_sequence_length+%sequence_length"
+    assert f"%attention_bias: <1 x 1 x %sequence_length x {grown} x f32>" in text
+    assert f"(<1 x %sequence_length x 50 x f32>, <1 x 2 x {grown} x 8 x f32>, " in text
+
+
+def test_a_bias_of_the_wrong_length_is_a_shape_error():
+    model = onnx_decoder.gpt2_decoder(layers=1, hidden=16, heads=2, vocab=VOCAB, positions=4)
+    step = dlc.compile_onnx(model, dynamic=True).gpt2_decoder
+    ids, places, bias = onnx_decoder.step_inputs([1, 2], 0)
+    with pytest.raises(ShapeError) as info:
+        step(ids, places, bias[..., :1], *onnx_decoder.empty_cache(model))
+    assert (
+        "@gpt2_decoder: symbolic dimension %past_sequence_length+%sequence_length is 2 "
+        "(%past_sequence_length = 0, %sequence_length = 2) but 1 in %attention_bias "
+        "(dimension 3)"
+    ) in str(info.value)
 
 
 def _split_model(op_type: str) -> onnx.ModelProto:
