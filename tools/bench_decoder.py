@@ -4,19 +4,21 @@ every step, checked against onnxruntime token by token.
     python tools/bench_decoder.py                          # 4 layers, hidden 256, 128 tokens
     python tools/bench_decoder.py --layers 2 --tokens 32 --threads 1
 
-The model is `onnx_decoder.gpt2_decoder` (random weights; one call is one step: the
-token, its position and every layer's past keys and values in, the logits and the
-grown caches out). It is compiled once with `dlc.compile_onnx(model, dynamic=True)` (a
-fresh, empty compile cache: a cold compile), then generates `--tokens` tokens: the
-`--prompt` first are a random prompt fed token by token, the others the argmax of the
-previous step's logits. dlc and onnxruntime (`intra_op_num_threads` = `--threads`,
-spinning off) each keep their own cache; at every step both run on the same token, in
-turns, `--repeat` times (the median is the step's time), and the step fails unless
-both pick the same next token and their logits and caches agree within `--tolerance`
-of the largest logit. At the end the module's statistics must say one compile
-(`stats(f)["compiles"]`) and as many sizes as steps. Printed: the compile time, the
-median ms per token of dlc and onnxruntime over each quarter of the generation (the
-cache grows) and over all of it, and the largest difference.
+The model is `onnx_decoder.gpt2_decoder` (random weights; one call takes new tokens,
+their positions, an attention bias and every layer's past keys and values, returns the
+logits and the grown caches). It is compiled once with `dlc.compile_onnx(model, dynamic=True)` (a
+fresh, empty compile cache: a cold compile), then runs a random prompt of `--prompt`
+tokens in one call (a causal attention bias) and generates `--tokens` tokens, each the
+argmax of the previous call's last logits, the first from the prompt's call, the others
+one call each with the cache grown by one. dlc and onnxruntime (`intra_op_num_threads` =
+`--threads`, spinning off) each keep their own cache; every call runs on both with the
+same tokens, in turns, `--repeat` times (the median is the call's time), and fails
+unless both pick the same next token and their logits and caches agree within
+`--tolerance` of the largest logit. At the end the module's statistics must say one
+compile (`stats(f)["compiles"]`) and as many sizes as calls. Printed: the compile time,
+the prompt's ms, the median ms per generated token of dlc and onnxruntime over each
+quarter of the generation (by the cache length) and over all of it, and the largest
+difference.
 """
 
 from __future__ import annotations
@@ -51,35 +53,44 @@ def timed_step(step: Any, args: list[Any], repeat: int) -> tuple[Any, float]:
 
 
 def generate(function: Any, ort: Any, model: Any, options: argparse.Namespace) -> dict[str, Any]:
-    """Generate `options.tokens` tokens with both (module doc); the per-step times and
-    the largest relative difference, or `failed` naming the step that disagreed."""
+    """Run the prompt in one call, then generate token by token with both (module doc);
+    the prompt's times, the per-step times and the largest relative difference, or
+    `failed` naming the call that disagreed."""
     import onnx_decoder
 
     names = [i.name for i in ort.get_inputs()]
     ours, theirs = onnx_decoder.empty_cache(model), onnx_decoder.empty_cache(model)
     vocab = model.graph.output[0].type.tensor_type.shape.dim[-1].dim_value
-    prompt = np.random.default_rng(options.seed).integers(0, vocab, options.prompt)
-    token, worst, steps = int(prompt[0]), 0.0, []
-    for step in range(options.tokens):
-        ids, position = np.array([[token]], np.int64), np.array([[step]], np.int64)
-        feed = dict(zip(names, [ids, position, *theirs], strict=True))
-        got, dlc_s = timed_step(function, [ids, position, *ours], options.repeat)
+    rng = np.random.default_rng(options.seed)
+    tokens, past, worst, steps = (
+        [int(t) for t in rng.integers(0, vocab, options.prompt)],
+        0,
+        0.0,
+        [],
+    )
+    for call in range(options.tokens):
+        args = onnx_decoder.step_inputs(tokens, past)
+        feed = dict(zip(names, [*args, *theirs], strict=True))
+        got, dlc_s = timed_step(function, [*args, *ours], options.repeat)
         want, ort_s = timed_step(ort.run, [None, feed], options.repeat)
         scale = float(np.max(np.abs(want[0])))
         error = max(float(np.max(np.abs(g - w))) for g, w in zip(got, want, strict=True)) / scale
         worst = max(worst, error)
-        chosen, expected = int(np.argmax(got[0])), int(np.argmax(want[0]))
+        chosen, expected = int(np.argmax(got[0][0, -1])), int(np.argmax(want[0][0, -1]))
         if chosen != expected or error > options.tolerance:
-            return {"failed": f"step {step}: token {chosen} vs {expected}, difference {error:.1e}"}
+            return {"failed": f"call {call}: token {chosen} vs {expected}, difference {error:.1e}"}
         steps.append((dlc_s, ort_s))
         ours, theirs = list(got[1:]), list(want[1:])
-        token = int(prompt[step + 1]) if step + 1 < options.prompt else chosen
-    return {"steps": steps, "error": worst}
+        past, tokens = past + len(tokens), [chosen]
+    return {"prompt": steps[0], "steps": steps[1:], "error": worst}
 
 
-def report(steps: list[tuple[float, float]]) -> None:
-    """Median ms per token of dlc and onnxruntime by quarter of the generation."""
-    print("  steps (cache) | dlc ms/token | ort ms/token | dlc/ort")
+def report(prompt: tuple[float, float], steps: list[tuple[float, float]], first: int) -> None:
+    """The prompt's ms, then the median ms per token of dlc and onnxruntime by quarter
+    of the generation (`first`: the cache length at the first step)."""
+    print("          calls | dlc ms/token | ort ms/token | dlc/ort")
+    d, o = (1e3 * t for t in prompt)
+    print(f"  {'prompt':>13} | {d:12.3f} | {o:12.3f} | {d / o:7.2f}   (ms for the prompt)")
     n = len(steps)
     parts = [(k * n // 4, (k + 1) * n // 4) for k in range(4)] + [(0, n)]
     for lo, hi in parts:
@@ -87,7 +98,7 @@ def report(steps: list[tuple[float, float]]) -> None:
             continue
         d = 1e3 * statistics.median(s[0] for s in steps[lo:hi])
         o = 1e3 * statistics.median(s[1] for s in steps[lo:hi])
-        label = f"{lo:3d}-{hi - 1:3d}" if (lo, hi) != (0, n) else "    all"
+        label = f"{first + lo:3d}-{first + hi - 1:3d}" if (lo, hi) != (0, n) else "steps"
         print(f"  {label:>13} | {d:12.3f} | {o:12.3f} | {d / o:7.2f}")
 
 
@@ -112,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
 
     model = onnx_decoder.gpt2_decoder(
         layers=options.layers, hidden=options.hidden, heads=options.heads, vocab=options.vocab,
-        positions=max(options.tokens, 1),
+        positions=options.prompt + options.tokens,
     )  # fmt: skip
     path = Path(os.environ["DLC_CACHE_DIR"]) / "decoder.onnx"
     onnx.save(model, str(path))
@@ -130,11 +141,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     stats = module.stats(name)
     print(
-        f"{options.tokens} tokens ({options.prompt} prompt), each matching onnxruntime "
+        f"{options.tokens} tokens after a prompt of {options.prompt}, each matching onnxruntime "
         f"(largest difference {result['error']:.1e} of the largest logit); compiles "
         f"{stats['compiles']}, sizes called {stats['sizes_called']}"
     )
-    report(result["steps"])
+    report(result["prompt"], result["steps"], options.prompt)
     return 0 if stats["compiles"] == 1 and stats["sizes_called"] == options.tokens else 1
 
 
