@@ -103,7 +103,8 @@ def exported_functions(
     functions = [c_function(defined[name], prefix) for name in names]
     seen = {f"{prefix}_status_message": "the status message function"}
     for f in functions:
-        for symbol in (f.c_name, f"{f.c_name}_with_arena"):
+        sized = (f"{f.c_name}_arena_bytes",) if f.sizes else ()
+        for symbol in (f.c_name, f"{f.c_name}_with_arena", *sized):
             if symbol in seen:
                 raise ExportError(f"@{f.name}: its C name {symbol} is also {seen[symbol]}")
             seen[symbol] = f"the C name of @{f.name}"
