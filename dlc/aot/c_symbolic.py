@@ -150,9 +150,7 @@ def _buffer_bytes(em: _Emitter, f: CFunction, sizes: list[str]) -> None:
             total = em.checked("smul", total, extent)
 
 
-def need_function(
-    f: CFunction, formula: ArenaFormula, index: int, pointer_bits: int
-) -> list[str]:
+def need_function(f: CFunction, formula: ArenaFormula, index: int, pointer_bits: int) -> list[str]:
     """`i64 @__dlc_need_<index>(ptr %sizes)` (module docstring)."""
     em = _Emitter()
     sizes = []
@@ -187,6 +185,5 @@ def need_function(
 
 def element_count(f: CFunction, dims: Sequence[int | str]) -> str:
     """The C expression of the element count of a buffer of `dims`: `seq * 768`."""
-    factors = [f.c_size(d) if isinstance(d, str) else str(d) for d in dims]
+    factors = [f.c_size(d) if isinstance(d, str) else str(d) for d in dims if d != 1]
     return " * ".join(factors) or "1"
-
