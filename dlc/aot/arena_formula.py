@@ -15,6 +15,7 @@ in the arena then comes from the heap, as it does when the caller's arena is sma
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp
@@ -22,7 +23,7 @@ from xdsl.ir import Operation, SSAValue
 
 from dlc.dialects import loop
 
-Expr = tuple[object, ...]
+Expr = tuple[Any, ...]
 """`("const", value)`, `("size", k)` (the k-th size) or `(op, lhs, rhs)`, `op` a key of
 `BINARY`'s values."""
 

@@ -129,14 +129,14 @@ class _Emitter:
             if e[0] == "const":
                 values[e] = str(e[1])
             elif e[0] == "size":
-                values[e] = sizes[e[1]]  # type: ignore[index]
+                values[e] = sizes[e[1]]
             else:
                 lhs, rhs = e[1], e[2]
                 missing = [x for x in (lhs, rhs) if x not in values]
                 if missing:
-                    stack.extend(missing)  # type: ignore[arg-type]
+                    stack.extend(missing)
                     continue
-                values[e] = self.binary(str(e[0]), values[lhs], values[rhs])  # type: ignore[index]
+                values[e] = self.binary(str(e[0]), values[lhs], values[rhs])
             stack.pop()
         return values[root]
 

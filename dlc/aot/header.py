@@ -69,9 +69,9 @@ SIZES = [
     " * dimensions first appear in the parameters); one library serves every size. A",
     " * negative size, or sizes for which the bytes of an array or of the arena overflow",
     " * size_t, return a status before anything runs. Arrays the call needs at run time",
-    " * take the arena when they fit, the heap otherwise: <f>_with_arena is safe with an",
-    " * arena of any size, and allocates nothing when given <f>_arena_bytes(sizes) bytes",
-    " * (what <f> mallocs).",
+    " * take the arena when they fit, the heap otherwise: <f>_with_arena works with any",
+    " * arena of at least the ARENA_BYTES above, and allocates nothing when given",
+    " * <f>_arena_bytes(sizes) bytes (what <f> mallocs).",
 ]
 """The header's rules for functions with symbolic dimensions."""
 
