@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from aot_driver import build, driver_source, results, run
+from aot_driver import aarch64_tools, build, driver_source, results, run
 from onnx_models import make, node, randn
 
 import dlc
@@ -75,6 +75,40 @@ def library(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (out / "driver.c").write_text(driver_source(functions, "sym.h"))
     build(CC, out / "driver.c", out / "driver", [f"-L{out}", "-lsym", f"-Wl,-rpath,{out}"])
     return out
+
+
+def _check(printed: np.ndarray, name: str, inputs: list[np.ndarray]) -> None:
+    expected = np.asarray(dlc.compile(PROGRAM, target_cpu="haswell")[name](*inputs)).ravel()
+    np.testing.assert_allclose(printed, expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.skipif(aarch64_tools() is not None, reason=aarch64_tools() or "")
+def test_aarch64_library_under_qemu(tmp_path: Path) -> None:
+    (tmp_path / "sym.dl").write_text(PROGRAM)
+    argv = [str(tmp_path / "sym.dl"), "-o", str(tmp_path / "libsym.so")]
+    assert dlc_compile.main([*argv, "--target", "aarch64-linux-gnu"]) == 0
+    functions = [c_function(f, "sym") for f in defined_functions(dlc.parse(PROGRAM)).values()]
+    (tmp_path / "driver.c").write_text(driver_source(functions, "sym.h"))
+    link = [f"-L{tmp_path}", "-lsym", "-Wl,-rpath,$ORIGIN"]
+    driver = build("aarch64-linux-gnu-gcc", tmp_path / "driver.c", tmp_path / "driver", link)
+    for name, sizes in (("soft", (5,)), ("flip", (3, 2))):
+        inputs = _inputs(name, sizes)
+        (printed,) = results(run(driver, name, inputs, qemu=True, sizes=sizes))
+        _check(printed, name, inputs)
+
+
+@needs_cc
+def test_an_older_cpu_and_a_32_bit_target(tmp_path: Path) -> None:
+    module = dlc.compile(PROGRAM)
+    module.export(tmp_path / "libsym.so", target_cpu="haswell")
+    lib = _lib(tmp_path / "libsym.so")
+    inputs = _inputs("soft", (9,))
+    out = np.zeros((9, 8), np.float32)
+    assert lib.sym_soft(9, *(a.ctypes.data for a in (*inputs, out))) == 0
+    _check(out.ravel(), "soft", inputs)
+    wasm = module.export(tmp_path / "wasm.o", target="wasm32-unknown-unknown", prefix="sym")
+    assert wasm.library.read_bytes()[:4] == b"\0asm"
+    assert "size_t sym_soft_arena_bytes(int64_t n);" in wasm.header.read_text()
 
 
 def _lib(path: Path) -> ctypes.CDLL:
