@@ -151,13 +151,14 @@ def export_graph_module(
 
     request = aot.make_request(path, opt_level=options.opt_level, externs=externs, **settings)
     module = differentiated(module)
-    functions = aot.exported_functions(entry_points(module), entries, request.prefix)
+    symbolic = is_symbolic(module)
+    functions = aot.exported_functions(entry_points(module), entries, request.prefix, symbolic)
     options = aot.target_options(options, request)
-    snapshots: dict[str, ModuleOp] | None = {} if is_symbolic(module) else None
+    snapshots: dict[str, ModuleOp] | None = {} if symbolic else None
     llvm_level, report = lower(module, options, snapshots, externs, python_entries=False)
     formulas = None
     if snapshots is not None:  # the arena of a call: a formula of its sizes
-        params = {f.name: len(f.params) for f in functions if f.sizes}
+        params = {f.name: len(f.params) for f in functions}
         formulas = aot.arena_formulas(snapshots["loop"], params, report.arena_bytes)
     return aot.write_library(llvm_level, functions, report.arena_bytes, request, formulas)
 

@@ -117,7 +117,7 @@ def _code(opts: ShimOptions, message: str) -> int:
 
 def _size_checks(f: CFunction, opts: ShimOptions, index: int) -> list[str]:
     """The sizes of `f` stored in `%sizes` and checked (`c_symbolic`); none without."""
-    if not f.sizes:
+    if not f.sized_call:
         return []
     returns = [
         [
@@ -147,7 +147,7 @@ def _with_arena(f: CFunction, opts: ShimOptions, index: int) -> list[str]:
         + [_param(a, i) for i, a in enumerate(f.args)]
     )
     stores, pointers = _pass_arguments(f)
-    if f.sizes:
+    if f.sized_call:
         pointers.insert(len(f.params), "ptr %sizes")
     return [
         f"define i32 @{f.c_name}_with_arena({params}) {{",
@@ -196,14 +196,14 @@ def _arena_bytes(f: CFunction, opts: ShimOptions, index: int) -> list[str]:
 def _with_malloc(f: CFunction, opts: ShimOptions, failed_code: int) -> list[str]:
     size_t = f"i{opts.pointer_bits}"
     params = ", ".join([*c_symbolic.size_params(f)] + [_param(a, i) for i, a in enumerate(f.args)])
-    size = "%need" if f.sizes else str(opts.arena_size)
+    size = "%need" if f.sized_call else str(opts.arena_size)
     forward = ", ".join(
         ["ptr %mem", f"{size_t} {size}", *c_symbolic.size_params(f)]
         + [_param(a, i) for i, a in enumerate(f.args)]
     )
     forward = forward.replace("i1 zeroext", "i1")
     call = f"  %code = call i32 @{f.c_name}_with_arena({forward})"
-    if f.sizes:
+    if f.sized_call:
         return _sized_malloc(f, size_t, params, call, failed_code)
     if not opts.arena_size:
         return [
@@ -363,9 +363,9 @@ def entry_points(functions: list[CFunction], opts: ShimOptions, triple: str, lay
         *c_symbolic.INTRINSICS,
     ]
     for index, f in enumerate(functions):
-        n_args = len(f.args) + (1 if f.sizes else 0)
+        n_args = len(f.args) + (1 if f.sized_call else 0)
         lines.append(f'declare void @"{abi.function_symbol(f.name)}"(ptr{", ptr" * n_args})')
-        if f.sizes:
+        if f.sized_call:
             formula = opts.formula(f.name)
             lines += c_symbolic.need_function(f, formula, index, opts.pointer_bits)
             lines += _arena_bytes(f, opts, index)
@@ -379,6 +379,6 @@ def exported_names(functions: list[CFunction], prefix: str) -> set[str]:
     names = {f"{prefix}_status_message"}
     for f in functions:
         names |= {f.c_name, f"{f.c_name}_with_arena"}
-        if f.sizes:
+        if f.sized_call:
             names.add(f"{f.c_name}_arena_bytes")
     return names

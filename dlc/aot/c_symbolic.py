@@ -40,12 +40,13 @@ def negative_message(f: CFunction, k: int) -> str:
 
 def too_large_message(f: CFunction) -> str:
     names = ", ".join(s.name for s in f.sizes)
-    return f"trap\t@{f.name}: sizes too large ({names}): a buffer's byte count overflows size_t"
+    too_large = f"sizes too large ({names}): " if names else ""
+    return f"trap\t@{f.name}: {too_large}a buffer's byte count overflows size_t"
 
 
 def messages(f: CFunction) -> list[str]:
     """The status messages the entries of `f` may return (none without sizes)."""
-    if not f.sizes:
+    if not f.sized_call:
         return []
     return [*(negative_message(f, k) for k in range(len(f.sizes))), too_large_message(f)]
 

@@ -54,7 +54,7 @@ def _function_doc(f: CFunction, prefix: str) -> list[str]:
 
 
 def _arena_doc(f: CFunction) -> list[str]:
-    sizes = ", ".join(f"int64_t {s.name}" for s in f.sizes)
+    sizes = ", ".join(f"int64_t {s.name}" for s in f.sizes) or "void"
     return [
         f"/* Bytes of an arena with which {f.c_name}_with_arena at these sizes takes",
         " * nothing from the heap (0 if a size is negative or a byte count overflows). */",
@@ -111,7 +111,7 @@ def header(
         " * Parallel loops use up to omp_get_max_threads() threads of the OpenMP runtime.",
         " * Recursion is limited in depth; the stack guard uses the calling thread's",
         " * stack bounds (pthread_getattr_np) and is off where they are unknown.",
-        *(SIZES if any(f.sizes for f in functions) else []),
+        *(SIZES if any(f.sized_call for f in functions) else []),
         " *",
         f" * Link with: {', '.join(needs)}.",
     ]
@@ -141,7 +141,7 @@ def header(
     ]
     for f in functions:
         lines += ["", *_function_doc(f, p), *_prototype(f, False), *_prototype(f, True)]
-        if f.sizes:
+        if f.sized_call:
             lines += _arena_doc(f)
     lines += ["", "#ifdef __cplusplus", "}", "#endif", "", f"#endif /* {guard} */", ""]
     return "\n".join(lines)

@@ -106,6 +106,7 @@ class CFunction:
     c_name: str
     args: tuple[CArg, ...]
     sizes: tuple[CSize, ...] = ()
+    sized_call: bool = False  # the native code takes a sizes buffer (a symbolic module's)
 
     def c_size(self, symbol: str) -> str:
         """The C name of the size of `%symbol`."""
@@ -186,4 +187,5 @@ def c_function(func: FuncOp, prefix: str) -> CFunction:
         CArg(_unique("result" if single else f"result{i}", taken), t, output=True)
         for i, t in enumerate(tensors)
     ]
-    return CFunction(name, f"{prefix}_{_c_identifier(name)}", (*params, *results), sizes)
+    c_name = f"{prefix}_{_c_identifier(name)}"
+    return CFunction(name, c_name, (*params, *results), sizes, sized_call=bool(sizes))

@@ -47,9 +47,24 @@ func @flip: (<%rows x %cols x f32>, <%cols x f32>) -> <%cols x %rows x f32> {
     %y = multiply %t: <%cols x %rows x f32>, %c: <%cols x 1 x f32>
     return %y: <%cols x %rows x f32>
 }
+
+func @fixed: (<2 x 3 x f32>) -> <3 x 2 x f32> {
+'entry(%a: <2 x 3 x f32>):
+    %t = transpose %a: <2 x 3 x f32>
+    %y = multiply %t: <3 x 2 x f32>, 2: f32
+    return %y: <3 x 2 x f32>
+}
 """
 
-CASES = [("soft", (1,)), ("soft", (7,)), ("soft", (600,)), ("flip", (2, 3)), ("flip", (5, 1))]
+CASES = [
+    ("soft", (1,)),
+    ("soft", (7,)),
+    ("soft", (600,)),
+    ("flip", (2, 3)),
+    ("flip", (5, 1)),
+    ("fixed", ()),  # static, in a module with symbolic dimensions: no sizes
+]
+SYMBOLS = {"soft": ("n",), "flip": ("rows", "cols"), "fixed": ()}
 
 
 def _inputs(name: str, sizes: tuple[int, ...]) -> list[np.ndarray]:
@@ -57,6 +72,8 @@ def _inputs(name: str, sizes: tuple[int, ...]) -> list[np.ndarray]:
     if name == "soft":
         x = rng.standard_normal((sizes[0], 8)).astype(np.float32)
         return [x, (rng.standard_normal((8, 8)) / 4).astype(np.float32)]
+    if name == "fixed":
+        return [rng.standard_normal((2, 3)).astype(np.float32)]
     rows, cols = sizes
     a = rng.standard_normal((rows, cols)).astype(np.float32)
     return [a, rng.standard_normal(cols).astype(np.float32)]
@@ -135,7 +152,7 @@ def test_one_library_serves_every_size(library: Path, name: str, sizes: tuple[in
     (printed,) = results(run(library / "driver", name, inputs, sizes=sizes))
     jit = dlc.compile(PROGRAM)[name](*inputs)
     static = PROGRAM  # the reference interpreter runs the program at these sizes
-    for symbol, size in zip(("n",) if name == "soft" else ("rows", "cols"), sizes, strict=True):
+    for symbol, size in zip(SYMBOLS[name], sizes, strict=True):
         static = re.sub(rf"%{symbol}\b", str(size), static)
     reference = run_function(dlc.parse(static), name, inputs)
     np.testing.assert_allclose(printed, np.asarray(jit).ravel(), rtol=1e-6, atol=1e-7)
@@ -146,6 +163,8 @@ def test_header_names_the_sizes(library: Path) -> None:
     header = (library / "sym.h").read_text()
     assert "int32_t sym_flip(\n    int64_t rows,\n    int64_t cols,\n    const float *a," in header
     assert "size_t sym_flip_arena_bytes(int64_t rows, int64_t cols);" in header
+    assert "int32_t sym_fixed(\n    const float *a,\n    float *result);" in header
+    assert "size_t sym_fixed_arena_bytes(void);" in header
     assert " *   size cols: the extent of %cols (>= 0)" in header
     assert "in   a: f32 [%rows x %cols] (C-contiguous, read only, rows * cols elements)" in header
     assert "out  result: f32 [%cols x %rows] (C-contiguous, written by the call, cols * rows" in (
@@ -201,6 +220,8 @@ def test_bad_sizes_return_a_status(library: Path) -> None:
         )
         assert lib.sym_flip_arena_bytes(*sizes) == 0
     assert lib.sym_soft_arena_bytes(-1) == 0
+    lib.sym_fixed_arena_bytes.restype = ctypes.c_size_t
+    assert lib.sym_fixed_arena_bytes() == 64 + 64  # 6 floats rounded past 64, the slack
     assert lib.sym_soft_arena_bytes(0) > 0  # each buffer is at least 64 bytes
 
 
