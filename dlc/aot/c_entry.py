@@ -2,8 +2,10 @@
 
 For each exported `f`: `P_f_with_arena` sets up a call context on its stack (stack
 limit, arena, threads) and returns the status word, `P_f` does the same with a
-`malloc`ed arena, and `P_status_message` renders a status; everything else becomes
-internal. Details: docs/design/abi.md.
+`malloc`ed arena, and `P_status_message` renders a status; for the functions of a
+module with symbolic dimensions the entries take the sizes first and check them, and
+`P_f_arena_bytes(sizes)` gives the arena a call needs (`c_symbolic.py`); everything
+else becomes internal. Details: docs/design/abi.md.
 """
 
 from __future__ import annotations

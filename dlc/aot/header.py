@@ -53,11 +53,15 @@ def _function_doc(f: CFunction, prefix: str) -> list[str]:
     return lines
 
 
-def _arena_doc(f: CFunction) -> list[str]:
+def _arena_doc(f: CFunction, exact: bool) -> list[str]:
+    """The prototype of `P_f_arena_bytes`; `exact`: its formula counts every buffer
+    (`arena_formula.ArenaFormula.exact`)."""
     sizes = ", ".join(f"int64_t {s.name}" for s in f.sizes) or "void"
+    what = "nothing" if exact else "only buffers sized inside loops"
     return [
-        f"/* Bytes of an arena with which {f.c_name}_with_arena at these sizes takes",
-        " * nothing from the heap (0 if a size is negative or a byte count overflows). */",
+        f"/* Bytes of an arena with which {f.c_name}_with_arena at these sizes",
+        f" * takes {what} from the heap (0 if a size is negative or a byte count",
+        " * overflows). */",
         f"size_t {f.c_name}_arena_bytes({sizes});",
     ]
 
@@ -142,6 +146,6 @@ def header(
     for f in functions:
         lines += ["", *_function_doc(f, p), *_prototype(f, False), *_prototype(f, True)]
         if f.sized_call:
-            lines += _arena_doc(f)
+            lines += _arena_doc(f, opts.formula(f.name).exact)
     lines += ["", "#ifdef __cplusplus", "}", "#endif", "", f"#endif /* {guard} */", ""]
     return "\n".join(lines)
