@@ -15,7 +15,7 @@ from xdsl.dialects.builtin import ModuleOp
 from dlc import pipeline
 from dlc.diagnostics import clone_located, error_at
 from dlc.dialects.graph import FuncOp as GraphFuncOp
-from dlc.dialects.graph_symbolic import first_symbol, is_symbolic
+from dlc.dialects.graph_symbolic import is_symbolic
 from dlc.dialects.graph_types import NATIVE_DTYPES
 from dlc.externs import not_allowed_message
 from dlc.runtime.convention import entry_checks
@@ -149,15 +149,18 @@ def export_graph_module(
     from dlc.passes.graph.autodiff.differentiate_tape import entry_points
     from dlc.passes.graph.differentiate import differentiated
 
-    for func in defined_functions(module).values():
-        if (symbol := first_symbol([func.function_type])) is not None:
-            raise error_at(func, f"C export: not supported yet with symbolic dimension %{symbol}")
     request = aot.make_request(path, opt_level=options.opt_level, externs=externs, **settings)
     module = differentiated(module)
-    functions = aot.exported_functions(entry_points(module), entries, request.prefix)
+    symbolic = is_symbolic(module)
+    functions = aot.exported_functions(entry_points(module), entries, request.prefix, symbolic)
     options = aot.target_options(options, request)
-    llvm_level, report = lower(module, options, externs=externs, python_entries=False)
-    return aot.write_library(llvm_level, functions, report.arena_bytes, request)
+    snapshots: dict[str, ModuleOp] | None = {} if symbolic else None
+    llvm_level, report = lower(module, options, snapshots, externs, python_entries=False)
+    formulas = None
+    if snapshots is not None:  # the arena of a call: a formula of its sizes
+        params = {f.name: len(f.params) for f in functions}
+        formulas = aot.arena_formulas(snapshots["loop"], params, report.arena_bytes)
+    return aot.write_library(llvm_level, functions, report.arena_bytes, request, formulas)
 
 
 class ProgramLevels:

@@ -9,12 +9,14 @@ signatures are `signature.py`'s, the settings are checked by `request.py`, the
 library is put together by `library.py` and linked by `link.py`.
 """
 
+from dlc.aot.arena_formula import arena_formulas
 from dlc.aot.library import Exported, Request, write_library
 from dlc.aot.link import ExportError, text_relocations
 from dlc.aot.request import exported_functions, make_request, parallel_loops, target_options
 
 __all__ = [
     "ExportError",
+    "arena_formulas",
     "Exported",
     "Request",
     "exported_functions",

@@ -2,14 +2,18 @@
 
 For each exported `f`: `P_f_with_arena` sets up a call context on its stack (stack
 limit, arena, threads) and returns the status word, `P_f` does the same with a
-`malloc`ed arena, and `P_status_message` renders a status; everything else becomes
-internal. Details: docs/design/abi.md.
+`malloc`ed arena, and `P_status_message` renders a status; for the functions of a
+module with symbolic dimensions the entries take the sizes first and check them, and
+`P_f_arena_bytes(sizes)` gives the arena a call needs (`c_symbolic.py`); everything
+else becomes internal. Details: docs/design/abi.md.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dlc.aot import c_symbolic
+from dlc.aot.arena_formula import ArenaFormula
 from dlc.aot.signature import LLVM_SCALARS, CArg, CFunction
 from dlc.dialects import abi
 
@@ -31,6 +35,11 @@ class ShimOptions:
     openmp: bool  # the code calls GOMP_parallel: ask the OpenMP runtime for threads
     pthreads: bool  # the target has glibc's pthread_getattr_np (Linux)
     pointer_bits: int  # 64, or 32 (wasm32)
+    formulas: tuple[tuple[str, ArenaFormula], ...] = ()  # per function with sizes
+
+    def formula(self, name: str) -> ArenaFormula:
+        """The arena formula of the function `name` (one with symbolic dimensions)."""
+        return dict(self.formulas)[name]
 
     @property
     def arena_size(self) -> int:
@@ -104,16 +113,48 @@ def _make_context(opts: ShimOptions) -> list[str]:
     ]
 
 
-def _with_arena(f: CFunction, opts: ShimOptions) -> list[str]:
-    """`P_f_with_arena`: make the context, call `f`, keep a failure's fault value."""
+def _code(opts: ShimOptions, message: str) -> int:
+    return opts.messages.index(message) + 1
+
+
+def _size_checks(f: CFunction, opts: ShimOptions, index: int) -> list[str]:
+    """The sizes of `f` stored in `%sizes` and checked (`c_symbolic`); none without."""
+    if not f.sized_call:
+        return []
+    returns = [
+        [
+            f"  store i64 %n{k}, ptr @__dlc_fault, align 8",
+            f"  ret i32 {_code(opts, c_symbolic.negative_message(f, k))}",
+        ]
+        for k in range(len(f.sizes))
+    ]
+    return [
+        *c_symbolic.store_sizes(f),
+        *c_symbolic.negatives(f, returns, "sized"),
+        f"  %need = call i64 @__dlc_need_{index}(ptr %sizes)",
+        "  %big = icmp slt i64 %need, 0",
+        "  br i1 %big, label %too_large, label %run",
+        "too_large:",
+        f"  ret i32 {_code(opts, c_symbolic.too_large_message(f))}",
+        "run:",
+    ]
+
+
+def _with_arena(f: CFunction, opts: ShimOptions, index: int) -> list[str]:
+    """`P_f_with_arena`: check the sizes, make the context, call `f`, keep a failure's
+    fault value."""
     size_t = f"i{opts.pointer_bits}"
     params = ", ".join(
-        ["ptr %arena", f"{size_t} %arena_bytes"] + [_param(a, i) for i, a in enumerate(f.args)]
+        ["ptr %arena", f"{size_t} %arena_bytes", *c_symbolic.size_params(f)]
+        + [_param(a, i) for i, a in enumerate(f.args)]
     )
     stores, pointers = _pass_arguments(f)
+    if f.sized_call:
+        pointers.insert(len(f.params), "ptr %sizes")
     return [
         f"define i32 @{f.c_name}_with_arena({params}) {{",
         "entry:",
+        *_size_checks(f, opts, index),
         *_make_context(opts),
         *stores,
         f'  call void @"{abi.function_symbol(f.name)}"({", ".join(["ptr %ctx", *pointers])})',
@@ -132,14 +173,40 @@ def _with_arena(f: CFunction, opts: ShimOptions) -> list[str]:
     ]
 
 
+def _arena_bytes(f: CFunction, opts: ShimOptions, index: int) -> list[str]:
+    """`size_t P_f_arena_bytes(sizes...)`: the arena bytes of a call at those sizes
+    (0 for a negative size or a byte count that overflows: the call says which)."""
+    size_t = f"i{opts.pointer_bits}"
+    result = "%need" if size_t == "i64" else "%narrow"
+    return [
+        f"define {size_t} @{f.c_name}_arena_bytes({', '.join(c_symbolic.size_params(f))}) {{",
+        "entry:",
+        *c_symbolic.store_sizes(f),
+        *c_symbolic.negatives(f, [[f"  ret {size_t} 0"]] * len(f.sizes), "sized"),
+        f"  %need = call i64 @__dlc_need_{index}(ptr %sizes)",
+        "  %bad = icmp slt i64 %need, 0",
+        "  br i1 %bad, label %invalid, label %valid",
+        "invalid:",
+        f"  ret {size_t} 0",
+        "valid:",
+        *([] if size_t == "i64" else [f"  %narrow = trunc i64 %need to {size_t}"]),
+        f"  ret {size_t} {result}",
+        "}",
+    ]
+
+
 def _with_malloc(f: CFunction, opts: ShimOptions, failed_code: int) -> list[str]:
     size_t = f"i{opts.pointer_bits}"
-    params = ", ".join(_param(a, i) for i, a in enumerate(f.args))
+    params = ", ".join([*c_symbolic.size_params(f)] + [_param(a, i) for i, a in enumerate(f.args)])
+    size = "%need" if f.sized_call else str(opts.arena_size)
     forward = ", ".join(
-        ["ptr %mem", f"{size_t} {opts.arena_size}"] + [_param(a, i) for i, a in enumerate(f.args)]
+        ["ptr %mem", f"{size_t} {size}", *c_symbolic.size_params(f)]
+        + [_param(a, i) for i, a in enumerate(f.args)]
     )
     forward = forward.replace("i1 zeroext", "i1")
     call = f"  %code = call i32 @{f.c_name}_with_arena({forward})"
+    if f.sized_call:
+        return _sized_malloc(f, size_t, params, call, failed_code)
     if not opts.arena_size:
         return [
             f"define i32 @{f.c_name}({params}) {{",
@@ -156,6 +223,33 @@ def _with_malloc(f: CFunction, opts: ShimOptions, failed_code: int) -> list[str]
         "  br i1 %none, label %failed, label %run",
         "failed:",
         f"  ret i32 {failed_code}",
+        "run:",
+        call,
+        "  call void @free(ptr %mem)",
+        "  ret i32 %code",
+        "}",
+    ]
+
+
+def _sized_malloc(f: CFunction, size_t: str, params: str, call: str, failed: int) -> list[str]:
+    """`P_f` of a function with sizes: an arena of `P_f_arena_bytes` bytes (none when
+    that is 0: the call then reports the sizes, or needs no arena)."""
+    sizes = ", ".join(c_symbolic.size_params(f))
+    return [
+        f"define i32 @{f.c_name}({params}) {{",
+        "entry:",
+        f"  %need = call {size_t} @{f.c_name}_arena_bytes({sizes})",
+        f"  %none = icmp eq {size_t} %need, 0",
+        "  br i1 %none, label %bare, label %allocate",
+        "bare:",
+        call.replace("ptr %mem", "ptr null").replace("%code", "%bare_code"),
+        "  ret i32 %bare_code",
+        "allocate:",
+        f"  %mem = call ptr @malloc({size_t} %need)",
+        "  %null = icmp eq ptr %mem, null",
+        "  br i1 %null, label %failed, label %run",
+        "failed:",
+        f"  ret i32 {failed}",
         "run:",
         call,
         "  call void @free(ptr %mem)",
@@ -268,11 +362,16 @@ def entry_points(functions: list[CFunction], opts: ShimOptions, triple: str, lay
         *(["declare i32 @omp_get_max_threads()"] if opts.openmp else []),
         *_stack_limit(opts),
         *_status_message(opts),
+        *c_symbolic.INTRINSICS,
     ]
-    for f in functions:
-        n_args = len(f.args)
+    for index, f in enumerate(functions):
+        n_args = len(f.args) + (1 if f.sized_call else 0)
         lines.append(f'declare void @"{abi.function_symbol(f.name)}"(ptr{", ptr" * n_args})')
-        lines += _with_arena(f, opts)
+        if f.sized_call:
+            formula = opts.formula(f.name)
+            lines += c_symbolic.need_function(f, formula, index, opts.pointer_bits)
+            lines += _arena_bytes(f, opts, index)
+        lines += _with_arena(f, opts, index)
         lines += _with_malloc(f, opts, failed_code)
     return "\n".join(lines) + "\n"
 
@@ -282,4 +381,6 @@ def exported_names(functions: list[CFunction], prefix: str) -> set[str]:
     names = {f"{prefix}_status_message"}
     for f in functions:
         names |= {f.c_name, f"{f.c_name}_with_arena"}
+        if f.sized_call:
+            names.add(f"{f.c_name}_arena_bytes")
     return names

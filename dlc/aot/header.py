@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 
 from dlc.aot.c_entry import ShimOptions
-from dlc.aot.signature import CFunction
+from dlc.aot.c_symbolic import element_count
+from dlc.aot.signature import CArg, CFunction
 
 
 def _guard(name: str) -> str:
@@ -22,7 +23,7 @@ def _guard(name: str) -> str:
 
 def _prototype(f: CFunction, arena: bool) -> list[str]:
     name = f"{f.c_name}_with_arena" if arena else f.c_name
-    args = [a.c_declaration() for a in f.args]
+    args = [f"int64_t {s.name}" for s in f.sizes] + [a.c_declaration() for a in f.args]
     if arena:
         args = ["void *arena", "size_t arena_bytes", *args]
     if not args:
@@ -30,15 +31,53 @@ def _prototype(f: CFunction, arena: bool) -> list[str]:
     return [f"int32_t {name}(\n    " + ",\n    ".join(args) + ");"]
 
 
+def _count(f: CFunction, arg: CArg) -> str:
+    """`, seq * 768 elements` for an argument with a symbolic dimension."""
+    if not f.sizes or not arg.ttype.is_dynamic:
+        return ""
+    return f", {element_count(f, arg.ttype.dims)} elements"
+
+
 def _function_doc(f: CFunction, prefix: str) -> list[str]:
     lines = [f"/* @{f.name}"]
+    for size in f.sizes:
+        lines.append(f" *   size {size.name}: the extent of %{size.symbol} (>= 0)")
     for arg in f.params:
         how = "by value" if arg.by_value else "C-contiguous, read only"
-        lines.append(f" *   in   {arg.describe()} ({how})")
+        lines.append(f" *   in   {arg.describe()} ({how}{_count(f, arg)})")
     for arg in f.results:
-        lines.append(f" *   out  {arg.describe()} (C-contiguous, written by the call)")
+        lines.append(
+            f" *   out  {arg.describe()} (C-contiguous, written by the call{_count(f, arg)})"
+        )
     lines.append(f" * Returns 0, or a status code (see {prefix}_status_message). */")
     return lines
+
+
+def _arena_doc(f: CFunction, exact: bool) -> list[str]:
+    """The prototype of `P_f_arena_bytes`; `exact`: its formula counts every buffer
+    (`arena_formula.ArenaFormula.exact`)."""
+    sizes = ", ".join(f"int64_t {s.name}" for s in f.sizes) or "void"
+    what = "nothing" if exact else "only buffers sized inside loops"
+    return [
+        f"/* Bytes of an arena with which {f.c_name}_with_arena at these sizes",
+        f" * takes {what} from the heap (0 if a size is negative or a byte count",
+        " * overflows). */",
+        f"size_t {f.c_name}_arena_bytes({sizes});",
+    ]
+
+
+SIZES = [
+    " *",
+    " * Symbolic dimensions: a function whose shapes name a dimension (%n) takes its size",
+    " * as an int64_t parameter named after it, before the arrays (in the order the",
+    " * dimensions first appear in the parameters); one library serves every size. A",
+    " * negative size, or sizes for which the bytes of an array or of the arena overflow",
+    " * size_t, return a status before anything runs. Arrays the call needs at run time",
+    " * take the arena when they fit, the heap otherwise: <f>_with_arena works with any",
+    " * arena of at least the ARENA_BYTES above, and allocates nothing when given",
+    " * <f>_arena_bytes(sizes) bytes (what <f> mallocs).",
+]
+"""The header's rules for functions with symbolic dimensions."""
 
 
 def header(
@@ -76,6 +115,7 @@ def header(
         " * Parallel loops use up to omp_get_max_threads() threads of the OpenMP runtime.",
         " * Recursion is limited in depth; the stack guard uses the calling thread's",
         " * stack bounds (pthread_getattr_np) and is off where they are unknown.",
+        *(SIZES if any(f.sized_call for f in functions) else []),
         " *",
         f" * Link with: {', '.join(needs)}.",
     ]
@@ -105,5 +145,7 @@ def header(
     ]
     for f in functions:
         lines += ["", *_function_doc(f, p), *_prototype(f, False), *_prototype(f, True)]
+        if f.sized_call:
+            lines += _arena_doc(f, opts.formula(f.name).exact)
     lines += ["", "#ifdef __cplusplus", "}", "#endif", "", f"#endif /* {guard} */", ""]
     return "\n".join(lines)

@@ -22,7 +22,8 @@ from llvmlite import ir
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp
 
-from dlc.aot import c_entry, header, link
+from dlc.aot import c_entry, c_symbolic, header, link
+from dlc.aot.arena_formula import ArenaFormula
 from dlc.aot.signature import CFunction
 from dlc.dialects import abi
 from dlc.files import install_file, write_atomically
@@ -145,19 +146,26 @@ def object_code(
 
 
 def write_library(
-    llvm_level: ModuleOp, functions: list[CFunction], arena_bytes: int, request: Request
+    llvm_level: ModuleOp,
+    functions: list[CFunction],
+    arena_bytes: int,
+    request: Request,
+    formulas: dict[str, ArenaFormula] | None = None,
 ) -> Exported:
-    """Write the library `request.path` (its suffix says which kind) and its header."""
+    """Write the library `request.path` (its suffix says which kind) and its header;
+    `formulas`: the arena formula of each function with symbolic dimensions."""
     target = request.target
     kind = link.output_kind(request.path, target.triple)
     externs = declared(llvm_level)
+    sized = [m for f in functions for m in c_symbolic.messages(f)]
     opts = c_entry.ShimOptions(
         prefix=request.prefix,
-        messages=(*_messages(llvm_level), c_entry.ARENA_FAILED),
+        messages=(*_messages(llvm_level), c_entry.ARENA_FAILED, *sized),
         arena_bytes=arena_bytes,
         openmp="GOMP_parallel" in externs,
         pthreads="linux" in target_triple(target),
         pointer_bits=target.pointer_bits,
+        formulas=tuple(sorted((formulas or {}).items())),
     )
     cc = link.compiler(target.triple, request.cc) if kind == ".so" else None
     code = object_code(llvm_level, functions, opts, request)

@@ -84,10 +84,11 @@ def parallel_loops(request: Request) -> bool:
 
 
 def exported_functions(
-    defined: dict[str, FuncOp], entries: Iterable[str] | None, prefix: str
+    defined: dict[str, FuncOp], entries: Iterable[str] | None, prefix: str, symbolic: bool = False
 ) -> list[CFunction]:
     """The C signatures of the functions to export: `entries` (names, `f` or `@f`), or
-    every defined function."""
+    every defined function; `symbolic`: of a module with symbolic dimensions, whose
+    functions all take a sizes buffer (`CFunction.sized_call`)."""
     names = list(defined)
     if entries is not None:
         names = []
@@ -101,9 +102,12 @@ def exported_functions(
     if not names:
         raise ExportError("the program defines no function to export")
     functions = [c_function(defined[name], prefix) for name in names]
+    if symbolic:
+        functions = [replace(f, sized_call=True) for f in functions]
     seen = {f"{prefix}_status_message": "the status message function"}
     for f in functions:
-        for symbol in (f.c_name, f"{f.c_name}_with_arena"):
+        sized = (f"{f.c_name}_arena_bytes",) if f.sized_call else ()
+        for symbol in (f.c_name, f"{f.c_name}_with_arena", *sized):
             if symbol in seen:
                 raise ExportError(f"@{f.name}: its C name {symbol} is also {seen[symbol]}")
             seen[symbol] = f"the C name of @{f.name}"

@@ -21,6 +21,7 @@ from xdsl.ir import Attribute
 from dlc.diagnostics import error_at
 from dlc.dialects.graph import FuncOp
 from dlc.dialects.graph_types import TensorType, TupleType, format_type
+from dlc.lowering.graph_to_loop.function import function_symbols
 
 C_TYPES = {
     "f16": "uint16_t",
@@ -80,18 +81,36 @@ class CArg:
         return f"{'' if self.output else 'const '}{ctype} *{self.name}"
 
     def describe(self) -> str:
-        """`x: f32 [1 x 784]` for the header comment."""
-        dims = " x ".join(str(d) for d in self.ttype.dims) or "scalar"
-        return f"{self.name}: {self.ttype.dt} [{dims}]"
+        """`x: f32 [1 x 784]` (`[%n x 784]` with a symbolic dimension) for the header
+        comment."""
+        dims = " x ".join(str(d) if isinstance(d, int) else f"%{d}" for d in self.ttype.dims)
+        return f"{self.name}: {self.ttype.dt} [{dims or 'scalar'}]"
+
+
+@dataclass(frozen=True)
+class CSize:
+    """The size of a symbolic dimension, an `int64_t` parameter: its DLVM name (`n` of
+    `%n`) and its C name."""
+
+    symbol: str
+    name: str
 
 
 @dataclass(frozen=True)
 class CFunction:
-    """An exported function: DLVM name, C name and its C arguments (results last)."""
+    """An exported function: DLVM name, C name, its C arguments (results last) and,
+    with symbolic dimensions, their sizes (the C parameters before the arguments, in
+    the order the native code takes them: first use in the parameters)."""
 
     name: str
     c_name: str
     args: tuple[CArg, ...]
+    sizes: tuple[CSize, ...] = ()
+    sized_call: bool = False  # the native code takes a sizes buffer (a symbolic module's)
+
+    def c_size(self, symbol: str) -> str:
+        """The C name of the size of `%symbol`."""
+        return next(s.name for s in self.sizes if s.symbol == symbol)
 
     @property
     def params(self) -> tuple[CArg, ...]:
@@ -151,7 +170,10 @@ def c_function(func: FuncOp, prefix: str) -> CFunction:
             raise error_at(
                 func, f"{where}: parameter %{arg_name} has type {format_type(t)} ({kinds} only)"
             )
-        params.append(CArg(_unique(_c_identifier(arg_name), taken), t, output=False))
+        params.append(CArg(_c_identifier(arg_name), t, output=False))
+    # the sizes first (in the order lower-graph-to-loop takes them), then the buffers
+    sizes = tuple(CSize(s, _unique(_c_identifier(s), taken)) for s in function_symbols(ftype))
+    params = [CArg(_unique(p.name, taken), p.ttype, output=False) for p in params]
     leaves = _result_leaves(ftype.output)
     tensors = [t for t in leaves or [] if _exportable(t)]
     if leaves is None or len(tensors) != len(leaves):
@@ -165,4 +187,5 @@ def c_function(func: FuncOp, prefix: str) -> CFunction:
         CArg(_unique("result" if single else f"result{i}", taken), t, output=True)
         for i, t in enumerate(tensors)
     ]
-    return CFunction(name, f"{prefix}_{_c_identifier(name)}", (*params, *results))
+    c_name = f"{prefix}_{_c_identifier(name)}"
+    return CFunction(name, c_name, (*params, *results), sizes, sized_call=bool(sizes))

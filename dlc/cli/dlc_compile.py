@@ -3,12 +3,15 @@
     dlc-compile examples/mlp.dl -o libmlp.so
     dlc-compile model.dl -o model.o --entry f --prefix net --header include/net.h
     dlc-compile model.dl -o libmodel.so --target aarch64-linux-gnu
+    dlc-compile bert.onnx -o libbert.so --dynamic
 
 The output's suffix says what to write: `.so` (a shared library, linked by the C
 compiler: `$CC` or `cc`, `<triple>-gcc` for a foreign `--target`), `.o` (an object
 file) or `.a` (a static library). A C header with one prototype per exported function
-goes next to it (`<prefix>.h`, or `--header PATH`); see `dlc.aot`. Every user error is
-one diagnostic on stderr and exit code 1.
+goes next to it (`<prefix>.h`, or `--header PATH`); see `dlc.aot`. A function with
+symbolic dimensions (`<%n x 8 x f32>`, or an ONNX model's dim_params with `--dynamic`)
+takes their sizes at call time. Every user error is one diagnostic on stderr and exit
+code 1.
 """
 
 from __future__ import annotations
@@ -76,6 +79,12 @@ def _argument_parser() -> argparse.ArgumentParser:
         help="the shape of an ONNX graph input with dynamic dimensions",
     )
     parser.add_argument(
+        "--dynamic",
+        action="store_true",
+        help="keep an ONNX model's dim_params that --input-shape does not fix as symbolic "
+        "dimensions: the C functions take their sizes at call time",
+    )
+    parser.add_argument(
         "--external-data-dir",
         metavar="DIR",
         help="the directory an ONNX model's external tensor data is read from (default: "
@@ -92,7 +101,12 @@ def run(argv: Sequence[str] | None) -> str:
     externs = allowed_extern_names(args.allow_extern)
     shapes = input_shapes(args.input_shape)
     module, _ = parse_file(
-        args.file, shapes, None, args.external_data_dir, custom_op_files(args.custom_op)
+        args.file,
+        shapes,
+        None,
+        args.external_data_dir,
+        custom_op_files(args.custom_op),
+        args.dynamic,
     )
     from dlc import pipeline
     from dlc.externs import check_externs

@@ -355,13 +355,14 @@ def parse_file(
     constant_inputs: dict[str, np.ndarray] | None = None,
     external_data_dir: str | None = None,
     custom_ops: dict[tuple[str, str], str] | None = None,
+    dynamic: bool = False,
 ) -> tuple[Any, bytes]:
     """The program of `path`, differentiated (so `--entry` finds the functions of
     `[adjoint ...]` declarations and the `@g_grad` they synthesize), and its text.
     An `.onnx` file is imported (its text is empty: diagnostics name nodes, not lines),
     with `constant_inputs` as constants and its external data read from
-    `external_data_dir` (default: the model's directory) and `custom_ops` (see
-    `dlc.onnx.load`)."""
+    `external_data_dir` (default: the model's directory), `custom_ops` and `dynamic`
+    (see `dlc.onnx.load`)."""
     import dlc
     from dlc.passes.graph.differentiate import differentiated
 
@@ -374,13 +375,12 @@ def parse_file(
             constant_inputs=constant_inputs,
             external_data_dir=external_data_dir,
             custom_ops=custom_ops,
+            dynamic=dynamic,
         )
         return module, b""
-    if input_shapes:
-        raise RunError("--input-shape applies to ONNX models only")
-    if custom_ops:
-        raise RunError("--custom-op applies to ONNX models only")
-
+    given = {"--input-shape": input_shapes, "--custom-op": custom_ops, "--dynamic": dynamic}
+    for flag in (flag for flag, value in given.items() if value):
+        raise RunError(f"{flag} applies to ONNX models only")
     try:
         with open(path, "rb") as f:
             text = f.read()

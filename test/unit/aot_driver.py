@@ -1,8 +1,9 @@
 """A C driver for the tests of ahead-of-time libraries, and the tools to build and run it.
 
 `driver_source(functions, header)` writes a C program that calls exported functions
-the way a user would: `./driver NAME in0.bin in1.bin ...` reads each input from a raw
-file (scalars too: they are passed by value), calls `<prefix>_NAME`, and prints each
+the way a user would: `./driver NAME [SIZE ...] in0.bin in1.bin ...` takes the sizes of
+the symbolic dimensions, if any, reads each input from a raw file (scalars too: they
+are passed by value), calls `<prefix>_NAME`, and prints each
 result element with `%.17g`, one per line, after a `result K` line; a failed call
 prints `status CODE: MESSAGE` and exits with 3.
 """
@@ -21,17 +22,26 @@ from dlc.aot.signature import C_TYPES, CFunction
 QEMU_ROOT = "/usr/aarch64-linux-gnu"
 
 
+def _count(f: CFunction, dims: tuple[int | str, ...]) -> str:
+    """The C expression of an element count: `size_n * 8` (the driver's size variables)."""
+    return " * ".join(f"size_{f.c_size(d)}" if isinstance(d, str) else str(d) for d in dims) or "1"
+
+
 def _call(f: CFunction, first_arg: int) -> list[str]:
     lines = [f'  if (strcmp(argv[1], "{f.name}") == 0) {{']
     names = []
+    for k, size in enumerate(f.sizes):  # the sizes come first on the command line
+        lines.append(f"    int64_t size_{size.name} = strtoll(argv[{first_arg + k}], NULL, 10);")
+        names.append(f"size_{size.name}")
+    first_arg += len(f.sizes)
     for i, arg in enumerate(f.params):
-        ctype, count = C_TYPES[arg.ttype.dt], arg.ttype.num_elements
+        ctype, count = C_TYPES[arg.ttype.dt], _count(f, arg.ttype.dims)
         lines.append(
             f"    {ctype} *in{i} = load(argv[{first_arg + i}], {count} * sizeof({ctype}));"
         )
         names.append(f"*in{i}" if arg.by_value else f"in{i}")
     for i, arg in enumerate(f.results):
-        ctype, count = C_TYPES[arg.ttype.dt], arg.ttype.num_elements
+        ctype, count = C_TYPES[arg.ttype.dt], _count(f, arg.ttype.dims)
         lines.append(f"    {ctype} *out{i} = calloc({count} + 1, sizeof({ctype}));")
         names.append(f"out{i}")
     prefix = f.c_name[: -len(f.name) - 1]
@@ -45,7 +55,7 @@ def _call(f: CFunction, first_arg: int) -> list[str]:
     for i, arg in enumerate(f.results):
         lines += [
             f'    printf("result {i}\\n");',
-            f"    for (size_t k = 0; k < {arg.ttype.num_elements}; k++)",
+            f"    for (int64_t k = 0; k < {_count(f, arg.ttype.dims)}; k++)",
             f'      printf("%.17g\\n", (double)out{i}[k]);',
         ]
     return [*lines, "    return 0;", "  }"]
@@ -81,14 +91,21 @@ def build(cc: str, source: Path, out: Path, link: list[str]) -> Path:
     return out
 
 
-def run(driver: Path, name: str, inputs: list[np.ndarray], qemu: bool = False) -> str:
-    """Run the driver on `inputs` (written next to it); its standard output."""
+def run(
+    driver: Path,
+    name: str,
+    inputs: list[np.ndarray],
+    qemu: bool = False,
+    sizes: tuple[int, ...] = (),
+) -> str:
+    """Run the driver on `inputs` (written next to it) and `sizes` (of the symbolic
+    dimensions); its standard output."""
     paths = []
     for i, value in enumerate(inputs):
         path = driver.parent / f"{name}.in{i}.bin"
         np.ascontiguousarray(value).tofile(path)
         paths.append(str(path))
-    command = [str(driver), name, *paths]
+    command = [str(driver), name, *map(str, sizes), *paths]
     if qemu:
         command = ["qemu-aarch64", "-L", QEMU_ROOT, *command]
     env = {**os.environ, "OMP_NUM_THREADS": "2"}

@@ -1,5 +1,6 @@
 """dlc-run and dlc-compile on programs with symbolic dimensions: inputs of any size run,
-random inputs and C export are refused with one located or one-line error."""
+random inputs are refused with one one-line error; dlc-compile writes a library whose
+functions take the sizes (test/unit/aot calls them), `--dynamic` is for ONNX models."""
 
 from __future__ import annotations
 
@@ -44,10 +45,17 @@ def test_random_inputs_need_a_size(tmp_path: Path, capsys: pytest.CaptureFixture
     )
 
 
-def test_c_export_is_not_supported_yet(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_compile_writes_a_library_taking_the_sizes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     source = write(tmp_path, "s.dl", SCALE)
-    code = dlc_compile.main([str(source), "-o", str(tmp_path / "libs.so")])
-    err = capsys.readouterr().err
-    assert code == 1
-    assert f"{source}:4:6: error: C export: not supported yet with symbolic dimension %n" in err
-    assert not (tmp_path / "libs.so").exists()
+    assert dlc_compile.main([str(source), "-o", str(tmp_path / "s.o")]) == 0
+    header = (tmp_path / "s.h").read_text()
+    assert "int32_t s_f(\n    int64_t n,\n    const float *x,\n    float *result);" in header
+    assert "size_t s_f_arena_bytes(int64_t n);" in header
+
+
+def test_dynamic_is_for_onnx_models(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = [str(write(tmp_path, "s.dl", SCALE)), "-o", str(tmp_path / "s.o"), "--dynamic"]
+    assert dlc_compile.main(argv) == 1
+    assert capsys.readouterr().err == "dlc-compile: error: --dynamic applies to ONNX models only\n"
