@@ -80,15 +80,20 @@ def test_a_bias_of_the_wrong_length_is_a_shape_error():
 
 
 def _split_model(op_type: str) -> onnx.ModelProto:
-    """x [seq, 6] -> Split along axis 1 into [2, 4], concatenated back as [4 | 2]; or
-    with `op_type` "Slice", x[:1] (rows of the symbolic axis)."""
+    """x [seq, 6] -> Split along axis 1 into [2, 4], concatenated back as [4 | 2]; with
+    `op_type` "SplitRows" split in two along the symbolic axis, "Slice" x[:1]."""
     from onnx import TensorProto, helper
 
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["seq", 6])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["seq", 6])
     consts = [helper.make_tensor(n, TensorProto.INT64, [len(v)], v) for n, v in
               [("sizes", [2, 4]), ("zero", [0]), ("one", [1])]]  # fmt: skip
-    if op_type == "Split":
+    if op_type == "SplitRows":
+        nodes = [
+            helper.make_node("Split", ["x"], ["a", "b"], axis=0, num_outputs=2),
+            helper.make_node("Concat", ["b", "a"], ["y"], axis=0),
+        ]
+    elif op_type == "Split":
         nodes = [
             helper.make_node("Split", ["x", "sizes"], ["a", "b"], axis=1),
             helper.make_node("Concat", ["b", "a"], ["y"], axis=1),
@@ -106,8 +111,9 @@ def test_split_of_a_static_axis_with_a_symbolic_one():
         np.testing.assert_array_equal(module.g(x), np.concatenate([x[:, 2:], x[:, :2]], 1))
 
 
-def test_slice_along_a_symbolic_axis_is_reported():
+@pytest.mark.parametrize(("op_type", "name"), [("Slice", "Slice"), ("SplitRows", "Split")])
+def test_slice_along_a_symbolic_axis_is_reported(op_type: str, name: str):
     with pytest.raises(dlc.DiagnosticError) as info:
-        dlc.compile_onnx(_split_model("Slice"), dynamic=True)
-    assert "node #0 (Slice)" in str(info.value)
-    assert "Slice along symbolic dimension %seq: not supported yet" in str(info.value)
+        dlc.compile_onnx(_split_model(op_type), dynamic=True)
+    assert f"node #0 ({name})" in str(info.value)
+    assert f"{name} along symbolic dimension %seq: not supported yet" in str(info.value)
