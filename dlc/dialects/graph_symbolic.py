@@ -90,7 +90,7 @@ def op_problem(op: Operation) -> str | None:
     if opcode in SUBSET:
         return unsupported(opcode, operand_types, op.properties)
     if opcode == "literal" and isinstance(op.results[0].type, TupleType):
-        return None  # a tuple of results (`FunctionLowering.find_results` checks its use)
+        return None  # a tuple of results (`graph_to_loop.results` checks its use)
     symbol = first_symbol([*operand_types, *(r.type for r in op.results)])
     if symbol is None:
         return None

@@ -1,8 +1,9 @@
 """`concatenate` and `slice` with symbolic dimensions (`lower-graph-to-loop`): copies
-at offsets. A concatenation copies each operand into its place in the result, `out[..., offset_j + i, ...] = x_j[..., i, ...]`, where
-`offset_j` is the sum of the extents of the operands before it along the axis (run-time
-values when they are symbolic: a KV cache `<%past x ...>` and the new token's `<1 x
-...>` make `<%past+1 x ...>`).
+at offsets. A concatenation copies each operand into its place in the result,
+`out[..., offset_j + i, ...] = x_j[..., i, ...]`, where `offset_j` is the sum of the
+extents of the operands before it along the axis (run-time values when they are
+symbolic: a KV cache `<%past x ...>` and the new token's `<1 x ...>` make `<%past+1 x
+...>`).
 
 A copy is one nest over its operand's dimensions (on threads from `PARALLEL_WORK`
 elements when optimized); the dimensions before the axis and the offset place its
