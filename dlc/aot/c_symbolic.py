@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from dlc.aot.arena_formula import ArenaFormula, Expr
 from dlc.aot.signature import CFunction
-from dlc.dialects import loop
+from dlc.dialects import graph_dims, loop
 from dlc.dtypes import dtype_bytes
 
 ALIGN = loop.ARENA_ALIGN
@@ -147,8 +147,22 @@ def _buffer_bytes(em: _Emitter, f: CFunction, sizes: list[str]) -> None:
     for arg in f.args:
         total = str(dtype_bytes(arg.ttype.dt))
         for d in arg.ttype.dims:
-            extent = sizes[[s.symbol for s in f.sizes].index(d)] if isinstance(d, str) else str(d)
-            total = em.checked("smul", total, extent)
+            total = em.checked("smul", total, _extent(em, f, d, sizes))
+
+
+def _extent(em: _Emitter, f: CFunction, d: int | str, sizes: list[str]) -> str:
+    """The IR value of an extent: a constant, a size, or a dimension expression
+    (`%past+1`) computed from the sizes (overflows flagged)."""
+    if isinstance(d, int):
+        return str(d)
+    symbols = [s.symbol for s in f.sizes]
+    total = "0"
+    for names, k in graph_dims.poly(d).items():
+        term = str(k)
+        for name in names:
+            term = em.checked("smul", term, sizes[symbols.index(name)])
+        total = em.checked("sadd", total, term)
+    return total
 
 
 def need_function(f: CFunction, formula: ArenaFormula, index: int, pointer_bits: int) -> list[str]:
@@ -186,5 +200,5 @@ def need_function(f: CFunction, formula: ArenaFormula, index: int, pointer_bits:
 
 def element_count(f: CFunction, dims: Sequence[int | str]) -> str:
     """The C expression of the element count of a buffer of `dims`: `seq * 768`."""
-    factors = [f.c_size(d) if isinstance(d, str) else str(d) for d in dims if d != 1]
+    factors = [f.c_extent(d) for d in dims if d != 1]
     return " * ".join(factors) or "1"

@@ -19,6 +19,7 @@ from typing import TypeGuard
 from xdsl.ir import Attribute
 
 from dlc.diagnostics import error_at
+from dlc.dialects import graph_dims
 from dlc.dialects.graph import FuncOp
 from dlc.dialects.graph_types import TensorType, TupleType, format_type
 from dlc.lowering.graph_to_loop.function import function_symbols
@@ -111,6 +112,18 @@ class CFunction:
     def c_size(self, symbol: str) -> str:
         """The C name of the size of `%symbol`."""
         return next(s.name for s in self.sizes if s.symbol == symbol)
+
+    def c_extent(self, d: int | str) -> str:
+        """The C expression of an extent: `4`, `seq`, `(past + 1)` for `%past+1`."""
+        if isinstance(d, int):
+            return str(d)
+        if graph_dims.is_name(d):
+            return self.c_size(d)
+        terms = [
+            " * ".join([*map(self.c_size, names), *([str(k)] if k != 1 or not names else [])])
+            for names, k in graph_dims.poly(d).items()
+        ]
+        return "(" + " + ".join(terms) + ")"
 
     @property
     def params(self) -> tuple[CArg, ...]:

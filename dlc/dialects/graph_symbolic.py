@@ -5,7 +5,10 @@ A symbolic dimension `%n` (`TensorType(("n", 4), "f32")`) is bound when the func
 called, from the shapes of its arguments; within a function equal names are equal
 sizes. The first slice of dynamic shapes accepts them in element-wise ops (broadcasting
 against 1s and scalars), `dataTypeCast`, reductions over listed axes with a built-in
-combinator, `dot` of rank 2 or more (batched), `transpose` and `return`: everything else with a symbolic dimension is a
+combinator, `dot` of rank 2 or more (batched), `transpose`, `concatenate` (along any
+axis: along a symbolic one the result's extent is a sum, `%past+1`, `graph_dims`),
+`slice` of a static dimension,
+tuples of results and `return`: everything else with a symbolic dimension is a
 located "not supported yet" error when the program is parsed.
 """
 
@@ -17,7 +20,14 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Attribute, Operation
 
 from dlc.diagnostics import error_at
-from dlc.dialects.graph_types import FunctionType, TensorType, dynamic_types, format_type
+from dlc.dialects import graph_dims
+from dlc.dialects.graph_types import (
+    FunctionType,
+    TensorType,
+    TupleType,
+    dynamic_types,
+    format_type,
+)
 
 ELEMENTWISE = frozenset(
     "sinh cosh tanh log exp negate sign square sqrt round rsqrt ceil floor tan cos sin "
@@ -32,22 +42,8 @@ REDUCERS = frozenset({"add", "multiply", "min", "max"})
 ALIASES = frozenset({"padShape", "squeezeShape", "shapeCast", "return", "transpose"})
 """Opcodes that take any symbolic dimensions (shapeCast: the same names, as often)."""
 
-SUBSET = ELEMENTWISE | ALIASES | {"dot", "reduce", "gather"}
+SUBSET = ELEMENTWISE | ALIASES | {"dot", "reduce", "gather", "concatenate", "slice"}
 """Every opcode that may see a symbolic dimension (`unsupported` checks the details)."""
-
-
-def dim_factors(dims: Sequence[int | str]) -> tuple[list[str], int]:
-    """The symbolic factors and the static product of `dims`: a symbolic dimension
-    `%seq*12` (adjacent dimensions merged by a reshape) is `seq` times 12."""
-    names: list[str] = []
-    static = 1
-    for d in dims:
-        for factor in [d] if isinstance(d, int) else d.split("*"):
-            if isinstance(factor, int) or factor.isdigit():
-                static *= int(factor)
-            else:
-                names.append(factor)
-    return names, static
 
 
 def first_symbol(types: Sequence[Attribute]) -> str | None:
@@ -66,12 +62,16 @@ def unsupported(
     symbol = first_symbol(types)
     if symbol is None:
         return None
-    if opcode in ELEMENTWISE or opcode in ALIASES:
+    if opcode in ELEMENTWISE or opcode in ALIASES or opcode == "concatenate":
         return None
     if opcode == "gather" and not any(
         isinstance(t, TensorType) and t.is_dynamic for t in types[:1]
     ):
         return None  # a static table read at indices of symbolic shape (an embedding)
+    if opcode == "slice" and isinstance(types[0], TensorType) and types[0].rank:
+        if isinstance(types[0].dims[0], int):
+            return None  # rows of a static dimension; the others may be symbolic
+        return f"slice of symbolic dimension {graph_dims.text(types[0].dims[0])}: not supported yet"
     if opcode == "dot" and all(isinstance(t, TensorType) and t.rank >= 2 for t in types):
         return None  # (batched) matrix products; vector · vector is a scalar result
     combinator = props.get("combinator")
@@ -89,6 +89,8 @@ def op_problem(op: Operation) -> str | None:
     operand_types = [v.type for v in op.operands]
     if opcode in SUBSET:
         return unsupported(opcode, operand_types, op.properties)
+    if opcode == "literal" and isinstance(op.results[0].type, TupleType):
+        return None  # a tuple of results (`graph_to_loop.results` checks its use)
     symbol = first_symbol([*operand_types, *(r.type for r in op.results)])
     if symbol is None:
         return None
@@ -97,9 +99,11 @@ def op_problem(op: Operation) -> str | None:
 
 def signature_problem(t: FunctionType) -> str | None:
     """Why a function of type `t` cannot be compiled once for all sizes: a symbolic
-    dimension of its result no parameter binds, a product of dimensions (`%n*2`) in a
-    parameter (it binds no name), or a parameter or result that is not a tensor; None
-    when it can (or has no symbolic dimension)."""
+    dimension of its results (a tensor or a tuple of tensors) no parameter binds, a
+    product or a sum of dimensions (`%n*2`, `%n+1`) in a parameter whose names no
+    parameter binds alone (an expression binds no name: it is checked per call), or a
+    parameter or result that is not a tensor; None when it can (or has no symbolic
+    dimension)."""
     symbol = first_symbol([*t.args, t.output])
     if symbol is None:
         return None
@@ -108,14 +112,22 @@ def signature_problem(t: FunctionType) -> str | None:
         if not isinstance(arg, TensorType):
             return f"parameter of type {format_type(arg)}: not supported yet with symbolic dimension %{symbol}"
         bound.update(arg.symbols)
-    products = [s for arg in t.args if isinstance(arg, TensorType) for s in arg.symbols if "*" in s]
-    if products:
-        return f"symbolic dimension %{products[0]} of a parameter is a product: parameters take named sizes (%n)"
-    if not isinstance(t.output, TensorType):
-        return f"result of type {format_type(t.output)}: not supported yet with symbolic dimension %{symbol}"
-    free = [s for s in t.output.symbols if s not in bound]
-    if free:
-        return f"symbolic dimension %{free[0]} of the result is not the size of any parameter"
+    names = {s for s in bound if graph_dims.is_name(s)}
+    for expr in sorted(bound - names):
+        free = [n for n in graph_dims.names(expr) if n not in names]
+        if free:
+            what = graph_dims.kind(expr)
+            return (
+                f"symbolic dimension {graph_dims.text(expr)} of a parameter is a {what} of "
+                f"%{free[0]}, which no parameter's dimension names alone"
+            )
+    outputs = t.output.types if isinstance(t.output, TupleType) else (t.output,)
+    for output in outputs:
+        if not isinstance(output, TensorType):
+            return f"result of type {format_type(t.output)}: not supported yet with symbolic dimension %{symbol}"
+        free = [n for s in output.symbols for n in graph_dims.names(s) if n not in names]
+        if free:
+            return f"symbolic dimension %{free[0]} of the result is not the size of any parameter"
     return None
 
 

@@ -23,6 +23,7 @@ from xdsl.irdl import (
 )
 from xdsl.traits import Pure
 
+from dlc.dialects import graph_dims
 from dlc.dialects.graph_canonicalization import GraphCanonicalization
 from dlc.dialects.graph_elementwise import tensor_operand
 from dlc.dialects.graph_module import GraphInstruction, InferenceError, Props, Symbols
@@ -36,7 +37,6 @@ from dlc.dialects.graph_reduction import (
     conv_config,
     window_shape,
 )
-from dlc.dialects.graph_symbolic import dim_factors
 from dlc.dialects.graph_types import TensorType, dtype_bytes, format_type, scalar
 
 
@@ -96,7 +96,7 @@ class ConcatenateOp(GraphInstruction):
         first = tensor_operand("concatenate", operand_types[0])
         if not 0 <= axis < first.rank:
             raise InferenceError(f"concatenate: axis {axis} out of range for {format_type(first)}")
-        total = 0
+        extents: list[int | str] = []
         for t in operand_types:
             x = tensor_operand("concatenate", t)
             same = x.rank == first.rank and all(
@@ -107,10 +107,10 @@ class ConcatenateOp(GraphInstruction):
                     f"concatenate: {format_type(x)} does not match {format_type(first)} "
                     f"along axis {axis}"
                 )
-            total += x.dims[axis]
-        dims = list(first.dims)
-        dims[axis] = total
-        return [first.with_shape(dims)]
+            extents.append(x.dims[axis])
+        dims: list[int | str] = list(first.dims)
+        dims[axis] = graph_dims.add(extents)  # `%past+1` along a symbolic axis
+        return [TensorType(dims, first.dt)]
 
 
 @irdl_op_definition
@@ -275,11 +275,10 @@ class SqueezeShapeOp(GraphInstruction):
 
 def same_count(a: TensorType, b: TensorType) -> bool:
     """Whether `a` and `b` have as many elements for every size of their symbolic
-    dimensions: the same names as often, and equal products of the static extents."""
+    dimensions: equal products of their dimensions as polynomials in the names."""
     if not a.is_dynamic and not b.is_dynamic:
         return a.num_elements == b.num_elements
-    (names_a, static_a), (names_b, static_b) = (dim_factors(t.dims) for t in (a, b))
-    return sorted(names_a) == sorted(names_b) and static_a == static_b
+    return graph_dims.product_poly(a.dims) == graph_dims.product_poly(b.dims)
 
 
 @irdl_op_definition

@@ -38,6 +38,7 @@ from xdsl.irdl import irdl_attr_definition
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 
+from dlc.dialects import graph_dims
 from dlc.dtypes import (  # noqa: F401 -- re-exported: dialects and passes import them here
     NATIVE_DTYPES,
     dtype_base,
@@ -329,8 +330,8 @@ def size_error(t: TensorType) -> str | None:
 
 
 def dim_text(d: int | str) -> str:
-    """DLVM's spelling of one dimension: `4`, or `%n` for a symbolic one."""
-    return f"%{d}" if isinstance(d, str) else str(d)
+    """DLVM's spelling of one dimension: `4`, or `%n` (`%past+1`) for a symbolic one."""
+    return graph_dims.text(d)
 
 
 def dynamic_types(t: Attribute) -> list[TensorType]:

@@ -30,6 +30,7 @@ from dlc.dialects.graph_types import (
     PointerType,
     TensorType,
     TupleType,
+    dynamic_types,
     format_type,
     size_error,
 )
@@ -75,8 +76,8 @@ class TypeSizes:
             return size_error(t)
         if isinstance(t, ArrayType) and t.count.data < 0:
             return f"array size must be non-negative, got {t.count.data}"
-        if isinstance(t, FunctionType):
-            return None
+        if isinstance(t, FunctionType) or dynamic_types(t):
+            return None  # a tuple of symbolic tensors: sizes are checked per call
         size = extent(t, self.symbols, self.extents)
         if size.parts > MAX_PARTS:
             return f"type {format_type(t)} has more than 2^16 parts (elements and fields at all levels)"

@@ -16,10 +16,10 @@ from onnx import TensorProto
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
 from xdsl.ir import Attribute, Block, SSAValue
 
+from dlc.dialects import graph_dims
 from dlc.dialects.graph import GraphInstruction, InferenceError, LiteralOp
 from dlc.dialects.graph_elementwise import BINARY_OPS, UNARY_OPS, DataTypeCastOp
 from dlc.dialects.graph_literal import LiteralAttr, scalar_tree
-from dlc.dialects.graph_symbolic import dim_factors
 from dlc.dialects.graph_tensor import (
     ConcatenateOp,
     ConvolveOp,
@@ -73,11 +73,8 @@ def tensor_type(value: SSAValue) -> TensorType:
 
 def merged_dim(dims: Sequence[int | str]) -> int | str:
     """The extent of adjacent dimensions merged into one: a product, or with symbolic
-    dimensions the symbolic dimension `%seq*12` (`graph_types.dim_factors`)."""
-    names, static = dim_factors(dims)
-    if not names:
-        return static
-    return "*".join(sorted(names) + ([str(static)] if static != 1 else []))
+    dimensions the symbolic dimension `%seq*12` (`graph_dims.multiply`)."""
+    return graph_dims.multiply(dims)
 
 
 def shape_of(value: SSAValue) -> tuple[int, ...]:

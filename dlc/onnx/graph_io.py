@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from onnx import GraphProto, NodeProto, TensorProto, TypeProto
 from xdsl.ir import Block, Operation, SSAValue
 
+from dlc.dialects import graph_dims
 from dlc.dialects.graph_symbolic import first_symbol, op_problem
 from dlc.dialects.graph_types import TensorType, format_type, size_error
 from dlc.onnx.emitter import ELEMENT_TYPES as DTYPES
@@ -43,7 +44,8 @@ def dims_text(tensor_type: TypeProto.Tensor) -> str:
 
 SYMBOLIC_NODES = frozenset(
     "Gemm MatMul Add Sub Mul Div Max Min Relu Sigmoid Tanh Exp Log Neg Sqrt Cast Erf Pow "
-    "Gather Reshape Transpose Softmax LayerNormalization Unsqueeze Squeeze Identity".split()
+    "Gather Reshape Transpose Softmax LayerNormalization Unsqueeze Squeeze Identity Concat "
+    "Slice Split".split()
 )
 """Operators imported with a symbolic dimension in an input (`dynamic=True`) when the
 ops they become are in the symbolic subset (`graph_symbolic.op_problem` checks them)."""
@@ -64,11 +66,35 @@ def symbol_name(dim_param: str) -> str:
     return name if re.match(r"[A-Za-z_]", name) else "d_" + name
 
 
+_EXPRESSION = re.compile(r"[A-Za-z0-9_]+(?:[+*][A-Za-z0-9_]+)+")
+
+
+def is_expression(dim_param: str) -> bool:
+    """Whether a `dim_param` reads as a sum or product (`past_sequence_length + 1`)."""
+    return _EXPRESSION.fullmatch(re.sub(r"\s+", "", dim_param)) is not None
+
+
+def dim_expression(dim_param: str, names: set[str]) -> str | None:
+    """A `dim_param` that is a sum of products of other dimensions' names and integers
+    (`past_sequence_length + 1`, as transformers' exports name a grown cache) as that
+    dimension expression (`past_sequence_length+1`), when every name in it is among
+    `names` (the inputs' other `dim_param`s); None otherwise (the text is one name)."""
+    if not is_expression(dim_param):
+        return None
+    pieces = re.split(r"([+*])", re.sub(r"\s+", "", dim_param))
+    factors = [p if p in "+*" or p.isdigit() else symbol_name(p) for p in pieces]
+    symbols = [f for f in factors if f not in "+*" and not f.isdigit()]
+    if not symbols or any(f not in names for f in symbols):
+        return None
+    return str(graph_dims.normalize("".join(factors)))
+
+
 class GraphSignature:
     """The graph input and output handling of `GraphImporter` (importer.py)."""
 
     input_shapes: dict
     dynamic: bool
+    plain_dims: set[str]
     constants: dict[str, np.ndarray]
     problems: list[str]
     unknown: set[str]
@@ -81,6 +107,12 @@ class GraphSignature:
     def _parameters(self, graph: GraphProto) -> list[TensorType]:
         types: list[TensorType] = []
         names: list[str] = []
+        self.plain_dims = {
+            symbol_name(d.dim_param)
+            for v in graph.input
+            for d in v.type.tensor_type.shape.dim
+            if d.dim_param and not is_expression(d.dim_param)
+        }
         for value in graph.input:
             if value.name in self.constants:
                 continue  # an initializer listed as an input (IR version < 4)
@@ -154,7 +186,8 @@ class GraphSignature:
             if known is not None:
                 dims.append(known)
             elif d.dim_param:
-                dims.append(symbol_name(d.dim_param))
+                expression = dim_expression(d.dim_param, self.plain_dims)
+                dims.append(expression or symbol_name(d.dim_param))
             else:
                 self.problems.append(
                     f"input '{name}': shape {dims_text(tensor)} has an unnamed dynamic "

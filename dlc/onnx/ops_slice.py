@@ -11,6 +11,7 @@ import numpy as np
 from xdsl.dialects.builtin import IntAttr
 from xdsl.ir import SSAValue
 
+from dlc.dialects import graph_dims
 from dlc.dialects.graph_elementwise import SelectOp
 from dlc.dialects.graph_gather import GatherOp
 from dlc.dialects.graph_tensor import ReverseOp, SliceOp
@@ -28,6 +29,17 @@ def slice_axis(e: Emitter, x: SSAValue, axis: int, lo: int, hi: int) -> SSAValue
     front = e.transpose(x, perm)
     sliced = e.op(SliceOp, [front], lower=IntAttr(lo), upper=IntAttr(hi - 1))
     return e.transpose(sliced, [int(i) for i in np.argsort(perm)])
+
+
+def static_extent(dims: Sequence[int | str], axis: int, op_type: str) -> int:
+    """The extent of `dims[axis]`; an ImportProblem when it is symbolic (slices of the
+    other dimensions keep theirs)."""
+    d = dims[axis]
+    if isinstance(d, str):
+        raise ImportProblem(
+            f"{op_type} along symbolic dimension {graph_dims.text(d)}: not supported yet"
+        )
+    return d
 
 
 def _ints(node: Node, i: int, what: str) -> list[int] | None:
@@ -55,7 +67,7 @@ def slice_(node: Node) -> list[Result]:
         if step == 0:
             raise ImportProblem("a step of 0 is not valid")
         axis = node.axis(axis, len(dims))
-        picks[axis] = range(*slice(start, end, step).indices(dims[axis]))
+        picks[axis] = range(*slice(start, end, step).indices(static_extent(dims, axis, "Slice")))
     shape = [len(picks[a]) if a in picks else d for a, d in enumerate(dims)]
     if 0 in shape:
         return [empty(e, shape, tensor_type(x).dt)]
@@ -87,6 +99,7 @@ def split(node: Node) -> list[Result]:
     e, x = node.emit, node.input(0)
     dims = shape_of(x)
     axis = node.axis(node.attr("axis", 0), len(dims))
+    static_extent(dims, axis, "Split")
     sizes = node.attr("split") if node.opset < 13 else _ints(node, 1, "split")
     wanted = node.attr("num_outputs")
     if wanted is not None and wanted != len(node.proto.output):

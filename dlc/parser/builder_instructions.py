@@ -9,6 +9,7 @@ from lark import Token, Tree
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr, UnitAttr
 from xdsl.ir import Attribute, Operation, SSAValue
 
+from dlc.dialects import graph_dims
 from dlc.dialects import graph_symbolic as symbolic
 from dlc.dialects.graph import BranchEnumOp, BranchOp, ConditionalOp, InferenceError, ReturnOp
 from dlc.dialects.graph_composite import EinsumOp, TopKIndicesOp, TopKOp
@@ -191,7 +192,7 @@ class InstructionBuilder(LiteralBuilder):
         """Static extents, and symbolic dimensions `%n` (a `shapeCast`'s target)."""
         kinds = ("INT", "LOCAL", "DIM_PRODUCT")
         tokens = [t for t in map(as_token, node.children) if t.type in kinds]
-        dims = [int(t) if t.type == "INT" else str(t)[1:] for t in tokens]
+        dims = [int(t) if t.type == "INT" else graph_dims.normalize(str(t)[1:]) for t in tokens]
         for d, tok in zip(dims, tokens, strict=True):
             if isinstance(d, int) and d < 0:
                 raise self.error(f"dimension must be non-negative, got {d}", tok)

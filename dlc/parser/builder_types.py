@@ -13,6 +13,7 @@ from lark import Token, Tree
 from xdsl.ir import Attribute, Operation
 
 from dlc.diagnostics import DiagnosticError, set_loc
+from dlc.dialects import graph_dims
 from dlc.dialects.graph_types import (
     ArrayType,
     BoxType,
@@ -128,7 +129,7 @@ class TypeBuilder:
         t = self.type_cache.get(key)
         if t is not None:
             return t
-        shape = [d[1:] if d.startswith("%") else int(d) for d in dims]
+        shape = [graph_dims.normalize(d[1:]) if d.startswith("%") else int(d) for d in dims]
         for d, tok in zip(shape, node.children, strict=False):
             if isinstance(d, int) and d < 0:
                 raise self.error(f"tensor dimension must be non-negative, got {d}", tok)

@@ -146,7 +146,7 @@ _TOKEN_RE = re.compile(
   | (?P<nl>\r\n|\r|\n)
   | (?P<string>"[^"\\\r\n]*(?:\\.[^"\\\r\n]*)*")
   | (?P<anon>%[0-9]+\.[0-9]+)
-  | (?P<product>%[A-Za-z_][A-Za-z0-9_.]*(?:\*(?:[0-9]+|[A-Za-z_][A-Za-z0-9_.]*))+)
+  | (?P<product>%[A-Za-z_][A-Za-z0-9_.]*(?:[*+]%?(?:[0-9]+|[A-Za-z_][A-Za-z0-9_.]*))+)
   | (?P<sigil>[%@$'\#?!][A-Za-z_][A-Za-z0-9_.]*)
   | (?P<special>-?(?:inf|nan)(?![A-Za-z0-9_.]))
   | (?P<number>-?[0-9]+(?P<frac>\.[0-9]+)?(?P<exp>[eE][+-]?[0-9]+)?)
@@ -296,7 +296,7 @@ def _literal_type(
         return "STRING"
     if kind == "anon":
         return "ANON"
-    if kind == "product":  # `%seq*12`: adjacent dimensions merged (`graph_symbolic`)
+    if kind == "product":  # `%seq*12`, `%past+1`: a dimension expression (`graph_dims`)
         return "DIM_PRODUCT"
     if kind == "special":
         return "FLOAT"

@@ -15,6 +15,7 @@ from typing import Any
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
 from xdsl.ir import Attribute
 
+from dlc.dialects import graph_dims
 from dlc.dialects.graph import Symbols
 from dlc.dialects.graph_literal import LitTree
 from dlc.dialects.graph_types import (
@@ -174,7 +175,7 @@ def format_ints(attr: Attribute | None) -> str:
 
 def format_shape(attr: ArrayAttr[IntAttr] | ArrayAttr[IntAttr | StringAttr]) -> str:
     """`2 x 3`, `%n x 4` (a symbolic dimension) or `scalar`."""
-    dims = (f"%{d.data}" if isinstance(d, StringAttr) else str(d.data) for d in attr.data)
+    dims = (graph_dims.text(d.data) for d in attr.data)
     return " x ".join(dims) or "scalar"
 
 

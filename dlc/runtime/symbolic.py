@@ -2,11 +2,13 @@
 
 `SymbolicFunction` checks each argument (count, data type, rank, every static extent),
 binds each symbolic dimension `%n` to the extent of its first parameter that has it and
-checks every other use against that: a mismatch is a `ShapeError` located at the
-function, naming the dimension, the two parameters and the two sizes. Nothing native
+checks every other use against that, and a parameter's dimension expression (`%past+1`)
+against its value: a mismatch is a `ShapeError` located at the function, naming the
+dimension, the parameters and the sizes. Nothing native
 runs before the checks pass. The native function (`lower-graph-to-loop`) takes the
-buffers, then the sizes (`int64`, in `Signature.symbols` order), then the output, whose
-shape is computed here from the bound sizes. Buffers sized at run time take the call
+buffers, then the sizes (`int64`, in `Signature.symbols` order), then the outputs (one,
+or one per element of a tuple result, returned as a tuple), whose shapes are computed
+here from the bound sizes (a dimension `%past+1` evaluated). Buffers sized at run time take the call
 context's arena when they fit (the heap otherwise); the arena grows after a call to
 what the call wanted, so repeated calls at a size allocate nothing.
 """
@@ -21,7 +23,9 @@ from typing import Any
 import numpy as np
 
 from dlc.diagnostics import DiagnosticError, Location, get_loc
+from dlc.dialects import graph_dims
 from dlc.dialects.abi import CTX_ARENA_TOP, function_symbol
+from dlc.dialects.graph_types import TupleType
 from dlc.dtypes import NUMPY_DTYPES
 from dlc.runtime.context import Contexts
 from dlc.runtime.fastcall import array_address
@@ -39,19 +43,21 @@ class ShapeError(DiagnosticError, ValueError):
 @dataclass(frozen=True)
 class Signature:
     """A function of tensor parameters (`params`: DLVM names without `%`, `args`:
-    (dtype, dims)) returning one tensor `output`; `symbols` in the order the native
-    code takes their sizes; `location` is the function's, for `ShapeError`."""
+    (dtype, dims)) returning the tensors `outputs` (a tuple of them when `is_tuple`);
+    `symbols` in the order the native code takes their sizes; `location` is the
+    function's, for `ShapeError`."""
 
     name: str
     params: tuple[str, ...]
     args: tuple[tuple[str, Dims], ...]
-    output: tuple[str, Dims]
+    outputs: tuple[tuple[str, Dims], ...]
     symbols: tuple[str, ...]
     location: Location | None
+    is_tuple: bool = False
 
 
 def _dims_text(dims: Dims) -> str:
-    return " x ".join(f"%{d}" if isinstance(d, str) else str(d) for d in dims)
+    return " x ".join(graph_dims.text(d) for d in dims)
 
 
 class SymbolicFunction:
@@ -62,7 +68,7 @@ class SymbolicFunction:
         self.sig = sig
         self._jit = jit  # the machine code lives as long as the function is referenced
         address = jit.address(function_symbol(sig.name))
-        n = len(sig.args) + 2
+        n = len(sig.args) + 1 + len(sig.outputs)
         self._native = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * (n + 1)))(address)
         self._contexts = contexts
         self._messages = messages
@@ -76,14 +82,17 @@ class SymbolicFunction:
             )
             for dt, dims in sig.args
         ]
-        self._output_dtype = np.dtype(NUMPY_DTYPES[sig.output[0]])
-        # every use of a symbolic dimension: (parameter, axis, name), in parameter order
-        self._uses = [
+        self._outputs = [(np.dtype(NUMPY_DTYPES[dt]), dims) for dt, dims in sig.outputs]
+        # every use of a symbolic dimension: (parameter, axis, name), in parameter order;
+        # a sum (`%past+1`) is checked against its value once the names are bound
+        uses = [
             (i, axis, d)
             for i, (_, dims) in enumerate(sig.args)
             for axis, d in enumerate(dims)
             if isinstance(d, str)
         ]
+        self._uses = [u for u in uses if graph_dims.is_name(u[2])]
+        self._derived = [u for u in uses if not graph_dims.is_name(u[2])]
 
     def __repr__(self) -> str:
         return f"<dlc symbolic function @{self.name}>"
@@ -135,7 +144,25 @@ class SymbolicFunction:
             known = sizes.setdefault(d, got)
             if known != got:
                 raise self._mismatch(d, known, got, (i, axis))
+        for i, axis, d in self._derived:
+            want, got = graph_dims.evaluate(d, sizes), arrays[i].shape[axis]
+            if want != got:
+                raise self._derived_mismatch(d, sizes, got, (i, axis))
         return sizes
+
+    def _derived_mismatch(
+        self, d: str, sizes: dict[str, int], got: int, place: tuple[int, int]
+    ) -> ShapeError:
+        """The error of dimension expression `d` (the names bound to `sizes`), `got` at
+        `place` (parameter, axis)."""
+        names = ", ".join(f"%{n} = {sizes[n]}" for n in graph_dims.names(d))
+        i, axis = place
+        return ShapeError(
+            f"@{self.name}: symbolic dimension {graph_dims.text(d)} is "
+            f"{graph_dims.evaluate(d, sizes)} ({names}) but {got} in "
+            f"%{self.sig.params[i]} (dimension {axis})",
+            self.sig.location,
+        )
 
     def _mismatch(self, d: str, known: int, got: int, place: tuple[int, int]) -> ShapeError:
         """The error of symbolic dimension `d`, first `known`, `got` at `place`
@@ -148,7 +175,7 @@ class SymbolicFunction:
             self.sig.location,
         )
 
-    def __call__(self, *args: object) -> np.ndarray:
+    def __call__(self, *args: object) -> Any:
         if len(args) != len(self.sig.args):
             names = ", ".join(f"%{p}" for p in self.sig.params)
             raise TypeError(
@@ -157,13 +184,14 @@ class SymbolicFunction:
         arrays = [self._array(i, a) for i, a in enumerate(args)]
         sizes = self.bind(arrays)
         values = np.array([sizes[s] for s in self.sig.symbols] or [0], np.int64)
-        dims = self.sig.output[1]
-        shape = tuple(sizes[d] if isinstance(d, str) else d for d in dims)
-        output = np.empty(shape, self._output_dtype)
+        outputs = [
+            np.empty(tuple(graph_dims.evaluate(d, sizes) for d in dims), dtype)
+            for dtype, dims in self._outputs
+        ]
         self.sizes_called.add(tuple(sizes[s] for s in self.sig.symbols))
         ctx = self._contexts.current or self._contexts.get()
         ctx.reset()
-        self._native(ctx.address, *map(array_address, (*arrays, values, output)))
+        self._native(ctx.address, *map(array_address, (*arrays, values, *outputs)))
         wanted = int(ctx.words[CTX_ARENA_TOP]) - ctx.arena_base
         if ctx.status.value:  # before fit_arena, which resets the status word
             if self._messages is None:
@@ -171,7 +199,7 @@ class SymbolicFunction:
                 raise AssertionError(f"@{self.name}: status word set by code that cannot fail")
             self._messages.raise_for(ctx)
         ctx.fit_arena(wanted)
-        return output
+        return tuple(outputs) if self.sig.is_tuple else outputs[0]
 
 
 class SymbolicModule(CompiledModule):
@@ -214,9 +242,15 @@ def signatures(funcs: dict[str, Any], symbols: Callable[[Any], list[str]]) -> li
             name,
             tuple(a.name_hint or f"{i}" for i, a in enumerate(f.body.blocks[0].args)),
             tuple((t.dt, t.dims) for t in f.function_type.args),
-            (f.function_type.output.dt, f.function_type.output.dims),
+            tuple((t.dt, t.dims) for t in result_types(f.function_type.output)),
             tuple(symbols(f.function_type)),
             get_loc(f),
+            isinstance(f.function_type.output, TupleType),
         )
         for name, f in funcs.items()
     ]
+
+
+def result_types(output: Any) -> tuple[Any, ...]:
+    """The tensor types a function returns: its result, or the elements of a tuple."""
+    return tuple(output.types) if isinstance(output, TupleType) else (output,)

@@ -7,25 +7,29 @@ from xdsl.dialects.builtin import MemRefType, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from dlc.diagnostics import DiagnosticError, copy_loc, error_at
-from dlc.dialects import graph, loop
+from dlc.dialects import graph, graph_dims, loop
 from dlc.dialects.graph_elementwise import BinaryOp, DataTypeCastOp, NotOp, SelectOp, UnaryOp
 from dlc.dialects.graph_gather import GatherOp
 from dlc.dialects.graph_literal import is_scalar_lit, scalar_value
 from dlc.dialects.graph_reduction import ReduceOp
 from dlc.dialects.graph_symbolic import first_symbol
 from dlc.dialects.graph_tensor import (
+    ConcatenateOp,
     DotOp,
     PadShapeOp,
     ShapeCastOp,
+    SliceOp,
     SqueezeShapeOp,
     TransposeOp,
 )
 from dlc.dialects.graph_types import FunctionType, TensorType, format_type
+from dlc.lowering.graph_to_loop.copies import concat_nests, slice_nest
 from dlc.lowering.graph_to_loop.dot import DotEmitter
 from dlc.lowering.graph_to_loop.fusion import flat_leaves, fused_producers, is_flat
 from dlc.lowering.graph_to_loop.gather import check_indices, gather_nest
 from dlc.lowering.graph_to_loop.literals import dense_data, drop_unused_literals, literal_bytes
 from dlc.lowering.graph_to_loop.nests import NestEmitter, buffer_type, localize_constants
+from dlc.lowering.graph_to_loop.results import result_types, returned_values
 from dlc.lowering.scalar_ops import Unsupported, reassociate
 from dlc.target import Target
 
@@ -36,12 +40,13 @@ Space = tuple[int | str, ...] | None
 
 
 def function_symbols(ftype: FunctionType) -> list[str]:
-    """The symbolic dimensions of a function's parameters in order of first use: the
-    order of the sizes the caller passes (`dlc.runtime.symbolic`)."""
+    """The names of a function's parameters' symbolic dimensions in order of first use
+    (expressions such as `%past+1` are computed from them): the order of the sizes the
+    caller passes (`dlc.runtime.symbolic`)."""
     names: list[str] = []
     for arg in ftype.args:
         assert isinstance(arg, TensorType)
-        names.extend(s for s in arg.symbols if s not in names)
+        names.extend(s for s in arg.symbols if s not in names and graph_dims.is_name(s))
     return names
 
 
@@ -67,17 +72,13 @@ class FunctionLowering:
         symbols = function_symbols(ftype)
         self.arg_types = [buffer_type(t) for t in ftype.args]  # type: ignore[arg-type]
         sizes_type = MemRefType(i64, [max(1, len(symbols))])
-        output = ftype.output
-        if not isinstance(output, TensorType):
-            raise error_at(
-                func,
-                f"@{func.sym_name.data}: a result of type "
-                f"{format_type(output)} is not supported yet with symbolic dimensions",
-            )
-        self.output = output
-        self.block = Block(arg_types=[*self.arg_types, sizes_type, buffer_type(output)])
+        self.outputs = result_types(func)
+        out_types = [buffer_type(t) for t in self.outputs]
+        self.block = Block(arg_types=[*self.arg_types, sizes_type, *out_types])
         self.sizes_arg = self.block.args[len(self.arg_types)]
-        self.out_arg = self.block.args[-1]
+        self.out_args = list(self.block.args[len(self.arg_types) + 1 :])
+        self.results: list[SSAValue] = []  # the graph value of each output
+        self.tuple_value: SSAValue | None = None  # a tuple result's literal
         self.symbols = symbols
         self.values: dict[SSAValue, SSAValue] = {}  # graph value -> buffer
         self.consts: dict[SSAValue, SSAValue] = {}  # graph scalar literal -> constant
@@ -98,11 +99,12 @@ class FunctionLowering:
             index = nest.index_const(i)
             nest.sizes[name] = nest.emit(loop.LoadOp(self.sizes_arg, [index]))
         self.nest = nest
-        types = [r.type for op in blocks[0].ops for r in op.results]
+        types = [*self.ftype.args, *(r.type for op in blocks[0].ops for r in op.results)]
         nest.merged_sizes([t for t in types if isinstance(t, TensorType)])
         for arg, buffer in zip(blocks[0].args, self.block.args, strict=False):
             self.values[arg] = buffer
         returned = blocks[0].last_op
+        self.results, self.tuple_value = returned_values(self.ftype, returned)
         if self.optimize:
             self.fused = fused_producers(blocks[0])
         for op in blocks[0].ops:
@@ -122,10 +124,10 @@ class FunctionLowering:
         return loop.FuncOp(self.func.sym_name.data, arg_types, Region(self.block))  # type: ignore[arg-type]
 
     def destination(self, op: Operation, returned: Operation | None) -> SSAValue:
-        """The buffer `op`'s result is written to: the output when it is returned."""
+        """The buffer `op`'s result is written to: an output when it is returned."""
         result = op.results[0]
-        if isinstance(returned, graph.ReturnOp) and returned.value == result:
-            return self.out_arg
+        if result in self.results:
+            return self.out_args[self.results.index(result)]
         assert isinstance(result.type, TensorType)
         buffer = self.nest.alloc(result.type)
         self.owned.append(buffer)
@@ -134,13 +136,17 @@ class FunctionLowering:
     def lower_op(self, op: Operation, returned: Operation | None) -> None:
         if isinstance(op, graph.ReturnOp):
             self.lower_return(op)
+        elif isinstance(op, graph.LiteralOp) and op.result == self.tuple_value:
+            return  # the outputs, written where their values are computed
         elif isinstance(op, graph.LiteralOp):
             self.lower_literal(op)
         elif isinstance(op, ALIASES):  # the same row-major elements: the same buffer
             self.alias(op.results[0], op.operands[0])
         elif op.results and op.results[0] in self.fused:
             return  # computed at its user's reads
-        elif isinstance(op, (*ELEMENTWISE, DotOp, ReduceOp, TransposeOp, GatherOp)):
+        elif isinstance(
+            op, (*ELEMENTWISE, DotOp, ReduceOp, TransposeOp, GatherOp, ConcatenateOp, SliceOp)
+        ):
             self.lower_compute(op, self.destination(op, returned))
         else:
             raise self.unsupported(op)
@@ -186,6 +192,12 @@ class FunctionLowering:
                 self.lower_reduce(op, out)
             elif isinstance(op, GatherOp):
                 self.lower_gather(op, out)
+            elif isinstance(op, ConcatenateOp):
+                concat_nests(self.nest, op, out, self.read, self.optimize)
+                self.values[op.result] = out
+            elif isinstance(op, SliceOp):
+                slice_nest(self.nest, op, out, self.read, self.optimize)
+                self.values[op.result] = out
             else:
                 self.lower_elementwise(op, out)
         except Unsupported as err:
@@ -358,17 +370,19 @@ class FunctionLowering:
         nest.close_loops(outer)
 
     def lower_return(self, op: graph.ReturnOp) -> None:
-        """A returned value not computed here (a parameter, a literal) is copied."""
-        value = op.value
-        assert value is not None
-        if self.values.get(value) is self.out_arg:
-            return
-        nest, t = self.nest, self.output
+        """A returned value not computed into its output (a parameter, a literal, a value
+        returned twice) is copied."""
+        for value, out, t in zip(self.results, self.out_args, self.outputs, strict=True):
+            if self.values.get(value) is not out:
+                self.copy_out(value, out, t)
+
+    def copy_out(self, value: SSAValue, out: SSAValue, t: TensorType) -> None:
+        nest = self.nest
 
         def copy(parallel: bool) -> None:
             ivs, fors, _ = nest.open_loops([nest.extent(d) for d in t.dims], parallel=parallel)
             at = nest.index(t, ivs, t.dims)
-            nest.store(self.read(value, ivs, t.dims), self.out_arg, at, t.dt)
+            nest.store(self.read(value, ivs, t.dims), out, at, t.dt)
             nest.close_loops(fors)
 
         nest.threads(t.dims if self.optimize else None, copy)

@@ -17,8 +17,7 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerAttr, IntegerType, MemRefType, i8, i64
 from xdsl.ir import Block, Operation, SSAValue
 
-from dlc.dialects import loop
-from dlc.dialects.graph_symbolic import dim_factors
+from dlc.dialects import graph_dims, loop
 from dlc.dialects.graph_types import TensorType
 from dlc.lowering.scalar_ops import ScalarBuilder
 from dlc.lowering.tensor_to_loop.body import load, storage_type
@@ -65,16 +64,20 @@ class NestEmitter:
         return self.index_const(d)
 
     def merged_sizes(self, types: Sequence[TensorType]) -> None:
-        """The extents of the merged symbolic dimensions (`%seq*12`) of `types`,
-        computed here (at the top of the function, dominating every use)."""
+        """The extents of the symbolic dimensions of `types` that are expressions
+        (`%seq*12`, `%past+1`), computed here (at the top of the function, dominating
+        every use)."""
         for t in types:
             for d in t.dims:
                 if not isinstance(d, str) or d in self.sizes:
                     continue
-                names, static = dim_factors([d])
-                total = self.index_const(static)
-                for name in names:
-                    total = self.emit(arith.MuliOp(total, self.sizes[name]))
+                total: SSAValue | None = None
+                for names, coefficient in graph_dims.poly(d).items():
+                    term = self.index_const(coefficient)
+                    for name in names:
+                        term = self.emit(arith.MuliOp(term, self.sizes[name]))
+                    total = term if total is None else self.emit(arith.AddiOp(total, term))
+                assert total is not None
                 self.sizes[d] = total
 
     def count(self, t: TensorType) -> SSAValue:
