@@ -258,14 +258,23 @@ def compile_in_parts(
 
 
 class _Shared:
-    """The units to build, each handed to the first of the workers (a thread of this
-    process each) or this process (`help`) that is free."""
+    """The distinct units of a module, each found in the unit cache or handed to the
+    first of the workers (a thread of this process each) or this process (`help`)
+    that is free."""
 
     def __init__(
         self, workers: list[subprocess.Popen], opt_level: int, target: Target | None
     ) -> None:
+        from dlc.runtime import unit_cache
+        from dlc.runtime.jit import machine_settings
+
         self.opt_level, self.target, self.workers = opt_level, target, workers
+        self.machine = machine_settings(opt_level, target) if unit_cache.enabled() else None
         self.queue: queue.SimpleQueue[tuple[int, str] | None] = queue.SimpleQueue()
+        self.slots: dict[str, int] = {}  # each distinct unit's text -> its slot
+        self.first: list[int] = []  # slot -> the first unit with its text (objects' order)
+        self.keys: dict[int, str] = {}  # slot -> its unit cache key (the cache on)
+        self.cached: set[int] = set()  # slots found in the unit cache
         self.built: dict[int, bytes] = {}
         self.failed: list[tuple[int, str]] = []  # units a worker could not build
         self.threads = [threading.Thread(target=self._serve, args=(w,)) for w in workers]
@@ -280,13 +289,39 @@ class _Shared:
                 return
             self.built[unit[0]] = obj
 
-    def put(self, slot: int, text: str) -> None:
-        """Unit `slot` (LLVM IR `text`) to build."""
-        self.queue.put((slot, text))
+    def add(self, named: list[tuple[int, str]]) -> None:
+        """Units named (`unit_cache.Namer`: (index, LLVM IR text)): each distinct text
+        found in the unit cache or handed out to build."""
+        from dlc.runtime import unit_cache
+
+        for k, text in named:
+            if text in self.slots:
+                self.first[self.slots[text]] = min(self.first[self.slots[text]], k)
+                continue
+            slot = self.slots[text] = len(self.slots)
+            self.first.append(k)
+            if self.machine is not None:  # the unit cache is on
+                self.keys[slot] = unit_cache.key(text, self.machine)
+                if (obj := unit_cache.lookup(self.keys[slot])) is not None:
+                    self.built[slot] = obj
+                    self.cached.add(slot)
+                    continue
+            self.queue.put((slot, text))
+
+    def objects(self) -> list[bytes]:
+        """The object code of every distinct unit, in the order they first occur; those
+        built stored in the unit cache."""
+        from dlc.runtime import unit_cache
+
+        built = self.help()
+        for slot, key in self.keys.items():
+            if slot not in self.cached:
+                unit_cache.store(key, built[slot])
+        return [built[slot] for slot in sorted(range(len(self.slots)), key=self.first.__getitem__)]
 
     def help(self) -> dict[int, bytes]:
         """Build units here until none is left, wait for the workers' last: the object
-        code of every unit `put`, by slot."""
+        code of every unit, by slot."""
         from dlc.runtime.jit import build_object
 
         with contextlib.suppress(queue.Empty):
@@ -321,49 +356,24 @@ def _build(
     shared: _Shared,
 ) -> list[bytes] | None:
     """`compile_in_parts` on the `_split` module (`roots`: each unit's outlined
-    function): the units printed, named and handed out one by one, part 0 printed and built here, then this process helps with the
-    units; None (and the workers stopped) when a part has static constructors."""
+    function): the units printed, named and handed out one by one, part 0 printed and
+    built here, then this process helps with the units; None (and the workers stopped)
+    when a part has static constructors."""
     from dlc.runtime import unit_cache
-    from dlc.runtime.jit import build_object, ir_text, machine_settings, target_machine
+    from dlc.runtime.jit import build_object, ir_text, target_machine
     from dlc.runtime.llvm_text_ops import symbol
 
     tm = target_machine(opt_level, target)
-    machine = machine_settings(opt_level, target) if unit_cache.enabled() else None
     namer = unit_cache.Namer([symbol(name) for name in roots])
-    slots: dict[str, int] = {}  # each distinct unit's text -> its slot
-    keys: dict[int, str] = {}  # slot -> its unit cache key, when the cache is on
-    found: dict[int, bytes] = {}
-    first: list[int] = []  # slot -> the first unit with its text (the objects' order)
-
-    def add(named: list[tuple[int, str]]) -> None:
-        for k, text in named:
-            if text in slots:
-                first[slots[text]] = min(first[slots[text]], k)
-                continue
-            slot = slots[text] = len(slots)
-            first.append(k)
-            if machine is not None:
-                keys[slot] = unit_cache.key(text, machine)
-                if (obj := unit_cache.lookup(keys[slot])) is not None:
-                    found[slot] = obj
-                    continue
-            shared.put(slot, text)
-
     for k, part in enumerate(split[1:]):
         text = ir_text(part, tm, files)
         if "@llvm.global_ctors" in text:  # compiled whole
             shared.close(stop=True)
             return None
-        add(namer.add(k, text))
-    add(namer.finish())
+        shared.add(namer.add(k, text))
+    shared.add(namer.finish())
     text0 = unit_cache.named_caller(ir_text(split[0], tm, files), namer.done)
     if "@llvm.global_ctors" in text0:
         shared.close(stop=True)
         return None
-    obj0 = build_object(text0, opt_level, target)
-    built = shared.help()
-    for slot, key in keys.items():
-        if slot in built:
-            unit_cache.store(key, built[slot])
-    objects = {**found, **built}
-    return [obj0, *(objects[slot] for slot in sorted(range(len(slots)), key=first.__getitem__))]
+    return [build_object(text0, opt_level, target), *shared.objects()]
