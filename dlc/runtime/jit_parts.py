@@ -337,14 +337,14 @@ class _Shared:
         """The workers' threads and processes ended (`stop`: at once, their units
         dropped)."""
         for worker in self.workers if stop else ():
-            jit_worker.stop_worker(worker)
+            worker.kill()  # its thread reads the end of its output, then it is reaped
         for _ in self.threads:
             self.queue.put(None)
         for thread in self.threads:
             thread.join()
         for worker in self.workers:
             jit_worker.finish_worker(worker)
-        self.threads = self.workers = []
+        self.threads, self.workers = [], []
 
 
 def _build(

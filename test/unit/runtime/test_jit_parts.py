@@ -315,3 +315,17 @@ def test_units_are_named_as_they_print() -> None:
     odd = Namer(["@a", "@c"])
     assert odd.add(1, a) == [] and odd.add(0, c) == []  # each defines the other's name
     assert odd.finish() == [(0, c), (1, a)] and odd.done == {}
+
+
+def test_workers_stopped_with_units_left_are_reaped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A part with static constructors compiles the module whole: the workers are
+    stopped whatever they are doing, their threads end and the processes are reaped."""
+    monkeypatch.setenv("DLC_CACHE", "0")
+    workers = [jit_worker.start_worker(2, None) for _ in range(2)]
+    assert all(workers)
+    shared = jit_parts._Shared(workers, 2, None)  # type: ignore[arg-type]  # noqa: SLF001
+    shared.add([(k, f"define i64 @n{k}() {{\n  ret i64 {k}\n}}\n") for k in range(6)])
+    threads = list(shared.threads)
+    shared.close(stop=True)
+    assert len(threads) == 2 and not any(t.is_alive() for t in threads)
+    assert all(w.returncode is not None for w in workers)  # type: ignore[union-attr]
