@@ -227,12 +227,22 @@ class Step:
     lowers: bool  # the last step of its level: afterwards the module is one level down
 
 
+def loop_lowering_step(options: Options) -> Step:
+    """The last step of every pipeline: `lower-loop-to-llvm` with `options` (`steps`,
+    `symbolic_steps`, and the loop level lowered again on its own,
+    `program_levels.lower_loop_level`)."""
+    return Step("loop", lowering("loop", options), True)
+
+
 def steps(options: Options, start: str = "graph", stop: str = "llvm") -> list[Step]:
     """The pipeline from a module at level `start` down to level `stop`."""
     out: list[Step] = []
     for level in LEVELS[LEVELS.index(start) : LEVELS.index(stop)]:
         out.extend(Step(level, p, False) for p in level_passes(level, options))
-        out.append(Step(level, lowering(level, options), True))
+        if level == "loop":
+            out.append(loop_lowering_step(options))
+        else:
+            out.append(Step(level, lowering(level, options), True))
     return out
 
 
@@ -250,7 +260,7 @@ def symbolic_steps(options: Options) -> list[Step]:
         triple=options.triple,
     )
     first = Step("graph", lowering_, True)
-    return [first, *loop_passes, Step("loop", lowering("loop", options), True)]
+    return [first, *loop_passes, loop_lowering_step(options)]
 
 
 def run(

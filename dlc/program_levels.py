@@ -115,8 +115,7 @@ def add_entries(llvm_level: ModuleOp, graph: ModuleOp) -> None:
 def lower_loop_level(graph: ModuleOp, loop_level: ModuleOp, options: pipeline.Options) -> ModuleOp:
     """A clone of `loop_level` (what `lower(graph, options, stop="loop")` returns, or its
     snapshot) lowered as `lower(graph, options)` lowers it: the llvm level."""
-    last = pipeline.Step("loop", pipeline.lowering("loop", options), True)
-    work = pipeline.run(clone_located(loop_level), [last])
+    work = pipeline.run(clone_located(loop_level), [pipeline.loop_lowering_step(options)])
     if not is_symbolic(graph):
         add_entries(work, graph)
     return work

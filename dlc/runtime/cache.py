@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dlc.runtime import cache_evict
-from dlc.runtime.cache_files import (  # noqa: F401 -- read_owned, write_owned re-exported
+from dlc.runtime import cache_evict, cache_writes
+from dlc.runtime.cache_files import (  # noqa: F401 -- read_owned, write_owned, tree_fingerprint re-exported
     Chunks,
     Untrusted,
     atomic_write,
@@ -32,6 +32,7 @@ from dlc.runtime.cache_files import (  # noqa: F401 -- read_owned, write_owned r
     open_checked,
     read_checked,
     read_owned,
+    tree_fingerprint,
     write_new,
     write_owned,
 )
@@ -105,26 +106,6 @@ def _source_fingerprint() -> str:
     return _FINGERPRINT[0]
 
 
-def tree_fingerprint(root: str) -> str:
-    """`_source_fingerprint` of the directory tree `root` (its __pycache__ left out)."""
-    root = os.path.abspath(root)
-    files: list[tuple[list[str], str, int, int]] = []
-    pending = [root]
-    while pending:  # os.scandir, not pathlib: this runs in every process's start-up
-        with os.scandir(pending.pop()) as it:
-            for item in it:
-                if item.name.endswith((".py", ".lark")) and item.is_file():
-                    st = item.stat()
-                    name = item.path[len(root) + 1 :].replace(os.sep, "/")
-                    files.append((name.split("/"), name, st.st_size, st.st_mtime_ns))
-                elif item.name != "__pycache__" and item.is_dir(follow_symlinks=False):
-                    pending.append(item.path)
-    digest = hashlib.sha256()
-    for _, name, size, mtime in sorted(files):
-        digest.update(f"{name}\0{size}\0{mtime}\0".encode())
-    return digest.hexdigest()
-
-
 def _xdsl_version() -> str:
     """xDSL's version from its dist-info directory's name, found without importing xDSL
     (the warm path never loads it; `xdsl.__version__` would also ask importlib.metadata:
@@ -186,6 +167,7 @@ def lookup(key: str, *, memory: bool = True) -> Entry | None:
         if entry is not None:
             _MEMORY.move_to_end(key)
             return entry
+    cache_writes.wait(key)  # a write of it in progress
     try:
         entry = _load(key)
     except (OSError, ValueError) as error:  # missing, unreadable, malformed, untrusted
@@ -299,7 +281,14 @@ def _mac(secret: bytes, record: dict[str, Any], chunks: Chunks) -> str:
 
 
 def _write(key: str, entry: Entry) -> None:
-    _, fd, secret = _open_disk(create=True)
+    _, fd, secret = _open_disk(create=True)  # checked here: a warning names the compile
+    if entry.size() < cache_writes.BYTES:
+        _write_entry(fd, secret, key, entry)
+    else:  # the weights: written after the compile returns
+        cache_writes.later(key, lambda: _write_entry(fd, secret, key, entry))
+
+
+def _write_entry(fd: int, secret: bytes, key: str, entry: Entry) -> None:
     try:
         record: dict[str, Any] = {"format": FORMAT, "key": key, "meta": entry.meta}
         segments = dict(entry.data)

@@ -8,6 +8,7 @@ Why: docs/design/security.md.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import secrets
 import stat
@@ -145,3 +146,24 @@ def write_owned(path: Path, data: bytes) -> None:
         atomic_write(fd, path.name, data)
     finally:
         os.close(fd)
+
+
+def tree_fingerprint(root: str) -> str:
+    """SHA-256 over the name, size and modification time of each .py / .lark file of the
+    directory tree `root` (its __pycache__ left out): `cache._source_fingerprint`."""
+    root = os.path.abspath(root)
+    files: list[tuple[list[str], str, int, int]] = []
+    pending = [root]
+    while pending:  # os.scandir, not pathlib: this runs in every process's start-up
+        with os.scandir(pending.pop()) as it:
+            for item in it:
+                if item.name.endswith((".py", ".lark")) and item.is_file():
+                    st = item.stat()
+                    name = item.path[len(root) + 1 :].replace(os.sep, "/")
+                    files.append((name.split("/"), name, st.st_size, st.st_mtime_ns))
+                elif item.name != "__pycache__" and item.is_dir(follow_symlinks=False):
+                    pending.append(item.path)
+    digest = hashlib.sha256()
+    for _, name, size, mtime in sorted(files):
+        digest.update(f"{name}\0{size}\0{mtime}\0".encode())
+    return digest.hexdigest()

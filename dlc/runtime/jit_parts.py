@@ -1,22 +1,21 @@
-"""Large llvm-level modules compiled in parts, on several threads.
+"""Large llvm-level modules compiled in parts, on several cores.
 
 LLVM's optimizer and code generator are single-threaded per module, and they are most
 of a large program's compile time. The runs of loop nests that `lower-loop-to-llvm`
 outlines from large functions (`noinline` functions, `parallel.py`) are independent
-pieces: `compile_in_parts` moves groups of them (each with the functions only it
-uses, such as its OpenMP workers) into modules of their own, converts each to LLVM IR,
-then optimizes it and emits its object code in a worker process
-(`python -m dlc.runtime.jit_worker`; llvmlite serializes all LLVM calls of a process
-behind one lock, so threads would not overlap) while this process prints and builds
-part 0: the parts are printed first and sent, and without the cache (every part to
-build) the workers start before that, so that their Python loads meanwhile. One
-MCJIT engine loads all the objects, which resolve each other's symbols; the compile
-cache stores them together (`pack_objects`). A worker that cannot start or fails
-leaves its part to this process.
-
-With the compile cache on, each run is a part of its own, named after its content and
-looked up in the cache before anything is built (`unit_cache.py`); the runs to build
-are spread over this process and the workers (several to a worker).
+pieces: `compile_in_parts` moves each (with the functions only it uses, such as its
+OpenMP workers) into a module of its own, a unit, and the rest stays in part 0. The
+units are converted to LLVM IR one after the other, each named after its content
+(`unit_cache.Namer`: alike units are built once) and, with the compile cache on,
+looked up there; the units to build are handed out as they print, to worker processes
+(`python -m dlc.runtime.jit_worker`, started as the llvm level starts so that their
+Python loads meanwhile; llvmlite serializes all LLVM calls of a process behind one
+lock, so threads would not overlap) and, once it has printed and built part 0, to this
+process, each unit to whoever is free. Each unit is built alone, so the object code is
+the same whatever the number of workers, and with the cache on or off. One MCJIT
+engine loads all the objects, which resolve each other's symbols; the compile cache
+stores them together (`pack_objects`). A worker that cannot start or fails leaves its
+units to this process.
 
 The parts see each other only through declarations: an outlined function becomes
 external in its part, the constant data it reads is copied into it, module variables
@@ -28,7 +27,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import queue
 import struct
+import threading
 from typing import TYPE_CHECKING
 
 from dlc.runtime import jit_worker
@@ -48,6 +49,7 @@ MIN_OPS = 5_000
 """llvm-level ops below which a module is compiled whole: a worker process costs about
 0.2 s to start."""
 MAX_PARTS = 4
+"""Processes that build at most (this one and the workers), fewer on fewer cores."""
 MAGIC = b"DLCOBJS1"
 
 
@@ -104,13 +106,11 @@ def _scanned(op: Operation) -> tuple[dict[str, None], int]:
 
 @dataclasses.dataclass
 class Plan:
-    """How a module is split: the functions of parts 1.. (`moved`), the symbols each
-    defined function references and the ops left in part 0."""
+    """How a module is split: the functions of each unit (`moved`: its outlined
+    function first) and the symbols each defined function references."""
 
     moved: list[list[llvm.FuncOp]]
     refs: dict[str, dict[str, None]]
-    rest_ops: int
-    moved_ops: int
 
 
 def _groups(
@@ -161,10 +161,9 @@ def _self_contained(
     return not any(refs[f.sym_name.data].keys() & mutable for members, _ in groups for f in members)
 
 
-def _plan(module: ModuleOp, parts: int, units: bool = False) -> Plan | None:
-    """Groups of outlined runs for parts 1..n-1 (part 0 keeps the rest), balanced by
-    op count, or with `units` each run a part of its own (`unit_cache`); None when the
-    module is too small or has nothing to move."""
+def _plan(module: ModuleOp) -> Plan | None:
+    """Each outlined run a part of its own (part 0 keeps the rest); None when the module
+    is too small or has nothing to move."""
     from xdsl.dialects import llvm
 
     funcs, refs, sizes = {}, {}, {}
@@ -178,19 +177,7 @@ def _plan(module: ModuleOp, parts: int, units: bool = False) -> Plan | None:
     groups = _groups(funcs, refs, sizes)
     if total < MIN_OPS or len(groups) < 2 or not _self_contained(module, groups, refs):
         return None
-    moved_ops = sum(size for _, size in groups)
-    if units:
-        return Plan([members for members, _ in groups], refs, total - moved_ops, moved_ops)
-    if parts < 2:
-        return None
-    loads = [total - moved_ops] + [0] * (parts - 1)
-    planned: list[list[llvm.FuncOp]] = [[] for _ in range(parts)]
-    for members, size in sorted(groups, key=lambda g: -g[1]):
-        k = loads.index(min(loads))
-        loads[k] += size
-        planned[k].extend(members)
-    moved = [p for p in planned[1:] if p]
-    return Plan(moved, refs, loads[0], total - loads[0]) if moved else None
+    return Plan([members for members, _ in groups], refs)
 
 
 def _declaration(op: Operation) -> Operation:
@@ -253,95 +240,140 @@ def compile_in_parts(
     target: Target | None,
     files: DataFiles | BoundData | None = None,
 ) -> list[bytes] | None:
-    """Object code of `module` in parts (module docstring), parts 1.. found in the
-    unit cache or built in worker processes while this one prints and builds part 0
-    (`files` holds the constant data they include); None when it is better compiled
-    whole."""
-    from dlc.runtime import unit_cache
-
-    units = unit_cache.enabled()
-    plan = _plan(module, min(MAX_PARTS, _threads()), units)
+    """Object code of `module` in parts (module docstring): part 0's, then the units'
+    (found in the unit cache, or built by the workers and this process); `files` holds
+    the constant data they include. None when it is better compiled whole."""
+    plan = _plan(module)
     if plan is None:
         return None
-    # without the cache every part is built: the workers start while the parts print
-    spare = [] if units else [w for w in (jit_worker.spawn_worker() for _ in plan.moved) if w]
+    count = min(MAX_PARTS, _threads(), len(plan.moved) + 1) - 1
+    workers = [w for w in (jit_worker.start_worker(opt_level, target) for _ in range(count)) if w]
+    shared = _Shared(workers, opt_level, target)
     try:
         with _split(module, plan) as split:
-            return _build(split, plan, opt_level, target, files, spare)
+            roots = [members[0].sym_name.data for members in plan.moved]
+            return _build(split, roots, opt_level, target, files, shared)
     finally:
-        for worker in spare:  # started early, not needed
-            jit_worker.stop_worker(worker)
+        shared.close()
+
+
+class _Shared:
+    """The distinct units of a module, each found in the unit cache or handed to the
+    first of the workers (a thread of this process each) or this process (`help`)
+    that is free."""
+
+    def __init__(
+        self, workers: list[subprocess.Popen], opt_level: int, target: Target | None
+    ) -> None:
+        from dlc.runtime import unit_cache
+        from dlc.runtime.jit import machine_settings
+
+        self.opt_level, self.target, self.workers = opt_level, target, workers
+        self.machine = machine_settings(opt_level, target) if unit_cache.enabled() else None
+        self.queue: queue.SimpleQueue[tuple[int, str] | None] = queue.SimpleQueue()
+        self.slots: dict[str, int] = {}  # each distinct unit's text -> its slot
+        self.first: list[int] = []  # slot -> the first unit with its text (objects' order)
+        self.keys: dict[int, str] = {}  # slot -> its unit cache key (the cache on)
+        self.cached: set[int] = set()  # slots found in the unit cache
+        self.built: dict[int, bytes] = {}
+        self.failed: list[tuple[int, str]] = []  # units a worker could not build
+        self.threads = [threading.Thread(target=self._serve, args=(w,)) for w in workers]
+        for thread in self.threads:
+            thread.start()
+
+    def _serve(self, worker: subprocess.Popen) -> None:
+        while (unit := self.queue.get()) is not None:
+            obj = jit_worker.build(worker, unit[1])
+            if obj is None:  # the worker failed: this process builds what is left
+                self.failed.append(unit)
+                return
+            self.built[unit[0]] = obj
+
+    def add(self, named: list[tuple[int, str]]) -> None:
+        """Units named (`unit_cache.Namer`: (index, LLVM IR text)): each distinct text
+        found in the unit cache or handed out to build."""
+        from dlc.runtime import unit_cache
+
+        for k, text in named:
+            if text in self.slots:
+                self.first[self.slots[text]] = min(self.first[self.slots[text]], k)
+                continue
+            slot = self.slots[text] = len(self.slots)
+            self.first.append(k)
+            if self.machine is not None:  # the unit cache is on
+                self.keys[slot] = unit_cache.key(text, self.machine)
+                if (obj := unit_cache.lookup(self.keys[slot])) is not None:
+                    self.built[slot] = obj
+                    self.cached.add(slot)
+                    continue
+            self.queue.put((slot, text))
+
+    def objects(self) -> list[bytes]:
+        """The object code of every distinct unit, in the order they first occur; those
+        built stored in the unit cache."""
+        from dlc.runtime import unit_cache
+
+        built = self.help()
+        for slot, key in self.keys.items():
+            if slot not in self.cached:
+                unit_cache.store(key, built[slot])
+        return [built[slot] for slot in sorted(range(len(self.slots)), key=self.first.__getitem__)]
+
+    def help(self) -> dict[int, bytes]:
+        """Build units here until none is left, wait for the workers' last: the object
+        code of every unit, by slot."""
+        from dlc.runtime.jit import build_object
+
+        with contextlib.suppress(queue.Empty):
+            while (unit := self.queue.get_nowait()) is not None:
+                self.built[unit[0]] = build_object(unit[1], self.opt_level, self.target)
+        self.close()
+        for slot, text in self.failed:
+            self.built[slot] = build_object(text, self.opt_level, self.target)
+        self.failed = []
+        return self.built
+
+    def close(self, stop: bool = False) -> None:
+        """The workers' threads and processes ended (`stop`: at once, their units
+        dropped)."""
+        for worker in self.workers if stop else ():
+            worker.kill()  # its thread reads the end of its output, then it is reaped
+        for _ in self.threads:
+            self.queue.put(None)
+        for thread in self.threads:
+            thread.join()
+        for worker in self.workers:
+            jit_worker.finish_worker(worker)
+        self.threads, self.workers = [], []
 
 
 def _build(
     split: list[ModuleOp],
-    plan: Plan,
+    roots: list[str],
     opt_level: int,
     target: Target | None,
     files: DataFiles | BoundData | None,
-    spare: list[subprocess.Popen],
+    shared: _Shared,
 ) -> list[bytes] | None:
-    """`compile_in_parts` on the `_split` module: the parts printed and sent to
-    workers (`spare` first), part 0 printed and built here, the parts gathered."""
+    """`compile_in_parts` on the `_split` module (`roots`: each unit's outlined
+    function): the units printed, named and handed out one by one, part 0 printed and
+    built here, then this process helps with the units; None (and the workers stopped)
+    when a part has static constructors."""
     from dlc.runtime import unit_cache
     from dlc.runtime.jit import build_object, ir_text, target_machine
+    from dlc.runtime.llvm_text_ops import symbol
 
     tm = target_machine(opt_level, target)
-    texts = ["", *(ir_text(part, tm, files) for part in split[1:])]
-    if any("@llvm.global_ctors" in text for text in texts):
+    namer = unit_cache.Namer([symbol(name) for name in roots])
+    for k, part in enumerate(split[1:]):
+        text = ir_text(part, tm, files)
+        if "@llvm.global_ctors" in text:  # compiled whole
+            shared.close(stop=True)
+            return None
+        shared.add(namer.add(k, text))
+    shared.add(namer.finish())
+    text0 = unit_cache.named_caller(ir_text(split[0], tm, files), namer.done)
+    if "@llvm.global_ctors" in text0:
+        shared.close(stop=True)
         return None
-    texts, names, keys, found = _named_and_found(texts, opt_level, target)
-    sizes = [len(text) for text in texts[1:]]
-    load0 = sum(sizes) * plan.rest_ops // max(plan.moved_ops, 1)  # part 0's, estimated
-    batches = _batches(load0, sizes, [i for i, obj in enumerate(found) if obj is None])
-    workers = []
-    for batch in batches[1:]:
-        worker = spare.pop(0) if spare else jit_worker.spawn_worker()
-        jit_worker.send(worker, [texts[1 + i] for i in batch], opt_level, target)
-        workers.append(worker)
-    text0 = unit_cache.named_caller(ir_text(split[0], tm, files), names)
-    if "@llvm.global_ctors" in text0:  # compiled whole: the workers stopped
-        for worker in workers:
-            jit_worker.stop_worker(worker)
-        return None
-    objects = [build_object(text0, opt_level, target)]
-    for batch, worker in zip(batches, [None, *workers], strict=True):
-        built = jit_worker.worker_objects(worker, len(batch))
-        for j, i in enumerate(batch):
-            obj = built[j] or build_object(texts[1 + i], opt_level, target)
-            found[i] = obj
-            if keys:  # the unit cache is on
-                unit_cache.store(keys[i], obj)
-    return [*objects, *(obj for obj in found if obj is not None)]
-
-
-def _named_and_found(
-    texts: list[str], opt_level: int, target: Target | None
-) -> tuple[list[str], dict[str, str], list[str], list[bytes | None]]:
-    """With the unit cache on: the parts' `texts` (part 0 not printed yet) named by
-    content, the same unit once, with the names given, each unit's key and its stored
-    object (None: to build); without, `texts` as they are and no keys."""
-    from dlc.runtime import unit_cache
-    from dlc.runtime.jit import machine_settings
-
-    if not unit_cache.enabled():
-        return texts, {}, [], [None] * (len(texts) - 1)
-    named, names = unit_cache.named_units(texts)
-    named = list(dict.fromkeys(named))
-    machine = machine_settings(opt_level, target)
-    keys = [unit_cache.key(text, machine) for text in named[1:]]
-    return named, names, keys, [unit_cache.lookup(k) for k in keys]
-
-
-def _batches(load0: int, sizes: list[int], missing: list[int]) -> list[list[int]]:
-    """The parts to build (indices into `sizes`, their texts' lengths) spread over this
-    process (batch 0, which also builds part 0 of about `load0`) and up to
-    `MAX_PARTS - 1` workers, balanced by text size; empty batches dropped but the first."""
-    count = min(MAX_PARTS, _threads(), len(missing) + 1)
-    loads = [load0] + [0] * (count - 1)
-    batches: list[list[int]] = [[] for _ in range(count)]
-    for i in sorted(missing, key=lambda i: -sizes[i]):
-        k = loads.index(min(loads))
-        loads[k] += sizes[i]
-        batches[k].append(i)
-    return [batches[0], *(b for b in batches[1:] if b)]
+    return [build_object(text0, opt_level, target), *shared.objects()]

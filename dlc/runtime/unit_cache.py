@@ -1,8 +1,8 @@
 """Object code of a module's units, kept across compiles and models.
 
-A large module is compiled in parts (`jit_parts.py`); with the compile cache on, each
-unit (an outlined run or kernel with the internal functions only it reaches) is a part
-of its own, and its object code is stored in the compile cache under a key of its LLVM
+A large module is compiled in parts (`jit_parts.py`): each unit (an outlined run or
+kernel with the internal functions only it reaches) is a part of its own; with the
+compile cache on, its object code is stored in the compile cache under a key of its LLVM
 IR text, the opt level, the machine it is built for (`jit.machine_settings`) and what
 every cache key covers (dlc's sources, the LLVM and llvmlite versions, the host). A
 later compile whose unit prints the same text (the same model with other weights,
@@ -13,8 +13,8 @@ The key is the whole text LLVM would compile, so an object found is the object L
 would build: results are bit-identical with and without the cache. Entries are the
 compile cache's (owner-only directory, HMAC-authenticated records, the same eviction),
 with the metadata `{"unit": 1}`; they bypass the in-memory cache, which holds whole
-modules. `DLC_CACHE=0` turns this off with the rest of the cache (and parts are then
-grouped as before: fewer LLVM modules).
+modules. `DLC_CACHE=0` turns this off with the rest of the cache (the units are built all the
+same: the object code does not depend on the cache).
 """
 
 from __future__ import annotations
@@ -64,35 +64,67 @@ def named_by_content(texts: list[str]) -> list[str]:
 def named_units(texts: list[str]) -> tuple[list[str], dict[str, str]]:
     """`named_by_content` on the units (`texts[1:]`; `texts[0]` is returned as it is)
     and the names given: part 0 follows with `named_caller`, printed later."""
-    defined = [_FUNCTIONS.findall(text) + _GLOBALS.findall(text) for text in texts[1:]]
-    roots = {names[0]: k for k, names in enumerate(defined) if names}
-    if len(roots) != len(defined):
+    defined = [_FUNCTIONS.findall(text) for text in texts[1:]]
+    if not all(defined):
         return texts, {}
-    uses = [
-        {t for t in _USED.findall(text) if t in roots} - {d[0]}
-        for text, d in zip(texts[1:], defined, strict=True)
-    ]
-    done: dict[str, str] = {}
+    namer = Namer([names[0] for names in defined])
     out = list(texts)
-    while len(done) < len(roots):
-        ready = [
-            k for k, names in enumerate(defined) if names[0] not in done and uses[k] <= done.keys()
+    for k, text in enumerate(texts[1:]):
+        for i, named in namer.add(k, text):
+            out[1 + i] = named
+    for i, named in namer.finish():
+        out[1 + i] = named
+    return out, namer.done
+
+
+class Namer:
+    """`named_units` one unit at a time, as the units print (`jit_parts`): unit `k`
+    (`add`) is named as soon as the units it calls are; `finish` gives those left
+    (units calling each other in a circle), which keep their own names and call the
+    others by theirs. `roots`: each unit's function as LLVM IR spells it (`@name`), the
+    one it defines first. Each unit's text is the one `named_units` would give it."""
+
+    def __init__(self, roots: list[str]) -> None:
+        self.roots = set(roots)  # each unit's function (`@name`), in unit order
+        self.order = roots
+        self.done: dict[str, str] = {}  # root -> its name by content
+        self.waiting: dict[int, tuple[str, set[str]]] = {}  # unit -> text, roots it calls
+
+    def add(self, k: int, text: str) -> list[tuple[int, str]]:
+        """Unit `k`'s `text`: the units named now (`k` and those that waited for it)."""
+        root = self.order[k]
+        uses = {t for t in _USED.findall(text) if t in self.roots} - {root}
+        if _FUNCTIONS.findall(text)[:1] != [root]:  # not a unit as `jit_parts` makes them:
+            uses.add(root)  # never named (nor those that call it)
+        self.waiting[k] = (text, uses)
+        named: list[tuple[int, str]] = []
+        while ready := [i for i, (_, u) in self.waiting.items() if u <= self.done.keys()]:
+            for i in ready:
+                text, uses = self.waiting.pop(i)
+                named.append((i, self._named(i, text, uses)))
+        return named
+
+    def _named(self, k: int, text: str, uses: set[str]) -> str:
+        own = _FUNCTIONS.findall(text) + _GLOBALS.findall(text)
+        local = {name: f"@{PREFIX}P{i}" for i, name in enumerate(own)}
+        text = _renamed(text, {**{u: self.done[u] for u in uses}, **local})
+        digest = hashlib.sha256(text.encode()).hexdigest()[:24]
+        final = {
+            f"@{PREFIX}P{i}": f"@{PREFIX}{digest}" + (f".{i}" if i else "")
+            for i in range(len(local))
+        }
+        self.done[self.order[k]] = f"@{PREFIX}{digest}"
+        return _declared_once(_renamed(text, final))
+
+    def finish(self) -> list[tuple[int, str]]:
+        """The units still waiting: their own names kept, the named units called by
+        theirs."""
+        left = sorted(self.waiting.items())
+        self.waiting = {}
+        return [
+            (k, _declared_once(_renamed(text, {u: self.done[u] for u in uses if u in self.done})))
+            for k, (text, uses) in left
         ]
-        if not ready:
-            return texts, {}
-        for k in ready:
-            local = {name: f"@{PREFIX}P{i}" for i, name in enumerate(defined[k])}
-            text = _renamed(texts[1 + k], {**{u: done[u] for u in uses[k]}, **local})
-            digest = hashlib.sha256(text.encode()).hexdigest()[:24]
-            final = {
-                f"@{PREFIX}P{i}": f"@{PREFIX}{digest}" + (f".{i}" if i else "")
-                for i in range(len(local))
-            }
-            out[1 + k] = _renamed(text, final)
-            done[defined[k][0]] = f"@{PREFIX}{digest}"
-    if len(set(done.values())) < len(done):  # alike units: one declaration each
-        out = [texts[0], *(_declared_once(text) for text in out[1:])]
-    return out, done
 
 
 def named_caller(text: str, names: dict[str, str]) -> str:

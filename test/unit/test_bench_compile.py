@@ -59,3 +59,32 @@ def test_unknown_model_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         bench_compile.main(["--only", "nosuchmodel"])
     assert "unknown model(s) nosuchmodel" in capsys.readouterr().err
+
+
+def test_other_weights_keep_the_architectures_scalars(tmp_path: Path) -> None:
+    """ "Other weights" scales the weights by 1.01, not scalar constants such as an
+    attention scale or ReLU6's bound, nor integer initializers."""
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper
+
+    inits = {
+        "w": np.full((2, 2), 2.0, np.float32),
+        "scale": np.array(0.125, np.float32),
+        "hi": np.array([6.0], np.float32),
+        "shape": np.array([2, 2], np.int64),
+    }
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 2])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2, 2])],
+        [numpy_helper.from_array(a, name) for name, a in inits.items()],
+    )
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(graph), str(path))
+    model = bench_compile._reweighted(path)  # noqa: SLF001
+    got = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}  # type: ignore[attr-defined]
+    np.testing.assert_array_equal(got["w"], np.full((2, 2), np.float32(2.0) * np.float32(1.01)))
+    for name in ("scale", "hi", "shape"):
+        np.testing.assert_array_equal(got[name], inits[name])

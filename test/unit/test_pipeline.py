@@ -83,6 +83,43 @@ def test_steps_name_every_level_in_order() -> None:
     assert len(GRAPH_OPTIMIZER) > 4
 
 
+def test_every_pipeline_ends_with_the_one_loop_lowering_step(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`steps`, `symbolic_steps` and the loop level lowered on its own (`CompiledModule.ir`
+    asked for the loop level, then llvm) all lower the loop level through
+    `pipeline.loop_lowering_step`: one place sets `lower-loop-to-llvm`'s options."""
+    from dlc import pipeline
+
+    options = Options(opt_level=2, bounds_check=True)
+    expected = pipeline.loop_lowering_step(options)
+    assert expected.pass_.bounds_check and expected.pass_.outline  # type: ignore[attr-defined]
+    assert steps(options)[-1] == expected
+    assert pipeline.symbolic_steps(options)[-1] == expected
+    made: list[pipeline.Step] = []
+    real = pipeline.loop_lowering_step
+
+    def spy(options: Options) -> pipeline.Step:
+        made.append(real(options))
+        return made[-1]
+
+    monkeypatch.setattr(pipeline, "loop_lowering_step", spy)
+    compiled = dlc.compile(SMALL, opt_level=0)
+    assert len(made) == 1
+    assert "loop.for" in compiled.ir("loop") and len(made) == 2  # lowered again to the loop level
+    assert compiled.ir_module("llvm").body.block.ops and len(made) == 3  # on from the loop level
+
+
+SMALL = """module "small"
+stage raw
+
+func @twice: (<4 x f32>) -> <4 x f32> {
+'entry(%x: <4 x f32>):
+    %y = add %x: <4 x f32>, %x: <4 x f32>
+    return %y: <4 x f32>
+}
+"""
+
 BAD_CHAIN = """module "chain"
 stage raw
 

@@ -1,6 +1,7 @@
-"""Large modules are compiled in parts on several threads (dlc/runtime/jit_parts.py):
-the outlined runs of a split function go to modules of their own, one engine loads
-all the objects, and the compile cache keeps them together."""
+"""Large modules are compiled in parts on several cores (dlc/runtime/jit_parts.py):
+the outlined runs of a split function go to modules of their own, built by worker
+processes and this one as each is free, one engine loads all the objects, and the
+compile cache keeps them together."""
 
 from __future__ import annotations
 
@@ -102,32 +103,34 @@ def test_parts_build_here_when_no_worker_can(split: None, monkeypatch: pytest.Mo
     alone = dlc.compile(PROGRAM)
     assert built_in_parts(alone)
     monkeypatch.setattr(jit_worker.sys, "executable", executable)
-    real = jit_worker.send
+    real = jit_worker.build
 
-    def failing(worker: object, texts: list[str], opt_level: int, target: object) -> None:
-        real(worker, ["this is not LLVM IR"] * len(texts), opt_level, target)  # type: ignore[arg-type]
+    def failing(worker: object, text: str) -> bytes | None:
+        return real(worker, "this is not LLVM IR")  # type: ignore[arg-type]
 
-    monkeypatch.setattr(jit_worker, "send", failing)
+    monkeypatch.setattr(jit_worker, "build", failing)
     helped = dlc.compile(PROGRAM)
     assert built_in_parts(helped)
     np.testing.assert_array_equal(helped.f(A, B), alone.f(A, B))
+    assert helped._jit.object_code == alone._jit.object_code  # noqa: SLF001
 
 
 @pytest.mark.parametrize(
     ("given", "said"),
     [
-        (b'"sizes": [19]}\nthis is not LLVM IR', b"dlc.runtime.jit_worker: RuntimeError"),
-        (b'"sizes": [4, 9]}\nshort', b"ValueError: 5 bytes of input for parts of sizes [4, 9]"),
+        (b"\x13" + bytes(7) + b"this is not LLVM IR", b"dlc.runtime.jit_worker: RuntimeError"),
+        (b"\x09" + bytes(7) + b"short", b"ValueError: 5 bytes of input for a part of 9"),
+        (b"\x09" + bytes(3), b"ValueError: input ends inside a part's size (4 bytes)"),
     ],
 )
 def test_the_worker_reports_bad_input(given: bytes, said: bytes) -> None:
-    """Text LLVM rejects, or fewer bytes than the header's sizes: a message, exit 1."""
+    """Text LLVM rejects, or fewer bytes than a part's size: a message, exit 1."""
     import subprocess
     import sys
 
     run = subprocess.run(
         [sys.executable, "-m", "dlc.runtime.jit_worker"],
-        input=b'{"opt_level": 2, "target": null, ' + given,
+        input=b'{"opt_level": 2, "target": null}\n' + given,
         capture_output=True,
         check=False,
         cwd=Path(jit_parts.__file__).resolve().parents[2],
@@ -136,12 +139,46 @@ def test_the_worker_reports_bad_input(given: bytes, said: bytes) -> None:
     assert said in run.stderr
 
 
-def test_a_worker_builds_several_parts() -> None:
+def test_a_worker_builds_parts_one_after_the_other() -> None:
+    worker = jit_worker.start_worker(2, None)
+    assert worker is not None
     texts = [f"define i64 @n{k}() {{\n  ret i64 {k}\n}}\n" for k in range(3)]
-    worker = jit_worker.start_worker(texts, 2, None)
-    objects = jit_worker.worker_objects(worker, 3)
+    objects = [jit_worker.build(worker, text) for text in texts]
     assert all(o is not None and o.startswith(b"\x7fELF") for o in objects)
     assert len(set(objects)) == 3
+    assert jit_worker.build(worker, "this is not LLVM IR") is None
+    assert not jit_worker.finish_worker(worker)  # it failed: exit status 1
+
+
+def test_the_object_code_does_not_depend_on_the_workers(
+    split: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each unit is built alone, by whichever process is free: the same objects with no
+    worker, one or three, and with the unit cache on or off; every worker is reaped."""
+    started: list[object] = []
+    real = jit_worker.start_worker
+
+    def start(opt_level: int, target: object) -> object:
+        started.append(real(opt_level, target))  # type: ignore[arg-type]
+        return started[-1]
+
+    monkeypatch.setattr(jit_worker, "start_worker", start)
+    monkeypatch.setenv("DLC_CACHE", "0")
+    codes = []
+    for threads in (1, 2, 4):
+        monkeypatch.setattr(jit_parts, "_threads", lambda n=threads: n)
+        codes.append(dlc.compile(PROGRAM)._jit.object_code)  # noqa: SLF001
+    assert len(started) == 4 and all(w.returncode == 0 for w in started)  # type: ignore[attr-defined]
+    assert codes[0] is not None and codes[0].startswith(jit_parts.MAGIC)
+    assert codes[1] == codes[0] and codes[2] == codes[0]
+
+
+def test_the_cache_on_or_off_builds_the_same_objects(
+    split: None, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cached = dlc.compile(PROGRAM)._jit.object_code  # noqa: SLF001
+    monkeypatch.setenv("DLC_CACHE", "0")
+    assert dlc.compile(PROGRAM)._jit.object_code == cached  # noqa: SLF001
 
 
 # A second function whose runs are not f's: a program that misses the module cache
@@ -197,8 +234,10 @@ def test_the_worker_ignores_the_working_directory(
     (planted / "__init__.py").write_text("raise SystemExit('planted dlc imported')\n")
     monkeypatch.chdir(tmp_path)
     ir = "define i64 @seven() {\n  ret i64 7\n}\n"
-    worker = jit_worker.start_worker([ir], 2, None)
-    code = jit_worker.finish_worker(worker)
+    worker = jit_worker.start_worker(2, None)
+    assert worker is not None
+    code = jit_worker.build(worker, ir)
+    assert jit_worker.finish_worker(worker)
     assert code is not None and code.startswith(b"\x7fELF")
 
 
@@ -260,24 +299,33 @@ def test_units_are_named_by_their_content() -> None:
     assert named_by_content(circle) == circle  # units calling each other: names kept
 
 
-def test_a_worker_started_early_and_not_needed_is_stopped(
-    split: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Without the cache the workers start before the parts print; one the batches do
-    not use (here: every part built in this process) is stopped and reaped."""
+def test_units_are_named_as_they_print() -> None:
+    """`Namer` names a unit as soon as the units it calls are named (here: `a` waits
+    for `c`), with the text `named_by_content` gives it; a unit that does not define its
+    function first keeps its names, and so do the units that call it."""
+    from dlc.runtime.unit_cache import Namer, named_by_content
+
+    a = "declare void @c(ptr)\ndefine void @a(ptr %p) noinline\n{\n  call void @c(ptr %p)\n  ret void\n}\n"
+    c = "define void @c(ptr %p) noinline\n{\n  ret void\n}\n"
+    namer = Namer(["@a", "@c"])
+    assert namer.add(0, a) == []
+    named = namer.add(1, c)
+    assert [k for k, _ in named] == [1, 0] and namer.finish() == []
+    assert dict(named) == dict(enumerate(named_by_content(["", a, c])[1:]))
+    odd = Namer(["@a", "@c"])
+    assert odd.add(1, a) == [] and odd.add(0, c) == []  # each defines the other's name
+    assert odd.finish() == [(0, c), (1, a)] and odd.done == {}
+
+
+def test_workers_stopped_with_units_left_are_reaped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A part with static constructors compiles the module whole: the workers are
+    stopped whatever they are doing, their threads end and the processes are reaped."""
     monkeypatch.setenv("DLC_CACHE", "0")
-    monkeypatch.setattr(jit_parts, "_batches", lambda load0, sizes, missing: [list(missing)])
-    stopped: list[object] = []
-    real = jit_worker.stop_worker
-
-    def stop(worker: object) -> None:
-        real(worker)  # type: ignore[arg-type]
-        stopped.append(worker)
-
-    monkeypatch.setattr(jit_worker, "stop_worker", stop)
-    alone = dlc.compile(PROGRAM)
-    assert built_in_parts(alone) and stopped
-    assert all(w.returncode is not None for w in stopped)  # type: ignore[attr-defined]
-    monkeypatch.setattr(jit_parts, "MIN_OPS", 10**9)
-    whole = dlc.compile(PROGRAM)
-    np.testing.assert_array_equal(alone.f(A, B), whole.f(A, B))
+    workers = [jit_worker.start_worker(2, None) for _ in range(2)]
+    assert all(workers)
+    shared = jit_parts._Shared(workers, 2, None)  # type: ignore[arg-type]  # noqa: SLF001
+    shared.add([(k, f"define i64 @n{k}() {{\n  ret i64 {k}\n}}\n") for k in range(6)])
+    threads = list(shared.threads)
+    shared.close(stop=True)
+    assert len(threads) == 2 and not any(t.is_alive() for t in threads)
+    assert all(w.returncode is not None for w in workers)  # type: ignore[union-attr]
