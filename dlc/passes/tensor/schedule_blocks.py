@@ -18,13 +18,15 @@ room to even out a thread that starts late or is descheduled."""
 
 def column_blocks(n: int, nc: int, nr: int) -> int:
     """NC, the columns of a K-blocked product's column blocks, for `n` columns in
-    panels of `nr`: at most `nc` (`schedule_policy.n_block`: a thread's block of B in
-    its L2), and small enough for at least `PARALLEL_BLOCKS` blocks when `n` holds that
-    many panels (whole panels each); 0 when one block would hold all the columns."""
+    panels of `nr`: 0 (no column blocks: the row blocks inside the K blocks are the
+    parallel loop) when `nc` (`schedule_policy.n_block`: a thread's block of B in its
+    L2) holds them all; else at most `nc`, and small enough for at least
+    `PARALLEL_BLOCKS` blocks when `n` holds that many panels (whole panels each)."""
+    if nc >= n:
+        return 0
     panels = -(-n // nr)
     blocks = max(-(-n // nc), min(PARALLEL_BLOCKS, panels))
-    size = max(1, panels // blocks) * nr
-    return size if size < n else 0
+    return max(1, panels // blocks) * nr
 
 
 def rows_first(outside: int, channel_blocks: int, row_blocks: int) -> bool:
