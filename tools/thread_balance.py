@@ -1,6 +1,6 @@
 """The speedup a model's parallel loops allow on N threads, from its schedules alone.
 
-    python tools/thread_balance.py --zoo /work/zoo resnet50 bert_base --threads 2,4
+    python tools/thread_balance.py --zoo ~/.cache/dlc-zoo resnet50 bert_base --threads 2,4
     python tools/thread_balance.py model.onnx --target haswell
 
 Each nest with a parallel loop runs its iterations in libgomp's dynamic chunks
