@@ -7,12 +7,14 @@ its accumulators carried in registers through all the reduction loops; a strided
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from dlc.analysis.tensor_lanes import VECTOR_READS, lane_plan, vector_pieces
 from dlc.dialects import tensor
 from dlc.dialects.graph_types import TensorType, dtype_bytes
 from dlc.dialects.schedule import ScheduleAttr
+from dlc.passes.tensor.schedule_blocks import rows_first
 from dlc.passes.tensor.schedule_policy import depends_on, float_sum
 from dlc.target import Target
 
@@ -130,10 +132,19 @@ def _channels(extent: int, vectors: int, target: Target) -> int:
     return cap
 
 
+def _blocks(op: tensor.ComputeOp, tiles: ConvTiles) -> tuple[int, int, int]:
+    """Iterations of the loops outside the channel blocks, of the channel blocks and
+    of the row loop."""
+    outside = math.prod(op.domain[: tiles.channel])
+    channels = -(-op.domain[tiles.channel] // tiles.mr)
+    return outside, channels, -(-op.domain[tiles.row] // tiles.rows)
+
+
 def conv_schedule(op: tensor.ComputeOp, tiles: ConvTiles) -> ScheduleAttr:
-    """Batch and spatial loops, the channel blocks, the rows, the column panels, then
-    the reduction loops in their order around the unrolled channels x rows x columns
-    tile, its columns in vectors."""
+    """Batch and spatial loops, the channel blocks, the rows (before the channel
+    blocks when those are few: `rows_first`), the column panels, then the reduction
+    loops in their order around the unrolled channels x rows x columns tile, its
+    columns in vectors."""
     rank = len(op.domain)
     j, c, h = f"d{rank - 1}", f"d{tiles.channel}", f"d{tiles.row}"
     sizes: dict[str, list[int]] = {c: [tiles.mr], j: [tiles.nr]}
@@ -145,6 +156,9 @@ def conv_schedule(op: tensor.ComputeOp, tiles: ConvTiles) -> ScheduleAttr:
         if name != c:
             outer.append(f"{name}.0" if name in sizes else name)
     outer.insert(tiles.channel, f"{c}.0")  # channel blocks stay in axis order
+    if tiles.row > tiles.channel and rows_first(*_blocks(op, tiles)):  # `rows_first`
+        row_loop = outer.pop(tiles.row)
+        outer.insert(tiles.channel, row_loop)
     inner = [f"{c}.1", *([f"{h}.1"] if tiles.rows > 1 else []), f"{j}.1"]
     reductions = [f"r{i}" for i in range(len(op.reduction_extents))]
     order = [*outer, f"{j}.0", *reductions, *inner]

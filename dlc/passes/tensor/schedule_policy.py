@@ -16,6 +16,7 @@ from dlc.analysis.tensor_lanes import lane_plan
 from dlc.dialects import tensor
 from dlc.dialects.graph_types import TensorType, dtype_bytes
 from dlc.dialects.schedule import ScheduleAttr
+from dlc.passes.tensor.schedule_blocks import column_blocks
 from dlc.target import Target
 
 MAX_BODY_OPS = 16  # larger bodies keep the plain i-k-j schedule
@@ -166,8 +167,7 @@ def dot_tiles(op: tensor.ComputeOp, target: Target) -> DotTiles | None:
     mr = min(rows, m)
     lanes = width if isinstance(lane_plan(op, len(dims) - 1), dict) else 0
     kc = k_block(k, n * dtype_bytes(t.dt), target)
-    nc = n_block(kc, dtype_bytes(t.dt), nr, target) if kc < k else 0
-    nc = nc if nc < n else 0
+    nc = column_blocks(n, n_block(kc, dtype_bytes(t.dt), nr, target), nr) if kc < k else 0
     b = packed_operand(op)
     constant = b is not None and isinstance(op.inputs[b].owner, tensor.ConstantOp)
     pack = pack_pays(m, n % nr, nc, lanes, constant, target.vector_registers, target.split_vectors)
