@@ -21,7 +21,11 @@ from dlc.dialects import tensor
 from dlc.dialects.schedule import ScheduleAttr
 from dlc.passes.statistics import PassStatistics
 from dlc.passes.tensor.schedule_conv import conv_schedule, conv_tiles
-from dlc.passes.tensor.schedule_epilogue import drop_conflicting_epilogues, epilogue_run
+from dlc.passes.tensor.schedule_epilogue import (
+    drop_conflicting_epilogues,
+    epilogue_run,
+    in_full_vectors,
+)
 from dlc.passes.tensor.schedule_gather import gathered_rows_schedule, serial_gathered_rows
 from dlc.passes.tensor.schedule_groups import group_computes, mark_parallel
 from dlc.passes.tensor.schedule_miscompile import miscompile, planted_line
@@ -89,6 +93,9 @@ class SchedulePass(ModulePass, PassStatistics):
                     convs = {c: conv_tiles(c, target) for c in run}  # before groups (step 3)
                     tiled = {c for c in run if convs[c] or dot_tiles(c, target)}
                     epilogues = {c: epilogue_run(c) for c in tiled - set(tuned) if self.group}
+                    for c, conv in convs.items():
+                        if c in epilogues and conv is not None:
+                            epilogues[c] = in_full_vectors(epilogues[c], conv.nr, conv.lanes)
                     epilogues |= {c: epilogue_run(c)[: s.epilogue] for c, s in tuned.items()}
                     members = {m for ms in epilogues.values() for m in ms}
                     if self.group:
