@@ -93,13 +93,11 @@ class SchedulePass(ModulePass, PassStatistics):
                     convs = {c: conv_tiles(c, target) for c in run}  # before groups (step 3)
                     tiled = {c for c in run if convs[c] or dot_tiles(c, target)}
                     epilogues = {c: epilogue_run(c) for c in tiled - set(tuned) if self.group}
-                    for c, conv in convs.items():
-                        if c in epilogues and conv is not None:
-                            epilogues[c] = in_full_vectors(epilogues[c], conv.nr, conv.lanes)
+                    apart = in_full_vectors(epilogues, convs)  # nests of their own, no group
                     epilogues |= {c: epilogue_run(c)[: s.epilogue] for c, s in tuned.items()}
                     members = {m for ms in epilogues.values() for m in ms}
                     if self.group:
-                        alone = tiled | set(tuned) | members
+                        alone = tiled | set(tuned) | members | apart
                         next_id = group_computes(run, next_id, alone.__contains__)
                     for c in run:
                         tiles = dot_tiles(c, target)
