@@ -87,8 +87,9 @@ def walks_rows(op: tensor.ComputeOp) -> bool:
     has no other use: the reduction walks rows of memory (a spatial mean of products,
     such as a squeeze-and-excitation's pooling of `x * sigmoid(x)`). Its one
     accumulator becomes partial vector sums in the lowering (`mark_reassociable`),
-    where a tile of 4 channels was 4 scalar chains: EfficientNet-B0's poolings,
-    2.8 -> 0.4 ms per call on one core (Zen 5)."""
+    where a tile of 4 channels was 4 scalar chains (a 32-channel 112 x 112 depthwise
+    convolution + SiLU + squeeze-and-excitation: 0.74 -> 0.37 ms per call, CPU time
+    on one Zen 5 core)."""
     iv = op.body.block.args[-1]
     uses = [u.operation for u in iv.uses]
     return bool(uses) and all(
