@@ -296,3 +296,34 @@ def test_a_convolution_does_not_walk_rows() -> None:
     LowerGraphToTensorPass().apply(context(), module)
     computes = [op for op in module.walk() if isinstance(op, tensor.ComputeOp)]
     assert not schedule_conv.walks_rows(computes[-1])
+
+
+def _max_pool(shape: Sequence[int], window: int, stride: int) -> str:
+    t = _ty(shape, "f32")
+    out = _ty([*shape[:2], *((n - window) // stride + 1 for n in shape[2:])], "f32")
+    return (
+        f'module "p"\nstage raw\nfunc @pool: ({t}) -> {out} {{\n\'entry(%x: {t}):\n'
+        f"    %p = reduceWindow %x: {t} by max init -inf: f32 dims 1, 1, {window}, {window} "
+        f"strides 1, 1, {stride}, {stride} padding none\n    return %p: {out}\n}}\n"
+    )
+
+
+@pytest.mark.parametrize("target", ["host", "haswell"])
+@pytest.mark.parametrize(("window", "stride"), [(3, 2), (2, 1)])
+def test_a_max_pooling_is_tiled_and_bit_identical(target: str, window: int, stride: int) -> None:
+    """A max window (`max_window`) gets a tile of channels x vector columns (rows two
+    apart: `vload2`; stride 1: plain vectors); each output folds its window in the same
+    order, so results equal opt_level 0's bit for bit, a NaN included."""
+    try:
+        check_runnable(target)
+    except ValueError:
+        pytest.skip(f"this machine cannot run {target} code")
+    source = _max_pool((1, 6, 11, 41), window, stride)
+    x = np.random.default_rng(4).standard_normal((1, 6, 11, 41)).astype(np.float32)
+    x[0, 2, 5, 7] = np.nan
+    tiled = compile_graph_module(parse_module(source), target_cpu=target)
+    pool = next(line for line in tiled.ir("tensor").splitlines() if '"max"' in line)
+    assert "tile [d1 = [" in pool and "vectorize d3.1 x " in pool
+    plain = compile_graph_module(parse_module(source), opt_level=0)["pool"](x)
+    np.testing.assert_array_equal(tiled["pool"](x), plain)
+    assert np.isnan(plain).any()
