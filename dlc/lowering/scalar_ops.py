@@ -334,19 +334,30 @@ def _with_flag(
 
 
 def contiguous_reduction(op: ComputeOp) -> bool:
-    """Whether `op`'s innermost reduction index is used only as the last index of its
-    reads (a contiguous walk, e.g. a row sum; not a dot's `w[k, j]`)."""
-    if not op.reduction_extents:
+    """Whether `op`'s innermost reduction index longer than 1 is used only as the index
+    of the last dimension longer than 1 of its reads (a contiguous walk, e.g. a row sum,
+    or the channel sum of a 1 x 1 convolution over a 1 x 1 image, whose reduction over
+    the kernel's 1 x 1 taps comes after it; not a dot's `w[k, j]`)."""
+    extents = op.reduction_extents
+    if not extents:
         return False
-    iv = op.body.block.args[-1]
+    axis = max((a for a, n in enumerate(extents) if n > 1), default=len(extents) - 1)
+    iv = op.body.block.args[len(op.domain) + axis]
     for use in iv.uses:
         read = use.operation
         if not isinstance(read, ReadOp):
             return False
         indices = list(read.indices)
-        if indices[-1] is not iv or sum(i is iv for i in indices) != 1:
+        if indices[_last_long(read)] is not iv or sum(i is iv for i in indices) != 1:
             return False
     return True
+
+
+def _last_long(read: ReadOp) -> int:
+    """The position of the read tensor's last dimension longer than 1 (the last when
+    none is)."""
+    dims = getattr(read.tensor.type, "dims", ())
+    return max((a for a, n in enumerate(dims) if n > 1), default=len(read.indices) - 1)
 
 
 def mark_reassociable(op: ComputeOp, value: SSAValue) -> SSAValue:

@@ -188,3 +188,36 @@ def test_opt_levels_differ_within_the_documented_bound(data: str) -> None:
     assert abs(strict - exact) <= (n - 1) * u * s
     assert abs(vectorized - exact) <= (n / k + math.log2(k) + 1) * u * s
     assert abs(vectorized - strict) <= (n - 1 + n / k + math.log2(k) + 1) * u * s
+
+
+SQUEEZE = """module "m"
+stage raw
+func @f: (<1 x 300 x 1 x 1 x f32>, <5 x 300 x 1 x 1 x f32>) -> <1 x 5 x 1 x 1 x f32> {
+'entry(%x: <1 x 300 x 1 x 1 x f32>, %k: <5 x 300 x 1 x 1 x f32>):
+    %y = convolve %x: <1 x 300 x 1 x 1 x f32> kernel %k: <5 x 300 x 1 x 1 x f32> strides 1, 1 padding (0, 0), (0, 0) rightDilation 1, 1 groups 1
+    return %y: <1 x 5 x 1 x 1 x f32>
+}
+"""
+
+
+@pytest.mark.parametrize("target", ["host", "haswell"])
+def test_a_channel_sum_before_taps_of_one_is_a_vector_reduction(target: str) -> None:
+    """A 1 x 1 convolution over a 1 x 1 image (a squeeze-and-excitation's): the channel
+    sum is the innermost reduction longer than 1 and walks the last dimension longer
+    than 1 of its reads, so it is reassociated into vector partial sums (it was one
+    chain of 300 dependent adds); within the documented bound of the exact sum."""
+    from dlc.target import check_runnable
+
+    try:
+        check_runnable(target)
+    except ValueError:
+        pytest.skip(f"this machine cannot run {target} code")
+    mod = compile_graph_module(parse_module(SQUEEZE), target_cpu=target)
+    assert re.search(r"fadd reassoc (contract )?<\d+ x float>", mod.ir("llvm"))
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((1, 300, 1, 1)).astype(np.float32)
+    k = rng.standard_normal((5, 300, 1, 1)).astype(np.float32)
+    got = np.asarray(mod.f(x, k)).reshape(5)
+    products = k[:, :, 0, 0].astype(np.float64) * x[0, :, 0, 0].astype(np.float64)
+    bound = (300 / 16 + 10) * np.finfo(np.float32).eps * np.abs(products).sum(axis=1)
+    assert np.all(np.abs(got - products.sum(axis=1)) <= bound)

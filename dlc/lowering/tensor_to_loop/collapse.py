@@ -7,7 +7,11 @@ Every read of such a nest indexes its last two dimensions by exactly the row and
 column of the point, over rows of the same length (or reads neither), so each address
 is `base + row * columns + column`, the flat index itself: LLVM folds the quotient and
 remainder away and vectorizes the one loop at the full vector width, where a row of 7
-took a 4-, a 2- and a 1-lane piece. The points, their values and their order are
+took a 4-, a 2- and a 1-lane piece. Rows of a power of two keep their loops: the
+quotient and remainder become a shift and a mask whose addresses LLVM does not fold
+back into the flat index, so the one loop stayed scalar (SiLU over 256 x 16 x 16:
+0.17 ms per call, 15x onnxruntime's, on one Zen 5 core; whole rows of 8 or 16 lanes
+vectorize as they are). The points, their values and their order are
 those of the two loops: results are bit for bit the same.
 """
 
@@ -44,6 +48,8 @@ def collapsed_position(
     rows, columns = op.domain[-2], op.domain[-1]
     if rows < 2 or not 2 <= columns < MAX_ROW or rows * columns < MIN_POINTS:
         return None
+    if columns & (columns - 1) == 0:
+        return None  # a power of two: LLVM keeps `q & -W` and `q & (W - 1)` apart (scalar)
     args = op.body.block.args
     if not _rows_read_whole(args[n - 2], args[n - 1], (rows, columns)):
         return None

@@ -21,7 +21,11 @@ from dlc.dialects import tensor
 from dlc.dialects.schedule import ScheduleAttr
 from dlc.passes.statistics import PassStatistics
 from dlc.passes.tensor.schedule_conv import conv_schedule, conv_tiles
-from dlc.passes.tensor.schedule_epilogue import drop_conflicting_epilogues, epilogue_run
+from dlc.passes.tensor.schedule_epilogue import (
+    drop_conflicting_epilogues,
+    epilogue_run,
+    in_full_vectors,
+)
 from dlc.passes.tensor.schedule_gather import gathered_rows_schedule, serial_gathered_rows
 from dlc.passes.tensor.schedule_groups import group_computes, mark_parallel
 from dlc.passes.tensor.schedule_miscompile import miscompile, planted_line
@@ -89,10 +93,11 @@ class SchedulePass(ModulePass, PassStatistics):
                     convs = {c: conv_tiles(c, target) for c in run}  # before groups (step 3)
                     tiled = {c for c in run if convs[c] or dot_tiles(c, target)}
                     epilogues = {c: epilogue_run(c) for c in tiled - set(tuned) if self.group}
+                    apart = in_full_vectors(epilogues, convs)  # nests of their own, no group
                     epilogues |= {c: epilogue_run(c)[: s.epilogue] for c, s in tuned.items()}
                     members = {m for ms in epilogues.values() for m in ms}
                     if self.group:
-                        alone = tiled | set(tuned) | members
+                        alone = tiled | set(tuned) | members | apart
                         next_id = group_computes(run, next_id, alone.__contains__)
                     for c in run:
                         tiles = dot_tiles(c, target)

@@ -20,7 +20,7 @@ from dlc.parser import parse_module
 from dlc.passes.tensor import schedule_conv
 from dlc.passes.tensor.schedule import SchedulePass
 from dlc.semantics.interpreter import run_function
-from dlc.target import check_runnable
+from dlc.target import Target, check_runnable
 
 Conv = tuple[tuple[int, ...], tuple[int, ...], list[int], list[int], list[int], int]
 """x shape, kernel shape, strides, padding (same both sides), right dilation, groups."""
@@ -244,3 +244,86 @@ def test_f16_convolutions(threads: int) -> None:
     bounds checks)."""
     for conv in (CONVS[0], CONVS[4], CONVS[6], CONVS[7], CONVS[8]):
         _check(conv, "f16", num_threads=threads, bounds_check=threads == 2)
+
+
+def _pooled_products(shape: Sequence[int]) -> str:
+    """The spatial sum of x * exp(x) (a squeeze-and-excitation's pooling of an
+    activation): a float sum of products over the last two axes."""
+    t, out = _ty(shape, "f32"), _ty(shape[:2], "f32")
+    return (
+        'module "p"\nstage raw\n'
+        f"func @pool: ({t}) -> {out} {{\n'entry(%x: {t}):\n"
+        f"    %e = exp %x: {t}\n    %p = multiply %x: {t}, %e: {t}\n"
+        f"    %y = reduce %p: {t} by add init 0: f32 along 2, 3\n    return %y: {out}\n}}\n"
+    )
+
+
+@pytest.mark.parametrize("target", ["znver4", "haswell"])
+def test_a_sum_of_products_along_rows_is_not_a_scalar_tile(target: str) -> None:
+    """The pooling's reduction walks rows (`walks_rows`): no tile of scalar channels,
+    so its one accumulator becomes partial vector sums; results within n eps."""
+    from dlc.lowering.graph_to_tensor.lower_graph_to_tensor import LowerGraphToTensorPass
+    from dlc.passes.tensor.fuse import FusePass
+    from dlc.pipeline import context
+
+    shape = (1, 6, 9, 20)
+    module = parse_module(_pooled_products(shape))
+    LowerGraphToTensorPass().apply(context(), module)
+    FusePass().apply(context(), module)
+    SchedulePass(target=target).apply(context(), module)
+    (pool,) = [op for op in module.walk() if isinstance(op, tensor.ComputeOp)]
+    assert pool.reduction_extents == (9, 20) and schedule_conv.walks_rows(pool)
+    assert schedule_conv.conv_tiles(pool, Target.from_cpu(target)) is None
+    assert "tile" not in str(pool.schedule)
+    try:
+        check_runnable(target)
+    except ValueError:
+        pytest.skip(f"this machine cannot run {target} code")
+    x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+    got = compile_graph_module(parse_module(_pooled_products(shape)), target_cpu=target)["pool"](x)
+    wide = x.astype(np.float64)
+    exact = (wide * np.exp(wide)).sum(axis=(2, 3))
+    bound = 180 * 4 * np.finfo(np.float32).eps * (np.abs(wide) * np.exp(wide)).sum(axis=(2, 3))
+    assert np.all(np.abs(got - exact) <= bound)
+
+
+def test_a_convolution_does_not_walk_rows() -> None:
+    """A convolution's column tap is added to the output column: not a row walk."""
+    from dlc.lowering.graph_to_tensor.lower_graph_to_tensor import LowerGraphToTensorPass
+    from dlc.pipeline import context
+
+    module = parse_module(_source(CONVS[0], "f32"))
+    LowerGraphToTensorPass().apply(context(), module)
+    computes = [op for op in module.walk() if isinstance(op, tensor.ComputeOp)]
+    assert not schedule_conv.walks_rows(computes[-1])
+
+
+def _max_pool(shape: Sequence[int], window: int, stride: int) -> str:
+    t = _ty(shape, "f32")
+    out = _ty([*shape[:2], *((n - window) // stride + 1 for n in shape[2:])], "f32")
+    return (
+        f'module "p"\nstage raw\nfunc @pool: ({t}) -> {out} {{\n\'entry(%x: {t}):\n'
+        f"    %p = reduceWindow %x: {t} by max init -inf: f32 dims 1, 1, {window}, {window} "
+        f"strides 1, 1, {stride}, {stride} padding none\n    return %p: {out}\n}}\n"
+    )
+
+
+@pytest.mark.parametrize("target", ["host", "haswell"])
+@pytest.mark.parametrize(("window", "stride"), [(3, 2), (2, 1)])
+def test_a_max_pooling_is_tiled_and_bit_identical(target: str, window: int, stride: int) -> None:
+    """A max window (`max_window`) gets a tile of channels x vector columns (rows two
+    apart: `vload2`; stride 1: plain vectors); each output folds its window in the same
+    order, so results equal opt_level 0's bit for bit, a NaN included."""
+    try:
+        check_runnable(target)
+    except ValueError:
+        pytest.skip(f"this machine cannot run {target} code")
+    source = _max_pool((1, 6, 11, 41), window, stride)
+    x = np.random.default_rng(4).standard_normal((1, 6, 11, 41)).astype(np.float32)
+    x[0, 2, 5, 7] = np.nan
+    tiled = compile_graph_module(parse_module(source), target_cpu=target)
+    pool = next(line for line in tiled.ir("tensor").splitlines() if '"max"' in line)
+    assert "tile [d1 = [" in pool and "vectorize d3.1 x " in pool
+    plain = compile_graph_module(parse_module(source), opt_level=0)["pool"](x)
+    np.testing.assert_array_equal(tiled["pool"](x), plain)
+    assert np.isnan(plain).any()

@@ -22,6 +22,7 @@ from dlc.dialects import tensor
 from dlc.passes.tensor import schedule_conv
 from dlc.passes.tensor import schedule_policy as policy
 from dlc.semantics.interpreter import run_function
+from dlc.target import check_runnable
 
 
 @pytest.fixture(autouse=True)
@@ -206,3 +207,31 @@ def test_contradicting_epilogue_falls_back_with_a_warning(monkeypatch: pytest.Mo
         got = dlc.compile_onnx(model).g(x)
     want = np.asarray(run_function(dlc.onnx.load(model), "g", [x]))
     assert np.abs(got - want).max() <= 1e-4 * (np.abs(want).max() + 1)
+
+
+def _depthwise_silu_model(c: int, size: tuple[int, int]) -> onnx.ModelProto:
+    """EfficientNet's depthwise 3x3 convolution (+ bias) then SiLU (x * sigmoid(x))."""
+    nodes = [
+        node("Conv", ["x", "w", "b"], ["y"], pads=[1, 1, 1, 1], group=c),
+        node("Sigmoid", ["y"], ["s"]),
+        node("Mul", ["y", "s"], ["z"]),
+    ]
+    inits = {"w": randn(c, 1, 3, 3, seed=17), "b": randn(c, seed=18)}
+    return make(nodes, {"x": (1, c, *size)}, {"z": (1, c, *size)}, inits)
+
+
+@pytest.mark.parametrize("target", ["host", "haswell"])
+@pytest.mark.parametrize(("width", "epilogue"), [(7, False), (37, True)])
+def test_a_sigmoid_leaves_a_tile_of_short_rows(target: str, width: int, epilogue: bool) -> None:
+    """Rows of 7 are vectors less than half full on any target (4 + 2 + 1 lanes): the
+    SiLU, which calls `exp`, is a nest of its own (`in_full_vectors`); rows of 37 keep
+    it as the convolution's epilogue."""
+    try:
+        check_runnable(target)
+    except ValueError:
+        pytest.skip(f"this machine cannot run {target} code")
+    model = _depthwise_silu_model(12, (6, width))
+    x = randn(1, 12, 6, width, seed=19)
+    ir, _ = _check(model, [x], 9, target_cpu=target, num_threads=2)
+    convolution = next(line for line in ir.splitlines() if "reduce [1, 3, 3]" in line)
+    assert "tile" in convolution and ("epilogue 1" in convolution) == epilogue
