@@ -37,6 +37,9 @@ class NestCost:
     flops: int = 0
     bytes: int = 0
     exact: bool = True
+    sized: bool = True
+    """False when a buffer's size is known only at run time (symbolic dimensions):
+    `flops` and `bytes` then count one trip of each run-time loop, no real figure."""
 
 
 def _lanes(t: Attribute) -> int:
@@ -49,6 +52,7 @@ def _element_bytes(t: Attribute) -> int:
 
 
 def buffer_bytes(buffer: SSAValue) -> int:
+    """The bytes of `buffer`; negative when its size is known only at run time."""
     t = buffer.type
     assert isinstance(t, MemRefType)
     return math.prod(t.get_shape()) * _element_bytes(t.element_type)
@@ -87,6 +91,7 @@ def nest_cost(nest: Operation) -> NestCost:
     cost = NestCost()
     if isinstance(nest, loop.CopyOp):
         cost.bytes = 2 * buffer_bytes(nest.operands[1])
+        cost.sized = cost.bytes >= 0
         return cost
     touched: dict[SSAValue, int] = {}
     _walk([nest], 1, cost, touched)
@@ -94,7 +99,9 @@ def nest_cost(nest: Operation) -> NestCost:
         t = buffer.type
         assert isinstance(t, MemRefType)
         one = _element_bytes(t.element_type)
-        cost.bytes += min(buffer_bytes(buffer), elements * one)
+        size = buffer_bytes(buffer)
+        cost.sized = cost.sized and size >= 0
+        cost.bytes += min(size, elements * one) if size >= 0 else elements * one
     return cost
 
 

@@ -110,7 +110,7 @@ class CompiledModule:
         buffer, kernels = self._profiled
         events, lost = buffer.take()
         found = Profile(kernels, spans(events), host_peaks(), lost, self._threads)
-        if any(row.percent_of_limit > 100 for row in found.rows):  # peaks of a busy machine
+        if any((row.percent_of_limit or 0) > 100 for row in found.rows):  # peaks of a busy machine
             found = Profile(kernels, found.spans, raised_peaks(found.peaks), lost, self._threads)
         return found
 

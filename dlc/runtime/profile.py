@@ -11,6 +11,8 @@ its arithmetic intensity (FLOPs per byte) times the peak bandwidth is below the 
 FMA throughput, compute-bound otherwise, with the percentage of that limit reached.
 Output: `table()` (text, slowest first) and `chrome_trace()` / `save(path)` (the Chrome
 trace format's `traceEvents`, which chrome://tracing and ui.perfetto.dev open).
+A kernel whose buffers are sized at run time (symbolic dimensions) has no FLOPs or
+bytes: its rates and verdict are unknown (`?` in the table, None in the trace).
 """
 
 from __future__ import annotations
@@ -97,11 +99,20 @@ class KernelRow:
     peaks: Peaks | None = None
 
     @property
-    def gflops(self) -> float:
+    def sized(self) -> bool:
+        """Whether its FLOPs and bytes are known (not sized at run time)."""
+        return self.kernel["bytes"] is not None
+
+    @property
+    def gflops(self) -> float | None:
+        if not self.sized:
+            return None
         return self.kernel["flops"] * self.calls / self.ns if self.ns else 0.0
 
     @property
-    def gbps(self) -> float:
+    def gbps(self) -> float | None:
+        if not self.sized:
+            return None
         return self.kernel["bytes"] * self.calls / self.ns if self.ns else 0.0
 
     @property
@@ -111,8 +122,11 @@ class KernelRow:
 
     @property
     def bound(self) -> str:
-        """ "compute" or "memory": the roofline limit of this kernel's intensity."""
+        """ "compute" or "memory": the roofline limit of this kernel's intensity ("?":
+        not sized)."""
         peaks = self.peaks
+        if not self.sized:
+            return "?"
         if peaks is None or not self.kernel["flops"]:
             return "memory"
         return "compute" if self.intensity * self.limit_gbps >= peaks.gflops else "memory"
@@ -120,18 +134,20 @@ class KernelRow:
     @property
     def limit_gbps(self) -> float:
         """The bandwidth the roofline allows a working set of this kernel's bytes."""
-        return self.peaks.gbps_for(self.kernel["bytes"]) if self.peaks else 0.0
+        return self.peaks.gbps_for(self.kernel["bytes"]) if self.peaks and self.sized else 0.0
 
     @property
-    def percent_of_limit(self) -> float:
+    def percent_of_limit(self) -> float | None:
         """Achieved GFLOP/s over the roofline's attainable GFLOP/s (copies: GB/s over
         the peak bandwidth), in percent."""
-        peaks = self.peaks
+        peaks, gflops, gbps = self.peaks, self.gflops, self.gbps
+        if gflops is None or gbps is None:
+            return None
         if peaks is None or self.ns == 0:
             return 0.0
         if not self.kernel["flops"]:
-            return 100 * self.gbps / self.limit_gbps
-        return 100 * self.gflops / min(peaks.gflops, self.intensity * self.limit_gbps)
+            return 100 * gbps / self.limit_gbps
+        return 100 * gflops / min(peaks.gflops, self.intensity * self.limit_gbps)
 
     @property
     def where(self) -> str:
@@ -150,10 +166,10 @@ class KernelRow:
             "flops": k["flops"],
             "bytes": k["bytes"],
             "estimate_exact": k["exact"],
-            "gflops_per_s": round(self.gflops, 3),
-            "gb_per_s": round(self.gbps, 3),
+            "gflops_per_s": _rounded(self.gflops, 3),
+            "gb_per_s": _rounded(self.gbps, 3),
             "bound": self.bound,
-            "percent_of_limit": round(self.percent_of_limit, 1),
+            "percent_of_limit": _rounded(self.percent_of_limit, 1),
             "parallel": k["parallel"],
             "schedules": k["schedules"],
             "tuned": k["tuned"],
@@ -207,8 +223,8 @@ class Profile:
         for row in self.rows[:limit]:
             lines.append(
                 f"{row.ns / 1e6:9.3f} {100 * row.ns / total:5.1f} {row.calls:5d}  "
-                f"{row.kernel['name']:<14} {row.gflops:8.2f} {row.gbps:7.2f}  "
-                f"{row.bound:<7} {row.percent_of_limit:7.1f}  "
+                f"{row.kernel['name']:<14} {_shown(row.gflops, 8, 2)} {_shown(row.gbps, 7, 2)}  "
+                f"{row.bound:<7} {_shown(row.percent_of_limit, 7, 1)}  "
                 f"{'yes' if row.kernel['tuned'] else 'no':<5}  {row.where}"
             )
         lines.append(
@@ -254,3 +270,12 @@ class Profile:
         """Write `chrome_trace()` as JSON to `path` (OSError when it cannot)."""
         with open(path, "w", encoding="utf-8") as f:
             json.dump(self.chrome_trace(), f)
+
+
+def _rounded(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def _shown(value: float | None, width: int, digits: int) -> str:
+    """`value` in a column of `width` ("?": unknown)."""
+    return f"{'?':>{width}}" if value is None else f"{value:{width}.{digits}f}"

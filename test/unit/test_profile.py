@@ -149,6 +149,20 @@ def test_roofline_verdicts() -> None:
     assert copy.bound == "memory" and copy.limit_gbps == 10.0
 
 
+def test_kernels_sized_at_run_time_have_unknown_rates() -> None:
+    """A symbolic function's buffers are sized at run time: no FLOPs or bytes (not
+    the negative sizes of run-time-sized buffers), `?` in the table, None in the trace."""
+    mod = dlc.compile(CHAIN.replace("32 x", "%n x"), filename="chain.dl", profile=True)
+    mod.chain(*_inputs())
+    found = mod.profile()
+    assert found.rows and all(not r.sized for r in found.rows)
+    facts = found.rows[0].facts()
+    assert facts["bytes"] is None and facts["gb_per_s"] is None
+    assert facts["percent_of_limit"] is None and facts["bound"] == "?"
+    line = found.table().splitlines()[1].split()
+    assert line[4:8] == ["?", "?", "?", "?"]  # GFLOP/s, GB/s, bound, % limit
+
+
 def test_dlc_run_profile(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     program = tmp_path / "chain.dl"
     program.write_text(CHAIN)

@@ -23,7 +23,7 @@ from dlc.dialects.graph_tensor import (
     TransposeOp,
 )
 from dlc.dialects.graph_types import FunctionType, TensorType, format_type
-from dlc.lowering.graph_to_loop.copies import concat_nests, slice_nest
+from dlc.lowering.graph_to_loop.copies import concat_nests, slice_nest, transpose_nest
 from dlc.lowering.graph_to_loop.dot import DotEmitter
 from dlc.lowering.graph_to_loop.fusion import flat_leaves, fused_producers, is_flat
 from dlc.lowering.graph_to_loop.gather import check_indices, gather_nest
@@ -319,18 +319,7 @@ class FunctionLowering:
         nest.close_loops([*outer, *rows, *inner])
 
     def lower_transpose(self, op: TransposeOp, out: SSAValue) -> None:
-        """`out[i0, ..., ik] = x[ik, ..., i0]`: a nest over the result's dimensions."""
-        x, t = op.operand.type, op.result.type
-        assert isinstance(x, TensorType) and isinstance(t, TensorType)
-        nest = self.nest
-
-        def permute(parallel: bool) -> None:
-            ivs, fors, _ = nest.open_loops([nest.extent(d) for d in t.dims], parallel=parallel)
-            value = self.read(op.operand, ivs[::-1], x.dims)
-            nest.store(value, out, nest.index(t, ivs, t.dims), t.dt)
-            nest.close_loops(fors)
-
-        nest.threads(t.dims if self.optimize else None, permute)
+        transpose_nest(self.nest, op, out, self.read, self.optimize)
         self.values[op.result] = out
 
     def lower_gather(self, op: GatherOp, out: SSAValue) -> None:

@@ -75,8 +75,8 @@ def _entry(number: int, function: str, op: Operation) -> dict[str, Any]:
         "function": function,
         "sources": lines,
         "nodes": nodes,
-        "flops": cost.flops,
-        "bytes": cost.bytes,
+        "flops": cost.flops if cost.sized else None,  # (None: sized at run time)
+        "bytes": cost.bytes if cost.sized else None,
         "exact": cost.exact,
         "parallel": parallel,
         "schedules": list(origin.schedules) if origin else [],

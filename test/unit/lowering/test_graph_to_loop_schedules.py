@@ -158,3 +158,41 @@ def test_batched_dot_at_several_sizes(dt: str, opt_level: int):
         got = module.f(a, b)
         assert got.shape == (h, s, t)
         np.testing.assert_array_equal(got, a @ b)  # small integers: exact in any order
+
+
+BLOCKED = """\
+module "t"
+stage raw
+
+func @f: (<%a x 1 x 3 x %b x i32>) -> <%b x 3 x 1 x %a x i32> {
+'entry(%x: <%a x 1 x 3 x %b x i32>):
+    %t = transpose %x: <%a x 1 x 3 x %b x i32>
+    return %t: <%b x 3 x 1 x %a x i32>
+}
+
+func @g: (<20 x %n x i16>) -> <%n x 20 x i16> {
+'entry(%y: <20 x %n x i16>):
+    %u = transpose %y: <20 x %n x i16>
+    return %u: <%n x 20 x i16>
+}
+"""
+
+
+@pytest.mark.parametrize("opt_level", [0, 2])
+def test_transposes_in_blocks_with_remainders(opt_level: int):
+    """Blocks of 16 x 16 elements (a symbolic axis on both sides, the extent-1 axis
+    left out) and a plain nest (rows of 20: 20 lines of `y` at a time), at sizes around a block, the
+    largest on threads; the same as a static compile of each size at opt_level=0."""
+    module = dlc.compile(BLOCKED, opt_level=opt_level, num_threads=2)
+    rng = np.random.default_rng(5)
+    for a, b, n in [(1, 1, 1), (0, 4, 0), (16, 16, 16), (17, 33, 5), (300, 129, 40)]:
+        x = rng.integers(-9, 9, (a, 1, 3, b)).astype(np.int32)
+        y = rng.integers(-9, 9, (20, n)).astype(np.int16)
+        t, u = module.f(x), module.g(y)
+        np.testing.assert_array_equal(t, x.transpose())
+        np.testing.assert_array_equal(u, y.transpose())
+        if opt_level == 0 and a * b * n:
+            static = BLOCKED.replace("%a", str(a)).replace("%b", str(b)).replace("%n", str(n))
+            fixed = dlc.compile(static, opt_level=0)
+            np.testing.assert_array_equal(t, fixed.f(x))
+            np.testing.assert_array_equal(u, fixed.g(y))
