@@ -30,7 +30,7 @@ import os
 import queue
 import struct
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from dlc.runtime import jit_worker
 
@@ -88,19 +88,28 @@ def _threads() -> int:
         return os.cpu_count() or 1
 
 
+_REFERS: dict[type, int] = {}  # an op class -> `kind_of` a call (1), an address (2)
+
+
 def _scanned(op: Operation) -> tuple[dict[str, None], int]:
     """The symbols `op` calls or takes the address of, in the order they first occur
     (so parts list their functions alike in every process), and its number of ops."""
     from xdsl.dialects import llvm
 
+    from dlc.analysis.walk import kind_of
+
+    refers = (llvm.CallOp, llvm.AddressOfOp)
     names: dict[str, None] = {}
     count = 0
     for inner in op.walk():
         count += 1
-        if isinstance(inner, llvm.CallOp) and inner.callee is not None:
-            names[inner.callee.string_value()] = None
-        elif isinstance(inner, llvm.AddressOfOp):
-            names[inner.global_name.string_value()] = None
+        kind = kind_of(inner, refers, _REFERS)
+        if kind == 1:
+            callee = cast("llvm.CallOp", inner).callee
+            if callee is not None:
+                names[callee.string_value()] = None
+        elif kind == 2:
+            names[cast("llvm.AddressOfOp", inner).global_name.string_value()] = None
     return names, count
 
 

@@ -23,6 +23,8 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
+from dlc.analysis.walk import kind_of
+
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
 
@@ -222,13 +224,21 @@ def _edges(op: llvm.BrOp | llvm.CondBrOp) -> list[tuple[Block, tuple[SSAValue, .
     ]
 
 
+_OPERAND_OPS = (llvm.ConstantOp, llvm.AddressOfOp, llvm.UndefOp, llvm.ZeroOp)
+_OPERAND_KIND: dict[type, int] = {}  # an op class -> its `kind_of` `_OPERAND_OPS`
+
+
 def operand_text(op: Operation) -> str | None:
-    if isinstance(op, llvm.ConstantOp):
+    kind = kind_of(op, _OPERAND_OPS, _OPERAND_KIND)
+    if kind == 0:
+        return None
+    if kind == 1:
+        assert isinstance(op, llvm.ConstantOp)
         return constant_text(op.result.type, op.value)
-    if isinstance(op, llvm.AddressOfOp):
+    if kind == 2:
+        assert isinstance(op, llvm.AddressOfOp)
         return symbol(op.global_name.root_reference.data)
-    if isinstance(op, llvm.UndefOp):
+    if kind == 3:
         return "undef"
-    if isinstance(op, llvm.ZeroOp):
-        return _null(op.res.type)
-    return None
+    assert isinstance(op, llvm.ZeroOp)
+    return _null(op.res.type)
