@@ -96,7 +96,7 @@ def _scanned(op: Operation) -> tuple[dict[str, None], int]:
     (so parts list their functions alike in every process), and its number of ops."""
     from xdsl.dialects import llvm
 
-    from dlc.analysis.walk import kind_of
+    from dlc.runtime.llvm_text_ops import kind_of
 
     refers = (llvm.CallOp, llvm.AddressOfOp)
     names: dict[str, None] = {}

@@ -23,8 +23,6 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
-from dlc.analysis.walk import kind_of
-
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
 
@@ -222,6 +220,17 @@ def _edges(op: llvm.BrOp | llvm.CondBrOp) -> list[tuple[Block, tuple[SSAValue, .
         (op.then_block, tuple(op.then_arguments)),
         (op.else_block, tuple(op.else_arguments)),
     ]
+
+
+def kind_of(obj: object, classes: tuple[type, ...], memo: dict[type, int]) -> int:
+    """`dlc.analysis.walk.kind_of` for the runtime (which imports no analyses): 1 + the
+    index of the first of `classes` `obj` is an instance of (0: none), remembered by
+    class in `memo` (a failing `isinstance` against xDSL's classes, ABCs, is slow)."""
+    kind = memo.get(type(obj))
+    if kind is None:
+        found = (i for i, c in enumerate(classes, start=1) if isinstance(obj, c))
+        kind = memo[type(obj)] = next(found, 0)
+    return kind
 
 
 _OPERAND_OPS = (llvm.ConstantOp, llvm.AddressOfOp, llvm.UndefOp, llvm.ZeroOp)
