@@ -164,7 +164,7 @@ def lower_scalar_op(op: Operation, operands: list[SSAValue], out: ScalarEmitter)
                 op, f"not supported by the code generator yet: {op.name} on {value.type}"
             )
     if constant:
-        return [_constant(op, out)]
+        return [_constant(cast(arith.ConstantOp, op), out)]
     lowering = SIMPLE.get(type(op))
     if lowering is not None:
         return [_with_fastmath(op, lowering(out, operands))]
