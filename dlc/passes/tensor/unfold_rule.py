@@ -1,5 +1,6 @@
 """Which convolutions `unfold-convolutions` unfolds on a target (`unfolds`: short or
-strided rows, a `cols` buffer of at most `MAX_COLS_BYTES`) and how its product is laid
+strided rows, long rows the tiled nest serves badly, a `cols` buffer of at most
+`MAX_COLS_BYTES`) and how its product is laid
 out (`pixel_rows`). Why: docs/design/fusion-and-memory.md.
 """
 
@@ -9,6 +10,7 @@ from dlc.analysis.tensor_lanes import vector_pieces
 from dlc.dialects import tensor
 from dlc.dialects.graph_types import TensorType, dtype_bytes
 from dlc.passes.tensor.conv2d import Conv2d
+from dlc.passes.tensor.schedule_conv import MIN_ACCUMULATORS, row_tile
 from dlc.target import Target
 
 MAX_COLS_BYTES = 32 << 20
@@ -23,7 +25,9 @@ def unfolds(conv: Conv2d, target: Target) -> bool:
         return False
     vectors2 = 2 * target.vector_bytes // dtype_bytes(t.dt)  # two vectors, in elements
     batch, _, oh, ow = t.dims
-    if ow >= vectors2 and (conv.strides == (1, 1) or _strided_direct(conv)):
+    if ow >= vectors2 and conv.strides == (1, 1) and not _long_rows_pay(conv, target):
+        return False
+    if ow >= vectors2 and _strided_direct(conv):
         return False
     if oh * ow < vectors2:
         return False
@@ -33,6 +37,45 @@ def unfolds(conv: Conv2d, target: Target) -> bool:
         return False
     depth = conv.channels * conv.taps[0] * conv.taps[1]
     return batch * depth * oh * ow * dtype_bytes(t.dt) <= MAX_COLS_BYTES
+
+
+POINTWISE_DEPTH = 64
+"""Input channels from which a 1 x 1 convolution of stride 1 over the image itself
+(`pointwise`: its columns are the image, nothing is copied) is a product whatever its
+rows. The tiled nest walks the whole input once per block of output channels; the
+product's K and column blocks keep a block of it in cache for every channel block.
+CPU time per call at one thread against onnxruntime's, tiled -> product, on the
+loaded Zen 3 (AVX2) host, best of 30 calls: ResNet-50's 512 -> 128 over 28 x 28
+2.04x -> 0.98x, 128 -> 512 with batch norm and residual 1.36x -> 0.83x, 256 -> 64
+over 56 x 56 1.33x -> 0.94x, 64 -> 256 with batch norm and residual 1.21x -> 0.80x;
+but 16 -> 96 over 112 x 112 0.61x -> 1.07x and 32 -> 16 0.55x -> 0.92x (a short sum
+per output: the tiled nest's loads are cheap)."""
+
+
+def pointwise(conv: Conv2d) -> bool:
+    """A 1 x 1 convolution of stride 1 reading the unpadded image: its columns are the
+    image itself (no columns nest)."""
+    batch, _, oh, ow = conv.domain
+    x = conv.x.type
+    image = isinstance(x, TensorType) and x.dims == (batch, conv.channels, oh, ow)
+    return conv.taps == (1, 1) and conv.strides == (1, 1) and image
+
+
+def _long_rows_pay(conv: Conv2d, target: Target) -> bool:
+    """Whether a convolution of stride 1 whose rows fill two vectors or more unfolds:
+    a deep pointwise one (`POINTWISE_DEPTH`), or one whose register tile
+    (`schedule_conv.row_tile`) holds fewer than `MIN_ACCUMULATORS` or does not fit in
+    the registers beside a row of loads and a broadcast. Rows of 28 with AVX2 are four
+    vectors (8 + 8 + 8 + 4 lanes) of 2 channels (8 accumulators) or 3 (12, spilling).
+    At one thread on the loaded Zen 3, CPU time against onnxruntime's, tiled ->
+    unfolded: a 3 x 3 of 128 -> 128 over 28 x 28 1.33x -> 1.15x, a 1 x 1 of 40 -> 240
+    with batch norm and sigmoid 1.65x -> 1.02x."""
+    if pointwise(conv) and conv.channels >= POINTWISE_DEPTH:
+        return True
+    lanes = target.vector_bytes // dtype_bytes(conv.dtype)
+    mr, vectors = row_tile(conv.domain[1], conv.domain[3], lanes, target)
+    held = mr * vectors + vectors + 1  # accumulators, a row of loads, a broadcast
+    return mr * vectors < MIN_ACCUMULATORS or held > target.vector_registers
 
 
 STRIDED_DIRECT_CHANNELS = 16
