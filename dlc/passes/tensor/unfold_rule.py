@@ -40,16 +40,18 @@ def unfolds(conv: Conv2d, target: Target) -> bool:
 
 
 POINTWISE_DEPTH = 64
-"""Input channels from which a 1 x 1 convolution of stride 1 over the image itself
-(`pointwise`: its columns are the image, nothing is copied) is a product whatever its
-rows. The tiled nest walks the whole input once per block of output channels; the
-product's K and column blocks keep a block of it in cache for every channel block.
+"""Input and output channels from which a 1 x 1 convolution of stride 1 over the image
+itself (`pointwise`: its columns are the image, nothing is copied) is a product
+whatever its rows. The tiled nest walks the whole input once per block of output
+channels; the product's K and column blocks keep a block of it in cache for every
+channel block.
 CPU time per call at one thread against onnxruntime's, tiled -> product, on the
 loaded Zen 3 (AVX2) host, best of 30 calls: ResNet-50's 512 -> 128 over 28 x 28
 2.04x -> 0.98x, 128 -> 512 with batch norm and residual 1.36x -> 0.83x, 256 -> 64
 over 56 x 56 1.33x -> 0.94x, 64 -> 256 with batch norm and residual 1.21x -> 0.80x;
-but 16 -> 96 over 112 x 112 0.61x -> 1.07x and 32 -> 16 0.55x -> 0.92x (a short sum
-per output: the tiled nest's loads are cheap)."""
+but 16 -> 96 over 112 x 112 0.61x -> 1.07x, 32 -> 16 0.55x -> 0.92x (a short sum
+per output: the tiled nest's loads are cheap) and 144 -> 24 over 56 x 56 with a
+residual 0.74-0.87x -> 0.85-0.93x (4 channel blocks: the input walked 4 times)."""
 
 
 def pointwise(conv: Conv2d) -> bool:
@@ -70,7 +72,7 @@ def _long_rows_pay(conv: Conv2d, target: Target) -> bool:
     At one thread on the loaded Zen 3, CPU time against onnxruntime's, tiled ->
     unfolded: a 3 x 3 of 128 -> 128 over 28 x 28 1.33x -> 1.15x, a 1 x 1 of 40 -> 240
     with batch norm and sigmoid 1.65x -> 1.02x."""
-    if pointwise(conv) and conv.channels >= POINTWISE_DEPTH:
+    if pointwise(conv) and min(conv.channels, conv.domain[1]) >= POINTWISE_DEPTH:
         return True
     lanes = target.vector_bytes // dtype_bytes(conv.dtype)
     mr, vectors = row_tile(conv.domain[1], conv.domain[3], lanes, target)

@@ -30,7 +30,7 @@ CASES = [
     (2, 256, 40, 6, 1, 1, 0, 1),  # batch 2, a 1x1 over the image itself (no cols nest)
     # rows of two vectors or more with AVX2 (short with AVX-512: unfolded on any host)
     (1, 6, 8, 28, 3, 1, 1, 1),  # rows of 28: the AVX2 tile would hold 2 channels
-    (1, 64, 24, 20, 1, 1, 0, 1),  # a deep 1x1 over the image (POINTWISE_DEPTH)
+    (1, 64, 64, 20, 1, 1, 0, 1),  # a deep 1x1 over the image (POINTWISE_DEPTH)
 ]
 
 
