@@ -13,6 +13,7 @@ from xdsl.ir import Operation, SSAValue
 
 from dlc.dialects import tensor
 from dlc.dialects.tensor_groups import reads_at_identity, uses_of
+from dlc.passes.tensor.schedule_split import compares_last_index
 from dlc.passes.tensor.schedule_unfold import unfolding_copy
 
 EXPENSIVE_COST = 20
@@ -85,11 +86,13 @@ def should_inline(producer: tensor.ComputeOp) -> bool:
         return False
     if any(c.parent_block() is not producer.parent_block() for c in uses.reads):
         return False  # another basic block, maybe a loop body: keep it computed once
+    cost = body_cost(producer)
+    if cost >= EXPENSIVE_COST and any(compares_last_index(c) for c in uses.reads):
+        return False  # a padding's selects keep a math function scalar (`MATH_BEFORE_PAD`)
     reads = sum(_points(c) * n for c, n in uses.reads.items())
     size = max(1, _size(producer.domain))
     if reads <= size:
         return True
-    cost = body_cost(producer)
     if cost == 0 and not any(_reads_at_reduction_index(c, producer.result) for c in uses.reads):
         return True
     for consumer, n in uses.reads.items():  # a dot re-reading each element: keep it
