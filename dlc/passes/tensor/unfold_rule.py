@@ -132,25 +132,31 @@ def pixel_rows(conv: Conv2d, target: Target) -> bool:
         return False
     depth = conv.channels * conv.taps[0] * conv.taps[1]
     lanes = target.vector_bytes // dtype_bytes(conv.dtype)
-    if depth >= PIXEL_ROWS_DEPTH:
+    calls, residual = _chain(conv.op)
+    if depth >= PIXEL_ROWS_DEPTH and not residual:
         return True
-    return column_use(oh * ow, lanes) < COLUMN_USE and not _activation_calls(conv.op)
+    return column_use(oh * ow, lanes) < COLUMN_USE and not calls
 
 
-CHAIN_LOOKAHEAD = 3
+CHAIN_LOOKAHEAD = 6
 """Element-wise computes after a convolution searched for a math function call (its
-bias, then the activation: `x * sigmoid(x)` is three computes)."""
+bias, a batch norm's computes, a residual add, the activation)."""
 
 
-def _activation_calls(op: tensor.ComputeOp) -> bool:
+def _chain(op: tensor.ComputeOp) -> tuple[bool, bool]:
     """Whether an element-wise compute of `op`'s shape within `CHAIN_LOOKAHEAD` steps
-    after it calls a math function (SiLU's `exp`): with pixel rows it would run in
-    the transposing nest, a scalar call per element read across the product, where
-    channel rows make it the product's vectorized epilogue. EfficientNet-B0's 1 x 1
-    expansion 192 -> 1152 + SiLU over 7 x 7 with its depthwise 5 x 5 + SiLU, CPU time
-    per call at one thread against onnxruntime's on the loaded Zen 3, pixel -> channel
-    rows: 1.62-1.71x -> 1.17-1.29x."""
+    after it calls a math function, and whether one reads another tensor of that
+    shape (a residual add). With pixel rows both run in the transposing nest: a
+    function as a scalar call per element read across the product, where channel
+    rows make it the product's vectorized epilogue (EfficientNet-B0's 1 x 1 expansion
+    192 -> 1152 + SiLU over 7 x 7 with its depthwise 5 x 5 + SiLU, CPU time per call
+    at one thread against onnxruntime's on the loaded Zen 3, pixel -> channel rows:
+    1.62-1.71x -> 1.17-1.29x), and a residual as a third pass over the image (ResNet-50's
+    1 x 1 256 -> 1024 over 14 x 14 with batch norm, residual and relu, depth 256:
+    1.04-1.22x -> 0.82-0.90x; without the residual, 1024 -> 256 keeps pixel rows,
+    0.95x against 1.02x)."""
     frontier, seen = [op], {op}
+    calls = residual = False
     for _ in range(CHAIN_LOOKAHEAD):
         users = {u.operation for f in frontier for u in f.result.uses} - seen
         frontier = [
@@ -160,9 +166,10 @@ def _activation_calls(op: tensor.ComputeOp) -> bool:
         ]
         seen |= set(frontier)
         for c in frontier:
-            if any(_calls(inner) for inner in c.body.walk()):
-                return True
-    return False
+            calls = calls or any(_calls(inner) for inner in c.body.walk())
+            others = [v for v in c.inputs if v.owner not in seen]
+            residual = residual or any(v.type == op.result.type for v in others)
+    return calls, residual
 
 
 def _calls(op: Operation) -> bool:
