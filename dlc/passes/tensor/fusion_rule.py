@@ -1,8 +1,10 @@
 """When `fuse` inlines a producer into its consumers (`should_inline`): when that
 duplicates no work, or at most `MAX_DUP` evaluations of a cheap body (`op_cost`), unless
 the producer is better stored and reduced in its reduction consumer's loop
-(`MATERIALIZE_COST`) or read by an unfolding copy (an im2col's columns, which copy a
-plain tensor as vectors: `schedule_unfold.py`). The rule and its exceptions: docs/design/fusion-and-memory.md.
+(`MATERIALIZE_COST`), read by an unfolding copy (an im2col's columns, which copy a
+plain tensor as vectors: `schedule_unfold.py`), or calling a math function and read by
+a padding (its range checks' selects would keep the function scalar, where on its own
+it is vectorized: the epilogue of the product before it). The rule and its exceptions: docs/design/fusion-and-memory.md.
 """
 
 from __future__ import annotations
@@ -88,7 +90,7 @@ def should_inline(producer: tensor.ComputeOp) -> bool:
         return False  # another basic block, maybe a loop body: keep it computed once
     cost = body_cost(producer)
     if cost >= EXPENSIVE_COST and any(compares_last_index(c) for c in uses.reads):
-        return False  # a padding's selects keep a math function scalar (`MATH_BEFORE_PAD`)
+        return False  # a padding's selects would keep the function scalar (module docstring)
     reads = sum(_points(c) * n for c, n in uses.reads.items())
     size = max(1, _size(producer.domain))
     if reads <= size:
