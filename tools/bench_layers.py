@@ -88,6 +88,8 @@ LAYERS: dict[str, Conv | Dense] = {
     "conv3x3_14": Conv(256, 256, 14, 3),
     "conv3x3_7": Conv(512, 512, 7, 3),
     "conv1x1_7": Conv(2048, 512, 7, 1),
+    "conv1x1_28": Conv(512, 128, 28, 1),
+    "conv1x1_28_up_res": Conv(128, 512, 28, 1, bn=True, residual=True),
     "conv1x1_7_up_res": Conv(512, 2048, 7, 1, bn=True, residual=True),
     "conv1x1_14_up_res": Conv(256, 1024, 14, 1, bn=True, residual=True),
     "conv_dw": Conv(128, 128, 56, 3, group=128),

@@ -88,17 +88,20 @@ def slice_nest(nest: NestEmitter, op: SliceOp, out: SSAValue, read: Reader, opti
 
 
 def transpose_nest(
-    nest: NestEmitter, op: TransposeOp, out: SSAValue, read: Reader, optimize: bool
+    nest: NestEmitter, op: TransposeOp, out: SSAValue, read: Reader, options: tuple[bool, bool]
 ) -> None:
     """`out[i0, ..., ik] = x[ik, ..., i0]`: a nest over the result's dimensions, in
-    blocks when optimized (module doc)."""
+    blocks when optimized (module doc); `options`: optimized, and whether `read` walks
+    the rows of what it reads along `out`'s last axis (`views.View.walks_rows`: a plain
+    nest copies rows)."""
+    optimize, rows = options
     t, x = op.result.type, op.operand.type
     assert isinstance(t, TensorType) and isinstance(x, TensorType)
     axes = [a for a, d in enumerate(t.dims) if d != 1]  # (static 1s: index 0)
 
     def permute(parallel: bool) -> None:
         extents = [nest.extent(d) for d in t.dims]
-        if not optimize or not _strided(t, axes):
+        if not optimize or rows or not _strided(t, axes):
             ivs, fors, _ = nest.open_loops(extents, parallel=parallel)
         else:
             ivs, fors = _blocks(nest, extents, axes, parallel)

@@ -1,7 +1,8 @@
 """`dot` over run-time extents for `lower-graph-to-loop{optimize=true}`: the
 result in tiles of `ROWS` x `COLS` elements summed in registers, the row blocks a
-parallel loop over a run-time trip count, the rows and columns left over (fewer than a
-tile: run-time remainders) in tiles of one row and one column.
+parallel loop over a run-time trip count, the rows left over (fewer than a tile: a
+run-time remainder) in one tile of as many rows, the columns left over in tiles of one
+column.
 
 A tile's elements are loop-carried accumulators of one k loop:
 
@@ -216,10 +217,45 @@ class DotEmitter:
             self.tile(self.run(b, self.rows, 1), cols, self.lanes)
             nest.close_loops(inner)
         if rest_rows:
-            i = nest.open_range(self.done[0], self.extents[0], nest.one, parallel=False)
+            self.rest_rows(cols)
+        nest.close_loops(fors)
+
+    def rest_rows(self, cols: list[SSAValue]) -> None:
+        """The rows left after the row blocks, fewer than `rows`, in one tile of that
+        many rows, each `rhs` element loaded once for all of them (`rows_left`): for a
+        run-time row count, a `loop.if` per count from `rows` - 1 down to 2, and a loop
+        over the one row or none left in the innermost `else`."""
+        nest, rows = self.nest, self.t.dims[-2]
+        if isinstance(rows, int):
+            self.rows_left(rows % self.rows, cols)
+            return
+        left = nest.emit(arith.SubiOp(self.extents[0], self.done[0]))
+        closing: list[InsertPoint] = []
+        for count in range(self.rows - 1, 1, -1):
+            same = nest.emit(arith.CmpiOp(left, nest.index_const(count), "eq"))
+            branch = loop.IfOp(same, [], Block(), Block())
+            nest.builder.insert(branch)
+            closing.append(nest.builder.insertion_point)
+            nest.builder.insertion_point = InsertPoint.at_end(branch.then_region.block)
+            self.rows_left(count, cols)
+            nest.builder.insert(loop.YieldOp())
+            nest.builder.insertion_point = InsertPoint.at_end(branch.else_region.block)
+        self.rows_left(1, cols)
+        for after in reversed(closing):
+            nest.builder.insert(loop.YieldOp())
+            nest.builder.insertion_point = after
+
+    def rows_left(self, count: int, cols: list[SSAValue]) -> None:
+        """`count` rows from the end of the row blocks in one tile; for 1, a loop from
+        there to the last row (one row or none)."""
+        nest, first = self.nest, self.done[0]
+        if count == 1:
+            i = nest.open_range(first, self.extents[0], nest.one, parallel=False)
             self.tile([i.iv], cols, self.lanes)
             nest.close_loops([i])
-        nest.close_loops(fors)
+            return
+        rest = (nest.emit(arith.AddiOp(first, nest.index_const(r))) for r in range(1, count))
+        self.tile([first, *rest], cols, self.lanes)
 
     def k_blocked(self) -> bool:
         """Whether the row blocks of a column tile walk k in blocks of `K_BLOCK`: vector

@@ -30,6 +30,7 @@ from dlc.lowering.graph_to_loop.gather import check_indices, gather_nest
 from dlc.lowering.graph_to_loop.literals import dense_data, drop_unused_literals, literal_bytes
 from dlc.lowering.graph_to_loop.nests import NestEmitter, buffer_type, localize_constants
 from dlc.lowering.graph_to_loop.results import result_types, returned_values
+from dlc.lowering.graph_to_loop.views import View, source_indices, transposed_views
 from dlc.lowering.scalar_ops import Unsupported, reassociate
 from dlc.target import Target
 
@@ -85,6 +86,8 @@ class FunctionLowering:
         self.owned: list[SSAValue] = []
         self.fused: dict[SSAValue, Operation] = {}  # computed where their user reads them
         self.hoisted: dict[SSAValue, SSAValue] = {}  # loaded before the innermost loop
+        self.views: dict[SSAValue, View] = {}  # transposes' operands read through (views.py)
+        self.hidden: set[SSAValue] = set()  # neither materialized nor read
 
     def lower(self) -> loop.FuncOp:
         blocks = list(self.func.body.blocks)
@@ -107,6 +110,7 @@ class FunctionLowering:
         self.results, self.tuple_value = returned_values(self.ftype, returned)
         if self.optimize:
             self.fused = fused_producers(blocks[0])
+            self.views, self.hidden = transposed_views(blocks[0])
         for op in blocks[0].ops:
             last = self.block.last_op
             self.lower_op(op, returned)
@@ -140,6 +144,8 @@ class FunctionLowering:
             return  # the outputs, written where their values are computed
         elif isinstance(op, graph.LiteralOp):
             self.lower_literal(op)
+        elif op.results and (op.results[0] in self.views or op.results[0] in self.hidden):
+            return  # read through by a transpose
         elif isinstance(op, ALIASES):  # the same row-major elements: the same buffer
             self.alias(op.results[0], op.operands[0])
         elif op.results and op.results[0] in self.fused:
@@ -216,6 +222,11 @@ class FunctionLowering:
             return self.consts[value]
         if value in self.hoisted:
             return self.hoisted[value]
+        view = self.views.get(value)
+        if view is not None and space is not None:  # (a transpose's read: never flat)
+            x = view.source.type
+            assert isinstance(x, TensorType)
+            return self.read(view.source, source_indices(self.nest, view, space, ivs), x.dims)
         producer = self.fused.get(value)
         if producer is not None:
             args = [self.read(v, ivs, space) for v in producer.operands]
@@ -319,7 +330,8 @@ class FunctionLowering:
         nest.close_loops([*outer, *rows, *inner])
 
     def lower_transpose(self, op: TransposeOp, out: SSAValue) -> None:
-        transpose_nest(self.nest, op, out, self.read, self.optimize)
+        rows = op.operand in self.views  # (copies rows: `View.walks_rows`)
+        transpose_nest(self.nest, op, out, self.read, (self.optimize, rows))
         self.values[op.result] = out
 
     def lower_gather(self, op: GatherOp, out: SSAValue) -> None:

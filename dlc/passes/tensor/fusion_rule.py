@@ -1,8 +1,10 @@
 """When `fuse` inlines a producer into its consumers (`should_inline`): when that
 duplicates no work, or at most `MAX_DUP` evaluations of a cheap body (`op_cost`), unless
 the producer is better stored and reduced in its reduction consumer's loop
-(`MATERIALIZE_COST`) or read by an unfolding copy (an im2col's columns, which copy a
-plain tensor as vectors: `schedule_unfold.py`). The rule and its exceptions: docs/design/fusion-and-memory.md.
+(`MATERIALIZE_COST`), read by an unfolding copy (an im2col's columns, which copy a
+plain tensor as vectors: `schedule_unfold.py`), or calling a math function and read by
+a padding (its range checks' selects would keep the function scalar, where on its own
+it is vectorized: the epilogue of the product before it). The rule and its exceptions: docs/design/fusion-and-memory.md.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from xdsl.ir import Operation, SSAValue
 
 from dlc.dialects import tensor
 from dlc.dialects.tensor_groups import reads_at_identity, uses_of
+from dlc.passes.tensor.schedule_split import compares_last_index
 from dlc.passes.tensor.schedule_unfold import unfolding_copy
 
 EXPENSIVE_COST = 20
@@ -85,11 +88,13 @@ def should_inline(producer: tensor.ComputeOp) -> bool:
         return False
     if any(c.parent_block() is not producer.parent_block() for c in uses.reads):
         return False  # another basic block, maybe a loop body: keep it computed once
+    cost = body_cost(producer)
+    if cost >= EXPENSIVE_COST and any(compares_last_index(c) for c in uses.reads):
+        return False  # a padding's selects would keep the function scalar (module docstring)
     reads = sum(_points(c) * n for c, n in uses.reads.items())
     size = max(1, _size(producer.domain))
     if reads <= size:
         return True
-    cost = body_cost(producer)
     if cost == 0 and not any(_reads_at_reduction_index(c, producer.result) for c in uses.reads):
         return True
     for consumer, n in uses.reads.items():  # a dot re-reading each element: keep it

@@ -139,12 +139,25 @@ def conv_tiles(op: tensor.ComputeOp, target: Target) -> ConvTiles | None:
         mr = _block(op.domain[channel], cap)
         return ConvTiles(channel, mr if mr * nr >= MIN_ACCUMULATORS else cap, row, 1, nr, 1)
     lanes = target.vector_bytes // dtype_bytes(op.result.type.dt)
-    nr = width if width <= 4 * lanes else 2 * lanes  # a whole short row: no column tail
+    nr = row_columns(width, lanes)
     rows = 1
     if nr < 2 * lanes and row != channel:  # short rows: rows of the axis before too
         rows = min(op.domain[row], max(1, 2 * lanes // nr))
     mr = _channels(op.domain[channel], rows * len(vector_pieces(nr, lanes)), target)
     return ConvTiles(channel, mr, row, rows, nr, lanes)
+
+
+def row_columns(width: int, lanes: int) -> int:
+    """The tile's columns for rows of `width`: the whole row when it fits in 4 vectors
+    of `lanes` (no column tail), else two vectors."""
+    return width if width <= 4 * lanes else 2 * lanes
+
+
+def row_tile(channels: int, width: int, lanes: int, target: Target) -> tuple[int, int]:
+    """(MR, vectors per channel) of the tile of a convolution over `channels` output
+    channels and rows of `width` (at least two vectors of `lanes`) on `target`."""
+    vectors = len(vector_pieces(row_columns(width, lanes), lanes))
+    return _channels(channels, vectors, target), vectors
 
 
 def _channels(extent: int, vectors: int, target: Target) -> int:

@@ -46,6 +46,12 @@ def split_points(op: tensor.ComputeOp) -> list[int]:
     return points if len(points) <= MAX_POINTS else []
 
 
+def compares_last_index(op: tensor.ComputeOp) -> bool:
+    """Whether `op` is element-wise and its body compares its last index against a
+    constant (a padding's range checks)."""
+    return op.combinator is None and bool(op.domain) and bool(_flips(op))
+
+
 def _flips(op: tensor.ComputeOp) -> list[int]:
     """For each comparison of `last + c` with a constant C: where it changes."""
     last = op.body.block.args[len(op.domain) - 1]

@@ -32,7 +32,7 @@ from dlc.dialects.tensor_types import tensor_type
 from dlc.passes.statistics import PassStatistics
 from dlc.passes.tensor.conv2d import Conv2d, conv2d_of
 from dlc.passes.tensor.unfold_image import flatten_image
-from dlc.passes.tensor.unfold_rule import pixel_rows, unfolds
+from dlc.passes.tensor.unfold_rule import pixel_rows, pointwise, unfolds
 from dlc.target import Target
 
 
@@ -195,9 +195,7 @@ def unfold(conv: Conv2d, target: Target) -> None:
     op = conv.op
     b = Builder(InsertPoint.before(op))
     batch, _, oh, ow = conv.domain
-    image_x = tensor_type(conv.x, "unfold-convolutions").dims == (batch, conv.channels, oh, ow)
-    pointwise = conv.taps == (1, 1) and conv.strides == (1, 1) and image_x
-    unfolded = None if pointwise else b.insert(_cols(conv))
+    unfolded = None if pointwise(conv) else b.insert(_cols(conv))
     cols = conv.x if unfolded is None else unfolded.result
     depth = tensor_type(cols, "unfold-convolutions: columns").dims[1]
     rows = _as_rows(b, op, cols, TensorType((batch, depth, oh * ow), conv.dtype))

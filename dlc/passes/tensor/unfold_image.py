@@ -86,32 +86,45 @@ def _flat_body(op: tensor.ComputeOp, flat: tuple[int, ...]) -> tuple[Block, list
 
 
 def flatten_image(image: BitCastOp) -> None:
-    """Compute the element-wise chain after the image `image` (a bitcast of the
-    product's (N, O, P) result) over (N, O, P) (module docstring), as far as each
-    compute is the one user of the one before and qualifies."""
-    while True:
+    """Compute the element-wise computes after the image `image` (a bitcast of the
+    product's (N, O, P) result) over (N, O, P) (module docstring), and those after
+    each of them in turn, as far as each qualifies: every read of its at the pixel is
+    of such a view (a SiLU's `x * sigmoid(x)` reads the image and the sigmoid's view)."""
+    work = [image]
+    while work:
+        image = work.pop()
         uses = uses_of(image.result)
-        if uses.blocked or len(uses.reads) != 1:
-            return
-        (op,) = uses.reads
-        image_type = image.result.type
-        flat_type = image.source.type
-        assert isinstance(image_type, TensorType) and isinstance(flat_type, TensorType)
-        if op.combinator is not None or op.result.type != image_type:
-            return
-        if op.domain != image_type.dims or not _flattens(op, flat_type.dims):
-            return
-        block, inputs = _flat_body(op, flat_type.dims)
-        b = Builder(InsertPoint.before(op))
-        flat = b.insert(tensor.ComputeOp(inputs, flat_type, block))
-        view = b.insert(BitCastOp(flat.result, image_type))
-        copy_loc(op, flat, view)
-        op.result.replace_all_uses_with(view.result)
-        views = {r.tensor.owner for r in op.body.block.ops if isinstance(r, tensor.ReadOp)}
-        op.detach()
-        op.erase()
-        for old in views:  # the views it read through, when nothing else reads them
-            if isinstance(old, BitCastOp) and not old.result.uses:
-                old.detach()
-                old.erase()
-        image = view
+        if uses.blocked:
+            continue
+        for op in list(uses.reads):
+            if op.parent is not None and _qualifies(op, image):
+                work.append(_flatten(op, image))
+
+
+def _qualifies(op: tensor.ComputeOp, image: BitCastOp) -> bool:
+    """`op` is element-wise over the image's shape and `_flattens`."""
+    image_type, flat_type = image.result.type, image.source.type
+    assert isinstance(image_type, TensorType) and isinstance(flat_type, TensorType)
+    if op.combinator is not None or op.result.type != image_type:
+        return False
+    return op.domain == image_type.dims and _flattens(op, flat_type.dims)
+
+
+def _flatten(op: tensor.ComputeOp, image: BitCastOp) -> BitCastOp:
+    """Replace `op` by its compute over (N, O, P) and a view of that as the image."""
+    flat_type = image.source.type
+    assert isinstance(flat_type, TensorType)
+    block, inputs = _flat_body(op, flat_type.dims)
+    b = Builder(InsertPoint.before(op))
+    flat = b.insert(tensor.ComputeOp(inputs, flat_type, block))
+    view = b.insert(BitCastOp(flat.result, image.result.type))
+    copy_loc(op, flat, view)
+    op.result.replace_all_uses_with(view.result)
+    views = {r.tensor.owner for r in op.body.block.ops if isinstance(r, tensor.ReadOp)}
+    op.detach()
+    op.erase()
+    for old in views:  # the views it read through, when nothing else reads them
+        if isinstance(old, BitCastOp) and not old.result.uses:
+            old.detach()
+            old.erase()
+    return view

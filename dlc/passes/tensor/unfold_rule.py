@@ -1,14 +1,18 @@
 """Which convolutions `unfold-convolutions` unfolds on a target (`unfolds`: short or
-strided rows, a `cols` buffer of at most `MAX_COLS_BYTES`) and how its product is laid
+strided rows, long rows the tiled nest serves badly, a `cols` buffer of at most
+`MAX_COLS_BYTES`) and how its product is laid
 out (`pixel_rows`). Why: docs/design/fusion-and-memory.md.
 """
 
 from __future__ import annotations
 
+from xdsl.ir import Operation
+
 from dlc.analysis.tensor_lanes import vector_pieces
 from dlc.dialects import tensor
 from dlc.dialects.graph_types import TensorType, dtype_bytes
 from dlc.passes.tensor.conv2d import Conv2d
+from dlc.passes.tensor.schedule_conv import MIN_ACCUMULATORS, row_tile
 from dlc.target import Target
 
 MAX_COLS_BYTES = 32 << 20
@@ -23,7 +27,9 @@ def unfolds(conv: Conv2d, target: Target) -> bool:
         return False
     vectors2 = 2 * target.vector_bytes // dtype_bytes(t.dt)  # two vectors, in elements
     batch, _, oh, ow = t.dims
-    if ow >= vectors2 and (conv.strides == (1, 1) or _strided_direct(conv)):
+    if ow >= vectors2 and conv.strides == (1, 1) and not _long_rows_pay(conv, target):
+        return False
+    if ow >= vectors2 and _strided_direct(conv):
         return False
     if oh * ow < vectors2:
         return False
@@ -33,6 +39,47 @@ def unfolds(conv: Conv2d, target: Target) -> bool:
         return False
     depth = conv.channels * conv.taps[0] * conv.taps[1]
     return batch * depth * oh * ow * dtype_bytes(t.dt) <= MAX_COLS_BYTES
+
+
+POINTWISE_DEPTH = 64
+"""Input and output channels from which a 1 x 1 convolution of stride 1 over the image
+itself (`pointwise`: its columns are the image, nothing is copied) is a product
+whatever its rows. The tiled nest walks the whole input once per block of output
+channels; the product's K and column blocks keep a block of it in cache for every
+channel block.
+CPU time per call at one thread against onnxruntime's, tiled -> product, on the
+loaded Zen 3 (AVX2) host, best of 30 calls: ResNet-50's 512 -> 128 over 28 x 28
+2.04x -> 0.98x, 128 -> 512 with batch norm and residual 1.36x -> 0.83x, 256 -> 64
+over 56 x 56 1.33x -> 0.94x, 64 -> 256 with batch norm and residual 1.21x -> 0.80x;
+but 16 -> 96 over 112 x 112 0.61x -> 1.07x, 32 -> 16 0.55x -> 0.92x (a short sum
+per output: the tiled nest's loads are cheap) and 144 -> 24 over 56 x 56 with a
+residual 0.74-0.87x -> 0.85-0.93x (4 channel blocks: the input walked 4 times)."""
+
+
+def pointwise(conv: Conv2d) -> bool:
+    """A 1 x 1 convolution of stride 1 reading the unpadded image: its columns are the
+    image itself (no columns nest)."""
+    batch, _, oh, ow = conv.domain
+    x = conv.x.type
+    image = isinstance(x, TensorType) and x.dims == (batch, conv.channels, oh, ow)
+    return conv.taps == (1, 1) and conv.strides == (1, 1) and image
+
+
+def _long_rows_pay(conv: Conv2d, target: Target) -> bool:
+    """Whether a convolution of stride 1 whose rows fill two vectors or more unfolds:
+    a deep pointwise one (`POINTWISE_DEPTH`), or one whose register tile
+    (`schedule_conv.row_tile`) holds fewer than `MIN_ACCUMULATORS` or does not fit in
+    the registers beside a row of loads and a broadcast. Rows of 28 with AVX2 are four
+    vectors (8 + 8 + 8 + 4 lanes) of 2 channels (8 accumulators) or 3 (12, spilling).
+    At one thread on the loaded Zen 3, CPU time against onnxruntime's, tiled ->
+    unfolded: a 3 x 3 of 128 -> 128 over 28 x 28 1.33x -> 1.15x, a 1 x 1 of 40 -> 240
+    with batch norm and sigmoid 1.65x -> 1.02x."""
+    if pointwise(conv) and min(conv.channels, conv.domain[1]) >= POINTWISE_DEPTH:
+        return True
+    lanes = target.vector_bytes // dtype_bytes(conv.dtype)
+    mr, vectors = row_tile(conv.domain[1], conv.domain[3], lanes, target)
+    held = mr * vectors + vectors + 1  # accumulators, a row of loads, a broadcast
+    return mr * vectors < MIN_ACCUMULATORS or held > target.vector_registers
 
 
 STRIDED_DIRECT_CHANNELS = 16
@@ -85,4 +132,45 @@ def pixel_rows(conv: Conv2d, target: Target) -> bool:
         return False
     depth = conv.channels * conv.taps[0] * conv.taps[1]
     lanes = target.vector_bytes // dtype_bytes(conv.dtype)
-    return depth >= PIXEL_ROWS_DEPTH or column_use(oh * ow, lanes) < COLUMN_USE
+    calls, residual = _chain(conv.op)
+    if depth >= PIXEL_ROWS_DEPTH and not residual:
+        return True
+    return column_use(oh * ow, lanes) < COLUMN_USE and not calls
+
+
+CHAIN_LOOKAHEAD = 6
+"""Element-wise computes after a convolution searched for a math function call (its
+bias, a batch norm's computes, a residual add, the activation)."""
+
+
+def _chain(op: tensor.ComputeOp) -> tuple[bool, bool]:
+    """Whether an element-wise compute of `op`'s shape within `CHAIN_LOOKAHEAD` steps
+    after it calls a math function, and whether one reads another tensor of that
+    shape (a residual add). With pixel rows both run in the transposing nest: a
+    function as a scalar call per element read across the product, where channel
+    rows make it the product's vectorized epilogue (EfficientNet-B0's 1 x 1 expansion
+    192 -> 1152 + SiLU over 7 x 7 with its depthwise 5 x 5 + SiLU, CPU time per call
+    at one thread against onnxruntime's on the loaded Zen 3, pixel -> channel rows:
+    1.62-1.71x -> 1.17-1.29x), and a residual as a third pass over the image (ResNet-50's
+    1 x 1 256 -> 1024 over 14 x 14 with batch norm, residual and relu, depth 256:
+    1.04-1.22x -> 0.82-0.90x; without the residual, 1024 -> 256 keeps pixel rows,
+    0.95x against 1.02x)."""
+    frontier, seen = [op], {op}
+    calls = residual = False
+    for _ in range(CHAIN_LOOKAHEAD):
+        users = {u.operation for f in frontier for u in f.result.uses} - seen
+        frontier = [
+            c
+            for c in users
+            if isinstance(c, tensor.ComputeOp) and c.combinator is None and c.domain == op.domain
+        ]
+        seen |= set(frontier)
+        for c in frontier:
+            calls = calls or any(_calls(inner) for inner in c.body.walk())
+            others = [v for v in c.inputs if v.owner not in seen]
+            residual = residual or any(v.type == op.result.type for v in others)
+    return calls, residual
+
+
+def _calls(op: Operation) -> bool:
+    return op.dialect_name() == "math" and op.name not in ("math.fma", "math.absf")

@@ -27,6 +27,7 @@ func @f: (<%m x %k x DT>, <%k x %n x DT>) -> <%m x %n x DT> {
 # tiles, inner extents 0 and up
 SHAPES = [(1, 1, 1), (0, 3, 5), (4, 0, 3), (5, 3, 17), (6, 16, 16), (13, 7, 33), (25, 64, 40)]
 SHAPES += [(37, 40, 50)]  # 74,000 multiply-adds: above PARALLEL_WORK
+SHAPES += [(8, 5, 33), (15, 9, 17), (10, 3, 32)]  # rows left 2, 3, 4 (6-row blocks), 0, 3, 2
 
 
 @pytest.mark.parametrize("dt", ["f32", "f64", "i32"])
@@ -40,6 +41,29 @@ def test_dot_at_every_remainder(dt: str):
         assert got.shape == (m, n)
         # small integers: every product and partial sum is exact in any order
         np.testing.assert_array_equal(got, a @ b)
+
+
+@pytest.mark.parametrize("dt", ["f32", "f64", "i32"])
+def test_dot_rows_left_at_every_count(dt: str):
+    """Rows 0 to 23 (every count left after 6-row and 4-row blocks, with and without
+    packed panels: 16 rows and up), symbolic and static (`<R x %k x DT>`), against NumPy."""
+    symbolic = dlc.compile(DOT.replace("DT", dt), num_threads=2, target_cpu="haswell")
+    rng = np.random.default_rng(13)
+    for m in range(24):
+        a = rng.integers(-4, 5, (m, 9)).astype(dt.replace("f", "float").replace("i", "int"))
+        b = rng.integers(-4, 5, (9, 33)).astype(a.dtype)
+        np.testing.assert_array_equal(symbolic.f(a, b), a @ b)  # exact: small integers
+        if m in (7, 8, 9, 10, 11, 17):  # left after 6 rows: 1 to 5 (4 rows: 3, 0, 1, 2, 3, 1)
+            static = dlc.compile(DOT.replace("DT", dt).replace("%m", str(m)))
+            np.testing.assert_array_equal(static.f(a, b), a @ b)
+
+
+def test_dot_rows_left_in_one_tile():
+    """A symbolic row count: the rows left after the 6-row blocks in a tile of 5, 4, 3
+    or 2 rows (10, 8, 6, 4 accumulators of 8 lanes), one row in a loop (2)."""
+    text = dlc.compile(DOT.replace("DT", "f32"), target_cpu="haswell").ir("loop")
+    carried = {line.count("vector<8xf32>") for line in text.splitlines() if "iter_args" in line}
+    assert {12, 10, 8, 6, 4, 2} <= carried
 
 
 def test_the_sizes_fall_on_both_sides_of_the_threads_threshold():

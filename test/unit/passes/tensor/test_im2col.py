@@ -28,6 +28,9 @@ CASES = [
     (1, 32, 64, 6, 3, 1, 1, 1),  # 36 pixels, 64 channels, 288 products per output
     (1, 12, 48, 12, 3, 2, 1, 1),  # stride 2 onto 6 x 6
     (2, 256, 40, 6, 1, 1, 0, 1),  # batch 2, a 1x1 over the image itself (no cols nest)
+    # rows of two vectors or more with AVX2 (short with AVX-512: unfolded on any host)
+    (1, 6, 8, 28, 3, 1, 1, 1),  # rows of 28: the AVX2 tile would hold 2 channels
+    (1, 64, 64, 20, 1, 1, 0, 1),  # a deep 1x1 over the image (POINTWISE_DEPTH)
 ]
 
 
@@ -190,6 +193,35 @@ def test_channel_rows_epilogue() -> None:
             assert ("epilogue 1" in text) == epilogue  # the 1 x 1's product is not tiled
             assert text.count("to !graph.tensor<1x32x7x7xf32>") == 1  # only the result
             np.testing.assert_array_equal(compiled.g(x), plain)
+
+
+def test_silu_epilogue_before_padding() -> None:
+    """A SiLU after a convolution of channel rows (its input read twice: x * sigmoid(x))
+    runs over the product's domain as its epilogue, and the padding of the depthwise
+    convolution after it is a copy of its own (no exp inside its range checks); for
+    x86-64 and haswell, the nests' bits (no fma)."""
+    w1, b1, w2 = randn(32, 16, 3, 3, seed=21), randn(32, seed=22), randn(32, 1, 3, 3, seed=23)
+    nodes = [
+        node("Conv", ["x", "w1", "b1"], ["c"], pads=[1] * 4, strides=[2, 2]),
+        node("Sigmoid", ["c"], ["s"]),
+        node("Mul", ["c", "s"], ["m"]),
+        node("Conv", ["m", "w2"], ["y"], pads=[1] * 4, group=32),
+    ]
+    model = make(
+        nodes, {"x": (1, 16, 14, 14)}, {"y": (1, 32, 7, 7)}, {"w1": w1, "b1": b1, "w2": w2}
+    )
+    x = randn(1, 16, 14, 14, seed=24)
+    plain = dlc.compile_onnx(model, opt_level=0).g(x)
+    for target in ("x86-64", "haswell"):
+        check_runnable(target)
+        compiled = dlc.compile_onnx(model, fma=False, target_cpu=target, bounds_check=True)
+        text = compiled.ir("tensor")
+        computes = text.split("= tensor.compute(")
+        (at,) = [n for n, c in enumerate(computes) if "reduce [144]" in c]
+        (pad,) = [c for c in computes if "-> !graph.tensor<1x32x9x9xf32>" in c]
+        assert "epilogue 1" in computes[at] and "math.exp" in computes[at + 1]
+        assert "math.exp" not in pad
+        np.testing.assert_array_equal(compiled.g(x), plain)
 
 
 @pytest.mark.parametrize(
