@@ -32,7 +32,7 @@ from dlc.externs import ExternsOption, allowed_externs, check_externs
 from dlc.options import check_threads, compile_options, planted_fault, quick_facts
 from dlc.plugins import check_extra_passes
 from dlc.program_levels import ProgramLevels, Report, defined_functions, lower
-from dlc.runtime import cache, interrupts
+from dlc.runtime import cache, interrupts, jit_worker
 from dlc.runtime.cache_records import Metadata, valid_meta
 from dlc.runtime.fastcall import ARRAY_LAYOUT, FAST_CALLS
 from dlc.runtime.jit import JITModule
@@ -208,8 +208,8 @@ def _compile(
         from dlc.superopt_costs import install as install_costs
 
         install_costs(compile_kernel, lambda m, name: compile_timed(m, name, threads), threads)
-    with progress.tracking() as tracked:
-        llvm_level, report = lower(module, options, externs=externs)
+    with progress.tracking() as tracked, jit_worker.stopping_ahead():
+        llvm_level, report = lower(module, options, externs=externs, workers_ahead=True)
         check_symbols(external_names(llvm_level), module)
         tracked.enter("llvm")
         with pipeline.gc_paused():  # the conversion to LLVM IR allocates as much again

@@ -52,17 +52,22 @@ def lower(
     externs: frozenset[str] | None = None,
     python_entries: bool = True,
     stop: str = "llvm",
+    workers_ahead: bool = False,
 ) -> tuple[ModuleOp, Report]:
     """A clone of graph `module` lowered to the llvm level (with Python entries unless
     `python_entries` is False), and the compile report. `snapshots` receives a copy of
     each level as the pipeline leaves it (graph after the optimizer, tensor after
     fusion, ...). With `externs`, every C call of the loop level must name one of them
     (a located error otherwise). With `stop="loop"` the pipeline ends before
-    lower-loop-to-llvm: the module returned is the loop level."""
+    lower-loop-to-llvm: the module returned is the loop level. `workers_ahead`: the
+    llvm level will be compiled here (`JITModule`), so the LLVM workers of a large
+    module start as its loop level is lowered (`jit_parts.start_ahead`)."""
     from dlc.analysis.loop_callgraph import arena_bytes_needed, unbounded_functions
+    from dlc.analysis.walk import walk_ops
     from dlc.dialects import loop
     from dlc.passes.loop.plan_memory import function_stats
     from dlc.passes.statistics import PassStatistics
+    from dlc.runtime.jit_parts import start_ahead
 
     stats: dict[str, dict[str, int]] = {}
     passes: dict[str, dict[str, int]] = {}
@@ -88,6 +93,8 @@ def lower(
             for f in work.body.block.ops:
                 if isinstance(f, loop.FuncOp):
                     stats[f.sym_name.data] = function_stats(f)
+            if workers_ahead and stop != "loop":
+                start_ahead(len(walk_ops(work)), options.opt_level, options.target)
 
     symbolic = is_symbolic(module)
     steps = pipeline.symbolic_steps(options) if symbolic else pipeline.steps(options)

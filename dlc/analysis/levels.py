@@ -28,10 +28,10 @@ LOWERINGS = {
 def level_of(module: ModuleOp) -> str:
     """The highest level of any op in `module`; an empty dlc module is at the graph level."""
     ops = walk_ops(module)[1:]
-    names = {op.name for op in ops if isinstance(op, UnregisteredOp)}
-    names.update(
-        kind.name for kind in {type(op) for op in ops} if kind.name != "builtin.unregistered"
-    )
+    kinds = {type(op) for op in ops}  # by class: `isinstance` per op is slow on xDSL's ABCs
+    unregistered = {kind for kind in kinds if issubclass(kind, UnregisteredOp)}
+    names = {op.name for op in ops if type(op) in unregistered} if unregistered else set()
+    names.update(kind.name for kind in kinds if kind.name != "builtin.unregistered")
     dialects = {name.split(".", 1)[0] for name in names}
     for level in LEVELS[:-1]:
         if level in dialects:

@@ -6,11 +6,16 @@ them a depth guard; both ask here.
 
 from __future__ import annotations
 
+from typing import cast
+
 from xdsl.dialects.builtin import ModuleOp
 
-from dlc.analysis.walk import walk_ops
+from dlc.analysis.walk import kind_of, walk_ops
 from dlc.dialects import loop
 from dlc.dialects.loop_memory import ScalarCallOp
+
+_CALLS = (loop.CallOp, ScalarCallOp)
+_CALL_KINDS: dict[type, int] = {}  # an op class -> its `kind_of` `_CALLS`
 
 
 def is_recursive(func: loop.FuncOp, funcs: dict[str, loop.FuncOp]) -> bool:
@@ -22,9 +27,9 @@ def is_recursive(func: loop.FuncOp, funcs: dict[str, loop.FuncOp]) -> bool:
     while stack:
         current = stack.pop()
         for op in walk_ops(current):
-            if not isinstance(op, loop.CallOp | ScalarCallOp):
+            if not kind_of(op, _CALLS, _CALL_KINDS):
                 continue
-            callee = op.callee.data
+            callee = cast("loop.CallOp | ScalarCallOp", op).callee.data
             if callee == name:
                 return True
             if callee not in seen and callee in funcs:
@@ -40,7 +45,8 @@ def recursive_functions(module: ModuleOp) -> set[str]:
 
 
 def callees(func: loop.FuncOp) -> set[str]:
-    return {op.callee.data for op in walk_ops(func) if isinstance(op, loop.CallOp | ScalarCallOp)}
+    calls = (op for op in walk_ops(func) if kind_of(op, _CALLS, _CALL_KINDS))
+    return {cast("loop.CallOp | ScalarCallOp", op).callee.data for op in calls}
 
 
 def arena_bytes_needed(module: ModuleOp) -> int:

@@ -24,7 +24,7 @@ from enum import Enum
 from typing import Any, TypeVar, cast
 
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import IntegerAttr
+from xdsl.dialects.builtin import UNKNOWN_LOC, IntegerAttr
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 _Proto = tuple[type[Operation], tuple[Attribute, ...], dict[str, Attribute], dict[str, Attribute]]
@@ -86,6 +86,7 @@ def like(key: Hashable, build: Callable[[], Operation], operands: Sequence[SSAVa
         result_types=types,
         properties=dict(properties),
         attributes=dict(attributes),
+        location=UNKNOWN_LOC,  # what xDSL gives, without its import on every op
     )
 
 
@@ -108,16 +109,18 @@ _MADE: dict[Hashable, _Made | None] = {}  # None: the op cannot be made from a p
 
 def _atom(a: object, values: list[SSAValue], seen: dict[int, int], blocks: list[Block]) -> object:
     """`a` as part of a key; values and blocks are numbered into `values` and `blocks`."""
-    if isinstance(a, SSAValue):
+    kind = _KINDS.get(type(a)) or _kind(type(a))
+    if kind == _VALUE:
+        value = cast(SSAValue, a)
         first = seen.setdefault(id(a), len(values))
-        values.append(a)
-        return (a.type, first)  # its type, and which earlier argument it is
-    if isinstance(a, Block):
-        blocks.append(a)
+        values.append(value)
+        return (value.type, first)  # its type, and which earlier argument it is
+    if kind == _BLOCK:
+        blocks.append(cast(Block, a))
         return Block
-    if isinstance(a, float):
+    if kind == _FLOAT:
         return (float, struct.pack("<d", a))  # 0.0 == -0.0 as Python floats
-    if isinstance(a, _ATOMS):
+    if kind in (_ATTRIBUTE, _ATOM):
         return a
     raise _Uncached
 
@@ -232,6 +235,7 @@ def make(cls: type[OpT], *args: Any, **kwargs: Any) -> OpT:
         result_types=types,
         properties=dict(properties),
         attributes=dict(attributes),
+        location=UNKNOWN_LOC,
         successors=[blocks[i] for i in successors],
     )
 

@@ -8,8 +8,9 @@ OpenMP workers) into a module of its own, a unit, and the rest stays in part 0. 
 units are converted to LLVM IR one after the other, each named after its content
 (`unit_cache.Namer`: alike units are built once) and, with the compile cache on,
 looked up there; the units to build are handed out as they print, to worker processes
-(`python -m dlc.runtime.jit_worker`, started as the llvm level starts so that their
-Python loads meanwhile; llvmlite serializes all LLVM calls of a process behind one
+(`python -m dlc.runtime.jit_worker`, started as the llvm level starts, or as the
+loop level is lowered for a large module (`start_ahead`), so that their Python loads
+meanwhile; llvmlite serializes all LLVM calls of a process behind one
 lock, so threads would not overlap) and, once it has printed and built part 0, to this
 process, each unit to whoever is free. Each unit is built alone, so the object code is
 the same whatever the number of workers, and with the cache on or off. One MCJIT
@@ -30,7 +31,7 @@ import os
 import queue
 import struct
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from dlc.runtime import jit_worker
 
@@ -51,6 +52,16 @@ MIN_OPS = 5_000
 MAX_PARTS = 4
 """Processes that build at most (this one and the workers), fewer on fewer cores."""
 MAGIC = b"DLCOBJS1"
+AHEAD_OPS = 2_000
+"""Loop-level ops from which a module will likely be split (`lower-loop-to-llvm` splits
+functions of more ops into runs): its workers start as its loop level is lowered."""
+
+
+def start_ahead(loop_ops: int, opt_level: int, target: Target | None) -> None:
+    """Start the workers of a module of `loop_ops` loop-level ops, not lowered to the
+    llvm level yet, when it will likely be split (`jit_worker.start_ahead`)."""
+    if loop_ops >= AHEAD_OPS:
+        jit_worker.start_ahead(opt_level, target, min(MAX_PARTS, _threads()) - 1)
 
 
 def pack_objects(objects: list[bytes]) -> bytes:
@@ -88,19 +99,28 @@ def _threads() -> int:
         return os.cpu_count() or 1
 
 
+_REFERS: dict[type, int] = {}  # an op class -> `kind_of` a call (1), an address (2)
+
+
 def _scanned(op: Operation) -> tuple[dict[str, None], int]:
     """The symbols `op` calls or takes the address of, in the order they first occur
     (so parts list their functions alike in every process), and its number of ops."""
     from xdsl.dialects import llvm
 
+    from dlc.runtime.llvm_text_ops import kind_of
+
+    refers = (llvm.CallOp, llvm.AddressOfOp)
     names: dict[str, None] = {}
     count = 0
     for inner in op.walk():
         count += 1
-        if isinstance(inner, llvm.CallOp) and inner.callee is not None:
-            names[inner.callee.string_value()] = None
-        elif isinstance(inner, llvm.AddressOfOp):
-            names[inner.global_name.string_value()] = None
+        kind = kind_of(inner, refers, _REFERS)
+        if kind == 1:
+            callee = cast("llvm.CallOp", inner).callee
+            if callee is not None:
+                names[callee.string_value()] = None
+        elif kind == 2:
+            names[cast("llvm.AddressOfOp", inner).global_name.string_value()] = None
     return names, count
 
 

@@ -11,27 +11,35 @@ and exit status 1 (the parent then builds the part itself). Nothing read is exec
 but LLVM IR, through LLVM.
 
 The parent's side is here too: a worker is started (`start_worker`) before its input
-is ready, so that Python and dlc load while the parent prints the parts; each part is
-built with `build` (one thread of the parent per worker) and the worker ends with
-`finish_worker`.
+is ready, so that Python, dlc and LLVM load (the worker builds a tiny module first)
+while the parent prints the parts; each part is built with `build` (one thread of the
+parent per worker) and the worker ends with `finish_worker`. A compile that will likely
+be split starts its workers earlier still, as its loop level is lowered (`start_ahead`:
+`start_worker` hands those out first; `stop_ahead` ends those no compile took).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
 import struct
 import sys
+import threading
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 if TYPE_CHECKING:
     import subprocess
+    from collections.abc import Iterator
 
     from dlc.target import Target
 
 SIZE = struct.Struct("<Q")
+WARM_UP = "define void @dlc.warm_up() {\n  ret void\n}\n"
+_AHEAD: list[tuple[int, Target | None, subprocess.Popen]] = []  # `start_ahead`'s workers
+_AHEAD_LOCK = threading.Lock()
 
 
 def main() -> int:
@@ -45,6 +53,7 @@ def main() -> int:
         fields = header["target"]
         target = Target(**fields) if fields else None
         opt_level = int(header["opt_level"])
+        build_object(WARM_UP, opt_level, target)  # LLVM's first build sets it up
         while (text := read_frame(sys.stdin.buffer)) is not None:
             obj = build_object(text.decode("utf-8"), opt_level, target)
             sys.stdout.buffer.write(SIZE.pack(len(obj)) + obj)
@@ -70,10 +79,46 @@ def read_frame(stream: IO[bytes]) -> bytes | None:
     return data
 
 
+def start_ahead(opt_level: int, target: Target | None, count: int) -> None:
+    """Start `count` workers for `opt_level` and `target` now, for the parts of a
+    compile still being lowered: `start_worker` hands them out first."""
+    started = [(opt_level, target, w) for w in (_started(opt_level, target) for _ in range(count))]
+    with _AHEAD_LOCK:
+        _AHEAD.extend((level, t, w) for level, t, w in started if w is not None)
+
+
+def stop_ahead() -> None:
+    """End the workers `start_ahead` started that no compile took."""
+    with _AHEAD_LOCK:
+        left = [w for _, _, w in _AHEAD]
+        _AHEAD.clear()
+    for worker in left:
+        stop_worker(worker)
+
+
+@contextlib.contextmanager
+def stopping_ahead() -> Iterator[None]:
+    """A compile that may start workers ahead (`start_ahead`): those it did not take
+    are stopped as it ends, whether it succeeded or not."""
+    try:
+        yield
+    finally:
+        stop_ahead()
+
+
 def start_worker(opt_level: int, target: Target | None) -> subprocess.Popen | None:
     """`python -m dlc.runtime.jit_worker` told `opt_level` and `target`, waiting for
-    parts (`build`), or None when none can be started (the caller builds the parts
-    itself)."""
+    parts (`build`): one `start_ahead` started if there is one, else a new one; None
+    when none can be started (the caller builds the parts itself)."""
+    with _AHEAD_LOCK:
+        for i, (level, t, worker) in enumerate(_AHEAD):
+            if level == opt_level and t == target and worker.poll() is None:
+                del _AHEAD[i]
+                return worker
+    return _started(opt_level, target)
+
+
+def _started(opt_level: int, target: Target | None) -> subprocess.Popen | None:
     worker = spawn_worker()
     if worker is None:
         return None

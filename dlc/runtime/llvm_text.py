@@ -25,7 +25,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     StringAttr,
 )
-from xdsl.ir import Attribute, Block, SSAValue
+from xdsl.ir import Attribute, Block
 
 from dlc.runtime import llvm_text_ops as ops
 from dlc.runtime.llvm_text_instructions import instruction
@@ -134,13 +134,13 @@ def _function(op: llvm.FuncOp, module: ops.ModuleState) -> list[str]:
 
 
 def _block(
-    block: Block, entry: bool, fn: ops.FunctionState, incoming: dict[SSAValue, list[str]]
+    block: Block, entry: bool, fn: ops.FunctionState, incoming: dict[int, list[str]]
 ) -> Iterable[str]:
     yield f"{fn.label(block)[1:]}:"
     if not entry:
         for arg in block.args:
             name = fn.define(arg)
-            yield f"  {name} = phi {type_text(arg.type)} {', '.join(incoming.get(arg, []))}"
+            yield f"  {name} = phi {type_text(arg.type)} {', '.join(incoming.get(id(arg), []))}"
     for op in block.ops:
         line = instruction(op, fn)
         if line is not None:

@@ -70,15 +70,34 @@ def _fastmath(op: Any) -> list[str]:
     return [n for n in _FASTMATH_ORDER if n in names]
 
 
-def _binary_flags(op: Operation) -> list[str]:
-    if isinstance(op, llvm.ArithmeticBinOpOverflow) and op.overflowFlags:
+_FLAG_FAMILIES = (
+    llvm.ArithmeticBinOpOverflow,
+    llvm.AbstractFloatArithOp,
+    llvm.ArithmeticBinOpExact,
+    llvm.ArithmeticBinOpDisjoint,
+)
+_FAMILIES: dict[type[Operation], tuple[bool, ...]] = {}
+"""An op class -> whether it is each of `_FLAG_FAMILIES`, asked once per class
+(`dlc.analysis.walk.kind_of`: a failing `isinstance` is slow on xDSL's classes)."""
+
+
+def _families(op: Operation) -> tuple[bool, ...]:
+    found = _FAMILIES.get(type(op))
+    if found is None:
+        found = _FAMILIES[type(op)] = tuple(isinstance(op, c) for c in _FLAG_FAMILIES)
+    return found
+
+
+def _binary_flags(op: Any) -> list[str]:
+    overflow, floating, exact, disjoint = _families(op)
+    if overflow and op.overflowFlags:
         names = {f.value for f in llvm.OverflowAttr.from_int(op.overflowFlags.value.data).data}
         return [n for n in _OVERFLOW_ORDER if n in names]
-    if isinstance(op, llvm.AbstractFloatArithOp) and op.fastmathFlags is not None:
+    if floating and op.fastmathFlags is not None:
         return _fastmath(op)
-    if isinstance(op, llvm.ArithmeticBinOpExact) and op.is_exact:
+    if exact and op.is_exact:
         return ["exact"]
-    if isinstance(op, llvm.ArithmeticBinOpDisjoint) and op.is_disjoint:
+    if disjoint and op.is_disjoint:
         return ["disjoint"]
     return []
 

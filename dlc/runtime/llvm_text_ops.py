@@ -48,13 +48,24 @@ def symbol(name: str) -> str:
 
 
 _TYPES: dict[Attribute, str] = {}
+_TYPE_OBJECTS: dict[int, tuple[Attribute, str]] = {}
+"""Spellings by the identity of the type object (hashing an attribute walks its
+parameters; most values share a few type objects), with the object, so that no other
+takes its `id` while it is here."""
+_TYPE_OBJECTS_LIMIT = 50_000
 
 
 def type_text(t: Attribute) -> str:
     """LLVM's spelling of type `t` (memoized: a module spells a few types many times)."""
+    known = _TYPE_OBJECTS.get(id(t))
+    if known is not None:
+        return known[1]
     text = _TYPES.get(t)
     if text is None:
         text = _TYPES[t] = _type_text(t)
+    if len(_TYPE_OBJECTS) >= _TYPE_OBJECTS_LIMIT:
+        _TYPE_OBJECTS.clear()
+    _TYPE_OBJECTS[id(t)] = (t, text)
     return text
 
 
@@ -154,31 +165,33 @@ class FunctionState:
     The names are llvmlite's: one scope per function in which each argument, the return
     value, each block (its name hint or none), each `phi` and each instruction takes
     the next free name (`.1`, `.2`, ...), in the order xDSL's converter makes them; so
-    LLVM's module of this text equals the one of the converter's, names included."""
+    LLVM's module of this text equals the one of the converter's, names included.
+    Values and blocks are keyed by their `id` (xDSL hashes them by `id` too, through a
+    Python method); the function's IR outlives its state."""
 
     def __init__(self, module: ModuleState, blocks: list[Block], arguments: int) -> None:
         self.module = module
-        self.values: dict[SSAValue, str] = {}
-        self.blocks: dict[Block, str] = {}
+        self.values: dict[int, str] = {}
+        self.blocks: dict[int, str] = {}
         self._used = {""}
         self._bases: dict[str, int] = {}
         self.arguments = [self._register("") for _ in range(arguments + 1)][:-1]  # + return
         for arg, name in zip(blocks[0].args if blocks else (), self.arguments):
-            self.values[arg] = name
+            self.values[id(arg)] = name
         for block in blocks:
-            self.blocks[block] = self._register(block.name_hint or "")
+            self.blocks[id(block)] = self._register(block.name_hint or "")
         for block in blocks[1:]:
             for arg in block.args:
-                self.values[arg] = self._register("")
+                self.values[id(arg)] = self._register("")
         for block in blocks:
             for op in block.ops:
                 text = operand_text(op)
                 if text is not None:
-                    self.values[op.results[0]] = text
+                    self.values[id(op.results[0])] = text
                     continue
                 name = self._register("")  # every instruction, with or without result
                 if op.results:
-                    self.values[op.results[0]] = name
+                    self.values[id(op.results[0])] = name
 
     def _register(self, base: str) -> str:
         """llvmlite's `NameScope.register(base, deduplicate=True)`, quoted as it prints."""
@@ -190,26 +203,26 @@ class FunctionState:
         return '%"' + name.replace("\\", "\\5c").replace('"', "\\22") + '"'
 
     def define(self, value: SSAValue) -> str:
-        return self.values[value]
+        return self.values[id(value)]
 
     def label(self, block: Block) -> str:
-        return self.blocks[block]
+        return self.blocks[id(block)]
 
     def typed(self, value: SSAValue) -> str:
-        return f"{type_text(value.type)} {self.values[value]}"
+        return f"{type_text(value.type)} {self.values[id(value)]}"
 
-    def incoming(self, blocks: list[Block]) -> dict[SSAValue, list[str]]:
-        """The incoming values of each block argument (a `phi`), in the order xDSL's
-        converter adds them."""
-        incoming: dict[SSAValue, list[str]] = {}
+    def incoming(self, blocks: list[Block]) -> dict[int, list[str]]:
+        """The incoming values of each block argument (a `phi`, by the argument's `id`),
+        in the order xDSL's converter adds them."""
+        incoming: dict[int, list[str]] = {}
         for block in blocks:
             op = block.last_op
             if not isinstance(op, llvm.BrOp | llvm.CondBrOp):
                 continue
-            here = self.blocks[block]
+            here = self.blocks[id(block)]
             for dest, args in _edges(op):
                 for arg, value in zip(dest.args, args):
-                    incoming.setdefault(arg, []).append(f"[{self.values[value]}, {here}]")
+                    incoming.setdefault(id(arg), []).append(f"[{self.values[id(value)]}, {here}]")
         return incoming
 
 
@@ -222,13 +235,32 @@ def _edges(op: llvm.BrOp | llvm.CondBrOp) -> list[tuple[Block, tuple[SSAValue, .
     ]
 
 
+def kind_of(obj: object, classes: tuple[type, ...], memo: dict[type, int]) -> int:
+    """`dlc.analysis.walk.kind_of` for the runtime (which imports no analyses): 1 + the
+    index of the first of `classes` `obj` is an instance of (0: none), remembered by
+    class in `memo` (a failing `isinstance` against xDSL's classes, ABCs, is slow)."""
+    kind = memo.get(type(obj))
+    if kind is None:
+        found = (i for i, c in enumerate(classes, start=1) if isinstance(obj, c))
+        kind = memo[type(obj)] = next(found, 0)
+    return kind
+
+
+_OPERAND_OPS = (llvm.ConstantOp, llvm.AddressOfOp, llvm.UndefOp, llvm.ZeroOp)
+_OPERAND_KIND: dict[type, int] = {}  # an op class -> its `kind_of` `_OPERAND_OPS`
+
+
 def operand_text(op: Operation) -> str | None:
-    if isinstance(op, llvm.ConstantOp):
+    kind = kind_of(op, _OPERAND_OPS, _OPERAND_KIND)
+    if kind == 0:
+        return None
+    if kind == 1:
+        assert isinstance(op, llvm.ConstantOp)
         return constant_text(op.result.type, op.value)
-    if isinstance(op, llvm.AddressOfOp):
+    if kind == 2:
+        assert isinstance(op, llvm.AddressOfOp)
         return symbol(op.global_name.root_reference.data)
-    if isinstance(op, llvm.UndefOp):
+    if kind == 3:
         return "undef"
-    if isinstance(op, llvm.ZeroOp):
-        return _null(op.res.type)
-    return None
+    assert isinstance(op, llvm.ZeroOp)
+    return _null(op.res.type)

@@ -6,6 +6,8 @@ emitted through the `ScalarEmitter`, and the values that replace its results: th
 
 from __future__ import annotations
 
+from typing import cast
+
 from xdsl.dialects import arith, llvm
 from xdsl.dialects.builtin import (
     AnyFloat,
@@ -20,6 +22,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 
+from dlc.analysis.walk import kind_of
 from dlc.diagnostics import error_at
 from dlc.dialects import llvm_lanes
 from dlc.lowering.loop_to_llvm.scalar import (
@@ -145,18 +148,23 @@ def _with_fastmath(op: Operation, result: SSAValue) -> SSAValue:
     return result
 
 
+_TYPES = (VectorType, IntegerType, Float16Type, Float32Type, Float64Type)
+_TYPE_KINDS: dict[type, int] = {}  # a type's class -> its `kind_of` `_TYPES`
+
+
 def lower_scalar_op(op: Operation, operands: list[SSAValue], out: ScalarEmitter) -> list[SSAValue]:
     """The llvm values replacing `op`'s results; raises for unsupported ops."""
+    constant = isinstance(op, arith.ConstantOp)
     for value in (*operands, *op.results):
-        t = value.type
-        if isinstance(t, VectorType) and not isinstance(op, arith.ConstantOp):
-            t = t.element_type  # element-wise arithmetic and casts on whole registers
-        if not isinstance(t, IntegerType | Float16Type | Float32Type | Float64Type):
+        kind = kind_of(value.type, _TYPES, _TYPE_KINDS)
+        if kind == 1 and not constant:  # element-wise arithmetic and casts on registers
+            kind = kind_of(cast(VectorType, value.type).element_type, _TYPES, _TYPE_KINDS)
+        if kind < 2:
             raise error_at(
                 op, f"not supported by the code generator yet: {op.name} on {value.type}"
             )
-    if isinstance(op, arith.ConstantOp):
-        return [_constant(op, out)]
+    if constant:
+        return [_constant(cast(arith.ConstantOp, op), out)]
     lowering = SIMPLE.get(type(op))
     if lowering is not None:
         return [_with_fastmath(op, lowering(out, operands))]

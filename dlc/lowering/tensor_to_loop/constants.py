@@ -22,6 +22,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
+from typing import cast
 from weakref import WeakKeyDictionary
 
 from xdsl.builder import Builder
@@ -29,6 +30,7 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, i64
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
+from dlc.analysis.walk import kind_of
 from dlc.dialects import loop
 from dlc.lowering.tensor_to_loop.loop_ops import addi
 
@@ -158,19 +160,25 @@ def _key(value: IntegerAttr | FloatAttr) -> Hashable:
     return ("i", value.type, value.value.data)
 
 
+_TOPS = (ModuleOp, loop.FuncOp, loop.ForOp)
+_TOP_KINDS: dict[type, int] = {}  # an op class -> its `kind_of` `_TOPS`
+
+
 def _top_block(block: Block) -> Block:
     """The body of the innermost parallel loop holding `block`, else the entry block
     of its `loop.func`, else the outermost block above it."""
     while True:
         region = block.parent
         op: Operation | None = region.parent if region is not None else None
-        if op is None or isinstance(op, ModuleOp):
+        kind = 1 if op is None else kind_of(op, _TOPS, _TOP_KINDS)
+        if kind == 1:
             return block
-        if isinstance(op, loop.FuncOp):
-            entry = op.body.blocks.first
+        if kind == 2:
+            entry = cast(loop.FuncOp, op).body.blocks.first
             return block if entry is None else entry
-        if isinstance(op, loop.ForOp) and op.parallel is not None:
+        if kind == 3 and cast(loop.ForOp, op).parallel is not None:
             return block  # its body is outlined: a constant from outside is passed in
+        assert op is not None
         parent = op.parent
         if parent is None:
             return block

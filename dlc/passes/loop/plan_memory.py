@@ -10,6 +10,7 @@ lowest fit (two orders, the smaller arena wins). Each planned `loop.alloc` gets
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import cast
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntAttr, MemRefType, ModuleOp
@@ -18,6 +19,7 @@ from xdsl.passes import ModulePass
 
 from dlc.analysis.levels import require_level
 from dlc.analysis.loop_callgraph import is_recursive
+from dlc.analysis.walk import kind_of, walk_ops
 from dlc.dialects import loop, loop_memory
 
 ALIGN = loop.ARENA_ALIGN
@@ -288,13 +290,18 @@ def _assign(slots: list[Slot]) -> None:
                     use.operation.erase()
 
 
+_ALLOCS = (loop.AllocOp, loop.AllocSizedOp)
+
+
 def function_stats(func: loop.FuncOp) -> dict[str, int]:
     """The compile report of one loop-level function (after planning, if it ran)."""
-    allocs = [op for op in func.body.walk() if isinstance(op, loop.AllocOp)]
+    kinds: dict[type, int] = {}
+    ops = walk_ops(func)
+    allocs = [cast(loop.AllocOp, op) for op in ops if kind_of(op, _ALLOCS, kinds) == 1]
     arena = func.attributes.get(ARENA_BYTES)
     min_live = func.attributes.get(MIN_LIVE_BYTES)
     heap = [a for a in allocs if OFFSET not in a.attributes]
-    sized = sum(1 for op in func.body.walk() if isinstance(op, loop.AllocSizedOp))
+    sized = sum(1 for op in ops if kind_of(op, _ALLOCS, kinds) == 2)
     if min_live is None:  # unplanned: every buffer has its own heap block
         if len(func.body.blocks) == 1:
             min_live_value = min_live_bytes(_slots(_buffers(func)))

@@ -329,3 +329,49 @@ def test_workers_stopped_with_units_left_are_reaped(monkeypatch: pytest.MonkeyPa
     shared.close(stop=True)
     assert len(threads) == 2 and not any(t.is_alive() for t in threads)
     assert all(w.returncode is not None for w in workers)  # type: ignore[union-attr]
+
+
+def test_workers_started_ahead_are_handed_out_then_stopped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A module large enough to be split starts its workers as its loop level is
+    lowered; `start_worker` hands them out (for the same opt level and target only)
+    and `stop_ahead` reaps those no compile took."""
+    monkeypatch.setattr(jit_parts, "_threads", lambda: 2)
+    jit_parts.start_ahead(jit_parts.AHEAD_OPS - 1, 2, None)
+    assert not jit_worker._AHEAD  # noqa: SLF001 -- too small: none started
+    jit_parts.start_ahead(jit_parts.AHEAD_OPS, 2, None)
+    jit_parts.start_ahead(jit_parts.AHEAD_OPS, 1, None)
+    ahead = [w for _, _, w in jit_worker._AHEAD]  # noqa: SLF001
+    assert len(ahead) == 2
+    worker = jit_worker.start_worker(2, None)
+    assert worker is ahead[0]
+    obj = jit_worker.build(worker, "define i64 @n() {\n  ret i64 7\n}\n")
+    assert obj is not None and obj.startswith(b"\x7fELF")
+    assert jit_worker.finish_worker(worker)
+    jit_worker.stop_ahead()
+    assert not jit_worker._AHEAD and ahead[1].returncode is not None  # noqa: SLF001
+
+
+def test_a_split_compile_takes_its_workers_ahead(
+    split: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`dlc.compile` starts the workers of a large module before its llvm level and
+    leaves none behind; the results are those of a compile without them."""
+    monkeypatch.setenv("DLC_CACHE", "0")
+    started: list[object] = []
+    original = jit_worker.start_ahead
+
+    def start_ahead(opt_level: int, target: object, count: int) -> None:
+        original(opt_level, target, count)  # type: ignore[arg-type]
+        started.extend(w for _, _, w in jit_worker._AHEAD)  # noqa: SLF001
+
+    monkeypatch.setattr(jit_worker, "start_ahead", start_ahead)
+    monkeypatch.setattr(jit_parts, "AHEAD_OPS", 0)
+    ahead = dlc.compile(PROGRAM, num_threads=2)
+    assert built_in_parts(ahead) and len(started) == 1
+    assert not jit_worker._AHEAD and started[0].returncode == 0  # type: ignore[attr-defined]  # noqa: SLF001
+    monkeypatch.setattr(jit_parts, "AHEAD_OPS", 10**9)
+    later = dlc.compile(PROGRAM, num_threads=2)
+    assert built_in_parts(later) and len(started) == 1
+    np.testing.assert_array_equal(ahead.f(A, B), later.f(A, B))
