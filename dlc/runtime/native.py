@@ -186,26 +186,37 @@ def default_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+_HELD: list[ctypes.CDLL] = []
+"""Our own handles on the libraries `_load_permanently` loaded, never closed: LLVM
+closes its handles when the process exits (llvmlite's static destructors), and a
+library unmapped then under a thread still running in it (an OpenMP worker spinning
+under `OMP_WAIT_POLICY=active`) crashed the exit with a segmentation fault."""
+
+
 def _load_permanently(soname: str, short: str) -> str | None:
     """Load a shared library into the process for JIT code, by its usual `soname` (the
     dynamic loader's own search, no process started) or else by the name
     `ctypes.util.find_library(short)` finds (it runs `ldconfig -p`: milliseconds);
     the name it was loaded by, or None."""
+    names = [soname]
     try:
         llvm_c.load_library_permanently(soname)
-        return soname
     except RuntimeError:
-        pass
-    from ctypes.util import find_library
+        from ctypes.util import find_library
 
-    path = find_library(short)
-    if path is None:
-        return None
+        path = find_library(short)
+        if path is None:
+            return None
+        try:
+            llvm_c.load_library_permanently(path)
+        except RuntimeError:
+            return None
+        names = [path]
     try:
-        llvm_c.load_library_permanently(path)
-    except RuntimeError:
-        return None
-    return path
+        _HELD.append(ctypes.CDLL(names[0], mode=ctypes.RTLD_GLOBAL))
+    except OSError:  # loaded by LLVM's own search only: its handle is all there is
+        pass
+    return names[0]
 
 
 def _process_symbol(name: str) -> int | None:

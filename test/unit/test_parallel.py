@@ -135,6 +135,29 @@ def test_openmp_waits_briefly_then_sleeps_unless_the_user_chose() -> None:
         assert out.stdout.split("\n")[0] == want, (extra, out.stdout, out.stderr)
 
 
+def test_a_process_with_actively_waiting_workers_exits_cleanly() -> None:
+    """LLVM closes its library handles when the process exits; dlc keeps its own on
+    libgomp, so workers still spinning in it (`OMP_WAIT_POLICY=active`) are not left
+    running in unmapped code (that exit crashed with a segmentation fault)."""
+    import os
+    import subprocess
+    import sys
+
+    probe = (
+        "import numpy as np, dlc\n"
+        f"mod = dlc.compile_file({str(ROOT / PROGRAMS['lstm_tail'][0])!r}, num_threads=2)\n"
+        "f = mod[mod.functions[0]]\n"
+        "args = [np.ones(s, d) for d, s, _ in f._checks]\n"
+        "for _ in range(50): f(*args)\n"
+        "print('ran')\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "GOMP_SPINCOUNT"}
+    env["OMP_WAIT_POLICY"] = "active"
+    for _ in range(2):
+        out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
+        assert (out.returncode, out.stdout.strip()) == (0, "ran"), out.stderr[-2000:]
+
+
 def test_the_load_governor_steps_down_on_pressure_and_back_after_calm() -> None:
     from dlc.runtime.governor import CALM_PERIODS, HIGH, LOW, Decision
 
