@@ -14,6 +14,10 @@ import numpy as np
 MIN_SAMPLES = 7
 SAMPLE_SECONDS = 2e-3
 BUDGET_SECONDS = 0.5
+SETTLE_SECONDS = 0.01
+"""Pause between one system's samples and the next's: the OpenMP workers of the system
+just timed (dlc's, libgomp's) spin for a millisecond or two after their last loop
+before they sleep, and must not take the next system's cores while it is timed."""
 TOLERANCE = 1e-3  # largest max_error a result may have and still count as matching
 
 Arrays = list[np.ndarray]
@@ -73,16 +77,18 @@ def alternating_medians(
     """Median seconds per call of each of `calls`, timed in turns (one sample of each,
     then the next round): on a loaded machine the systems compared see the same load,
     so their ratio holds where their times from separate windows would not. At least
-    `MIN_SAMPLES` rounds of samples lasting ≥ 2 ms each, within `budget` seconds."""
+    `MIN_SAMPLES` rounds of samples lasting ≥ 2 ms each, within `budget` seconds (the
+    `SETTLE_SECONDS` pauses between samples are not counted)."""
     inner: list[int] = []
     for fn in calls:
         start = time.perf_counter()
         fn()
         inner.append(max(1, int(SAMPLE_SECONDS / max(time.perf_counter() - start, 1e-7))))
     samples: list[list[float]] = [[] for _ in calls]
-    deadline = time.perf_counter() + budget
+    deadline = time.perf_counter() + budget + SETTLE_SECONDS * len(calls) * MIN_SAMPLES
     while len(samples[0]) < MIN_SAMPLES or time.perf_counter() < deadline:
         for fn, n, own in zip(calls, inner, samples, strict=True):
+            time.sleep(SETTLE_SECONDS)
             start = time.perf_counter()
             for _ in range(n):
                 fn()

@@ -154,14 +154,20 @@ def openmp_available() -> bool:
     return _OPENMP[0]
 
 
-WAIT_SPIN = "100"
+WAIT_SPIN = "30000"
 """`GOMP_SPINCOUNT` dlc asks of libgomp unless the user chose a wait policy: a thread
-that waits at a barrier or for work spins about 100 pauses (a few microseconds), then
-sleeps. libgomp's default spins 3,000 times longer; on cores that other processes keep
-busy, the spinning threads take the time slices the working thread needs. Measured on
-a 2-core AMD EPYC (Zen 4) with two busy processes beside it, the LSTM tail benchmark
-on 2 threads against 1: 88x slower with libgomp's defaults and a static split, 1.1x
-with dynamic chunks and this spin (12.7x with a spin of 10,000)."""
+that waits at a barrier or for work spins about 30,000 pauses (1.5 ms on a Zen 3)
+before it sleeps, so the parallel loops of one call, a few microseconds to a
+millisecond apart, find the team awake. A sleeping worker is woken through the
+kernel, which may first queue it on the waking thread's own core: on 2-core virtual
+machines a loop on 2 threads then ran as slowly as on one, plus the wake (measured on
+a quiet 2-core AMD EPYC Zen 3, `tools/bench_load.py --busy 0`, 2 threads / 1: the LSTM
+tail 0.80 with a spin of 100 against 0.53 with this one, attention 1.07 against 0.60;
+MobileNetV2 6.5 ms against 4.9 ms a call). Spins of 1,000 to 10,000 were worse than
+either (the woken thread waits out the other's spin). Busy cores are the load
+governor's (`governor.py`: one thread while the kernel reports CPU pressure): with
+one busy process per core, every `tools/bench.py` workload at 2 threads stayed
+within 1.05x of one thread with this spin."""
 
 
 def _short_spin() -> None:
