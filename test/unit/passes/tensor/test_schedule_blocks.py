@@ -121,7 +121,8 @@ def test_bits_do_not_depend_on_threads(monkeypatch: pytest.MonkeyPatch, target: 
         module = parse_module(source)
         args = [rng.standard_normal(s).astype(np.float32) for s in shapes]
         tensor_ir = compile_graph_module(module, target_cpu=target).ir("tensor")
-        assert "parallel [d1.0]" in tensor_ir or "parallel [d2]" in tensor_ir
+        # which loop is parallel depends on the host's vector width (row blocks on AVX2)
+        assert any(f"parallel [{d}]" in tensor_ir for d in ("d0.0", "d1.0", "d2")), tensor_ir
         one, *many = [
             compile_graph_module(module, num_threads=t, target_cpu=target)["f"](*args)
             for t in (1, 2, 3)
