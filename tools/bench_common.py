@@ -85,10 +85,11 @@ def alternating_medians(
         fn()
         inner.append(max(1, int(SAMPLE_SECONDS / max(time.perf_counter() - start, 1e-7))))
     samples: list[list[float]] = [[] for _ in calls]
-    deadline = time.perf_counter() + budget + SETTLE_SECONDS * len(calls) * MIN_SAMPLES
+    deadline = time.perf_counter() + budget
     while len(samples[0]) < MIN_SAMPLES or time.perf_counter() < deadline:
         for fn, n, own in zip(calls, inner, samples, strict=True):
             time.sleep(SETTLE_SECONDS)
+            deadline += SETTLE_SECONDS
             start = time.perf_counter()
             for _ in range(n):
                 fn()

@@ -204,25 +204,25 @@ def _load_permanently(soname: str, short: str) -> str | None:
     dynamic loader's own search, no process started) or else by the name
     `ctypes.util.find_library(short)` finds (it runs `ldconfig -p`: milliseconds);
     the name it was loaded by, or None."""
-    names = [soname]
+    name = soname
     try:
-        llvm_c.load_library_permanently(soname)
+        llvm_c.load_library_permanently(name)
     except RuntimeError:
         from ctypes.util import find_library
 
-        path = find_library(short)
-        if path is None:
+        found = find_library(short)
+        if found is None:
             return None
+        name = found
         try:
-            llvm_c.load_library_permanently(path)
+            llvm_c.load_library_permanently(name)
         except RuntimeError:
             return None
-        names = [path]
     try:
-        _HELD.append(ctypes.CDLL(names[0], mode=ctypes.RTLD_GLOBAL))
+        _HELD.append(ctypes.CDLL(name, mode=ctypes.RTLD_GLOBAL))
     except OSError:  # loaded by LLVM's own search only: its handle is all there is
         pass
-    return names[0]
+    return name
 
 
 def _process_symbol(name: str) -> int | None:
